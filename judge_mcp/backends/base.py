@@ -1,0 +1,206 @@
+"""The backend seam: one request shape in, one completion shape out.
+
+A backend implements `_send` (one HTTP call or one in-process generation) and classifies its failures as
+`RetryableError` or `FatalError`; `Backend.complete` owns the concurrency limit, the timeout and the retry loop
+(see retry.py), so every backend gets the same bounded behaviour.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from judge_mcp.backends.retry import RetryPolicy, run_with_retries
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str  # "user" | "assistant"
+    content: str
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """What a method asks of a model. Backends translate it to their wire format.
+
+    `json_schema`, when set, asks for an answer constrained to that JSON schema where the backend supports it
+    (`Backend.supports_json_schema`); methods keep a text grammar as the fallback elsewhere.
+    """
+
+    messages: tuple[Message, ...]
+    system: str | None = None
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    json_schema: dict[str, Any] | None = None
+    schema_name: str = "verdict"
+    # Free-form tag for logs (e.g. "compare_pair:AB"); not part of the cache key.
+    purpose: str = field(default="", compare=False)
+
+    def to_record(self) -> dict[str, Any]:
+        """A JSON-safe description of the request (no secrets exist at this level)."""
+        return {
+            "system": self.system,
+            "messages": [{"role": m.role, "content": m.content} for m in self.messages],
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "json_schema": self.json_schema,
+            "schema_name": self.schema_name,
+        }
+
+    def cache_key(self, backend_identity: str) -> str:
+        """Hash of the exact request as this backend would send it."""
+        payload = json.dumps({"backend": backend_identity, "request": self.to_record()}, sort_keys=True)
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def user(content: str, system: str | None = None, **kwargs: Any) -> ChatRequest:
+    """Shorthand for the common single-user-message request."""
+    return ChatRequest(messages=(Message("user", content),), system=system, **kwargs)
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+
+
+@dataclass
+class Completion:
+    text: str
+    model: str
+    usage: Usage
+    finish_reason: str | None = None
+    structured: bool = False  # the answer was decoded under the request's JSON schema
+    attempts: int = 1
+    # The raw call record: request as sent (minus credentials), response body, attempts and their errors.
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+class BackendError(Exception):
+    """A backend call that failed for good. The message names the backend and the cause."""
+
+    def __init__(self, backend: str, cause: str, *, status: int | None = None, attempts: int = 1):
+        self.backend = backend
+        self.cause = cause
+        self.status = status
+        self.attempts = attempts
+        super().__init__(f"backend '{backend}' failed after {attempts} attempt(s): {cause}")
+
+
+class RetryableError(Exception):
+    """A failure worth another attempt: connection errors, timeouts, 408/409/429/5xx."""
+
+    def __init__(self, cause: str, *, status: int | None = None, retry_after: float | None = None):
+        self.cause = cause
+        self.status = status
+        self.retry_after = retry_after
+        super().__init__(cause)
+
+
+class FatalError(Exception):
+    """A failure another attempt would not fix: other 4xx, a malformed request, a missing model file."""
+
+    def __init__(self, cause: str, *, status: int | None = None):
+        self.cause = cause
+        self.status = status
+        super().__init__(cause)
+
+
+class Backend:
+    """Base class. Subclasses set `kind`, capability flags, and implement `_send` (and `aclose` if needed)."""
+
+    kind: str = "base"
+    supports_json_schema: bool = False
+
+    def __init__(
+        self,
+        name: str,
+        model: str,
+        *,
+        concurrency: int = 4,
+        timeout_s: float = 120.0,
+        max_retries: int = 3,
+        backoff_base_s: float = 0.5,
+        backoff_max_s: float = 20.0,
+    ):
+        if concurrency < 1:
+            raise ValueError(f"backend '{name}': concurrency must be >= 1, got {concurrency}")
+        if timeout_s <= 0:
+            raise ValueError(f"backend '{name}': timeout_s must be > 0, got {timeout_s}")
+        if max_retries < 0:
+            raise ValueError(f"backend '{name}': max_retries must be >= 0, got {max_retries}")
+        self.name = name
+        self.model = model
+        self.concurrency = concurrency
+        self.timeout_s = timeout_s
+        self.policy = RetryPolicy(max_retries=max_retries, base_s=backoff_base_s, max_s=backoff_max_s)
+        self._limiter: anyio.CapacityLimiter | None = None
+
+    # ---- identity -------------------------------------------------------------------------------------------
+    @property
+    def model_id(self) -> str:
+        """`backend/model` as reported in every tool output."""
+        return f"{self.kind}/{self.model}"
+
+    def identity(self) -> str:
+        """What distinguishes this backend's answers for the cache: kind, endpoint and model, never the key."""
+        return f"{self.kind}|{self.model}"
+
+    # ---- calling --------------------------------------------------------------------------------------------
+    @property
+    def limiter(self) -> anyio.CapacityLimiter:
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(self.concurrency)
+        return self._limiter
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        """Send one request with the concurrency limit, per-attempt timeout and bounded retries.
+
+        Raises BackendError when every attempt failed or the failure is fatal.
+        """
+        errors: list[dict[str, Any]] = []
+
+        async def attempt() -> Completion:
+            async with self.limiter:
+                start = time.perf_counter()
+                with anyio.fail_after(self.timeout_s):
+                    completion = await self._send(request)
+                if not completion.usage.latency_ms:
+                    completion.usage.latency_ms = (time.perf_counter() - start) * 1000.0
+                return completion
+
+        def on_retry(exc: Exception, attempt_no: int, delay: float) -> None:
+            errors.append({"attempt": attempt_no, "error": _describe(exc, self.timeout_s), "retry_in_s": round(delay, 3)})
+
+        try:
+            completion, attempts = await run_with_retries(attempt, self.policy, on_retry=on_retry)
+        except FatalError as exc:
+            raise BackendError(self.name, exc.cause, status=exc.status, attempts=len(errors) + 1) from exc
+        except (RetryableError, TimeoutError) as exc:
+            raise BackendError(
+                self.name, _describe(exc, self.timeout_s), status=getattr(exc, "status", None), attempts=len(errors) + 1
+            ) from exc
+        completion.attempts = attempts
+        completion.raw.setdefault("request", request.to_record())
+        completion.raw["attempts"] = attempts
+        if errors:
+            completion.raw["retried_errors"] = errors
+        return completion
+
+    async def _send(self, request: ChatRequest) -> Completion:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        """Release connections or the loaded model."""
+
+
+def _describe(exc: Exception, timeout_s: float) -> str:
+    if isinstance(exc, TimeoutError):
+        return f"timed out after {timeout_s:g}s"
+    return getattr(exc, "cause", None) or f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,75 @@
+"""Bounded retries with exponential backoff, full jitter and `Retry-After`."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import anyio
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 3  # attempts = max_retries + 1
+    base_s: float = 0.5
+    max_s: float = 20.0
+
+    def delay(self, retry_no: int, retry_after: float | None = None) -> float:
+        """Delay before retry number `retry_no` (1-based). A server's Retry-After wins, capped at max_s."""
+        if retry_after is not None and retry_after >= 0:
+            return min(retry_after, self.max_s)
+        ceiling = min(self.max_s, self.base_s * (2 ** (retry_no - 1)))
+        return random.uniform(ceiling / 2, ceiling)
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds or HTTP date); None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    from email.utils import parsedate_to_datetime
+    import datetime as _dt
+
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=_dt.timezone.utc)
+    return max(0.0, (when - _dt.datetime.now(_dt.timezone.utc)).total_seconds())
+
+
+async def run_with_retries(
+    fn: Callable[[], Awaitable[T]],
+    policy: RetryPolicy,
+    *,
+    on_retry: Callable[[Exception, int, float], None] | None = None,
+) -> tuple[T, int]:
+    """Run `fn` until it succeeds, raises a non-retryable error, or the attempts run out.
+
+    Retryable: `RetryableError` and `TimeoutError` (a per-attempt timeout). Returns (result, attempts used).
+    """
+    from judge_mcp.backends.base import RetryableError
+
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return await fn(), attempt
+        except (RetryableError, TimeoutError) as exc:
+            if attempt > policy.max_retries:
+                raise
+            delay = policy.delay(attempt, getattr(exc, "retry_after", None))
+            if on_retry is not None:
+                on_retry(exc, attempt, delay)
+            await anyio.sleep(delay)

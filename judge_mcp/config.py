@@ -1,0 +1,192 @@
+"""Settings from the environment, plus named backends from an optional TOML file (JUDGE_MCP_CONFIG).
+
+Keys are resolved here from environment variables and kept only in memory: a `BackendConfig` never
+serialises its key (`api_key` is excluded from `public()` and from repr).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Mapping
+from urllib.parse import urlparse
+
+KINDS = ("local", "openai", "anthropic")
+DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+# Provider-wide keys are only ever sent to the provider's own host.
+PROVIDER_KEY_ENV = {"openai": ("OPENAI_API_KEY", "api.openai.com"), "anthropic": ("ANTHROPIC_API_KEY", "api.anthropic.com")}
+DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5"}
+DEFAULT_BACKEND_NAME = "default"
+
+
+class ConfigError(ValueError):
+    """A configuration problem, with a message that names the variable or table at fault."""
+
+
+@dataclass(frozen=True)
+class BackendConfig:
+    name: str
+    kind: str
+    model: str | None = None  # None for local: the bundled SmolLM2 GGUF
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    concurrency: int = 4
+    timeout_s: float = 120.0
+    max_retries: int = 3
+    # local only
+    n_ctx: int = 8192
+    n_threads: int | None = None
+
+    def public(self) -> dict[str, Any]:
+        """Everything but the key, for logs and the verdict log."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "api_key"}
+
+
+@dataclass(frozen=True)
+class Settings:
+    db_path: Path
+    default_backend: BackendConfig
+    named_backends: Mapping[str, BackendConfig]
+    http_token: str | None = field(default=None, repr=False)
+
+    def backend_names(self) -> list[str]:
+        return [DEFAULT_BACKEND_NAME, *sorted(self.named_backends)]
+
+    def backend(self, name: str | None) -> BackendConfig:
+        if name is None or name == DEFAULT_BACKEND_NAME:
+            return self.default_backend
+        try:
+            return self.named_backends[name]
+        except KeyError:
+            known = ", ".join(self.backend_names())
+            raise ConfigError(f"unknown backend '{name}'; known backends: {known}") from None
+
+
+def _host(url: str) -> str:
+    return (urlparse(url).hostname or "").lower()
+
+
+def _positive_int(value: Any, what: str) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{what} must be a whole number, got {value!r}") from None
+    if number < 1:
+        raise ConfigError(f"{what} must be >= 1, got {number}")
+    return number
+
+
+def _positive_float(value: Any, what: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{what} must be a number, got {value!r}") from None
+    if number <= 0:
+        raise ConfigError(f"{what} must be > 0, got {number}")
+    return number
+
+
+def _check_kind(kind: str, what: str) -> str:
+    kind = (kind or "").strip().lower()
+    if kind not in KINDS:
+        raise ConfigError(f"{what} must be one of {', '.join(KINDS)}; got {kind!r}")
+    return kind
+
+
+def _check_url(url: str | None, what: str) -> str | None:
+    if url is None or url == "":
+        return None
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ConfigError(f"{what} must be an http(s) URL, got {url!r}")
+    return url.rstrip("/")
+
+
+def backend_from_env(env: Mapping[str, str]) -> BackendConfig:
+    kind = _check_kind(env.get("JUDGE_MCP_BACKEND", "local"), "JUDGE_MCP_BACKEND")
+    base_url = _check_url(env.get("JUDGE_MCP_BASE_URL"), "JUDGE_MCP_BASE_URL")
+    model = env.get("JUDGE_MCP_MODEL") or (DEFAULT_MODELS.get(kind) if kind != "local" else None)
+    explicit = env.get("JUDGE_MCP_API_KEY") or None
+    cfg = BackendConfig(
+        name=DEFAULT_BACKEND_NAME,
+        kind=kind,
+        model=model,
+        base_url=base_url if kind != "local" else None,
+        api_key=None,
+        concurrency=_positive_int(env.get("JUDGE_MCP_CONCURRENCY", 4), "JUDGE_MCP_CONCURRENCY"),
+        timeout_s=_positive_float(env.get("JUDGE_MCP_TIMEOUT_S", 120), "JUDGE_MCP_TIMEOUT_S"),
+        max_retries=int(env.get("JUDGE_MCP_MAX_RETRIES", 3)),
+    )
+    if kind != "local":
+        cfg = replace(cfg, api_key=explicit or _provider_key(kind, base_url, env))
+    return cfg
+
+
+def _provider_key(kind: str, base_url: str | None, env: Mapping[str, str]) -> str | None:
+    """The provider-wide key (OPENAI_API_KEY / ANTHROPIC_API_KEY), but only for the provider's own host."""
+    env_name, provider_host = PROVIDER_KEY_ENV[kind]
+    if base_url is not None and _host(base_url) != provider_host:
+        return None
+    return env.get(env_name) or None
+
+
+_TOML_KEYS = {"kind", "model", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries", "n_ctx", "n_threads"}
+
+
+def backends_from_toml(path: Path, env: Mapping[str, str]) -> dict[str, BackendConfig]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"JUDGE_MCP_CONFIG points to {str(path)!r}, which does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"JUDGE_MCP_CONFIG file {str(path)!r} is not valid TOML: {exc}") from None
+    tables = data.get("backends", {})
+    if not isinstance(tables, dict):
+        raise ConfigError(f"{path}: [backends] must be a table of [backends.NAME] tables")
+    out: dict[str, BackendConfig] = {}
+    for name, table in tables.items():
+        where = f"{path}: [backends.{name}]"
+        if name == DEFAULT_BACKEND_NAME:
+            raise ConfigError(f"{where}: the name 'default' is reserved for the environment's backend")
+        if not isinstance(table, dict):
+            raise ConfigError(f"{where} must be a table")
+        unknown = set(table) - _TOML_KEYS
+        if unknown:
+            raise ConfigError(f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(_TOML_KEYS)}")
+        if "api_key" in table:
+            raise ConfigError(f"{where}: put the key in an environment variable and name it with api_key_env")
+        kind = _check_kind(table.get("kind", ""), f"{where} kind")
+        base_url = _check_url(table.get("base_url"), f"{where} base_url")
+        key_env = table.get("api_key_env")
+        key = None
+        if key_env:
+            key = env.get(key_env)
+            if not key:
+                raise ConfigError(f"{where}: api_key_env names {key_env!r}, which is not set")
+        elif kind != "local":
+            key = _provider_key(kind, base_url, env)
+        out[name] = BackendConfig(
+            name=name,
+            kind=kind,
+            model=table.get("model") or (DEFAULT_MODELS.get(kind) if kind != "local" else None),
+            base_url=base_url,
+            api_key=key,
+            concurrency=_positive_int(table.get("concurrency", 4), f"{where} concurrency"),
+            timeout_s=_positive_float(table.get("timeout_s", 120), f"{where} timeout_s"),
+            max_retries=int(table.get("max_retries", 3)),
+            n_ctx=_positive_int(table.get("n_ctx", 8192), f"{where} n_ctx"),
+            n_threads=table.get("n_threads"),
+        )
+    return out
+
+
+def load_settings(env: Mapping[str, str] | None = None) -> Settings:
+    env = os.environ if env is None else env
+    default = backend_from_env(env)
+    named: dict[str, BackendConfig] = {}
+    if env.get("JUDGE_MCP_CONFIG"):
+        named = backends_from_toml(Path(env["JUDGE_MCP_CONFIG"]), env)
+    db_path = Path(env.get("JUDGE_MCP_DB") or "state/judge.db")
+    return Settings(db_path=db_path, default_backend=default, named_backends=named, http_token=env.get("JUDGE_MCP_HTTP_TOKEN") or None)

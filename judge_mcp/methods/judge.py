@@ -1,0 +1,82 @@
+"""`Judge`: what a method gets to talk to a model. One per tool call.
+
+It sends requests through the shared call cache, counts usage (calls sent vs answered from cache, tokens),
+keeps every raw call record for the verdict log, and forwards progress. Methods never see the backend's
+transport, the database layout, or MCP.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from judge_mcp.backends.base import Backend, ChatRequest, Completion
+from judge_mcp.backends.cache import CallCache
+from judge_mcp.store import Store
+from judge_mcp.verdicts import UsageOut
+
+ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+class Judge:
+    def __init__(
+        self,
+        backend: Backend,
+        cache: CallCache,
+        store: Store | None = None,
+        *,
+        progress: ProgressFn | None = None,
+    ):
+        self.backend = backend
+        self.cache = cache
+        self.store = store
+        self._progress = progress
+        self.calls = 0
+        self.cached_calls = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.records: list[dict[str, Any]] = []
+        self._started = time.perf_counter()
+
+    @property
+    def model_id(self) -> str:
+        return self.backend.model_id
+
+    @property
+    def structured(self) -> bool:
+        """Whether this backend decodes under a JSON schema (else methods use the papers' text grammars)."""
+        return self.backend.supports_json_schema
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        completion, cached = await self.cache.complete(self.backend, request)
+        if cached:
+            self.cached_calls += 1
+        else:
+            self.calls += 1
+            self.prompt_tokens += completion.usage.prompt_tokens
+            self.completion_tokens += completion.usage.completion_tokens
+        record = dict(completion.raw)
+        record.update(
+            purpose=request.purpose,
+            cached=cached,
+            text=completion.text,
+            finish_reason=completion.finish_reason,
+            structured=completion.structured,
+            latency_ms=round(completion.usage.latency_ms, 1),
+        )
+        self.records.append(record)
+        return completion
+
+    async def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
+        if self._progress is not None:
+            await self._progress(done, total, message)
+
+    def usage(self) -> UsageOut:
+        return UsageOut(
+            calls=self.calls,
+            cached_calls=self.cached_calls,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            latency_ms=round((time.perf_counter() - self._started) * 1000.0, 1),
+        )

@@ -1,0 +1,135 @@
+"""A scripted OpenAI-compatible chat-completions server on 127.0.0.1, for tests and benchmarks.
+
+It speaks the real wire format over real HTTP. A `responder(payload) -> Reply | str` decides each answer:
+a plain string becomes the assistant message's content; a `Reply` can set status, headers, a raw body,
+a delay (to simulate latency or a hang) or drop the connection.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    content: str | None = None
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    raw_body: bytes | None = None  # sent as is (truncated or invalid JSON)
+    delay_s: float = 0.0
+    drop: bool = False  # close the connection without answering
+    finish_reason: str = "stop"
+    prompt_tokens: int = 10
+    completion_tokens: int = 5
+
+
+Responder = Callable[[dict[str, Any]], "Reply | str"]
+
+
+def chat_body(content: str, model: str = "scripted", finish_reason: str = "stop", prompt_tokens: int = 10, completion_tokens: int = 5) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-scripted",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish_reason}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens},
+    }
+
+
+class ScriptedServer:
+    def __init__(self, responder: Responder):
+        self.responder = responder
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self._lock = threading.Lock()
+        self.in_flight = 0
+        self.max_in_flight = 0
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # keep test output quiet
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("content-length") or 0)
+                payload = json.loads(self.rfile.read(length) or b"{}")
+                with server._lock:
+                    server.requests.append(payload)
+                    server.headers.append({k.lower(): v for k, v in self.headers.items()})
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    reply = server.responder(payload)
+                    if isinstance(reply, str):
+                        reply = Reply(content=reply)
+                    if reply.delay_s:
+                        time.sleep(reply.delay_s)
+                    if reply.drop:
+                        self.close_connection = True
+                        self.connection.shutdown(2)
+                        return
+                    if reply.raw_body is not None:
+                        body = reply.raw_body
+                    elif reply.status >= 400:
+                        body = json.dumps({"error": {"message": f"scripted {reply.status}"}}).encode()
+                    else:
+                        body = json.dumps(
+                            chat_body(reply.content or "", payload.get("model", "scripted"), reply.finish_reason, reply.prompt_tokens, reply.completion_tokens)
+                        ).encode()
+                    self.send_response(reply.status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(body)))
+                    for k, v in reply.headers.items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError, OSError):
+                    pass
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self.port = self._httpd.server_address[1]
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> "ScriptedServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def start(self) -> "ScriptedServer":
+        return self.__enter__()
+
+    def stop(self) -> None:
+        self.__exit__()
+
+
+def prompt_text(payload: dict[str, Any]) -> str:
+    """All message contents of a request, joined (what a responder usually inspects)."""
+    return "\n".join(str(m.get("content", "")) for m in payload.get("messages", []))
+
+
+if __name__ == "__main__":  # a standalone scripted server for manual checks and the acceptance-style demos
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--answer", default='{"verdict": "[[A>B]]"}')
+    args = parser.parse_args()
+    with ScriptedServer(lambda p: args.answer) as s:
+        print(s.base_url, flush=True)
+        threading.Event().wait()
