@@ -6,6 +6,7 @@ serialises its key (`api_key` is excluded from `public()` and from repr).
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field, fields, replace
@@ -68,56 +69,92 @@ def _host(url: str) -> str:
     return (urlparse(url).hostname or "").lower()
 
 
-def _positive_int(value: Any, what: str) -> int:
+def _whole_number(value: Any, what: str) -> int:
+    if isinstance(value, bool):
+        raise ConfigError(f"{what} must be a whole number, got {value!r}")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ConfigError(f"{what} must be a whole number, got {value!r}")
+        return int(value)
     try:
-        number = int(value)
+        return int(str(value).strip())
     except (TypeError, ValueError):
         raise ConfigError(f"{what} must be a whole number, got {value!r}") from None
+
+
+def _positive_int(value: Any, what: str) -> int:
+    number = _whole_number(value, what)
     if number < 1:
         raise ConfigError(f"{what} must be >= 1, got {number}")
     return number
 
 
+def _non_negative_int(value: Any, what: str) -> int:
+    number = _whole_number(value, what)
+    if number < 0:
+        raise ConfigError(f"{what} must be >= 0, got {number}")
+    return number
+
+
 def _positive_float(value: Any, what: str) -> float:
+    if isinstance(value, bool):
+        raise ConfigError(f"{what} must be a number, got {value!r}")
     try:
         number = float(value)
     except (TypeError, ValueError):
         raise ConfigError(f"{what} must be a number, got {value!r}") from None
-    if number <= 0:
-        raise ConfigError(f"{what} must be > 0, got {number}")
+    if not math.isfinite(number) or number <= 0:
+        raise ConfigError(f"{what} must be a finite number > 0, got {value!r}")
     return number
 
 
-def _check_kind(kind: str, what: str) -> str:
-    kind = (kind or "").strip().lower()
+def _check_kind(kind: Any, what: str) -> str:
+    kind = kind.strip().lower() if isinstance(kind, str) else kind
     if kind not in KINDS:
         raise ConfigError(f"{what} must be one of {', '.join(KINDS)}; got {kind!r}")
     return kind
 
 
-def _check_url(url: str | None, what: str) -> str | None:
+def _check_url(url: Any, what: str) -> str | None:
     if url is None or url == "":
         return None
+    if not isinstance(url, str):
+        raise ConfigError(f"{what} must be an http(s) URL, got {url!r}")
+    url = url.strip()
     parsed = urlparse(url)
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         raise ConfigError(f"{what} must be an http(s) URL, got {url!r}")
     return url.rstrip("/")
 
 
+def _check_text(value: Any, what: str) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ConfigError(f"{what} must be a string, got {value!r}")
+    return value
+
+
+def _env(env: Mapping[str, str], name: str, default: Any) -> Any:
+    """An environment value; set-but-empty counts as unset."""
+    value = env.get(name)
+    return default if value is None or value.strip() == "" else value
+
+
 def backend_from_env(env: Mapping[str, str]) -> BackendConfig:
-    kind = _check_kind(env.get("JUDGE_MCP_BACKEND", "local"), "JUDGE_MCP_BACKEND")
+    kind = _check_kind(_env(env, "JUDGE_MCP_BACKEND", "local"), "JUDGE_MCP_BACKEND")
     base_url = _check_url(env.get("JUDGE_MCP_BASE_URL"), "JUDGE_MCP_BASE_URL")
-    model = env.get("JUDGE_MCP_MODEL") or (DEFAULT_MODELS.get(kind) if kind != "local" else None)
-    explicit = env.get("JUDGE_MCP_API_KEY") or None
+    model = _env(env, "JUDGE_MCP_MODEL", None) or (DEFAULT_MODELS.get(kind) if kind != "local" else None)
+    explicit = _env(env, "JUDGE_MCP_API_KEY", None)
     cfg = BackendConfig(
         name=DEFAULT_BACKEND_NAME,
         kind=kind,
         model=model,
         base_url=base_url if kind != "local" else None,
         api_key=None,
-        concurrency=_positive_int(env.get("JUDGE_MCP_CONCURRENCY", 4), "JUDGE_MCP_CONCURRENCY"),
-        timeout_s=_positive_float(env.get("JUDGE_MCP_TIMEOUT_S", 120), "JUDGE_MCP_TIMEOUT_S"),
-        max_retries=int(env.get("JUDGE_MCP_MAX_RETRIES", 3)),
+        concurrency=_positive_int(_env(env, "JUDGE_MCP_CONCURRENCY", 4), "JUDGE_MCP_CONCURRENCY"),
+        timeout_s=_positive_float(_env(env, "JUDGE_MCP_TIMEOUT_S", 120), "JUDGE_MCP_TIMEOUT_S"),
+        max_retries=_non_negative_int(_env(env, "JUDGE_MCP_MAX_RETRIES", 3), "JUDGE_MCP_MAX_RETRIES"),
     )
     if kind != "local":
         cfg = replace(cfg, api_key=explicit or _provider_key(kind, base_url, env))
@@ -125,11 +162,14 @@ def backend_from_env(env: Mapping[str, str]) -> BackendConfig:
 
 
 def _provider_key(kind: str, base_url: str | None, env: Mapping[str, str]) -> str | None:
-    """The provider-wide key (OPENAI_API_KEY / ANTHROPIC_API_KEY), but only for the provider's own host."""
+    """The provider-wide key (OPENAI_API_KEY / ANTHROPIC_API_KEY), but only for the provider's own host over https:
+    a local or third-party base URL never receives it (give those a key with JUDGE_MCP_API_KEY or api_key_env)."""
     env_name, provider_host = PROVIDER_KEY_ENV[kind]
-    if base_url is not None and _host(base_url) != provider_host:
-        return None
-    return env.get(env_name) or None
+    if base_url is not None:
+        parsed = urlparse(base_url)
+        if parsed.scheme != "https" or _host(base_url) != provider_host:
+            return None
+    return _env(env, env_name, None)
 
 
 _TOML_KEYS = {"kind", "model", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries", "n_ctx", "n_threads"}
@@ -159,10 +199,10 @@ def backends_from_toml(path: Path, env: Mapping[str, str]) -> dict[str, BackendC
             raise ConfigError(f"{where}: put the key in an environment variable and name it with api_key_env")
         kind = _check_kind(table.get("kind", ""), f"{where} kind")
         base_url = _check_url(table.get("base_url"), f"{where} base_url")
-        key_env = table.get("api_key_env")
+        key_env = _check_text(table.get("api_key_env"), f"{where} api_key_env")
         key = None
         if key_env:
-            key = env.get(key_env)
+            key = _env(env, key_env, None)
             if not key:
                 raise ConfigError(f"{where}: api_key_env names {key_env!r}, which is not set")
         elif kind != "local":
@@ -170,14 +210,14 @@ def backends_from_toml(path: Path, env: Mapping[str, str]) -> dict[str, BackendC
         out[name] = BackendConfig(
             name=name,
             kind=kind,
-            model=table.get("model") or (DEFAULT_MODELS.get(kind) if kind != "local" else None),
+            model=_check_text(table.get("model"), f"{where} model") or (DEFAULT_MODELS.get(kind) if kind != "local" else None),
             base_url=base_url,
             api_key=key,
             concurrency=_positive_int(table.get("concurrency", 4), f"{where} concurrency"),
             timeout_s=_positive_float(table.get("timeout_s", 120), f"{where} timeout_s"),
-            max_retries=int(table.get("max_retries", 3)),
+            max_retries=_non_negative_int(table.get("max_retries", 3), f"{where} max_retries"),
             n_ctx=_positive_int(table.get("n_ctx", 8192), f"{where} n_ctx"),
-            n_threads=table.get("n_threads"),
+            n_threads=None if table.get("n_threads") is None else _positive_int(table["n_threads"], f"{where} n_threads"),
         )
     return out
 
@@ -186,7 +226,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if env is None else env
     default = backend_from_env(env)
     named: dict[str, BackendConfig] = {}
-    if env.get("JUDGE_MCP_CONFIG"):
-        named = backends_from_toml(Path(env["JUDGE_MCP_CONFIG"]), env)
-    db_path = Path(env.get("JUDGE_MCP_DB") or "state/judge.db")
-    return Settings(db_path=db_path, default_backend=default, named_backends=named, http_token=env.get("JUDGE_MCP_HTTP_TOKEN") or None)
+    config_path = _env(env, "JUDGE_MCP_CONFIG", None)
+    if config_path:
+        named = backends_from_toml(Path(config_path).expanduser(), env)
+    # MCP clients pass env from JSON without a shell, so expand ~ here
+    db_path = Path(_env(env, "JUDGE_MCP_DB", "state/judge.db")).expanduser()
+    return Settings(db_path=db_path, default_backend=default, named_backends=named, http_token=_env(env, "JUDGE_MCP_HTTP_TOKEN", None))

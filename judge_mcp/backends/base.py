@@ -186,6 +186,10 @@ class Backend:
             raise BackendError(
                 self.name, _describe(exc, self.timeout_s), status=getattr(exc, "status", None), attempts=len(errors) + 1
             ) from exc
+        except BackendError:
+            raise
+        except Exception as exc:  # an unforeseen failure is still a BackendError naming the backend and the cause
+            raise BackendError(self.name, f"unexpected {type(exc).__name__}: {exc}", attempts=len(errors) + 1) from exc
         completion.attempts = attempts
         completion.raw.setdefault("request", request.to_record())
         completion.raw["attempts"] = attempts

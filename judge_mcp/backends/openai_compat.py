@@ -11,38 +11,10 @@ from typing import Any
 
 import httpx
 
-from judge_mcp.backends.base import Backend, ChatRequest, Completion, FatalError, RetryableError, Usage
-from judge_mcp.backends.retry import parse_retry_after
+from judge_mcp.backends.base import Backend, ChatRequest, Completion, RetryableError, Usage
+from judge_mcp.backends.http import RETRYABLE_STATUS, classify_status, post_json
 
-RETRYABLE_STATUS = {408, 409, 429} | set(range(500, 600))
-
-
-def classify_status(backend: str, response: httpx.Response) -> Exception:
-    """The error for a non-2xx answer: retryable for 408/409/429/5xx, fatal for the rest."""
-    detail = response.text[:300].strip().replace("\n", " ")
-    cause = f"HTTP {response.status_code}" + (f": {detail}" if detail else "")
-    if response.status_code in RETRYABLE_STATUS:
-        return RetryableError(cause, status=response.status_code, retry_after=parse_retry_after(response.headers.get("retry-after")))
-    return FatalError(cause, status=response.status_code)
-
-
-async def post_json(client: httpx.AsyncClient, url: str, payload: dict[str, Any], headers: dict[str, str], backend: str) -> dict[str, Any]:
-    """POST and return the JSON body, classifying every failure as retryable or fatal."""
-    try:
-        response = await client.post(url, json=payload, headers=headers)
-    except httpx.TimeoutException as exc:
-        raise RetryableError(f"HTTP timeout ({type(exc).__name__})") from exc
-    except httpx.TransportError as exc:
-        raise RetryableError(f"connection error ({type(exc).__name__}: {exc})") from exc
-    if response.status_code >= 400:
-        raise classify_status(backend, response)
-    try:
-        body = response.json()
-    except ValueError:
-        raise RetryableError(f"HTTP {response.status_code} with a body that is not JSON: {response.text[:120]!r}") from None
-    if not isinstance(body, dict):
-        raise RetryableError(f"HTTP {response.status_code} with a JSON body that is not an object")
-    return body
+__all__ = ["OpenAICompatBackend", "parse_chat_completion", "RETRYABLE_STATUS", "classify_status", "post_json"]
 
 
 class OpenAICompatBackend(Backend):
@@ -102,28 +74,43 @@ class OpenAICompatBackend(Backend):
 
 
 def parse_chat_completion(body: dict[str, Any], default_model: str, payload: dict[str, Any], *, structured: bool) -> Completion:
-    """Read an OpenAI chat.completion body. Shared with the embedded backend, which returns the same shape."""
+    """Read an OpenAI chat.completion body. Shared with the embedded backend, which returns the same shape.
+
+    A body without a usable first choice raises RetryableError (bounded by the retry policy)."""
     if "error" in body and not body.get("choices"):
         raise RetryableError(f"error body: {str(body['error'])[:200]}")
     choices = body.get("choices")
     if not isinstance(choices, list) or not choices:
         raise RetryableError("response has no choices")
-    choice = choices[0] if isinstance(choices[0], dict) else {}
-    message = choice.get("message") or {}
+    choice = choices[0]
+    if not isinstance(choice, dict):
+        raise RetryableError(f"response choice is not an object: {str(choice)[:80]!r}")
+    message = choice.get("message")
+    if message is None:
+        message = {}
+    if not isinstance(message, dict):
+        raise RetryableError(f"response message is not an object: {str(message)[:80]!r}")
     content = message.get("content")
     if isinstance(content, list):  # some servers return content parts
-        content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+        content = "".join(str(part.get("text") or "") for part in content if isinstance(part, dict))
     if content is None:
         content = ""
-    usage = body.get("usage") or {}
+    usage = body.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    finish_reason = choice.get("finish_reason")
     return Completion(
         text=str(content),
         model=str(body.get("model") or default_model),
-        usage=Usage(
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
-        ),
-        finish_reason=choice.get("finish_reason"),
+        usage=Usage(prompt_tokens=_count(usage.get("prompt_tokens")), completion_tokens=_count(usage.get("completion_tokens"))),
+        finish_reason=str(finish_reason) if finish_reason is not None else None,
         structured=structured,
         raw={"request": payload, "response": body},
     )
+
+
+def _count(value: Any) -> int:
+    """A token count from a usage block; anything unreadable counts as 0 rather than failing the call."""
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError):
+        return 0

@@ -1,0 +1,214 @@
+"""Anthropic Messages API over httpx (`POST {base_url}/v1/messages`).
+
+The wire format: `x-api-key` and `anthropic-version` headers, the system prompt as a top-level `system` field,
+`max_tokens` always sent, `temperature` sent (0 unless the request says otherwise; Anthropic's range is 0..1, so
+higher values are clamped). Structured output uses the generally available JSON outputs shape,
+`output_config: {"format": {"type": "json_schema", "schema": ...}}` (no beta header), with the schema adjusted to
+what Claude's constrained decoding accepts (see `anthropic_schema`).
+
+Two 400s are handled by dropping the refused parameter and sending again once, remembering it for this backend:
+newer models (Claude Opus 4.7 and later) refuse `temperature`, and older models refuse `output_config`; after the
+latter, `supports_json_schema` turns false so methods fall back to their text grammars.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import httpx
+
+from judge_mcp.backends.base import Backend, ChatRequest, Completion, FatalError, RetryableError, Usage
+from judge_mcp.backends.http import post_json
+
+ANTHROPIC_VERSION = "2023-06-01"
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+
+# stop_reason -> the finish_reason vocabulary the rest of the code shares with the OpenAI wire format
+FINISH_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "tool_use": "tool_calls",
+    "refusal": "refusal",
+}
+
+# JSON-schema keywords Claude's structured outputs reject; they are moved into the description instead.
+UNSUPPORTED_KEYWORDS = (
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "maxItems",
+    "minProperties",
+    "maxProperties",
+)
+_SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
+_SCHEMA_LISTS = ("anyOf", "allOf", "oneOf", "prefixItems")
+_SCHEMA_ONE = ("items", "not", "contains", "additionalItems")
+
+
+def anthropic_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `schema` that Claude's structured outputs accept: every object closed with
+    `additionalProperties: false`, unsupported constraints (min/max, lengths, minItems > 1) dropped and noted in
+    the description so the model still sees them."""
+    return _fix_node(copy.deepcopy(schema))
+
+
+def _fix_node(node: Any) -> Any:
+    if not isinstance(node, dict):
+        return node
+    notes = []
+    for key in UNSUPPORTED_KEYWORDS:
+        if key in node:
+            notes.append(f"{key}: {node.pop(key)}")
+    if isinstance(node.get("minItems"), int) and node["minItems"] > 1:
+        notes.append(f"minItems: {node.pop('minItems')}")
+    if notes:
+        described = str(node.get("description") or "").strip()
+        node["description"] = (described + " " if described else "") + "(" + ", ".join(notes) + ")"
+    is_object = node.get("type") == "object" or (isinstance(node.get("type"), list) and "object" in node["type"]) or "properties" in node
+    if is_object:
+        node["additionalProperties"] = False
+    for key in _SCHEMA_MAPS:
+        if isinstance(node.get(key), dict):
+            node[key] = {name: _fix_node(sub) for name, sub in node[key].items()}
+    for key in _SCHEMA_LISTS:
+        if isinstance(node.get(key), list):
+            node[key] = [_fix_node(sub) for sub in node[key]]
+    for key in _SCHEMA_ONE:
+        if isinstance(node.get(key), dict):
+            node[key] = _fix_node(node[key])
+    return node
+
+
+def messages_url(base_url: str) -> str:
+    """`{base}/v1/messages`; a base URL that already ends in /v1 is accepted as well."""
+    base = base_url.rstrip("/")
+    return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
+
+
+class AnthropicBackend(Backend):
+    kind = "anthropic"
+    supports_json_schema = True
+
+    def __init__(
+        self,
+        name: str,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        **kwargs: Any,
+    ):
+        super().__init__(name, model, **kwargs)
+        self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
+        self.url = messages_url(self.base_url)
+        self._api_key = api_key
+        self._send_temperature = True
+        # httpx's own timeout is a backstop; Backend.complete enforces timeout_s per attempt.
+        self._client = httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(self.timeout_s + 5.0))
+
+    def __repr__(self) -> str:
+        return f"AnthropicBackend(name={self.name!r}, base_url={self.base_url!r}, model={self.model!r})"
+
+    def identity(self) -> str:
+        return f"{self.kind}|{self.base_url}|{self.model}"
+
+    def headers(self) -> dict[str, str]:
+        headers = {"content-type": "application/json", "anthropic-version": ANTHROPIC_VERSION}
+        if self._api_key:
+            headers["x-api-key"] = self._api_key
+        return headers
+
+    def payload(self, request: ChatRequest) -> dict[str, Any]:
+        system_parts = [request.system] if request.system else []
+        messages: list[dict[str, str]] = []
+        for m in request.messages:
+            if m.role == "system":  # the Messages API has no system role inside `messages`
+                system_parts.append(m.content)
+            else:
+                messages.append({"role": m.role, "content": m.content})
+        payload: dict[str, Any] = {"model": self.model, "max_tokens": request.max_tokens, "messages": messages}
+        if system_parts:
+            payload["system"] = "\n\n".join(system_parts)
+        if self._send_temperature:
+            payload["temperature"] = min(max(float(request.temperature), 0.0), 1.0)
+        if request.json_schema is not None and self.supports_json_schema:
+            payload["output_config"] = {"format": {"type": "json_schema", "schema": anthropic_schema(request.json_schema)}}
+        return payload
+
+    async def _send(self, request: ChatRequest) -> Completion:
+        payload = self.payload(request)
+        dropped: list[str] = []
+        while True:
+            try:
+                body = await post_json(self._client, self.url, payload, self.headers(), self.name)
+                break
+            except FatalError as exc:
+                refused = self._refused_parameter(exc, payload)
+                if refused is None:
+                    raise
+                dropped.append(refused)
+                payload = self.payload(request)
+        completion = parse_message(body, self.model, payload, structured="output_config" in payload)
+        if dropped:
+            completion.raw["dropped_parameters"] = dropped
+        return completion
+
+    def _refused_parameter(self, exc: FatalError, payload: dict[str, Any]) -> str | None:
+        """When a 400 says the model refuses `temperature` or structured output, stop sending it; else None."""
+        if exc.status != 400:
+            return None
+        cause = exc.cause.lower()
+        if "temperature" in payload and "temperature" in cause:
+            self._send_temperature = False
+            return "temperature"
+        if "output_config" in payload and any(w in cause for w in ("output_config", "output_format", "output format", "structured output")):
+            self.supports_json_schema = False  # instance-level: methods switch to their text grammars
+            return "output_config"
+        return None
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+def parse_message(body: dict[str, Any], default_model: str, payload: dict[str, Any], *, structured: bool) -> Completion:
+    """Read a Messages API `message` body: the text blocks joined, usage, stop_reason as finish_reason."""
+    if body.get("type") == "error" or ("error" in body and "content" not in body):
+        error = body.get("error")
+        if isinstance(error, dict):
+            detail = f"{error.get('type') or 'error'}: {error.get('message') or ''}".strip()
+        else:
+            detail = str(error)
+        raise RetryableError(f"error body: {detail[:200]}")
+    content = body.get("content")
+    if not isinstance(content, list):
+        raise RetryableError("response has no content list")
+    text = "".join(
+        str(block.get("text") or "") for block in content if isinstance(block, dict) and block.get("type") == "text"
+    )
+    usage = body.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    prompt_tokens = sum(_count(usage.get(k)) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
+    stop_reason = body.get("stop_reason")
+    return Completion(
+        text=text,
+        model=str(body.get("model") or default_model),
+        usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=_count(usage.get("output_tokens"))),
+        finish_reason=FINISH_REASONS.get(stop_reason, stop_reason) if stop_reason is not None else None,
+        structured=structured,
+        raw={"request": payload, "response": body},
+    )
+
+
+def _count(value: Any) -> int:
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError):
+        return 0

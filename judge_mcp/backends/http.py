@@ -1,0 +1,116 @@
+"""The HTTP endpoint plumbing shared by the wire formats (OpenAI chat completions, Anthropic messages).
+
+`post_json` sends one request and turns every way it can go wrong into a `RetryableError` (connection errors,
+timeouts, 408/409/429/5xx including Anthropic's 529 "overloaded", a body that is not a JSON object) or a
+`FatalError` (any other 4xx). Credentials sent in the request headers are blanked out of every error message, so
+a server that echoes the key back cannot leak it into logs, the verdict log or a tool error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import httpx
+
+from judge_mcp.backends.base import FatalError, RetryableError
+from judge_mcp.backends.retry import parse_retry_after
+
+RETRYABLE_STATUS = {408, 409, 429} | set(range(500, 600))
+CREDENTIAL_HEADERS = ("authorization", "x-api-key", "api-key", "proxy-authorization")
+REDACTED = "[redacted]"
+
+
+def secrets_in(headers: Mapping[str, str]) -> list[str]:
+    """The credential values in request headers (`Bearer KEY` yields both the whole value and KEY)."""
+    found: list[str] = []
+    for name, value in headers.items():
+        if name.lower() not in CREDENTIAL_HEADERS or not value:
+            continue
+        found.append(value)
+        scheme, _, rest = value.partition(" ")
+        if rest and scheme.lower() in ("bearer", "basic", "token"):
+            found.append(rest.strip())
+    # longest first, so "Bearer KEY" is replaced whole before KEY alone
+    return sorted({s for s in found if len(s) >= 4}, key=len, reverse=True)
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+def error_detail(response: httpx.Response, limit: int = 300) -> str:
+    """A short, readable cause from an error body: `type: message` from the JSON error shapes of OpenAI
+    (`{"error": {"message", "type", "code"}}`) and Anthropic (`{"type": "error", "error": {"type", "message"}}`),
+    else the start of the body text."""
+    text = response.text
+    try:
+        body = json.loads(text)
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        err = body.get("error")
+        if isinstance(err, dict):
+            kind = err.get("type") or err.get("code")
+            message = err.get("message")
+            if message:
+                return (f"{kind}: {message}" if kind else str(message))[:limit]
+        elif isinstance(err, str) and err:
+            return err[:limit]
+        if isinstance(body.get("message"), str):
+            return body["message"][:limit]
+    return text[:limit].strip().replace("\n", " ")
+
+
+def retry_after_s(headers: Mapping[str, str]) -> float | None:
+    """Seconds the server asked us to wait: `retry-after-ms` (OpenAI, Anthropic) wins over `retry-after`."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            value = float(ms) / 1000.0
+            if value >= 0:
+                return value
+        except ValueError:
+            pass
+    return parse_retry_after(headers.get("retry-after"))
+
+
+def classify_status(backend: str, response: httpx.Response, secrets: Iterable[str] = ()) -> Exception:
+    """The error for a non-2xx answer: retryable for 408/409/429/5xx (529 included), fatal for the rest."""
+    detail = redact(error_detail(response), secrets)
+    cause = f"HTTP {response.status_code}" + (f": {detail}" if detail else "")
+    if response.status_code in RETRYABLE_STATUS:
+        return RetryableError(cause, status=response.status_code, retry_after=retry_after_s(response.headers))
+    return FatalError(cause, status=response.status_code)
+
+
+async def post_json(
+    client: httpx.AsyncClient, url: str, payload: dict[str, Any], headers: dict[str, str], backend: str
+) -> dict[str, Any]:
+    """POST and return the JSON object body, classifying every failure as retryable or fatal."""
+    secrets = secrets_in(headers)
+    try:
+        response = await client.post(url, json=payload, headers=headers)
+    except httpx.TimeoutException as exc:
+        raise RetryableError(f"HTTP timeout ({type(exc).__name__})") from exc
+    except httpx.TransportError as exc:
+        raise RetryableError(redact(f"connection error ({type(exc).__name__}: {exc})", secrets)) from exc
+    except httpx.HTTPError as exc:  # e.g. a body that fails to decode
+        raise RetryableError(redact(f"HTTP error ({type(exc).__name__}: {exc})", secrets)) from exc
+    if response.status_code >= 400:
+        raise classify_status(backend, response, secrets)
+    text = response.text
+    if any(secret in text for secret in secrets):  # a server echoing the key must not get it into the call record
+        text = redact(text, secrets)
+    try:
+        body = json.loads(text)
+    except ValueError:
+        snippet = text[:120]
+        raise RetryableError(f"HTTP {response.status_code} with a body that is not JSON: {snippet!r}") from None
+    if not isinstance(body, dict):
+        raise RetryableError(f"HTTP {response.status_code} with a JSON body that is not an object")
+    return body
