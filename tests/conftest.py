@@ -67,3 +67,35 @@ def make_judge(scripted, store):
         return Judge(backend, cache, store), server
 
     return make
+
+
+@pytest.fixture
+def mcp_app(scripted, tmp_path: Path):
+    """mcp_app(responder, **env) -> (MCPServer, ScriptedServer): the real server wired to a scripted backend.
+
+    Connect with `async with mcp.Client(server) as client` (in memory). The database is a temp file.
+    """
+    from judge_mcp.app import App
+    from judge_mcp.config import load_settings
+    from judge_mcp.server import build_server
+
+    apps = []
+
+    def make(responder: Responder, **env: str):
+        backend = scripted(responder)
+        values = {
+            "JUDGE_MCP_BACKEND": "openai",
+            "JUDGE_MCP_BASE_URL": backend.base_url,
+            "JUDGE_MCP_MODEL": "scripted-model",
+            "JUDGE_MCP_DB": str(tmp_path / "judge.db"),
+            "JUDGE_MCP_MAX_RETRIES": "1",
+            **env,
+        }
+        app = App(load_settings(values))
+        apps.append(app)
+        return build_server(app), backend
+
+    yield make
+    for app in apps:
+        app.store.close()
+

@@ -102,7 +102,7 @@ class ScriptedServer:
         self._httpd.daemon_threads = True
         self.port = self._httpd.server_address[1]
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
     def __enter__(self) -> "ScriptedServer":
         self._thread.start()
@@ -122,6 +122,15 @@ class ScriptedServer:
 def prompt_text(payload: dict[str, Any]) -> str:
     """All message contents of a request, joined (what a responder usually inspects)."""
     return "\n".join(str(m.get("content", "")) for m in payload.get("messages", []))
+
+
+def server_env(base_url: str, db: "Path | str", **extra: str) -> dict[str, str]:
+    """Environment for a `judge-mcp serve` subprocess talking to a scripted backend."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_MCP_", "OPENAI_", "ANTHROPIC_"))}
+    env.update(JUDGE_MCP_BACKEND="openai", JUDGE_MCP_BASE_URL=base_url, JUDGE_MCP_MODEL="scripted-model", JUDGE_MCP_DB=str(db), **extra)
+    return env
 
 
 if __name__ == "__main__":  # a standalone scripted server for manual checks and the acceptance-style demos

@@ -1,0 +1,66 @@
+"""The application core shared by the MCP server, the CLI and the bench harness.
+
+`App` owns the settings, the one Store, the shared call cache and the backends (built once per name, on first
+use). `App.run` executes one judging method: it builds a `Judge`, runs the method, and writes the verdict log
+row (inputs, output, model, usage, every raw call record) in one transaction. It knows nothing about MCP.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import anyio
+from pydantic import BaseModel
+
+from judge_mcp.backends import Backend, build_backend
+from judge_mcp.backends.cache import CallCache
+from judge_mcp.config import Settings, load_settings
+from judge_mcp.methods.judge import Judge, ProgressFn
+from judge_mcp.store import Store
+
+log = logging.getLogger("judge_mcp")
+R = TypeVar("R", bound=BaseModel)
+
+
+class App:
+    def __init__(self, settings: Settings | None = None, *, store: Store | None = None):
+        self.settings = settings or load_settings()
+        self.store = store or Store(self.settings.db_path)
+        self.cache = CallCache(self.store)
+        self._backends: dict[str, Backend] = {}
+        self._lock = anyio.Lock()
+
+    def backend(self, name: str | None) -> Backend:
+        """The backend named `name` (None: the environment's). Raises ConfigError for unknown names."""
+        cfg = self.settings.backend(name)
+        backend = self._backends.get(cfg.name)
+        if backend is None:
+            backend = self._backends[cfg.name] = build_backend(cfg)
+        return backend
+
+    async def run(
+        self,
+        tool: str,
+        inputs: dict[str, Any],
+        method: Callable[[Judge], Awaitable[R]],
+        *,
+        backend: str | None = None,
+        progress: ProgressFn | None = None,
+    ) -> R:
+        chosen = self.backend(backend)
+        judge = Judge(chosen, self.cache, self.store, progress=progress)
+        result = await method(judge)
+        output = result.model_dump(mode="json")
+        self.store.log_verdict(tool, chosen.name, judge.model_id, inputs, output, output.get("usage", {}), judge.records)
+        return result
+
+    async def aclose(self) -> None:
+        for backend in self._backends.values():
+            try:
+                await backend.aclose()
+            except Exception:  # pragma: no cover - best effort on shutdown
+                log.exception("closing backend %s", backend.name)
+        self._backends.clear()
+        self.store.close()

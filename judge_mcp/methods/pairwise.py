@@ -1,0 +1,210 @@
+"""Goal-reversed pairwise judging (shared/papers/goal_reversed_prompting.txt, Table 1).
+
+The judge is asked which answer is *worse* (goal "worse", the paper's GRP) or better, with the Arena-Hard SOP
+template (the judge answers the prompt itself first), a CoT or a direct template. Both orders are judged
+concurrently; `winner` is set only when every trial parsed and all agree (the paper's strict criterion), so
+position bias shows up as `consistent: false` rather than as a wrong verdict.
+
+Labels keep their meaning under both goals: `[[A>B]]` = the first-shown answer is better (the second is worse).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import anyio
+
+from judge_mcp import prompts, validation
+from judge_mcp.backends.base import user
+from judge_mcp.methods.common import ask
+from judge_mcp.methods.judge import Judge
+from judge_mcp.methods.parsing import neutralise, parse_json_object
+from judge_mcp.verdicts import ComparePairResult, PairTrial
+
+GOALS = ("worse", "better")
+TEMPLATES = ("sop", "cot", "direct")
+LABELS = ("[[A>B]]", "[[B>A]]")
+MAX_TOKENS = {"sop": 1024, "cot": 768, "direct": 64}
+# Free-text fields of the structured answer, in the order the model writes them (verdict last).
+JSON_FIELDS = {"sop": ("own_answer", "evaluation"), "cot": ("reasoning",), "direct": ()}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    label: str  # "[[A>B]]" or "[[B>A]]", as printed for the order shown
+    rationale: str
+
+
+def verdict_schema(template: str) -> dict:
+    props = {name: {"type": "string"} for name in JSON_FIELDS[template]}
+    props["verdict"] = {"type": "string", "enum": list(LABELS)}
+    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+
+
+def system_prompt(goal: str, template: str, structured: bool) -> str:
+    text = prompts.load(f"grp_{template}_{goal}.txt").rstrip("\n")
+    if structured:
+        text += "\n" + prompts.load(f"grp_json_{template}.txt").rstrip("\n")
+    return text
+
+
+def user_prompt(prompt: str, first: str, second: str) -> str:
+    """The judged content, with verdict tokens inside it defused (see parsing.neutralise)."""
+    return prompts.render(
+        "grp_user.txt", prompt=neutralise(prompt), answer_a=neutralise(first), answer_b=neutralise(second)
+    )
+
+
+# ---- the text grammar ----------------------------------------------------------------------------------------
+_LABEL = re.compile(r"\[\[\s*(A\s*>\s*B|B\s*>\s*A)\s*\]\]")
+_QUOTES = "\"'`“”‘’"
+_CONTEXT = 24
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
+def _quoted_contexts(judged: list[str]) -> set[str]:
+    """For every label inside the judged texts, the words just before it: a model echoing them is quoting."""
+    contexts = set()
+    for text in judged:
+        for m in _LABEL.finditer(text):
+            before = _norm(text[max(0, m.start() - _CONTEXT) : m.start()])
+            if before:
+                contexts.add(before[-16:])
+    return contexts
+
+
+def parse_label(text: str, judged: list[str] = ()) -> Verdict | None:
+    """The model's final binary label, or None.
+
+    The last label wins, skipping labels that are quotations: wrapped in quote marks or backticks, or preceded by
+    the same words that precede a label inside one of the judged answers. Labels outside the offered pair
+    (`[[A=B]]`, `[[A>>B]]`) are not verdicts.
+    """
+    if not text:
+        return None
+    quoted = _quoted_contexts(list(judged))
+    chosen = None
+    for m in _LABEL.finditer(text):
+        before, after = text[max(0, m.start() - 1) : m.start()], text[m.end() : m.end() + 1]
+        if before and after and before in _QUOTES and after in _QUOTES:
+            continue
+        context = _norm(text[max(0, m.start() - _CONTEXT) : m.start()])
+        if context and any(context.endswith(q) for q in quoted):
+            continue
+        chosen = m
+    if chosen is None:
+        return None
+    label = "[[" + re.sub(r"\s+", "", chosen.group(1)) + "]]"
+    return Verdict(label, text[: chosen.start()].strip())
+
+
+def parse_structured(text: str, template: str) -> Verdict | None:
+    """The `verdict` field of the JSON answer; anything but one of the two labels is unparsed."""
+    data = parse_json_object(text)
+    if data is None:
+        return None
+    label = data.get("verdict")
+    if not isinstance(label, str):
+        return None
+    label = re.sub(r"\s+", "", label)
+    if label not in LABELS:
+        return None
+    rationale = "\n\n".join(str(data.get(f, "")).strip() for f in JSON_FIELDS[template] if data.get(f))
+    return Verdict(label, rationale)
+
+
+def better_in_caller_order(label: str, order: str) -> str:
+    """[[A>B]] means the first-shown answer is better; map that back to the caller's A/B."""
+    first_better = label == "[[A>B]]"
+    if order == "AB":
+        return "A" if first_better else "B"
+    return "B" if first_better else "A"
+
+
+def aggregate(trials: list[PairTrial], swap: bool) -> tuple[str | None, bool]:
+    """(winner, consistent) under the strict criterion."""
+    parsed = [t for t in trials if t.parse_ok]
+    if len(parsed) != len(trials) or not parsed:
+        return None, False
+    sides = {t.better for t in parsed}
+    consistent = len(sides) == 1
+    return (parsed[0].better if consistent else None), consistent
+
+
+async def judge_order(judge: Judge, *, prompt: str, first: str, second: str, order: str, goal: str, template: str) -> PairTrial:
+    structured = judge.structured
+    request = user(
+        user_prompt(prompt, first, second),
+        system=system_prompt(goal, template, structured),
+        max_tokens=MAX_TOKENS[template],
+        json_schema=verdict_schema(template) if structured else None,
+        schema_name="pairwise_verdict",
+        purpose=f"compare_pair:{order}",
+    )
+    judged = [prompt, first, second]
+    if structured:
+        result = await ask(judge, request, lambda t: parse_structured(t, template) or parse_label(t, judged), prompts.load("grp_reask_json.txt"))
+    else:
+        result = await ask(judge, request, lambda t: parse_label(t, judged), prompts.load("grp_reask.txt"))
+    verdict = result.value
+    if verdict is None:
+        return PairTrial(order=order, better=None, label=None, rationale=result.text[-2000:], parse_ok=False, reasked=result.reasked)
+    return PairTrial(
+        order=order,
+        better=better_in_caller_order(verdict.label, order),
+        label=verdict.label,
+        rationale=verdict.rationale[-4000:],
+        parse_ok=True,
+        reasked=result.reasked,
+    )
+
+
+async def compare_pair(
+    judge: Judge,
+    *,
+    prompt: str,
+    response_a: str,
+    response_b: str,
+    goal: str = "worse",
+    template: str = "sop",
+    swap: bool = True,
+) -> ComparePairResult:
+    validation.text("prompt", prompt)
+    validation.text("response_a", response_a)
+    validation.text("response_b", response_b)
+    validation.total(prompt, response_a, response_b)
+    validation.choice("goal", goal, GOALS)
+    validation.choice("template", template, TEMPLATES)
+    if not isinstance(swap, bool):
+        raise validation.InputError(f"'swap' must be true or false, got {swap!r}")
+
+    orders = ["AB", "BA"] if swap else ["AB"]
+    trials: dict[str, PairTrial] = {}
+    done = 0
+
+    async def run(order: str) -> None:
+        nonlocal done
+        first, second = (response_a, response_b) if order == "AB" else (response_b, response_a)
+        trials[order] = await judge_order(judge, prompt=prompt, first=first, second=second, order=order, goal=goal, template=template)
+        done += 1
+        await judge.progress(done, len(orders), f"order {order} judged")
+
+    async with anyio.create_task_group() as tg:
+        for order in orders:
+            tg.start_soon(run, order)
+
+    ordered = [trials[o] for o in orders]
+    winner, consistent = aggregate(ordered, swap)
+    return ComparePairResult(
+        winner=winner,
+        consistent=consistent,
+        trials=ordered,
+        goal=goal,
+        template=template,
+        model=judge.model_id,
+        usage=judge.usage(),
+    )

@@ -1,0 +1,183 @@
+"""The MCP layer through the official client: in memory, over stdio, and over streamable HTTP with auth."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from tests.scripted import Reply, ScriptedServer, server_env
+from tests.test_pairwise import BAD, GOOD, correct_judge, first_position_judge
+
+PAIR = {"prompt": "What is the capital of Australia?", "response_a": BAD, "response_b": GOOD}
+TOOLS = {"compare_pair", "infer_instruction_reward", "grade_score_options", "lwe_judge", "lwe_session"}
+
+
+async def test_tools_are_listed_with_output_schemas_and_annotations(mcp_app) -> None:
+    server, _ = mcp_app(correct_judge)
+    async with Client(server) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert TOOLS <= set(tools)
+    schema = tools["compare_pair"].output_schema
+    assert {"winner", "consistent", "trials", "goal", "template", "model", "usage"} <= set(schema["properties"])
+    assert tools["compare_pair"].annotations.open_world_hint is True
+    assert tools["compare_pair"].input_schema["properties"]["goal"]["default"] == "worse"
+
+
+async def test_compare_pair_in_memory_with_progress_and_verdict_log(mcp_app) -> None:
+    server, backend = mcp_app(correct_judge)
+    progress: list[tuple[float, float | None]] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, total))
+
+    async with Client(server) as client:
+        result = await client.call_tool("compare_pair", PAIR, progress_callback=on_progress)
+    assert not result.is_error
+    data = result.structured_content
+    assert data["winner"] == "B" and data["consistent"] is True
+    assert data["model"] == "openai/scripted-model"
+    assert data["usage"]["calls"] == 2 and data["usage"]["cached_calls"] == 0
+    assert sorted(progress) == [(1, 2), (2, 2)]
+    rows = server.app.store.verdicts("compare_pair")
+    assert len(rows) == 1 and rows[0]["output"]["winner"] == "B" and rows[0]["inputs"]["response_b"] == GOOD
+    assert len(rows[0]["calls"]) == 2 and rows[0]["calls"][0]["request"]["temperature"] == 0
+
+
+async def test_position_biased_backend_gives_null_winner_through_mcp(mcp_app) -> None:
+    server, _ = mcp_app(first_position_judge)
+    async with Client(server) as client:
+        data = (await client.call_tool("compare_pair", PAIR)).structured_content
+    assert data["winner"] is None and data["consistent"] is False
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        ({**PAIR, "prompt": ""}, "'prompt' is empty"),
+        ({**PAIR, "response_a": "x" * 60_001}, "limit is 50,000"),
+        ({**PAIR, "backend": "nope"}, "unknown backend 'nope'; known backends: default"),
+        ({**PAIR, "goal": "best"}, "goal"),
+        ({"prompt": "q", "response_a": "a"}, "response_b"),
+        ({**PAIR, "swap": "maybe"}, "swap"),
+    ],
+)
+async def test_bad_input_is_a_tool_error_naming_the_problem(mcp_app, arguments: dict, message: str) -> None:
+    server, backend = mcp_app(correct_judge)
+    async with Client(server) as client:
+        result = await client.call_tool("compare_pair", arguments)
+    assert result.is_error
+    assert message in result.content[0].text
+    assert backend.requests == []
+
+
+async def test_failing_backend_is_retried_then_reported(mcp_app) -> None:
+    server, backend = mcp_app(lambda p: Reply(status=500), JUDGE_MCP_MAX_RETRIES="1")
+    async with Client(server) as client:
+        result = await client.call_tool("compare_pair", {**PAIR, "swap": False})
+    assert result.is_error
+    text = result.content[0].text
+    assert "backend 'default' failed after 2 attempt(s)" in text and "HTTP 500" in text
+    assert len(backend.requests) == 2
+
+
+async def test_hanging_backend_is_cut_at_timeout(mcp_app) -> None:
+    server, backend = mcp_app(lambda p: Reply(content="late", delay_s=5), JUDGE_MCP_TIMEOUT_S="0.3", JUDGE_MCP_MAX_RETRIES="0")
+    async with Client(server) as client:
+        start = time.perf_counter()
+        result = await client.call_tool("compare_pair", {**PAIR, "swap": False})
+        elapsed = time.perf_counter() - start
+    assert result.is_error and "timed out after 0.3s" in result.content[0].text
+    assert elapsed < 4.5  # cut well before the backend's 5 s answer
+
+
+async def test_api_key_never_reaches_the_database(mcp_app, tmp_path: Path) -> None:
+    secret = "sk-test-SECRET-7c1f9a"
+    server, backend = mcp_app(correct_judge, JUDGE_MCP_API_KEY=secret)
+    async with Client(server) as client:
+        assert not (await client.call_tool("compare_pair", PAIR)).is_error
+    assert backend.headers[0]["authorization"] == f"Bearer {secret}"
+    server.app.store.conn.execute("PRAGMA wal_checkpoint(FULL)")
+    for path in tmp_path.glob("judge.db*"):
+        assert secret.encode() not in path.read_bytes(), path
+
+
+# ---- real subprocesses: stdio and HTTP ---------------------------------------------------------------------------
+async def test_stdio_server_subprocess(tmp_path: Path) -> None:
+    with ScriptedServer(correct_judge) as backend:
+        env = server_env(backend.base_url, tmp_path / "judge.db")
+        params = StdioServerParameters(command=sys.executable, args=["-m", "judge_mcp", "serve"], env=env)
+        async with Client(params, read_timeout_seconds=60) as client:
+            result = await client.call_tool("compare_pair", PAIR)
+    assert not result.is_error and result.structured_content["winner"] == "B"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_http(env: dict, port: int, host: str = "127.0.0.1") -> subprocess.Popen:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "judge_mcp", "serve", "--transport", "http", "--host", host, "--port", str(port)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            return proc
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return proc
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise AssertionError("HTTP server did not start")
+
+
+async def test_http_transport_requires_the_bearer_token(tmp_path: Path) -> None:
+    token = "test-token-0123456789"
+    port = _free_port()
+    with ScriptedServer(correct_judge) as backend:
+        proc = _start_http(server_env(backend.base_url, tmp_path / "judge.db", JUDGE_MCP_HTTP_TOKEN=token), port)
+        try:
+            url = f"http://127.0.0.1:{port}/mcp"
+            init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+            headers = {"accept": "application/json, text/event-stream"}
+            async with httpx.AsyncClient() as http:
+                missing = await http.post(url, json=init, headers=headers)
+                wrong = await http.post(url, json=init, headers={**headers, "authorization": "Bearer nope"})
+            assert missing.status_code == 401 and wrong.status_code == 401
+            assert "Bearer" in missing.headers["www-authenticate"]
+            # The official client with the token gets through.
+            from mcp.client.streamable_http import streamable_http_client
+
+            import httpx2
+
+            async with httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}, timeout=60) as http:
+                async with Client(streamable_http_client(url, http_client=http)) as client:
+                    result = await client.call_tool("compare_pair", PAIR)
+            assert not result.is_error and result.structured_content["winner"] == "B"
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+
+
+def test_http_refuses_non_loopback_bind_without_token(tmp_path: Path) -> None:
+    env = server_env("http://127.0.0.1:9/v1", tmp_path / "judge.db")
+    proc = subprocess.run(
+        [sys.executable, "-m", "judge_mcp", "serve", "--transport", "http", "--host", "0.0.0.0", "--port", str(_free_port())],
+        env=env, capture_output=True, text=True, timeout=30,
+    )
+    assert proc.returncode != 0
+    assert "refusing to serve HTTP on non-loopback address '0.0.0.0' without JUDGE_MCP_HTTP_TOKEN" in proc.stderr
