@@ -1,0 +1,373 @@
+"""Multiple-choice judging scored by the Grade Score (shared/papers/grade_score.txt).
+
+One trial per cyclic rotation of the options (§3.2–3.3), so every option sits at every shown position exactly once;
+the paper's printed generator yields only once (its `yield` is outside the loop), so `rotations` implements what
+its text describes. The trials run concurrently. From the parsed trials:
+
+- LLM Score (§4.2): entropy of the chosen *positions* divided by log2(number of positions). High = no order bias.
+- Choice Score (§4.3): frequency of the most chosen *option* divided by the number of parsed trials. High = stable.
+- Grade Score (§4.4): harmonic mean of the two; 0 when either is 0.
+
+Unparsed trials (after one re-ask) are excluded from the counts and reported. The normaliser stays log2 of the
+number of positions even then, as in the paper, so a judge with unparsed trials cannot reach an LLM Score of 1.
+
+The text grammar is the paper's `Selection: Option N` (markdown emphasis around the words is tolerated, as the
+paper's prompts 3 and 4 are themselves written in markdown). Every occurrence in an answer must name the same
+option: an answer whose selections conflict, or name a number outside 1..n, is unparsed rather than guessed at.
+With a backend that decodes under a JSON schema, the answer is a JSON object whose `selection` is one of the
+strings "Option 1".."Option n" (the paper's fields, in the paper's order, around it).
+
+With `unrelated_option`, one option answering a different instruction is added (§4.6, see unrelated_pool.py); it
+gets index n (after the caller's indices, which keep their meaning) and a seeded place in the rotation cycle.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import anyio
+
+from judge_mcp import prompts, validation
+from judge_mcp.backends.base import user
+from judge_mcp.methods.common import ask
+from judge_mcp.methods.judge import Judge
+from judge_mcp.methods.parsing import neutralise, parse_json_object
+from judge_mcp.methods.unrelated_pool import call_seed, choose_unrelated, insertion_position
+from judge_mcp.verdicts import GradeScoreResult, GradeTrial
+
+VARIANTS = (1, 2, 3, 4)
+MIN_OPTIONS, MAX_OPTIONS = 2, 10
+# Free-text fields the paper's prompt asks for before the selection (the explanation always comes after it).
+REASONING_FIELDS = {1: (), 2: ("evaluation",), 3: (), 4: ("grading",)}
+MAX_TOKENS = {1: 512, 2: 1024, 3: 512, 4: 1024}
+EXPLANATION_CHARS = 4000
+TOOL = "grade_score_options"
+
+
+# ---- pure scoring ------------------------------------------------------------------------------------------------
+def rotations(n: int) -> list[list[int]]:
+    """The n cyclic rotations of [0..n-1], starting with the identity; each moves the last element to the front of
+    the previous one (as the paper's generator intends), so every element takes every position exactly once."""
+    if n < 1:
+        raise ValueError(f"rotations needs n >= 1, got {n}")
+    return [[(p - k) % n for p in range(n)] for k in range(n)]
+
+
+def _clean(value: float) -> float:
+    """Clamp to [0, 1] and drop float noise (so a uniform spread scores exactly 1.0)."""
+    return min(1.0, max(0.0, round(value, 10)))
+
+
+def llm_score(position_counts: Sequence[int]) -> float | None:
+    """Normalised entropy of the chosen positions: H(X) / log2 n with n = len(position_counts); None if no picks."""
+    n = len(position_counts)
+    total = sum(position_counts)
+    if total == 0 or n < 2:
+        return None
+    entropy = -sum((c / total) * math.log2(c / total) for c in position_counts if c > 0)
+    return _clean(entropy / math.log2(n))
+
+
+def choice_score(option_counts: Sequence[int]) -> float | None:
+    """Mode frequency over the number of picks; None if no picks."""
+    total = sum(option_counts)
+    if total == 0:
+        return None
+    return _clean(max(option_counts) / total)
+
+
+def grade_score(llm: float | None, choice: float | None) -> float | None:
+    """Harmonic mean of the two scores; 0 when either is 0; None when either is missing."""
+    if llm is None or choice is None:
+        return None
+    if llm <= 0 or choice <= 0:
+        return 0.0
+    return _clean(2 * llm * choice / (llm + choice))
+
+
+def mode(option_counts: Sequence[int]) -> tuple[int | None, list[int]]:
+    """(lowest index with the top count, all indices with the top count when more than one has it)."""
+    if not option_counts or max(option_counts) == 0:
+        return None, []
+    top = max(option_counts)
+    tied = [i for i, c in enumerate(option_counts) if c == top]
+    return tied[0], (tied if len(tied) > 1 else [])
+
+
+# ---- the answer grammars ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Selection:
+    number: int  # 1-based, as shown to the model
+    explanation: str
+
+
+_TEXT_SELECTION = re.compile(r"\bSelection\b[*_ \t]*:[*_\s]*\[?[ \t]*Option[ \t]*(\d{1,4})(?!\d)", re.I)
+_JSON_SELECTION = re.compile(r'"selection"\s*:\s*"\s*Option\s*(\d{1,4})\s*"', re.I)
+_STRUCT_VALUE = re.compile(r"^\s*(?:Option\s*)?(\d{1,4})\s*$", re.I)
+
+
+def _single(numbers: list[int], n: int) -> int | None:
+    """The one number all occurrences agree on, if it lies in 1..n."""
+    distinct = set(numbers)
+    if len(distinct) != 1:
+        return None
+    number = distinct.pop()
+    return number if 1 <= number <= n else None
+
+
+def parse_selection(text: str, n: int) -> Selection | None:
+    """The paper's `Selection: Option N` grammar (1 <= N <= n). None when absent, conflicting or out of range."""
+    if not text:
+        return None
+    number = _single([int(m.group(1)) for m in _TEXT_SELECTION.finditer(text)], n)
+    if number is None:
+        return None
+    return Selection(number, text.strip()[:EXPLANATION_CHARS])
+
+
+def _structured_number(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        m = _STRUCT_VALUE.match(value)
+        return int(m.group(1)) if m else None
+    return None
+
+
+def parse_structured(text: str, n: int, variant: int) -> Selection | None:
+    """The `selection` field of the JSON answer ("Option k", or k) with 1 <= k <= n.
+
+    A JSON object with a `selection` key is judged on that key alone. An answer cut off after a complete
+    `"selection": "Option k"` (the explanation truncated by max_tokens) still counts; otherwise the text
+    grammar is tried, for servers that ignored the schema.
+    """
+    data = parse_json_object(text)
+    if data is not None and "selection" in data:
+        number = _structured_number(data["selection"])
+        if number is None or not 1 <= number <= n:
+            return None
+        parts = [
+            f"{name.capitalize()}: {str(data[name]).strip()}"
+            for name in (*REASONING_FIELDS[variant], "explanation")
+            if str(data.get(name) or "").strip()
+        ]
+        return Selection(number, "\n\n".join(parts)[:EXPLANATION_CHARS])
+    if data is None:
+        number = _single([int(m.group(1)) for m in _JSON_SELECTION.finditer(text or "")], n)
+        if number is not None:
+            return Selection(number, (text or "").strip()[:EXPLANATION_CHARS])
+    return parse_selection(text, n)
+
+
+# ---- prompts -----------------------------------------------------------------------------------------------------
+_MARKER = re.compile(r"\[\s*(\\?)\s*(Option\s*\d+|User\s+Instruction)\s*\]", re.I)
+
+
+def defuse_markers(text: str) -> str:
+    """Turn `[Option 2]`, `[\\Option 2]` and `[User Instruction]` inside judged text into `(Option 2)` etc., so
+    content cannot fake the boundaries of the options; then neutralise verdict tokens (`Selection: Option 2`)."""
+    text = _MARKER.sub(lambda m: "(" + ("/" if m.group(1) else "") + m.group(2) + ")", text)
+    return neutralise(text)
+
+
+def choices(n: int) -> list[str]:
+    return [f"Option {k}" for k in range(1, n + 1)]
+
+
+def selection_schema(variant: int, n: int) -> dict:
+    props: dict[str, dict] = {name: {"type": "string"} for name in REASONING_FIELDS[variant]}
+    props["selection"] = {"type": "string", "enum": choices(n)}
+    props["explanation"] = {"type": "string"}
+    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+
+
+def _quoted_choices(n: int) -> str:
+    return ", ".join(f'"{c}"' for c in choices(n))
+
+
+def system_prompt(variant: int, structured: bool, n: int) -> str:
+    text = prompts.load(f"grade_score_judge_{variant}.txt").rstrip("\n")
+    if structured:
+        text += "\n" + prompts.render(f"grade_score_json_{variant}.txt", choices=_quoted_choices(n)).rstrip("\n")
+    return text
+
+
+def user_prompt(instruction: str, shown: Sequence[str]) -> str:
+    """§4.5: the instruction, then the options numbered from 1 in the order shown."""
+    blocks = [
+        prompts.render("grade_score_option.txt", number=str(k), content=defuse_markers(text).strip("\n")).rstrip("\n")
+        for k, text in enumerate(shown, start=1)
+    ]
+    return prompts.render(
+        "grade_score_user.txt", instruction=defuse_markers(instruction).strip("\n"), options="\n\n".join(blocks)
+    ).rstrip("\n")
+
+
+def reminder(structured: bool, n: int) -> str:
+    if structured:
+        return prompts.render("grade_score_reask_json.txt", choices=_quoted_choices(n)).rstrip("\n")
+    return prompts.render("grade_score_reask.txt", n=str(n)).rstrip("\n")
+
+
+# ---- aggregation -------------------------------------------------------------------------------------------------
+@dataclass
+class Summary:
+    position_counts: list[int]
+    option_counts: list[int]
+    parsed: int
+    unparsed: int
+    llm_score: float | None
+    choice_score: float | None
+    grade_score: float | None
+    mode_index: int | None
+    tied_indices: list[int]
+
+
+def summarise(trials: Sequence[GradeTrial], n: int) -> Summary:
+    """Counts and scores over the parsed trials; n = number of options shown (positions)."""
+    positions = [0] * n
+    options = [0] * n
+    parsed = 0
+    for t in trials:
+        if t.parse_ok and t.selected_position is not None and t.selected_index is not None:
+            positions[t.selected_position] += 1
+            options[t.selected_index] += 1
+            parsed += 1
+    llm, choice = llm_score(positions), choice_score(options)
+    top, tied = mode(options)
+    return Summary(positions, options, parsed, len(trials) - parsed, llm, choice, grade_score(llm, choice), top, tied)
+
+
+# ---- input checks ------------------------------------------------------------------------------------------------
+def validate(instruction: object, options: object, prompt_variant: object, unrelated_option: object) -> tuple[str, list[str]]:
+    instruction = validation.text("instruction", instruction)
+    options = validation.text_list("options", options, min_items=MIN_OPTIONS, max_items=MAX_OPTIONS)
+    seen: dict[str, int] = {}
+    for i, option in enumerate(options):
+        if option in seen:
+            raise validation.InputError(
+                f"'options' must not repeat an option: options[{i}] is identical to options[{seen[option]}]"
+            )
+        seen[option] = i
+    validation.total(instruction, options)
+    if isinstance(prompt_variant, bool) or prompt_variant not in VARIANTS:
+        raise validation.InputError(f"'prompt_variant' must be one of 1, 2, 3, 4; got {prompt_variant!r}")
+    if not isinstance(unrelated_option, bool):
+        raise validation.InputError(f"'unrelated_option' must be true or false, got {unrelated_option!r}")
+    return instruction, options
+
+
+# ---- the method --------------------------------------------------------------------------------------------------
+async def judge_rotation(
+    judge: Judge, *, rotation: int, order: list[int], texts: Sequence[str], instruction: str, variant: int, structured: bool
+) -> GradeTrial:
+    n = len(order)
+    request = user(
+        user_prompt(instruction, [texts[i] for i in order]),
+        system=system_prompt(variant, structured, n),
+        max_tokens=MAX_TOKENS[variant],
+        json_schema=selection_schema(variant, n) if structured else None,
+        schema_name="grade_selection",
+        purpose=f"{TOOL}:rotation{rotation}",
+    )
+    if structured:
+        parse = lambda t: parse_structured(t, n, variant)  # noqa: E731
+    else:
+        parse = lambda t: parse_selection(t, n)  # noqa: E731
+    result = await ask(judge, request, parse, reminder(structured, n))
+    if result.value is None:
+        return GradeTrial(
+            order=order, selected_position=None, selected_index=None, parse_ok=False,
+            explanation=result.text.strip()[-2000:], reasked=result.reasked,
+        )
+    position = result.value.number - 1
+    return GradeTrial(
+        order=order, selected_position=position, selected_index=order[position], parse_ok=True,
+        explanation=result.value.explanation, reasked=result.reasked,
+    )
+
+
+async def grade_score_options(
+    judge: Judge,
+    *,
+    instruction: str,
+    options: list[str],
+    prompt_variant: int = 2,
+    unrelated_option: bool = False,
+) -> GradeScoreResult:
+    instruction, options = validate(instruction, options, prompt_variant, unrelated_option)
+    n = len(options)
+    texts = list(options)
+    base = list(range(n))
+    unrelated = None
+    if unrelated_option:
+        unrelated = choose_unrelated(judge.store, instruction, options)
+        texts.append(unrelated.text)
+        base.insert(insertion_position(call_seed(instruction, options), n), n)
+    m = len(texts)
+    orders = [[base[i] for i in rotation] for rotation in rotations(m)]
+    structured = judge.structured
+
+    trials: list[GradeTrial | None] = [None] * m
+    done = 0
+
+    async def run(k: int) -> None:
+        nonlocal done
+        trials[k] = await judge_rotation(
+            judge, rotation=k, order=orders[k], texts=texts, instruction=instruction, variant=prompt_variant, structured=structured
+        )
+        done += 1
+        await judge.progress(done, m, f"rotation {k + 1} of {m} judged")
+
+    async with anyio.create_task_group() as tg:
+        for k in range(m):
+            tg.start_soon(run, k)
+
+    if judge.store is not None:
+        judge.store.add_options(instruction, options)
+
+    finished = [t for t in trials if t is not None]
+    s = summarise(finished, m)
+    unrelated_index = n if unrelated is not None else None
+    unrelated_picked = s.option_counts[n] if unrelated is not None else 0
+    winner = s.mode_index
+    warnings: list[str] = []
+    if s.unparsed:
+        warnings.append(f"{s.unparsed} of {m} trials stayed unparsed after a re-ask and are left out of the counts")
+    if s.parsed == 0:
+        warnings.append("no trial parsed: there is no winner and no score")
+    if unrelated_picked:
+        warnings.append(
+            f"the judge picked the unrelated option (index {n}) in {unrelated_picked} of {s.parsed} parsed trials, "
+            "so its choices here are unreliable"
+        )
+    if winner is not None and winner == unrelated_index:
+        winner = None
+        warnings.append("the most chosen option is the unrelated one, so winner_index is null")
+    if s.tied_indices:
+        warnings.append(f"the mode is tied between options {s.tied_indices}; winner_index is the lowest of them")
+    return GradeScoreResult(
+        winner_index=winner,
+        tied_indices=s.tied_indices,
+        trials=finished,
+        position_counts=s.position_counts,
+        option_counts=s.option_counts,
+        parsed_trials=s.parsed,
+        unparsed_trials=s.unparsed,
+        llm_score=s.llm_score,
+        choice_score=s.choice_score,
+        grade_score=s.grade_score,
+        unrelated_index=unrelated_index,
+        unrelated_picked=unrelated_picked,
+        unrelated_option=unrelated.text if unrelated is not None else None,
+        unrelated_source=unrelated.source if unrelated is not None else None,
+        prompt_variant=prompt_variant,
+        warnings=warnings,
+        model=judge.model_id,
+        usage=judge.usage(),
+    )
