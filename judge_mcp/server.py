@@ -50,13 +50,30 @@ def _progress(ctx: Context | None) -> Callable[[float, float | None, str | None]
     return report
 
 
+ANTICIPATED = (InputError, ConfigError, BackendError)
+
+
+def anticipated(exc: BaseException) -> BaseException | None:
+    """The first anticipated failure in `exc`, looking inside exception groups (concurrent trials raise those)."""
+    if isinstance(exc, ANTICIPATED):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = anticipated(inner)
+            if found is not None:
+                return found
+    return None
+
+
 async def _run(app: App, tool: str, inputs: dict[str, Any], method: Callable[[Judge], Awaitable[R]], backend: str | None, ctx: Context | None) -> R:
     try:
         return await app.run(tool, inputs, method, backend=backend, progress=_progress(ctx))
-    except (InputError, ConfigError) as exc:
-        raise ToolError(str(exc)) from exc
-    except BackendError as exc:
-        raise ToolError(str(exc)) from exc
+    except Exception as exc:
+        known = anticipated(exc)
+        if known is not None:
+            raise ToolError(str(known)) from exc
+        log.exception("%s failed unexpectedly", tool)
+        raise ToolError(f"internal error in {tool}: {type(exc).__name__}: {exc}") from exc
 
 
 def build_server(app: App | None = None) -> MCPServer:
@@ -86,7 +103,10 @@ def build_server(app: App | None = None) -> MCPServer:
         instruction: Annotated[str, Field(description="the instruction (or, with context, the system prompt) the responses should follow")],
         responses: Annotated[list[str], Field(description="1 to 16 candidate responses")],
         context: Annotated[str | None, Field(description="optional user prompt or conversation; then `instruction` is a system prompt")] = None,
-        similarity: Annotated[str, Field(description="f1 (word-level F1, default), rougeL, or token_set (rapidfuzz)")] = "f1",
+        similarity: Annotated[
+            Literal["f1", "rouge_l", "token_sort"],
+            Field(description="f1 (word-level F1, default), rouge_l (ROUGE-L F-measure) or token_sort (rapidfuzz token_sort_ratio)"),
+        ] = "f1",
         prompt_variant: Annotated[int, Field(description="the FLIP paper's inference prompt 1 (default), 2 or 3")] = 1,
         backend: BackendArg = None,
         ctx: Context | None = None,

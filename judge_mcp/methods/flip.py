@@ -1,0 +1,428 @@
+"""FLIP: reward by backward inference (shared/papers/flip_backward_inference.txt, §2.2 and Appendix F).
+
+For each response the model infers the instruction that would most plausibly have produced it (the paper's
+Prompt 1, 2 or 3); the reward is the similarity between the inferred and the given instruction (word-level F1 by
+default, see similarity.py). With `context` (a user prompt or a conversation), the given instruction is a system
+prompt and the model infers the system prompt from the context and the response, as in §2.2.
+
+Answers are read from the paper's JSON (`{"REASONING": ..., "INFERRRED INSTRUCTION": ...}`; the paper's own
+spelling, the correct one and the usual variants are all accepted). An answer without a complete instruction
+value is unparsed after one re-ask: its reward is 0.0 (the paper counts format failures as wrong), it ranks after
+every parsed response, and the best text extraction is still shown with the similarity it would have scored.
+
+The paper's known weak spot, a response that opens by repeating the instruction, is detected (`detect_echo`) and
+reported as `echoes_instruction`; the reward itself is left as inferred (see the README).
+
+Pure functions (parsing, extraction, echo detection, ranking) are tested directly in tests/test_flip.py.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+
+import anyio
+from rapidfuzz import fuzz, utils
+
+from judge_mcp import prompts, validation
+from judge_mcp.backends.base import user
+from judge_mcp.methods import similarity as sim
+from judge_mcp.methods.common import ask
+from judge_mcp.methods.judge import Judge
+from judge_mcp.methods.parsing import neutralise
+from judge_mcp.verdicts import FlipItem, FlipResult
+
+PROMPT_VARIANTS = (1, 2, 3)
+MAX_RESPONSES = 16
+MAX_TOKENS = 512  # the paper's token limit for every method (§3.1)
+MAX_EXTRACTION_CHARS = 2000
+REWARD_DIGITS = 6  # rewards are rounded to this many digits; equal rounded rewards are ties
+
+# The paper prints the key as "INFERRRED INSTRUCTION" (sic); the authors' code and our schema use the correct one.
+PAPER_KEY = "INFERRRED INSTRUCTION"
+SCHEMA_KEY = "INFERRED INSTRUCTION"
+REASONING_KEY = "REASONING"
+
+
+def answer_format(key: str, *, structured: bool) -> str:
+    """The answer format the prompts show.
+
+    Plain: the paper's own template (placeholders and key spelling as printed). Structured: a description without
+    placeholders, instruction first, matching `answer_schema` (tiny models copy `<instruction>` back verbatim, and
+    a looping explanation written first can use up the token budget before the instruction is reached).
+    """
+    if not structured:
+        return '{ "%s": "<explanation>", "%s": "<instruction>" }' % (REASONING_KEY, key)
+    return (
+        'a JSON object with two string fields, in this order: "%s" (the single instruction you inferred) and "%s" '
+        "(a brief explanation of how you inferred it)" % (key, REASONING_KEY)
+    )
+
+
+def answer_schema() -> dict:
+    """The JSON schema for backends that constrain decoding: the instruction first, then the explanation."""
+    return {
+        "type": "object",
+        "properties": {SCHEMA_KEY: {"type": "string"}, REASONING_KEY: {"type": "string"}},
+        "required": [SCHEMA_KEY, REASONING_KEY],
+        "additionalProperties": False,
+    }
+
+
+# ---- prompts ----------------------------------------------------------------------------------------------------
+_FENCE_WORDS = re.compile(r"(?i)\b(BEGIN|END)(\s+)(RESPONSE|CONTEXT)\b")
+_KEY_IN_TEXT = re.compile(r"""(?i)(["'])\s*(inferr*ed[ _]+instruction|reasoning)\s*\1(\s*):""")
+
+
+def defuse(text: str) -> str:
+    """Judged content made safe to fence: verdict tokens neutralised, our fence lines and answer keys defused.
+
+    `----- END RESPONSE -----` inside a response would close the fence early; `"INFERRED INSTRUCTION":` inside it
+    would read like an answer the judge could copy. Both keep their words but lose their grammar.
+    """
+    text = neutralise(text)
+    text = _FENCE_WORDS.sub(lambda m: f"{m.group(1)}-{m.group(3)}", text)
+    return _KEY_IN_TEXT.sub(lambda m: f"{m.group(2)} -", text)
+
+
+def system_prompt(variant: int, *, with_context: bool, structured: bool) -> str:
+    fmt = answer_format(SCHEMA_KEY if structured else PAPER_KEY, structured=structured)
+    text = prompts.render(f"flip_system_{variant}.txt", answer_format=fmt).rstrip("\n")
+    if with_context:
+        text += "\n" + prompts.load("flip_context_note.txt").rstrip("\n")
+    return text
+
+
+def user_prompt(response: str, *, context: str | None, structured: bool) -> str:
+    fmt = answer_format(SCHEMA_KEY if structured else PAPER_KEY, structured=structured)
+    if context is None:
+        return prompts.render("flip_user.txt", response=defuse(response), answer_format=fmt)
+    return prompts.render("flip_context_user.txt", context=defuse(context), response=defuse(response), answer_format=fmt)
+
+
+# ---- the answer grammar -----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Inferred:
+    instruction: str
+    reasoning: str = ""
+
+
+def _key_kind(key: str) -> str | None:
+    """'instruction' for any spelling of the inferred-instruction key, 'reasoning' for the explanation key."""
+    k = re.sub(r"[^a-z]", "", key.lower())
+    if "reason" in k or "explanation" in k:
+        return "reasoning"
+    if "instruc" in k or "prompt" in k:  # INFERRRED INSTRUCTION, inferred_instruction, Instructcion, system_prompt
+        return "instruction"
+    return None
+
+
+_PLACEHOLDER = re.compile(
+    r"^\s*(<[^<>]{0,60}>|\[[^\[\]]{0,60}\]|\.{2,}|…|instruction|n/?a|none|null|\(?the single instruction you inferred\)?)\s*$",
+    re.I,
+)
+
+
+def _usable(value: object) -> str | None:
+    """A non-empty instruction string that is not the prompt's placeholder copied back (`<instruction>`, `[...]`)."""
+    if not isinstance(value, str):
+        return None
+    value = value.strip()
+    if not value or _PLACEHOLDER.match(value):
+        return None
+    return value
+
+
+def _from_dict(data: dict, depth: int = 0) -> Inferred | None:
+    instruction = reasoning = None
+    for key, value in data.items():
+        kind = _key_kind(str(key))
+        if kind == "instruction" and instruction is None:
+            instruction = _usable(value)
+        elif kind == "reasoning" and reasoning is None and isinstance(value, str):
+            reasoning = value.strip()
+    if instruction is not None:
+        return Inferred(instruction, reasoning or "")
+    if depth < 2:  # {"answer": {"INFERRED INSTRUCTION": ...}}
+        for value in data.values():
+            if isinstance(value, dict):
+                found = _from_dict(value, depth + 1)
+                if found is not None:
+                    return found
+    return None
+
+
+_DECODER = json.JSONDecoder(strict=False)  # small models put raw newlines inside strings
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S | re.I)
+# A keyed value with its closing quote, inside JSON that may be otherwise broken (single quotes, no closing brace).
+_KEYED_VALUE = re.compile(
+    r"""(["'])\s*(inferr*ed[ _]+instruction|inferred[ _]+system[ _]+prompt|instruction)\s*\1\s*:\s*(["'])((?:\\.|(?!\3).)*)\3""",
+    re.I | re.S,
+)
+_KEYED_REASONING = re.compile(r"""(["'])\s*reasoning\s*\1\s*:\s*(["'])((?:\\.|(?!\2).)*)\2""", re.I | re.S)
+
+
+def _json_objects(text: str):
+    for candidate in [text.strip()] + [m.group(1).strip() for m in _FENCE.finditer(text)]:
+        try:
+            value = _DECODER.decode(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            yield value
+    for start in (i for i, ch in enumerate(text) if ch == "{"):
+        try:
+            value, _ = _DECODER.raw_decode(text[start:])
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            yield value
+
+
+def _unescape(value: str, quote: str) -> str:
+    """A quoted value as text: JSON escapes decoded (a single-quoted value's \\' and bare " allowed too)."""
+    if quote == "'":
+        value = value.replace("\\'", "'").replace('"', '\\"')
+    try:
+        return json.loads(f'"{value}"', strict=False)
+    except ValueError:
+        return value
+
+
+def parse_inferred(text: str) -> Inferred | None:
+    """The inferred instruction from a JSON answer, or None when there is no complete instruction value.
+
+    Accepts the paper's key (`INFERRRED INSTRUCTION`), the correct spelling and other spellings/cases
+    (`inferred_instruction`, `Instruction`, `INFERRED SYSTEM PROMPT`), a fenced or prose-wrapped object, raw newlines
+    in strings, and a single-quoted or unterminated object as long as the instruction value itself is complete.
+    """
+    if not text or not text.strip():
+        return None
+    for data in _json_objects(text):
+        found = _from_dict(data)
+        if found is not None:
+            return found
+    m = _KEYED_VALUE.search(text)
+    if m:
+        value = _usable(_unescape(m.group(4), m.group(3)))
+        if value is not None:
+            r = _KEYED_REASONING.search(text)
+            return Inferred(value, _unescape(r.group(3), r.group(2)).strip() if r else "")
+    return None
+
+
+_CHAT_TOKENS = re.compile(r"<\|[^|>]{1,30}\|>|</?think>|</?s>|\[/?INST\]", re.I)
+_ROLE_PREFIX = re.compile(r"^\s*(?:assistant|answer)\s*:?\s+", re.I)
+_TRUNCATED_VALUE = re.compile(r"""(["'])\s*(?:inferr*ed[ _]+instruction|inferred[ _]+system[ _]+prompt|instruction)\s*\1\s*:\s*(["'])(.+)$""", re.I | re.S)
+_LABELLED = re.compile(
+    r"""(?im)^[\s>*#_-]*(?:the\s+)?(?:inferr*ed\s+|reconstructed\s+|likely\s+|original\s+)?(?:system\s+prompt|instruction|prompt)\s*(?:is)?[*_]*\s*[:\-]\s*[*_]*\s*(.+)$"""
+)
+_QUOTED_AFTER = re.compile(r"""(?is)\b(?:instruction|prompt)\b[^"“\n]{0,60}["“]([^"”]{8,})["”]""")
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text[:MAX_EXTRACTION_CHARS]
+
+
+def extract_best(text: str) -> str:
+    """Best effort for an unparsed answer: a truncated JSON value, a labelled line ("Instruction: ..."), a quoted
+    instruction, else the whole answer without chat-template tokens (what the FLIP authors' code falls back to)."""
+    if not text:
+        return ""
+    cleaned = _CHAT_TOKENS.sub(" ", text).replace("```json", " ").replace("```", " ")
+    cleaned = _ROLE_PREFIX.sub("", cleaned)
+    m = _TRUNCATED_VALUE.search(cleaned)
+    if m and m.group(3).strip():
+        return _clip(m.group(3).rstrip().rstrip('"}\'').replace('\\"', '"'))
+    m = _LABELLED.search(cleaned)
+    if m and m.group(1).strip(" *\"'“”"):
+        return _clip(m.group(1).strip(" *\"'“”"))
+    m = _QUOTED_AFTER.search(cleaned)
+    if m:
+        return _clip(m.group(1))
+    return _clip(cleaned)
+
+
+# ---- echo detection ---------------------------------------------------------------------------------------------
+ECHO_THRESHOLD = 0.9
+ECHO_SLACK_CHARS = 60  # room for a preface such as "Sure! You asked me to ..."
+ECHO_MIN_WORDS = 3
+
+
+@dataclass(frozen=True)
+class Echo:
+    score: float  # 0..1: partial-match score times the share of the required instruction words it covers
+    echoes: bool
+
+
+def _plain(text: str) -> str:
+    return " ".join(utils.default_process(text).split())
+
+
+def detect_echo(instruction: str, response: str) -> Echo:
+    """Does the response open by repeating the instruction (fully, or at least half of its words)?
+
+    rapidfuzz partial matching of the instruction against the response's opening (the first len(instruction) + 60
+    characters, both lowercased with punctuation removed). The score is the partial-match ratio scaled down when
+    the matched stretch of the instruction holds fewer than max(3, half its words) words; an echo scores >= 0.9.
+    Instructions of fewer than 3 words are never flagged (too short to tell an echo from an answer).
+    """
+    inst = _plain(instruction)
+    words = len(inst.split())
+    opening = _plain(response)[: len(inst) + ECHO_SLACK_CHARS]
+    if not inst or not opening:
+        return Echo(0.0, False)
+    alignment = fuzz.partial_ratio_alignment(inst, opening)
+    matched_words = len(inst[alignment.src_start : alignment.src_end].split())
+    needed = max(ECHO_MIN_WORDS, math.ceil(words / 2))
+    score = alignment.score / 100.0 * min(1.0, matched_words / needed)
+    score = round(score, 4)
+    return Echo(score, score >= ECHO_THRESHOLD and words >= ECHO_MIN_WORDS)
+
+
+# ---- ranking ----------------------------------------------------------------------------------------------------
+def rank(items: list[FlipItem]) -> tuple[list[int], int | None, list[int]]:
+    """(ranking, best_index, tied_best).
+
+    Parsed responses by reward, highest first, ties in index order; unparsed responses after them in index order.
+    `best_index` is the single parsed response with the top reward; null when nothing parsed or the top is shared,
+    and then `tied_best` lists the indices sharing it.
+    """
+    parsed = sorted((it for it in items if it.parse_ok), key=lambda it: (-it.reward, it.index))
+    unparsed = sorted(it.index for it in items if not it.parse_ok)
+    ranking = [it.index for it in parsed] + unparsed
+    if not parsed:
+        return ranking, None, []
+    top = [it.index for it in parsed if it.reward == parsed[0].reward]
+    if len(top) > 1:
+        return ranking, None, top
+    return ranking, top[0], []
+
+
+# ---- the tool ---------------------------------------------------------------------------------------------------
+def _check(instruction, responses, context, similarity, prompt_variant) -> tuple[list[str], str | None]:
+    validation.text("instruction", instruction)
+    responses = validation.text_list("responses", responses, min_items=1, max_items=MAX_RESPONSES)
+    if context is not None:
+        validation.text("context", context, allow_empty=True)
+        if not context.strip():
+            context = None  # an empty optional string from a form-filling client means "no context"
+    validation.total(instruction, responses, context)
+    validation.choice("similarity", similarity, sim.NAMES)
+    if isinstance(prompt_variant, bool) or not isinstance(prompt_variant, int):
+        raise validation.InputError(f"'prompt_variant' must be 1, 2 or 3; got {prompt_variant!r}")
+    validation.choice("prompt_variant", prompt_variant, PROMPT_VARIANTS)
+    return responses, context
+
+
+async def infer_one(
+    judge: Judge,
+    *,
+    index: int,
+    instruction: str,
+    response: str,
+    context: str | None,
+    similarity: str,
+    prompt_variant: int,
+) -> FlipItem:
+    """Infer the instruction behind one response and score it."""
+    structured = judge.structured
+    request = user(
+        user_prompt(response, context=context, structured=structured),
+        system=system_prompt(prompt_variant, with_context=context is not None, structured=structured),
+        max_tokens=MAX_TOKENS,
+        json_schema=answer_schema() if judge.structured else None,
+        schema_name="flip_inferred_instruction",
+        purpose=f"infer_instruction_reward:{index}",
+    )
+    reminder = prompts.render("flip_reask.txt", answer_format=answer_format(SCHEMA_KEY, structured=True))
+    result = await ask(judge, request, parse_inferred, reminder)
+    echo = detect_echo(instruction, response)
+    if result.value is not None:
+        reward = round(sim.score(similarity, result.value.instruction, instruction), REWARD_DIGITS)
+        return FlipItem(
+            index=index,
+            inferred_instruction=result.value.instruction,
+            reward=reward,
+            parse_ok=True,
+            echoes_instruction=echo.echoes,
+            echo_score=echo.score,
+            reasoning=result.value.reasoning[:4000],
+            reasked=result.reasked,
+        )
+    extracted = extract_best(result.text)
+    return FlipItem(
+        index=index,
+        inferred_instruction=extracted,
+        reward=0.0,
+        parse_ok=False,
+        echoes_instruction=echo.echoes,
+        echo_score=echo.score,
+        reasoning="",
+        reasked=result.reasked,
+        extraction_reward=round(sim.score(similarity, extracted, instruction), REWARD_DIGITS) if extracted else 0.0,
+        raw_answer=result.text[-MAX_EXTRACTION_CHARS:],
+    )
+
+
+def _first_error(group: BaseExceptionGroup) -> BaseException:
+    for exc in group.exceptions:
+        return _first_error(exc) if isinstance(exc, BaseExceptionGroup) else exc
+    return group  # pragma: no cover - an empty group cannot be raised
+
+
+async def infer_instruction_reward(
+    judge: Judge,
+    *,
+    instruction: str,
+    responses: list[str],
+    context: str | None = None,
+    similarity: str = "f1",
+    prompt_variant: int = 1,
+) -> FlipResult:
+    """FLIP reward for 1..16 responses: one inference per response, concurrently; ranked by reward."""
+    responses, context = _check(instruction, responses, context, similarity, prompt_variant)
+    total = len(responses)
+    items: list[FlipItem | None] = [None] * total
+    done = 0
+
+    async def run(index: int) -> None:
+        nonlocal done
+        items[index] = await infer_one(
+            judge,
+            index=index,
+            instruction=instruction,
+            response=responses[index],
+            context=context,
+            similarity=similarity,
+            prompt_variant=prompt_variant,
+        )
+        done += 1
+        status = "parsed" if items[index].parse_ok else "unparsed"
+        await judge.progress(done, total, f"response {index}: instruction inferred ({status})")
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for index in range(total):
+                tg.start_soon(run, index)
+    except BaseExceptionGroup as group:  # one failed call cancels the rest; raise it as itself (BackendError)
+        raise _first_error(group)  # noqa: B904 - the group stays attached as its context
+
+    results = [it for it in items if it is not None]
+    ranking, best_index, tied_best = rank(results)
+    return FlipResult(
+        results=results,
+        ranking=ranking,
+        best_index=best_index,
+        tied_best=tied_best,
+        similarity=similarity,
+        prompt_variant=prompt_variant,
+        context_mode=context is not None,
+        unparsed=[it.index for it in results if not it.parse_ok],
+        echoes=[it.index for it in results if it.echoes_instruction],
+        model=judge.model_id,
+        usage=judge.usage(),
+    )

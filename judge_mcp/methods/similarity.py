@@ -1,0 +1,93 @@
+"""Similarity between an original and an inferred instruction: FLIP's reward function `s(x, x')`.
+
+Pure functions, tested against hand-computed values in tests/test_similarity.py.
+
+- `f1` (the default, the FLIP paper's best metric): word-level F1 after the usual answer normalisation (lowercase,
+  drop ASCII punctuation, drop the articles a/an/the, collapse whitespace), computed on the multiset of words,
+  exactly as in the authors' `metrics.py`.
+- `rouge_l`: the F-measure of the longest common word subsequence (ROUGE-L, as in the paper's ablation), on
+  lowercased words split at anything that is not a letter or digit (rouge-score's tokenizer, made Unicode-aware).
+- `token_sort`: rapidfuzz's `token_sort_ratio` (words sorted, then normalised Indel similarity) scaled to 0..1.
+
+Every metric returns a float in [0, 1]; two texts with no words at all score 0.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from collections.abc import Callable
+
+from rapidfuzz import fuzz, utils
+
+_PUNCT = frozenset(string.punctuation)
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_NON_WORD = re.compile(r"[\W_]+")
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD-style answer normalisation (the FLIP authors' `normalize_answer`)."""
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in _PUNCT)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def f1(prediction: str, reference: str) -> float:
+    """Word-level F1 (harmonic mean of precision and recall over shared words, counted with multiplicity)."""
+    pred = normalize_answer(prediction).split()
+    ref = normalize_answer(reference).split()
+    common = sum((Counter(pred) & Counter(ref)).values())
+    if common == 0:
+        return 0.0
+    precision = common / len(pred)
+    recall = common / len(ref)
+    return 2 * precision * recall / (precision + recall)
+
+
+def rouge_tokens(text: str) -> list[str]:
+    """Lowercased runs of letters/digits (rouge-score's default tokenizer, without stemming, Unicode-aware)."""
+    return _NON_WORD.sub(" ", text.lower()).split()
+
+
+def lcs_length(a: list[str], b: list[str]) -> int:
+    """Length of the longest common subsequence of two word lists (O(len(a)*len(b)) time, O(len(b)) memory)."""
+    if not a or not b:
+        return 0
+    previous = [0] * (len(b) + 1)
+    for x in a:
+        current = [0]
+        for j, y in enumerate(b, start=1):
+            current.append(previous[j - 1] + 1 if x == y else max(previous[j], current[j - 1]))
+        previous = current
+    return previous[-1]
+
+
+def rouge_l(prediction: str, reference: str) -> float:
+    """ROUGE-L F-measure: LCS-based precision and recall over words, combined with equal weight."""
+    pred = rouge_tokens(prediction)
+    ref = rouge_tokens(reference)
+    lcs = lcs_length(pred, ref)
+    if lcs == 0:
+        return 0.0
+    precision = lcs / len(pred)
+    recall = lcs / len(ref)
+    return 2 * precision * recall / (precision + recall)
+
+
+def token_sort(prediction: str, reference: str) -> float:
+    """rapidfuzz `token_sort_ratio` / 100, after rapidfuzz's default processing (lowercase, non-alphanumerics out)."""
+    if not utils.default_process(prediction).strip() or not utils.default_process(reference).strip():
+        return 0.0
+    return fuzz.token_sort_ratio(prediction, reference, processor=utils.default_process) / 100.0
+
+
+METRICS: dict[str, Callable[[str, str], float]] = {"f1": f1, "rouge_l": rouge_l, "token_sort": token_sort}
+NAMES: tuple[str, ...] = tuple(METRICS)
+
+
+def score(name: str, prediction: str, reference: str) -> float:
+    """The named metric, clamped to [0, 1]. Raises KeyError for an unknown name (validate first)."""
+    value = METRICS[name](prediction, reference)
+    return min(1.0, max(0.0, float(value)))
