@@ -42,70 +42,113 @@ class ComparePairResult(_Judged):
 
 # ---- infer_instruction_reward (FLIP) ----------------------------------------------------------------------------
 class FlipItem(BaseModel):
-    index: int
-    inferred_instruction: str
-    reward: float = Field(ge=0.0, le=1.0)
-    parse_ok: bool
-    echoes_instruction: bool
+    index: int = Field(description="0-based index of the response in the caller's list")
+    inferred_instruction: str = Field(
+        description="the instruction (with context: the system prompt) the model inferred from the response; "
+        "when unparsed, the best extraction from its answer"
+    )
+    reward: float = Field(
+        ge=0.0, le=1.0, description="similarity of inferred and given instruction; 0.0 when unparsed (see parse_ok)"
+    )
+    parse_ok: bool = Field(description="the answer held a complete inferred instruction (false: reward is 0.0, not a judgment)")
+    echoes_instruction: bool = Field(
+        description="the response opens by repeating the instruction (FLIP's known weak spot: the reward may be inflated)"
+    )
+    echo_score: float = Field(0.0, ge=0.0, le=1.0, description="partial-match score behind echoes_instruction (echo at >= 0.9)")
+    reasoning: str = Field("", description="the model's explanation of its inference")
+    reasked: bool = Field(False, description="the first answer was unparsed and the model was asked again")
+    extraction_reward: float | None = Field(
+        None, description="unparsed only: the similarity the best extraction would score (not used for reward or ranking)"
+    )
+    raw_answer: str | None = Field(None, description="unparsed only: the model's last answer (tail)")
 
 
 class FlipResult(_Judged):
-    results: list[FlipItem]
-    ranking: list[int] = Field(description="response indices, best first (ties keep the lower index first)")
-    best_index: int | None = Field(description="index of the highest reward; null when the top reward is tied")
+    results: list[FlipItem] = Field(description="one item per response, in the caller's order")
+    ranking: list[int] = Field(
+        description="response indices, best first: parsed by reward (ties keep the lower index first), then unparsed"
+    )
+    best_index: int | None = Field(
+        description="index of the single highest reward; null when the top reward is tied or nothing parsed"
+    )
     tied_best: list[int] = Field(default_factory=list, description="indices sharing the top reward when tied")
-    similarity: str
+    similarity: str = Field(description="the similarity metric used: f1, rouge_l or token_sort")
+    prompt_variant: int = Field(1, description="the FLIP paper's inference prompt used (1..3)")
+    context_mode: bool = Field(False, description="true when context was given: the system prompt was inferred")
+    unparsed: list[int] = Field(default_factory=list, description="indices whose answer stayed unparsed")
+    echoes: list[int] = Field(default_factory=list, description="indices of responses that echo the instruction")
 
 
 # ---- grade_score_options ----------------------------------------------------------------------------------------
 class GradeTrial(BaseModel):
-    order: list[int] = Field(description="caller's option indices in the order shown")
+    order: list[int] = Field(description="option indices in the order shown (the unrelated option, if any, is unrelated_index)")
     selected_position: int | None = Field(description="0-based shown position picked; null when unparsed")
-    selected_index: int | None = Field(description="caller's index of the picked option; null when unparsed")
+    selected_index: int | None = Field(description="index of the picked option; null when unparsed")
     parse_ok: bool
-    explanation: str = ""
+    explanation: str = Field("", description="the judge's explanation (its raw answer when unparsed)")
+    reasked: bool = Field(False, description="the first answer was unparsed and the model was asked again")
 
 
 class GradeScoreResult(_Judged):
-    winner_index: int | None = Field(description="mode of the chosen options (caller's indices); lowest index on a tie")
+    winner_index: int | None = Field(
+        description="mode of the chosen options (caller's indices); lowest index on a tie; null when no trial parsed "
+        "or when the mode is the unrelated option"
+    )
     tied_indices: list[int] = Field(default_factory=list, description="all indices sharing the mode when tied")
     trials: list[GradeTrial]
-    position_counts: list[int]
-    option_counts: list[int]
+    position_counts: list[int] = Field(description="how often each shown position (0-based) was picked")
+    option_counts: list[int] = Field(description="how often each option was picked; the unrelated option's count is at unrelated_index")
     parsed_trials: int
     unparsed_trials: int
-    llm_score: float | None
-    choice_score: float | None
-    grade_score: float | None
-    unrelated_index: int | None
+    llm_score: float | None = Field(description="entropy of the picked positions / log2(number of positions); null when no trial parsed")
+    choice_score: float | None = Field(description="mode frequency / parsed trials; null when no trial parsed")
+    grade_score: float | None = Field(description="harmonic mean of llm_score and choice_score (0 when either is 0); null when no trial parsed")
+    unrelated_index: int | None = Field(description="index of the added unrelated option (= number of caller options), or null")
     unrelated_picked: int = Field(0, description="how many trials picked the unrelated option")
+    unrelated_option: str | None = Field(None, description="the added unrelated option's text")
+    unrelated_source: Literal["pool", "builtin"] | None = Field(
+        None, description="pool: an option stored by an earlier call for another instruction; builtin: the built-in pool"
+    )
+    prompt_variant: int = Field(2, description="the paper's judge prompt used (1..4)")
+    warnings: list[str] = Field(default_factory=list, description="signals worth a look: unparsed trials, unrelated option picked, tied mode")
 
 
 # ---- lwe_judge --------------------------------------------------------------------------------------------------
 class VanillaPair(BaseModel):
-    ab: Side | None
-    ba: Side | None
+    ab: Side | None = Field(description="vanilla verdict with the caller's A shown first, in the caller's A/B; null when unparsed")
+    ba: Side | None = Field(description="vanilla verdict with the order swapped, mapped back to the caller's A/B; null when unparsed")
+    consistent: bool = Field(False, description="both parsed and agree")
 
 
 class LweResult(_Judged):
-    winner: Side | None
+    winner: Side | None = Field(description="the vanilla verdict when consistent, else the meta-prompt path's; null when unparsed")
     path: Literal["vanilla_consistent", "meta_prompt"]
-    vanilla: VanillaPair | None
-    eval_prompt: str | None
-    feedback: str | None
-    meta_prompt_version: int
-    refined: bool
-    new_meta_prompt_version: int | None
-    pending_feedback: int
+    vanilla: VanillaPair | None = Field(description="the two vanilla verdicts (null when selective is false)")
+    eval_prompt: str | None = Field(description="the case-specific evaluation prompt written from the meta-prompt (meta path only)")
+    judgment: str | None = Field(None, description="the judge's answer to the case-specific prompt (meta path only)")
+    parse_ok: bool = Field(True, description="the verdict that decided `winner` was parsed (false: winner is null)")
+    reasked: bool = Field(False, description="the meta-path judge was asked again for a readable verdict")
+    feedback: str | None = Field(description="the judge's self-feedback on its meta-path judgment, now buffered")
+    feedback_parse_ok: bool | None = Field(None, description="the feedback came in the paper's JSON format (else kept as raw text)")
+    meta_prompt_version: int = Field(description="meta-prompt version used for the case prompt (vanilla path: the current one)")
+    refined: bool = Field(description="this call refined the meta-prompt (a full feedback batch was used)")
+    new_meta_prompt_version: int | None = Field(description="the session's version after this call's refinement (and condensing)")
+    new_meta_prompt_versions: list[int] = Field(default_factory=list, description="every version this call added (refine, condense)")
+    condensed: bool = Field(False, description="the refined meta-prompt passed 10,000 characters and was condensed")
+    pending_feedback: int = Field(description="feedback items buffered in the session after this call")
+    batch_size: int = Field(4, description="the session's batch size (fixed when the session was created)")
     session: str
+    warnings: list[str] = Field(default_factory=list, description="things worth a look, e.g. a refinement that produced no text")
 
 
 class MetaPromptVersion(BaseModel):
     version: int
-    parent: int | None
+    parent: int | None = Field(description="the version that was current when this one was made (null for the initial one)")
     reason: Literal["initial", "refine", "condense", "reset", "rollback"]
-    created_at: float
+    created_at: float = Field(description="Unix time")
     chars: int
+    restored_from: int | None = Field(None, description="rollback: the version whose text was restored")
+    feedback_items: int = Field(0, description="refine: feedback items this version was refined from")
 
 
 class LweSessionResult(BaseModel):
@@ -116,3 +159,4 @@ class LweSessionResult(BaseModel):
     batch_size: int
     pending_feedback: int
     versions: list[MetaPromptVersion]
+    discarded_feedback: int = Field(0, description="reset: buffered feedback items dropped (kept in the database as discarded)")
