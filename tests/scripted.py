@@ -8,6 +8,7 @@ a delay (to simulate latency or a hang) or drop the connection.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -55,6 +56,12 @@ class ScriptedServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:
+                super().setup()
+                # Headers and body go out in separate writes: without TCP_NODELAY, Nagle's algorithm and the
+                # client's delayed ACK add ~40 ms to every answer.
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
             def log_message(self, *args: Any) -> None:  # keep test output quiet
                 pass
@@ -133,12 +140,13 @@ def server_env(base_url: str, db: "Path | str", **extra: str) -> dict[str, str]:
     return env
 
 
-if __name__ == "__main__":  # a standalone scripted server for manual checks and the acceptance-style demos
+if __name__ == "__main__":  # a standalone scripted server: benchmarks run it in its own process (no shared GIL)
     import argparse
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--answer", default='{"verdict": "[[A>B]]"}')
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds before every answer")
     args = parser.parse_args()
-    with ScriptedServer(lambda p: args.answer) as s:
+    with ScriptedServer(lambda p: Reply(content=args.answer, delay_s=args.delay)) as s:
         print(s.base_url, flush=True)
         threading.Event().wait()
