@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -45,10 +46,21 @@ def chat_body(content: str, model: str = "scripted", finish_reason: str = "stop"
 
 
 class ScriptedServer:
+    """OpenAI chat completions. Subclasses change `base_path`, `success_body` and `error_body` for other wire formats."""
+
+    base_path = "/v1"
+
+    def success_body(self, reply: Reply, payload: dict[str, Any]) -> dict[str, Any]:
+        return chat_body(reply.content or "", payload.get("model", "scripted"), reply.finish_reason, reply.prompt_tokens, reply.completion_tokens)
+
+    def error_body(self, status: int) -> dict[str, Any]:
+        return {"error": {"message": f"scripted {status}"}}
+
     def __init__(self, responder: Responder):
         self.responder = responder
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.paths: list[str] = []
         self._lock = threading.Lock()
         self.in_flight = 0
         self.max_in_flight = 0
@@ -72,6 +84,7 @@ class ScriptedServer:
                 with server._lock:
                     server.requests.append(payload)
                     server.headers.append({k.lower(): v for k, v in self.headers.items()})
+                    server.paths.append(self.path)
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                 try:
@@ -87,11 +100,9 @@ class ScriptedServer:
                     if reply.raw_body is not None:
                         body = reply.raw_body
                     elif reply.status >= 400:
-                        body = json.dumps({"error": {"message": f"scripted {reply.status}"}}).encode()
+                        body = json.dumps(server.error_body(reply.status)).encode()
                     else:
-                        body = json.dumps(
-                            chat_body(reply.content or "", payload.get("model", "scripted"), reply.finish_reason, reply.prompt_tokens, reply.completion_tokens)
-                        ).encode()
+                        body = json.dumps(server.success_body(reply, payload)).encode()
                     self.send_response(reply.status)
                     self.send_header("content-type", "application/json")
                     self.send_header("content-length", str(len(body)))
@@ -108,7 +119,7 @@ class ScriptedServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self.port = self._httpd.server_address[1]
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self.base_url = f"http://127.0.0.1:{self.port}{self.base_path}"
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
     def __enter__(self) -> "ScriptedServer":
@@ -131,7 +142,7 @@ def prompt_text(payload: dict[str, Any]) -> str:
     return "\n".join(str(m.get("content", "")) for m in payload.get("messages", []))
 
 
-def server_env(base_url: str, db: "Path | str", **extra: str) -> dict[str, str]:
+def server_env(base_url: str, db: Path | str, **extra: str) -> dict[str, str]:
     """Environment for a `judge-mcp serve` subprocess talking to a scripted backend."""
     import os
 

@@ -21,7 +21,7 @@ from judge_mcp.backends.http import classify_status, error_detail, redact, retry
 from judge_mcp.backends.openai_compat import OpenAICompatBackend
 from judge_mcp.backends.retry import RetryPolicy, parse_retry_after
 from tests.scripted import Reply, ScriptedServer, chat_body
-from tests.scripted_anthropic import ScriptedAnthropicServer, message_body, start_quick
+from tests.scripted_anthropic import ScriptedAnthropicServer, message_body
 
 KEY = "sk-test-7f3a9c1e-do-not-leak"
 KINDS = ["openai", "anthropic"]
@@ -63,7 +63,7 @@ async def wire() -> AsyncIterator[Callable[..., tuple[Backend, Any]]]:
     backends: list[Backend] = []
 
     def make(kind: str, responder: Any, **kwargs: Any) -> tuple[Backend, Any]:
-        server = start_quick((ScriptedServer if kind == "openai" else ScriptedAnthropicServer)(responder))
+        server = (ScriptedServer if kind == "openai" else ScriptedAnthropicServer)(responder).start()
         servers.append(server)
         kwargs.setdefault("max_retries", 2)
         kwargs.setdefault("backoff_base_s", 0.01)

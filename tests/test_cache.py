@@ -19,7 +19,7 @@ from judge_mcp.backends.openai_compat import OpenAICompatBackend
 from judge_mcp.methods.judge import Judge
 from judge_mcp.store import Store
 from tests.scripted import Reply, ScriptedServer
-from tests.scripted_anthropic import ScriptedAnthropicServer, start_quick
+from tests.scripted_anthropic import ScriptedAnthropicServer
 
 KEY = "sk-cache-test-0d15ea5e-never-stored"
 
@@ -31,7 +31,7 @@ async def http() -> AsyncIterator[Callable[..., tuple[Backend, Any]]]:
     backends: list[Backend] = []
 
     def make(responder: Any, kind: str = "openai", model: str = "cache-model", **kwargs: Any) -> tuple[Backend, Any]:
-        server = start_quick((ScriptedServer if kind == "openai" else ScriptedAnthropicServer)(responder))
+        server = (ScriptedServer if kind == "openai" else ScriptedAnthropicServer)(responder).start()
         servers.append(server)
         kwargs.setdefault("max_retries", 1)
         kwargs.setdefault("backoff_base_s", 0.01)

@@ -11,7 +11,7 @@ from judge_mcp.backends import build_backend
 from judge_mcp.backends.base import user
 from judge_mcp.config import ConfigError, load_settings
 from tests.scripted import ScriptedServer
-from tests.scripted_anthropic import ScriptedAnthropicServer, start_quick
+from tests.scripted_anthropic import ScriptedAnthropicServer
 
 OPENAI_KEY = "sk-openai-provider-key-111"
 ANTHROPIC_KEY = "sk-ant-provider-key-222"
@@ -166,7 +166,7 @@ def test_explicit_key_is_used_anywhere_and_wins(base_url):
     ],
 )
 async def test_on_the_wire_a_local_server_never_gets_the_provider_key(kind, server_cls, header, sent):
-    server = start_quick(server_cls(lambda p: "ok"))
+    server = server_cls(lambda p: "ok").start()
     try:
         for extra, expected in (({}, None), ({"JUDGE_MCP_API_KEY": EXPLICIT_KEY}, sent)):
             env = {"JUDGE_MCP_BACKEND": kind, "JUDGE_MCP_BASE_URL": server.base_url, "JUDGE_MCP_MODEL": "m", **PROVIDER_KEYS, **extra}

@@ -16,10 +16,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import httpx
 
-from judge_mcp.backends.base import Backend, ChatRequest, Completion, FatalError, RetryableError, Usage
-from judge_mcp.backends.http import post_json
+from judge_mcp.backends.base import ChatRequest, Completion, FatalError, RetryableError, Usage
+from judge_mcp.backends.http import HTTPBackend, post_json
 
 ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -92,33 +91,15 @@ def messages_url(base_url: str) -> str:
     return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
 
 
-class AnthropicBackend(Backend):
+class AnthropicBackend(HTTPBackend):
     kind = "anthropic"
     supports_json_schema = True
+    default_base_url = DEFAULT_BASE_URL
 
-    def __init__(
-        self,
-        name: str,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
-        **kwargs: Any,
-    ):
+    def __init__(self, name: str, model: str, **kwargs: Any):
         super().__init__(name, model, **kwargs)
-        self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
         self.url = messages_url(self.base_url)
-        self._api_key = api_key
         self._send_temperature = True
-        # httpx's own timeout is a backstop; Backend.complete enforces timeout_s per attempt.
-        self._client = httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(self.timeout_s + 5.0))
-
-    def __repr__(self) -> str:
-        return f"AnthropicBackend(name={self.name!r}, base_url={self.base_url!r}, model={self.model!r})"
-
-    def identity(self) -> str:
-        return f"{self.kind}|{self.base_url}|{self.model}"
 
     def headers(self) -> dict[str, str]:
         headers = {"content-type": "application/json", "anthropic-version": ANTHROPIC_VERSION}
@@ -174,8 +155,6 @@ class AnthropicBackend(Backend):
             return "output_config"
         return None
 
-    async def aclose(self) -> None:
-        await self._client.aclose()
 
 
 def parse_message(body: dict[str, Any], default_model: str, payload: dict[str, Any], *, structured: bool) -> Completion:

@@ -1,7 +1,8 @@
 """The call cache: temperature-0 requests answered from SQLite, and identical requests in flight sharing one call.
 
 Keyed by `ChatRequest.cache_key(backend.identity())`: a hash of the exact request and the backend's kind, endpoint
-and model (never its key). Requests with temperature > 0 are samples and always go to the backend.
+and model (never its key). Requests with temperature > 0 are samples and always go to the backend. Completions with
+empty text are not stored (a later identical request goes to the backend again).
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ class CallCache:
         try:
             completion = await backend.complete(request)
             flight.result = completion
-            if self.store is not None:
+            # An empty answer is a glitch worth asking again later, not an answer to replay: it is not stored.
+            if self.store is not None and completion.text.strip():
                 self.store.cache_put(key, backend.identity(), completion.model, request.to_record(), _to_cached(completion))
             return completion, False
         except BaseException as exc:

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from judge_mcp.backends.base import FatalError, RetryableError
+from judge_mcp.backends.base import Backend, FatalError, RetryableError
 from judge_mcp.backends.retry import parse_retry_after
 
 RETRYABLE_STATUS = {408, 409, 429} | set(range(500, 600))
@@ -114,3 +114,34 @@ async def post_json(
     if not isinstance(body, dict):
         raise RetryableError(f"HTTP {response.status_code} with a JSON body that is not an object")
     return body
+
+
+class HTTPBackend(Backend):
+    """An endpoint: base URL, optional key, one pooled httpx client. Subclasses add the wire format (`_send`)."""
+
+    default_base_url = ""
+
+    def __init__(
+        self,
+        name: str,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        **kwargs: Any,
+    ):
+        super().__init__(name, model, **kwargs)
+        self.base_url = (base_url or self.default_base_url).rstrip("/")
+        self._api_key = api_key
+        # httpx's own timeout is a backstop; Backend.complete enforces timeout_s per attempt.
+        self._client = httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(self.timeout_s + 5.0))
+
+    def __repr__(self) -> str:  # never shows the key
+        return f"{type(self).__name__}(name={self.name!r}, base_url={self.base_url!r}, model={self.model!r})"
+
+    def identity(self) -> str:
+        return f"{self.kind}|{self.base_url}|{self.model}"
+
+    async def aclose(self) -> None:
+        await self._client.aclose()

@@ -9,39 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
 
-from judge_mcp.backends.base import Backend, ChatRequest, Completion, RetryableError, Usage
-from judge_mcp.backends.http import RETRYABLE_STATUS, classify_status, post_json
+from judge_mcp.backends.base import ChatRequest, Completion, RetryableError, Usage
+from judge_mcp.backends.http import RETRYABLE_STATUS, HTTPBackend, classify_status, post_json
 
 __all__ = ["OpenAICompatBackend", "parse_chat_completion", "RETRYABLE_STATUS", "classify_status", "post_json"]
 
 
-class OpenAICompatBackend(Backend):
+class OpenAICompatBackend(HTTPBackend):
     kind = "openai"
     supports_json_schema = True
-
-    def __init__(
-        self,
-        name: str,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
-        **kwargs: Any,
-    ):
-        super().__init__(name, model, **kwargs)
-        self.base_url = (base_url or "https://api.openai.com/v1").rstrip("/")
-        self._api_key = api_key
-        # httpx's own timeout is a backstop; Backend.complete enforces timeout_s per attempt.
-        self._client = httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(self.timeout_s + 5.0))
-
-    def __repr__(self) -> str:
-        return f"OpenAICompatBackend(name={self.name!r}, base_url={self.base_url!r}, model={self.model!r})"
-
-    def identity(self) -> str:
-        return f"{self.kind}|{self.base_url}|{self.model}"
+    default_base_url = "https://api.openai.com/v1"
 
     def payload(self, request: ChatRequest) -> dict[str, Any]:
         messages: list[dict[str, str]] = []
@@ -68,9 +46,6 @@ class OpenAICompatBackend(Backend):
             headers["authorization"] = f"Bearer {self._api_key}"
         body = await post_json(self._client, f"{self.base_url}/chat/completions", payload, headers, self.name)
         return parse_chat_completion(body, self.model, payload, structured=request.json_schema is not None)
-
-    async def aclose(self) -> None:
-        await self._client.aclose()
 
 
 def parse_chat_completion(body: dict[str, Any], default_model: str, payload: dict[str, Any], *, structured: bool) -> Completion:
