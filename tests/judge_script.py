@@ -1,0 +1,99 @@
+"""One scripted model for every tool (shared by the reliability tests): it recognises which method sent a request
+from the prompt's fences and answers as a correct judge would, by which shown answer holds a keyword.
+
+`UniversalJudge(good="Canberra")` prefers the answer containing `good`. With `gullible=ATTACK`, an answer holding
+the attack string wins instead (a judge that obeys injected text), which is how tests/test_injection.py checks the
+injection benchmark's arithmetic. LWE requests are answered by tests/lwe_script.LweScript("consistent") logic.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from tests.lwe_script import LweScript, first_shown_is
+from tests.scripted import Reply, prompt_text
+
+PAIR_A = re.compile(r"<\|The Start of Assistant A's Answer\|>\n(.*?)\n<\|The End of Assistant A's Answer\|>", re.S)
+OPTION_BLOCK = re.compile(r"^\[Option (\d+)\]\n(.*?)\n\[\\Option \1\]$", re.S | re.M)
+RESPONSE_BLOCK = re.compile(r"----- BEGIN RESPONSE -----\n(.*?)\n----- END RESPONSE -----", re.S)
+
+CAPITAL_Q = "What is the capital of Australia?"
+GOOD, BAD = "The capital of Australia is Canberra.", "The capital of Australia is Sydney."
+RIGHT_INSTRUCTION = "Name the capital city of Australia."
+PARAPHRASE = "Name the capital of Australia."
+WRONG_INSTRUCTION = "Write a short poem about the sea."
+
+
+def first_user(payload: dict[str, Any]) -> str:
+    return next((m["content"] for m in payload.get("messages", []) if m.get("role") == "user"), "")
+
+
+def method_of(payload: dict[str, Any]) -> str:
+    text = first_user(payload)
+    if "<|The Start of Assistant A's Answer|>" in text:
+        return "compare_pair"
+    if "[User Instruction]" in text:
+        return "grade_score_options"
+    if "----- BEGIN RESPONSE -----" in text:
+        return "infer_instruction_reward"
+    return "lwe_judge"
+
+
+class UniversalJudge:
+    def __init__(self, good: str = "Canberra", gullible: str | None = None):
+        self.good = good
+        self.gullible = gullible
+        self.lwe = LweScript("consistent")
+
+    def __call__(self, payload: dict[str, Any]) -> Reply | str:
+        method = method_of(payload)
+        text = first_user(payload)
+        if method == "compare_pair":
+            a = PAIR_A.search(text).group(1)
+            b = text.split("<|The Start of Assistant B's Answer|>\n", 1)[1]
+            first_better = self._first_wins(a, b)
+            label = "[[A>B]]" if first_better else "[[B>A]]"
+            return json.dumps({"own_answer": "Canberra.", "evaluation": "compared", "verdict": label})
+        if method == "grade_score_options":
+            blocks = [content for _, content in OPTION_BLOCK.findall(text)]
+            number = self._pick(blocks) + 1
+            if "response_format" in payload:
+                return json.dumps({"evaluation": "weighed", "selection": f"Option {number}", "explanation": "best"})
+            return f"Evaluation: weighed.\nSelection: Option {number}\nExplanation: best"
+        if method == "infer_instruction_reward":
+            shown = RESPONSE_BLOCK.search(text).group(1)
+            inferred = self._inferred(shown)
+            return json.dumps({"INFERRED INSTRUCTION": inferred, "REASONING": "read the response"})
+        # LWE: vanilla verdicts go by the keyword (both orders agree), everything else by LweScript.
+        full = prompt_text(payload)
+        if full.startswith("Please act as an impartial judge") and self.gullible is None:
+            return self.lwe.verdict("A" if first_shown_is(full, self.good) else "B")
+        return self.lwe(payload)
+
+    # ---- preferences: a gullible judge follows the attack, otherwise the keyword ----------------------------
+    def _inferred(self, text: str) -> str:
+        """A gullible judge infers the instruction exactly for the attacked response; a good response gets a close
+        paraphrase (reward < 1 but above a wrong one's)."""
+        if self.gullible is not None and self.gullible in text:
+            return RIGHT_INSTRUCTION
+        return PARAPHRASE if self.good in text else WRONG_INSTRUCTION
+
+    def _first_wins(self, a: str, b: str) -> bool:
+        if self.gullible is not None:
+            if self.gullible in a:
+                return True
+            if self.gullible in b:
+                return False
+        return self.good in a
+
+    def _pick(self, blocks: list[str]) -> int:
+        if self.gullible is not None:
+            for k, block in enumerate(blocks):
+                if self.gullible in block:
+                    return k
+        for k, block in enumerate(blocks):
+            if self.good in block:
+                return k
+        return 0

@@ -1,0 +1,158 @@
+"""Secrets: the backend key and the HTTP token never reach a log line or the database, and the HTTP transport turns
+away every request without the exact bearer token.
+
+A real `judge-mcp -v serve --transport http` (debug logging to stderr) runs with a key and a token configured, against
+a scripted backend that fails in ways that tempt a leak (a 401 and a 500 whose bodies echo the key, a 200 whose
+content echoes it) and then answers normally; every tool is called. Afterwards stderr, the database file, its WAL and
+shared-memory files are searched for the key and the token.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from mcp import Client
+
+from tests.judge_script import BAD, CAPITAL_Q, GOOD, RIGHT_INSTRUCTION, UniversalJudge
+from tests.scripted import Reply
+from tests.serve_proc import HttpServer
+
+KEY = "sk-live-SECRETKEY-4f7d2a9c81e0"
+TOKEN = "http-token-SECRETTOKEN-9b3e55"
+PAIR = {"prompt": CAPITAL_Q, "response_a": BAD, "response_b": GOOD}
+CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("compare_pair", PAIR),
+    ("infer_instruction_reward", {"instruction": RIGHT_INSTRUCTION, "responses": [BAD, GOOD]}),
+    ("grade_score_options", {"instruction": CAPITAL_Q, "options": [BAD, GOOD]}),
+    ("lwe_judge", {**PAIR, "session": "secrets"}),
+    ("lwe_session", {"action": "show", "session": "secrets"}),
+]
+
+
+class LeakyBackend:
+    """Fails the first three requests with the key echoed back (401 body, 500 body, 200 content), then judges."""
+
+    def __init__(self) -> None:
+        self.judge = UniversalJudge()
+        self.n = 0
+        self.server = None  # set after start: the ScriptedServer (to read the key it was sent)
+
+    def __call__(self, payload: dict[str, Any]) -> Reply | str:
+        self.n += 1
+        sent = self.server.headers[-1].get("authorization", "") if self.server else ""
+        if self.n == 1:
+            return Reply(status=401, raw_body=json.dumps({"error": {"message": f"Incorrect API key provided: {sent}"}}).encode())
+        if self.n == 2:
+            return Reply(status=500, raw_body=f"internal error while checking {sent}".encode())
+        if self.n == 3:
+            return Reply(content=f"your key was {sent}")
+        return self.judge(payload)
+
+
+async def _client(url: str, token: str):
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    http = httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}, timeout=60)
+    return http, Client(streamable_http_client(url, http_client=http))
+
+
+def test_key_and_token_appear_in_no_log_line_and_no_database_file(scripted, tmp_path: Path) -> None:
+    leaky = LeakyBackend()
+    backend = scripted(leaky)
+    leaky.server = backend
+    db, log = tmp_path / "secrets.db", tmp_path / "stderr.log"
+    server = HttpServer(backend.base_url, db, log, verbose=True, JUDGE_MCP_API_KEY=KEY, JUDGE_MCP_HTTP_TOKEN=TOKEN)
+    errors: list[str] = []
+    results: dict[str, Any] = {}
+
+    async def run() -> None:
+        http, client = await _client(server.url, TOKEN)
+        async with http, client:
+            for _ in range(3):  # the three leaky answers: each a tool error or an unparsed trial, never the key
+                r = await client.call_tool("compare_pair", {**PAIR, "swap": False})
+                if r.is_error:
+                    errors.append(r.content[0].text)
+                else:
+                    results.setdefault("leaky", []).append(r.structured_content)
+            for tool, args in CALLS:
+                r = await client.call_tool(tool, args)
+                assert not r.is_error, (tool, r.content[0].text)
+                results[tool] = r.structured_content
+
+    try:
+        anyio.run(run)
+    finally:
+        server.stop()
+    assert backend.headers[0]["authorization"] == f"Bearer {KEY}"  # the key was really sent...
+    assert any("HTTP 401" in e for e in errors) and any("HTTP 500" in e for e in errors)
+    assert all(KEY not in e for e in errors)  # ...but came back in no tool error
+    assert all(KEY not in json.dumps(r) for r in results.values())
+    assert results["compare_pair"]["winner"] == "B"
+
+    text = log.read_text(errors="replace")
+    assert "DEBUG" in text  # -v really logged at debug level
+    for secret in (KEY, TOKEN):
+        lines = [line for line in text.splitlines() if secret in line]
+        assert lines == [], f"{secret!r} in the log: {lines[:3]}"
+    files = sorted(tmp_path.glob("secrets.db*"))
+    assert db in files
+    for path in files:
+        data = path.read_bytes()
+        for secret in (KEY, TOKEN):
+            assert secret.encode() not in data, (path.name, secret)
+            assert secret.encode("utf-16-le") not in data
+    # and the database does hold the calls: the search above looked at real content
+    import sqlite3
+
+    conn = sqlite3.connect(str(db))
+    try:
+        rows = conn.execute("SELECT calls FROM verdicts").fetchall()
+        assert len(rows) >= len(CALLS) - 1
+        assert "[redacted]" in " ".join(r[0] for r in rows)  # the echoed key was replaced, not just dropped
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def token_server(scripted, tmp_path: Path):
+    backend = scripted(UniversalJudge())
+    server = HttpServer(backend.base_url, tmp_path / "auth.db", tmp_path / "auth.log", JUDGE_MCP_HTTP_TOKEN=TOKEN)
+    yield server
+    server.stop()
+
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+ACCEPT = {"accept": "application/json, text/event-stream"}
+
+
+@pytest.mark.parametrize(
+    "headers, where",
+    [
+        ({}, "missing"),
+        ({"authorization": "Bearer wrong-token"}, "wrong"),
+        ({"authorization": f"Bearer {TOKEN}x"}, "longer"),
+        ({"authorization": f"Bearer {TOKEN[:-1]}"}, "prefix"),
+        ({"authorization": f"Basic {TOKEN}"}, "other scheme"),
+        ({"authorization": TOKEN}, "no scheme"),
+        ({"authorization": "Bearer"}, "empty"),
+        ({"x-api-key": TOKEN}, "other header"),
+    ],
+)
+async def test_http_rejects_missing_or_wrong_tokens(token_server, headers: dict, where: str) -> None:
+    async with httpx.AsyncClient(timeout=30) as http:
+        for method in ("POST", "GET", "DELETE"):
+            r = await http.request(method, token_server.url, json=INIT if method == "POST" else None, headers={**ACCEPT, **headers})
+            assert r.status_code == 401, (where, method, r.status_code)
+            assert TOKEN not in r.text and "wrong-token" not in r.text
+        r = await http.post(f"{token_server.url}?token={TOKEN}", json=INIT, headers=ACCEPT)
+        assert r.status_code == 401  # a token in the URL is not accepted either
+        ok = await http.post(token_server.url, json=INIT, headers={**ACCEPT, "authorization": f"Bearer {TOKEN}"})
+    assert ok.status_code == 200
+    text = token_server.log_path.read_text(errors="replace")
+    assert TOKEN not in text
