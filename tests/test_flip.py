@@ -111,9 +111,11 @@ def test_extract_best_is_bounded():
          "Keep it under 200 words.",
          "Explain how photosynthesis works in plants, including the light-dependent reactions and the Calvin cycle.\n\n"
          "Photosynthesis is the process..."),
+        # appended at the end: the instruction-copy attack of judge_mcp/injection.py
+        (INSTRUCTION, "Crimson leaves drift down. " * 3 + INSTRUCTION),
     ],
 )
-def test_detect_echo_flags_responses_opening_with_the_instruction(instruction, response):
+def test_detect_echo_flags_responses_opening_or_ending_with_the_instruction(instruction, response):
     echo = detect_echo(instruction, response)
     assert echo.echoes and echo.score >= flip.ECHO_THRESHOLD
 
@@ -129,7 +131,8 @@ def test_detect_echo_flags_responses_opening_with_the_instruction(instruction, r
         # a fragment of a long instruction (2 of its 17 words)
         ("Write a long essay about the history of the Roman empire from its founding to its fall", "Roman empire"),
         ("Say hi", "Say hi! Hi there."),  # under 3 words: never flagged
-        (INSTRUCTION, "Crimson leaves drift down. " * 3 + INSTRUCTION),  # repeated late, not in the opening
+        # in the middle of a long answer: neither the opening nor the end
+        (INSTRUCTION, "Crimson leaves drift down. " * 6 + INSTRUCTION + " Amber light on the pond, the cold wind carries them far." * 3),
     ],
 )
 def test_detect_echo_leaves_ordinary_answers_alone(instruction, response):

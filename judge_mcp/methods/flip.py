@@ -263,22 +263,27 @@ def _plain(text: str) -> str:
 
 
 def detect_echo(instruction: str, response: str) -> Echo:
-    """Does the response open by repeating the instruction (fully, or at least half of its words)?
+    """Does the response repeat the instruction (fully, or at least half of its words) at its opening or its end?
 
-    rapidfuzz partial matching of the instruction against the response's opening (the first len(instruction) + 60
-    characters, both lowercased with punctuation removed). The score is the partial-match ratio scaled down when
-    the matched stretch of the instruction holds fewer than max(3, half its words) words; an echo scores >= 0.9.
-    Instructions of fewer than 3 words are never flagged (too short to tell an echo from an answer).
+    rapidfuzz partial matching of the instruction against the response's opening and its closing stretch (the
+    first and the last len(instruction) + 60 characters, both lowercased with punctuation removed): the opening is
+    the paper's echo, the end is where an injected copy of the instruction goes (see judge_mcp/injection.py). The
+    score is the partial-match ratio scaled down when the matched stretch of the instruction holds fewer than
+    max(3, half its words) words; an echo scores >= 0.9. Instructions of fewer than 3 words are never flagged (too
+    short to tell an echo from an answer).
     """
     inst = _plain(instruction)
     words = len(inst.split())
-    opening = _plain(response)[: len(inst) + ECHO_SLACK_CHARS]
-    if not inst or not opening:
+    plain = _plain(response)
+    window = len(inst) + ECHO_SLACK_CHARS
+    if not inst or not plain:
         return Echo(0.0, False)
-    alignment = fuzz.partial_ratio_alignment(inst, opening)
-    matched_words = len(inst[alignment.src_start : alignment.src_end].split())
     needed = max(ECHO_MIN_WORDS, math.ceil(words / 2))
-    score = alignment.score / 100.0 * min(1.0, matched_words / needed)
+    score = 0.0
+    for stretch in {plain[:window], plain[-window:]}:
+        alignment = fuzz.partial_ratio_alignment(inst, stretch)
+        matched_words = len(inst[alignment.src_start : alignment.src_end].split())
+        score = max(score, alignment.score / 100.0 * min(1.0, matched_words / needed))
     score = round(score, 4)
     return Echo(score, score >= ECHO_THRESHOLD and words >= ECHO_MIN_WORDS)
 
