@@ -18,7 +18,7 @@ from typing import Any
 
 
 from judge_mcp.backends.base import ChatRequest, Completion, FatalError, RetryableError, Usage
-from judge_mcp.backends.http import HTTPBackend, post_json
+from judge_mcp.backends.http import HTTPBackend, post_json, token_count
 
 ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -174,20 +174,14 @@ def parse_message(body: dict[str, Any], default_model: str, payload: dict[str, A
     )
     usage = body.get("usage")
     usage = usage if isinstance(usage, dict) else {}
-    prompt_tokens = sum(_count(usage.get(k)) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
+    prompt_tokens = sum(token_count(usage.get(k)) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
     stop_reason = body.get("stop_reason")
     return Completion(
         text=text,
         model=str(body.get("model") or default_model),
-        usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=_count(usage.get("output_tokens"))),
+        usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=token_count(usage.get("output_tokens"))),
         finish_reason=FINISH_REASONS.get(stop_reason, stop_reason) if stop_reason is not None else None,
         structured=structured,
         raw={"request": payload, "response": body},
     )
 
-
-def _count(value: Any) -> int:
-    try:
-        return max(0, int(value or 0))
-    except (TypeError, ValueError):
-        return 0

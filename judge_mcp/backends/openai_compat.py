@@ -11,9 +11,16 @@ from typing import Any
 
 
 from judge_mcp.backends.base import ChatRequest, Completion, RetryableError, Usage
-from judge_mcp.backends.http import RETRYABLE_STATUS, HTTPBackend, classify_status, post_json
+from judge_mcp.backends.http import RETRYABLE_STATUS, HTTPBackend, classify_status, post_json, token_count
 
 __all__ = ["OpenAICompatBackend", "parse_chat_completion", "RETRYABLE_STATUS", "classify_status", "post_json"]
+
+
+def chat_messages(request: ChatRequest) -> list[dict[str, str]]:
+    """The request as OpenAI chat messages: the system prompt first, as a system message."""
+    messages = [{"role": "system", "content": request.system}] if request.system else []
+    messages.extend({"role": m.role, "content": m.content} for m in request.messages)
+    return messages
 
 
 class OpenAICompatBackend(HTTPBackend):
@@ -22,13 +29,9 @@ class OpenAICompatBackend(HTTPBackend):
     default_base_url = "https://api.openai.com/v1"
 
     def payload(self, request: ChatRequest) -> dict[str, Any]:
-        messages: list[dict[str, str]] = []
-        if request.system:
-            messages.append({"role": "system", "content": request.system})
-        messages.extend({"role": m.role, "content": m.content} for m in request.messages)
         payload: dict[str, Any] = {
             "model": self.model,
-            "messages": messages,
+            "messages": chat_messages(request),
             "temperature": request.temperature,
             "max_tokens": request.max_tokens,
         }
@@ -76,16 +79,9 @@ def parse_chat_completion(body: dict[str, Any], default_model: str, payload: dic
     return Completion(
         text=str(content),
         model=str(body.get("model") or default_model),
-        usage=Usage(prompt_tokens=_count(usage.get("prompt_tokens")), completion_tokens=_count(usage.get("completion_tokens"))),
+        usage=Usage(prompt_tokens=token_count(usage.get("prompt_tokens")), completion_tokens=token_count(usage.get("completion_tokens"))),
         finish_reason=str(finish_reason) if finish_reason is not None else None,
         structured=structured,
         raw={"request": payload, "response": body},
     )
 
-
-def _count(value: Any) -> int:
-    """A token count from a usage block; anything unreadable counts as 0 rather than failing the call."""
-    try:
-        return max(0, int(value or 0))
-    except (TypeError, ValueError):
-        return 0
