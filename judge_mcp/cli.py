@@ -94,12 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     sessions.add_argument("session", nargs="?", default="default")
     sessions.set_defaults(fn=cmd_sessions)
 
-    try:
-        from judge_mcp.bench import add_parser as add_bench
-    except ImportError:
-        pass
-    else:
-        add_bench(sub)
+    from judge_mcp.bench import add_parser as add_bench
+
+    add_bench(sub)
     return parser
 
 

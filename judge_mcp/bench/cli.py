@@ -1,0 +1,229 @@
+"""The command line: `judge-mcp bench DATASET.jsonl --method METHOD ...` and `judge-mcp bench-report ...`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+DEFAULT_DB = "state/bench.db"
+# The method names, without importing the methods at CLI start-up (tests check they match bench.methods.METHODS).
+METHOD_NAMES = ("vanilla", "grp", "grp-better", "lwe", "selective-lwe", "flip", "pointwise", "grade")
+METHOD_HELP = (
+    "vanilla: plain better-answer prompt (compare_pair goal=better, template=direct); grp: compare_pair defaults "
+    "(goal=worse, SOP); grp-better: SOP, goal=better; lwe / selective-lwe: lwe_judge with selective false / true; "
+    "flip: FLIP reward of each response; pointwise: 1-10 rating of each response; grade: grade_score_options"
+)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    bench = sub.add_parser(
+        "bench",
+        help="run a judging method over a benchmark JSONL (resumable) and report its accuracy",
+        description="Judge every item of DATASET.jsonl with METHOD; finished judgments are stored in the bench "
+        "database as they come, so the same command resumes a killed run.",
+    )
+    bench.add_argument("dataset", type=Path, help="a JSONL file in the shape of shared/benchmarks/README.md")
+    bench.add_argument("--method", required=True, choices=METHOD_NAMES, help=METHOD_HELP)
+    bench.add_argument("--limit", type=_positive, help="judge only the first N items of the file")
+    bench.add_argument("--backend", help="a backend name from JUDGE_MCP_CONFIG, or 'local' for the embedded model (default: the environment's)")
+    bench.add_argument("--out", type=Path, help="write the JSON summary here")
+    bench.add_argument("--report", type=Path, help="write an HTML report of every run in the bench database here")
+    bench.add_argument("--db", type=Path, default=Path(DEFAULT_DB), help=f"bench database (default {DEFAULT_DB})")
+    bench.add_argument("--template", choices=["sop", "cot", "direct"], help="vanilla/grp/grp-better: use this template instead")
+    bench.add_argument("--unrelated", action="store_true", help="grade: add the unrelated option")
+    bench.add_argument("--prompt-variant", type=_positive, help="grade: the paper's prompt 1..4 (default 2); flip: 1..3 (default 1)")
+    bench.add_argument("--batch-size", type=_positive, default=4, help="lwe/selective-lwe: feedback batch size (default 4)")
+    bench.add_argument("--concurrency", type=_positive, help="items in flight (default: the backend's concurrency)")
+    bench.add_argument("--quiet", action="store_true", help="no progress bar")
+    bench.set_defaults(fn=cmd_bench)
+
+    report = sub.add_parser("bench-report", help="combine bench summaries (JSON files and/or a bench database) into one HTML page")
+    report.add_argument("summaries", nargs="*", type=Path, help="JSON files written by `judge-mcp bench --out`")
+    report.add_argument("--db", type=Path, help="also include every run stored in this bench database")
+    report.add_argument("--out", type=Path, required=True, help="the HTML file to write")
+    report.add_argument("--markdown", type=Path, help="also write the tables as Markdown here")
+    report.set_defaults(fn=cmd_report)
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {number}")
+    return number
+
+
+def resolve_backend(settings: Any, name: str | None) -> tuple[Any, str | None]:
+    """(settings, backend name). A configured name is used as is; a bare kind ('local') that is not configured
+    means the environment's backend when it is of that kind, else (for 'local') the bundled model with defaults."""
+    from judge_mcp.config import KINDS, BackendConfig, ConfigError
+
+    if name is None or name in settings.backend_names():
+        return settings, name
+    if name in KINDS:
+        if settings.default_backend.kind == name:
+            return settings, None
+        if name == "local":
+            local = BackendConfig(name="local", kind="local")
+            return replace(settings, named_backends={**settings.named_backends, "local": local}), "local"
+    known = ", ".join(settings.backend_names())
+    raise ConfigError(f"unknown backend {name!r}; known backends: {known} (or 'local' for the embedded model)")
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from judge_mcp.app import App
+    from judge_mcp.bench.data import DatasetError
+    from judge_mcp.bench.methods import Options
+    from judge_mcp.bench.runner import BenchError, RunSpec, run
+    from judge_mcp.config import ConfigError, load_settings
+    from judge_mcp.store import Store
+
+    try:
+        settings, backend = resolve_backend(load_settings(), args.backend)
+    except ConfigError as exc:
+        print(f"judge-mcp bench: configuration error: {exc}", file=sys.stderr)
+        return 2
+    options = Options(template=args.template, unrelated=args.unrelated, prompt_variant=args.prompt_variant, batch_size=args.batch_size)
+    if args.unrelated and args.method != "grade":
+        print("judge-mcp bench: --unrelated applies to --method grade only", file=sys.stderr)
+        return 2
+    if args.prompt_variant is not None:
+        allowed = {"grade": 4, "flip": 3}.get(args.method)
+        if allowed is None or args.prompt_variant > allowed:
+            print("judge-mcp bench: --prompt-variant is 1..4 for grade and 1..3 for flip", file=sys.stderr)
+            return 2
+    if args.template and args.method not in ("vanilla", "grp", "grp-better"):
+        print("judge-mcp bench: --template applies to vanilla, grp and grp-better", file=sys.stderr)
+        return 2
+    spec = RunSpec(dataset=args.dataset, method=args.method, limit=args.limit, backend=backend, options=options, concurrency=args.concurrency)
+    app = App(settings, store=Store(args.db))
+
+    async def main() -> dict[str, Any]:
+        try:
+            return await run(app, spec, quiet=args.quiet)
+        finally:
+            await app.aclose()
+
+    try:
+        summary = anyio.run(main)
+    except (DatasetError, BenchError, ConfigError) as exc:
+        print(f"judge-mcp bench: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\njudge-mcp bench: interrupted; finished judgments are stored, run the same command to resume", file=sys.stderr)
+        return 130
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    print(format_summary(summary))
+    if args.report:
+        write_report(args.report, summaries_from_db(args.db))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    summaries = []
+    for path in args.summaries:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            print(f"judge-mcp bench-report: cannot read {path}: {exc}", file=sys.stderr)
+            return 2
+        summaries.extend(data if isinstance(data, list) else [data])
+    if args.db:
+        if not args.db.exists():
+            print(f"judge-mcp bench-report: {args.db} does not exist", file=sys.stderr)
+            return 2
+        known = {(s.get("dataset"), s.get("method_key"), s.get("backend_key")) for s in summaries}
+        summaries += [s for s in summaries_from_db(args.db) if (s["dataset"], s["method_key"], s["backend_key"]) not in known]
+    if not summaries:
+        print("judge-mcp bench-report: no runs given (pass JSON summaries and/or --db)", file=sys.stderr)
+        return 2
+    write_report(args.out, summaries)
+    print(f"wrote {args.out} ({len(summaries)} runs)")
+    if args.markdown:
+        from judge_mcp import report
+
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(report.markdown(summaries) + "\n", encoding="utf-8")
+        print(f"wrote {args.markdown}")
+    return 0
+
+
+def write_report(path: Path, summaries: list[dict[str, Any]]) -> None:
+    from judge_mcp import report
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(report.render(summaries), encoding="utf-8")
+
+
+def summaries_from_db(db: Path) -> list[dict[str, Any]]:
+    """Every run stored in a bench database, summarised from its rows (all items judged so far)."""
+    from judge_mcp.bench import metrics
+    from judge_mcp.bench.methods import METHODS
+    from judge_mcp.bench.results import all_runs, run_rows
+    from judge_mcp.store import Store
+
+    store = Store(db)
+    try:
+        out = []
+        for info in all_runs(store):
+            base = re.match(r"[a-z-]+", info["method"]).group(0)
+            method = METHODS.get(base)
+            if method is None:
+                continue
+            rows = run_rows(store, info["dataset"], info["method"], info["backend"])
+            summary = metrics.summarise(rows, method.placements(), info["method"])
+            out.append({
+                "dataset": info["dataset"],
+                "dataset_path": info["dataset_path"],
+                "kind": info["kind"],
+                "items": len({r["item_id"] for r in rows}),
+                "method": base,
+                "method_key": info["method"],
+                "about": method.about,
+                "backend": info["backend_name"],
+                "backend_key": info["backend"],
+                "model": info["model"],
+                **summary,
+                "run": {
+                    "wall_seconds_total": round(info["wall_seconds"], 1),
+                    "judged_total": info["judged"],
+                    "wall_seconds_per_judged_item": round(info["wall_seconds"] / info["judged"], 2) if info["judged"] else None,
+                },
+            })
+        return out
+    finally:
+        store.close()
+
+
+def format_summary(s: dict[str, Any]) -> str:
+    """A few readable lines for the terminal."""
+    def f(v: Any) -> str:
+        return "-" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
+
+    cols = ("n", "accuracy", "pair_accuracy", "consistency", "position_bias", "parse_failures", "ties", "calls_per_item", "tokens_per_item", "seconds_per_item")
+    lines = [f"{s['dataset']} · {s['method_key']} · {s['model']}"]
+    header = f"{'':<18}" + "".join(f"{c[:13]:>14}" for c in cols)
+    lines.append(header)
+    for name, row in [("overall", s["overall"]), *s.get("categories", {}).items()]:
+        lines.append(f"{name[:18]:<18}" + "".join(f"{f(row.get(c)):>14}" for c in cols))
+    extra = [f"{k}: {s[k]}" for k in ("skipped_degenerate", "errors", "incomplete") if s.get(k)]
+    if s.get("lwe"):
+        extra.append(f"lwe meta-path share {f(s['lwe'].get('meta_path_share'))}, refinements {s['lwe'].get('refinements')}")
+        if s["lwe"].get("vanilla_fig9"):
+            extra.append(f"vanilla (Figure 9) pair: {s['lwe']['vanilla_fig9']}")
+    if s.get("grade"):
+        extra.append(f"grade: {s['grade']}")
+    run = s.get("run", {})
+    extra.append(f"wall time this invocation {run.get('wall_seconds_this_invocation')} s for {run.get('judged_this_invocation')} items; total {run.get('wall_seconds_total')} s")
+    return "\n".join(lines + extra)

@@ -1,0 +1,249 @@
+"""The benchmark methods: how one item (or one placement of a pair) is judged and turned into a stored record.
+
+Pairwise-judging methods (vanilla, grp, grp-better, lwe, selective-lwe) judge a pair once per *placement*: the
+harness shows `chosen` first ("chosen_first") and second ("chosen_second"), one single-order judgment each
+(compare_pair with swap=False; lwe_judge in the order given). Methods that judge each response alone (flip,
+pointwise) or rotate the options themselves (grade) run once per item ("single").
+
+A record is a plain dict (stored as JSON, summarised by metrics.py):
+- every record: `correct`, `parse_failures`, `verdicts`, `parsed_verdicts`, `first_shown_picks` (verdicts naming
+  the first-shown response, or None where position means nothing), usage (`calls`, `cached_calls`,
+  `prompt_tokens`, `completion_tokens`), timing (`started_at`, `ended_at`, `seconds`) and a `detail` dict;
+- placement records also: `shown_first` ("chosen"|"rejected"), `named` ("first"|"second"|None) and `names`
+  ("chosen"|"rejected"|None: the response the verdict picked);
+- single records also: `predicted` (index or None), `tie`, `consistent` (grade: every rotation picked the same option).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from judge_mcp.app import App
+from judge_mcp.bench.data import Item
+from judge_mcp.methods import flip, grade_score, lwe, pairwise, pointwise
+
+PAIR_PLACEMENTS = ("chosen_first", "chosen_second")
+SINGLE = ("single",)
+PAIRWISE, LISTWISE = "pairwise", "listwise"
+
+
+@dataclass(frozen=True)
+class Options:
+    template: str | None = None  # vanilla/grp/grp-better: override the template
+    unrelated: bool = False  # grade: add the unrelated option
+    prompt_variant: int | None = None  # grade (1..4, default 2) / flip (1..3, default 1)
+    batch_size: int = 4  # lwe
+    session: str = "bench"  # lwe: the session the run learns in (set by the runner)
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    kinds: tuple[str, ...]
+    per_placement: bool  # True: judged once per placement of a pair; False: once per item
+    judge: Callable[[App, Item, str, Options, str | None], Awaitable[dict[str, Any]]] = field(repr=False)
+    about: str = ""
+
+    def placements(self) -> tuple[str, ...]:
+        return PAIR_PLACEMENTS if self.per_placement else SINGLE
+
+
+def shown(item: Item, placement: str) -> tuple[str, str]:
+    """(response_a, response_b) as shown for a placement."""
+    assert item.chosen is not None and item.rejected is not None
+    return (item.chosen, item.rejected) if placement == "chosen_first" else (item.rejected, item.chosen)
+
+
+def placement_record(placement: str, winner: str | None) -> dict[str, Any]:
+    """The verdict fields of one single-order judgment. `winner` is "A" (first shown), "B" or None (unparsed)."""
+    shown_first = "chosen" if placement == "chosen_first" else "rejected"
+    named = {"A": "first", "B": "second"}.get(winner or "")
+    if named is None:
+        names = None
+    elif named == "first":
+        names = shown_first
+    else:
+        names = "rejected" if shown_first == "chosen" else "chosen"
+    return {
+        "shown_first": shown_first,
+        "named": named,
+        "names": names,
+        "correct": names == "chosen",
+        "parse_failures": 0 if named else 1,
+        "verdicts": 1,
+        "parsed_verdicts": 1 if named else 0,
+        "first_shown_picks": 1 if named == "first" else 0,
+    }
+
+
+def _usage(result: Any) -> dict[str, Any]:
+    u = result.usage
+    return {"calls": u.calls, "cached_calls": u.cached_calls, "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens}
+
+
+async def _run(app: App, tool: str, inputs: dict[str, Any], fn: Callable, backend: str | None) -> tuple[Any, dict[str, Any]]:
+    started = time.time()
+    t0 = time.perf_counter()
+    result = await app.run(tool, inputs, fn, backend=backend)
+    timing = {"started_at": started, "ended_at": time.time(), "seconds": round(time.perf_counter() - t0, 3)}
+    return result, timing
+
+
+def _bench_inputs(item: Item, placement: str, **args: Any) -> dict[str, Any]:
+    return {"bench_item": item.id, "placement": placement, **args}
+
+
+# ---- pairwise-judging methods ----------------------------------------------------------------------------------------
+def _compare(goal: str, default_template: str):
+    async def judge(app: App, item: Item, placement: str, opts: Options, backend: str | None) -> dict[str, Any]:
+        a, b = shown(item, placement)
+        template = opts.template or default_template
+
+        async def fn(j):
+            return await pairwise.compare_pair(j, prompt=item.prompt, response_a=a, response_b=b, goal=goal, template=template, swap=False)
+
+        inputs = _bench_inputs(item, placement, prompt=item.prompt, response_a=a, response_b=b, goal=goal, template=template, swap=False)
+        result, timing = await _run(app, "compare_pair", inputs, fn, backend)
+        trial = result.trials[0]
+        record = placement_record(placement, trial.better if trial.parse_ok else None)
+        record.update(_usage(result), **timing)
+        record["detail"] = {"label": trial.label, "reasked": trial.reasked, "goal": goal, "template": template}
+        return record
+
+    return judge
+
+
+def _lwe(selective: bool):
+    async def judge(app: App, item: Item, placement: str, opts: Options, backend: str | None) -> dict[str, Any]:
+        a, b = shown(item, placement)
+
+        async def fn(j):
+            return await lwe.lwe_judge(
+                j, prompt=item.prompt, response_a=a, response_b=b, session=opts.session, selective=selective, batch_size=opts.batch_size
+            )
+
+        inputs = _bench_inputs(item, placement, prompt=item.prompt, response_a=a, response_b=b, session=opts.session, selective=selective)
+        result, timing = await _run(app, "lwe_judge", inputs, fn, backend)
+        record = placement_record(placement, result.winner)
+        record.update(_usage(result), **timing)
+        record["detail"] = {
+            "path": result.path,
+            "vanilla_ab": result.vanilla.ab if result.vanilla else None,
+            "vanilla_ba": result.vanilla.ba if result.vanilla else None,
+            "meta_prompt_version": result.meta_prompt_version,
+            "refined": result.refined,
+            "new_meta_prompt_version": result.new_meta_prompt_version,
+            "feedback_parse_ok": result.feedback_parse_ok,
+        }
+        return record
+
+    return judge
+
+
+# ---- methods judging each response alone, or every rotation ------------------------------------------------------------
+def single_record(gold: int, predicted: int | None, tied: list[int], unparsed: int, verdicts: int) -> dict[str, Any]:
+    """A response-wise judgment is right only when every response parsed and the gold one is the single best."""
+    return {
+        "predicted": predicted,
+        "tie": predicted is None and len(tied) > 1,
+        "correct": unparsed == 0 and predicted == gold,
+        "parse_failures": unparsed,
+        "verdicts": verdicts,
+        "parsed_verdicts": verdicts - unparsed,
+        "first_shown_picks": None,
+        "consistent": None,
+    }
+
+
+async def _flip(app: App, item: Item, placement: str, opts: Options, backend: str | None) -> dict[str, Any]:
+    variant = opts.prompt_variant or 1
+
+    async def fn(j):
+        return await flip.infer_instruction_reward(j, instruction=item.prompt, responses=item.options, prompt_variant=variant)
+
+    inputs = _bench_inputs(item, placement, instruction=item.prompt, responses=item.options, prompt_variant=variant)
+    result, timing = await _run(app, "infer_instruction_reward", inputs, fn, backend)
+    record = single_record(item.gold, result.best_index, result.tied_best, len(result.unparsed), len(result.results))
+    record.update(_usage(result), **timing)
+    record["detail"] = {"scores": [it.reward for it in result.results], "parsed": [it.parse_ok for it in result.results], "echoes": result.echoes}
+    return record
+
+
+async def _pointwise(app: App, item: Item, placement: str, opts: Options, backend: str | None) -> dict[str, Any]:
+    async def fn(j):
+        return await pointwise.pointwise_scores(j, prompt=item.prompt, responses=item.options)
+
+    inputs = _bench_inputs(item, placement, prompt=item.prompt, responses=item.options)
+    result, timing = await _run(app, "pointwise", inputs, fn, backend)
+    record = single_record(item.gold, result.best_index, result.tied_best, len(result.unparsed), len(result.results))
+    record.update(_usage(result), **timing)
+    record["detail"] = {"scores": [it.score for it in result.results]}
+    return record
+
+
+async def _grade(app: App, item: Item, placement: str, opts: Options, backend: str | None) -> dict[str, Any]:
+    variant = opts.prompt_variant or 2
+
+    async def fn(j):
+        return await grade_score.grade_score_options(
+            j, instruction=item.prompt, options=item.options, prompt_variant=variant, unrelated_option=opts.unrelated
+        )
+
+    inputs = _bench_inputs(item, placement, instruction=item.prompt, options=item.options, prompt_variant=variant, unrelated_option=opts.unrelated)
+    result, timing = await _run(app, "grade_score_options", inputs, fn, backend)
+    tied = result.tied_indices
+    winner = result.winner_index if not tied else None
+    consistent = result.unparsed_trials == 0 and result.parsed_trials > 0 and max(result.option_counts) == result.parsed_trials
+    record = {
+        "predicted": winner,
+        "tie": bool(tied),
+        "correct": winner is not None and winner == item.gold,
+        "parse_failures": result.unparsed_trials,
+        "verdicts": len(result.trials),
+        "parsed_verdicts": result.parsed_trials,
+        "first_shown_picks": result.position_counts[0] if result.position_counts else 0,
+        "consistent": consistent,
+    }
+    record.update(_usage(result), **timing)
+    record["detail"] = {
+        "grade_score": result.grade_score,
+        "llm_score": result.llm_score,
+        "choice_score": result.choice_score,
+        "option_counts": result.option_counts,
+        "position_counts": result.position_counts,
+        "unrelated_index": result.unrelated_index,
+        "unrelated_picked": result.unrelated_picked,
+    }
+    return record
+
+
+METHODS: dict[str, Method] = {
+    m.name: m
+    for m in (
+        Method("vanilla", (PAIRWISE,), True, _compare("better", "direct"), "plain better-answer prompt (compare_pair goal=better, template=direct)"),
+        Method("grp", (PAIRWISE,), True, _compare("worse", "sop"), "goal-reversed: which answer is worse (compare_pair defaults, SOP)"),
+        Method("grp-better", (PAIRWISE,), True, _compare("better", "sop"), "same SOP template, goal=better"),
+        Method("lwe", (PAIRWISE,), True, _lwe(False), "lwe_judge, selective=false: every case through the meta-prompt"),
+        Method("selective-lwe", (PAIRWISE,), True, _lwe(True), "lwe_judge, selective=true (vanilla Figure 9 in both orders first)"),
+        Method("flip", (PAIRWISE, LISTWISE), False, _flip, "FLIP backward-inference reward of each response"),
+        Method("pointwise", (PAIRWISE, LISTWISE), False, _pointwise, "FLIP paper's pointwise 1-10 rating baseline"),
+        Method("grade", (PAIRWISE, LISTWISE), False, _grade, "grade_score_options over every cyclic rotation"),
+    )
+}
+
+
+def method_key(name: str, opts: Options) -> str:
+    """The name a run's results are stored under: the method plus any non-default option."""
+    key = name
+    if opts.template and name in ("vanilla", "grp", "grp-better"):
+        key += f"[{opts.template}]"
+    if opts.prompt_variant and name in ("grade", "flip"):
+        key += f"[v{opts.prompt_variant}]"
+    if name == "grade" and opts.unrelated:
+        key += "+unrelated"
+    if name in ("lwe", "selective-lwe") and opts.batch_size != 4:
+        key += f"[b{opts.batch_size}]"
+    return key

@@ -1,0 +1,183 @@
+"""The bench metrics, as pure functions over stored rows (tested directly in tests/test_bench.py).
+
+Pairwise-judging methods (two placements per item):
+- accuracy: the first placement (chosen shown first) is right;
+- consistency: both placements name the same response;
+- pair_accuracy: both placements are right;
+- position_bias: share of parsed verdicts naming the first-shown response (null when none parsed);
+- ties cannot happen (the labels are binary); unparsed verdicts count as wrong and in parse_failures.
+Response-wise methods (flip, pointwise) and grade (one row per item): accuracy = pair_accuracy = the gold response
+is the single best (ties and any unparsed response wrong); consistency and position_bias only for grade (every
+rotation picked the same option; share of parsed trials picking the first-shown option), else null.
+Cost: calls, cached calls and tokens per item; seconds_per_item = mean wall time of one item (its placements run
+concurrently, so with several items in flight the run's throughput is `wall_seconds / judged`, reported apart).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+FIELDS = ("n", "accuracy", "consistency", "pair_accuracy", "position_bias", "parse_failures", "calls_per_item", "seconds_per_item")
+COST_KEYS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens")
+
+
+def _ratio(num: float, den: float, digits: int = 4) -> float | None:
+    return round(num / den, digits) if den else None
+
+
+def group_items(rows: Iterable[dict[str, Any]], placements: tuple[str, ...]) -> dict[str, Any]:
+    """Rows -> {"complete": [(seq, category, {placement: record})], "skipped": n, "errors": n, "incomplete": n}."""
+    by_item: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        entry = by_item.setdefault(row["item_id"], {"seq": row["seq"], "category": row["category"], "done": {}, "status": set(), "errors": []})
+        entry["status"].add(row["status"])
+        if row["status"] == "done":
+            entry["done"][row["placement"]] = row["record"]
+        elif row["status"] == "error":
+            entry["errors"].append(row.get("error"))
+    complete, skipped, errors, incomplete = [], 0, 0, 0
+    for item_id, entry in by_item.items():
+        if "skipped" in entry["status"]:
+            skipped += 1
+        elif all(p in entry["done"] for p in placements):
+            complete.append((entry["seq"], entry["category"], item_id, entry["done"]))
+        elif entry["errors"]:
+            errors += 1
+        else:
+            incomplete += 1
+    complete.sort(key=lambda c: c[0])
+    return {"complete": complete, "skipped": skipped, "errors": errors, "incomplete": incomplete}
+
+
+def item_outcome(done: dict[str, dict[str, Any]], placements: tuple[str, ...]) -> dict[str, Any]:
+    """One item's contribution: right/consistent/both-right, verdict counts, cost and wall time."""
+    records = [done[p] for p in placements]
+    first = records[0]
+    if len(placements) == 2:
+        second = records[1]
+        consistent: bool | None = first["names"] is not None and first["names"] == second["names"]
+        pair_right = bool(first["correct"] and second["correct"])
+    else:
+        consistent = first.get("consistent")
+        pair_right = bool(first["correct"])
+    picks = [r["first_shown_picks"] for r in records]
+    starts = [r.get("started_at") for r in records if r.get("started_at") is not None]
+    ends = [r.get("ended_at") for r in records if r.get("ended_at") is not None]
+    seconds = (max(ends) - min(starts)) if starts and ends else sum(r.get("seconds", 0.0) for r in records)
+    return {
+        "right": bool(first["correct"]),
+        "consistent": consistent,
+        "pair_right": pair_right,
+        "tie": any(r.get("tie") for r in records),
+        "verdicts": sum(r["verdicts"] for r in records),
+        "parsed_verdicts": sum(r["parsed_verdicts"] for r in records),
+        "parse_failures": sum(r["parse_failures"] for r in records),
+        "first_shown_picks": None if any(p is None for p in picks) else sum(picks),
+        "seconds": seconds,
+        **{k: sum(r.get(k, 0) for r in records) for k in COST_KEYS},
+    }
+
+
+def summarise_outcomes(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
+    n = len(outcomes)
+    consistent = [o["consistent"] for o in outcomes if o["consistent"] is not None]
+    with_position = [o for o in outcomes if o["first_shown_picks"] is not None]
+    parsed = sum(o["parsed_verdicts"] for o in with_position)
+    tokens = sum(o["prompt_tokens"] + o["completion_tokens"] for o in outcomes)
+    return {
+        "n": n,
+        "accuracy": _ratio(sum(o["right"] for o in outcomes), n),
+        "consistency": _ratio(sum(consistent), len(consistent)) if consistent and len(consistent) == n else None,
+        "pair_accuracy": _ratio(sum(o["pair_right"] for o in outcomes), n),
+        "position_bias": _ratio(sum(o["first_shown_picks"] for o in with_position), parsed) if with_position else None,
+        "parse_failures": sum(o["parse_failures"] for o in outcomes),
+        "verdicts": sum(o["verdicts"] for o in outcomes),
+        "ties": sum(o["tie"] for o in outcomes),
+        "calls_per_item": _ratio(sum(o["calls"] for o in outcomes), n, 3),
+        "cached_calls_per_item": _ratio(sum(o["cached_calls"] for o in outcomes), n, 3),
+        "tokens_per_item": _ratio(tokens, n, 1),
+        "prompt_tokens_per_item": _ratio(sum(o["prompt_tokens"] for o in outcomes), n, 1),
+        "completion_tokens_per_item": _ratio(sum(o["completion_tokens"] for o in outcomes), n, 1),
+        "seconds_per_item": _ratio(sum(o["seconds"] for o in outcomes), n, 2),
+    }
+
+
+def cumulative(flags: list[bool]) -> list[float]:
+    """Running accuracy after 1, 2, ... items (the LWE paper's Figure 3)."""
+    out, right = [], 0
+    for k, flag in enumerate(flags, start=1):
+        right += bool(flag)
+        out.append(round(right / k, 4))
+    return out
+
+
+def lwe_extras(complete: list[tuple[int, str, str, dict[str, Any]]], placements: tuple[str, ...]) -> dict[str, Any]:
+    records = [done[p] for _, _, _, done in complete for p in placements]
+    paths = [r.get("detail", {}).get("path") for r in records]
+    firsts = [done[placements[0]] for _, _, _, done in complete]
+    details = [r.get("detail", {}) for r in records]
+    versions = [v for d in details for v in (d.get("meta_prompt_version"), d.get("new_meta_prompt_version")) if v]
+    extras: dict[str, Any] = {
+        "cumulative_accuracy": cumulative([r["correct"] for r in firsts]),
+        "cumulative_pair_accuracy": cumulative([all(done[p]["correct"] for p in placements) for _, _, _, done in complete]),
+        "meta_path_share": _ratio(sum(p == "meta_prompt" for p in paths), len(paths)),
+        "refinements": sum(1 for r in records if r.get("detail", {}).get("refined")),
+        "last_meta_prompt_version": max(versions) if versions else None,
+    }
+    # selective: the vanilla (Figure 9) pair of the chosen-first placement, judged in both orders
+    pairs = [done[placements[0]].get("detail", {}) for _, _, _, done in complete]
+    pairs = [(d.get("vanilla_ab"), d.get("vanilla_ba")) for d in pairs if "vanilla_ab" in d and d.get("path") is not None]
+    if pairs and any(ab is not None or ba is not None for ab, ba in pairs):
+        n = len(pairs)
+        verdicts = [v for pair in pairs for v in pair if v is not None]
+        extras["vanilla_fig9"] = {
+            "n": n,
+            "accuracy": _ratio(sum(ab == "A" for ab, _ in pairs), n),
+            "consistency": _ratio(sum(ab is not None and ab == ba for ab, ba in pairs), n),
+            "pair_accuracy": _ratio(sum(ab == "A" and ba == "A" for ab, ba in pairs), n),
+            # ab == "A": chosen (shown first) named; ba == "B": rejected (shown first in the swapped order) named
+            "position_bias": _ratio(sum(ab == "A" for ab, _ in pairs) + sum(ba == "B" for _, ba in pairs), len(verdicts)),
+            "parse_failures": 2 * n - len(verdicts),
+        }
+    return extras
+
+
+def grade_extras(complete: list[tuple[int, str, str, dict[str, Any]]]) -> dict[str, Any]:
+    details = [done["single"].get("detail", {}) for _, _, _, done in complete]
+
+    def mean(key: str) -> float | None:
+        values = [d[key] for d in details if d.get(key) is not None]
+        return round(sum(values) / len(values), 4) if values else None
+
+    out = {"mean_grade_score": mean("grade_score"), "mean_llm_score": mean("llm_score"), "mean_choice_score": mean("choice_score")}
+    if any(d.get("unrelated_index") is not None for d in details):
+        parsed = sum(done["single"]["parsed_verdicts"] for _, _, _, done in complete)
+        picked = sum(d.get("unrelated_picked", 0) for d in details)
+        out["unrelated_picked_items"] = sum(1 for d in details if d.get("unrelated_picked"))
+        out["unrelated_pick_rate"] = _ratio(picked, parsed)
+    return out
+
+
+def summarise(rows: list[dict[str, Any]], placements: tuple[str, ...], method: str = "") -> dict[str, Any]:
+    """The run summary: overall and per category (CONTRACT fields plus ties, tokens, cached calls), item counts,
+    and the method's own extras (LWE cumulative accuracy, Grade Score means)."""
+    grouped = group_items(rows, placements)
+    complete = grouped["complete"]
+    outcomes = [(category, item_outcome(done, placements)) for _, category, _, done in complete]
+    by_category: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for category, outcome in outcomes:
+        by_category[category].append(outcome)
+    summary: dict[str, Any] = {
+        "overall": summarise_outcomes([o for _, o in outcomes]),
+        "categories": {c: summarise_outcomes(v) for c, v in sorted(by_category.items())},
+        "skipped_degenerate": grouped["skipped"],
+        "errors": grouped["errors"],
+        "incomplete": grouped["incomplete"],
+    }
+    if method.startswith(("lwe", "selective-lwe")):
+        summary["lwe"] = lwe_extras(complete, placements)
+    if method.startswith("grade"):
+        summary["grade"] = grade_extras(complete)
+    return summary

@@ -1,0 +1,259 @@
+"""Running one benchmark: items judged concurrently (up to the backend's concurrency), each finished judgment
+stored at once, finished ones skipped on a re-run, progress on stderr, and the summary built from the stored rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import platform
+import re
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import anyio
+
+from judge_mcp.app import App
+from judge_mcp.bench import metrics
+from judge_mcp.bench.data import Item, dataset_name, load_items
+from judge_mcp.bench.methods import METHODS, Method, Options, method_key
+from judge_mcp.bench.results import Results
+
+log = logging.getLogger("judge_mcp.bench")
+MAX_CONSECUTIVE_ERRORS = 12  # stop a run whose backend keeps failing (a re-run resumes it)
+
+
+class BenchError(Exception):
+    """A benchmark that cannot run as asked (wrong dataset kind for the method, and the like)."""
+
+
+# ---- progress ------------------------------------------------------------------------------------------------------
+class Progress:
+    """A plain progress bar on stderr: redrawn in place on a terminal, one line every `every_s` seconds otherwise."""
+
+    def __init__(self, total: int, label: str, stream: TextIO | None = None, every_s: float = 15.0, width: int = 28):
+        self.total, self.label, self.width, self.every_s = total, label, width, every_s
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.done = self.right = self.errors = 0
+        self.started = time.monotonic()
+        self._last = 0.0
+
+    def update(self, *, right: bool | None = None, error: bool = False) -> None:
+        self.done += 1
+        self.right += bool(right)
+        self.errors += error
+        now = time.monotonic()
+        if self.tty or now - self._last >= self.every_s or self.done == self.total:
+            self._last = now
+            self.draw()
+
+    def line(self) -> str:
+        elapsed = time.monotonic() - self.started
+        share = self.done / self.total if self.total else 1.0
+        filled = int(round(share * self.width))
+        rate = elapsed / self.done if self.done else 0.0
+        eta = rate * (self.total - self.done)
+        acc = f" first-placement acc {self.right / max(1, self.done - self.errors):.2f}" if self.done > self.errors else ""
+        err = f" errors {self.errors}" if self.errors else ""
+        return (
+            f"{self.label} [{'#' * filled}{'.' * (self.width - filled)}] {self.done}/{self.total}"
+            f" {elapsed:,.0f}s elapsed, {rate:.1f}s/item, eta {eta:,.0f}s{acc}{err}"
+        )
+
+    def draw(self) -> None:
+        text = self.line()
+        if self.tty:
+            self.stream.write("\r" + text + "\x1b[K" + ("\n" if self.done == self.total else ""))
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+
+# ---- the run -------------------------------------------------------------------------------------------------------
+@dataclass
+class RunSpec:
+    dataset: Path
+    method: str
+    limit: int | None = None
+    backend: str | None = None  # a backend name known to the App's settings (None: the environment's)
+    options: Options = field(default_factory=Options)
+    concurrency: int | None = None  # items in flight (None: the backend's concurrency)
+
+
+def backend_key(app: App, backend_name: str | None) -> tuple[str, str, str]:
+    """(key, display name, model id): the key is the model id plus a short hash of the backend's identity (kind,
+    endpoint, model file), so runs against different servers or files never share results."""
+    backend = app.backend(backend_name)
+    identity = backend.identity()  # resolves a local model's file (and so its model id) without loading it
+    digest = hashlib.sha256(identity.encode("utf-8")).hexdigest()[:8]
+    return f"{backend.model_id}@{digest}", backend.name, backend.model_id
+
+
+def session_name(dataset: str, method: str, backend_key_: str) -> str:
+    """The LWE session a run learns in, named after the run ([A-Za-z0-9_.-], at most 64 characters)."""
+    digest = hashlib.sha256(f"{dataset}|{method}|{backend_key_}".encode()).hexdigest()[:8]
+    base = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"bench-{dataset}-{method}").strip("-")
+    return f"{base[: 64 - 9]}-{digest}"
+
+
+def check_method(method: Method, items: list[Item], dataset: str) -> None:
+    kind = items[0].kind
+    if kind not in method.kinds:
+        raise BenchError(
+            f"method {method.name!r} judges {' or '.join(method.kinds)} data, but {dataset} is {kind} "
+            f"(methods for {kind} data: {', '.join(m for m, spec in METHODS.items() if kind in spec.kinds)})"
+        )
+
+
+async def run(app: App, spec: RunSpec, *, progress_stream: TextIO | None = None, quiet: bool = False) -> dict[str, Any]:
+    """Judge every unfinished (item, placement) of the run and return the summary of all its stored results."""
+    if spec.method not in METHODS:
+        raise BenchError(f"unknown method {spec.method!r}; choose one of {', '.join(METHODS)}")
+    method = METHODS[spec.method]
+    items = load_items(spec.dataset, spec.limit)
+    dataset = dataset_name(spec.dataset)
+    check_method(method, items, dataset)
+    key, backend_name, model = backend_key(app, spec.backend)
+    mkey = method_key(method.name, spec.options)
+    options = spec.options
+    if method.name in ("lwe", "selective-lwe"):
+        options = Options(**{**asdict(options), "session": session_name(dataset, mkey, key)})
+    results = Results(app.store, dataset, mkey, key)
+    results.start(backend_name=backend_name, model=model, dataset_path=str(spec.dataset), kind=items[0].kind, options=asdict(options))
+
+    placements = method.placements()
+    finished = results.finished()
+    for item in items:
+        if item.degenerate and (item.id, "single") not in finished:
+            results.put(item.id, "single", item.seq, item.category, "skipped", error="degenerate: identical or empty responses")
+    todo = [it for it in items if not it.degenerate and any((it.id, p) not in finished for p in placements)]
+    in_flight = spec.concurrency or app.backend(spec.backend).concurrency
+    bar = Progress(len(todo), f"{dataset} {mkey}", stream=progress_stream) if not quiet else None
+    started = time.perf_counter()
+    judged = 0
+    last_mark = started  # wall time is stored as items finish, so a killed run keeps its accounting
+    consecutive_errors = 0
+    stop = anyio.Event()
+    queue = iter(todo)
+
+    async def judge_placement(item: Item, placement: str) -> tuple[bool, bool | None]:
+        """(ok, correct) for one placement; failures are stored as error rows (retried on the next run)."""
+        nonlocal consecutive_errors
+        try:
+            record = await method.judge(app, item, placement, options, spec.backend)
+        except Exception as exc:  # a backend failure, a context overflow, bad input: keep the run going
+            cause = _cause(exc)
+            log.warning("%s %s %s: %s", mkey, item.id, placement, cause)
+            results.put(item.id, placement, item.seq, item.category, "error", error=cause)
+            consecutive_errors += 1
+            if consecutive_errors >= MAX_CONSECUTIVE_ERRORS:
+                stop.set()
+            return False, None
+        consecutive_errors = 0
+        results.put(item.id, placement, item.seq, item.category, "done", record=record)
+        return True, record["correct"]
+
+    async def judge_item(item: Item) -> None:
+        nonlocal judged, last_mark
+        outcome: dict[str, tuple[bool, bool | None]] = {}
+
+        async def one(placement: str) -> None:
+            outcome[placement] = await judge_placement(item, placement)
+
+        async with anyio.create_task_group() as tg:
+            for placement in placements:
+                if (item.id, placement) not in finished:
+                    tg.start_soon(one, placement)
+        judged += 1
+        now = time.perf_counter()
+        results.add_time(now - last_mark, 1)
+        last_mark = now
+        if bar is not None:
+            first = outcome.get(placements[0])
+            failed = any(not ok for ok, _ in outcome.values())
+            bar.update(right=bool(first and first[1]) and not failed, error=failed)
+
+    async def worker() -> None:
+        for item in queue:
+            if stop.is_set():
+                return
+            await judge_item(item)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for _ in range(max(1, min(in_flight, len(todo)))):
+                tg.start_soon(worker)
+    finally:
+        results.add_time(time.perf_counter() - last_mark, 0)
+    if stop.is_set():
+        print(
+            f"bench: stopped after {MAX_CONSECUTIVE_ERRORS} failures in a row (see the errors in the summary); "
+            "fix the backend and run the same command again to resume",
+            file=progress_stream or sys.stderr,
+        )
+    wall = time.perf_counter() - started
+    return build_summary(results, items, method, spec, mkey, dataset, key, backend_name, model, wall, judged)
+
+
+def _cause(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"[:500]
+
+
+def build_summary(
+    results: Results,
+    items: list[Item],
+    method: Method,
+    spec: RunSpec,
+    mkey: str,
+    dataset: str,
+    key: str,
+    backend_name: str,
+    model: str,
+    wall: float,
+    judged: int,
+) -> dict[str, Any]:
+    rows = results.rows({it.id for it in items})
+    summary = metrics.summarise(rows, method.placements(), mkey)
+    info = results.run_info() or {}
+    errors = sorted({r["error"] for r in rows if r["status"] == "error" and r.get("error")})[:5]
+    return {
+        "dataset": dataset,
+        "dataset_path": str(spec.dataset),
+        "kind": items[0].kind,
+        "items": len(items),
+        "limit": spec.limit,
+        "method": method.name,
+        "method_key": mkey,
+        "about": method.about,
+        "options": {k: v for k, v in asdict(spec.options).items() if k != "session"},
+        "backend": backend_name,
+        "backend_key": key,
+        "model": model,
+        **summary,
+        "error_examples": errors,
+        "run": {
+            "wall_seconds_this_invocation": round(wall, 1),
+            "judged_this_invocation": judged,
+            "wall_seconds_total": round(info.get("wall_seconds", wall), 1),
+            "judged_total": info.get("judged", judged),
+            "wall_seconds_per_judged_item": round(info["wall_seconds"] / info["judged"], 2) if info.get("judged") else None,
+            "machine": machine(),
+            "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        },
+    }
+
+
+def machine() -> dict[str, Any]:
+    import os
+
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count()
+    return {"platform": platform.platform(), "python": platform.python_version(), "cpus": cores, "processor": platform.machine()}

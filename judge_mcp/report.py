@@ -1,0 +1,257 @@
+"""A self-contained HTML report of bench runs: tables and inline SVG charts, no script, no CDN.
+
+`render(summaries)` takes bench summaries (the JSON `judge-mcp bench --out` writes, or those rebuilt from a bench
+database) and returns one HTML page: per dataset, a table of every method's figures, accuracy and pair accuracy,
+accuracy by category, consistency and position bias, cost per item, and LWE's cumulative accuracy.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from collections import defaultdict
+from typing import Any
+
+PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac")
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem;color:#222;max-width:1100px}
+h1{font-size:1.5rem}h2{font-size:1.25rem;margin-top:2.5rem;border-bottom:1px solid #ddd}h3{font-size:1rem;margin-bottom:.3rem}
+table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0 1rem}th,td{border:1px solid #ddd;padding:.25rem .5rem;text-align:right}
+th:first-child,td:first-child{text-align:left}th{background:#f5f5f5}.note{color:#666;font-size:.85rem}
+.charts{display:flex;flex-wrap:wrap;gap:1.5rem}.chart{flex:0 0 auto}svg text{font-family:inherit}
+"""
+
+
+def _esc(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _label(summary: dict[str, Any]) -> str:
+    label = summary.get("method_key") or summary.get("method", "?")
+    return label
+
+
+# ---- SVG charts -----------------------------------------------------------------------------------------------------
+def bar_chart(title: str, groups: list[tuple[str, list[tuple[str, float | None]]]], *, vmax: float | None = None,
+              reference: float | None = None, width: int = 520, unit: str = "") -> str:
+    """Horizontal grouped bars: one group per label, one bar per (series, value). None values are drawn as 'n/a'."""
+    values = [v for _, bars in groups for _, v in bars if v is not None]
+    if not groups or not values:
+        return ""
+    top = vmax if vmax is not None else (max(values) or 1.0) * 1.1
+    series = list(dict.fromkeys(name for _, bars in groups for name, _ in bars))
+    colours = {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(series)}
+    left, right, bar_h, gap = 150, 60, 14, 10
+    plot_w = width - left - right
+    y = 28
+    parts = [f'<text x="0" y="16" font-size="13" font-weight="600">{_esc(title)}</text>']
+    for label, bars in groups:
+        parts.append(f'<text x="{left - 6}" y="{y + bar_h * len(bars) / 2 + 4:.0f}" font-size="11" text-anchor="end">{_esc(label[:24])}</text>')
+        for name, value in bars:
+            if value is None:
+                parts.append(f'<text x="{left + 4}" y="{y + bar_h - 3}" font-size="10" fill="#999">n/a</text>')
+            else:
+                w = max(0.0, min(1.0, value / top)) * plot_w
+                parts.append(
+                    f'<rect class="bar" x="{left}" y="{y}" width="{w:.1f}" height="{bar_h - 2}" fill="{colours[name]}">'
+                    f"<title>{_esc(label)} · {_esc(name)}: {_fmt(value)}{_esc(unit)}</title></rect>"
+                )
+                parts.append(f'<text x="{left + w + 4:.1f}" y="{y + bar_h - 4}" font-size="10">{_fmt(value, 2)}{_esc(unit)}</text>')
+            y += bar_h
+        y += gap
+    if reference is not None and top:
+        x = left + reference / top * plot_w
+        parts.append(f'<line x1="{x:.1f}" y1="24" x2="{x:.1f}" y2="{y - gap + 2}" stroke="#999" stroke-dasharray="3,3"/>')
+    # axis
+    parts.append(f'<line x1="{left}" y1="24" x2="{left}" y2="{y - gap + 2}" stroke="#444"/>')
+    legend_y = y + 6
+    lx = left
+    for name in series:
+        parts.append(f'<rect x="{lx}" y="{legend_y}" width="10" height="10" fill="{colours[name]}"/>')
+        parts.append(f'<text x="{lx + 14}" y="{legend_y + 9}" font-size="11">{_esc(name)}</text>')
+        lx += 20 + 7 * len(name)
+    height = legend_y + 20
+    return f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" aria-label="{_esc(title)}">{"".join(parts)}</svg>'
+
+
+def line_chart(title: str, series: list[tuple[str, list[float]]], *, width: int = 520, height: int = 260, vmax: float = 1.0) -> str:
+    """Lines over item count (x = 1..n), y from 0 to vmax."""
+    series = [(name, values) for name, values in series if values]
+    if not series:
+        return ""
+    left, right, top_pad, bottom = 40, 20, 28, 60
+    plot_w, plot_h = width - left - right, height - top_pad - bottom
+    n_max = max(len(v) for _, v in series)
+    parts = [f'<text x="0" y="16" font-size="13" font-weight="600">{_esc(title)}</text>']
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        y = top_pad + plot_h * (1 - tick / vmax)
+        parts.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + plot_w}" y2="{y:.1f}" stroke="#eee"/>')
+        parts.append(f'<text x="{left - 4}" y="{y + 3:.1f}" font-size="10" text-anchor="end">{tick:.2f}</text>')
+    parts.append(f'<text x="{left + plot_w}" y="{top_pad + plot_h + 14}" font-size="10" text-anchor="end">{n_max} items</text>')
+    parts.append(f'<text x="{left}" y="{top_pad + plot_h + 14}" font-size="10">1</text>')
+    for i, (name, values) in enumerate(series):
+        colour = PALETTE[i % len(PALETTE)]
+        step = plot_w / max(1, n_max - 1)
+        points = " ".join(f"{left + k * step:.1f},{top_pad + plot_h * (1 - v / vmax):.1f}" for k, v in enumerate(values))
+        parts.append(f'<polyline class="line" points="{points}" fill="none" stroke="{colour}" stroke-width="2"><title>{_esc(name)}</title></polyline>')
+        ly = top_pad + plot_h + 28 + 14 * (i % 2)
+        lx = left + (i // 2) * 200
+        parts.append(f'<rect x="{lx}" y="{ly - 9}" width="10" height="10" fill="{colour}"/>')
+        parts.append(f'<text x="{lx + 14}" y="{ly}" font-size="11">{_esc(name)} (final {_fmt(values[-1], 2)})</text>')
+    return f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" aria-label="{_esc(title)}">{"".join(parts)}</svg>'
+
+
+# ---- the page -------------------------------------------------------------------------------------------------------
+COLUMNS = (
+    ("n", "n"), ("accuracy", "accuracy"), ("pair_accuracy", "pair acc."), ("consistency", "consistency"),
+    ("position_bias", "position bias"), ("parse_failures", "parse fail."), ("ties", "ties"),
+    ("calls_per_item", "calls/item"), ("tokens_per_item", "tokens/item"), ("seconds_per_item", "s/item"),
+)
+
+
+def _table(runs: list[dict[str, Any]]) -> str:
+    head = "".join(f"<th>{_esc(title)}</th>" for _, title in COLUMNS)
+    rows = []
+    for s in runs:
+        o = s.get("overall", {})
+        cells = "".join(f"<td>{_esc(_fmt(o.get(k)))}</td>" for k, _ in COLUMNS)
+        extra = []
+        if s.get("skipped_degenerate"):
+            extra.append(f"{s['skipped_degenerate']} degenerate skipped")
+        if s.get("errors"):
+            extra.append(f"{s['errors']} errors")
+        if s.get("incomplete"):
+            extra.append(f"{s['incomplete']} incomplete")
+        rows.append(f"<tr><td>{_esc(_label(s))}</td>{cells}<td>{_esc(', '.join(extra))}</td></tr>")
+    return f"<table><tr><th>method</th>{head}<th>notes</th></tr>{''.join(rows)}</table>"
+
+
+def _category_table(runs: list[dict[str, Any]], categories: list[str]) -> str:
+    head = "".join(f"<th>{_esc(c)}</th>" for c in categories)
+    rows = []
+    for s in runs:
+        cats = s.get("categories", {})
+        cells = "".join(
+            f"<td>{_esc(_fmt(cats.get(c, {}).get('accuracy')))} <span class='note'>(n={_esc(cats.get(c, {}).get('n', 0))})</span></td>"
+            for c in categories
+        )
+        rows.append(f"<tr><td>{_esc(_label(s))}</td>{cells}</tr>")
+    return f"<table><tr><th>accuracy by category</th>{head}</tr>{''.join(rows)}</table>"
+
+
+def dataset_section(dataset: str, runs: list[dict[str, Any]]) -> str:
+    kind = runs[0].get("kind", "")
+    models = sorted({s.get("model", "?") for s in runs})
+    parts = [f"<h2>{_esc(dataset)} <span class='note'>({_esc(kind)}; {_esc(', '.join(models))})</span></h2>", _table(runs)]
+    charts = []
+    chance = 0.5 if kind == "pairwise" else None
+    charts.append(bar_chart(
+        "Accuracy (first placement) and pair accuracy",
+        [(_label(s), [("accuracy", s["overall"].get("accuracy")), ("pair accuracy", s["overall"].get("pair_accuracy"))]) for s in runs],
+        vmax=1.0, reference=chance,
+    ))
+    charts.append(bar_chart(
+        "Consistency and position bias",
+        [(_label(s), [("consistency", s["overall"].get("consistency")), ("position bias", s["overall"].get("position_bias"))]) for s in runs],
+        vmax=1.0, reference=0.5,
+    ))
+    categories = sorted({c for s in runs for c in s.get("categories", {})})
+    if categories:
+        charts.append(bar_chart(
+            "Accuracy by category",
+            [(c, [(_label(s), s.get("categories", {}).get(c, {}).get("accuracy")) for s in runs]) for c in categories],
+            vmax=1.0, reference=chance,
+        ))
+    charts.append(bar_chart("Model calls per item", [(_label(s), [("calls", s["overall"].get("calls_per_item")), ("cached", s["overall"].get("cached_calls_per_item"))]) for s in runs]))
+    charts.append(bar_chart("Seconds per item", [(_label(s), [("seconds", s["overall"].get("seconds_per_item"))]) for s in runs], unit=" s"))
+    charts.append(bar_chart("Tokens per item", [(_label(s), [("prompt", s["overall"].get("prompt_tokens_per_item")), ("completion", s["overall"].get("completion_tokens_per_item"))]) for s in runs]))
+    lwe = [(f"{_label(s)} accuracy", s["lwe"]["cumulative_accuracy"]) for s in runs if s.get("lwe", {}).get("cumulative_accuracy")]
+    lwe += [(f"{_label(s)} pair acc.", s["lwe"]["cumulative_pair_accuracy"]) for s in runs if s.get("lwe", {}).get("cumulative_pair_accuracy")]
+    if lwe:
+        charts.append(line_chart("LWE: cumulative accuracy over the sequence", lwe))
+    parts.append("<div class='charts'>" + "".join(f"<div class='chart'>{c}</div>" for c in charts if c) + "</div>")
+    if len(categories) > 1:
+        parts.append(_category_table(runs, categories))
+    notes = []
+    for s in runs:
+        if s.get("lwe"):
+            l = s["lwe"]
+            text = f"{_label(s)}: meta-prompt path for {_fmt(l.get('meta_path_share'), 2)} of the judgments, {l.get('refinements', 0)} refinements, last meta-prompt version {l.get('last_meta_prompt_version')}"
+            if l.get("vanilla_fig9"):
+                v = l["vanilla_fig9"]
+                text += f"; its vanilla (Figure 9) pair alone: accuracy {_fmt(v['accuracy'], 2)}, consistency {_fmt(v['consistency'], 2)}, pair accuracy {_fmt(v['pair_accuracy'], 2)}"
+            notes.append(text)
+        if s.get("grade"):
+            g = s["grade"]
+            text = f"{_label(s)}: mean Grade Score {_fmt(g.get('mean_grade_score'), 3)} (LLM Score {_fmt(g.get('mean_llm_score'), 3)}, Choice Score {_fmt(g.get('mean_choice_score'), 3)})"
+            if "unrelated_pick_rate" in g:
+                text += f"; unrelated option picked in {_fmt(g['unrelated_pick_rate'], 3)} of parsed trials ({g['unrelated_picked_items']} items)"
+            notes.append(text)
+        run = s.get("run", {})
+        if run.get("wall_seconds_total"):
+            notes.append(f"{_label(s)}: {run.get('judged_total')} items judged in {_fmt(run.get('wall_seconds_total'), 0)} s of wall time in total")
+    if notes:
+        parts.append("<ul class='note'>" + "".join(f"<li>{_esc(n)}</li>" for n in notes) + "</ul>")
+    return "\n".join(parts)
+
+
+def render(summaries: list[dict[str, Any]], title: str = "judge-mcp benchmark report") -> str:
+    by_dataset: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for s in summaries:
+        by_dataset[s.get("dataset", "?")].append(s)
+    sections = [dataset_section(d, sorted(runs, key=_label)) for d, runs in sorted(by_dataset.items())]
+    machine = next((s.get("run", {}).get("machine") for s in summaries if s.get("run", {}).get("machine")), None)
+    intro = (
+        "<p class='note'>Pairwise sets: every pair is judged with the chosen answer shown first and shown second. "
+        "Accuracy = the chosen-first placement is right; pair accuracy = both placements right; consistency = both "
+        "placements name the same answer; position bias = share of parsed verdicts naming the first-shown answer "
+        "(0.5 = none). Ties and parse failures count as wrong. Dashed lines mark 0.5.</p>"
+    )
+    if machine:
+        intro += f"<p class='note'>Machine: {_esc(machine.get('platform'))}, {_esc(machine.get('cpus'))} CPUs, Python {_esc(machine.get('python'))}.</p>"
+    body = "\n".join(sections) if sections else "<p>No runs.</p>"
+    generated = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        f"<title>{_esc(title)}</title><style>{CSS}</style></head><body>"
+        f"<h1>{_esc(title)}</h1><p class='note'>Generated {generated} from {len(summaries)} run(s).</p>{intro}{body}</body></html>\n"
+    )
+
+
+# ---- Markdown (for docs/benchmarks.md) ----------------------------------------------------------------------------
+MD_COLUMNS = ("n", "accuracy", "pair_accuracy", "consistency", "position_bias", "parse_failures", "ties", "calls_per_item", "tokens_per_item", "seconds_per_item")
+
+
+def markdown(summaries: list[dict[str, Any]]) -> str:
+    """One table per dataset (overall figures of every run), then accuracy by category where there are several."""
+    by_dataset: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for s in summaries:
+        by_dataset[s.get("dataset", "?")].append(s)
+    out = []
+    for dataset, runs in sorted(by_dataset.items()):
+        runs = sorted(runs, key=_label)
+        out.append(f"#### {dataset}\n")
+        out.append("| method | " + " | ".join(c.replace("_", " ") for c in MD_COLUMNS) + " |")
+        out.append("|---|" + "---:|" * len(MD_COLUMNS))
+        for s in runs:
+            o = s.get("overall", {})
+            out.append(f"| {_label(s)} | " + " | ".join(_fmt(o.get(c)) for c in MD_COLUMNS) + " |")
+        categories = sorted({c for s in runs for c in s.get("categories", {})})
+        if len(categories) > 1:
+            out.append("\nAccuracy by category (n):\n")
+            out.append("| method | " + " | ".join(categories) + " |")
+            out.append("|---|" + "---:|" * len(categories))
+            for s in runs:
+                cats = s.get("categories", {})
+                out.append(f"| {_label(s)} | " + " | ".join(
+                    f"{_fmt(cats.get(c, {}).get('accuracy'))} ({cats.get(c, {}).get('n', 0)})" for c in categories) + " |")
+        out.append("")
+    return "\n".join(out)

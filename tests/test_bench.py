@@ -1,0 +1,470 @@
+"""judge-mcp bench: the metrics as pure functions, every method end to end over a scripted OpenAI-compatible judge
+(real HTTP on 127.0.0.1) on small fixtures, resumability (also across a killed process), the CLI, and the report."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from judge_mcp.app import App
+from judge_mcp.bench import cli as bench_cli
+from judge_mcp.bench import metrics
+from judge_mcp.bench.data import DatasetError, load_items
+from judge_mcp.bench.methods import METHODS, Options, placement_record, single_record
+from judge_mcp.bench.runner import MAX_CONSECUTIVE_ERRORS, BenchError, RunSpec, run, session_name
+from judge_mcp.config import load_settings
+from judge_mcp.methods.pointwise import parse_rating
+from judge_mcp.methods.pointwise import rank as pointwise_rank
+from judge_mcp import report
+from judge_mcp.store import Store
+from tests.scripted import Reply, prompt_text, server_env
+
+FIXTURES = Path(__file__).parent / "bench_fixtures"
+PAIRS = FIXTURES / "pairs.jsonl"  # 6 pairs (alpha: p1-p3, beta: p4-p6) and one degenerate (p0)
+LISTS = FIXTURES / "lists.jsonl"  # 4 listwise items, best at 0, 2, 1, 3
+PAIR_ITEMS = {it.id: it for it in load_items(PAIRS)}
+LIST_ITEMS = {it.id: it for it in load_items(LISTS)}
+PROMPTS = {**{k: v.prompt for k, v in PAIR_ITEMS.items()}, **{k: v.prompt for k, v in LIST_ITEMS.items()}}
+TOKEN = re.compile(r"\b(GOOD|BAD)-([a-z]\d+)")
+FEEDBACK = json.dumps({"score": 4, "label": "Not sure", "learned tips": "compare carefully", "reasoning": "fine"})
+
+
+# ---- scripted judges ------------------------------------------------------------------------------------------------
+def schema_name(payload: dict[str, Any]) -> str | None:
+    return ((payload.get("response_format") or {}).get("json_schema") or {}).get("name")
+
+
+def item_of(text: str) -> str:
+    m = TOKEN.search(text)
+    assert m, f"no item token in {text[:200]!r}"
+    return m.group(2)
+
+
+def last_user(payload: dict[str, Any]) -> str:
+    return [m["content"] for m in payload["messages"] if m["role"] == "user"][0]
+
+
+def good_first(text: str) -> bool:
+    item = item_of(text)
+    return text.index(f"GOOD-{item}") < text.index(f"BAD-{item}")
+
+
+def option_blocks(text: str) -> list[str]:
+    return re.findall(r"\[Option (\d+)\]\n(.*?)\n\[\\Option \1\]", text, re.S)
+
+
+def correct_judge(payload: dict[str, Any]) -> str:
+    """Always right: it finds the item's GOOD answer wherever it is shown."""
+    name, text = schema_name(payload), last_user(payload)
+    if name == "pairwise_verdict":
+        return json.dumps({"own_answer": "x", "evaluation": "y", "verdict": "[[A>B]]" if good_first(text) else "[[B>A]]"})
+    if name in ("lwe_vanilla_verdict", "lwe_case_verdict"):
+        return json.dumps({"explanation": "e", "verdict": "A" if good_first(text) else "B"})
+    if name == "lwe_feedback":
+        return FEEDBACK
+    if name == "flip_inferred_instruction":
+        m = TOKEN.search(text)
+        inferred = PROMPTS[m.group(2)] if m.group(1) == "GOOD" else "Write a poem about the sea."
+        return json.dumps({"INFERRED INSTRUCTION": inferred, "REASONING": "r"})
+    if name == "pointwise_rating":
+        return json.dumps({"REASONING": "r", "SCORE": "9" if "GOOD-" in text.split("[AI Answer]")[1] else "3"})
+    if name == "grade_selection":
+        item = item_of(text.split("[User Instruction]")[1]) if TOKEN.search(text.split("[User Instruction]")[1]) else None
+        blocks = option_blocks(text)
+        pick = next(int(n) for n, body in blocks if "GOOD-" in body and (item is None or f"GOOD-{item}" in body))
+        return json.dumps({"evaluation": "e", "selection": f"Option {pick}", "explanation": "x"})
+    return "Judge which answer follows the instruction better."  # LWE's free-text prompts (build, refine)
+
+
+def first_shown_judge(payload: dict[str, Any]) -> str:
+    """Position-biased: always picks whatever is shown first."""
+    name = schema_name(payload)
+    if name == "pairwise_verdict":
+        return json.dumps({"own_answer": "x", "evaluation": "y", "verdict": "[[A>B]]"})
+    if name in ("lwe_vanilla_verdict", "lwe_case_verdict"):
+        return json.dumps({"explanation": "e", "verdict": "A"})
+    if name == "lwe_feedback":
+        return FEEDBACK
+    if name == "grade_selection":
+        return json.dumps({"evaluation": "e", "selection": "Option 1", "explanation": "x"})
+    return "Judge which answer is better."
+
+
+def make_app(base_url: str, db: Path, concurrency: int = 4) -> App:
+    settings = load_settings(
+        {
+            "JUDGE_MCP_BACKEND": "openai",
+            "JUDGE_MCP_BASE_URL": base_url,
+            "JUDGE_MCP_MODEL": "scripted-model",
+            "JUDGE_MCP_MAX_RETRIES": "0",
+            "JUDGE_MCP_CONCURRENCY": str(concurrency),
+            "JUDGE_MCP_DB": str(db),
+        }
+    )
+    return App(settings, store=Store(db))
+
+
+async def bench(scripted, responder, dataset: Path, method: str, tmp_path: Path, db_name: str = "bench.db", **kw) -> tuple[dict, Any]:
+    server = kw.pop("server", None) or scripted(responder)
+    app = make_app(server.base_url, tmp_path / db_name, kw.pop("app_concurrency", 4))
+    try:
+        summary = await run(app, RunSpec(dataset=dataset, method=method, **kw), progress_stream=io.StringIO())
+    finally:
+        await app.aclose()
+    return summary, server
+
+
+# ---- pure pieces ---------------------------------------------------------------------------------------------------
+def test_placement_record_maps_shown_order_back_to_chosen():
+    assert placement_record("chosen_first", "A") | {} == {
+        "shown_first": "chosen", "named": "first", "names": "chosen", "correct": True,
+        "parse_failures": 0, "verdicts": 1, "parsed_verdicts": 1, "first_shown_picks": 1,
+    }
+    second = placement_record("chosen_second", "A")  # the rejected answer was shown first and picked
+    assert (second["names"], second["correct"], second["first_shown_picks"]) == ("rejected", False, 1)
+    assert placement_record("chosen_second", "B")["correct"] is True
+    unparsed = placement_record("chosen_first", None)
+    assert (unparsed["correct"], unparsed["parse_failures"], unparsed["parsed_verdicts"], unparsed["names"]) == (False, 1, 0, None)
+
+
+def test_single_record_counts_ties_and_parse_failures_as_wrong():
+    assert single_record(0, 0, [], 0, 2)["correct"] is True
+    tie = single_record(0, None, [0, 1], 0, 2)
+    assert tie["tie"] and not tie["correct"]
+    assert single_record(0, 0, [], 1, 2)["correct"] is False  # gold ranked first only because the other was unparsed
+    assert single_record(2, 1, [], 0, 4)["correct"] is False
+
+
+def _row(item: str, placement: str, record: dict, seq: int = 0, category: str = "c") -> dict:
+    return {"item_id": item, "placement": placement, "seq": seq, "category": category, "status": "done", "record": record}
+
+
+def _cost(**extra: Any) -> dict:
+    return {"calls": 1, "cached_calls": 0, "prompt_tokens": 10, "completion_tokens": 5, "started_at": 100.0, "ended_at": 102.0, **extra}
+
+
+def test_summarise_pairwise_by_hand():
+    rows = [
+        # item 1: right in both placements
+        _row("i1", "chosen_first", placement_record("chosen_first", "A") | _cost(), 0, "x"),
+        _row("i1", "chosen_second", placement_record("chosen_second", "B") | _cost(), 0, "x"),
+        # item 2: always the first-shown answer (right once, inconsistent)
+        _row("i2", "chosen_first", placement_record("chosen_first", "A") | _cost(), 1, "y"),
+        _row("i2", "chosen_second", placement_record("chosen_second", "A") | _cost(), 1, "y"),
+        # item 3: first placement unparsed, second wrong
+        _row("i3", "chosen_first", placement_record("chosen_first", None) | _cost(), 2, "y"),
+        _row("i3", "chosen_second", placement_record("chosen_second", "A") | _cost(), 2, "y"),
+        # item 4: only one placement stored so far (incomplete), item 5 degenerate, item 6 failed
+        _row("i4", "chosen_first", placement_record("chosen_first", "A") | _cost(), 3, "y"),
+        {"item_id": "i5", "placement": "single", "seq": 4, "category": "y", "status": "skipped", "record": None},
+        {"item_id": "i6", "placement": "chosen_first", "seq": 5, "category": "y", "status": "error", "record": None, "error": "boom"},
+    ]
+    s = metrics.summarise(rows, ("chosen_first", "chosen_second"), "grp")
+    o = s["overall"]
+    assert o["n"] == 3
+    assert o["accuracy"] == pytest.approx(2 / 3, abs=1e-4)
+    assert o["pair_accuracy"] == pytest.approx(1 / 3, abs=1e-4)
+    assert o["consistency"] == pytest.approx(1 / 3, abs=1e-4)
+    # parsed verdicts: 5; naming the first shown: i1 first, i2 both, i3 second -> 4/5
+    assert o["position_bias"] == pytest.approx(0.8)
+    assert o["parse_failures"] == 1 and o["calls_per_item"] == 2.0 and o["tokens_per_item"] == 30.0
+    assert o["seconds_per_item"] == 2.0  # placements overlap: wall time of the item, not the sum
+    assert (s["skipped_degenerate"], s["errors"], s["incomplete"]) == (1, 1, 1)
+    assert s["categories"]["x"]["n"] == 1 and s["categories"]["y"]["accuracy"] == 0.5
+
+
+def test_cumulative_accuracy():
+    assert metrics.cumulative([True, False, True, True]) == [1.0, 0.5, 0.6667, 0.75]
+    assert metrics.cumulative([]) == []
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ('{ "REASONING": "fine", "SCORE": "7" }', (7.0, "fine")),
+        ('{"reasoning": "ok", "score": 9}', (9.0, "ok")),
+        ('```json\n{"SCORE": "8/10", "REASONING": "x"}\n```', (8.0, "x")),
+        ('{"REASONING": "cut off", "SCORE": "6"', (6.0, "cut off")),
+        ('{"REASONING": "x", "SCORE": "10"}', (10.0, "x")),
+    ],
+)
+def test_parse_rating_accepts_the_papers_format(text, expected):
+    assert parse_rating(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "I think it is good.", '{"REASONING": "x", "SCORE": "11"}', '{"SCORE": "0"}', '{"SCORE": "<your-score>"}', '{"SCORE": true}'])
+def test_parse_rating_rejects_out_of_range_and_missing_scores(text):
+    assert parse_rating(text) is None
+
+
+def test_method_names_in_cli_match_the_registry():
+    assert set(bench_cli.METHOD_NAMES) == set(METHODS)
+
+
+def test_session_names_are_valid_and_distinct():
+    a = session_name("llmbar_natural", "selective-lwe", "local/SmolLM2-135M-Instruct.Q4_1.gguf@abcd1234")
+    b = session_name("llmbar_natural", "lwe", "local/SmolLM2-135M-Instruct.Q4_1.gguf@abcd1234")
+    assert a != b
+    for name in (a, b, session_name("x" * 80, "lwe", "k")):
+        assert re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", name)
+
+
+def test_dataset_errors_name_the_file(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "prompt": "p"}\n')
+    with pytest.raises(DatasetError, match="bad.jsonl line 1"):
+        load_items(bad)
+    items = load_items(PAIRS)
+    assert [it.id for it in items if it.degenerate] == ["p0"]
+    assert [it.id for it in load_items(PAIRS, limit=2)] == ["p1", "p2"]
+
+
+# ---- end to end over a scripted judge ------------------------------------------------------------------------------
+PAIR_METHODS = ["vanilla", "grp", "grp-better", "lwe", "selective-lwe"]
+
+
+@pytest.mark.parametrize("method", PAIR_METHODS)
+async def test_first_shown_judge_scores_pair_accuracy_zero(scripted, tmp_path, method):
+    summary, _ = await bench(scripted, first_shown_judge, PAIRS, method, tmp_path)
+    o = summary["overall"]
+    assert o["n"] == 6 and summary["skipped_degenerate"] == 1
+    assert o["accuracy"] == 1.0  # the chosen answer was shown first in the first placement
+    assert o["pair_accuracy"] == 0.0
+    assert o["consistency"] == 0.0
+    assert o["position_bias"] == 1.0
+    assert o["parse_failures"] == 0
+
+
+@pytest.mark.parametrize("method", PAIR_METHODS + ["flip", "pointwise", "grade"])
+async def test_correct_judge_scores_one_on_pairs(scripted, tmp_path, method):
+    summary, server = await bench(scripted, correct_judge, PAIRS, method, tmp_path)
+    o = summary["overall"]
+    assert (o["n"], o["accuracy"], o["pair_accuracy"]) == (6, 1.0, 1.0)
+    assert summary["categories"]["alpha"]["n"] == 3 and summary["categories"]["beta"]["n"] == 3
+    assert o["parse_failures"] == 0 and o["ties"] == 0
+    assert o["calls_per_item"] > 0 and o["tokens_per_item"] > 0
+    assert not any("same text" in prompt_text(p) for p in server.requests)  # the degenerate item was never sent
+    if method in PAIR_METHODS or method == "grade":
+        assert o["consistency"] == 1.0 and o["position_bias"] == 0.5
+    else:
+        assert o["consistency"] is None and o["position_bias"] is None
+    if method in ("lwe", "selective-lwe"):
+        assert summary["lwe"]["cumulative_accuracy"] == [1.0] * 6
+        expected_share = 1.0 if method == "lwe" else 0.0  # a consistent vanilla pair never takes the meta path
+        assert summary["lwe"]["meta_path_share"] == expected_share
+    if method == "selective-lwe":
+        assert summary["lwe"]["vanilla_fig9"]["pair_accuracy"] == 1.0
+
+
+@pytest.mark.parametrize("method, options", [("flip", Options()), ("pointwise", Options()), ("grade", Options()), ("grade", Options(unrelated=True))])
+async def test_correct_judge_scores_one_on_lists(scripted, tmp_path, method, options):
+    summary, _ = await bench(scripted, correct_judge, LISTS, method, tmp_path, options=options)
+    assert summary["overall"]["n"] == 4 and summary["overall"]["accuracy"] == 1.0
+    if options.unrelated:
+        assert summary["method_key"] == "grade+unrelated"
+        assert summary["grade"]["unrelated_pick_rate"] == 0.0
+
+
+async def test_biased_grade_on_lists_is_caught_by_rotation(scripted, tmp_path):
+    summary, _ = await bench(scripted, first_shown_judge, LISTS, "grade", tmp_path)
+    o = summary["overall"]
+    # every option is picked once: a tied mode on every item, so none is right
+    assert o["accuracy"] == 0.0 and o["ties"] == 4 and o["position_bias"] == 1.0
+    assert summary["grade"]["mean_llm_score"] == 0.0
+
+
+async def test_ties_and_parse_failures_count_as_wrong(scripted, tmp_path):
+    def constant(payload):  # every response gets the same rating: every pair is a tie
+        return json.dumps({"REASONING": "meh", "SCORE": "5"})
+
+    summary, _ = await bench(scripted, constant, PAIRS, "pointwise", tmp_path, db_name="a.db")
+    assert summary["overall"]["ties"] == 6 and summary["overall"]["accuracy"] == 0.0
+
+    def garbage(payload):
+        return "I would rather not say."
+
+    summary, server = await bench(scripted, garbage, PAIRS, "grp", tmp_path, db_name="b.db")
+    o = summary["overall"]
+    assert o["accuracy"] == 0.0 and o["pair_accuracy"] == 0.0 and o["consistency"] == 0.0
+    assert o["parse_failures"] == 12 and o["position_bias"] is None
+    assert len(server.requests) == 24  # each single-order judgment asked once and re-asked once
+
+    summary, _ = await bench(scripted, garbage, LISTS, "flip", tmp_path, db_name="c.db")
+    assert summary["overall"]["accuracy"] == 0.0 and summary["overall"]["parse_failures"] == 14
+
+
+async def test_pairwise_method_refuses_a_listwise_set(scripted, tmp_path):
+    with pytest.raises(BenchError, match="listwise"):
+        await bench(scripted, correct_judge, LISTS, "grp", tmp_path)
+
+
+async def test_rerun_skips_finished_items(scripted, tmp_path):
+    seen: list[str] = []
+
+    def counting(payload):
+        seen.append(item_of(last_user(payload)))
+        return correct_judge(payload)
+
+    server = scripted(counting)
+    first, _ = await bench(scripted, None, PAIRS, "vanilla", tmp_path, server=server, limit=3)
+    assert first["overall"]["n"] == 3 and len(server.requests) == 6  # 3 items x 2 placements
+    before = len(server.requests)
+    again, _ = await bench(scripted, None, PAIRS, "vanilla", tmp_path, server=server, limit=3)
+    assert len(server.requests) == before and again["overall"]["n"] == 3  # nothing left to do
+    full, _ = await bench(scripted, None, PAIRS, "vanilla", tmp_path, server=server)
+    assert full["overall"]["n"] == 6 and full["overall"]["accuracy"] == 1.0
+    assert len(server.requests) - before == 6  # p4..p6 only (p0 is degenerate)
+    assert set(seen[before:]) == {"p4", "p5", "p6"}
+
+
+async def test_failing_backend_stores_errors_stops_and_is_retried(scripted, tmp_path):
+    broken = {"on": True}
+
+    def flaky(payload):
+        return Reply(status=400) if broken["on"] else correct_judge(payload)
+
+    server = scripted(flaky)
+    summary, _ = await bench(scripted, None, PAIRS, "vanilla", tmp_path, server=server, app_concurrency=1)
+    assert summary["overall"]["n"] == 0 and summary["errors"] >= 1
+    assert "400" in summary["error_examples"][0]
+    assert len(server.requests) <= MAX_CONSECUTIVE_ERRORS + 1  # it stopped instead of failing through the set
+    broken["on"] = False
+    summary, _ = await bench(scripted, None, PAIRS, "vanilla", tmp_path, server=server)
+    assert summary["overall"]["n"] == 6 and summary["errors"] == 0
+
+
+def _done_items(db: Path) -> set[str]:
+    conn = sqlite3.connect(db)
+    try:
+        rows = conn.execute(
+            "SELECT item_id FROM bench_results WHERE status = 'done' GROUP BY item_id HAVING COUNT(*) = 2"
+        ).fetchall()
+    except sqlite3.OperationalError:
+        return set()
+    finally:
+        conn.close()
+    return {r[0] for r in rows}
+
+
+def test_killed_run_resumes_without_redoing_finished_items(scripted, tmp_path):
+    """A real `judge-mcp bench` process is killed mid-run; the re-run asks only about items not finished."""
+    seen: list[str] = []
+
+    def slow(payload):
+        seen.append(item_of(last_user(payload)))
+        return Reply(content=correct_judge(payload), delay_s=0.3)
+
+    server = scripted(slow)
+    db = tmp_path / "bench.db"
+    env = server_env(server.base_url, tmp_path / "judge.db", JUDGE_MCP_MAX_RETRIES="0", JUDGE_MCP_CONCURRENCY="1")
+    cmd = [sys.executable, "-m", "judge_mcp", "bench", str(PAIRS), "--method", "grp", "--db", str(db), "--quiet"]
+    proc = subprocess.Popen(cmd, env=env, cwd=Path(__file__).parent.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while len(_done_items(db)) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    finished = _done_items(db)
+    assert 2 <= len(finished) < 6, finished
+    before = len(seen)
+
+    out = tmp_path / "summary.json"
+    rerun = subprocess.run(cmd + ["--out", str(out)], env=env, cwd=Path(__file__).parent.parent, capture_output=True, text=True, timeout=120)
+    assert rerun.returncode == 0, rerun.stderr
+    asked_again = set(seen[before:])
+    assert asked_again and not (asked_again & finished)  # finished items were never sent again
+    assert asked_again | finished == {"p1", "p2", "p3", "p4", "p5", "p6"}
+    summary = json.loads(out.read_text())
+    assert summary["overall"]["n"] == 6 and summary["overall"]["pair_accuracy"] == 1.0
+    assert summary["run"]["judged_total"] >= 6
+
+
+def test_cli_writes_json_and_an_html_report(scripted, tmp_path):
+    server = scripted(first_shown_judge)
+    env = server_env(server.base_url, tmp_path / "judge.db", JUDGE_MCP_MAX_RETRIES="0")
+    root = Path(__file__).parent.parent
+    db = tmp_path / "bench.db"
+    for method in ("vanilla", "selective-lwe"):
+        out = tmp_path / f"{method}.json"
+        done = subprocess.run(
+            [sys.executable, "-m", "judge_mcp", "bench", str(PAIRS), "--method", method, "--db", str(db), "--out", str(out), "--report", str(tmp_path / "r.html")],
+            env=env, cwd=root, capture_output=True, text=True, timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "6/6" in done.stderr  # the progress bar
+        assert "pairs" in done.stdout and "position_bias" in done.stdout
+        data = json.loads(out.read_text())
+        for key in metrics.FIELDS:
+            assert key in data["overall"] and key in data["categories"]["alpha"]
+    page = (tmp_path / "r.html").read_text()
+    assert page.count("<svg") >= 4 and "LWE: cumulative accuracy" in page and "<polyline" in page
+    assert "selective-lwe" in page and "vanilla" in page
+
+    combined = tmp_path / "combined.html"
+    done = subprocess.run(
+        [sys.executable, "-m", "judge_mcp", "bench-report", str(tmp_path / "vanilla.json"), "--db", str(db), "--out", str(combined),
+         "--markdown", str(tmp_path / "t.md")],
+        env=env, cwd=root, capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "2 runs" in done.stdout  # the JSON file and the same run in the database count once
+    table = (tmp_path / "t.md").read_text()
+    assert re.search(r"^\| vanilla \| 6 \| 1\.000 \| 0\.000 \| 0\.000 \| 1\.000 \|", table, re.M)
+
+    wrong = subprocess.run(
+        [sys.executable, "-m", "judge_mcp", "bench", str(LISTS), "--method", "grp", "--db", str(db)],
+        env=env, cwd=root, capture_output=True, text=True, timeout=60,
+    )
+    assert wrong.returncode == 2 and "listwise" in wrong.stderr
+
+
+def test_report_is_self_contained_with_the_charts():
+    def run_summary(method: str, acc: float, lwe: bool = False) -> dict:
+        o = {"n": 10, "accuracy": acc, "pair_accuracy": acc / 2, "consistency": 0.4, "position_bias": 0.7, "parse_failures": 1,
+             "ties": 0, "calls_per_item": 2.0, "cached_calls_per_item": 0.5, "tokens_per_item": 900.0, "prompt_tokens_per_item": 800.0,
+             "completion_tokens_per_item": 100.0, "seconds_per_item": 3.5}
+        s = {"dataset": "set<x>", "kind": "pairwise", "method": method, "method_key": method, "model": "m", "overall": o,
+             "categories": {"a": dict(o, accuracy=0.25), "b": dict(o, accuracy=0.75)}}
+        if lwe:
+            s["lwe"] = {"cumulative_accuracy": [1.0, 0.5, 0.6667], "cumulative_pair_accuracy": [0.0, 0.0, 0.3333], "meta_path_share": 1.0}
+        return s
+
+    page = report.render([run_summary("vanilla", 0.6), run_summary("lwe", 0.8, lwe=True)])
+    assert page.startswith("<!DOCTYPE html>")
+    for title in ("Accuracy (first placement) and pair accuracy", "Consistency and position bias", "Accuracy by category",
+                  "Model calls per item", "Seconds per item", "LWE: cumulative accuracy over the sequence"):
+        assert title in page
+    assert page.count('class="bar"') >= 2 * 2 + 2 * 2 + 2 * 2  # accuracy, consistency, categories
+    assert "<polyline" in page and "set&lt;x&gt;" in page and "<script" not in page
+    assert re.search(r"\b(src|href)=", page) is None  # nothing loaded from anywhere
+    for svg in re.findall(r"<svg.*?</svg>", page, re.S):
+        ET.fromstring(svg)  # every chart is well-formed SVG
+    # bar widths follow the values (runs sorted by name: lwe 0.8 / 0.4, then vanilla 0.6 / 0.3, on a 310 px scale)
+    widths = [float(w) for w in re.findall(r'class="bar" x="\d+" y="\d+" width="([\d.]+)"', page)[:4]]
+    assert widths == [248.0, 124.0, 186.0, 93.0]
+
+
+@pytest.mark.model
+async def test_bench_on_the_embedded_model(tmp_path):
+    """One fixture pair, pointwise, on the bundled SmolLM2: the harness runs end to end on the local backend."""
+    settings = load_settings({"JUDGE_MCP_BACKEND": "local", "JUDGE_MCP_DB": str(tmp_path / "judge.db")})
+    app = App(settings, store=Store(tmp_path / "bench.db"))
+    try:
+        summary = await run(app, RunSpec(dataset=PAIRS, method="pointwise", limit=1), progress_stream=io.StringIO())
+    finally:
+        await app.aclose()
+    assert summary["model"].startswith("local/") and summary["errors"] == 0
+    assert summary["overall"]["n"] == 1 and summary["overall"]["calls_per_item"] >= 2
+    assert summary["overall"]["completion_tokens_per_item"] > 0
