@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
-from typing import Any
 
 import anyio
 
