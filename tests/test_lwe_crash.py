@@ -9,7 +9,6 @@ import json
 import os
 import random
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -22,67 +21,13 @@ from mcp import Client
 
 from tests.lwe_script import REFINED_MARK, LweScript, wait_for
 from tests.scripted import Reply
+from tests.serve_proc import HttpServer
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def case(i: int) -> dict[str, Any]:
     return {"prompt": f"Crash question {i}?", "response_a": f"answer one to {i}", "response_b": f"answer two to {i}"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class ServerProcess:
-    """`python -m judge_mcp serve --transport http` on a free loopback port, with the scripted backend."""
-
-    def __init__(self, base_url: str, db: Path, log: Path):
-        self.port = free_port()
-        env = dict(os.environ)
-        for key in ("JUDGE_MCP_CONFIG", "JUDGE_MCP_HTTP_TOKEN", "JUDGE_MCP_API_KEY", "OPENAI_API_KEY"):
-            env.pop(key, None)
-        env.update(
-            JUDGE_MCP_BACKEND="openai",
-            JUDGE_MCP_BASE_URL=base_url,
-            JUDGE_MCP_MODEL="scripted-model",
-            JUDGE_MCP_DB=str(db),
-            JUDGE_MCP_MAX_RETRIES="0",
-        )
-        self._log = open(log, "ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "judge_mcp", "serve", "--transport", "http", "--host", "127.0.0.1", "--port", str(self.port)],
-            env=env,
-            cwd=ROOT,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=self._log,
-        )
-        if not wait_for(self._listening, timeout_s=60, step_s=0.05) or self.proc.poll() is not None:
-            self.kill()
-            raise AssertionError(f"server did not start; log:\n{log.read_text(errors='replace')[-3000:]}")
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
-
-    def _listening(self) -> bool:
-        if self.proc.poll() is not None:
-            return True  # exited: reported by the caller's next step
-        try:
-            socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-            return True
-        except OSError:
-            return False
-
-    def kill(self) -> None:
-        """SIGKILL: no shutdown code runs, exactly like a crash."""
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(timeout=10)
-        self._log.close()
 
 
 def db_state(db: Path, session: str) -> dict[str, Any]:
@@ -137,7 +82,7 @@ def test_kill_during_refinement_then_restart_completes_it(scripted, tmp_path):
     db = tmp_path / "crash.db"
     log = tmp_path / "server.log"
 
-    server = ServerProcess(backend.base_url, db, log)
+    server = HttpServer(backend.base_url, db, log)
     try:
 
         async def first_life() -> None:
@@ -174,7 +119,7 @@ def test_kill_during_refinement_then_restart_completes_it(scripted, tmp_path):
     first_refine = next(p for p in backend.requests if p["messages"][0]["content"].startswith("Optimize your current meta prompt"))
 
     # a restarted server refines the stored batch before judging the next case with the new meta-prompt
-    server = ServerProcess(backend.base_url, db, log)
+    server = HttpServer(backend.base_url, db, log)
     seen: dict[str, Any] = {}
 
     async def second_life() -> None:
@@ -232,7 +177,7 @@ def test_kill_at_random_moments_never_breaks_the_state(scripted, tmp_path):
     next_case = 0
     completed = 0
     for _ in range(4):
-        server = ServerProcess(backend.base_url, db, log)
+        server = HttpServer(backend.base_url, db, log)
         killer = threading.Timer(rng.uniform(0.3, 1.5), server.kill)
 
         async def life() -> None:
@@ -259,7 +204,7 @@ def test_kill_at_random_moments_never_breaks_the_state(scripted, tmp_path):
             assert sum(f["status"] == "pending" for f in state["feedback"]) <= 1
     assert completed >= 2
     # a last, clean life finishes whatever the kills left buffered
-    server = ServerProcess(backend.base_url, db, log)
+    server = HttpServer(backend.base_url, db, log)
     try:
         result = anyio.run(call_lwe, server.url, {**case(999), "session": "rnd", "batch_size": 1})
     finally:
