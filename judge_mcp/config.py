@@ -37,7 +37,7 @@ class BackendConfig:
     timeout_s: float = 120.0
     max_retries: int = 3
     # local only
-    n_ctx: int = 16384
+    n_ctx: int = 32768
     n_threads: int | None = None
 
     def public(self) -> dict[str, Any]:
@@ -216,7 +216,7 @@ def backends_from_toml(path: Path, env: Mapping[str, str]) -> dict[str, BackendC
             concurrency=_positive_int(table.get("concurrency", 4), f"{where} concurrency"),
             timeout_s=_positive_float(table.get("timeout_s", 120), f"{where} timeout_s"),
             max_retries=_non_negative_int(table.get("max_retries", 3), f"{where} max_retries"),
-            n_ctx=_positive_int(table.get("n_ctx", 16384), f"{where} n_ctx"),
+            n_ctx=_positive_int(table.get("n_ctx", 32768), f"{where} n_ctx"),
             n_threads=None if table.get("n_threads") is None else _positive_int(table["n_threads"], f"{where} n_threads"),
         )
     return out

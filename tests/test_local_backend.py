@@ -165,7 +165,7 @@ def test_cap_free_strings_reaches_nested_schemas():
 
 def test_slots_get_at_least_the_minimum_context(tmp_path: Path):
     path = str(fake_gguf(tmp_path / "m.gguf"))
-    assert LocalBackend("x", path, concurrency=4).n_ctx == 4 * local.MIN_SLOT_CTX == 16384
+    assert LocalBackend("x", path, concurrency=4).n_ctx == 4 * local.MIN_SLOT_CTX == 32768
     assert LocalBackend("x", path, n_ctx=1024, concurrency=2).n_ctx == 2 * local.MIN_SLOT_CTX
     assert LocalBackend("x", path, concurrency=8).n_ctx == 8 * local.MIN_SLOT_CTX
     assert LocalBackend("x", path, n_ctx=65536, concurrency=2).n_ctx == 65536

