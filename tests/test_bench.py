@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import signal
 import sqlite3
@@ -26,7 +25,6 @@ from judge_mcp.bench.methods import METHODS, Options, placement_record, single_r
 from judge_mcp.bench.runner import MAX_CONSECUTIVE_ERRORS, BenchError, RunSpec, run, session_name
 from judge_mcp.config import load_settings
 from judge_mcp.methods.pointwise import parse_rating
-from judge_mcp.methods.pointwise import rank as pointwise_rank
 from judge_mcp import report
 from judge_mcp.store import Store
 from tests.scripted import Reply, prompt_text, server_env
