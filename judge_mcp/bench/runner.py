@@ -21,6 +21,7 @@ from judge_mcp.bench import metrics
 from judge_mcp.bench.data import Item, dataset_name, load_items
 from judge_mcp.bench.methods import METHODS, Method, Options, method_key
 from judge_mcp.bench.results import Results
+from judge_mcp.methods.common import first_error
 
 log = logging.getLogger("judge_mcp.bench")
 MAX_CONSECUTIVE_ERRORS = 12  # stop a run whose backend keeps failing (a re-run resumes it)
@@ -200,8 +201,7 @@ async def run(app: App, spec: RunSpec, *, progress_stream: TextIO | None = None,
 
 
 def _cause(exc: BaseException) -> str:
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
+    exc = first_error(exc)
     return f"{type(exc).__name__}: {exc}"[:500]
 
 

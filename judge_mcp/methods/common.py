@@ -37,3 +37,25 @@ async def ask(judge: Judge, request: ChatRequest, parse: Callable[[str], T | Non
     )
     second = await judge.complete(follow_up)
     return Parsed(parse(second.text), second.text, second, True)
+
+
+def rank_by_score(scored: list[tuple[int, float | None]]) -> tuple[list[int], int | None, list[int]]:
+    """(ranking, best_index, tied_best) from (index, score) pairs, score None for an unparsed answer.
+
+    Parsed by score, highest first, ties in index order; unparsed after them in index order. `best_index` is the
+    single parsed index with the top score; null when nothing parsed or the top is shared, and then `tied_best`
+    lists the indices sharing it.
+    """
+    parsed = sorted(((index, score) for index, score in scored if score is not None), key=lambda p: (-p[1], p[0]))
+    ranking = [index for index, _ in parsed] + sorted(index for index, score in scored if score is None)
+    if not parsed:
+        return ranking, None, []
+    top = [index for index, score in parsed if score == parsed[0][1]]
+    return (ranking, None, top) if len(top) > 1 else (ranking, top[0], [])
+
+
+def first_error(exc: BaseException) -> BaseException:
+    """The first leaf of an exception group (concurrent trials raise groups); `exc` itself when it is no group."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc

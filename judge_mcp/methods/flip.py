@@ -29,9 +29,9 @@ from rapidfuzz import fuzz, utils
 from judge_mcp import prompts, validation
 from judge_mcp.backends.base import user
 from judge_mcp.methods import similarity as sim
-from judge_mcp.methods.common import ask
+from judge_mcp.methods.common import ask, first_error, rank_by_score
 from judge_mcp.methods.judge import Judge
-from judge_mcp.methods.parsing import neutralise
+from judge_mcp.methods.parsing import json_objects, neutralise
 from judge_mcp.verdicts import FlipItem, FlipResult
 
 PROMPT_VARIANTS = (1, 2, 3)
@@ -154,31 +154,11 @@ def _from_dict(data: dict, depth: int = 0) -> Inferred | None:
     return None
 
 
-_DECODER = json.JSONDecoder(strict=False)  # small models put raw newlines inside strings
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S | re.I)
-# A keyed value with its closing quote, inside JSON that may be otherwise broken (single quotes, no closing brace).
 _KEYED_VALUE = re.compile(
     r"""(["'])\s*(inferr*ed[ _]+instruction|inferred[ _]+system[ _]+prompt|instruction)\s*\1\s*:\s*(["'])((?:\\.|(?!\3).)*)\3""",
     re.I | re.S,
 )
 _KEYED_REASONING = re.compile(r"""(["'])\s*reasoning\s*\1\s*:\s*(["'])((?:\\.|(?!\2).)*)\2""", re.I | re.S)
-
-
-def _json_objects(text: str):
-    for candidate in [text.strip()] + [m.group(1).strip() for m in _FENCE.finditer(text)]:
-        try:
-            value = _DECODER.decode(candidate)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            yield value
-    for start in (i for i, ch in enumerate(text) if ch == "{"):
-        try:
-            value, _ = _DECODER.raw_decode(text[start:])
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            yield value
 
 
 def _unescape(value: str, quote: str) -> str:
@@ -200,7 +180,7 @@ def parse_inferred(text: str) -> Inferred | None:
     """
     if not text or not text.strip():
         return None
-    for data in _json_objects(text):
+    for data in json_objects(text, strict=False):  # small models put raw newlines inside strings
         found = _from_dict(data)
         if found is not None:
             return found
@@ -290,21 +270,8 @@ def detect_echo(instruction: str, response: str) -> Echo:
 
 # ---- ranking ----------------------------------------------------------------------------------------------------
 def rank(items: list[FlipItem]) -> tuple[list[int], int | None, list[int]]:
-    """(ranking, best_index, tied_best).
-
-    Parsed responses by reward, highest first, ties in index order; unparsed responses after them in index order.
-    `best_index` is the single parsed response with the top reward; null when nothing parsed or the top is shared,
-    and then `tied_best` lists the indices sharing it.
-    """
-    parsed = sorted((it for it in items if it.parse_ok), key=lambda it: (-it.reward, it.index))
-    unparsed = sorted(it.index for it in items if not it.parse_ok)
-    ranking = [it.index for it in parsed] + unparsed
-    if not parsed:
-        return ranking, None, []
-    top = [it.index for it in parsed if it.reward == parsed[0].reward]
-    if len(top) > 1:
-        return ranking, None, top
-    return ranking, top[0], []
+    """(ranking, best_index, tied_best) by reward; unparsed responses last (see common.rank_by_score)."""
+    return rank_by_score([(it.index, it.reward if it.parse_ok else None) for it in items])
 
 
 # ---- the tool ---------------------------------------------------------------------------------------------------
@@ -373,12 +340,6 @@ async def infer_one(
     )
 
 
-def _first_error(group: BaseExceptionGroup) -> BaseException:
-    for exc in group.exceptions:
-        return _first_error(exc) if isinstance(exc, BaseExceptionGroup) else exc
-    return group  # pragma: no cover - an empty group cannot be raised
-
-
 async def infer_instruction_reward(
     judge: Judge,
     *,
@@ -414,7 +375,7 @@ async def infer_instruction_reward(
             for index in range(total):
                 tg.start_soon(run, index)
     except BaseExceptionGroup as group:  # one failed call cancels the rest; raise it as itself (BackendError)
-        raise _first_error(group)  # noqa: B904 - the group stays attached as its context
+        raise first_error(group)  # noqa: B904 - the group stays attached as its context
 
     results = [it for it in items if it is not None]
     ranking, best_index, tied_best = rank(results)

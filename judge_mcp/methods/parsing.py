@@ -7,32 +7,39 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S | re.I)
 
 
-def parse_json_object(text: str) -> dict[str, Any] | None:
-    """The first JSON object in `text` (bare, inside a ``` fence, or embedded in prose); None if there is none."""
+def json_objects(text: str, *, strict: bool = True) -> Iterator[dict[str, Any]]:
+    """Every JSON object in `text`: the whole text, each ``` fence, then each object embedded in prose.
+
+    `strict=False` also accepts raw control characters (newlines) inside strings, as small models write them.
+    """
     if not text:
-        return None
-    candidates = [text.strip()] + [m.group(1).strip() for m in _FENCE.finditer(text)]
-    for candidate in candidates:
+        return
+    decoder = json.JSONDecoder(strict=strict)
+    for candidate in [text.strip()] + [m.group(1).strip() for m in _FENCE.finditer(text)]:
         try:
-            value = json.loads(candidate)
+            value = decoder.decode(candidate)
         except ValueError:
             continue
         if isinstance(value, dict):
-            return value
-    decoder = json.JSONDecoder()
+            yield value
     for start in (i for i, ch in enumerate(text) if ch == "{"):
         try:
             value, _ = decoder.raw_decode(text[start:])
         except ValueError:
             continue
         if isinstance(value, dict):
-            return value
-    return None
+            yield value
+
+
+def parse_json_object(text: str) -> dict[str, Any] | None:
+    """The first JSON object in `text` (bare, inside a ``` fence, or embedded in prose); None if there is none."""
+    return next(json_objects(text), None)
 
 
 # Verdict tokens of every method's grammar: [[A>B]], [[B>A]], [[A]], "Selection: Option 3", and the like.

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from judge_mcp import prompts, validation
 from judge_mcp.backends.base import user
-from judge_mcp.methods.common import ask
+from judge_mcp.methods.common import ask, rank_by_score
 from judge_mcp.methods.judge import Judge
 from judge_mcp.methods.parsing import neutralise, parse_json_object
 from judge_mcp.verdicts import UsageOut
@@ -131,13 +131,8 @@ def parse_rating(text: str) -> tuple[float, str] | None:
 
 
 def rank(items: list[PointwiseItem]) -> tuple[list[int], int | None, list[int]]:
-    """(ranking, best_index, tied_best): parsed by score, highest first, ties in index order; unparsed last."""
-    parsed = sorted((it for it in items if it.parse_ok and it.score is not None), key=lambda it: (-it.score, it.index))
-    ranking = [it.index for it in parsed] + sorted(it.index for it in items if not it.parse_ok)
-    if not parsed:
-        return ranking, None, []
-    top = [it.index for it in parsed if it.score == parsed[0].score]
-    return (ranking, None, top) if len(top) > 1 else (ranking, top[0], [])
+    """(ranking, best_index, tied_best) by score; unparsed responses last (see common.rank_by_score)."""
+    return rank_by_score([(it.index, it.score if it.parse_ok else None) for it in items])
 
 
 # ---- the method ------------------------------------------------------------------------------------------------------
