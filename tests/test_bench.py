@@ -229,6 +229,20 @@ def test_dataset_errors_name_the_file(tmp_path):
     assert [it.id for it in load_items(PAIRS, limit=2)] == ["p1", "p2"]
 
 
+def test_sample_spreads_over_the_file_in_order(tmp_path):
+    path = tmp_path / "sorted.jsonl"
+    rows = [{"id": f"{cat}{i}", "category": cat, "prompt": "p", "chosen": f"good {cat}{i}", "rejected": f"bad {cat}{i}"}
+            for cat in "abcd" for i in range(5)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    picked = load_items(path, sample=8)
+    assert [it.id for it in picked] == ["a0", "a2", "b0", "b2", "c0", "c2", "d0", "d2"]
+    assert [it.category for it in picked] == ["a", "a", "b", "b", "c", "c", "d", "d"]
+    assert [it.seq for it in picked] == sorted(it.seq for it in picked)  # file order kept (LWE learns in order)
+    assert len(load_items(path, sample=50)) == 20  # more than the file holds: the whole file
+    with pytest.raises(DatasetError, match="either a limit"):
+        load_items(path, limit=2, sample=2)
+
+
 # ---- end to end over a scripted judge ------------------------------------------------------------------------------
 PAIR_METHODS = ["vanilla", "grp", "grp-better", "lwe", "selective-lwe"]
 

@@ -31,7 +31,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     bench.add_argument("dataset", type=Path, help="a JSONL file in the shape of shared/benchmarks/README.md")
     bench.add_argument("--method", required=True, choices=METHOD_NAMES, help=METHOD_HELP)
-    bench.add_argument("--limit", type=_positive, help="judge only the first N items of the file")
+    scope = bench.add_mutually_exclusive_group()
+    scope.add_argument("--limit", type=_positive, help="judge only the first N items of the file")
+    scope.add_argument("--sample", type=_positive, help="judge N items spread evenly over the file (every category of a sorted file, in proportion)")
     bench.add_argument("--backend", help="a backend name from JUDGE_MCP_CONFIG, or 'local' for the embedded model (default: the environment's)")
     bench.add_argument("--out", type=Path, help="write the JSON summary here")
     bench.add_argument("--report", type=Path, help="write an HTML report of every run in the bench database here")
@@ -104,7 +106,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.template and args.method not in ("vanilla", "grp", "grp-better"):
         print("judge-mcp bench: --template applies to vanilla, grp and grp-better", file=sys.stderr)
         return 2
-    spec = RunSpec(dataset=args.dataset, method=args.method, limit=args.limit, backend=backend, options=options, concurrency=args.concurrency)
+    spec = RunSpec(dataset=args.dataset, method=args.method, limit=args.limit, sample=args.sample, backend=backend, options=options, concurrency=args.concurrency)
     app = App(settings, store=Store(args.db))
 
     async def main() -> dict[str, Any]:

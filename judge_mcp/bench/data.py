@@ -63,8 +63,12 @@ def parse_item(data: dict, seq: int, where: str) -> Item:
     return Item(**{**item.__dict__, "degenerate": degenerate})
 
 
-def load_items(path: str | Path, limit: int | None = None) -> list[Item]:
-    """The first `limit` items of the file (all when None), in file order. Every item must be of one kind."""
+def load_items(path: str | Path, limit: int | None = None, sample: int | None = None) -> list[Item]:
+    """The first `limit` items of the file (all when None), in file order; or, with `sample`, that many items spread
+    evenly over the whole file (items i*total//sample), so a file sorted by category is covered in proportion. Every
+    item must be of one kind."""
+    if limit is not None and sample is not None:
+        raise DatasetError("choose either a limit (the first N items) or a sample (N items spread over the file), not both")
     path = Path(path)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -90,6 +94,8 @@ def load_items(path: str | Path, limit: int | None = None) -> list[Item]:
     ids = [it.id for it in items]
     if len(set(ids)) != len(ids):
         raise DatasetError(f"dataset {str(path)!r} repeats item ids")
+    if sample is not None and sample < len(items):
+        items = [items[i * len(items) // sample] for i in range(sample)]
     return items
 
 

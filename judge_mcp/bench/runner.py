@@ -80,6 +80,7 @@ class RunSpec:
     dataset: Path
     method: str
     limit: int | None = None
+    sample: int | None = None  # N items spread evenly over the file instead of the first N
     backend: str | None = None  # a backend name known to the App's settings (None: the environment's)
     options: Options = field(default_factory=Options)
     concurrency: int | None = None  # items in flight (None: the backend's concurrency)
@@ -115,7 +116,7 @@ async def run(app: App, spec: RunSpec, *, progress_stream: TextIO | None = None,
     if spec.method not in METHODS:
         raise BenchError(f"unknown method {spec.method!r}; choose one of {', '.join(METHODS)}")
     method = METHODS[spec.method]
-    items = load_items(spec.dataset, spec.limit)
+    items = load_items(spec.dataset, spec.limit, spec.sample)
     dataset = dataset_name(spec.dataset)
     check_method(method, items, dataset)
     key, backend_name, model = backend_key(app, spec.backend)
@@ -228,6 +229,7 @@ def build_summary(
         "kind": items[0].kind,
         "items": len(items),
         "limit": spec.limit,
+        "sample": spec.sample,
         "method": method.name,
         "method_key": mkey,
         "about": method.about,
