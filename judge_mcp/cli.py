@@ -99,6 +99,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from judge_mcp.store import StoreError
+
     args = build_parser().parse_args(argv)
     _setup_logging(args.verbose)
-    return int(args.fn(args) or 0)
+    try:
+        return int(args.fn(args) or 0)
+    except StoreError as exc:
+        print(f"judge-mcp: {exc}", file=sys.stderr)
+        return 2

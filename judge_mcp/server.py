@@ -20,6 +20,7 @@ from judge_mcp.backends.base import BackendError
 from judge_mcp.config import ConfigError
 from judge_mcp.methods import flip, grade_score, lwe, pairwise
 from judge_mcp.methods.judge import Judge
+from judge_mcp.store import StoreError
 from judge_mcp.validation import InputError
 from judge_mcp.verdicts import ComparePairResult, FlipResult, GradeScoreResult, LweResult, LweSessionResult
 
@@ -50,7 +51,7 @@ def _progress(ctx: Context | None) -> Callable[[float, float | None, str | None]
     return report
 
 
-ANTICIPATED = (InputError, ConfigError, BackendError)
+ANTICIPATED = (InputError, ConfigError, BackendError, StoreError)
 
 
 def anticipated(exc: BaseException) -> BaseException | None:

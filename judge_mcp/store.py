@@ -2,7 +2,9 @@
 log, the option pool, and the LWE sessions (see methods/lwe.py for how they are used).
 
 Every write that must be all-or-nothing runs inside `Store.transaction()` (BEGIN IMMEDIATE ... COMMIT), so a process
-killed at any moment leaves either the whole change or none of it. One `Store` may be shared by threads and tasks:
+killed at any moment leaves either the whole change or none of it. A database that cannot be opened, read or written
+(a directory or a non-SQLite file at the path, a full disk, a lock held past the busy timeout) raises `StoreError`,
+naming the file and SQLite's reason; a failed write is rolled back first, so nothing of it is kept. One `Store` may be shared by threads and tasks:
 a re-entrant lock serialises its use of the one connection; other processes are serialised by SQLite itself
 (busy timeout).
 """
@@ -123,6 +125,10 @@ def m002_lwe(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS lwe_feedback_status ON lwe_feedback(session, status, id)")
 
 
+class StoreError(Exception):
+    """The database could not be opened, read or written (the message names the file and the reason)."""
+
+
 class LweConflict(Exception):
     """The session changed between reading it and writing a new version; nothing was written."""
 
@@ -132,17 +138,24 @@ def _dumps(value: Any) -> str:
 class Store:
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        if str(path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
-        conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30.0)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA foreign_keys=ON")
-        conn.execute("PRAGMA busy_timeout=30000")
-        self.conn = conn
-        self.db = sqlite_utils.Database(conn)
-        self.migrate()
+        conn: sqlite3.Connection | None = None
+        try:
+            if str(path) != ":memory:":
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30.0)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute("PRAGMA busy_timeout=30000")
+            self.conn = conn
+            self.db = sqlite_utils.Database(conn)
+            self.migrate()
+        except (OSError, sqlite3.Error, StoreError) as exc:
+            if conn is not None:
+                conn.close()
+            reason = exc.args[0] if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
+            raise StoreError(f"cannot open the database {str(path)!r} (JUDGE_MCP_DB): {reason}") from exc
 
     # ---- plumbing -----------------------------------------------------------------------------------------------
     @contextmanager
@@ -152,18 +165,28 @@ class Store:
             if self.conn.in_transaction:
                 yield self.db
                 return
-            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise StoreError(f"could not write the database {str(self.path)!r}: {exc}") from exc
             try:
                 yield self.db
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
-            else:
                 self.conn.execute("COMMIT")
+            except BaseException as exc:
+                if self.conn.in_transaction:  # SQLite may already have rolled back (e.g. on a full disk)
+                    self.conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise StoreError(
+                        f"could not write the database {str(self.path)!r}: {exc} (the write was rolled back; nothing of it was kept)"
+                    ) from exc
+                raise
 
     def query(self, sql: str, params: Any = ()) -> list[dict[str, Any]]:
         with self._lock:
-            return list(self.db.query(sql, params))
+            try:
+                return list(self.db.query(sql, params))
+            except sqlite3.Error as exc:
+                raise StoreError(f"could not read the database {str(self.path)!r}: {exc}") from exc
 
     def migrate(self) -> list[str]:
         with self.transaction() as db:
@@ -188,10 +211,13 @@ class Store:
     # ---- call cache ---------------------------------------------------------------------------------------------
     def cache_get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
-            rows = list(self.db.query("SELECT response FROM call_cache WHERE key = ?", [key]))
+            rows = self.query("SELECT response FROM call_cache WHERE key = ?", [key])
             if not rows:
                 return None
-            self.db.execute("UPDATE call_cache SET hits = hits + 1 WHERE key = ?", [key])
+            try:
+                self.db.execute("UPDATE call_cache SET hits = hits + 1 WHERE key = ?", [key])
+            except sqlite3.Error:  # the hit counter is statistics only: a full disk must not fail a cache hit
+                pass
             return json.loads(rows[0]["response"])
 
     def cache_put(self, key: str, backend: str, model: str, request: dict[str, Any], response: dict[str, Any]) -> None:
