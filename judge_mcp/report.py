@@ -230,8 +230,15 @@ def render(summaries: list[dict[str, Any]], title: str = "judge-mcp benchmark re
 MD_COLUMNS = ("n", "accuracy", "pair_accuracy", "consistency", "position_bias", "parse_failures", "ties", "calls_per_item", "tokens_per_item", "seconds_per_item")
 
 
+def _strict(figures: dict[str, Any]) -> Any:
+    """Pair accuracy where the run has it, else accuracy (they are the same figure for single-verdict methods)."""
+    value = figures.get("pair_accuracy")
+    return figures.get("accuracy") if value is None else value
+
+
 def markdown(summaries: list[dict[str, Any]]) -> str:
-    """One table per dataset (overall figures of every run), then accuracy by category where there are several."""
+    """One table per dataset (overall figures of every run), then pair accuracy by category where there are several
+    (pair accuracy: right in both placements, so a position-biased judge cannot look good by category either)."""
     by_dataset: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for s in summaries:
         by_dataset[s.get("dataset", "?")].append(s)
@@ -246,12 +253,12 @@ def markdown(summaries: list[dict[str, Any]]) -> str:
             out.append(f"| {_label(s)} | " + " | ".join(_fmt(o.get(c)) for c in MD_COLUMNS) + " |")
         categories = sorted({c for s in runs for c in s.get("categories", {})})
         if len(categories) > 1:
-            out.append("\nAccuracy by category (n):\n")
+            out.append("\nPair accuracy by category (n):\n")
             out.append("| method | " + " | ".join(categories) + " |")
             out.append("|---|" + "---:|" * len(categories))
             for s in runs:
                 cats = s.get("categories", {})
                 out.append(f"| {_label(s)} | " + " | ".join(
-                    f"{_fmt(cats.get(c, {}).get('accuracy'))} ({cats.get(c, {}).get('n', 0)})" for c in categories) + " |")
+                    f"{_fmt(_strict(cats.get(c, {})))} ({cats.get(c, {}).get('n', 0)})" for c in categories) + " |")
         out.append("")
     return "\n".join(out)

@@ -434,6 +434,9 @@ def test_cli_writes_json_and_an_html_report(scripted, tmp_path):
     assert "2 runs" in done.stdout  # the JSON file and the same run in the database count once
     table = (tmp_path / "t.md").read_text()
     assert re.search(r"^\| vanilla \| 6 \| 1\.000 \| 0\.000 \| 0\.000 \| 1\.000 \|", table, re.M)
+    # by category the strict figure is shown: the always-first judge is right in neither category
+    assert "Pair accuracy by category" in table
+    assert re.search(r"^\| vanilla \| 0\.000 \(3\) \| 0\.000 \(3\) \|", table, re.M), table
 
     wrong = subprocess.run(
         [sys.executable, "-m", "judge_mcp", "bench", str(LISTS), "--method", "grp", "--db", str(db)],
