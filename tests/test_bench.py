@@ -339,6 +339,35 @@ async def test_rerun_skips_finished_items(scripted, tmp_path):
     assert full["overall"]["n"] == 6 and full["overall"]["accuracy"] == 1.0
     assert len(server.requests) - before == 6  # p4..p6 only (p0 is degenerate)
     assert set(seen[before:]) == {"p4", "p5", "p6"}
+    assert "warnings" not in full and full["run"]["fingerprint"] == full["run"]["started_with_fingerprint"]
+
+
+async def test_resuming_after_the_prompts_changed_warns(scripted, tmp_path, monkeypatch):
+    from judge_mcp.bench import runner
+    from judge_mcp.bench.results import methods_fingerprint
+
+    server = scripted(correct_judge)
+    first, _ = await bench(scripted, None, PAIRS, "vanilla", tmp_path, server=server, limit=2)
+    assert first["run"]["fingerprint"] == methods_fingerprint() and "warnings" not in first
+    monkeypatch.setattr(runner, "methods_fingerprint", lambda: "edited000000")
+    again, _ = await bench(scripted, None, PAIRS, "vanilla", tmp_path, server=server, limit=3)
+    assert again["overall"]["n"] == 3  # the stored judgments are reused, and the summary says so
+    assert again["run"]["started_with_fingerprint"] == methods_fingerprint()
+    assert len(again["warnings"]) == 1 and "4 stored judgment(s)" in again["warnings"][0] and "edited000000" in again["warnings"][0]
+
+
+def test_fingerprint_follows_the_prompt_files(tmp_path, monkeypatch):
+    from judge_mcp.bench import results
+
+    fake = tmp_path / "pkg" / "judge_mcp" / "bench" / "results.py"
+    (tmp_path / "pkg" / "prompts").mkdir(parents=True)
+    (tmp_path / "pkg" / "judge_mcp" / "methods").mkdir(parents=True)
+    fake.parent.mkdir(parents=True)
+    (tmp_path / "pkg" / "prompts" / "a.txt").write_text("Which answer is worse?")
+    monkeypatch.setattr(results, "__file__", str(fake))
+    before = results.methods_fingerprint()
+    (tmp_path / "pkg" / "prompts" / "a.txt").write_text("Which answer is better?")
+    assert results.methods_fingerprint() != before
 
 
 async def test_failing_backend_stores_errors_stops_and_is_retried(scripted, tmp_path):

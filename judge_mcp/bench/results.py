@@ -8,8 +8,10 @@ skips every finished one. `bench_runs` holds each run's metadata and its accumul
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 from judge_mcp.store import Store
@@ -48,6 +50,17 @@ SCHEMA = (
 )
 
 
+def methods_fingerprint() -> str:
+    """A short hash of what decides a judgment besides the model: the prompt files and the judging code
+    (judge_mcp/methods). A run resumed after either changed mixes two versions of its method; the harness warns."""
+    root = Path(__file__).resolve().parent.parent.parent
+    files = sorted((root / "prompts").glob("*.txt")) + sorted((root / "judge_mcp" / "methods").glob("*.py"))
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
+
+
 class Results:
     """The results of one run (dataset, method, backend) inside a bench Store."""
 
@@ -75,17 +88,21 @@ class Results:
     def rows(self, item_ids: set[str] | None = None) -> list[dict[str, Any]]:
         return run_rows(self.store, *self.key, item_ids=item_ids)
 
-    def start(self, *, backend_name: str, model: str, dataset_path: str, kind: str, options: dict[str, Any]) -> None:
+    def start(self, *, backend_name: str, model: str, dataset_path: str, kind: str, options: dict[str, Any], fingerprint: str | None = None) -> str | None:
+        """Record (or update) the run's metadata; returns the methods fingerprint the run was started with (None
+        for runs stored before fingerprints were kept)."""
         now = time.time()
         with self.store.transaction() as db:
             db.execute(
-                "INSERT INTO bench_runs (dataset, method, backend, backend_name, model, dataset_path, kind, options, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dataset, method, backend) DO UPDATE SET"
+                "INSERT INTO bench_runs (dataset, method, backend, backend_name, model, dataset_path, kind, options, created_at, updated_at, fingerprint)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dataset, method, backend) DO UPDATE SET"
                 " backend_name = excluded.backend_name, model = excluded.model, dataset_path = excluded.dataset_path,"
                 " options = excluded.options, updated_at = excluded.updated_at, invocations = invocations + 1",
-                [*self.key, backend_name, model, dataset_path, kind, json.dumps(options, sort_keys=True), now, now],
+                [*self.key, backend_name, model, dataset_path, kind, json.dumps(options, sort_keys=True), now, now, fingerprint],
             )
             db.execute("UPDATE bench_runs SET invocations = MAX(invocations, 1) WHERE dataset = ? AND method = ? AND backend = ?", list(self.key))
+            row = list(db.query("SELECT fingerprint FROM bench_runs WHERE dataset = ? AND method = ? AND backend = ?", list(self.key)))
+        return row[0]["fingerprint"] if row else None
 
     def add_time(self, seconds: float, judged: int) -> None:
         with self.store.transaction() as db:
@@ -103,6 +120,9 @@ def ensure_schema(store: Store) -> None:
     with store.transaction() as db:
         for statement in SCHEMA:
             db.execute(statement)
+        columns = {row["name"] for row in db.query("PRAGMA table_info(bench_runs)")}
+        if "fingerprint" not in columns:  # bench databases written before fingerprints were kept
+            db.execute("ALTER TABLE bench_runs ADD COLUMN fingerprint TEXT")
 
 
 def _decode_run(row: dict[str, Any]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from judge_mcp.app import App
 from judge_mcp.bench import metrics
 from judge_mcp.bench.data import Item, dataset_name, load_items
 from judge_mcp.bench.methods import METHODS, Method, Options, method_key
-from judge_mcp.bench.results import Results
+from judge_mcp.bench.results import Results, methods_fingerprint
 from judge_mcp.methods.common import first_error
 
 log = logging.getLogger("judge_mcp.bench")
@@ -125,10 +125,18 @@ async def run(app: App, spec: RunSpec, *, progress_stream: TextIO | None = None,
     if method.name in ("lwe", "selective-lwe"):
         options = Options(**{**asdict(options), "session": session_name(dataset, mkey, key)})
     results = Results(app.store, dataset, mkey, key)
-    results.start(backend_name=backend_name, model=model, dataset_path=str(spec.dataset), kind=items[0].kind, options=asdict(options))
+    fingerprint = methods_fingerprint()
+    started_with = results.start(backend_name=backend_name, model=model, dataset_path=str(spec.dataset), kind=items[0].kind, options=asdict(options), fingerprint=fingerprint)
 
     placements = method.placements()
     finished = results.finished()
+    warnings = []
+    if started_with is not None and started_with != fingerprint and finished:
+        warnings.append(
+            f"this run's {len(finished)} stored judgment(s) were made by another version of the prompts or judging code "
+            f"(fingerprint {started_with}, now {fingerprint}); they are reused as stored: use a new --db to measure the current version"
+        )
+        print(f"judge-mcp bench: warning: {warnings[-1]}", file=progress_stream or sys.stderr)
     for item in items:
         if item.degenerate and (item.id, "single") not in finished:
             results.put(item.id, "single", item.seq, item.category, "skipped", error="degenerate: identical or empty responses")
@@ -198,7 +206,12 @@ async def run(app: App, spec: RunSpec, *, progress_stream: TextIO | None = None,
             file=progress_stream or sys.stderr,
         )
     wall = time.perf_counter() - started
-    return build_summary(results, items, method, spec, mkey, dataset, key, backend_name, model, wall, judged)
+    summary = build_summary(results, items, method, spec, mkey, dataset, key, backend_name, model, wall, judged)
+    summary["run"]["fingerprint"] = fingerprint
+    summary["run"]["started_with_fingerprint"] = started_with
+    if warnings:
+        summary["warnings"] = warnings
+    return summary
 
 
 def _cause(exc: BaseException) -> str:
