@@ -266,12 +266,16 @@ async def test_timeout_abandons_a_generation_that_runs_on(tmp_path: Path, clean_
         return ok_body(payload)
 
     path = fake_gguf(tmp_path / "m.gguf")
-    install(path, FakeServer(slow))
-    backend = LocalBackend("loc", str(path), timeout_s=0.2, max_retries=0)
+    server = FakeServer(slow)
+    install(path, server)
+    backend = LocalBackend("loc", str(path), timeout_s=0.2, max_retries=3, backoff_base_s=0.001)
     start = time.perf_counter()
-    with pytest.raises(BackendError, match="timed out"):
+    with pytest.raises(BackendError, match="timed out after 0.2s") as err:
         await backend.complete(user("q"))
     assert time.perf_counter() - start < 2
+    # not retried: a second attempt would only compete with the generation that runs on
+    assert len(server.payloads) == 1 and err.value.attempts == 1
+    assert "raise timeout_s" in err.value.cause
     release.set()
 
 

@@ -116,6 +116,9 @@ class Backend:
     """Base class. Subclasses set `kind`, capability flags, and implement `_send` (and `aclose` if needed)."""
 
     kind: str = "base"
+    # Whether a per-attempt timeout is worth another attempt. True for servers (a slow answer is often a busy
+    # moment); the embedded model sets False (see LocalBackend).
+    retry_timeouts: bool = True
     supports_json_schema: bool = False
 
     def __init__(
@@ -169,8 +172,13 @@ class Backend:
         async def attempt() -> Completion:
             async with self.limiter:
                 start = time.perf_counter()
-                with anyio.fail_after(self.timeout_s):
-                    completion = await self._send(request)
+                try:
+                    with anyio.fail_after(self.timeout_s):
+                        completion = await self._send(request)
+                except TimeoutError:
+                    if self.retry_timeouts:
+                        raise
+                    raise FatalError(f"timed out after {self.timeout_s:g}s ({self.timeout_note})") from None
                 if not completion.usage.latency_ms:
                     completion.usage.latency_ms = (time.perf_counter() - start) * 1000.0
                 return completion
@@ -196,6 +204,8 @@ class Backend:
         if errors:
             completion.raw["retried_errors"] = errors
         return completion
+
+    timeout_note = "not retried"
 
     async def _send(self, request: ChatRequest) -> Completion:  # pragma: no cover - abstract
         raise NotImplementedError

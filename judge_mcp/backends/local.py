@@ -13,7 +13,9 @@ How it runs:
 - `Server.handle_chat_completions` blocks (with the GIL released), so each call runs in a worker thread drawn from
   a thread limiter sized to the slots, separate from anyio's default pool. The thread is abandoned on cancellation,
   so `timeout_s` in `Backend.complete` holds; llama.cpp has no way to stop that generation from here, so it
-  finishes in the background, bounded by the request's `max_tokens`, and then its thread exits.
+  finishes in the background, bounded by the request's `max_tokens`, and then its thread exits. For that reason
+  a timeout is not retried here: a retry would repeat the same deterministic work while the abandoned generation
+  still holds the cores, so it would only be slower; the error says to raise `timeout_s` instead.
 - llama.cpp's own log goes to stderr only (stdout belongs to the MCP stdio transport) and is cut to errors.
 - xllamacpp always opens llama.cpp's HTTP listener on a random loopback port; we never use it, and lock it with a
   random API key held only in memory so no other local process can use the model through it.
@@ -256,6 +258,11 @@ def _cap(node: Any, max_length: int) -> None:
 class LocalBackend(Backend):
     kind = "local"
     supports_json_schema = True
+    retry_timeouts = False
+    timeout_note = (
+        "not retried: the embedded model would repeat the same work while the abandoned generation still runs; "
+        "raise timeout_s for this backend (JUDGE_MCP_TIMEOUT_S) or send fewer calls at once"
+    )
 
     def __init__(
         self,
