@@ -119,6 +119,7 @@ class Backend:
     # Whether a per-attempt timeout is worth another attempt. True for servers (a slow answer is often a busy
     # moment); the embedded model sets False (see LocalBackend).
     retry_timeouts: bool = True
+    timeout_note = "not retried"  # said after "timed out after Ns" when retry_timeouts is False
     supports_json_schema: bool = False
 
     def __init__(
@@ -204,8 +205,6 @@ class Backend:
         if errors:
             completion.raw["retried_errors"] = errors
         return completion
-
-    timeout_note = "not retried"
 
     async def _send(self, request: ChatRequest) -> Completion:  # pragma: no cover - abstract
         raise NotImplementedError
