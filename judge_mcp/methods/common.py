@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
+
+import anyio
 
 from judge_mcp.backends.base import ChatRequest, Completion, Message
 from judge_mcp.methods.judge import Judge
@@ -59,3 +61,28 @@ def first_error(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
+
+
+async def run_each(
+    judge: Judge, count: int, one: Callable[[int], Awaitable[T]], done_message: Callable[[int, T], str] | None = None
+) -> list[T]:
+    """`one(k)` for every k in 0..count-1, all at once (the backend's concurrency limit applies); the results in k
+    order. With `done_message`, progress is reported as each finishes (done, count, done_message(k, result)). One
+    failure cancels the rest and is raised as itself (a BackendError, say), not as an exception group."""
+    results: list[T | None] = [None] * count
+    finished = 0
+
+    async def run(k: int) -> None:
+        nonlocal finished
+        results[k] = result = await one(k)
+        finished += 1
+        if done_message is not None:
+            await judge.progress(finished, count, done_message(k, result))
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for k in range(count):
+                tg.start_soon(run, k)
+    except BaseExceptionGroup as group:
+        raise first_error(group)  # noqa: B904 - the group stays attached as its context
+    return results  # type: ignore[return-value]  # every slot is filled once the group exits without error

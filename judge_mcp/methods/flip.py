@@ -23,13 +23,12 @@ import math
 import re
 from dataclasses import dataclass
 
-import anyio
 from rapidfuzz import fuzz, utils
 
 from judge_mcp import prompts, validation
 from judge_mcp.backends.base import user
 from judge_mcp.methods import similarity as sim
-from judge_mcp.methods.common import ask, first_error, rank_by_score
+from judge_mcp.methods.common import ask, rank_by_score, run_each
 from judge_mcp.methods.judge import Judge
 from judge_mcp.methods.parsing import json_objects, neutralise
 from judge_mcp.verdicts import FlipItem, FlipResult
@@ -351,13 +350,9 @@ async def infer_instruction_reward(
 ) -> FlipResult:
     """FLIP reward for 1..16 responses: one inference per response, concurrently; ranked by reward."""
     responses, context = _check(instruction, responses, context, similarity, prompt_variant)
-    total = len(responses)
-    items: list[FlipItem | None] = [None] * total
-    done = 0
 
-    async def run(index: int) -> None:
-        nonlocal done
-        items[index] = await infer_one(
+    async def one(index: int) -> FlipItem:
+        return await infer_one(
             judge,
             index=index,
             instruction=instruction,
@@ -366,18 +361,11 @@ async def infer_instruction_reward(
             similarity=similarity,
             prompt_variant=prompt_variant,
         )
-        done += 1
-        status = "parsed" if items[index].parse_ok else "unparsed"
-        await judge.progress(done, total, f"response {index}: instruction inferred ({status})")
 
-    try:
-        async with anyio.create_task_group() as tg:
-            for index in range(total):
-                tg.start_soon(run, index)
-    except BaseExceptionGroup as group:  # one failed call cancels the rest; raise it as itself (BackendError)
-        raise first_error(group)  # noqa: B904 - the group stays attached as its context
+    def done(index: int, item: FlipItem) -> str:
+        return f"response {index}: instruction inferred ({'parsed' if item.parse_ok else 'unparsed'})"
 
-    results = [it for it in items if it is not None]
+    results = await run_each(judge, len(responses), one, done)
     ranking, best_index, tied_best = rank(results)
     return FlipResult(
         results=results,

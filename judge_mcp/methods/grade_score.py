@@ -28,11 +28,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import anyio
 
 from judge_mcp import prompts, validation
 from judge_mcp.backends.base import user
-from judge_mcp.methods.common import ask
+from judge_mcp.methods.common import ask, run_each
 from judge_mcp.methods.judge import Judge
 from judge_mcp.methods.parsing import neutralise, parse_json_object
 from judge_mcp.methods.unrelated_pool import call_seed, choose_unrelated, insertion_position
@@ -313,26 +312,19 @@ async def grade_score_options(
     orders = [[base[i] for i in rotation] for rotation in rotations(m)]
     structured = judge.structured
 
-    trials: list[GradeTrial | None] = [None] * m
-    done = 0
-
-    async def run(k: int) -> None:
-        nonlocal done
-        trials[k] = await judge_rotation(
+    trials = await run_each(
+        judge,
+        m,
+        lambda k: judge_rotation(
             judge, rotation=k, order=orders[k], texts=texts, instruction=instruction, variant=prompt_variant, structured=structured
-        )
-        done += 1
-        await judge.progress(done, m, f"rotation {k + 1} of {m} judged")
-
-    async with anyio.create_task_group() as tg:
-        for k in range(m):
-            tg.start_soon(run, k)
+        ),
+        lambda k, _: f"rotation {k + 1} of {m} judged",
+    )
 
     if judge.store is not None:
         judge.store.add_options(instruction, options)
 
-    finished = [t for t in trials if t is not None]
-    s = summarise(finished, m)
+    s = summarise(trials, m)
     unrelated_index = n if unrelated is not None else None
     unrelated_picked = s.option_counts[n] if unrelated is not None else 0
     winner = s.mode_index
@@ -354,7 +346,7 @@ async def grade_score_options(
     return GradeScoreResult(
         winner_index=winner,
         tied_indices=s.tied_indices,
-        trials=finished,
+        trials=trials,
         position_counts=s.position_counts,
         option_counts=s.option_counts,
         parsed_trials=s.parsed,

@@ -32,7 +32,7 @@ import anyio.lowlevel
 from judge_mcp import prompts, validation
 from judge_mcp.backends.base import BackendError, Message, user
 from judge_mcp.methods import lwe_text as t
-from judge_mcp.methods.common import ask
+from judge_mcp.methods.common import ask, run_each
 from judge_mcp.methods.judge import Judge
 from judge_mcp.store import LweConflict, Store
 from judge_mcp.validation import InputError
@@ -110,16 +110,13 @@ async def _vanilla_order(judge: Judge, prompt: str, first: str, second: str, ord
 
 async def vanilla_pair(judge: Judge, prompt: str, response_a: str, response_b: str) -> VanillaPair:
     """The vanilla prompt in both orders, concurrently; verdicts in the caller's A/B."""
-    sides: dict[str, str | None] = {}
 
-    async def run(order: str) -> None:
+    async def one(k: int) -> str | None:
+        order = ("AB", "BA")[k]
         first, second = (response_a, response_b) if order == "AB" else (response_b, response_a)
-        sides[order] = await _vanilla_order(judge, prompt, first, second, order)
+        return await _vanilla_order(judge, prompt, first, second, order)
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(run, "AB")
-        tg.start_soon(run, "BA")
-    ab, ba = sides["AB"], sides["BA"]
+    ab, ba = await run_each(judge, 2, one)
     return VanillaPair(ab=ab, ba=ba, consistent=ab is not None and ab == ba)
 
 

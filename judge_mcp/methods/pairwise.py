@@ -13,11 +13,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import anyio
 
 from judge_mcp import prompts, validation
 from judge_mcp.backends.base import user
-from judge_mcp.methods.common import ask
+from judge_mcp.methods.common import ask, run_each
 from judge_mcp.methods.judge import Judge
 from judge_mcp.methods.parsing import neutralise, parse_json_object
 from judge_mcp.verdicts import ComparePairResult, PairTrial
@@ -183,21 +182,13 @@ async def compare_pair(
         raise validation.InputError(f"'swap' must be true or false, got {swap!r}")
 
     orders = ["AB", "BA"] if swap else ["AB"]
-    trials: dict[str, PairTrial] = {}
-    done = 0
 
-    async def run(order: str) -> None:
-        nonlocal done
+    async def one(k: int) -> PairTrial:
+        order = orders[k]
         first, second = (response_a, response_b) if order == "AB" else (response_b, response_a)
-        trials[order] = await judge_order(judge, prompt=prompt, first=first, second=second, order=order, goal=goal, template=template)
-        done += 1
-        await judge.progress(done, len(orders), f"order {order} judged")
+        return await judge_order(judge, prompt=prompt, first=first, second=second, order=order, goal=goal, template=template)
 
-    async with anyio.create_task_group() as tg:
-        for order in orders:
-            tg.start_soon(run, order)
-
-    ordered = [trials[o] for o in orders]
+    ordered = await run_each(judge, len(orders), one, lambda k, _: f"order {orders[k]} judged")
     winner, consistent = aggregate(ordered, swap)
     return ComparePairResult(
         winner=winner,

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import re
 
-import anyio
 from pydantic import BaseModel, Field
 
 from judge_mcp import prompts, validation
 from judge_mcp.backends.base import user
-from judge_mcp.methods.common import ask, rank_by_score
+from judge_mcp.methods.common import ask, rank_by_score, run_each
 from judge_mcp.methods.judge import Judge
 from judge_mcp.methods.parsing import neutralise, parse_json_object
 from judge_mcp.verdicts import UsageOut
@@ -159,16 +158,12 @@ async def pointwise_scores(judge: Judge, *, prompt: str, responses: list[str]) -
     validation.text("prompt", prompt)
     responses = validation.text_list("responses", responses, min_items=1, max_items=MAX_RESPONSES)
     validation.total(prompt, responses)
-    items: list[PointwiseItem | None] = [None] * len(responses)
-
-    async def run(index: int) -> None:
-        items[index] = await rate_one(judge, index=index, prompt=prompt, response=responses[index])
-        await judge.progress(sum(it is not None for it in items), len(responses), f"response {index} rated")
-
-    async with anyio.create_task_group() as tg:
-        for index in range(len(responses)):
-            tg.start_soon(run, index)
-    results = [it for it in items if it is not None]
+    results = await run_each(
+        judge,
+        len(responses),
+        lambda index: rate_one(judge, index=index, prompt=prompt, response=responses[index]),
+        lambda index, _: f"response {index} rated",
+    )
     ranking, best, tied = rank(results)
     return PointwiseResult(
         results=results,
