@@ -16,7 +16,6 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-
 from judge_mcp.backends.base import ChatRequest, Completion, FatalError, RetryableError, Usage
 from judge_mcp.backends.http import HTTPBackend, post_json, token_count
 
@@ -154,7 +153,6 @@ class AnthropicBackend(HTTPBackend):
             self.supports_json_schema = False  # instance-level: methods switch to their text grammars
             return "output_config"
         return None
-
 
 
 def parse_message(body: dict[str, Any], default_model: str, payload: dict[str, Any], *, structured: bool) -> Completion:

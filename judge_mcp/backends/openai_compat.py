@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-
 from judge_mcp.backends.base import ChatRequest, Completion, RetryableError, Usage
 from judge_mcp.backends.http import RETRYABLE_STATUS, HTTPBackend, classify_status, post_json, token_count
 
