@@ -172,7 +172,7 @@ def summaries_from_db(db: Path) -> list[dict[str, Any]]:
     """Every run stored in a bench database, summarised from its rows (all items judged so far)."""
     from judge_mcp.bench import metrics
     from judge_mcp.bench.methods import METHODS
-    from judge_mcp.bench.results import all_runs, run_rows
+    from judge_mcp.bench.results import all_runs, run_rows, run_totals
     from judge_mcp.store import Store
 
     store = Store(db)
@@ -197,11 +197,7 @@ def summaries_from_db(db: Path) -> list[dict[str, Any]]:
                 "backend_key": info["backend"],
                 "model": info["model"],
                 **summary,
-                "run": {
-                    "wall_seconds_total": round(info["wall_seconds"], 1),
-                    "judged_total": info["judged"],
-                    "wall_seconds_per_judged_item": round(info["wall_seconds"] / info["judged"], 2) if info["judged"] else None,
-                },
+                "run": run_totals(info),
             })
         return out
     finally:

@@ -116,6 +116,16 @@ class Results:
         return _decode_run(rows[0]) if rows else None
 
 
+def run_totals(info: dict[str, Any]) -> dict[str, Any]:
+    """Wall time and judged items summed over every invocation of a run (its `bench_runs` row)."""
+    wall, judged = info["wall_seconds"], info["judged"]
+    return {
+        "wall_seconds_total": round(wall, 1),
+        "judged_total": judged,
+        "wall_seconds_per_judged_item": round(wall / judged, 2) if judged else None,
+    }
+
+
 def ensure_schema(store: Store) -> None:
     with store.transaction() as db:
         for statement in SCHEMA:

@@ -20,7 +20,7 @@ from judge_mcp.app import App
 from judge_mcp.bench import metrics
 from judge_mcp.bench.data import Item, dataset_name, load_items
 from judge_mcp.bench.methods import METHODS, Method, Options, method_key
-from judge_mcp.bench.results import Results, methods_fingerprint
+from judge_mcp.bench.results import Results, methods_fingerprint, run_totals
 from judge_mcp.methods.common import first_error
 
 log = logging.getLogger("judge_mcp.bench")
@@ -234,7 +234,8 @@ def build_summary(
 ) -> dict[str, Any]:
     rows = results.rows({it.id for it in items})
     summary = metrics.summarise(rows, method.placements(), mkey)
-    info = results.run_info() or {}
+    info = results.run_info()
+    assert info is not None, "Results.start() records the run before it is summarised"
     errors = sorted({r["error"] for r in rows if r["status"] == "error" and r.get("error")})[:5]
     return {
         "dataset": dataset,
@@ -255,9 +256,7 @@ def build_summary(
         "run": {
             "wall_seconds_this_invocation": round(wall, 1),
             "judged_this_invocation": judged,
-            "wall_seconds_total": round(info.get("wall_seconds", wall), 1),
-            "judged_total": info.get("judged", judged),
-            "wall_seconds_per_judged_item": round(info["wall_seconds"] / info["judged"], 2) if info.get("judged") else None,
+            **run_totals(info),
             "machine": machine(),
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         },
