@@ -360,13 +360,13 @@ def test_fingerprint_follows_the_prompt_files(tmp_path, monkeypatch):
     from judge_mcp.bench import results
 
     fake = tmp_path / "pkg" / "judge_mcp" / "bench" / "results.py"
-    (tmp_path / "pkg" / "prompts").mkdir(parents=True)
+    (tmp_path / "pkg" / "judge_mcp" / "prompts").mkdir(parents=True)
     (tmp_path / "pkg" / "judge_mcp" / "methods").mkdir(parents=True)
     fake.parent.mkdir(parents=True)
-    (tmp_path / "pkg" / "prompts" / "a.txt").write_text("Which answer is worse?")
+    (tmp_path / "pkg" / "judge_mcp" / "prompts" / "a.txt").write_text("Which answer is worse?")
     monkeypatch.setattr(results, "__file__", str(fake))
     before = results.methods_fingerprint()
-    (tmp_path / "pkg" / "prompts" / "a.txt").write_text("Which answer is better?")
+    (tmp_path / "pkg" / "judge_mcp" / "prompts" / "a.txt").write_text("Which answer is better?")
     assert results.methods_fingerprint() != before
 
 

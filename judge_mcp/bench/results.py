@@ -54,7 +54,7 @@ def methods_fingerprint() -> str:
     """A short hash of what decides a judgment besides the model: the prompt files and the judging code
     (judge_mcp/methods). A run resumed after either changed mixes two versions of its method; the harness warns."""
     root = Path(__file__).resolve().parent.parent.parent
-    files = sorted((root / "prompts").glob("*.txt")) + sorted((root / "judge_mcp" / "methods").glob("*.py"))
+    files = sorted((root / "judge_mcp" / "prompts").glob("*.txt")) + sorted((root / "judge_mcp" / "methods").glob("*.py"))
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
