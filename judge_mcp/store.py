@@ -135,6 +135,27 @@ class LweConflict(Exception):
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
+# `PRAGMA application_id` of every judge-mcp database ("JMCP"): a non-empty SQLite file without it is another
+# application's, and is refused rather than migrated.
+APPLICATION_ID = 0x4A4D4350
+
+
+def _claim(conn: sqlite3.Connection) -> None:
+    """Mark a new (empty) database as judge-mcp's, accept one already marked (or made by judge-mcp before the mark
+    existed: it has our `_migrations` table), and refuse any other non-empty database with a StoreError."""
+    if conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID:
+        return
+    tables = sorted(row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"))
+    ours = "_migrations" in tables and {"call_cache", "verdicts"} & set(tables)
+    if tables and not ours:
+        shown = ", ".join(tables[:6]) + (", ..." if len(tables) > 6 else "")
+        raise StoreError(
+            f"it is an SQLite database of another application (tables: {shown}); judge-mcp leaves it untouched. "
+            "Point JUDGE_MCP_DB at a new file"
+        )
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+
+
 class Store:
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -144,6 +165,7 @@ class Store:
             if str(path) != ":memory:":
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30.0)
+            _claim(conn)  # before anything changes the file: another application's database is refused untouched
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")

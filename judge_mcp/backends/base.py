@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -200,6 +201,9 @@ class Backend:
         except Exception as exc:  # an unforeseen failure is still a BackendError naming the backend and the cause
             raise BackendError(self.name, f"unexpected {type(exc).__name__}: {exc}", attempts=len(errors) + 1) from exc
         completion.attempts = attempts
+        # A model's text may hold lone surrogates (JSON "\ud800" escapes): they cannot be encoded to UTF-8, so they
+        # would fail the cache and verdict-log writes; each becomes U+FFFD here, once, for every backend.
+        completion.text = valid_text(completion.text)
         completion.raw.setdefault("request", request.to_record())
         completion.raw["attempts"] = attempts
         if errors:
@@ -211,6 +215,14 @@ class Backend:
 
     async def aclose(self) -> None:
         """Release connections or the loaded model."""
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")  # in a Python str every surrogate is a lone one (pairs decode to one character)
+
+
+def valid_text(text: str) -> str:
+    """`text` with every lone surrogate replaced by U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def _describe(exc: Exception, timeout_s: float) -> str:

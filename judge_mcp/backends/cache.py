@@ -7,20 +7,27 @@ empty text are not stored (a later identical request goes to the backend again).
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import asdict
 from typing import Any
-
-import anyio
 
 from judge_mcp.backends.base import Backend, ChatRequest, Completion, Usage
 from judge_mcp.store import Store
 
 
 class _Flight:
-    def __init__(self) -> None:
-        self.done = anyio.Event()
-        self.result: Completion | None = None
-        self.error: BaseException | None = None
+    """One backend call shared by every caller of an identical request. It runs in a task of its own, so a caller
+    that is cancelled (a client's `notifications/cancelled`, a timeout) stops waiting without cancelling it for the
+    others; it is cancelled only when no caller waits any more."""
+
+    def __init__(self, task: asyncio.Task[Completion]) -> None:
+        self.task = task
+        self.waiters = 0
+        self.claimed = False  # one caller, the first to receive the answer, counts the call as sent
+
+    def claim(self) -> bool:
+        first, self.claimed = not self.claimed, True
+        return first
 
 
 def _to_cached(completion: Completion) -> dict[str, Any]:
@@ -62,23 +69,31 @@ class CallCache:
             if hit is not None:
                 return _from_cached(hit, request), True
         flight = self._inflight.get(key)
-        if flight is not None:
-            await flight.done.wait()
-            if flight.error is not None:
-                raise flight.error
-            assert flight.result is not None
-            return _from_cached(_to_cached(flight.result), request), True
-        flight = self._inflight[key] = _Flight()
+        if flight is None:
+            flight = self._inflight[key] = _Flight(asyncio.get_running_loop().create_task(self._call(backend, request, key)))
+            flight.task.add_done_callback(lambda _, f=flight: self._forget(key, f))
+        flight.waiters += 1
         try:
-            completion = await backend.complete(request)
-            flight.result = completion
-            # An empty answer is a glitch worth asking again later, not an answer to replay: it is not stored.
-            if self.store is not None and completion.text.strip():
-                self.store.cache_put(key, backend.identity(), completion.model, request.to_record(), _to_cached(completion))
-            return completion, False
-        except BaseException as exc:
-            flight.error = exc
-            raise
+            completion = await asyncio.shield(flight.task)
         finally:
+            flight.waiters -= 1
+            if flight.waiters == 0 and not flight.task.done():
+                # Nobody waits for this answer any more: a caller arriving now starts a new flight, not this dying one.
+                self._forget(key, flight)
+                flight.task.cancel()
+        if flight.claim():
+            return completion, False
+        return _from_cached(_to_cached(completion), request), True
+
+    async def _call(self, backend: Backend, request: ChatRequest, key: str) -> Completion:
+        completion = await backend.complete(request)
+        # An empty answer is a glitch worth asking again later, not an answer to replay: it is not stored.
+        if self.store is not None and completion.text.strip():
+            self.store.cache_put(key, backend.identity(), completion.model, request.to_record(), _to_cached(completion))
+        return completion
+
+    def _forget(self, key: str, flight: _Flight) -> None:
+        if self._inflight.get(key) is flight:
             del self._inflight[key]
-            flight.done.set()
+        if flight.task.done() and not flight.task.cancelled():
+            flight.task.exception()  # retrieved, so asyncio does not log it as never retrieved when nobody waited
