@@ -128,7 +128,7 @@ class AnthropicBackend(HTTPBackend):
         dropped: list[str] = []
         while True:
             try:
-                body = await post_json(self._client, self.url, payload, self.headers(), self.name)
+                body = await post_json(self._client, self.url, payload, self.headers(), self.name, self.max_response_bytes)
                 break
             except FatalError as exc:
                 refused = self._refused_parameter(exc, payload)

@@ -20,6 +20,8 @@ from judge_mcp.backends.retry import parse_retry_after
 RETRYABLE_STATUS = {408, 409, 429} | set(range(500, 600))
 CREDENTIAL_HEADERS = ("authorization", "x-api-key", "api-key", "proxy-authorization")
 REDACTED = "[redacted]"
+DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024  # a chat completion is kilobytes; a reply past this is refused
+ERROR_BODY_BYTES = 64 * 1024
 
 
 def secrets_in(headers: Mapping[str, str]) -> list[str]:
@@ -43,11 +45,11 @@ def redact(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
-def error_detail(response: httpx.Response, limit: int = 300) -> str:
+def error_detail(response: httpx.Response, limit: int = 300, text: str | None = None) -> str:
     """A short, readable cause from an error body: `type: message` from the JSON error shapes of OpenAI
     (`{"error": {"message", "type", "code"}}`) and Anthropic (`{"type": "error", "error": {"type", "message"}}`),
-    else the start of the body text."""
-    text = response.text
+    else the start of the body text. `text` is the body when it was already read from a stream."""
+    text = response.text if text is None else text
     try:
         body = json.loads(text)
     except ValueError:
@@ -79,31 +81,59 @@ def retry_after_s(headers: Mapping[str, str]) -> float | None:
     return parse_retry_after(headers.get("retry-after"))
 
 
-def classify_status(backend: str, response: httpx.Response, secrets: Iterable[str] = ()) -> Exception:
+def classify_status(backend: str, response: httpx.Response, secrets: Iterable[str] = (), text: str | None = None) -> Exception:
     """The error for a non-2xx answer: retryable for 408/409/429/5xx (529 included), fatal for the rest."""
-    detail = redact(error_detail(response), secrets)
+    detail = redact(error_detail(response, text=text), secrets)
     cause = f"HTTP {response.status_code}" + (f": {detail}" if detail else "")
     if response.status_code in RETRYABLE_STATUS:
         return RetryableError(cause, status=response.status_code, retry_after=retry_after_s(response.headers))
     return FatalError(cause, status=response.status_code)
 
 
+async def read_capped(response: httpx.Response, max_bytes: int) -> bytes:
+    """The body, read as it streams in. A success body past `max_bytes` stops the read at once (FatalError: the
+    same request would get the same answer); an error body is only needed for its message, so it is cut at
+    ERROR_BODY_BYTES and the status decides."""
+    if response.status_code >= 400:
+        max_bytes = min(max_bytes, ERROR_BODY_BYTES)
+    else:
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > max_bytes:
+            raise FatalError(f"reply of {int(declared):,} bytes exceeds the limit of {max_bytes:,} (max_response_bytes)")
+    chunks, size = [], 0
+    async for chunk in response.aiter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > max_bytes:
+            if response.status_code >= 400:
+                break
+            raise FatalError(f"reply passed the limit of {max_bytes:,} bytes and was cut off (max_response_bytes)")
+    return b"".join(chunks)[:max_bytes]
+
+
 async def post_json(
-    client: httpx.AsyncClient, url: str, payload: dict[str, Any], headers: dict[str, str], backend: str
+    client: httpx.AsyncClient,
+    url: str,
+    payload: dict[str, Any],
+    headers: dict[str, str],
+    backend: str,
+    max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
 ) -> dict[str, Any]:
-    """POST and return the JSON object body, classifying every failure as retryable or fatal."""
+    """POST and return the JSON object body, classifying every failure as retryable or fatal. The body is read
+    as it streams, up to `max_bytes`, inside the caller's per-attempt timeout."""
     secrets = secrets_in(headers)
     try:
-        response = await client.post(url, json=payload, headers=headers)
+        async with client.stream("POST", url, json=payload, headers=headers) as response:
+            raw = await read_capped(response, max_bytes)
     except httpx.TimeoutException as exc:
         raise RetryableError(f"HTTP timeout ({type(exc).__name__})") from exc
     except httpx.TransportError as exc:
         raise RetryableError(redact(f"connection error ({type(exc).__name__}: {exc})", secrets)) from exc
     except httpx.HTTPError as exc:  # e.g. a body that fails to decode
         raise RetryableError(redact(f"HTTP error ({type(exc).__name__}: {exc})", secrets)) from exc
+    text = raw.decode(response.encoding or "utf-8", errors="replace")
     if response.status_code >= 400:
-        raise classify_status(backend, response, secrets)
-    text = response.text
+        raise classify_status(backend, response, secrets, text=text)
     if any(secret in text for secret in secrets):  # a server echoing the key must not get it into the call record
         text = redact(text, secrets)
     try:
@@ -137,9 +167,13 @@ class HTTPBackend(Backend):
         base_url: str | None = None,
         api_key: str | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         **kwargs: Any,
     ):
         super().__init__(name, model, **kwargs)
+        if max_response_bytes < 1:
+            raise ValueError(f"backend '{name}': max_response_bytes must be >= 1, got {max_response_bytes}")
+        self.max_response_bytes = max_response_bytes
         self.base_url = (base_url or self.default_base_url).rstrip("/")
         self._api_key = api_key
         # httpx's own timeout is a backstop; Backend.complete enforces timeout_s per attempt.

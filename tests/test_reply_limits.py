@@ -1,0 +1,94 @@
+"""Issue 14, item 2: a backend reply is read as it streams, up to `max_response_bytes`: a huge or endless body
+fails at once with a backend-named error (inside the per-attempt timeout) instead of filling memory and the
+database; an error body is cut and the status still decides."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+
+from judge_mcp.backends.base import BackendError, user
+from judge_mcp.backends.openai_compat import OpenAICompatBackend
+from tests.scripted import Reply
+
+
+class EndlessServer:
+    """Answers every request with 200 and a body that never ends (no content-length), until the client hangs up
+    or `limit_bytes` were sent. Counts what it sent."""
+
+    def __init__(self, limit_bytes: int = 256 * 1024 * 1024):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.sent = 0
+        self.limit = limit_bytes
+        self.base_url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n")
+                chunk = b'{"choices": [{"message": {"content": "' + b"x" * 65536
+                try:
+                    while self.sent < self.limit:
+                        conn.sendall(chunk)
+                        self.sent += len(chunk)
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+async def test_an_endless_body_is_cut_at_the_limit_and_named():
+    server = EndlessServer()
+    backend = OpenAICompatBackend("endless", "m", base_url=server.base_url, max_retries=2, timeout_s=20, max_response_bytes=1024 * 1024)
+    started = time.monotonic()
+    try:
+        with pytest.raises(BackendError) as err:
+            await backend.complete(user("hi"))
+    finally:
+        await backend.aclose()
+        server.close()
+    assert time.monotonic() - started < 15  # failed as soon as the cap was passed, well inside timeout_s
+    message = str(err.value)
+    assert "backend 'endless'" in message and "1,048,576 bytes" in message and "max_response_bytes" in message
+    assert err.value.attempts == 1  # the same request would get the same reply: not retried
+    assert server.sent < 64 * 1024 * 1024
+
+
+async def test_a_declared_oversized_body_is_refused_before_it_is_read(scripted):
+    big = b'{"choices": []}' + b" " * (3 * 1024 * 1024)
+    server = scripted(lambda p: Reply(raw_body=big))
+    backend = OpenAICompatBackend("big", "m", base_url=server.base_url, max_retries=0, max_response_bytes=1024 * 1024)
+    with pytest.raises(BackendError, match=r"reply of 3,145,743 bytes exceeds the limit of 1,048,576"):
+        await backend.complete(user("hi"))
+    await backend.aclose()
+
+
+async def test_an_error_body_is_cut_and_the_status_decides(scripted):
+    huge_error = b'{"error": {"message": "overloaded"}}' + b" " * (2 * 1024 * 1024)
+    server = scripted(lambda p: Reply(status=503, raw_body=huge_error))
+    backend = OpenAICompatBackend("busy", "m", base_url=server.base_url, max_retries=1, backoff_base_s=0.01, max_response_bytes=1024 * 1024)
+    with pytest.raises(BackendError) as err:
+        await backend.complete(user("hi"))
+    await backend.aclose()
+    assert "HTTP 503" in str(err.value) and "overloaded" in str(err.value)
+    assert err.value.attempts == 2 and len(server.requests) == 2  # retryable, as any 503
+
+
+async def test_a_reply_under_the_limit_is_read_whole(scripted):
+    server = scripted(lambda p: Reply(content="y" * 200_000))
+    backend = OpenAICompatBackend("ok", "m", base_url=server.base_url, max_retries=0, max_response_bytes=1024 * 1024)
+    completion = await backend.complete(user("hi"))
+    await backend.aclose()
+    assert completion.text == "y" * 200_000
