@@ -13,6 +13,9 @@ import anyio
 def _setup_logging(verbose: bool = False) -> None:
     # stdout belongs to JSON-RPC in stdio mode: every log line goes to stderr.
     logging.basicConfig(stream=sys.stderr, level=logging.DEBUG if verbose else logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    from judge_mcp import redaction
+
+    redaction.install()  # backend credentials are blanked out of every record, whoever logs it
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ import pytest
 from mcp import Client
 
 from tests.judge_script import BAD, CAPITAL_Q, GOOD, RIGHT_INSTRUCTION, UniversalJudge
-from tests.scripted import Reply
+from tests.scripted import Reply, chat_body
 from tests.serve_proc import HttpServer
 
 KEY = "sk-live-SECRETKEY-4f7d2a9c81e0"
@@ -35,7 +35,8 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
 
 
 class LeakyBackend:
-    """Fails the first three requests with the key echoed back (401 body, 500 body, 200 content), then judges."""
+    """Fails the first four requests with the key echoed back (401 body, 500 body, 200 content, 200 content
+    JSON-escaped), then judges with the key echoed in a response header."""
 
     def __init__(self) -> None:
         self.judge = UniversalJudge()
@@ -51,7 +52,15 @@ class LeakyBackend:
             return Reply(status=500, raw_body=f"internal error while checking {sent}".encode())
         if self.n == 3:
             return Reply(content=f"your key was {sent}")
-        return self.judge(payload)
+        if self.n == 4:  # a right verdict with the key echoed JSON-escaped: a raw-text search of the body misses it
+            answer = json.loads(self.judge(payload))
+            answer["evaluation"] = f"your key was {sent}"
+            escaped = "".join(f"\\u{ord(c):04x}" for c in sent)
+            return Reply(raw_body=json.dumps(chat_body(json.dumps(answer))).replace(sent, escaped).encode())
+        reply = self.judge(payload)
+        reply = Reply(content=reply) if isinstance(reply, str) else reply
+        reply.headers["x-echo-authorization"] = sent  # httpcore's debug log prints response headers
+        return reply
 
 
 async def _client(url: str, token: str):
@@ -74,7 +83,7 @@ def test_key_and_token_appear_in_no_log_line_and_no_database_file(scripted, tmp_
     async def run() -> None:
         http, client = await _client(server.url, TOKEN)
         async with http, client:
-            for _ in range(3):  # the three leaky answers: each a tool error or an unparsed trial, never the key
+            for _ in range(3):  # the leaky answers: each a tool error or an unparsed trial, never the key
                 r = await client.call_tool("compare_pair", {**PAIR, "swap": False})
                 if r.is_error:
                     errors.append(r.content[0].text)

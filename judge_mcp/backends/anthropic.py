@@ -17,7 +17,7 @@ import copy
 from typing import Any
 
 from judge_mcp.backends.base import ChatRequest, Completion, FatalError, RetryableError, Usage
-from judge_mcp.backends.http import HTTPBackend, post_json, token_count
+from judge_mcp.backends.http import HTTPBackend, token_count
 
 ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -128,7 +128,7 @@ class AnthropicBackend(HTTPBackend):
         dropped: list[str] = []
         while True:
             try:
-                body = await post_json(self._client, self.url, payload, self.headers(), self.name, self.max_response_bytes)
+                body = await self.post(self.url, payload, self.headers())
                 break
             except FatalError as exc:
                 refused = self._refused_parameter(exc, payload)

@@ -11,15 +11,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
 
 from judge_mcp.backends.base import Backend, FatalError, RetryableError
 from judge_mcp.backends.retry import parse_retry_after
+from judge_mcp.redaction import REDACTED, redact, redact_tree, register
 
 RETRYABLE_STATUS = {408, 409, 429} | set(range(500, 600))
 CREDENTIAL_HEADERS = ("authorization", "x-api-key", "api-key", "proxy-authorization")
-REDACTED = "[redacted]"
 DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024  # a chat completion is kilobytes; a reply past this is refused
 ERROR_BODY_BYTES = 64 * 1024
 
@@ -36,13 +37,6 @@ def secrets_in(headers: Mapping[str, str]) -> list[str]:
             found.append(rest.strip())
     # longest first, so "Bearer KEY" is replaced whole before KEY alone
     return sorted({s for s in found if len(s) >= 4}, key=len, reverse=True)
-
-
-def redact(text: str, secrets: Iterable[str]) -> str:
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, REDACTED)
-    return text
 
 
 def error_detail(response: httpx.Response, limit: int = 300, text: str | None = None) -> str:
@@ -118,10 +112,11 @@ async def post_json(
     headers: dict[str, str],
     backend: str,
     max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    extra_secrets: Iterable[str] = (),
 ) -> dict[str, Any]:
     """POST and return the JSON object body, classifying every failure as retryable or fatal. The body is read
     as it streams, up to `max_bytes`, inside the caller's per-attempt timeout."""
-    secrets = secrets_in(headers)
+    secrets = sorted({*secrets_in(headers), *extra_secrets}, key=len, reverse=True)
     try:
         async with client.stream("POST", url, json=payload, headers=headers) as response:
             raw = await read_capped(response, max_bytes)
@@ -143,7 +138,18 @@ async def post_json(
         raise RetryableError(f"HTTP {response.status_code} with a body that is not JSON: {snippet!r}") from None
     if not isinstance(body, dict):
         raise RetryableError(f"HTTP {response.status_code} with a JSON body that is not an object")
-    return body
+    return redact_tree(body, secrets) if secrets else body
+
+
+def split_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
+    """(the URL without `user:password@`, (user, password) or None). Percent-escapes in the userinfo are decoded."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, None
+    host = parts.hostname or ""
+    netloc = (f"[{host}]" if ":" in host else host) + (f":{parts.port}" if parts.port else "")
+    clean = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    return clean, (unquote(parts.username or ""), unquote(parts.password or ""))
 
 
 def token_count(value: Any) -> int:
@@ -174,10 +180,20 @@ class HTTPBackend(Backend):
         if max_response_bytes < 1:
             raise ValueError(f"backend '{name}': max_response_bytes must be >= 1, got {max_response_bytes}")
         self.max_response_bytes = max_response_bytes
-        self.base_url = (base_url or self.default_base_url).rstrip("/")
+        # Credentials in the URL (`http://user:KEY@host/v1`) are sent as basic auth but kept out of `base_url`, which
+        # reaches the cache table, the verdict log, log lines and error messages.
+        self.base_url, auth = split_userinfo((base_url or self.default_base_url).rstrip("/"))
         self._api_key = api_key
+        self._url_secrets = tuple(s for s in (auth and auth[1], auth and f"{auth[0]}:{auth[1]}") if s)
+        register(api_key, *self._url_secrets)
         # httpx's own timeout is a backstop; Backend.complete enforces timeout_s per attempt.
-        self._client = httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(self.timeout_s + 5.0))
+        self._client = httpx.AsyncClient(
+            transport=transport, timeout=httpx.Timeout(self.timeout_s + 5.0), auth=httpx.BasicAuth(*auth) if auth else None
+        )
+
+    async def post(self, url: str, payload: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+        """`post_json` with this endpoint's client, reply limit and credentials to redact."""
+        return await post_json(self._client, url, payload, headers, self.name, self.max_response_bytes, self._url_secrets)
 
     def __repr__(self) -> str:  # never shows the key
         return f"{type(self).__name__}(name={self.name!r}, base_url={self.base_url!r}, model={self.model!r})"

@@ -46,7 +46,7 @@ class OpenAICompatBackend(HTTPBackend):
         headers = {"content-type": "application/json"}
         if self._api_key:
             headers["authorization"] = f"Bearer {self._api_key}"
-        body = await post_json(self._client, f"{self.base_url}/chat/completions", payload, headers, self.name, self.max_response_bytes)
+        body = await self.post(f"{self.base_url}/chat/completions", payload, headers)
         return parse_chat_completion(body, self.model, payload, structured=request.json_schema is not None)
 
 
