@@ -32,7 +32,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     app = App(settings)
     server = build_server(app)
     if args.transport == "stdio":
-        anyio.run(server.run_stdio_async)
+        from judge_mcp.stdio import serve_stdio
+
+        anyio.run(serve_stdio, server)
         return 0
     from judge_mcp.http_transport import serve_http
 
