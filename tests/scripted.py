@@ -18,6 +18,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
+class _DeepBacklogServer(ThreadingHTTPServer):
+    """A listen backlog deep enough for a benchmark's burst of connections (the default of 5 made clients wait
+    for SYN retries, so the test server, not the code under test, set the pace)."""
+
+    request_queue_size = 1024
+
+
 @dataclass
 class Reply:
     content: str | None = None
@@ -64,6 +71,7 @@ class ScriptedServer:
         self._lock = threading.Lock()
         self.in_flight = 0
         self.max_in_flight = 0
+        self.connections: set[tuple[str, int]] = set()  # client (host, port) pairs: one per TCP connection used
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -82,6 +90,7 @@ class ScriptedServer:
                 length = int(self.headers.get("content-length") or 0)
                 payload = json.loads(self.rfile.read(length) or b"{}")
                 with server._lock:
+                    server.connections.add(self.client_address)
                     server.requests.append(payload)
                     server.headers.append({k.lower(): v for k, v in self.headers.items()})
                     server.paths.append(self.path)
@@ -116,7 +125,7 @@ class ScriptedServer:
                     with server._lock:
                         server.in_flight -= 1
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = _DeepBacklogServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self.port = self._httpd.server_address[1]
         self.base_url = f"http://127.0.0.1:{self.port}{self.base_path}"

@@ -186,9 +186,14 @@ class HTTPBackend(Backend):
         self._api_key = api_key
         self._url_secrets = tuple(s for s in (auth and auth[1], auth and f"{auth[0]}:{auth[1]}") if s)
         register(api_key, *self._url_secrets)
-        # httpx's own timeout is a backstop; Backend.complete enforces timeout_s per attempt.
+        # httpx's own timeout is a backstop; Backend.complete enforces timeout_s per attempt. The pool holds (and
+        # keeps alive) one connection per request the concurrency limit lets through: httpx's default keeps 20
+        # alive, so above 20 in flight every call closed and reopened a connection.
         self._client = httpx.AsyncClient(
-            transport=transport, timeout=httpx.Timeout(self.timeout_s + 5.0), auth=httpx.BasicAuth(*auth) if auth else None
+            transport=transport,
+            timeout=httpx.Timeout(self.timeout_s + 5.0),
+            limits=httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency, keepalive_expiry=60.0),
+            auth=httpx.BasicAuth(*auth) if auth else None,
         )
 
     async def post(self, url: str, payload: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:

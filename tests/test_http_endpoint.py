@@ -1,6 +1,7 @@
-"""Issue 14, item 2: a backend reply is read as it streams, up to `max_response_bytes`: a huge or endless body
-fails at once with a backend-named error (inside the per-attempt timeout) instead of filling memory and the
-database; an error body is cut and the status still decides."""
+"""The HTTP endpoint of the remote backends. Replies are read as they stream, up to `max_response_bytes`: a huge
+or endless body fails at once with a backend-named error (inside the per-attempt timeout) instead of filling
+memory and the database; an error body is cut and the status still decides. The connection pool keeps one
+connection per request the concurrency limit allows."""
 
 from __future__ import annotations
 
@@ -92,3 +93,19 @@ async def test_a_reply_under_the_limit_is_read_whole(scripted):
     completion = await backend.complete(user("hi"))
     await backend.aclose()
     assert completion.text == "y" * 200_000
+
+
+async def test_the_pool_keeps_one_connection_per_allowed_request_alive(scripted):
+    """Issue 15, item 1: 32 in flight, twice over: 32 connections in all, none reopened (httpx's default pool kept
+    20 alive and reconnected above that)."""
+    import anyio
+
+    server = scripted(lambda p: Reply(content="ok", delay_s=0.05))
+    backend = OpenAICompatBackend("pool", "m", base_url=server.base_url, max_retries=0, concurrency=32)
+    for burst in range(2):
+        async with anyio.create_task_group() as tg:
+            for k in range(32):
+                tg.start_soon(backend.complete, user(f"burst {burst} call {k}"))
+    await backend.aclose()
+    assert len(server.requests) == 64 and server.max_in_flight == 32
+    assert len(server.connections) == 32
