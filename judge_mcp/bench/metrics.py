@@ -4,7 +4,7 @@ Pairwise-judging methods (two placements per item):
 - accuracy: the first placement (chosen shown first) is right;
 - consistency: both placements name the same response;
 - pair_accuracy: both placements are right;
-- position_bias: share of parsed verdicts naming the first-shown response (null when none parsed);
+- position_bias: share of parsed verdicts naming the first-shown response, ties left out (null when none);
 - single_order_accuracy: the LWE paper's Accuracy, on one seeded random placement per item (`placement_for`);
 - judgebench_score: JudgeBench's official score (utils/metrics.py `compute_final_metrics`, reverse_order): per
   pair, +1 for each placement naming the chosen response, -1 for each naming the rejected one (a tie or an
@@ -97,6 +97,8 @@ def item_outcome(done: dict[str, dict[str, Any]], placements: tuple[str, ...], i
         "single_right": single_right,
         "judgebench_right": jb_right,
         "reasked": sum(bool(r.get("reasked")) for r in records),
+        # a placement's tie verdict (arena-hard) is parsed but names no position: not in position bias
+        "tie_verdicts": sum(1 for r in records if "shown_first" in r and r.get("tie")),
         "tie": any(r.get("tie") for r in records),
         "verdicts": sum(r["verdicts"] for r in records),
         "parsed_verdicts": sum(r["parsed_verdicts"] for r in records),
@@ -111,7 +113,7 @@ def summarise_outcomes(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
     n = len(outcomes)
     consistent = [o["consistent"] for o in outcomes if o["consistent"] is not None]
     with_position = [o for o in outcomes if o["first_shown_picks"] is not None]
-    parsed = sum(o["parsed_verdicts"] for o in with_position)
+    parsed = sum(o["parsed_verdicts"] - o.get("tie_verdicts", 0) for o in with_position)
     tokens = sum(o["prompt_tokens"] + o["completion_tokens"] for o in outcomes)
     single = [o["single_right"] for o in outcomes if o.get("single_right") is not None]
     jb = [o["judgebench_right"] for o in outcomes if o.get("judgebench_right") is not None]
@@ -122,7 +124,7 @@ def summarise_outcomes(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
         "pair_accuracy": _ratio(sum(o["pair_right"] for o in outcomes), n),
         "single_order_accuracy": _ratio(sum(single), n) if single and len(single) == n else None,
         "judgebench_score": _ratio(sum(jb), n) if jb and len(jb) == n else None,
-        "position_bias": _ratio(sum(o["first_shown_picks"] for o in with_position), parsed) if with_position else None,
+        "position_bias": _ratio(sum(o["first_shown_picks"] for o in with_position), parsed) if with_position and parsed else None,
         "parse_failures": sum(o["parse_failures"] for o in outcomes),
         "verdicts": sum(o["verdicts"] for o in outcomes),
         "ties": sum(o["tie"] for o in outcomes),
