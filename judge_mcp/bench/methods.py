@@ -193,7 +193,9 @@ def _lwe(selective: bool):
         result, timing, calls = await _run(app, "lwe_judge", inputs, fn, backend, opts)
         record = placement_record(placement, result.winner)
         record.update(_usage(result), **timing, **call_stats(calls, ("lwe_judge:vanilla", "lwe_judge:judge")))
-        record["reasked"] = bool(result.winner is not None and record["reask_calls"])
+        # the verdict's own call: the meta-path judgment (result.reasked), or on the vanilla path the pair's calls
+        from_reask = result.reasked if result.path == "meta_prompt" else record["reask_calls"] > 0
+        record["reasked"] = bool(result.winner is not None and from_reask)
         vanilla_calls = [c for c in calls if str(c.get("purpose", "")).startswith("lwe_judge:vanilla")]
         record["vanilla_chars"] = sum(c.get("prompt_chars", 0) + c.get("completion_chars", 0) for c in vanilla_calls)
         record["detail"] = {
