@@ -711,6 +711,7 @@ async def test_lwe_bench_follows_the_papers_protocol(scripted, tmp_path):
     assert len(feedback) == 6 and all(f["status"] == "used" for f in feedback)  # 6 learning judgments, not 12
     assert [h["reason"] for h in history] == ["initial", "refine", "refine"]  # the last 2 items refined at the end
     assert summary["lwe"]["final_refinement"]["items"] == 2 and summary["lwe"]["final_refinement"]["versions"] == [3]
+    assert summary["lwe"]["last_meta_prompt_version"] == 3
     assert len(summary["lwe"]["cumulative_accuracy"]) == 6
 
 

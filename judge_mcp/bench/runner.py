@@ -220,13 +220,17 @@ async def run(app: App, spec: RunSpec, *, progress_stream: TextIO | None = None,
         )
     final_refine = None
     if sequential and not stop.is_set():
+        t0 = time.perf_counter()
         final_refine = await refine_last_batch(app, spec.backend, options.session, results, items, placements)
+        results.add_time(time.perf_counter() - t0, 0)  # the run's wall time includes its last refinement
     wall = time.perf_counter() - started
     summary = build_summary(results, items, method, spec, mkey, dataset, key, backend_name, model, wall, judged)
     summary["run"]["fingerprint"] = fingerprint
     summary["run"]["started_with_fingerprint"] = started_with
     if final_refine is not None and "lwe" in summary:
         summary["lwe"]["final_refinement"] = final_refine
+        if final_refine["versions"]:
+            summary["lwe"]["last_meta_prompt_version"] = final_refine["versions"][-1]
     if warnings:
         summary["warnings"] = warnings
     return summary
