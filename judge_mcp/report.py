@@ -111,8 +111,9 @@ def line_chart(title: str, series: list[tuple[str, list[float]]], *, width: int 
 
 # ---- the page -------------------------------------------------------------------------------------------------------
 COLUMNS = (
-    ("n", "n"), ("accuracy", "accuracy"), ("pair_accuracy", "pair acc."), ("consistency", "consistency"),
-    ("position_bias", "position bias"), ("parse_failures", "parse fail."), ("ties", "ties"),
+    ("n", "n"), ("accuracy", "accuracy"), ("single_order_accuracy", "single-order acc."), ("pair_accuracy", "pair acc."),
+    ("judgebench_score", "JudgeBench score"), ("consistency", "consistency"),
+    ("position_bias", "position bias"), ("parse_failures", "parse fail."), ("ties", "ties"), ("reasked_verdicts", "re-asked"),
     ("calls_per_item", "calls/item"), ("tokens_per_item", "tokens/item"), ("seconds_per_item", "s/item"),
 )
 
@@ -185,6 +186,8 @@ def dataset_section(dataset: str, runs: list[dict[str, Any]]) -> str:
         if s.get("lwe"):
             l = s["lwe"]
             text = f"{_label(s)}: meta-prompt path for {_fmt(l.get('meta_path_share'), 2)} of the judgments, {l.get('refinements', 0)} refinements, last meta-prompt version {l.get('last_meta_prompt_version')}"
+            if l.get("relative_cost") is not None:
+                text += f"; relative cost {_fmt(l['relative_cost'], 2)}x one vanilla judgment in characters ({_fmt(l.get('relative_cost_with_scoring'), 2)}x with the swapped scoring placement)"
             if l.get("vanilla_fig9"):
                 v = l["vanilla_fig9"]
                 text += f"; its vanilla (Figure 9) pair alone: accuracy {_fmt(v['accuracy'], 2)}, consistency {_fmt(v['consistency'], 2)}, pair accuracy {_fmt(v['pair_accuracy'], 2)}"
@@ -211,7 +214,9 @@ def render(summaries: list[dict[str, Any]], title: str = "judge-mcp benchmark re
     machine = next((s.get("run", {}).get("machine") for s in summaries if s.get("run", {}).get("machine")), None)
     intro = (
         "<p class='note'>Pairwise sets: every pair is judged with the chosen answer shown first and shown second. "
-        "Accuracy = the chosen-first placement is right; pair accuracy = both placements right; consistency = both "
+        "Accuracy = the chosen-first placement is right; single-order accuracy = right on one seeded random placement per "
+        "item (the LWE paper's Accuracy); pair accuracy = both placements right; JudgeBench score = its official rule "
+        "(+1 per placement naming the chosen answer, -1 per placement naming the rejected one, right when > 0); consistency = both "
         "placements name the same answer; position bias = share of parsed verdicts naming the first-shown answer "
         "(0.5 = none). Ties and parse failures count as wrong. Dashed lines mark 0.5.</p>"
     )
@@ -227,7 +232,10 @@ def render(summaries: list[dict[str, Any]], title: str = "judge-mcp benchmark re
 
 
 # ---- Markdown (for docs/benchmarks.md) ----------------------------------------------------------------------------
-MD_COLUMNS = ("n", "accuracy", "pair_accuracy", "consistency", "position_bias", "parse_failures", "ties", "calls_per_item", "tokens_per_item", "seconds_per_item")
+MD_COLUMNS = (
+    "n", "accuracy", "single_order_accuracy", "pair_accuracy", "judgebench_score", "consistency", "position_bias",
+    "parse_failures", "ties", "reasked_verdicts", "calls_per_item", "tokens_per_item", "seconds_per_item",
+)
 
 
 def _strict(figures: dict[str, Any]) -> Any:
@@ -251,6 +259,13 @@ def markdown(summaries: list[dict[str, Any]]) -> str:
         for s in runs:
             o = s.get("overall", {})
             out.append(f"| {_label(s)} | " + " | ".join(_fmt(o.get(c)) for c in MD_COLUMNS) + " |")
+        for s in runs:
+            lwe = s.get("lwe") or {}
+            if lwe.get("relative_cost") is not None:
+                out.append(
+                    f"\n{_label(s)}: relative cost {_fmt(lwe['relative_cost'])}x one vanilla (Figure 9) judgment in characters "
+                    f"({_fmt(lwe.get('relative_cost_with_scoring'))}x with the swapped scoring placement)"
+                )
         categories = sorted({c for s in runs for c in s.get("categories", {})})
         if len(categories) > 1:
             out.append("\nPair accuracy by category (n):\n")

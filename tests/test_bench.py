@@ -22,10 +22,12 @@ from judge_mcp.bench import cli as bench_cli
 from judge_mcp.bench import metrics
 from judge_mcp.bench.data import DatasetError, load_items
 from judge_mcp.bench.methods import METHODS, Options, placement_record, single_record
+from judge_mcp.bench.results import run_rows
 from judge_mcp.bench.runner import MAX_CONSECUTIVE_ERRORS, BenchError, RunSpec, run, session_name
+from judge_mcp.methods import arena_hard
 from judge_mcp.config import load_settings
 from judge_mcp.methods.pointwise import parse_rating
-from judge_mcp import report
+from judge_mcp import prompts, report
 from judge_mcp.store import Store
 from tests.scripted import Reply, prompt_text, server_env
 
@@ -63,9 +65,15 @@ def option_blocks(text: str) -> list[str]:
     return re.findall(r"\[Option (\d+)\]\n(.*?)\n\[\\Option \1\]", text, re.S)
 
 
+def is_arena_hard(payload: dict[str, Any]) -> bool:
+    return any(m["role"] == "system" and "[[A>>B]]" in m["content"] for m in payload["messages"])
+
+
 def correct_judge(payload: dict[str, Any]) -> str:
     """Always right: it finds the item's GOOD answer wherever it is shown."""
     name, text = schema_name(payload), last_user(payload)
+    if is_arena_hard(payload):  # ">>" labels: JudgeBench reads them as ">"
+        return "My own answer first. ... My final verdict is: " + ("[[A>>B]]" if good_first(text) else "[[B>>A]]")
     if name == "pairwise_verdict":
         return json.dumps({"own_answer": "x", "evaluation": "y", "verdict": "[[A>B]]" if good_first(text) else "[[B>A]]"})
     if name in ("lwe_vanilla_verdict", "lwe_case_verdict"):
@@ -89,6 +97,8 @@ def correct_judge(payload: dict[str, Any]) -> str:
 def first_shown_judge(payload: dict[str, Any]) -> str:
     """Position-biased: always picks whatever is shown first."""
     name = schema_name(payload)
+    if is_arena_hard(payload):
+        return "Assistant A is slightly better: [[A>B]]"
     if name == "pairwise_verdict":
         return json.dumps({"own_answer": "x", "evaluation": "y", "verdict": "[[A>B]]"})
     if name in ("lwe_vanilla_verdict", "lwe_case_verdict"):
@@ -128,7 +138,7 @@ async def bench(scripted, responder, dataset: Path, method: str, tmp_path: Path,
 def test_placement_record_maps_shown_order_back_to_chosen():
     assert placement_record("chosen_first", "A") | {} == {
         "shown_first": "chosen", "named": "first", "names": "chosen", "correct": True,
-        "parse_failures": 0, "verdicts": 1, "parsed_verdicts": 1, "first_shown_picks": 1,
+        "parse_failures": 0, "verdicts": 1, "parsed_verdicts": 1, "first_shown_picks": 1, "tie": False,
     }
     second = placement_record("chosen_second", "A")  # the rejected answer was shown first and picked
     assert (second["names"], second["correct"], second["first_shown_picks"]) == ("rejected", False, 1)
@@ -181,6 +191,62 @@ def test_summarise_pairwise_by_hand():
     assert o["seconds_per_item"] == 2.0  # placements overlap: wall time of the item, not the sum
     assert (s["skipped_degenerate"], s["errors"], s["incomplete"]) == (1, 1, 1)
     assert s["categories"]["x"]["n"] == 1 and s["categories"]["y"]["accuracy"] == 0.5
+
+
+# item 10: the accuracy definitions beside the papers'
+def _placed(placement: str, winner: str | None, tie: bool = False) -> dict:
+    return placement_record(placement, winner, tie)
+
+
+@pytest.mark.parametrize(
+    "first, second, right",
+    [
+        (("A", False), ("B", False), True),  # both placements name the chosen answer
+        (("A", False), (None, True), True),  # right and a tie: the non-tie decides
+        ((None, False), ("B", False), True),  # unparsed and right: the parsed one decides
+        (("A", False), ("A", False), False),  # inconsistent (right, then wrong): +1 - 1 = 0
+        ((None, True), (None, True), False),  # tie and tie
+        (("B", False), (None, True), False),  # wrong and a tie
+        (("B", False), ("A", False), False),  # both wrong
+    ],
+)
+def test_judgebench_score_follows_its_rule(first, second, right):
+    records = [_placed("chosen_first", *first), _placed("chosen_second", *second)]
+    assert metrics.judgebench_right(records) is right
+
+
+def test_single_order_placement_is_seeded_per_item():
+    ids = [f"item-{k}" for k in range(400)]
+    draws = [metrics.placement_for(i) for i in ids]
+    assert draws == [metrics.placement_for(i) for i in ids]  # the same item always gets the same placement
+    assert 150 < sum(draws) < 250  # about half the items use the swapped placement
+    assert [metrics.placement_for(i, seed=1) for i in ids] != draws  # a different seed draws differently
+
+
+def test_summary_reports_single_order_judgebench_and_reasked_beside_pair_accuracy():
+    rows = []
+    for k in range(8):  # a judge that always names the first-shown answer; the first item's verdict was re-asked
+        rows.append(_row(f"i{k}", "chosen_first", placement_record("chosen_first", "A") | _cost(reasked=k == 0), k))
+        rows.append(_row(f"i{k}", "chosen_second", placement_record("chosen_second", "A") | _cost(), k))
+    o = metrics.summarise(rows, ("chosen_first", "chosen_second"), "grp")["overall"]
+    expected = sum(metrics.placement_for(f"i{k}") == 0 for k in range(8)) / 8
+    assert o["accuracy"] == 1.0 and o["pair_accuracy"] == 0.0 and o["judgebench_score"] == 0.0
+    assert o["single_order_accuracy"] == pytest.approx(expected, abs=1e-4)
+    assert o["reasked_verdicts"] == 1
+
+
+def test_grade_score_mean_counts_items_without_a_parsed_trial_as_zero():
+    """Item 9: the Grade Score authors' code averages 0.0 for an item whose trials all failed to parse."""
+    def grade_row(k: int, score: float | None, parsed: int) -> dict:
+        record = {"predicted": 0 if parsed else None, "tie": False, "correct": bool(parsed), "parse_failures": 3 - parsed,
+                  "verdicts": 3, "parsed_verdicts": parsed, "first_shown_picks": 0, "consistent": None,
+                  "detail": {"grade_score": score, "llm_score": score, "choice_score": score}} | _cost()
+        return _row(f"g{k}", "single", record, k)
+
+    s = metrics.summarise([grade_row(0, 0.9, 3), grade_row(1, 0.5, 3), grade_row(2, None, 0)], ("single",), "grade")
+    assert s["grade"]["mean_grade_score"] == pytest.approx((0.9 + 0.5 + 0.0) / 3, abs=1e-4)
+    assert s["grade"]["mean_llm_score"] == pytest.approx(1.4 / 3, abs=1e-4)
+    assert s["grade"]["items_without_parsed_trial"] == 1
 
 
 def test_cumulative_accuracy():
@@ -244,7 +310,7 @@ def test_sample_spreads_over_the_file_in_order(tmp_path):
 
 
 # ---- end to end over a scripted judge ------------------------------------------------------------------------------
-PAIR_METHODS = ["vanilla", "grp", "grp-better", "lwe", "selective-lwe"]
+PAIR_METHODS = ["vanilla", "grp", "grp-better", "arena-hard", "lwe", "selective-lwe"]
 
 
 @pytest.mark.parametrize("method", PAIR_METHODS)
@@ -462,7 +528,10 @@ def test_cli_writes_json_and_an_html_report(scripted, tmp_path):
     assert done.returncode == 0, done.stderr
     assert "2 runs" in done.stdout  # the JSON file and the same run in the database count once
     table = (tmp_path / "t.md").read_text()
-    assert re.search(r"^\| vanilla \| 6 \| 1\.000 \| 0\.000 \| 0\.000 \| 1\.000 \|", table, re.M)
+    # the always-first judge is right exactly on the items whose seeded single placement shows the chosen answer first
+    single = sum(metrics.placement_for(f"p{i}") == 0 for i in range(1, 7)) / 6
+    row = rf"^\| vanilla \| 6 \| 1\.000 \| {single:.3f} \| 0\.000 \| 0\.000 \| 0\.000 \| 1\.000 \|"
+    assert re.search(row, table, re.M), table
     # by category the strict figure is shown: the always-first judge is right in neither category
     assert "Pair accuracy by category" in table
     assert re.search(r"^\| vanilla \| 0\.000 \(3\) \| 0\.000 \(3\) \|", table, re.M), table
@@ -512,3 +581,146 @@ async def test_bench_on_the_embedded_model(tmp_path):
     assert summary["model"].startswith("local/") and summary["errors"] == 0
     assert summary["overall"]["n"] == 1 and summary["overall"]["calls_per_item"] >= 2
     assert summary["overall"]["completion_tokens_per_item"] > 0
+
+
+# ---- item 3: the Arena-Hard judge as JudgeBench runs it --------------------------------------------------------------
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("My final verdict is: [[A>>B]]", ("A>B", False)),
+        ("[[B>A]] ... so, again, [[B>A]]", ("B>A", False)),
+        ("My final verdict is tie: [[A=B]]", ("A=B", False)),
+        ("first [[A>>B]], then [[A>B]]", (None, False)),  # labels that differ as printed: unparsed
+        ("[[A>B]] or maybe [[B>A]]", (None, False)),
+        ("no label yet", (None, True)),  # no label: JudgeBench continues the conversation once
+    ],
+)
+def test_arena_hard_parse_follows_judgebench(text, expected):
+    assert arena_hard.parse_decision(text) == expected
+
+
+def test_arena_hard_prompts_are_the_judgebench_texts():
+    system = prompts.load("arena_hard_system.txt")
+    assert system.startswith("Please act as an impartial judge") and "Begin your evaluation by generating your own answer" in system
+    for label in ("[[A>>B]]", "[[A>B]]", "[[A=B]]", "[[B>A]]", "[[B>>A]]"):
+        assert label in system
+    user = prompts.render("arena_hard_user.txt", prompt="P?", answer_a="one", answer_b="two")
+    assert user == (
+        "<|User Prompt|>\nP?\n\n<|The Start of Assistant A's Answer|>\none\n<|The End of Assistant A's Answer|>\n\n"
+        "<|The Start of Assistant B's Answer|>\ntwo\n<|The End of Assistant B's Answer|>"
+    )
+
+
+async def test_arena_hard_sends_judgebench_s_request(scripted, tmp_path):
+    summary, server = await bench(scripted, correct_judge, PAIRS, "arena-hard", tmp_path)
+    assert summary["overall"]["judgebench_score"] == 1.0 and summary["overall"]["reasked_verdicts"] == 0
+    first = server.requests[0]
+    assert first["messages"][0] == {"role": "system", "content": prompts.load("arena_hard_system.txt")}
+    assert first["messages"][1]["content"].startswith("<|User Prompt|>\nTask p")
+    assert first["max_tokens"] == 4096 and first["temperature"] == 0 and "response_format" not in first
+    assert len(server.requests) == 12  # one call per placement, no continuation needed
+
+
+async def test_arena_hard_tie_is_no_winner_and_counts_wrong(scripted, tmp_path):
+    summary, _ = await bench(scripted, lambda p: "Both are fine. My final verdict is tie: [[A=B]]", PAIRS, "arena-hard", tmp_path)
+    o = summary["overall"]
+    assert o["accuracy"] == 0.0 and o["pair_accuracy"] == 0.0 and o["judgebench_score"] == 0.0
+    assert o["ties"] == 6 and o["parse_failures"] == 0 and o["position_bias"] is None
+
+
+def late_labeller(payload: dict[str, Any]) -> str:
+    """Writes no label in its first answer; labels correctly when asked again (a continuation or a re-ask)."""
+    if not any(m["role"] == "assistant" for m in payload["messages"]):
+        return "Let me first write my own answer to the prompt."
+    if is_arena_hard(payload):
+        return "Having compared them: " + ("[[A>B]]" if good_first(last_user(payload)) else "[[B>A]]")
+    return correct_judge(payload)
+
+
+async def test_arena_hard_continuation_counted_and_strict_mode_refuses_it(scripted, tmp_path):
+    """Item 7: a verdict that came only from JudgeBench's continuation is counted; --no-reask does not send it."""
+    server = scripted(late_labeller)
+    summary, _ = await bench(scripted, None, PAIRS, "arena-hard", tmp_path, server=server)
+    o = summary["overall"]
+    assert o["pair_accuracy"] == 1.0 and o["reasked_verdicts"] == 12 and len(server.requests) == 24
+    continued = [p for p in server.requests if len(p["messages"]) == 4]
+    assert continued and all(p["messages"][3]["content"] == prompts.load("arena_hard_continue.txt") for p in continued)
+    # the first answer and the continuation are read together (JudgeBench appends them)
+
+    # a fresh database (so no call cache): the strict run sends the 12 first answers and no continuation
+    strict, _ = await bench(scripted, None, PAIRS, "arena-hard", tmp_path, db_name="strict.db", server=server, options=Options(no_reask=True))
+    s = strict["overall"]
+    assert strict["method_key"] == "arena-hard+strict"
+    assert s["pair_accuracy"] == 0.0 and s["parse_failures"] == 12 and s["reasked_verdicts"] == 0
+    assert len(server.requests) == 24 + 12 and all(len(p["messages"]) == 2 for p in server.requests[24:])
+
+
+@pytest.mark.parametrize("method", ["grp", "selective-lwe"])
+async def test_no_reask_counts_unparsed_first_answers_wrong(scripted, tmp_path, method):
+    """Item 7: by default a verdict that only parsed after the re-ask counts (and is reported); --no-reask is the
+    papers' rule, stored under its own method key in the same database."""
+    def garbled_first(payload):
+        if not any(m["role"] == "assistant" for m in payload["messages"]):
+            return "I would rather not say."
+        return correct_judge(payload)
+
+    server = scripted(garbled_first)
+    lenient, _ = await bench(scripted, None, PAIRS, method, tmp_path, server=server)
+    assert lenient["overall"]["pair_accuracy"] == 1.0 and lenient["overall"]["reasked_verdicts"] == 12
+    strict, _ = await bench(scripted, None, PAIRS, method, tmp_path, server=server, options=Options(no_reask=True))
+    assert strict["method_key"] == f"{method}+strict"
+    assert strict["overall"]["pair_accuracy"] == 0.0 and strict["overall"]["reasked_verdicts"] == 0
+    if method == "grp":
+        assert strict["overall"]["parse_failures"] == 12
+    store = Store(tmp_path / "bench.db")
+    try:
+        methods = {r["method"] for r in store.query("SELECT DISTINCT method FROM bench_results")}
+    finally:
+        store.close()
+    assert methods == {method, f"{method}+strict"}  # stored apart: neither run reuses the other's verdicts
+
+
+# ---- item 8: LWE as in the paper ------------------------------------------------------------------------------------
+async def test_lwe_bench_follows_the_papers_protocol(scripted, tmp_path):
+    """Items one at a time in file order; only the chosen-first judgment feeds the buffer; the swapped placement
+    is judged with the meta-prompt current at that point; the last partial batch is refined at the end."""
+    summary, server = await bench(scripted, first_shown_judge, PAIRS, "selective-lwe", tmp_path, app_concurrency=4)
+    # the order requests were sent in follows the file: p1's calls all come before p2's, and so on
+    judged = [p for p in server.requests if not last_user(p).startswith("Optimize your current meta prompt")]  # refines quote old items
+    order = [m.group(2) for p in judged if (m := TOKEN.search(last_user(p)))]
+    firsts = [order.index(k) for k in ("p1", "p2", "p3", "p4", "p5", "p6")]
+    lasts = [len(order) - 1 - order[::-1].index(k) for k in ("p1", "p2", "p3", "p4", "p5", "p6")]
+    assert all(lasts[k] < firsts[k + 1] for k in range(5))
+
+    store = Store(tmp_path / "bench.db")
+    try:
+        rows = run_rows(store, summary["dataset"], summary["method_key"], summary["backend_key"])
+        versions = {(r["item_id"], r["placement"]): r["record"]["detail"]["meta_prompt_version"] for r in rows if r["status"] == "done"}
+        session = f"{next(iter(store.lwe_sessions()))['name']}"
+        feedback = store.lwe_feedback(session)
+        history = store.lwe_versions(session)
+    finally:
+        store.close()
+    # the 4th learning judgment filled the batch (b=4) and refined v1 -> v2: p4's swapped placement already uses v2
+    assert versions == {
+        **{(f"p{k}", "chosen_first"): 1 for k in (1, 2, 3, 4)},
+        **{(f"p{k}", "chosen_second"): 1 for k in (1, 2, 3)},
+        ("p4", "chosen_second"): 2,
+        **{(f"p{k}", p): 2 for k in (5, 6) for p in ("chosen_first", "chosen_second")},
+    }
+    assert len(feedback) == 6 and all(f["status"] == "used" for f in feedback)  # 6 learning judgments, not 12
+    assert [h["reason"] for h in history] == ["initial", "refine", "refine"]  # the last 2 items refined at the end
+    assert summary["lwe"]["final_refinement"]["items"] == 2 and summary["lwe"]["final_refinement"]["versions"] == [3]
+    assert summary["lwe"]["last_meta_prompt_version"] == 3
+    assert len(summary["lwe"]["cumulative_accuracy"]) == 6
+
+
+async def test_lwe_cost_is_relative_to_one_vanilla_judgment(scripted, tmp_path):
+    """Item 10: characters of prompts and completions relative to one vanilla (Figure 9) judgment of the item. A
+    judge that is consistent on every vanilla pair costs exactly the pair, 2x."""
+    consistent, _ = await bench(scripted, correct_judge, PAIRS, "selective-lwe", tmp_path, db_name="c.db")
+    assert consistent["lwe"]["relative_cost"] == 2.0 and consistent["lwe"]["relative_cost_with_scoring"] == 2.0
+    biased, _ = await bench(scripted, first_shown_judge, PAIRS, "selective-lwe", tmp_path, db_name="b.db")
+    assert biased["lwe"]["relative_cost"] > 2.0
+    assert biased["lwe"]["relative_cost_with_scoring"] > biased["lwe"]["relative_cost"]
+    assert biased["overall"]["chars_per_item"] > consistent["overall"]["chars_per_item"]

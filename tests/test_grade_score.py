@@ -23,7 +23,7 @@ from judge_mcp.methods.grade_score import (
     rotations,
 )
 from judge_mcp.methods.judge import Judge
-from judge_mcp.methods.unrelated_pool import BUILTIN_POOL, call_seed, choose_unrelated, insertion_position, pick
+from judge_mcp.methods.unrelated_pool import BUILTIN_POOL, call_seed, choose_unrelated, insertion_position, pick, shared_pool_enabled
 from judge_mcp.validation import InputError
 from judge_mcp.verdicts import GradeTrial
 from tests.scripted import Reply
@@ -374,7 +374,8 @@ async def test_a_judge_that_picks_the_unrelated_option_is_flagged(make_judge):
     assert any("unrelated" in w for w in result.warnings)
 
 
-async def test_unrelated_option_comes_from_earlier_calls_and_repeats_hit_the_cache(make_judge, store):
+async def test_unrelated_option_comes_from_earlier_calls_and_repeats_hit_the_cache(make_judge, store, monkeypatch):
+    monkeypatch.setenv("JUDGE_MCP_SHARED_OPTION_POOL", "1")  # the operator opted in to the shared pool
     judge, _ = make_judge(lambda p: answer(p, 1))
     first = await grade_score_options(judge, instruction="Name a primary colour.", options=["Red.", "Blue."])
     assert first.unrelated_index is None
@@ -491,3 +492,27 @@ async def test_embedded_model_returns_a_well_formed_result(tmp_path, monkeypatch
     if result.parsed_trials:
         assert 0.0 <= result.grade_score <= 1.0 and result.winner_index in (0, 1)
     assert result.usage.calls >= 2 and result.usage.completion_tokens > 0
+
+
+async def test_stored_options_of_other_calls_are_not_shown_unless_the_shared_pool_is_enabled(make_judge, store, monkeypatch):
+    monkeypatch.delenv("JUDGE_MCP_SHARED_OPTION_POOL", raising=False)
+    judge, _ = make_judge(lambda p: answer(p, 1))
+    await grade_score_options(judge, instruction="Name a primary colour.", options=["Secret red.", "Secret blue."])
+    assert {r["option"] for r in store.query("SELECT option FROM option_pool")} == {"Secret red.", "Secret blue."}
+
+    judge, server = make_judge(lambda p: answer(p, 1))
+    result = await grade_score_options(judge, instruction=INSTRUCTION, options=OPTIONS[:2], unrelated_option=True)
+    assert result.unrelated_source == "builtin"
+    assert result.unrelated_option in [a for _, a in BUILTIN_POOL]
+    assert not any("Secret" in json.dumps(p) for p in server.requests)  # the other call's text never reaches the judge
+
+    monkeypatch.setenv("JUDGE_MCP_SHARED_OPTION_POOL", "0")
+    assert choose_unrelated(store, INSTRUCTION, OPTIONS[:2]).source == "builtin"
+    monkeypatch.setenv("JUDGE_MCP_SHARED_OPTION_POOL", "true")
+    assert choose_unrelated(store, INSTRUCTION, OPTIONS[:2]).source == "pool"
+
+
+def test_a_bad_shared_pool_setting_is_an_error_naming_it():
+    with pytest.raises(InputError, match="JUDGE_MCP_SHARED_OPTION_POOL"):
+        shared_pool_enabled({"JUDGE_MCP_SHARED_OPTION_POOL": "maybe"})
+    assert shared_pool_enabled({}) is False and shared_pool_enabled({"JUDGE_MCP_SHARED_OPTION_POOL": " ON "}) is True

@@ -408,6 +408,48 @@ async def test_a_full_batch_left_buffered_is_refined_before_the_next_case(make_j
     assert result.pending_feedback == 1
 
 
+async def test_learn_false_judges_with_the_current_meta_prompt_for_scoring_only(make_judge, store):
+    """The bench's swapped placement (paper, Appendix A): the case is judged through the meta-prompt path, but no
+    feedback is written or buffered and nothing is refined, even when a full batch is waiting."""
+    script = LweScript("first")
+    judge, _ = make_judge(script)
+    for i in range(3):
+        await lwe.lwe_judge(judge, **case(i), session="score", batch_size=4)
+    assert store.lwe_session_row("score")["pending"] == 3
+    scoring = await lwe.lwe_judge(judge, **case(3), session="score", batch_size=4, learn=False)
+    assert scoring.path == "meta_prompt" and scoring.winner == "A" and scoring.feedback is None
+    assert not scoring.refined and scoring.pending_feedback == 3 and scoring.meta_prompt_version == 1
+    assert script.roles["feedback"] == 3 and script.roles["judge"] == 4 and script.roles["refine"] == 0
+    assert len(store.lwe_feedback("score")) == 3
+    # a buffered full batch is not refined by a scoring-only call either
+    store.lwe_ensure_session("full", 1, lwe.initial_meta_prompt())
+    store.lwe_add_feedback("full", {"meta_version": 1, "prompt": "q", "response_a": "a", "response_b": "b", "eval_prompt": "e",
+                                    "judgment": "[[A]]", "winner": "A", "feedback": "fb", "feedback_parse_ok": True})
+    held = await lwe.lwe_judge(judge, **case(4), session="full", batch_size=1, learn=False)
+    assert held.meta_prompt_version == 1 and held.pending_feedback == 1 and script.roles["refine"] == 0
+    with pytest.raises(InputError, match="'learn'"):
+        await lwe.lwe_judge(judge, **case(9), session="score", learn="no")
+
+
+async def test_refine_pending_refines_a_partial_last_batch(make_judge, store):
+    """Algorithm 1: refine when t mod B = 0 *or t = T*: the run's last, partial batch is refined too."""
+    script = LweScript("first")
+    judge, _ = make_judge(script)
+    nothing = await lwe.refine_pending(judge, store, "tail") if store.lwe_session_row("tail") else None
+    assert nothing is None
+    for i in range(6):
+        await lwe.lwe_judge(judge, **case(i), session="tail", batch_size=4)
+    assert store.lwe_session_row("tail")["pending"] == 2 and store.lwe_session_row("tail")["current_version"] == 2
+    out = await lwe.refine_pending(judge, store, "tail")
+    assert out.refined and out.versions == [3]
+    row = store.lwe_session_row("tail")
+    assert row["pending"] == 0 and row["current_version"] == 3 and row["text"].startswith(f"{REFINED_MARK} 2")
+    history = lwe.session_history(store, "tail")
+    assert len(history[2]["feedback_ids"]) == 2  # refined from exactly the two leftover items
+    again = await lwe.refine_pending(judge, store, "tail")  # nothing buffered: nothing happens
+    assert not again.refined and script.roles["refine"] == 2
+
+
 # ---- condensing, reset, rollback -------------------------------------------------------------------------------------
 async def test_condense_when_refined_meta_prompt_passes_10000_chars(make_judge, store):
     script = LweScript("first", refine_text=lambda n, meta: f"{REFINED_MARK} {n}\n" + "- a long learned tip\n" * 700)

@@ -14,10 +14,11 @@ import anyio
 
 DEFAULT_DB = "state/bench.db"
 # The method names, without importing the methods at CLI start-up (tests check they match bench.methods.METHODS).
-METHOD_NAMES = ("vanilla", "grp", "grp-better", "lwe", "selective-lwe", "flip", "pointwise", "grade")
+METHOD_NAMES = ("vanilla", "grp", "grp-better", "arena-hard", "lwe", "selective-lwe", "flip", "pointwise", "grade")
 METHOD_HELP = (
     "vanilla: plain better-answer prompt (compare_pair goal=better, template=direct); grp: compare_pair defaults "
-    "(goal=worse, SOP); grp-better: SOP, goal=better; lwe / selective-lwe: lwe_judge with selective false / true; "
+    "(goal=worse, SOP); grp-better: SOP, goal=better; arena-hard: JudgeBench's Arena-Hard judge (five labels, "
+    "a tie counts wrong), the GRP paper's baseline; lwe / selective-lwe: lwe_judge with selective false / true; "
     "flip: FLIP reward of each response; pointwise: 1-10 rating of each response; grade: grade_score_options"
 )
 
@@ -42,6 +43,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--unrelated", action="store_true", help="grade: add the unrelated option")
     bench.add_argument("--prompt-variant", type=_positive, help="grade: the paper's prompt 1..4 (default 2); flip: 1..3 (default 1)")
     bench.add_argument("--batch-size", type=_positive, default=4, help="lwe/selective-lwe: feedback batch size (default 4)")
+    bench.add_argument(
+        "--no-reask",
+        action="store_true",
+        help="strict mode (the papers' rule): no re-ask or continuation, an unparsed first answer counts wrong; stored as METHOD+strict",
+    )
     bench.add_argument("--concurrency", type=_positive, help="items in flight (default: the backend's concurrency)")
     bench.add_argument("--quiet", action="store_true", help="no progress bar")
     bench.set_defaults(fn=cmd_bench)
@@ -94,7 +100,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"judge-mcp bench: configuration error: {exc}", file=sys.stderr)
         return 2
-    options = Options(template=args.template, unrelated=args.unrelated, prompt_variant=args.prompt_variant, batch_size=args.batch_size)
+    options = Options(template=args.template, unrelated=args.unrelated, prompt_variant=args.prompt_variant, batch_size=args.batch_size, no_reask=args.no_reask)
     if args.unrelated and args.method != "grade":
         print("judge-mcp bench: --unrelated applies to --method grade only", file=sys.stderr)
         return 2
@@ -209,7 +215,10 @@ def format_summary(s: dict[str, Any]) -> str:
     def f(v: Any) -> str:
         return "-" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
 
-    cols = ("n", "accuracy", "pair_accuracy", "consistency", "position_bias", "parse_failures", "ties", "calls_per_item", "tokens_per_item", "seconds_per_item")
+    cols = (
+        "n", "accuracy", "single_order_accuracy", "pair_accuracy", "judgebench_score", "consistency", "position_bias",
+        "parse_failures", "ties", "reasked_verdicts", "calls_per_item", "tokens_per_item", "seconds_per_item",
+    )
     lines = [f"{s['dataset']} · {s['method_key']} · {s['model']}"]
     header = f"{'':<18}" + "".join(f"{c[:13]:>14}" for c in cols)
     lines.append(header)
@@ -217,7 +226,12 @@ def format_summary(s: dict[str, Any]) -> str:
         lines.append(f"{name[:18]:<18}" + "".join(f"{f(row.get(c)):>14}" for c in cols))
     extra = [f"{k}: {s[k]}" for k in ("skipped_degenerate", "errors", "incomplete") if s.get(k)]
     if s.get("lwe"):
-        extra.append(f"lwe meta-path share {f(s['lwe'].get('meta_path_share'))}, refinements {s['lwe'].get('refinements')}")
+        extra.append(
+            f"lwe meta-path share {f(s['lwe'].get('meta_path_share'))}, refinements {s['lwe'].get('refinements')}, "
+            f"relative cost (characters, vs one vanilla judgment) {f(s['lwe'].get('relative_cost'))}"
+        )
+        if s["lwe"].get("final_refinement"):
+            extra.append(f"final partial batch refined: {s['lwe']['final_refinement']}")
         if s["lwe"].get("vanilla_fig9"):
             extra.append(f"vanilla (Figure 9) pair: {s['lwe']['vanilla_fig9']}")
     if s.get("grade"):

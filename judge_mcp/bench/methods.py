@@ -1,6 +1,6 @@
 """The benchmark methods: how one item (or one placement of a pair) is judged and turned into a stored record.
 
-Pairwise-judging methods (vanilla, grp, grp-better, lwe, selective-lwe) judge a pair once per *placement*: the
+Pairwise-judging methods (vanilla, grp, grp-better, arena-hard, lwe, selective-lwe) judge a pair once per *placement*: the
 harness shows `chosen` first ("chosen_first") and second ("chosen_second"), one single-order judgment each
 (compare_pair with swap=False; lwe_judge in the order given). Methods that judge each response alone (flip,
 pointwise) or rotate the options themselves (grade) run once per item ("single").
@@ -8,9 +8,15 @@ pointwise) or rotate the options themselves (grade) run once per item ("single")
 A record is a plain dict (stored as JSON, summarised by metrics.py):
 - every record: `correct`, `parse_failures`, `verdicts`, `parsed_verdicts`, `first_shown_picks` (verdicts naming
   the first-shown response, or None where position means nothing), usage (`calls`, `cached_calls`,
-  `prompt_tokens`, `completion_tokens`), timing (`started_at`, `ended_at`, `seconds`) and a `detail` dict;
-- placement records also: `shown_first` ("chosen"|"rejected"), `named` ("first"|"second"|None) and `names`
-  ("chosen"|"rejected"|None: the response the verdict picked);
+  `prompt_tokens`, `completion_tokens`), characters sent and received (`prompt_chars`, `completion_chars`),
+  `reask_calls` (re-asks and continuations sent for verdicts) and `reasked` (the verdict came only from a re-ask
+  or a continuation; for response-wise methods: at least one of the item's trials needed one), timing
+  (`started_at`, `ended_at`, `seconds`) and a `detail` dict;
+- placement records also: `shown_first` ("chosen"|"rejected"), `named` ("first"|"second"|None), `names`
+  ("chosen"|"rejected"|None: the response the verdict picked) and `tie` (arena-hard's [[A=B]]: no winner, wrong);
+
+With `Options.no_reask` (`--no-reask`) every Judge gets `no_reask`: an unparsed first answer is not re-asked (nor
+continued) and counts wrong, the papers' rule.
 - single records also: `predicted` (index or None), `tie`, `consistent` (grade: every rotation picked the same option).
 """
 
@@ -23,7 +29,7 @@ from typing import Any
 
 from judge_mcp.app import App
 from judge_mcp.bench.data import Item
-from judge_mcp.methods import flip, grade_score, lwe, pairwise, pointwise
+from judge_mcp.methods import arena_hard, flip, grade_score, lwe, pairwise, pointwise
 
 PAIR_PLACEMENTS = ("chosen_first", "chosen_second")
 SINGLE = ("single",)
@@ -36,6 +42,7 @@ class Options:
     unrelated: bool = False  # grade: add the unrelated option
     prompt_variant: int | None = None  # grade (1..4, default 2) / flip (1..3, default 1)
     batch_size: int = 4  # lwe
+    no_reask: bool = False  # every method: no re-ask or continuation; unparsed first answers count wrong
     session: str = "bench"  # lwe: the session the run learns in (set by the runner)
 
 
@@ -57,8 +64,9 @@ def shown(item: Item, placement: str) -> tuple[str, str]:
     return (item.chosen, item.rejected) if placement == "chosen_first" else (item.rejected, item.chosen)
 
 
-def placement_record(placement: str, winner: str | None) -> dict[str, Any]:
-    """The verdict fields of one single-order judgment. `winner` is "A" (first shown), "B" or None (unparsed)."""
+def placement_record(placement: str, winner: str | None, tie: bool = False) -> dict[str, Any]:
+    """The verdict fields of one single-order judgment. `winner` is "A" (first shown), "B" or None (unparsed or,
+    with `tie`, a tie verdict: parsed, but no winner, and wrong)."""
     shown_first = "chosen" if placement == "chosen_first" else "rejected"
     named = {"A": "first", "B": "second"}.get(winner or "")
     if named is None:
@@ -72,9 +80,10 @@ def placement_record(placement: str, winner: str | None) -> dict[str, Any]:
         "named": named,
         "names": names,
         "correct": names == "chosen",
-        "parse_failures": 0 if named else 1,
+        "tie": bool(tie and named is None),
+        "parse_failures": 0 if (named or tie) else 1,
         "verdicts": 1,
-        "parsed_verdicts": 1 if named else 0,
+        "parsed_verdicts": 1 if (named or tie) else 0,
         "first_shown_picks": 1 if named == "first" else 0,
     }
 
@@ -84,12 +93,39 @@ def _usage(result: Any) -> dict[str, Any]:
     return {"calls": u.calls, "cached_calls": u.cached_calls, "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens}
 
 
-async def _run(app: App, tool: str, inputs: dict[str, Any], fn: Callable, backend: str | None) -> tuple[Any, dict[str, Any]]:
+REASK_MARKS = (":reask", ":continu")  # purposes of re-asks and continuations (methods/common.ask, arena_hard)
+
+
+def is_reask(purpose: str | None) -> bool:
+    return any(mark in (purpose or "") for mark in REASK_MARKS)
+
+
+def call_stats(records: list[dict[str, Any]], verdict_prefixes: tuple[str, ...] = ("",)) -> dict[str, Any]:
+    """Characters sent and received over a judgment's calls, and its re-asks/continuations for verdicts (calls whose
+    purpose starts with one of `verdict_prefixes`)."""
+    return {
+        "prompt_chars": sum(r.get("prompt_chars", 0) for r in records),
+        "completion_chars": sum(r.get("completion_chars", 0) for r in records),
+        "reask_calls": sum(1 for r in records if is_reask(r.get("purpose")) and str(r.get("purpose")).startswith(verdict_prefixes)),
+    }
+
+
+async def _run(
+    app: App, tool: str, inputs: dict[str, Any], fn: Callable, backend: str | None, opts: Options | None = None
+) -> tuple[Any, dict[str, Any], list[dict[str, Any]]]:
+    """Run one judgment through the App (logged like a tool call): (result, timing, the Judge's call records)."""
+    judges: list[Any] = []
+
+    async def wrapped(j):
+        j.no_reask = bool(opts and opts.no_reask)
+        judges.append(j)
+        return await fn(j)
+
     started = time.time()
     t0 = time.perf_counter()
-    result = await app.run(tool, inputs, fn, backend=backend)
+    result = await app.run(tool, {**inputs, "no_reask": True} if opts and opts.no_reask else inputs, wrapped, backend=backend)
     timing = {"started_at": started, "ended_at": time.time(), "seconds": round(time.perf_counter() - t0, 3)}
-    return result, timing
+    return result, timing, (judges[0].records if judges else [])
 
 
 def _bench_inputs(item: Item, placement: str, **args: Any) -> dict[str, Any]:
@@ -106,30 +142,64 @@ def _compare(goal: str, default_template: str):
             return await pairwise.compare_pair(j, prompt=item.prompt, response_a=a, response_b=b, goal=goal, template=template, swap=False)
 
         inputs = _bench_inputs(item, placement, prompt=item.prompt, response_a=a, response_b=b, goal=goal, template=template, swap=False)
-        result, timing = await _run(app, "compare_pair", inputs, fn, backend)
+        result, timing, calls = await _run(app, "compare_pair", inputs, fn, backend, opts)
         trial = result.trials[0]
         record = placement_record(placement, trial.better if trial.parse_ok else None)
-        record.update(_usage(result), **timing)
-        record["detail"] = {"label": trial.label, "reasked": trial.reasked, "goal": goal, "template": template}
+        record.update(_usage(result), **timing, **call_stats(calls))
+        continued = bool(getattr(trial, "continued", False))  # PairTrial.continued arrives with the continuation step
+        record["reasked"] = bool(trial.parse_ok and (trial.reasked or continued))
+        record["detail"] = {"label": trial.label, "reasked": trial.reasked, "continued": continued, "goal": goal, "template": template}
         return record
 
     return judge
 
 
+async def _arena_hard(app: App, item: Item, placement: str, opts: Options, backend: str | None) -> dict[str, Any]:
+    a, b = shown(item, placement)
+
+    async def fn(j):
+        return await arena_hard.arena_hard_judge(j, prompt=item.prompt, response_a=a, response_b=b)
+
+    inputs = _bench_inputs(item, placement, prompt=item.prompt, response_a=a, response_b=b, judge="arena_hard")
+    result, timing, calls = await _run(app, "arena_hard", inputs, fn, backend, opts)
+    record = placement_record(placement, result.winner, tie=result.tie)
+    record.update(_usage(result), **timing, **call_stats(calls))
+    record["reasked"] = bool(result.parse_ok and result.continued)
+    record["detail"] = {"decision": result.decision, "continued": result.continued, "tie": result.tie}
+    return record
+
+
 def _lwe(selective: bool):
     async def judge(app: App, item: Item, placement: str, opts: Options, backend: str | None) -> dict[str, Any]:
+        """The paper's protocol (Appendix A): the chosen-first placement is the learning judgment (its feedback is
+        buffered, a full batch refines the meta-prompt); the swapped placement is judged with the same session's
+        current meta-prompt for scoring only (learn=False). The runner judges LWE items one at a time in file order."""
         a, b = shown(item, placement)
+        learn = placement == PAIR_PLACEMENTS[0]
 
         async def fn(j):
             return await lwe.lwe_judge(
-                j, prompt=item.prompt, response_a=a, response_b=b, session=opts.session, selective=selective, batch_size=opts.batch_size
+                j,
+                prompt=item.prompt,
+                response_a=a,
+                response_b=b,
+                session=opts.session,
+                selective=selective,
+                batch_size=opts.batch_size,
+                learn=learn,
             )
 
-        inputs = _bench_inputs(item, placement, prompt=item.prompt, response_a=a, response_b=b, session=opts.session, selective=selective)
-        result, timing = await _run(app, "lwe_judge", inputs, fn, backend)
+        inputs = _bench_inputs(item, placement, prompt=item.prompt, response_a=a, response_b=b, session=opts.session, selective=selective, learn=learn)
+        result, timing, calls = await _run(app, "lwe_judge", inputs, fn, backend, opts)
         record = placement_record(placement, result.winner)
-        record.update(_usage(result), **timing)
+        record.update(_usage(result), **timing, **call_stats(calls, ("lwe_judge:vanilla", "lwe_judge:judge")))
+        # the verdict's own call: the meta-path judgment (result.reasked), or on the vanilla path the pair's calls
+        from_reask = result.reasked if result.path == "meta_prompt" else record["reask_calls"] > 0
+        record["reasked"] = bool(result.winner is not None and from_reask)
+        vanilla_calls = [c for c in calls if str(c.get("purpose", "")).startswith("lwe_judge:vanilla")]
+        record["vanilla_chars"] = sum(c.get("prompt_chars", 0) + c.get("completion_chars", 0) for c in vanilla_calls)
         record["detail"] = {
+            "learn": learn,
             "path": result.path,
             "vanilla_ab": result.vanilla.ab if result.vanilla else None,
             "vanilla_ba": result.vanilla.ba if result.vanilla else None,
@@ -165,9 +235,10 @@ async def _flip(app: App, item: Item, placement: str, opts: Options, backend: st
         return await flip.infer_instruction_reward(j, instruction=item.prompt, responses=item.options, prompt_variant=variant)
 
     inputs = _bench_inputs(item, placement, instruction=item.prompt, responses=item.options, prompt_variant=variant)
-    result, timing = await _run(app, "infer_instruction_reward", inputs, fn, backend)
+    result, timing, calls = await _run(app, "infer_instruction_reward", inputs, fn, backend, opts)
     record = single_record(item.gold, result.best_index, result.tied_best, len(result.unparsed), len(result.results))
-    record.update(_usage(result), **timing)
+    record.update(_usage(result), **timing, **call_stats(calls))
+    record["reasked"] = record["reask_calls"] > 0
     record["detail"] = {"scores": [it.reward for it in result.results], "parsed": [it.parse_ok for it in result.results], "echoes": result.echoes}
     return record
 
@@ -177,9 +248,10 @@ async def _pointwise(app: App, item: Item, placement: str, opts: Options, backen
         return await pointwise.pointwise_scores(j, prompt=item.prompt, responses=item.options)
 
     inputs = _bench_inputs(item, placement, prompt=item.prompt, responses=item.options)
-    result, timing = await _run(app, "pointwise", inputs, fn, backend)
+    result, timing, calls = await _run(app, "pointwise", inputs, fn, backend, opts)
     record = single_record(item.gold, result.best_index, result.tied_best, len(result.unparsed), len(result.results))
-    record.update(_usage(result), **timing)
+    record.update(_usage(result), **timing, **call_stats(calls))
+    record["reasked"] = record["reask_calls"] > 0
     record["detail"] = {"scores": [it.score for it in result.results]}
     return record
 
@@ -193,7 +265,7 @@ async def _grade(app: App, item: Item, placement: str, opts: Options, backend: s
         )
 
     inputs = _bench_inputs(item, placement, instruction=item.prompt, options=item.options, prompt_variant=variant, unrelated_option=opts.unrelated)
-    result, timing = await _run(app, "grade_score_options", inputs, fn, backend)
+    result, timing, calls = await _run(app, "grade_score_options", inputs, fn, backend, opts)
     tied = result.tied_indices
     winner = result.winner_index if not tied else None
     consistent = result.unparsed_trials == 0 and result.parsed_trials > 0 and max(result.option_counts) == result.parsed_trials
@@ -207,7 +279,8 @@ async def _grade(app: App, item: Item, placement: str, opts: Options, backend: s
         "first_shown_picks": result.position_counts[0] if result.position_counts else 0,
         "consistent": consistent,
     }
-    record.update(_usage(result), **timing)
+    record.update(_usage(result), **timing, **call_stats(calls))
+    record["reasked"] = record["reask_calls"] > 0
     record["detail"] = {
         "grade_score": result.grade_score,
         "llm_score": result.llm_score,
@@ -226,6 +299,13 @@ METHODS: dict[str, Method] = {
         Method("vanilla", (PAIRWISE,), True, _compare("better", "direct"), "plain better-answer prompt (compare_pair goal=better, template=direct)"),
         Method("grp", (PAIRWISE,), True, _compare("worse", "sop"), "goal-reversed: which answer is worse (compare_pair defaults, SOP)"),
         Method("grp-better", (PAIRWISE,), True, _compare("better", "sop"), "same SOP template, goal=better"),
+        Method(
+            "arena-hard",
+            (PAIRWISE,),
+            True,
+            _arena_hard,
+            "the GRP paper's baseline: JudgeBench's Arena-Hard judge, five labels, A=B a tie (wrong), one continuation",
+        ),
         Method("lwe", (PAIRWISE,), True, _lwe(False), "lwe_judge, selective=false: every case through the meta-prompt"),
         Method("selective-lwe", (PAIRWISE,), True, _lwe(True), "lwe_judge, selective=true (vanilla Figure 9 in both orders first)"),
         Method("flip", (PAIRWISE, LISTWISE), False, _flip, "FLIP backward-inference reward of each response"),
@@ -246,4 +326,6 @@ def method_key(name: str, opts: Options) -> str:
         key += "+unrelated"
     if name in ("lwe", "selective-lwe") and opts.batch_size != 4:
         key += f"[b{opts.batch_size}]"
+    if opts.no_reask:
+        key += "+strict"
     return key

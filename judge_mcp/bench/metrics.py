@@ -4,23 +4,44 @@ Pairwise-judging methods (two placements per item):
 - accuracy: the first placement (chosen shown first) is right;
 - consistency: both placements name the same response;
 - pair_accuracy: both placements are right;
-- position_bias: share of parsed verdicts naming the first-shown response (null when none parsed);
-- ties cannot happen (the labels are binary); unparsed verdicts count as wrong and in parse_failures.
+- position_bias: share of parsed verdicts naming the first-shown response, ties left out (null when none);
+- single_order_accuracy: the LWE paper's Accuracy, on one seeded random placement per item (`placement_for`);
+- judgebench_score: JudgeBench's official score (utils/metrics.py `compute_final_metrics`, reverse_order): per
+  pair, +1 for each placement naming the chosen response, -1 for each naming the rejected one (a tie or an
+  unparsed verdict: 0); the pair is right when the sum is > 0. So right-and-tie counts right, right-and-wrong
+  (inconsistent) and tie-and-tie count wrong;
+- ties: only arena-hard has one ([[A=B]]): no winner, counted wrong (and not as a parse failure); unparsed
+  verdicts count as wrong and in parse_failures;
+- reasked_verdicts: verdicts that came only from a re-ask or a continuation (`--no-reask` sends none).
 Response-wise methods (flip, pointwise) and grade (one row per item): accuracy = pair_accuracy = the gold response
 is the single best (ties and any unparsed response wrong); consistency and position_bias only for grade (every
 rotation picked the same option; share of parsed trials picking the first-shown option), else null.
-Cost: calls, cached calls and tokens per item; seconds_per_item = mean wall time of one item (its placements run
+Cost: calls, cached calls, tokens and characters (prompts + completions, cached calls included) per item; seconds_per_item = mean wall time of one item (its placements run
 concurrently, so with several items in flight the run's throughput is `wall_seconds / judged`, reported apart).
 """
 
 from __future__ import annotations
 
+import random
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
 FIELDS = ("n", "accuracy", "consistency", "pair_accuracy", "position_bias", "parse_failures", "calls_per_item", "seconds_per_item")
-COST_KEYS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens")
+COST_KEYS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "prompt_chars", "completion_chars")
+PLACEMENT_SEED = 0  # the seed of the single-order placement draw (fixed, so runs compare on the same placements)
+
+
+def placement_for(item_id: str, seed: int = PLACEMENT_SEED) -> int:
+    """Index (0: chosen first, 1: chosen second) of the one placement an item's single-order accuracy uses:
+    `random.Random(f"{seed}:{item_id}").random() < 0.5` -> 0, so it depends only on the seed and the item id."""
+    return 0 if random.Random(f"{seed}:{item_id}").random() < 0.5 else 1
+
+
+def judgebench_right(records: list[dict[str, Any]]) -> bool:
+    """JudgeBench's rule for a pair judged in both placements (see the module docstring)."""
+    counter = sum(1 if r.get("names") == "chosen" else -1 if r.get("names") == "rejected" else 0 for r in records)
+    return counter > 0
 
 
 def _ratio(num: float, den: float, digits: int = 4) -> float | None:
@@ -51,7 +72,7 @@ def group_items(rows: Iterable[dict[str, Any]], placements: tuple[str, ...]) -> 
     return {"complete": complete, "skipped": skipped, "errors": errors, "incomplete": incomplete}
 
 
-def item_outcome(done: dict[str, dict[str, Any]], placements: tuple[str, ...]) -> dict[str, Any]:
+def item_outcome(done: dict[str, dict[str, Any]], placements: tuple[str, ...], item_id: str = "") -> dict[str, Any]:
     """One item's contribution: right/consistent/both-right, verdict counts, cost and wall time."""
     records = [done[p] for p in placements]
     first = records[0]
@@ -59,9 +80,12 @@ def item_outcome(done: dict[str, dict[str, Any]], placements: tuple[str, ...]) -
         second = records[1]
         consistent: bool | None = first["names"] is not None and first["names"] == second["names"]
         pair_right = bool(first["correct"] and second["correct"])
+        single_right: bool | None = bool(records[placement_for(item_id)]["correct"])
+        jb_right: bool | None = judgebench_right(records)
     else:
         consistent = first.get("consistent")
         pair_right = bool(first["correct"])
+        single_right = jb_right = None
     picks = [r["first_shown_picks"] for r in records]
     starts = [r.get("started_at") for r in records if r.get("started_at") is not None]
     ends = [r.get("ended_at") for r in records if r.get("ended_at") is not None]
@@ -70,6 +94,11 @@ def item_outcome(done: dict[str, dict[str, Any]], placements: tuple[str, ...]) -
         "right": bool(first["correct"]),
         "consistent": consistent,
         "pair_right": pair_right,
+        "single_right": single_right,
+        "judgebench_right": jb_right,
+        "reasked": sum(bool(r.get("reasked")) for r in records),
+        # a placement's tie verdict (arena-hard) is parsed but names no position: not in position bias
+        "tie_verdicts": sum(1 for r in records if "shown_first" in r and r.get("tie")),
         "tie": any(r.get("tie") for r in records),
         "verdicts": sum(r["verdicts"] for r in records),
         "parsed_verdicts": sum(r["parsed_verdicts"] for r in records),
@@ -84,22 +113,28 @@ def summarise_outcomes(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
     n = len(outcomes)
     consistent = [o["consistent"] for o in outcomes if o["consistent"] is not None]
     with_position = [o for o in outcomes if o["first_shown_picks"] is not None]
-    parsed = sum(o["parsed_verdicts"] for o in with_position)
+    parsed = sum(o["parsed_verdicts"] - o.get("tie_verdicts", 0) for o in with_position)
     tokens = sum(o["prompt_tokens"] + o["completion_tokens"] for o in outcomes)
+    single = [o["single_right"] for o in outcomes if o.get("single_right") is not None]
+    jb = [o["judgebench_right"] for o in outcomes if o.get("judgebench_right") is not None]
     return {
         "n": n,
         "accuracy": _ratio(sum(o["right"] for o in outcomes), n),
         "consistency": _ratio(sum(consistent), len(consistent)) if consistent and len(consistent) == n else None,
         "pair_accuracy": _ratio(sum(o["pair_right"] for o in outcomes), n),
-        "position_bias": _ratio(sum(o["first_shown_picks"] for o in with_position), parsed) if with_position else None,
+        "single_order_accuracy": _ratio(sum(single), n) if single and len(single) == n else None,
+        "judgebench_score": _ratio(sum(jb), n) if jb and len(jb) == n else None,
+        "position_bias": _ratio(sum(o["first_shown_picks"] for o in with_position), parsed) if with_position and parsed else None,
         "parse_failures": sum(o["parse_failures"] for o in outcomes),
         "verdicts": sum(o["verdicts"] for o in outcomes),
         "ties": sum(o["tie"] for o in outcomes),
+        "reasked_verdicts": sum(o.get("reasked", 0) for o in outcomes),
         "calls_per_item": _ratio(sum(o["calls"] for o in outcomes), n, 3),
         "cached_calls_per_item": _ratio(sum(o["cached_calls"] for o in outcomes), n, 3),
         "tokens_per_item": _ratio(tokens, n, 1),
         "prompt_tokens_per_item": _ratio(sum(o["prompt_tokens"] for o in outcomes), n, 1),
         "completion_tokens_per_item": _ratio(sum(o["completion_tokens"] for o in outcomes), n, 1),
+        "chars_per_item": _ratio(sum(o["prompt_chars"] + o["completion_chars"] for o in outcomes), n, 1),
         "seconds_per_item": _ratio(sum(o["seconds"] for o in outcomes), n, 2),
     }
 
@@ -129,6 +164,19 @@ def lwe_extras(complete: list[tuple[int, str, str, dict[str, Any]]], placements:
     # selective: the vanilla (Figure 9) pair of the chosen-first placement, judged in both orders
     pairs = [done[placements[0]].get("detail", {}) for _, _, _, done in complete]
     pairs = [(d.get("vanilla_ab"), d.get("vanilla_ba")) for d in pairs if "vanilla_ab" in d and d.get("path") is not None]
+    # cost as the paper counts it (Table 1): characters of every prompt and completion, relative to one vanilla
+    # (Figure 9) judgment of the item, i.e. half its vanilla pair (Selective LWE = 2 vanilla passes + the LWE path)
+    vanilla = [done[placements[0]].get("vanilla_chars") for _, _, _, done in complete]
+    if vanilla and all(v for v in vanilla):
+        one_pass = sum(vanilla) / 2
+        learning = sum(done[placements[0]].get("prompt_chars", 0) + done[placements[0]].get("completion_chars", 0) for _, _, _, done in complete)
+        scoring = sum(
+            done[p].get("prompt_chars", 0) + done[p].get("completion_chars", 0) - done[p].get("vanilla_chars", 0)
+            for _, _, _, done in complete
+            for p in placements[1:]
+        )
+        extras["relative_cost"] = _ratio(learning, one_pass, 2)
+        extras["relative_cost_with_scoring"] = _ratio(learning + scoring, one_pass, 2)
     if pairs and any(ab is not None or ba is not None for ab, ba in pairs):
         n = len(pairs)
         verdicts = [v for pair in pairs for v in pair if v is not None]
@@ -145,13 +193,20 @@ def lwe_extras(complete: list[tuple[int, str, str, dict[str, Any]]], placements:
 
 
 def grade_extras(complete: list[tuple[int, str, str, dict[str, Any]]]) -> dict[str, Any]:
+    """Means over items. An item with no parsed trial has no scores; it counts as 0.0 in every mean, as in the
+    Grade Score authors' code (skipping it would score a judge higher for failing to answer)."""
     details = [done["single"].get("detail", {}) for _, _, _, done in complete]
 
     def mean(key: str) -> float | None:
-        values = [d[key] for d in details if d.get(key) is not None]
+        values = [d.get(key) or 0.0 for d in details]
         return round(sum(values) / len(values), 4) if values else None
 
-    out = {"mean_grade_score": mean("grade_score"), "mean_llm_score": mean("llm_score"), "mean_choice_score": mean("choice_score")}
+    out = {
+        "mean_grade_score": mean("grade_score"),
+        "mean_llm_score": mean("llm_score"),
+        "mean_choice_score": mean("choice_score"),
+        "items_without_parsed_trial": sum(1 for _, _, _, done in complete if not done["single"].get("parsed_verdicts")),
+    }
     if any(d.get("unrelated_index") is not None for d in details):
         parsed = sum(done["single"]["parsed_verdicts"] for _, _, _, done in complete)
         picked = sum(d.get("unrelated_picked", 0) for d in details)
@@ -165,7 +220,7 @@ def summarise(rows: list[dict[str, Any]], placements: tuple[str, ...], method: s
     and the method's own extras (LWE cumulative accuracy, Grade Score means)."""
     grouped = group_items(rows, placements)
     complete = grouped["complete"]
-    outcomes = [(category, item_outcome(done, placements)) for _, category, _, done in complete]
+    outcomes = [(category, item_outcome(done, placements, item_id)) for _, category, item_id, done in complete]
     by_category: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for category, outcome in outcomes:
         by_category[category].append(outcome)

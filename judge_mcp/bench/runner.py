@@ -1,5 +1,9 @@
 """Running one benchmark: items judged concurrently (up to the backend's concurrency), each finished judgment
 stored at once, finished ones skipped on a re-run, progress on stderr, and the summary built from the stored rows.
+
+LWE methods follow the paper's protocol instead: one item at a time in file order, the chosen-first (learning)
+placement before the swapped (scoring-only) one, so every case is built from the meta-prompt version current at
+that point; a run that judged every item refines a last partial feedback batch (Algorithm 1, "or t = T").
 """
 
 from __future__ import annotations
@@ -21,10 +25,13 @@ from judge_mcp.bench import metrics
 from judge_mcp.bench.data import Item, dataset_name, load_items
 from judge_mcp.bench.methods import METHODS, Method, Options, method_key
 from judge_mcp.bench.results import Results, methods_fingerprint, run_totals
+from judge_mcp.methods import lwe
 from judge_mcp.methods.common import first_error
+from judge_mcp.methods.judge import Judge
 
 log = logging.getLogger("judge_mcp.bench")
 MAX_CONSECUTIVE_ERRORS = 12  # stop a run whose backend keeps failing (a re-run resumes it)
+LWE_METHODS = ("lwe", "selective-lwe")
 
 
 class BenchError(Exception):
@@ -122,7 +129,8 @@ async def run(app: App, spec: RunSpec, *, progress_stream: TextIO | None = None,
     key, backend_name, model = backend_key(app, spec.backend)
     mkey = method_key(method.name, spec.options)
     options = spec.options
-    if method.name in ("lwe", "selective-lwe"):
+    sequential = method.name in LWE_METHODS
+    if sequential:
         options = Options(**{**asdict(options), "session": session_name(dataset, mkey, key)})
     results = Results(app.store, dataset, mkey, key)
     fingerprint = methods_fingerprint()
@@ -141,7 +149,7 @@ async def run(app: App, spec: RunSpec, *, progress_stream: TextIO | None = None,
         if item.degenerate and (item.id, "single") not in finished:
             results.put(item.id, "single", item.seq, item.category, "skipped", error="degenerate: identical or empty responses")
     todo = [it for it in items if not it.degenerate and any((it.id, p) not in finished for p in placements)]
-    in_flight = spec.concurrency or app.backend(spec.backend).concurrency
+    in_flight = 1 if sequential else (spec.concurrency or app.backend(spec.backend).concurrency)
     bar = Progress(len(todo), f"{dataset} {mkey}", stream=progress_stream) if not quiet else None
     started = time.perf_counter()
     judged = 0
@@ -174,10 +182,15 @@ async def run(app: App, spec: RunSpec, *, progress_stream: TextIO | None = None,
         async def one(placement: str) -> None:
             outcome[placement] = await judge_placement(item, placement)
 
-        async with anyio.create_task_group() as tg:
+        if sequential:  # LWE: the learning placement first, then the scoring-only one
             for placement in placements:
                 if (item.id, placement) not in finished:
-                    tg.start_soon(one, placement)
+                    await one(placement)
+        else:
+            async with anyio.create_task_group() as tg:
+                for placement in placements:
+                    if (item.id, placement) not in finished:
+                        tg.start_soon(one, placement)
         judged += 1
         now = time.perf_counter()
         results.add_time(now - last_mark, 1)
@@ -205,13 +218,45 @@ async def run(app: App, spec: RunSpec, *, progress_stream: TextIO | None = None,
             "fix the backend and run the same command again to resume",
             file=progress_stream or sys.stderr,
         )
+    final_refine = None
+    if sequential and not stop.is_set():
+        t0 = time.perf_counter()
+        final_refine = await refine_last_batch(app, spec.backend, options.session, results, items, placements)
+        results.add_time(time.perf_counter() - t0, 0)  # the run's wall time includes its last refinement
     wall = time.perf_counter() - started
     summary = build_summary(results, items, method, spec, mkey, dataset, key, backend_name, model, wall, judged)
     summary["run"]["fingerprint"] = fingerprint
     summary["run"]["started_with_fingerprint"] = started_with
+    if final_refine is not None and "lwe" in summary:
+        summary["lwe"]["final_refinement"] = final_refine
+        if final_refine["versions"]:
+            summary["lwe"]["last_meta_prompt_version"] = final_refine["versions"][-1]
     if warnings:
         summary["warnings"] = warnings
     return summary
+
+
+async def refine_last_batch(
+    app: App, backend: str | None, session: str, results: Results, items: list[Item], placements: tuple[str, ...]
+) -> dict[str, Any] | None:
+    """Refine the session's partial last batch once every item of the run is judged (a run with errors or gaps
+    leaves it buffered for the resumed run). None when not every item is done or nothing was buffered."""
+    finished = results.finished()
+    if any((it.id, p) not in finished for it in items if not it.degenerate for p in placements):
+        return None
+    state = app.store.lwe_session_row(session)
+    if state is None or state["pending"] == 0:
+        return None
+    judge = Judge(app.backend(backend), app.cache, app.store)
+    refinement = await lwe.refine_pending(judge, app.store, session)
+    return {
+        "items": state["pending"],
+        "versions": refinement.versions,
+        "warnings": refinement.warnings,
+        "calls": judge.calls,
+        "prompt_chars": sum(r.get("prompt_chars", 0) for r in judge.records),
+        "completion_chars": sum(r.get("completion_chars", 0) for r in judge.records),
+    }
 
 
 def _cause(exc: BaseException) -> str:

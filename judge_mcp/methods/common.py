@@ -30,7 +30,7 @@ async def ask(judge: Judge, request: ChatRequest, parse: Callable[[str], T | Non
     """Send `request`; if `parse` returns None, re-ask once in the same conversation with `reminder`."""
     first = await judge.complete(request)
     value = parse(first.text)
-    if value is not None:
+    if value is not None or judge.no_reask:  # no_reask: the papers' strict rule, an unparsed answer stays unparsed
         return Parsed(value, first.text, first, False)
     follow_up = replace(
         request,

@@ -27,8 +27,11 @@ class Judge:
         store: Store | None = None,
         *,
         progress: ProgressFn | None = None,
+        no_reask: bool = False,
     ):
         self.backend = backend
+        # The papers' strict rule: an answer that does not parse counts as it is (wrong); `ask` sends no re-ask.
+        self.no_reask = no_reask
         self.cache = cache
         self.store = store
         self._progress = progress
@@ -64,6 +67,9 @@ class Judge:
             finish_reason=completion.finish_reason,
             structured=completion.structured,
             latency_ms=round(completion.usage.latency_ms, 1),
+            # characters sent and received, as the LWE paper counts cost (bench: LWE cost relative to vanilla)
+            prompt_chars=len(request.system or "") + sum(len(m.content) for m in request.messages),
+            completion_chars=len(completion.text),
         )
         self.records.append(record)
         return completion

@@ -187,8 +187,11 @@ class _Refinement:
         self.warnings: list[str] = []
 
 
-async def refine_if_due(judge: Judge, store: Store, session: str, progress_at: tuple[float, float, float]) -> _Refinement:
+async def refine_if_due(
+    judge: Judge, store: Store, session: str, progress_at: tuple[float, float, float], *, partial: bool = False
+) -> _Refinement:
     """Refine the session's meta-prompt while its buffer holds a full batch (and condense what grew too long).
+    With `partial`, a last batch smaller than `batch_size` is refined too (Algorithm 1's "or t = T").
 
     Serialised per session within the process. Each round reads the current version and the oldest batch,
     calls the model outside any transaction, then commits version + used items atomically if the session is
@@ -198,7 +201,7 @@ async def refine_if_due(judge: Judge, store: Store, session: str, progress_at: t
     out = _Refinement()
     at_refine, at_condense, total = progress_at
     state = store.lwe_session_row(session)
-    if state is None or state["pending"] < state["batch_size"]:
+    if state is None or state["pending"] < (1 if partial else state["batch_size"]):
         return out  # nothing due: do not wait behind another task's refinement
     refines = conflicts = 0
     async with _session_lock(store, session):
@@ -206,7 +209,7 @@ async def refine_if_due(judge: Judge, store: Store, session: str, progress_at: t
             state = store.lwe_session_row(session)
             assert state is not None
             batch = store.lwe_pending(session, limit=state["batch_size"])
-            if len(batch) < state["batch_size"]:
+            if not batch or (len(batch) < state["batch_size"] and not partial):
                 break
             await judge.progress(at_refine, total, f"refining the meta-prompt (v{state['current_version']}) from {len(batch)} feedback items")
             budget = refine_budget(state["text"])
@@ -252,6 +255,13 @@ async def refine_if_due(judge: Judge, store: Store, session: str, progress_at: t
     return out
 
 
+async def refine_pending(judge: Judge, store: Store, session: str) -> _Refinement:
+    """The end of a run (Algorithm 1, "t mod B = 0 or t = T"): refine the meta-prompt from whatever feedback is
+    still buffered, even fewer than `batch_size` items. Nothing buffered: nothing happens."""
+    validation.session_name(session)
+    return await refine_if_due(judge, store, session, (0.0, 0.5, 1.0), partial=True)
+
+
 async def lwe_judge(
     judge: Judge,
     *,
@@ -261,7 +271,10 @@ async def lwe_judge(
     session: str = "default",
     selective: bool = True,
     batch_size: int = 4,
+    learn: bool = True,
 ) -> LweResult:
+    """`learn=False` judges the case with the session's current meta-prompt for scoring only: no feedback is
+    written or buffered and nothing is refined (the bench's swapped placement, the paper's Appendix A protocol)."""
     validation.text("prompt", prompt)
     validation.text("response_a", response_a)
     validation.text("response_b", response_b)
@@ -270,6 +283,8 @@ async def lwe_judge(
     if not isinstance(selective, bool):
         raise InputError(f"'selective' must be true or false, got {selective!r}")
     _check_batch_size(batch_size)
+    if not isinstance(learn, bool):
+        raise InputError(f"'learn' must be true or false, got {learn!r}")
     store = _require_store(judge)
 
     state = store.lwe_ensure_session(session, batch_size, initial_meta_prompt())
@@ -307,7 +322,7 @@ async def lwe_judge(
 
     # A full batch left buffered (by a crash mid-refinement, or a refinement that produced no text) is refined
     # first, so that this case is judged with the newest meta-prompt.
-    early = await refine_if_due(judge, store, session, (base + 0.1, base + 0.15, total))
+    early = await refine_if_due(judge, store, session, (base + 0.1, base + 0.15, total)) if learn else _Refinement()
 
     state = store.lwe_session_row(session)
     assert state is not None
@@ -327,6 +342,28 @@ async def lwe_judge(
     winner, judgment, reasked = await _judge_case(judge, judge_prompt_text)
     if winner is None:
         warnings.append("the meta-path judgment stayed unparsed after a re-ask: winner is null (the feedback still records it)")
+    if not learn:
+        await judge.progress(total, total, "done (scoring only: no feedback, no refinement)")
+        state = store.lwe_session_row(session) or state
+        return LweResult(
+            winner=winner,
+            path="meta_prompt",
+            vanilla=vanilla,
+            eval_prompt=eval_prompt,
+            judgment=judgment,
+            parse_ok=winner is not None,
+            reasked=reasked,
+            feedback=None,
+            meta_prompt_version=meta_version,
+            refined=False,
+            new_meta_prompt_version=None,
+            pending_feedback=state["pending"],
+            batch_size=state["batch_size"],
+            session=session,
+            warnings=warnings,
+            model=judge.model_id,
+            usage=judge.usage(),
+        )
     await judge.progress(base + 2, total, "writing self-feedback on the judgment")
     feedback, feedback_ok = await _feedback(judge, meta_prompt, judge_prompt_text, judgment)
     await judge.progress(base + 3, total, "buffering the feedback")

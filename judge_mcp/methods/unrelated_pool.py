@@ -1,8 +1,10 @@
 """Unrelated-option sampling (shared/papers/grade_score.txt §4.6): pick one option that answers a *different*
 instruction, to add to a `grade_score_options` call as a sanity check on the judge.
 
-Candidates come from the option pool in SQLite (options of earlier calls for other instructions); when the pool has
-none, from `BUILTIN_POOL` below. The pick is deterministic for a given call and pool: each candidate is ranked by a
+Candidates come from `BUILTIN_POOL` below. The option pool in SQLite (options of earlier calls for other
+instructions, from every client of the database) is drawn from only when the operator sets
+`JUDGE_MCP_SHARED_OPTION_POOL=1`: by default one client's option text is never shown to another client's judge
+(nor returned in its `unrelated_option`). Options are still stored, so enabling the setting later finds a pool. The pick is deterministic for a given call and pool: each candidate is ranked by a
 hash of (call seed, candidate text) and the lowest wins (rendezvous hashing), so a repeated call draws the same
 option, and hence sends the same requests and hits the call cache, unless a newer pool entry happens to rank lower.
 """
@@ -10,6 +12,8 @@ option, and hence sends the same requests and hits the call cache, unless a newe
 from __future__ import annotations
 
 import hashlib
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,6 +76,21 @@ BUILTIN_POOL: tuple[tuple[str, str], ...] = (
 
 # How many of the newest pool entries are considered (the store returns newest first).
 POOL_LIMIT = 1000
+SHARED_POOL_ENV = "JUDGE_MCP_SHARED_OPTION_POOL"
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
+
+
+def shared_pool_enabled(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the stored option pool (earlier calls of any client) may be drawn from: JUDGE_MCP_SHARED_OPTION_POOL
+    = 1/true/yes/on; unset or 0/false/no/off: built-in pool only. Any other value is an error naming the variable."""
+    raw = (os.environ if environ is None else environ).get(SHARED_POOL_ENV, "").strip().lower()
+    if raw in _TRUE:
+        return True
+    if raw in _FALSE:
+        return False
+    from judge_mcp.validation import InputError
+
+    raise InputError(f"{SHARED_POOL_ENV} must be 1 or 0 (true/false), got {raw!r}")
 
 
 @dataclass(frozen=True)
@@ -108,10 +127,13 @@ def pick(seed: bytes, instruction: str, options: list[str], candidates: list[tup
     return min(usable, key=lambda c: _rank(seed, c[1]))
 
 
-def choose_unrelated(store: Any, instruction: str, options: list[str]) -> UnrelatedOption:
-    """Draw the unrelated option: from the SQLite option pool when it has a usable entry, else the built-in pool."""
+def choose_unrelated(store: Any, instruction: str, options: list[str], shared: bool | None = None) -> UnrelatedOption:
+    """Draw the unrelated option: from the SQLite option pool when sharing it is enabled (`shared`, by default the
+    JUDGE_MCP_SHARED_OPTION_POOL setting) and it has a usable entry, else the built-in pool."""
     seed = call_seed(instruction, options)
-    if store is not None:
+    if shared is None:
+        shared = shared_pool_enabled()
+    if store is not None and shared:
         rows = store.pool_options(instruction, limit=POOL_LIMIT)
         chosen = pick(seed, instruction, options, [(r["instruction"], r["option"]) for r in rows])
         if chosen is not None:
