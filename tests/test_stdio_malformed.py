@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,16 +28,33 @@ def test_unreadable_lines_get_json_rpc_errors_and_the_server_keeps_serving(tmp_p
         '{"jsonrpc":"2.0","id":9,"method":5}',
         json.dumps({"jsonrpc": "2.0", "id": 10, "method": "tools/list"}),
     ]
-    proc = subprocess.run(
+    # A client keeps stdin open until it has its replies (at EOF the session ends and drops requests in flight),
+    # so stdin is closed only once the last request is answered.
+    proc = subprocess.Popen(
         [sys.executable, "-m", "judge_mcp", "serve"],
-        input="\n".join(lines) + "\n",
-        capture_output=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         text=True,
         env=env,
         cwd=tmp_path,
-        timeout=60,
     )
-    replies = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    replies: list[dict] = []
+
+    def read() -> None:
+        for line in proc.stdout:
+            if line.strip():
+                replies.append(json.loads(line))
+                if replies[-1].get("id") == 10:
+                    return
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    proc.stdin.write("\n".join(lines) + "\n")
+    proc.stdin.flush()
+    reader.join(timeout=60)
+    proc.stdin.close()
+    proc.wait(timeout=30)
     by_id = {r.get("id"): r for r in replies if r.get("id") is not None}
     assert by_id[7]["error"]["code"] == -32602 and "lone surrogate" in by_id[7]["error"]["message"]
     assert by_id[8]["error"]["code"] == -32602 and "nested too deeply" in by_id[8]["error"]["message"]
