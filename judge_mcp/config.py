@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -63,6 +64,23 @@ class Settings:
         except KeyError:
             known = ", ".join(self.backend_names())
             raise ConfigError(f"unknown backend '{name}'; known backends: {known}") from None
+
+
+def missing_key(cfg: BackendConfig) -> str | None:
+    """Why `cfg` cannot work (a provider's public API without a key), or None. Checked before the first call, so a
+    first run fails at once naming the variable to set instead of after a round of retried 401s. A base URL of
+    another host (a local vLLM, Ollama or llama.cpp server) may need no key and is left to answer for itself."""
+    if cfg.kind not in PROVIDER_KEY_ENV or cfg.api_key:
+        return None
+    env_name, provider_host = PROVIDER_KEY_ENV[cfg.kind]
+    url = cfg.base_url or DEFAULT_BASE_URLS[cfg.kind]
+    if _host(url) != provider_host:
+        return None
+    where = "JUDGE_MCP_API_KEY" if cfg.name == DEFAULT_BACKEND_NAME else f"api_key_env in [backends.{cfg.name}]"
+    return (
+        f"backend '{cfg.name}' ({cfg.kind} at {url}, model {cfg.model}) has no API key: set {where} or {env_name}, "
+        "or set JUDGE_MCP_BASE_URL to a server that needs none"
+    )
 
 
 def _host(url: str) -> str:
@@ -222,6 +240,22 @@ def backends_from_toml(path: Path, env: Mapping[str, str]) -> dict[str, BackendC
     return out
 
 
+def default_db_path(env: Mapping[str, str], platform: str | None = None) -> Path:
+    """The per-user database, never a path relative to whatever directory a client launches the server in:
+    `$XDG_DATA_HOME/judge-mcp/judge.db` (else `~/.local/share/judge-mcp/judge.db`) on Linux and other Unixes,
+    `~/Library/Application Support/judge-mcp/judge.db` on macOS, `%LOCALAPPDATA%\\judge-mcp\\judge.db` on Windows."""
+    platform = platform or sys.platform
+    home = Path(_env(env, "HOME", None) or Path.home())
+    if platform.startswith("win"):
+        base = Path(_env(env, "LOCALAPPDATA", None) or home / "AppData" / "Local")
+    elif platform == "darwin":
+        base = home / "Library" / "Application Support"
+    else:
+        xdg = _env(env, "XDG_DATA_HOME", None)
+        base = Path(xdg) if xdg and Path(xdg).is_absolute() else home / ".local" / "share"  # the spec ignores relative
+    return base / "judge-mcp" / "judge.db"
+
+
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if env is None else env
     default = backend_from_env(env)
@@ -230,5 +264,21 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     if config_path:
         named = backends_from_toml(Path(config_path).expanduser(), env)
     # MCP clients pass env from JSON without a shell, so expand ~ here
-    db_path = Path(_env(env, "JUDGE_MCP_DB", "state/judge.db")).expanduser()
-    return Settings(db_path=db_path, default_backend=default, named_backends=named, http_token=_env(env, "JUDGE_MCP_HTTP_TOKEN", None))
+    explicit_db = _env(env, "JUDGE_MCP_DB", None)
+    db_path = Path(explicit_db).expanduser() if explicit_db else default_db_path(env)
+    return Settings(db_path=db_path, default_backend=default, named_backends=named, http_token=_http_token(env))
+
+
+MIN_REMOTE_TOKEN_CHARS = 16  # a shorter token is refused on a non-loopback bind (see http_transport.http_app)
+
+
+def _http_token(env: Mapping[str, str]) -> str | None:
+    """JUDGE_MCP_HTTP_TOKEN with surrounding whitespace trimmed (a token pasted with its newline still matches what
+    clients send); whitespace or control characters inside it could never arrive in a header, so they are refused."""
+    token = _env(env, "JUDGE_MCP_HTTP_TOKEN", None)
+    if token is None:
+        return None
+    token = token.strip()
+    if any(ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in token) or not token.isascii():
+        raise ConfigError("JUDGE_MCP_HTTP_TOKEN must be printable ASCII without spaces (e.g. `openssl rand -hex 32`)")
+    return token

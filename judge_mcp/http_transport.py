@@ -13,6 +13,8 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 
+from judge_mcp.config import MIN_REMOTE_TOKEN_CHARS
+
 LOOPBACK_NAMES = {"localhost"}
 
 
@@ -23,6 +25,11 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+# RFC 6750 section 3: `invalid_token` tells a client its token is wrong (or missing), so it reports that instead of
+# starting an OAuth flow to discover how to authorise.
+CHALLENGE = b'Bearer realm="judge-mcp", error="invalid_token", error_description="missing or wrong bearer token"'
 
 
 class BearerAuth:
@@ -50,7 +57,7 @@ class BearerAuth:
             {
                 "type": "http.response.start",
                 "status": 401,
-                "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b'Bearer realm="judge-mcp"'), (b"content-length", str(len(body)).encode())],
+                "headers": [(b"content-type", b"application/json"), (b"www-authenticate", CHALLENGE), (b"content-length", str(len(body)).encode())],
             }
         )
         await send({"type": "http.response.body", "body": body})
@@ -62,12 +69,37 @@ def http_app(server: MCPServer, *, host: str, token: str | None) -> Any:
             f"refusing to serve HTTP on non-loopback address {host!r} without JUDGE_MCP_HTTP_TOKEN; "
             "set a token or bind 127.0.0.1"
         )
+    if token and len(token) < MIN_REMOTE_TOKEN_CHARS and not is_loopback(host):
+        raise SystemExit(
+            f"refusing to serve HTTP on non-loopback address {host!r} with a JUDGE_MCP_HTTP_TOKEN of {len(token)} "
+            f"characters; use at least {MIN_REMOTE_TOKEN_CHARS} (e.g. `export JUDGE_MCP_HTTP_TOKEN=$(openssl rand -hex 32)`)"
+        )
     app = server.streamable_http_app(streamable_http_path="/mcp", host=host)
     return BearerAuth(app, token) if token else app
 
 
+def endpoint_url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host  # an IPv6 literal needs brackets
+    return f"http://{shown}:{port}/mcp"
+
+
 async def serve_http(server: MCPServer, *, host: str, port: int, token: str | None) -> None:
+    import sys
+
     import uvicorn
 
     config = uvicorn.Config(http_app(server, host=host, token=token), host=host, port=port, log_level="warning")
-    await uvicorn.Server(config).serve()
+    userver = uvicorn.Server(config)
+    # One line on stderr once the socket listens: where to connect and whether a token is needed.
+    need = "a bearer token is required (JUDGE_MCP_HTTP_TOKEN)" if token else "no token required (loopback only)"
+    original_startup = userver.startup
+
+    async def startup(sockets: Any = None) -> None:
+        await original_startup(sockets=sockets)
+        if userver.started:
+            bound = [sock.getsockname()[1] for srv in getattr(userver, "servers", []) for sock in (srv.sockets or [])]
+            shown_port = bound[0] if bound else port  # the real port when asked for port 0
+            print(f"judge-mcp: serving MCP at {endpoint_url(host, shown_port)}; {need}", file=sys.stderr, flush=True)
+
+    userver.startup = startup  # type: ignore[method-assign]
+    await userver.serve()

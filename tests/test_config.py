@@ -9,7 +9,7 @@ import pytest
 
 from judge_mcp.backends import build_backend
 from judge_mcp.backends.base import user
-from judge_mcp.config import ConfigError, load_settings
+from judge_mcp.config import ConfigError, default_db_path, load_settings
 from tests.scripted import ScriptedServer
 from tests.scripted_anthropic import ScriptedAnthropicServer
 
@@ -32,10 +32,66 @@ def test_defaults_with_an_empty_environment():
     s = load_settings({})
     cfg = s.default_backend
     assert (cfg.name, cfg.kind, cfg.model, cfg.base_url, cfg.api_key) == ("default", "local", None, None, None)
-    assert s.db_path == Path("state/judge.db")
+    assert s.db_path == Path.home() / ".local" / "share" / "judge-mcp" / "judge.db"  # per user, never cwd-relative
+    assert s.db_path.is_absolute()
     assert s.http_token is None and dict(s.named_backends) == {}
     assert s.backend(None) is cfg and s.backend("default") is cfg
     assert s.backend_names() == ["default"]
+
+
+@pytest.mark.parametrize(
+    "platform, env, expected",
+    [
+        ("linux", {"HOME": "/home/u"}, "/home/u/.local/share/judge-mcp/judge.db"),
+        ("linux", {"HOME": "/home/u", "XDG_DATA_HOME": "/data/u"}, "/data/u/judge-mcp/judge.db"),
+        ("linux", {"HOME": "/home/u", "XDG_DATA_HOME": "relative/dir"}, "/home/u/.local/share/judge-mcp/judge.db"),
+        ("freebsd14", {"HOME": "/home/u", "XDG_DATA_HOME": " "}, "/home/u/.local/share/judge-mcp/judge.db"),
+        ("darwin", {"HOME": "/Users/u", "XDG_DATA_HOME": "/x"}, "/Users/u/Library/Application Support/judge-mcp/judge.db"),
+        ("win32", {"HOME": "/h", "LOCALAPPDATA": "/appdata"}, "/appdata/judge-mcp/judge.db"),
+    ],
+)
+def test_default_database_is_in_the_per_user_data_directory(platform, env, expected):
+    assert default_db_path(env, platform) == Path(expected)
+
+
+def test_judge_mcp_db_overrides_the_per_user_default(tmp_path):
+    assert load_settings({"JUDGE_MCP_DB": str(tmp_path / "x.db"), "XDG_DATA_HOME": "/data"}).db_path == tmp_path / "x.db"
+    assert load_settings({"HOME": str(tmp_path), "XDG_DATA_HOME": "/data/u"}).db_path == Path("/data/u/judge-mcp/judge.db")
+
+
+@pytest.mark.parametrize("raw, kept", [("  abcdefghijklmnopqrstuv\n", "abcdefghijklmnopqrstuv"), ("tok", "tok")])
+def test_http_token_is_trimmed(raw, kept):
+    assert load_settings({"JUDGE_MCP_HTTP_TOKEN": raw}).http_token == kept
+
+
+@pytest.mark.parametrize("raw", ["two words", "tab\there", "caf\u00e9-token-0123456789"])
+def test_http_token_with_inner_space_or_non_ascii_is_refused(raw):
+    with pytest.raises(ConfigError, match="JUDGE_MCP_HTTP_TOKEN must be printable ASCII"):
+        load_settings({"JUDGE_MCP_HTTP_TOKEN": raw})
+
+
+@pytest.mark.parametrize(
+    "env, fragment",
+    [
+        ({"JUDGE_MCP_BACKEND": "openai"}, "set JUDGE_MCP_API_KEY or OPENAI_API_KEY"),
+        ({"JUDGE_MCP_BACKEND": "anthropic"}, "set JUDGE_MCP_API_KEY or ANTHROPIC_API_KEY"),
+        ({"JUDGE_MCP_BACKEND": "openai", "JUDGE_MCP_BASE_URL": "https://api.openai.com/v1"}, "OPENAI_API_KEY"),
+    ],
+)
+def test_a_provider_url_without_a_key_fails_at_once_naming_the_variable(env, fragment):
+    from judge_mcp.backends import build_backend
+
+    cfg = load_settings(env).default_backend
+    with pytest.raises(ConfigError, match=fragment) as err:
+        build_backend(cfg)
+    assert "https://api." in str(err.value) and str(cfg.model) in str(err.value)
+
+
+def test_a_local_server_without_a_key_is_built():
+    from judge_mcp.backends import build_backend
+
+    cfg = load_settings({"JUDGE_MCP_BACKEND": "openai", "JUDGE_MCP_BASE_URL": "http://127.0.0.1:8000/v1"}).default_backend
+    assert build_backend(cfg).base_url == "http://127.0.0.1:8000/v1"
 
 
 def test_every_contract_variable_is_read(tmp_path):
@@ -73,7 +129,7 @@ def test_local_model_is_a_path_and_ignores_url_and_key():
 def test_empty_variables_count_as_unset():
     s = load_settings({"JUDGE_MCP_BACKEND": "", "JUDGE_MCP_DB": "", "JUDGE_MCP_HTTP_TOKEN": "  ", "JUDGE_MCP_CONFIG": "",
                        "JUDGE_MCP_MAX_RETRIES": ""})
-    assert s.default_backend.kind == "local" and s.db_path == Path("state/judge.db")
+    assert s.default_backend.kind == "local" and s.db_path == default_db_path({})
     assert s.http_token is None and s.default_backend.max_retries == 3
 
 

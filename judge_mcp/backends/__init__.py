@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from judge_mcp.backends.base import Backend, BackendError, ChatRequest, Completion, Message, Usage, user
-from judge_mcp.config import BackendConfig
+from judge_mcp.config import BackendConfig, ConfigError, missing_key
 
 __all__ = ["Backend", "BackendError", "ChatRequest", "Completion", "Message", "Usage", "build_backend", "user"]
 
 
 def build_backend(cfg: BackendConfig) -> Backend:
+    """The backend for `cfg`; ConfigError when it cannot work at all (a provider's public API without a key)."""
+    problem = missing_key(cfg)
+    if problem:
+        raise ConfigError(problem)
     common = dict(concurrency=cfg.concurrency, timeout_s=cfg.timeout_s, max_retries=cfg.max_retries)
     if cfg.kind == "openai":
         from judge_mcp.backends.openai_compat import OpenAICompatBackend

@@ -86,12 +86,13 @@ class Completion:
 class BackendError(Exception):
     """A backend call that failed for good. The message names the backend and the cause."""
 
-    def __init__(self, backend: str, cause: str, *, status: int | None = None, attempts: int = 1):
+    def __init__(self, backend: str, cause: str, *, status: int | None = None, attempts: int = 1, where: str = ""):
         self.backend = backend
         self.cause = cause
         self.status = status
         self.attempts = attempts
-        super().__init__(f"backend '{backend}' failed after {attempts} attempt(s): {cause}")
+        # `where`: the backend's kind, endpoint (credentials stripped) and model, so the message says what to fix
+        super().__init__(f"backend '{backend}'{f' ({where})' if where else ''} failed after {attempts} attempt(s): {cause}")
 
 
 class RetryableError(Exception):
@@ -157,6 +158,10 @@ class Backend:
         """What distinguishes this backend's answers for the cache: kind, endpoint and model, never the key."""
         return f"{self.kind}|{self.model}"
 
+    def describe(self) -> str:
+        """Kind, endpoint and model for error messages; never a credential."""
+        return f"{self.kind}, model {self.model}"
+
     # ---- calling --------------------------------------------------------------------------------------------
     @property
     def limiter(self) -> anyio.CapacityLimiter:
@@ -191,15 +196,18 @@ class Backend:
         try:
             completion, attempts = await run_with_retries(attempt, self.policy, on_retry=on_retry)
         except FatalError as exc:
-            raise BackendError(self.name, exc.cause, status=exc.status, attempts=len(errors) + 1) from exc
+            raise BackendError(self.name, exc.cause, status=exc.status, attempts=len(errors) + 1, where=self.describe()) from exc
         except (RetryableError, TimeoutError) as exc:
             raise BackendError(
-                self.name, _describe(exc, self.timeout_s), status=getattr(exc, "status", None), attempts=len(errors) + 1
+                self.name, _describe(exc, self.timeout_s), status=getattr(exc, "status", None), attempts=len(errors) + 1,
+                where=self.describe(),
             ) from exc
         except BackendError:
             raise
         except Exception as exc:  # an unforeseen failure is still a BackendError naming the backend and the cause
-            raise BackendError(self.name, f"unexpected {type(exc).__name__}: {exc}", attempts=len(errors) + 1) from exc
+            raise BackendError(
+                self.name, f"unexpected {type(exc).__name__}: {exc}", attempts=len(errors) + 1, where=self.describe()
+            ) from exc
         completion.attempts = attempts
         # A model's text may hold lone surrogates (JSON "\ud800" escapes): they cannot be encoded to UTF-8, so they
         # would fail the cache and verdict-log writes; each becomes U+FFFD here, once, for every backend.

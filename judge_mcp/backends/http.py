@@ -206,5 +206,8 @@ class HTTPBackend(Backend):
     def identity(self) -> str:
         return f"{self.kind}|{self.base_url}|{self.model}"
 
+    def describe(self) -> str:
+        return f"{self.kind} at {self.base_url}, model {self.model}"  # base_url holds no userinfo (split above)
+
     async def aclose(self) -> None:
         await self._client.aclose()

