@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
 
 from judge_mcp.config import MIN_REMOTE_TOKEN_CHARS
 
@@ -63,6 +64,25 @@ class BearerAuth:
         await send({"type": "http.response.body", "body": body})
 
 
+def rebinding_guard(host: str) -> TransportSecuritySettings:
+    """Host and Origin checks for a server without a token (DNS rebinding: a web page whose name resolves to the
+    loopback address must not reach the tools). The SDK switches them on only for 127.0.0.1, localhost and ::1;
+    here they hold for every loopback bind (127.0.0.2, the long form of ::1): the Host header must name the bound
+    address or a loopback name, and a browser's Origin must be one of those over http."""
+    bound = host.strip("[]")
+    names = {"127.0.0.1", "localhost", "[::1]", f"[{bound}]" if ":" in bound else bound}
+    try:
+        if ipaddress.ip_address(bound) == ipaddress.ip_address("::1"):
+            names.add("[::1]")
+    except ValueError:
+        pass
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=sorted({f"{name}:*" for name in names} | names),
+        allowed_origins=sorted({f"http://{name}:*" for name in names} | {f"http://{name}" for name in names}),
+    )
+
+
 def http_app(server: MCPServer, *, host: str, token: str | None) -> Any:
     if not token and not is_loopback(host):
         raise SystemExit(
@@ -74,8 +94,43 @@ def http_app(server: MCPServer, *, host: str, token: str | None) -> Any:
             f"refusing to serve HTTP on non-loopback address {host!r} with a JUDGE_MCP_HTTP_TOKEN of {len(token)} "
             f"characters; use at least {MIN_REMOTE_TOKEN_CHARS} (e.g. `export JUDGE_MCP_HTTP_TOKEN=$(openssl rand -hex 32)`)"
         )
-    app = server.streamable_http_app(streamable_http_path="/mcp", host=host)
-    return BearerAuth(app, token) if token else app
+    if token:
+        return BearerAuth(server.streamable_http_app(streamable_http_path="/mcp", host=host), token)
+    return server.streamable_http_app(streamable_http_path="/mcp", host=host, transport_security=rebinding_guard(host))
+
+
+HEADER_TIMEOUT_S = 10.0  # a connection must finish a request's headers within this (a slow-loris client is closed)
+KEEP_ALIVE_S = 5  # an idle kept-alive connection is closed after this (uvicorn's timeout_keep_alive)
+MAX_CONNECTIONS = 256  # connections and requests at once; past it new ones get 503 at once (uvicorn's limit_concurrency)
+
+
+def header_timeout_protocol(timeout_s: float = HEADER_TIMEOUT_S) -> type:
+    """uvicorn's h11 protocol, closing a connection that has no request in progress and began none in the last
+    `timeout_s`: a client that opens connections and never finishes its headers no longer holds them open (uvicorn
+    itself times out only the idle time after a response). A request in progress (a long tool call, an SSE stream)
+    is never cut."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeaderTimeoutProtocol(H11Protocol):
+        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._header_check = self.loop.call_later(timeout_s, self._check_progress, None)
+
+        def _check_progress(self, seen: Any) -> None:
+            if self.transport.is_closing():
+                return
+            cycle = self.cycle
+            busy = cycle is not None and not cycle.response_complete
+            if not busy and cycle is seen:  # no request began in a whole period: headers never finished
+                self.transport.close()
+                return
+            self._header_check = self.loop.call_later(timeout_s, self._check_progress, cycle)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._header_check.cancel()
+            super().connection_lost(exc)
+
+    return HeaderTimeoutProtocol
 
 
 def endpoint_url(host: str, port: int) -> str:
@@ -88,7 +143,15 @@ async def serve_http(server: MCPServer, *, host: str, port: int, token: str | No
 
     import uvicorn
 
-    config = uvicorn.Config(http_app(server, host=host, token=token), host=host, port=port, log_level="warning")
+    config = uvicorn.Config(
+        http_app(server, host=host, token=token),
+        host=host,
+        port=port,
+        log_level="warning",
+        http=header_timeout_protocol(),
+        timeout_keep_alive=KEEP_ALIVE_S,
+        limit_concurrency=MAX_CONNECTIONS,
+    )
     userver = uvicorn.Server(config)
     # One line on stderr once the socket listens: where to connect and whether a token is needed.
     need = "a bearer token is required (JUDGE_MCP_HTTP_TOKEN)" if token else "no token required (loopback only)"
