@@ -90,7 +90,8 @@ environment (set by the MCP client's "env" block or the shell):
   JUDGE_MCP_DB           SQLite file holding all state           [default: {db}]
   JUDGE_MCP_CONFIG       TOML file with [backends.NAME] tables   [default: none]
   JUDGE_MCP_HTTP_TOKEN   bearer token for --transport http       [default: none, then loopback binds only]
-  JUDGE_MCP_CONCURRENCY  calls in flight per backend             [default: 4]
+  JUDGE_MCP_CONCURRENCY  calls in flight per backend             [default: 16 for openai and anthropic,
+                                                                 4 (its slots) for local]
   JUDGE_MCP_TIMEOUT_S    seconds per backend attempt             [default: 120]
   JUDGE_MCP_MAX_RETRIES  retries of a failed backend call        [default: 3]
 """

@@ -21,6 +21,10 @@ DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https:
 PROVIDER_KEY_ENV = {"openai": ("OPENAI_API_KEY", "api.openai.com"), "anthropic": ("ANTHROPIC_API_KEY", "api.anthropic.com")}
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5"}
 DEFAULT_BACKEND_NAME = "default"
+# Requests in flight per backend, by kind. A remote API gets the largest single judgment's fan-out (16 FLIP
+# responses; grade_score's 10 options) at once, so one call costs about one backend round trip; the embedded model
+# gets its slot count (each slot holds a share of n_ctx and of 2 CPU cores).
+DEFAULT_CONCURRENCY = {"local": 4, "openai": 16, "anthropic": 16}
 
 
 class ConfigError(ValueError):
@@ -170,7 +174,7 @@ def backend_from_env(env: Mapping[str, str]) -> BackendConfig:
         model=model,
         base_url=base_url if kind != "local" else None,
         api_key=None,
-        concurrency=_positive_int(_env(env, "JUDGE_MCP_CONCURRENCY", 4), "JUDGE_MCP_CONCURRENCY"),
+        concurrency=_positive_int(_env(env, "JUDGE_MCP_CONCURRENCY", DEFAULT_CONCURRENCY[kind]), "JUDGE_MCP_CONCURRENCY"),
         timeout_s=_positive_float(_env(env, "JUDGE_MCP_TIMEOUT_S", 120), "JUDGE_MCP_TIMEOUT_S"),
         max_retries=_non_negative_int(_env(env, "JUDGE_MCP_MAX_RETRIES", 3), "JUDGE_MCP_MAX_RETRIES"),
     )
@@ -231,7 +235,7 @@ def backends_from_toml(path: Path, env: Mapping[str, str]) -> dict[str, BackendC
             model=_check_text(table.get("model"), f"{where} model") or (DEFAULT_MODELS.get(kind) if kind != "local" else None),
             base_url=base_url,
             api_key=key,
-            concurrency=_positive_int(table.get("concurrency", 4), f"{where} concurrency"),
+            concurrency=_positive_int(table.get("concurrency", DEFAULT_CONCURRENCY[kind]), f"{where} concurrency"),
             timeout_s=_positive_float(table.get("timeout_s", 120), f"{where} timeout_s"),
             max_retries=_non_negative_int(table.get("max_retries", 3), f"{where} max_retries"),
             n_ctx=_positive_int(table.get("n_ctx", 32768), f"{where} n_ctx"),

@@ -3,6 +3,8 @@ scripted Anthropic Messages server on 127.0.0.1 (real HTTP, real wire format), i
 
 from __future__ import annotations
 
+import re
+
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -83,5 +85,5 @@ async def test_overloaded_529_is_retried_and_a_persistent_one_reported(anthropic
         failed = await client.call_tool(tool, uncached(arguments))
     assert failed.is_error
     text = failed.content[0].text
-    assert "backend 'default' failed after 2 attempt(s)" in text and "HTTP 529" in text, text
+    assert re.search(r"backend 'default' \(anthropic at http://127\.0\.0\.1:\d+, model [^)]+\) failed after 2 attempt\(s\)", text) and "HTTP 529" in text, text
     assert "sk-ant-test" not in json.dumps([c.model_dump() for c in failed.content])

@@ -330,3 +330,33 @@ def test_bad_toml_gives_a_config_error_naming_the_place(tmp_path, toml, needle):
         load_settings({"JUDGE_MCP_CONFIG": write_toml(tmp_path, toml)})
     assert needle in str(info.value)
     assert "sk-literal" not in str(info.value)
+
+
+@pytest.mark.parametrize("kind, expected", [("openai", 16), ("anthropic", 16), ("local", 4)])
+def test_default_concurrency_by_kind(kind, expected, tmp_path):
+    env = {"JUDGE_MCP_BACKEND": kind, "JUDGE_MCP_API_KEY": "k"}
+    assert load_settings(env).default_backend.concurrency == expected
+    toml = write_toml(tmp_path, f'[backends.x]\nkind = "{kind}"\n')
+    assert load_settings({**env, "JUDGE_MCP_CONFIG": toml}).backend("x").concurrency == expected
+    assert load_settings({**env, "JUDGE_MCP_CONCURRENCY": "3"}).default_backend.concurrency == 3
+
+
+async def test_the_largest_flip_call_goes_out_at_once_at_the_default_concurrency(mcp_app):
+    """16 responses, 16 requests in flight together: each waits at a barrier that opens only when all 16 arrived
+    (with fewer in flight it breaks after its timeout and the call fails)."""
+    import threading
+
+    from mcp import Client
+
+    barrier = threading.Barrier(16, timeout=20)
+
+    def responder(payload):
+        barrier.wait()
+        return '{"instruction": "Name the capital of Australia.", "explanation": "it answers that"}'
+
+    server, backend = mcp_app(responder, JUDGE_MCP_MAX_RETRIES="0")
+    responses = [f"Answer {k}: Canberra is the capital of Australia." for k in range(16)]
+    async with Client(server) as client:
+        result = await client.call_tool("infer_instruction_reward", {"instruction": "Name the capital of Australia.", "responses": responses})
+    assert not result.is_error, result.content[0].text
+    assert len(backend.requests) == 16 and not barrier.broken
