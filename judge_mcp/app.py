@@ -53,7 +53,7 @@ class App:
         judge = Judge(chosen, self.cache, self.store, progress=progress)
         result = await method(judge)
         output = result.model_dump(mode="json")
-        self.store.log_verdict(tool, chosen.name, judge.model_id, inputs, output, output.get("usage", {}), judge.records)
+        await self.store.aio.log_verdict(tool, chosen.name, judge.model_id, inputs, output, output.get("usage", {}), judge.records)
         return result
 
     async def aclose(self) -> None:

@@ -5,8 +5,12 @@ Every write that must be all-or-nothing runs inside `Store.transaction()` (BEGIN
 killed at any moment leaves either the whole change or none of it. A database that cannot be opened, read or written
 (a directory or a non-SQLite file at the path, a full disk, a lock held past the busy timeout) raises `StoreError`,
 naming the file and SQLite's reason; a failed write is rolled back first, so nothing of it is kept. One `Store` may be shared by threads and tasks:
-a re-entrant lock serialises its use of the one connection; other processes are serialised by SQLite itself
-(busy timeout).
+writes go through one connection under a re-entrant lock, reads outside a transaction through a second, read-only
+one (in WAL mode a read never waits for a writer), and other processes are serialised by SQLite itself (busy
+timeout; a lock held past it is a StoreError that says so).
+
+Async code never calls the store on the event loop: `await store.aio.NAME(...)` runs the method in a worker
+thread, so a write waiting for another process's lock stalls only the call that needs it, never other clients.
 """
 
 from __future__ import annotations
@@ -18,9 +22,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import sqlite_utils
 
 Migration = Callable[[sqlite_utils.Database], None]
@@ -156,23 +163,48 @@ def _claim(conn: sqlite3.Connection) -> None:
     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
 
 
+class _OffLoop:
+    """`store.aio.NAME(...)`: the store's method NAME, awaited in a worker thread (see the module docstring)."""
+
+    def __init__(self, store: "Store"):
+        self._store = store
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        method = getattr(self._store, name)
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            return await anyio.to_thread.run_sync(partial(method, *args, **kwargs))
+
+        return call
+
+
 class Store:
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0):
         self.path = Path(path)
+        self.busy_timeout_s = busy_timeout_s
         self._lock = threading.RLock()
+        self._read_lock = threading.Lock()
+        self._in_transaction = threading.local()  # this thread is inside transaction(): its reads see its writes
+        self.aio = _OffLoop(self)
+        self.reader: sqlite3.Connection | None = None
         conn: sqlite3.Connection | None = None
         try:
             if str(path) != ":memory:":
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30.0)
+            conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=busy_timeout_s)
             _claim(conn)  # before anything changes the file: another application's database is refused untouched
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
-            conn.execute("PRAGMA busy_timeout=30000")
+            conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
             self.conn = conn
             self.db = sqlite_utils.Database(conn)
             self.migrate()
+            if str(path) != ":memory:":  # a second connection to ":memory:" would be another database
+                self.reader = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=busy_timeout_s)
+                self.reader.execute("PRAGMA query_only=ON")
+                self.reader.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
+                self.reader.row_factory = sqlite3.Row
         except (OSError, sqlite3.Error, StoreError) as exc:
             if conn is not None:
                 conn.close()
@@ -190,7 +222,8 @@ class Store:
             try:
                 self.conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
-                raise StoreError(f"could not write the database {str(self.path)!r}: {exc}") from exc
+                raise StoreError(f"could not write the database {str(self.path)!r}: {self._why(exc)}") from exc
+            self._in_transaction.active = True
             try:
                 yield self.db
                 self.conn.execute("COMMIT")
@@ -199,16 +232,29 @@ class Store:
                     self.conn.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
                     raise StoreError(
-                        f"could not write the database {str(self.path)!r}: {exc} (the write was rolled back; nothing of it was kept)"
+                        f"could not write the database {str(self.path)!r}: {self._why(exc)} (the write was rolled back; nothing of it was kept)"
                     ) from exc
                 raise
+            finally:
+                self._in_transaction.active = False
+
+    def _why(self, exc: sqlite3.Error) -> str:
+        """SQLite's reason, and for a lock, whose and for how long it was waited for."""
+        if "locked" in str(exc) or "busy" in str(exc):
+            return f"{exc}: another connection held its write lock past the {self.busy_timeout_s:g} s busy timeout"
+        return str(exc)
 
     def query(self, sql: str, params: Any = ()) -> list[dict[str, Any]]:
-        with self._lock:
-            try:
-                return list(self.db.query(sql, params))
-            except sqlite3.Error as exc:
-                raise StoreError(f"could not read the database {str(self.path)!r}: {exc}") from exc
+        """Rows as dicts. Outside a transaction through the read-only connection, which never waits for a writer;
+        inside one (in this thread) through the writer, so the transaction sees its own changes."""
+        try:
+            if self.reader is None or getattr(self._in_transaction, "active", False):
+                with self._lock:
+                    return list(self.db.query(sql, params))
+            with self._read_lock:
+                return [dict(row) for row in self.reader.execute(sql, params).fetchall()]
+        except sqlite3.Error as exc:
+            raise StoreError(f"could not read the database {str(self.path)!r}: {self._why(exc)}") from exc
 
     def migrate(self) -> list[str]:
         with self.transaction() as db:
@@ -226,21 +272,18 @@ class Store:
     def close(self) -> None:
         with self._lock:
             self.conn.close()
+        if self.reader is not None:
+            with self._read_lock:
+                self.reader.close()
 
     def integrity_ok(self) -> bool:
         return self.query("PRAGMA integrity_check")[0]["integrity_check"] == "ok"
 
     # ---- call cache ---------------------------------------------------------------------------------------------
     def cache_get(self, key: str) -> dict[str, Any] | None:
-        with self._lock:
-            rows = self.query("SELECT response FROM call_cache WHERE key = ?", [key])
-            if not rows:
-                return None
-            try:
-                self.db.execute("UPDATE call_cache SET hits = hits + 1 WHERE key = ?", [key])
-            except sqlite3.Error:  # the hit counter is statistics only: a full disk must not fail a cache hit
-                pass
-            return json.loads(rows[0]["response"])
+        """A pure read: a hit writes nothing (the `hits` column is no longer counted), so it never waits for a lock."""
+        rows = self.query("SELECT response FROM call_cache WHERE key = ?", [key])
+        return json.loads(rows[0]["response"]) if rows else None
 
     def cache_put(self, key: str, backend: str, model: str, request: dict[str, Any], response: dict[str, Any]) -> None:
         with self.transaction() as db:

@@ -125,7 +125,7 @@ def test_tool_call_on_a_full_disk_is_a_clear_tool_error_and_the_server_recovers(
     assert len(backend.requests) >= 2  # the failed call did reach the model: it was the write that failed
 
 
-def test_cache_hits_still_answer_when_the_hit_counter_cannot_be_written(tmp_path: Path) -> None:
+def test_cache_hits_are_pure_reads_and_answer_when_every_write_fails(tmp_path: Path) -> None:
     store = Store(tmp_path / "judge.db")
     try:
         store.cache_put("k", "b", "m", {"r": 1}, {"text": "cached"})

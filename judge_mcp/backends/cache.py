@@ -65,7 +65,7 @@ class CallCache:
             return await backend.complete(request), False
         key = request.cache_key(backend.identity())
         if self.store is not None:
-            hit = self.store.cache_get(key)
+            hit = await self.store.aio.cache_get(key)
             if hit is not None:
                 return _from_cached(hit, request), True
         flight = self._inflight.get(key)
@@ -89,7 +89,7 @@ class CallCache:
         completion = await backend.complete(request)
         # An empty answer is a glitch worth asking again later, not an answer to replay: it is not stored.
         if self.store is not None and completion.text.strip():
-            self.store.cache_put(key, backend.identity(), completion.model, request.to_record(), _to_cached(completion))
+            await self.store.aio.cache_put(key, backend.identity(), completion.model, request.to_record(), _to_cached(completion))
         return completion
 
     def _forget(self, key: str, flight: _Flight) -> None:

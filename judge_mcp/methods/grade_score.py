@@ -322,7 +322,7 @@ async def grade_score_options(
     )
 
     if judge.store is not None:
-        judge.store.add_options(instruction, options)
+        await judge.store.aio.add_options(instruction, options)
 
     s = summarise(trials, m)
     unrelated_index = n if unrelated is not None else None

@@ -200,15 +200,15 @@ async def refine_if_due(
     """
     out = _Refinement()
     at_refine, at_condense, total = progress_at
-    state = store.lwe_session_row(session)
+    state = await store.aio.lwe_session_row(session)
     if state is None or state["pending"] < (1 if partial else state["batch_size"]):
         return out  # nothing due: do not wait behind another task's refinement
     refines = conflicts = 0
     async with _session_lock(store, session):
         while refines < MAX_REFINES_PER_CALL and conflicts <= MAX_CONFLICTS_PER_CALL:
-            state = store.lwe_session_row(session)
+            state = await store.aio.lwe_session_row(session)
             assert state is not None
-            batch = store.lwe_pending(session, limit=state["batch_size"])
+            batch = await store.aio.lwe_pending(session, limit=state["batch_size"])
             if not batch or (len(batch) < state["batch_size"] and not partial):
                 break
             await judge.progress(at_refine, total, f"refining the meta-prompt (v{state['current_version']}) from {len(batch)} feedback items")
@@ -226,7 +226,7 @@ async def refine_if_due(
                 )
                 break
             try:
-                version = store.lwe_commit_version(
+                version = await store.aio.lwe_commit_version(
                     session,
                     expected_version=state["current_version"],
                     text=refined,
@@ -248,7 +248,7 @@ async def refine_if_due(
                     out.warnings.append(f"v{version} has {len(refined):,} characters and condensing it did not shorten it")
                     continue
                 try:
-                    out.versions.append(store.lwe_commit_version(session, expected_version=version, text=condensed, reason="condense"))
+                    out.versions.append(await store.aio.lwe_commit_version(session, expected_version=version, text=condensed, reason="condense"))
                     out.condensed = True
                 except LweConflict:
                     conflicts += 1
@@ -287,7 +287,7 @@ async def lwe_judge(
         raise InputError(f"'learn' must be true or false, got {learn!r}")
     store = _require_store(judge)
 
-    state = store.lwe_ensure_session(session, batch_size, initial_meta_prompt())
+    state = await store.aio.lwe_ensure_session(session, batch_size, initial_meta_prompt())
     # Progress steps: [vanilla pair], case prompt, judgment, feedback, buffering, refinement (+ condensing).
     base = 1.0 if selective else 0.0
     total = base + 5
@@ -299,7 +299,7 @@ async def lwe_judge(
         vanilla = await vanilla_pair(judge, prompt, response_a, response_b)
         if vanilla.consistent:
             await judge.progress(total, total, f"consistent in both orders ({vanilla.ab}): answered without the meta-prompt")
-            state = store.lwe_session_row(session) or state
+            state = (await store.aio.lwe_session_row(session)) or state
             return LweResult(
                 winner=vanilla.ab,
                 path="vanilla_consistent",
@@ -324,7 +324,7 @@ async def lwe_judge(
     # first, so that this case is judged with the newest meta-prompt.
     early = await refine_if_due(judge, store, session, (base + 0.1, base + 0.15, total)) if learn else _Refinement()
 
-    state = store.lwe_session_row(session)
+    state = await store.aio.lwe_session_row(session)
     assert state is not None
     meta_version, meta_prompt = state["current_version"], state["text"]
     example = t.example_text(prompt, response_a, response_b)
@@ -344,7 +344,7 @@ async def lwe_judge(
         warnings.append("the meta-path judgment stayed unparsed after a re-ask: winner is null (the feedback still records it)")
     if not learn:
         await judge.progress(total, total, "done (scoring only: no feedback, no refinement)")
-        state = store.lwe_session_row(session) or state
+        state = (await store.aio.lwe_session_row(session)) or state
         return LweResult(
             winner=winner,
             path="meta_prompt",
@@ -367,7 +367,7 @@ async def lwe_judge(
     await judge.progress(base + 2, total, "writing self-feedback on the judgment")
     feedback, feedback_ok = await _feedback(judge, meta_prompt, judge_prompt_text, judgment)
     await judge.progress(base + 3, total, "buffering the feedback")
-    _, pending = store.lwe_add_feedback(
+    _, pending = await store.aio.lwe_add_feedback(
         session,
         {
             "meta_version": meta_version,
@@ -388,7 +388,7 @@ async def lwe_judge(
     await judge.progress(total, total, "done" + (" (meta-prompt refined)" if late.refined else f" ({pending} of {state['batch_size']} feedback items buffered)"))
 
     versions = early.versions + late.versions
-    final = store.lwe_session_row(session)
+    final = await store.aio.lwe_session_row(session)
     assert final is not None
     return LweResult(
         winner=winner,

@@ -1,0 +1,81 @@
+"""Issue 14, item 3: the store never blocks the server. Another process holds the database's write lock; a tool call
+that must write waits for it in a worker thread while another client's read-only call is answered at once; a
+lock held past the busy timeout is a named tool error, and nothing of the waiting call is half-written."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import anyio
+from mcp import Client
+
+from judge_mcp.app import App
+from judge_mcp.config import load_settings
+from judge_mcp.server import build_server
+from judge_mcp.store import Store
+from tests.judge_script import BAD, CAPITAL_Q, GOOD, UniversalJudge
+
+PAIR = {"prompt": CAPITAL_Q, "response_a": BAD, "response_b": GOOD}
+
+
+def _server(scripted, db: Path, busy_timeout_s: float):
+    backend = scripted(UniversalJudge())
+    settings = load_settings({"JUDGE_MCP_BACKEND": "openai", "JUDGE_MCP_BASE_URL": backend.base_url, "JUDGE_MCP_MODEL": "m", "JUDGE_MCP_DB": str(db), "JUDGE_MCP_MAX_RETRIES": "0"})
+    app = App(settings, store=Store(db, busy_timeout_s=busy_timeout_s))
+    return app, build_server(app), backend
+
+
+async def _wait_for_requests(backend, count: int) -> None:
+    with anyio.fail_after(20):
+        while len(backend.requests) < count:
+            await anyio.sleep(0.02)
+
+
+async def test_a_read_is_answered_while_another_call_waits_for_a_foreign_write_lock(scripted, tmp_path: Path) -> None:
+    db = tmp_path / "judge.db"
+    app, server, backend = _server(scripted, db, busy_timeout_s=30)
+    other_process = sqlite3.connect(str(db), isolation_level=None)
+    try:
+        async with Client(server) as client:
+            assert not (await client.call_tool("lwe_judge", {**PAIR, "session": "s"})).is_error
+            before = len(backend.requests)
+            other_process.execute("BEGIN IMMEDIATE")  # another process takes the write lock and keeps it
+            results: dict = {}
+
+            async def judging() -> None:
+                results["pair"] = await client.call_tool("compare_pair", {**PAIR, "prompt": "Which city is the capital of Australia?"})
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(judging)
+                await _wait_for_requests(backend, before + 2)  # the judgment is in; its writes now wait for the lock
+                await anyio.sleep(0.3)
+                with anyio.fail_after(10):  # on the event loop this read would wait out the whole 30 s lock
+                    shown = await client.call_tool("lwe_session", {"action": "show", "session": "s"})
+                assert "pair" not in results  # the writing call is still waiting: the read did not wait for it
+                other_process.execute("ROLLBACK")
+        assert not shown.is_error and shown.structured_content["session"] == "s"
+        assert not results["pair"].is_error and results["pair"].structured_content["winner"] == "B"
+    finally:
+        other_process.close()
+        await app.aclose()
+
+
+async def test_a_lock_held_past_the_busy_timeout_is_a_named_error_and_nothing_is_half_written(scripted, tmp_path: Path) -> None:
+    db = tmp_path / "judge.db"
+    app, server, backend = _server(scripted, db, busy_timeout_s=0.5)
+    other_process = sqlite3.connect(str(db), isolation_level=None)
+    try:
+        other_process.execute("BEGIN IMMEDIATE")
+        async with Client(server) as client:
+            result = await client.call_tool("compare_pair", PAIR)
+        other_process.execute("ROLLBACK")
+        assert result.is_error
+        text = result.content[0].text
+        assert f"could not write the database {str(db)!r}" in text
+        assert "another connection held its write lock past the 0.5 s busy timeout" in text
+        assert app.store.query("SELECT COUNT(*) AS n FROM verdicts")[0]["n"] == 0
+        assert app.store.query("SELECT COUNT(*) AS n FROM call_cache")[0]["n"] == 0
+    finally:
+        other_process.close()
+        await app.aclose()
