@@ -28,9 +28,20 @@ class App:
     def __init__(self, settings: Settings | None = None, *, store: Store | None = None):
         self.settings = settings or load_settings()
         self.store = store or Store(self.settings.db_path)
+        self.apply_retention()
         self.cache = CallCache(self.store)
         self._backends: dict[str, Backend] = {}
         self._lock = anyio.Lock()
+
+    def apply_retention(self) -> dict[str, int]:
+        """Delete cache and verdict-log rows past the configured ages (JUDGE_MCP_*_MAX_AGE_DAYS); none set: nothing."""
+        cache_days, verdict_days = self.settings.cache_max_age_days, self.settings.verdicts_max_age_days
+        if cache_days is None and verdict_days is None:
+            return {"call_cache": 0, "verdicts": 0}
+        return self.store.gc(
+            cache_older_than_s=None if cache_days is None else cache_days * 86400,
+            verdicts_older_than_s=None if verdict_days is None else verdict_days * 86400,
+        )
 
     def backend(self, name: str | None) -> Backend:
         """The backend named `name` (None: the environment's). Raises ConfigError for unknown names."""

@@ -94,6 +94,8 @@ environment (set by the MCP client's "env" block or the shell):
                                                                  4 (its slots) for local]
   JUDGE_MCP_TIMEOUT_S    seconds per backend attempt             [default: 120]
   JUDGE_MCP_MAX_RETRIES  retries of a failed backend call        [default: 3]
+  JUDGE_MCP_CACHE_MAX_AGE_DAYS     cached answers older than this are deleted at start   [default: kept]
+  JUDGE_MCP_VERDICTS_MAX_AGE_DAYS  verdict-log rows older than this are deleted at start [default: kept]
 """
 
 
@@ -106,6 +108,42 @@ def _version() -> str:
         from judge_mcp import __version__
 
         return __version__
+
+
+def cmd_gc(args: argparse.Namespace) -> int:
+    from judge_mcp.config import load_settings
+    from judge_mcp.store import Store
+
+    settings = load_settings()
+    cache_days = args.cache_days if args.cache_days is not None else settings.cache_max_age_days
+    verdict_days = args.verdict_days if args.verdict_days is not None else settings.verdicts_max_age_days
+    if cache_days is None and verdict_days is None and not args.vacuum:
+        print("judge-mcp gc: nothing to do: give --cache-days and/or --verdict-days (or set JUDGE_MCP_CACHE_MAX_AGE_DAYS / JUDGE_MCP_VERDICTS_MAX_AGE_DAYS), or --vacuum", file=sys.stderr)
+        return 2
+    store = Store(settings.db_path)
+    try:
+        before = settings.db_path.stat().st_size
+        counts = store.gc(
+            cache_older_than_s=None if cache_days is None else cache_days * 86400,
+            verdicts_older_than_s=None if verdict_days is None else verdict_days * 86400,
+            vacuum=args.vacuum,
+        )
+        store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        after = settings.db_path.stat().st_size
+    finally:
+        store.close()
+    print(f"{settings.db_path}: deleted {counts['call_cache']} call-cache rows and {counts['verdicts']} verdict rows; {before:,} -> {after:,} bytes")
+    return 0
+
+
+def _days(value: str) -> float:
+    try:
+        days = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of days, got {value!r}") from None
+    if not days >= 0 or days == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of days >= 0, got {value!r}")
+    return days
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -136,6 +174,18 @@ def build_parser() -> argparse.ArgumentParser:
     sessions.add_argument("action", choices=["list", "show", "export"])
     sessions.add_argument("session", nargs="?", default="default")
     sessions.set_defaults(fn=cmd_sessions)
+
+    gc = sub.add_parser(
+        "gc",
+        help="delete old call-cache and verdict-log rows (LWE sessions are never touched)",
+        description="Delete call-cache rows and verdict-log rows older than the given ages from the database "
+        "(JUDGE_MCP_DB). LWE sessions, versions and feedback are never touched. The same ages set as "
+        "JUDGE_MCP_CACHE_MAX_AGE_DAYS / JUDGE_MCP_VERDICTS_MAX_AGE_DAYS are applied at every server start.",
+    )
+    gc.add_argument("--cache-days", type=_days, help="delete cached model answers older than this many days (default: JUDGE_MCP_CACHE_MAX_AGE_DAYS)")
+    gc.add_argument("--verdict-days", type=_days, help="delete verdict-log rows older than this many days (default: JUDGE_MCP_VERDICTS_MAX_AGE_DAYS)")
+    gc.add_argument("--vacuum", action="store_true", help="then rewrite the file so the freed space goes back to the filesystem")
+    gc.set_defaults(fn=cmd_gc)
 
     from judge_mcp.bench import add_parser as add_bench
 

@@ -56,6 +56,9 @@ class Settings:
     default_backend: BackendConfig
     named_backends: Mapping[str, BackendConfig]
     http_token: str | None = field(default=None, repr=False)
+    # retention (None: kept for ever): applied when the server starts and by `judge-mcp gc`
+    cache_max_age_days: float | None = None
+    verdicts_max_age_days: float | None = None
 
     def backend_names(self) -> list[str]:
         return [DEFAULT_BACKEND_NAME, *sorted(self.named_backends)]
@@ -270,7 +273,19 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     # MCP clients pass env from JSON without a shell, so expand ~ here
     explicit_db = _env(env, "JUDGE_MCP_DB", None)
     db_path = Path(explicit_db).expanduser() if explicit_db else default_db_path(env)
-    return Settings(db_path=db_path, default_backend=default, named_backends=named, http_token=_http_token(env))
+    return Settings(
+        db_path=db_path,
+        default_backend=default,
+        named_backends=named,
+        http_token=_http_token(env),
+        cache_max_age_days=_optional_days(env, "JUDGE_MCP_CACHE_MAX_AGE_DAYS"),
+        verdicts_max_age_days=_optional_days(env, "JUDGE_MCP_VERDICTS_MAX_AGE_DAYS"),
+    )
+
+
+def _optional_days(env: Mapping[str, str], name: str) -> float | None:
+    value = _env(env, name, None)
+    return None if value is None else _positive_float(value, name)
 
 
 MIN_REMOTE_TOKEN_CHARS = 16  # a shorter token is refused on a non-loopback bind (see http_transport.http_app)

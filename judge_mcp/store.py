@@ -320,6 +320,26 @@ class Store:
                 row[col] = json.loads(row[col])
         return rows
 
+    # ---- retention ----------------------------------------------------------------------------------------------
+    def gc(self, *, cache_older_than_s: float | None = None, verdicts_older_than_s: float | None = None, vacuum: bool = False) -> dict[str, int]:
+        """Delete call-cache rows and verdict-log rows older than the given ages, in one transaction (LWE sessions,
+        their versions and feedback are never touched). With `vacuum`, the file is then rewritten to give the
+        space back to the filesystem (SQLite otherwise reuses it for new rows)."""
+        now = time.time()
+        counts = {"call_cache": 0, "verdicts": 0}
+        with self.transaction() as db:
+            if cache_older_than_s is not None:
+                counts["call_cache"] = db.execute("DELETE FROM call_cache WHERE created_at < ?", [now - cache_older_than_s]).rowcount
+            if verdicts_older_than_s is not None:
+                counts["verdicts"] = db.execute("DELETE FROM verdicts WHERE created_at < ?", [now - verdicts_older_than_s]).rowcount
+        if vacuum:
+            with self._lock:
+                try:
+                    self.conn.execute("VACUUM")
+                except sqlite3.Error as exc:
+                    raise StoreError(f"could not vacuum the database {str(self.path)!r}: {self._why(exc)}") from exc
+        return counts
+
     # ---- option pool (grade_score_options' unrelated options) ---------------------------------------------------
     def add_options(self, instruction: str, options: list[str]) -> None:
 

@@ -53,10 +53,31 @@ class ChatRequest:
             "schema_name": self.schema_name,
         }
 
+    def summary(self) -> dict[str, Any]:
+        """What the verdict log and the cache keep of a request: its shape, not its text. The judged texts are
+        stored once, as the tool's inputs; the exact prompt is the templates applied to them (and `cache_key`)."""
+        return {
+            "system_chars": len(self.system or ""),
+            "messages": [{"role": m.role, "chars": len(m.content)} for m in self.messages],
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "schema_name": self.schema_name if self.json_schema is not None else None,
+        }
+
     def cache_key(self, backend_identity: str) -> str:
         """Hash of the exact request as this backend would send it."""
         payload = json.dumps({"backend": backend_identity, "request": self.to_record()}, sort_keys=True)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+RESPONSE_SUMMARY_KEYS = ("id", "model", "usage", "stop_reason", "system_fingerprint")
+
+
+def response_summary(body: Any) -> dict[str, Any] | None:
+    """The provider's reply without its text (which the call record keeps once, as `text`)."""
+    if not isinstance(body, dict):
+        return None
+    return {key: body[key] for key in RESPONSE_SUMMARY_KEYS if key in body}
 
 
 def user(content: str, system: str | None = None, **kwargs: Any) -> ChatRequest:

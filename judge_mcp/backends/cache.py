@@ -48,7 +48,7 @@ def _from_cached(data: dict[str, Any], request: ChatRequest) -> Completion:
         finish_reason=data.get("finish_reason"),
         structured=bool(data.get("structured")),
         attempts=0,
-        raw={"request": request.to_record(), "cached": True},
+        raw={"cached": True},
     )
 
 
@@ -67,7 +67,9 @@ class CallCache:
         if self.store is not None:
             hit = await self.store.aio.cache_get(key)
             if hit is not None:
-                return _from_cached(hit, request), True
+                completion = _from_cached(hit, request)
+                completion.raw["cache_key"] = key
+                return completion, True
         flight = self._inflight.get(key)
         if flight is None:
             flight = self._inflight[key] = _Flight(asyncio.get_running_loop().create_task(self._call(backend, request, key)))
@@ -82,14 +84,17 @@ class CallCache:
                 self._forget(key, flight)
                 flight.task.cancel()
         if flight.claim():
+            completion.raw["cache_key"] = key
             return completion, False
-        return _from_cached(_to_cached(completion), request), True
+        shared = _from_cached(_to_cached(completion), request)
+        shared.raw["cache_key"] = key
+        return shared, True
 
     async def _call(self, backend: Backend, request: ChatRequest, key: str) -> Completion:
         completion = await backend.complete(request)
         # An empty answer is a glitch worth asking again later, not an answer to replay: it is not stored.
         if self.store is not None and completion.text.strip():
-            await self.store.aio.cache_put(key, backend.identity(), completion.model, request.to_record(), _to_cached(completion))
+            await self.store.aio.cache_put(key, backend.identity(), completion.model, request.summary(), _to_cached(completion))
         return completion
 
     def _forget(self, key: str, flight: _Flight) -> None:

@@ -11,7 +11,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from judge_mcp.backends.base import Backend, ChatRequest, Completion
+from judge_mcp.backends.base import Backend, ChatRequest, Completion, response_summary
 from judge_mcp.backends.cache import CallCache
 from judge_mcp.store import Store
 from judge_mcp.verdicts import UsageOut
@@ -59,8 +59,12 @@ class Judge:
             self.calls += 1
             self.prompt_tokens += completion.usage.prompt_tokens
             self.completion_tokens += completion.usage.completion_tokens
-        record = dict(completion.raw)
+        # The record keeps the request's shape and the reply's metadata, not their texts: the judged texts are in the
+        # verdict's inputs, the answer in `text` (issue 14: each text stored once).
+        record = {key: value for key, value in completion.raw.items() if key not in ("request", "response")}
         record.update(
+            request=request.summary(),
+            response=response_summary(completion.raw.get("response")),
             purpose=request.purpose,
             cached=cached,
             text=completion.text,
