@@ -1,6 +1,7 @@
-"""The MCP shell: tools, resources and their descriptions. Each tool checks nothing itself beyond its types:
-it hands its arguments to a method through `App.run` and returns the method's pydantic model (whose schema is
-the tool's outputSchema). Anticipated failures become `ToolError`s with a message naming the problem."""
+"""The MCP shell: tools, prompts, resources and their descriptions. Each tool's limits are in its signature (so
+they are in its inputSchema; `tool_args` checks them and reports them readably); the tool hands its arguments to
+a method through `App.run` and returns the method's pydantic model (whose schema is the tool's outputSchema).
+Anticipated failures become `ToolError`s with a message naming the problem."""
 
 from __future__ import annotations
 
@@ -10,15 +11,18 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field
 
-from judge_mcp import __version__
+import anyio.to_thread
+
+from judge_mcp import __version__, prompts, tool_args
 from judge_mcp.app import App
 from judge_mcp.backends.base import BackendError
 from judge_mcp.config import ConfigError
 from judge_mcp.methods import flip, grade_score, lwe, pairwise
+from judge_mcp.validation import MAX_TEXT_CHARS, SESSION_PATTERN
 from judge_mcp.methods.judge import Judge
 from judge_mcp.store import StoreError
 from judge_mcp.validation import InputError
@@ -34,8 +38,17 @@ INSTRUCTIONS = (
     "every cyclic order and reports the Grade Score; lwe_judge judges a pair while refining a stored meta-prompt."
 )
 
+# A judgment reads its inputs and asks a model: it changes nothing the caller owns (the verdict log only grows),
+# and the same call gives the same answer (temperature 0, the call cache).
 JUDGING = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=True)
-BackendArg = Annotated[str | None, Field(description="a backend named in the JUDGE_MCP_CONFIG TOML file; default: the environment's")]
+# lwe_judge: each inconsistent case buffers feedback and may refine the session's meta-prompt, so a repeat differs.
+LEARNING = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=True)
+READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+ADMIN = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False)
+
+Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS)]
+BackendArg = Annotated[str | None, Field(max_length=64, description="a backend named in the JUDGE_MCP_CONFIG TOML file; default: the environment's")]
+SessionArg = Annotated[str, Field(pattern=SESSION_PATTERN, description="session name, [A-Za-z0-9_.-]{1,64}; each has its own meta-prompt")]
 
 
 def _progress(ctx: Context | None) -> Callable[[float, float | None, str | None], Awaitable[None]] | None:
@@ -84,86 +97,122 @@ def build_server(app: App | None = None) -> MCPServer:
 
     @server.tool(annotations=JUDGING, title="Compare two answers (goal-reversed, both orders)")
     async def compare_pair(
-        prompt: Annotated[str, Field(description="the user prompt both answers respond to")],
-        response_a: Annotated[str, Field(description="answer A")],
-        response_b: Annotated[str, Field(description="answer B")],
+        prompt: Annotated[Text, Field(description="the user prompt both answers respond to")],
+        response_a: Annotated[Text, Field(description="answer A")],
+        response_b: Annotated[Text, Field(description="answer B")],
         goal: Annotated[Literal["worse", "better"], Field(description="ask which answer is worse (GRP, default) or better")] = "worse",
         template: Annotated[Literal["sop", "cot", "direct"], Field(description="sop: judge answers first (Arena-Hard); cot; direct")] = "sop",
         swap: Annotated[bool, Field(description="judge both orders (default); winner only when they agree")] = True,
         backend: BackendArg = None,
         ctx: Context | None = None,
     ) -> ComparePairResult:
-        """Judge which of two answers is better, asking the model which is *worse* (goal-reversed prompting) in
-        both A/B orders concurrently. `winner` is A or B only when both orders agree; otherwise null with
-        `consistent: false` (position bias shows up as inconsistency, not as a wrong verdict)."""
+        """Judge which of two answers to the same prompt is better, asking the model which is *worse*
+        (goal-reversed prompting) in both A/B orders concurrently. `winner` is A or B only when both orders agree;
+        otherwise null with `consistent: false` (position bias shows up as inconsistency, not as a wrong verdict;
+        with swap=false, `consistent` is null).
+
+        Use it for exactly two candidates (two drafts, two patches, before/after). For 3-10 candidates use
+        grade_score_options; to score responses against an instruction without a judge prompt, use
+        infer_instruction_reward; for a stream of pairs in one domain where the judge should learn, lwe_judge.
+        Cost: 2 backend calls (1 with swap=false), plus one re-ask per unparsed answer."""
         inputs = dict(prompt=prompt, response_a=response_a, response_b=response_b, goal=goal, template=template, swap=swap)
         return await _run(app, "compare_pair", inputs, lambda j: pairwise.compare_pair(j, **inputs), backend, ctx)
 
     @server.tool(annotations=JUDGING, title="FLIP reward: infer the instruction back from each response")
     async def infer_instruction_reward(
-        instruction: Annotated[str, Field(description="the instruction (or, with context, the system prompt) the responses should follow")],
-        responses: Annotated[list[str], Field(description="1 to 16 candidate responses")],
-        context: Annotated[str | None, Field(description="optional user prompt or conversation; then `instruction` is a system prompt")] = None,
+        instruction: Annotated[Text, Field(description="the instruction (or, with context, the system prompt) the responses should follow")],
+        responses: Annotated[list[Text], Field(min_length=1, max_length=flip.MAX_RESPONSES, description="1 to 16 candidate responses")],
+        context: Annotated[Text | None, Field(description="optional user prompt or conversation; then `instruction` is a system prompt")] = None,
         similarity: Annotated[
             Literal["f1", "rouge_l", "token_sort"],
             Field(description="f1 (word-level F1, default), rouge_l (ROUGE-L F-measure) or token_sort (rapidfuzz token_sort_ratio)"),
         ] = "f1",
-        prompt_variant: Annotated[int, Field(description="the FLIP paper's inference prompt 1 (default), 2 or 3")] = 1,
+        prompt_variant: Annotated[Literal[1, 2, 3], Field(description="the FLIP paper's inference prompt 1 (default), 2 or 3")] = 1,
         backend: BackendArg = None,
         ctx: Context | None = None,
     ) -> FlipResult:
         """Reference-free reward (FLIP): the model infers, from each response alone, the instruction it answers;
-        the reward is the similarity between inferred and given instruction. Ranks the responses."""
+        the reward is the similarity (word-level F1) between inferred and given instruction. Ranks the responses.
+
+        Use it to score or rank 1-16 responses to one instruction without a reference answer, e.g. as a reward
+        for best-of-n sampling; it holds up where small judges fail at direct judging, and text inside a response
+        cannot address a judge. For a head-to-head verdict use compare_pair. Cost: n backend calls (one per
+        response), plus one re-ask per unparsed answer."""
         inputs = dict(instruction=instruction, responses=responses, context=context, similarity=similarity, prompt_variant=prompt_variant)
         return await _run(app, "infer_instruction_reward", inputs, lambda j: flip.infer_instruction_reward(j, **inputs), backend, ctx)
 
     @server.tool(annotations=JUDGING, title="Pick the best option over every cyclic order (Grade Score)")
     async def grade_score_options(
-        instruction: Annotated[str, Field(description="the question or task the options answer")],
-        options: Annotated[list[str], Field(description="2 to 10 candidate options")],
-        prompt_variant: Annotated[int, Field(description="the Grade Score paper's judge prompt A.1-A.4 (1..4, default 2)")] = 2,
+        instruction: Annotated[Text, Field(description="the question or task the options answer")],
+        options: Annotated[
+            list[Text], Field(min_length=grade_score.MIN_OPTIONS, max_length=grade_score.MAX_OPTIONS, description="2 to 10 candidate options")
+        ],
+        prompt_variant: Annotated[Literal[1, 2, 3, 4], Field(description="the Grade Score paper's judge prompt A.1-A.4 (1..4, default 2)")] = 2,
         unrelated_option: Annotated[bool, Field(description="add an option answering a different instruction as a sanity check")] = False,
         backend: BackendArg = None,
         ctx: Context | None = None,
     ) -> GradeScoreResult:
         """Multiple-choice judging: one trial per cyclic rotation of the options (each option at each position
         once), reporting the winner, the position entropy (llm_score), the choice stability (choice_score) and
-        their harmonic mean, the Grade Score."""
+        their harmonic mean, the Grade Score.
+
+        Use it to pick the best of 2-10 options and to see how much to trust that pick (a low Grade Score means
+        the judge's choice moves with the order). For two candidates compare_pair is cheaper. Cost: n backend
+        calls for n options (n+1 with unrelated_option), plus one re-ask per unparsed answer."""
         inputs = dict(instruction=instruction, options=options, prompt_variant=prompt_variant, unrelated_option=unrelated_option)
         return await _run(app, "grade_score_options", inputs, lambda j: grade_score.grade_score_options(j, **inputs), backend, ctx)
 
-    @server.tool(annotations=JUDGING, title="Judge a pair while learning a meta-prompt (LWE)")
+    @server.tool(annotations=LEARNING, title="Judge a pair while learning a meta-prompt (LWE)")
     async def lwe_judge(
-        prompt: Annotated[str, Field(description="the user prompt both answers respond to")],
-        response_a: Annotated[str, Field(description="answer A")],
-        response_b: Annotated[str, Field(description="answer B")],
-        session: Annotated[str, Field(description="session name [A-Za-z0-9_.-]{1,64}; each has its own meta-prompt")] = "default",
+        prompt: Annotated[Text, Field(description="the user prompt both answers respond to")],
+        response_a: Annotated[Text, Field(description="answer A")],
+        response_b: Annotated[Text, Field(description="answer B")],
+        session: SessionArg = "default",
         selective: Annotated[bool, Field(description="only cases judged inconsistently in both orders take the meta-prompt path")] = True,
-        batch_size: Annotated[int, Field(description="feedback items per refinement (used when the session is created)")] = 4,
+        batch_size: Annotated[
+            int, Field(ge=1, le=lwe.MAX_BATCH_SIZE, description="feedback items per refinement (used when the session is created)")
+        ] = 4,
         backend: BackendArg = None,
         ctx: Context | None = None,
     ) -> LweResult:
         """Learning While Evaluating: a vanilla judgment in both orders; inconsistent cases get a case-specific
         evaluation prompt written from the session's meta-prompt, and the judge's self-feedback refines that
-        meta-prompt every `batch_size` cases (stored, versioned, shared across calls and restarts)."""
+        meta-prompt every `batch_size` cases (stored, versioned, shared across calls and restarts).
+
+        Use it for many pairwise judgments in one domain, where the judge should get better at that domain as it
+        goes; for a one-off comparison compare_pair is cheaper and stateless. Not idempotent: an inconsistent case
+        buffers feedback in the session and may trigger a refinement. Cost: 2 backend calls when both orders
+        agree; up to 9 otherwise (evaluation prompt, judgment, feedback, and a refinement and condensation when a
+        batch is due)."""
         inputs = dict(prompt=prompt, response_a=response_a, response_b=response_b, session=session, selective=selective, batch_size=batch_size)
         return await _run(app, "lwe_judge", inputs, lambda j: lwe.lwe_judge(j, **inputs), backend, ctx)
 
-    @server.tool(
-        annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False),
-        title="Show, reset or roll back an LWE session",
-    )
-    def lwe_session(
+    @server.tool(annotations=READ_ONLY, title="Show an LWE session (read-only)")
+    async def lwe_session_show(session: SessionArg = "default") -> LweSessionResult:
+        """Show an LWE session: its current meta-prompt, batch size, pending feedback and every version. Read-only
+        (the same as lwe_session with action "show"); the lwe:// resources give the same data. No backend calls."""
+        return await _session_admin(app, session=session, action="show", version=None)
+
+    @server.tool(annotations=ADMIN, title="Show, reset or roll back an LWE session")
+    async def lwe_session(
         action: Annotated[Literal["show", "reset", "rollback"], Field(description="show the session, reset to the initial meta-prompt, or roll back to `version`")] = "show",
-        session: Annotated[str, Field(description="session name")] = "default",
-        version: Annotated[int | None, Field(description="for rollback: the version to restore")] = None,
+        session: SessionArg = "default",
+        version: Annotated[int | None, Field(ge=1, le=2**31 - 1, description="for rollback: the version to restore")] = None,
     ) -> LweSessionResult:
-        """Inspect or manage an LWE session's meta-prompt lineage. Reset and rollback add a new version (history is
-        never rewritten)."""
-        try:
-            return lwe.lwe_session(app.store, session=session, action=action, version=version)
-        except InputError as exc:
-            raise ToolError(str(exc)) from exc
+        """Manage an LWE session's meta-prompt lineage: reset it to the initial meta-prompt (drops the buffered
+        feedback) or roll it back to an earlier version; "show" reads it. Reset and rollback add a new version
+        (history is never rewritten), but they change what every later lwe_judge call in the session uses. For
+        read-only inspection use lwe_session_show. No backend calls."""
+        return await _session_admin(app, session=session, action=action, version=version)
+
+    @server.prompt(title="Compare two drafts", description="Judge which of two drafts better does a task (calls compare_pair)")
+    def compare_drafts(task: str, draft_a: str, draft_b: str) -> str:
+        return prompts.render("mcp_compare_drafts.txt", task=task, draft_a=draft_a, draft_b=draft_b)
+
+    @server.prompt(title="Pick the best option", description="Pick the best of several options, one per line or separated by a line with ---, and say how stable the pick is (calls grade_score_options)")
+    def pick_best(question: str, options: str) -> str:
+        listed = split_options(options)
+        return prompts.render("mcp_pick_best.txt", question=question, options=json.dumps(listed, ensure_ascii=False))
 
     @server.resource("lwe://sessions", name="lwe-sessions", description="LWE sessions with versions and counts", mime_type="application/json")
     def sessions_resource() -> str:
@@ -174,13 +223,37 @@ def build_server(app: App | None = None) -> MCPServer:
         try:
             return lwe.meta_prompt_text(app.store, session)
         except InputError as exc:
-            raise ResourceError(str(exc)) from exc
+            raise ResourceNotFoundError(str(exc)) from exc
 
     @server.resource("lwe://sessions/{session}/history", name="lwe-history", description="every meta-prompt version with time and reason", mime_type="application/json")
     def history_resource(session: str) -> str:
         try:
             return json.dumps(lwe.session_history(app.store, session), indent=2)
         except InputError as exc:
-            raise ResourceError(str(exc)) from exc
+            raise ResourceNotFoundError(str(exc)) from exc
 
+    tool_args.install(server)
     return server
+
+
+async def _session_admin(app: App, *, session: str, action: str, version: int | None) -> LweSessionResult:
+    """lwe_session's work in a worker thread (it reads and writes the store)."""
+    try:
+        return await anyio.to_thread.run_sync(lambda: lwe.lwe_session(app.store, session=session, action=action, version=version))
+    except (InputError, StoreError) as exc:
+        raise ToolError(str(exc)) from exc
+
+
+def split_options(text: str) -> list[str]:
+    """The pick_best prompt's options: blocks separated by a line holding only ---, else one per non-empty line."""
+    if any(line.strip() == "---" for line in text.splitlines()):
+        blocks, current = [], []
+        for line in text.splitlines():
+            if line.strip() == "---":
+                blocks.append("\n".join(current).strip())
+                current = []
+            else:
+                current.append(line)
+        blocks.append("\n".join(current).strip())
+        return [b for b in blocks if b]
+    return [line.strip() for line in text.splitlines() if line.strip()]

@@ -7,7 +7,8 @@ from typing import Any
 
 MAX_TEXT_CHARS = 50_000  # one prompt, response, option or instruction
 MAX_TOTAL_CHARS = 200_000  # all text arguments of one call together
-SESSION_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+SESSION_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"  # JSON Schema `pattern` (ECMA: `$` is the end of the text)
+SESSION_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # used with fullmatch: "default\n" is refused
 
 
 class InputError(ValueError):
@@ -55,6 +56,6 @@ def choice(name: str, value: Any, allowed: tuple[Any, ...]) -> Any:
 
 
 def session_name(value: Any) -> str:
-    if not isinstance(value, str) or not SESSION_RE.match(value):
+    if not isinstance(value, str) or not SESSION_RE.fullmatch(value):
         raise InputError(f"'session' must match [A-Za-z0-9_.-]{{1,64}}; got {value!r}")
     return value

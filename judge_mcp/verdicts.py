@@ -34,7 +34,7 @@ class PairTrial(BaseModel):
 
 class ComparePairResult(_Judged):
     winner: Side | None = Field(description="A or B only when every trial parsed and all agree")
-    consistent: bool
+    consistent: bool | None = Field(description="both orders parsed and agree; null with swap=false (one trial cannot be consistent)")
     trials: list[PairTrial]
     goal: Literal["worse", "better"]
     template: Literal["sop", "cot", "direct"]

@@ -95,8 +95,8 @@ def test_order_mapping_and_strict_aggregation() -> None:
     assert aggregate([t("AB", "B"), t("BA", "B")], True) == ("B", True)
     assert aggregate([t("AB", "A"), t("BA", "B")], True) == (None, False)
     assert aggregate([t("AB", "A"), t("BA", None)], True) == (None, False)
-    assert aggregate([t("AB", "A")], False) == ("A", True)
-    assert aggregate([t("AB", None)], False) == (None, False)
+    assert aggregate([t("AB", "A")], False) == ("A", None)  # one trial cannot be consistent or inconsistent
+    assert aggregate([t("AB", None)], False) == (None, None)
 
 
 # ---- the method over a scripted OpenAI-compatible server -------------------------------------------------------
@@ -158,7 +158,7 @@ async def test_reask_recovers_a_verdict(make_judge) -> None:
 
     judge, _ = make_judge(responder)
     result = await pairwise.compare_pair(judge, prompt="Q", response_a="a", response_b="b", swap=False)
-    assert result.trials[0].parse_ok and result.trials[0].reasked and result.winner == "A" and result.consistent
+    assert result.trials[0].parse_ok and result.trials[0].reasked and result.winner == "A" and result.consistent is None
 
 
 async def test_both_orders_run_concurrently(make_judge) -> None:

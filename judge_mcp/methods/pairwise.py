@@ -124,9 +124,12 @@ def better_in_caller_order(label: str, order: str) -> str:
     return "B" if first_better else "A"
 
 
-def aggregate(trials: list[PairTrial], swap: bool) -> tuple[str | None, bool]:
-    """(winner, consistent) under the strict criterion."""
+def aggregate(trials: list[PairTrial], swap: bool) -> tuple[str | None, bool | None]:
+    """(winner, consistent) under the strict criterion. One order (swap=False) cannot be consistent or not:
+    `consistent` is None and the winner is that trial's verdict."""
     parsed = [t for t in trials if t.parse_ok]
+    if not swap:
+        return (parsed[0].better if parsed else None), None
     if len(parsed) != len(trials) or not parsed:
         return None, False
     sides = {t.better for t in parsed}
