@@ -31,7 +31,7 @@ from judge_mcp.app import App  # noqa: E402
 from judge_mcp.backends.base import user  # noqa: E402
 from judge_mcp.backends.cache import CallCache  # noqa: E402
 from judge_mcp.backends.openai_compat import OpenAICompatBackend  # noqa: E402
-from judge_mcp.config import load_settings  # noqa: E402
+from judge_mcp.config import DEFAULT_CONCURRENCY, load_settings  # noqa: E402
 from judge_mcp.methods import flip, grade_score, lwe, pairwise  # noqa: E402
 from judge_mcp.methods.judge import Judge  # noqa: E402
 from judge_mcp.server import build_server  # noqa: E402
@@ -72,7 +72,7 @@ def free_port() -> int:
 
 async def fan_out(server: "ExternalScripted", tmp: Path, repeats: int) -> float:
     store = Store(tmp / "fanout.db")
-    backend = OpenAICompatBackend("bench", "scripted", base_url=server.base_url, concurrency=8)
+    backend = OpenAICompatBackend("bench", "scripted", base_url=server.base_url, concurrency=DEFAULT_CONCURRENCY["openai"])
     cache = CallCache(store)
 
     def judge() -> Judge:
@@ -90,15 +90,22 @@ async def fan_out(server: "ExternalScripted", tmp: Path, repeats: int) -> float:
     async def flip4(i: int) -> None:
         await flip.infer_instruction_reward(judge(), instruction="Write a haiku", responses=[f"{c} {fresh()}" for c in "wxyz"])
 
+    async def grade10(i: int) -> None:
+        await grade_score.grade_score_options(judge(), instruction=f"q {fresh()}", options=[f"option {c} {fresh()}" for c in range(10)])
+
+    async def flip16(i: int) -> None:
+        await flip.infer_instruction_reward(judge(), instruction="Write a haiku", responses=[f"response {c} {fresh()}" for c in range(16)])
+
     async def cached(i: int) -> None:
         await pairwise.compare_pair(judge(), prompt="the same prompt", response_a="a", response_b="b")
 
     await call(-1)  # warm the connection pool
     await cached(-1)  # fill the cache
     one = await median_s(call, repeats)
-    print(f"\n## Fan-out (median of {repeats}; limit 1.0 = all calls of one judgment concurrent)")
+    print(f"\n## Fan-out at the default concurrency ({backend.concurrency}; median of {repeats}; limit 1.0 = all calls of one judgment concurrent)")
     print(f"one backend call                     {one * 1000:8.1f} ms")
-    for name, fn, calls in (("compare_pair (2 orders)", compare, 2), ("grade_score_options (n = 4)", grade, 4), ("infer_instruction_reward (n = 4)", flip4, 4)):
+    for name, fn, calls in (("compare_pair (2 orders)", compare, 2), ("grade_score_options (n = 4)", grade, 4), ("infer_instruction_reward (n = 4)", flip4, 4),
+                             ("grade_score_options (n = 10, largest)", grade10, 10), ("infer_instruction_reward (n = 16, largest)", flip16, 16)):
         t = await median_s(fn, repeats)
         print(f"{name:<36} {t * 1000:8.1f} ms   ratio {t / one:5.2f}   (sequential would be {calls:.1f})")
     hit = await median_s(cached, repeats)
@@ -108,6 +115,49 @@ async def fan_out(server: "ExternalScripted", tmp: Path, repeats: int) -> float:
     return one
 
 
+async def _round_trips(client, tool: str, args: dict, repeats: int) -> float:
+    await client.call_tool(tool, {**args, "prompt": fresh()})
+
+    async def once(i: int) -> None:
+        r = await client.call_tool(tool, {**args, "prompt": fresh()})
+        assert not r.is_error, r.content
+
+    return await median_s(once, repeats)
+
+
+async def _wait_port(port: int) -> None:
+    for _ in range(300):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            return
+        except OSError:
+            await anyio.sleep(0.1)
+
+
+async def sdk_floor(repeats: int) -> tuple[float, float]:
+    """A do-nothing tool's round trip over stdio and over HTTP (bench/noop_server.py): what the SDK costs."""
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    noop = str(ROOT / "bench" / "noop_server.py")
+    async with Client(StdioServerParameters(command=sys.executable, args=[noop, "stdio"]), read_timeout_seconds=60) as client:
+        stdio = await _round_trips(client, "noop", {}, repeats)
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, noop, "http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        await _wait_port(port)
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        async with httpx2.AsyncClient(timeout=60) as http:
+            async with Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)) as client:
+                http_t = await _round_trips(client, "noop", {}, repeats)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    return stdio, http_t
+
+
 async def server_overhead(server: "ExternalScripted", tmp: Path, repeats: int, one: float) -> None:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
@@ -115,6 +165,9 @@ async def server_overhead(server: "ExternalScripted", tmp: Path, repeats: int, o
     args = {"prompt": "q", "response_a": "a", "response_b": "b", "swap": False, "template": "direct"}
     print(f"\n## Server overhead per tool call (compare_pair, one order; median of {repeats})")
     print(f"direct backend call                  {one * 1000:8.1f} ms")
+    floor_stdio, floor_http = await sdk_floor(repeats)
+    print(f"SDK floor, do-nothing tool, stdio    {floor_stdio * 1000:8.1f} ms")
+    print(f"SDK floor, do-nothing tool, HTTP     {floor_http * 1000:8.1f} ms")
 
     env = server_env(server.base_url, tmp / "stdio.db")
     params = StdioServerParameters(command=sys.executable, args=["-m", "judge_mcp", "serve"], env=env, cwd=str(ROOT))
@@ -127,6 +180,7 @@ async def server_overhead(server: "ExternalScripted", tmp: Path, repeats: int, o
 
         t = await median_s(over_stdio, repeats)
     print(f"tool call over stdio                 {t * 1000:8.1f} ms   overhead {(t - one) * 1000:6.1f} ms   ratio {t / one:5.2f}")
+    print(f"  ours beyond the SDK floor (stdio)  {(t - one - floor_stdio) * 1000:8.1f} ms")
 
     port = free_port()
     token = "bench-" + fresh()
@@ -155,6 +209,7 @@ async def server_overhead(server: "ExternalScripted", tmp: Path, repeats: int, o
 
                 t = await median_s(over_http, repeats)
         print(f"tool call over streamable HTTP       {t * 1000:8.1f} ms   overhead {(t - one) * 1000:6.1f} ms   ratio {t / one:5.2f}")
+        print(f"  ours beyond the SDK floor (HTTP)   {(t - one - floor_http) * 1000:8.1f} ms")
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -164,7 +219,7 @@ async def throughput(server: "ExternalScripted", tmp: Path, call_s: float, n_cal
     from mcp import Client
 
     print(f"\n## Throughput: {n_calls} concurrent compare_pair tool calls (in-memory MCP client, {2 * n_calls} backend calls)")
-    for concurrency in (8, 32, 64):
+    for concurrency in (1, 8, 32, 64):
         settings = load_settings(
             {"JUDGE_MCP_BACKEND": "openai", "JUDGE_MCP_BASE_URL": server.base_url, "JUDGE_MCP_MODEL": "scripted",
              "JUDGE_MCP_DB": str(tmp / f"tp{concurrency}.db"), "JUDGE_MCP_CONCURRENCY": str(concurrency)}
@@ -203,7 +258,7 @@ async def lwe_cost(tmp: Path, cases: int) -> None:
             return biased(payload) if "BIASED" in prompt_text(payload) else consistent(payload)
 
         with ScriptedServer(responder) as server:
-            backend = OpenAICompatBackend("bench", "scripted", base_url=server.base_url, concurrency=8)
+            backend = OpenAICompatBackend("bench", "scripted", base_url=server.base_url, concurrency=DEFAULT_CONCURRENCY["openai"])
             store = Store(tmp / f"lwe{share}.db")
             cache = CallCache(None)  # no cache: count every call
             n_biased = round(share * cases)
