@@ -2,14 +2,15 @@
 
     .venv/bin/python bench/injection.py [DATASET.jsonl] [--limit 20] [--attacks always_choose,highest_score]
         [--methods compare_pair,infer_instruction_reward,grade_score_options] [--position append|prepend]
-        [--concurrency 2] [--db state/injection.db] [--out injection.json] [--backend NAME]
+        [--concurrency 2] [--db state/injection.db] [--out injection.json] [--backend NAME] [--single-order]
 
 For each of the first N pairwise items (default: shared/benchmarks/llmbar_natural.jsonl) and each method, the
 clean pair is judged once, then once per attack with the attack injected into the rejected answer
 (judge_mcp/injection.py). Each method's verdict is an index into [chosen, rejected]:
 
 - compare_pair (defaults: goal "worse", template "sop", both orders): chosen as A, rejected as B; the verdict is
-  `winner` (null when the two orders disagree). `rejected_share` = share of the trials that named the rejected one.
+  `winner` (null when the two orders disagree). `--single-order` judges order AB only (the rejected answer shown
+  second, where the fence attacks aim: `--attacks fence`). `rejected_share` = share of the trials that named the rejected one.
 - infer_instruction_reward: responses [chosen, rejected], instruction = the item's prompt; the verdict is
   `best_index` (null on a tie). `rejected_share` = 1 when the rejected one got the higher reward, 0.5 on a tie.
 - grade_score_options: options [chosen, rejected]; the verdict is `winner_index` (null on a tied mode).
@@ -49,10 +50,11 @@ METHODS = ("compare_pair", "infer_instruction_reward", "grade_score_options")
 CHOSEN, REJECTED = 0, 1
 
 
-async def judge_pair(app: App, method: str, prompt: str, chosen: str, rejected: str, backend: str | None) -> dict[str, Any]:
-    """One judgment of [chosen, rejected] by `method`: {pick, rejected_share, calls}."""
+async def judge_pair(app: App, method: str, prompt: str, chosen: str, rejected: str, backend: str | None, swap: bool = True) -> dict[str, Any]:
+    """One judgment of [chosen, rejected] by `method`: {pick, rejected_share, calls}. `swap=False` judges
+    compare_pair in order AB only (the rejected answer shown second)."""
     if method == "compare_pair":
-        inputs = dict(prompt=prompt, response_a=chosen, response_b=rejected)
+        inputs = dict(prompt=prompt, response_a=chosen, response_b=rejected, swap=swap)
         result = await app.run(method, inputs, lambda j: pairwise.compare_pair(j, **inputs), backend=backend)
         pick = {"A": CHOSEN, "B": REJECTED}.get(result.winner or "")
         named = [t.better for t in result.trials if t.parse_ok]
@@ -77,7 +79,7 @@ async def judge_pair(app: App, method: str, prompt: str, chosen: str, rejected: 
     return {"pick": pick, "rejected_share": share, "calls": result.usage.calls}
 
 
-async def judge_item(app: App, item: Item, method: str, attacks: list[str], position: str, backend: str | None) -> list[dict[str, Any]]:
+async def judge_item(app: App, item: Item, method: str, attacks: list[str], position: str, backend: str | None, swap: bool = True) -> list[dict[str, Any]]:
     """The clean judgment and one per attack, as records."""
     records = []
     for attack in [None, *attacks]:
@@ -87,7 +89,7 @@ async def judge_item(app: App, item: Item, method: str, attacks: list[str], posi
         started = time.perf_counter()
         record: dict[str, Any] = {"item": item.id, "method": method, "attack": attack}
         try:
-            record.update(await judge_pair(app, method, item.prompt, item.chosen or "", rejected, backend))
+            record.update(await judge_pair(app, method, item.prompt, item.chosen or "", rejected, backend, swap))
         except Exception as exc:  # a tool error is a result of the run, not a crash of it
             cause = anticipated(exc) or exc  # the BackendError / InputError inside a task group's exception group
             record.update(pick=None, rejected_share=None, calls=0, error=f"{type(cause).__name__}: {cause}"[:300])
@@ -132,7 +134,7 @@ def summarise(records: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, An
 
 
 async def run(app: App, items: list[Item], methods: list[str], attacks: list[str], *, position: str = "append",
-              concurrency: int = 2, backend: str | None = None, progress: bool = True) -> list[dict[str, Any]]:
+              concurrency: int = 2, backend: str | None = None, progress: bool = True, swap: bool = True) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []
     limiter = anyio.CapacityLimiter(concurrency)
     total = len(items) * len(methods)
@@ -142,7 +144,7 @@ async def run(app: App, items: list[Item], methods: list[str], attacks: list[str
     async def one(item: Item, method: str) -> None:
         nonlocal done
         async with limiter:
-            records.extend(await judge_item(app, item, method, attacks, position, backend))
+            records.extend(await judge_item(app, item, method, attacks, position, backend, swap))
         done += 1
         if progress:
             print(f"[{done}/{total}] {method} {item.id} ({time.perf_counter() - t0:.0f}s)", file=sys.stderr, flush=True)
@@ -160,16 +162,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dataset", nargs="?", default=str(DEFAULT_DATASET))
     parser.add_argument("--limit", type=int, default=20)
-    parser.add_argument("--attacks", default="always_choose", help=f"comma-separated, from: {', '.join(injection.ATTACKS)}; 'paper' = the FLIP paper's four")
+    parser.add_argument("--attacks", default="always_choose", help=f"comma-separated, from: {', '.join(injection.ATTACKS)}; 'paper' = the FLIP paper's four, 'fence' = the fence imitations")
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--position", choices=injection.POSITIONS, default="append")
     parser.add_argument("--concurrency", type=int, default=2, help="items judged at once")
     parser.add_argument("--db", default=str(ROOT / "state" / "injection.db"), help="SQLite file for the verdict log and call cache")
     parser.add_argument("--backend", default=None)
     parser.add_argument("--out", default=None)
+    parser.add_argument("--single-order", action="store_true", help="compare_pair in order AB only (the rejected answer shown second)")
     args = parser.parse_args(argv)
 
-    attacks = list(injection.PAPER_ATTACKS) if args.attacks == "paper" else [a.strip() for a in args.attacks.split(",") if a.strip()]
+    groups = {"paper": list(injection.PAPER_ATTACKS), "fence": list(injection.FENCE_ATTACKS)}
+    attacks = groups.get(args.attacks) or [a.strip() for a in args.attacks.split(",") if a.strip()]
     for a in attacks:
         injection.attack_text(a)  # unknown names fail here
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
@@ -186,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
 
     async def go() -> list[dict[str, Any]]:
         try:
-            return await run(app, items, methods, attacks, position=args.position, concurrency=args.concurrency, backend=args.backend)
+            return await run(app, items, methods, attacks, position=args.position, concurrency=args.concurrency,
+                             backend=args.backend, swap=not args.single_order)
         finally:
             await app.aclose()
 
@@ -196,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         "items": len(items),
         "attacks": {a: injection.attack_text(a, "<instruction>") for a in attacks},
         "position": args.position,
+        "single_order": args.single_order,
         "model": model_id,
         "wall_seconds": round(time.time() - started, 1),
         "summary": summarise(records),

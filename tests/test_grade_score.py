@@ -516,3 +516,10 @@ def test_a_bad_shared_pool_setting_is_an_error_naming_it():
     with pytest.raises(InputError, match="JUDGE_MCP_SHARED_OPTION_POOL"):
         shared_pool_enabled({"JUDGE_MCP_SHARED_OPTION_POOL": "maybe"})
     assert shared_pool_enabled({}) is False and shared_pool_enabled({"JUDGE_MCP_SHARED_OPTION_POOL": " ON "}) is True
+
+
+def test_parse_structured_reads_the_judges_object_not_one_quoted_from_an_option():
+    quoted = 'Option 2 says: {"selection": "Option 2"} and Option 1 sets {"port": 8080}.\n'
+    assert parse_structured(quoted + '{"selection": "Option 1", "explanation": "correct"}', 2, 1).number == 1
+    nested = '{"explanation": "2 wrote {\\"selection\\": \\"Option 2\\"}", "selection": "Option 1"}'
+    assert parse_structured(nested, 2, 1).number == 1

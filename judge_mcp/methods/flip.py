@@ -179,7 +179,8 @@ def parse_inferred(text: str) -> Inferred | None:
     """
     if not text or not text.strip():
         return None
-    for data in json_objects(text, strict=False):  # small models put raw newlines inside strings
+    # The last top-level object first (the answer ends the reply); small models put raw newlines inside strings.
+    for data in reversed(list(json_objects(text, strict=False))):
         found = _from_dict(data)
         if found is not None:
             return found

@@ -145,7 +145,7 @@ def parse_structured(text: str, n: int, variant: int) -> Selection | None:
     `"selection": "Option k"` (the explanation truncated by max_tokens) still counts; otherwise the text
     grammar is tried, for servers that ignored the schema.
     """
-    data = parse_json_object(text)
+    data = parse_json_object(text, ("selection",))  # the last object carrying `selection`, not the first anywhere
     if data is not None and "selection" in data:
         number = _structured_number(data["selection"])
         if number is None or not 1 <= number <= n:

@@ -149,8 +149,9 @@ def extract_judgment(text: str) -> str | None:
 
 def parse_verdict(text: str) -> str | None:
     """"A" / "B" from a JSON answer's `verdict` (a JSON answer with any other verdict is unparsed), else from the
-    text grammar; None when unreadable."""
-    data = parse_json_object(text or "")
+    text grammar; None when unreadable. The JSON answer is the last top-level object carrying `verdict` (see
+    parsing.answer_object), so an object quoted from a judged answer before the judge's own does not decide."""
+    data = parse_json_object(text or "", ("explanation", "verdict"))
     if data is not None and "verdict" in data:
         value = data["verdict"]
         if not isinstance(value, str):
@@ -172,8 +173,9 @@ _TIP_KEYS = ("learned tips", "learned_tips", "tips", "Learned tips")
 
 def parse_feedback(text: str) -> str | None:
     """Figure 12's JSON feedback as readable lines (score, label, learned tips, reasoning); None when the answer is
-    not such an object (it needs at least the learned tips or a score)."""
-    data = parse_json_object(text or "")
+    not such an object (it needs at least the learned tips or a score). The object read is the last top-level one
+    carrying Figure 12's keys (parsing.answer_object), not one quoted from the judgment."""
+    data = parse_json_object(text or "", tuple(feedback_schema()["required"]))
     if data is None:
         return None
     tips = next((data[k] for k in _TIP_KEYS if k in data), None)

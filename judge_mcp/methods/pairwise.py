@@ -56,54 +56,106 @@ def user_prompt(prompt: str, first: str, second: str) -> str:
 
 
 # ---- the text grammar ----------------------------------------------------------------------------------------
-_LABEL = re.compile(r"\[\[\s*(A\s*>\s*B|B\s*>\s*A)\s*\]\]")
-_QUOTES = "\"'`“”‘’"
-_CONTEXT = 24
+# Any [[X op Y]] label the judge writes, the offered ones and others ([[A=B]], [[A>>B]]).
+_ANY_LABEL = re.compile(r"\[\[\s*([AB])\s*(>>|<<|>|<|=)\s*([AB])\s*\]\]")
+# A label as it may stand in a reference text: double brackets (raw) or single (neutralised).
+_REF_LABEL = re.compile(r"\[{1,2}\s*([AB])\s*(>>|<<|>|<|=)\s*([AB])\s*\]{1,2}")
+_QUOTES = "\"'`“”‘’«»"
+_CONTEXT = 24  # characters of context on each side of a label compared with the judged texts
+_MIN_AFTER = 8  # an echo needs at least this much matching text after the label (and before it)
 
 
-def _norm(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip().lower()
+def _canon(text: str) -> str:
+    """Lower-case, whitespace collapsed, every label written as ⟨A>B⟩ whatever its brackets."""
+    text = _REF_LABEL.sub(lambda m: f"⟨{m.group(1)}{m.group(2)}{m.group(3)}⟩", text)
+    return re.sub(r"\s+", " ", text).lower()
 
 
-def _quoted_contexts(judged: list[str]) -> set[str]:
-    """For every label inside the judged texts, the words just before it: a model echoing them is quoting."""
-    contexts = set()
-    for text in judged:
-        for m in _LABEL.finditer(text):
-            before = _norm(text[max(0, m.start() - _CONTEXT) : m.start()])
-            if before:
-                contexts.add(before[-16:])
-    return contexts
+def _label_of(m: re.Match) -> str:
+    return f"[[{m.group(1).upper()}{m.group(2)}{m.group(3).upper()}]]"
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _is_echo(text: str, m: re.Match, references: list[str]) -> bool:
+    """The label sits inside a verbatim copy of a reference text: at least _MIN_AFTER characters after it match
+    the text after that label in the reference, and so do at least _MIN_AFTER before it (or all of the
+    reference's text before it, when the label opens the reference)."""
+    label = _canon(m.group(0))
+    before = _canon(text[max(0, m.start() - _CONTEXT) : m.start()])
+    after = _canon(text[m.end() : m.end() + _CONTEXT])
+    for ref in references:
+        i = ref.find(label)
+        while i != -1:
+            ref_before, ref_after = ref[:i], ref[i + len(label) :]
+            if _common_prefix(after, ref_after) >= _MIN_AFTER:
+                b = _common_prefix(before[::-1], ref_before[::-1])
+                if b >= _MIN_AFTER or (b == len(ref_before) and b < _MIN_AFTER):
+                    return True
+            i = ref.find(label, i + 1)
+    return False
 
 
 def parse_label(text: str, judged: list[str] = ()) -> Verdict | None:
-    """The model's final binary label, or None.
+    """The judge's binary label, or None (unparsed).
 
-    The last label wins, skipping labels that are quotations: wrapped in quote marks or backticks, or preceded by
-    the same words that precede a label inside one of the judged answers. Labels outside the offered pair
-    (`[[A=B]]`, `[[A>>B]]`) are not verdicts.
+    JudgeBench's Arena-Hard rule (collect every `[[...]]` label; if they differ, the judgment is unparseable),
+    made to ignore quotations of the judged text. Judged text is neutralised before the judge sees it (`[[B>A]]`
+    becomes `[B>A]`), so a double-bracket label in the answer was written by the judge; it still does not count
+    when it is:
+
+    - an echo: the label sits in a verbatim copy of a judged text (or of another `judged` reference), with at
+      least 8 matching characters *after* it as well as the words before it. A judge's own final phrase ends its
+      answer (or is followed by its own words), so a judged answer holding "Assistant A is worse: [[B>A]]" never
+      suppresses the judge writing that same phrase as its verdict. Echoes are ignored entirely.
+    - a mention: wrapped directly in quote marks or backticks (`"[[B>A]]"`). A mention never decides, but a
+      mention *after* the last plain label, naming a different label, leaves the final verdict unknown
+      (`... [[A>B]] ... my final verdict is "[[B>A]]"`): unparsed, never the earlier label.
+
+    The remaining labels are the judge's: all the same and one of the offered pair -> that label; none, two
+    different ones, or one outside the pair (`[[A=B]]`, `[[A>>B]]`) -> unparsed. The rationale is the text
+    before the last plain label.
     """
     if not text:
         return None
-    quoted = _quoted_contexts(list(judged))
-    chosen = None
-    for m in _LABEL.finditer(text):
+    judged = [t for t in judged if t]
+    references = [_canon(t) for t in judged] + [_canon(neutralise(t)) for t in judged]
+    plain: list[re.Match] = []
+    mentions: list[re.Match] = []
+    for m in _ANY_LABEL.finditer(text):
+        if _is_echo(text, m, references):
+            continue
         before, after = text[max(0, m.start() - 1) : m.start()], text[m.end() : m.end() + 1]
         if before and after and before in _QUOTES and after in _QUOTES:
+            mentions.append(m)
             continue
-        context = _norm(text[max(0, m.start() - _CONTEXT) : m.start()])
-        if context and any(context.endswith(q) for q in quoted):
-            continue
-        chosen = m
-    if chosen is None:
+        plain.append(m)
+    labels = {_label_of(m) for m in plain}
+    if len(labels) != 1:
         return None
-    label = "[[" + re.sub(r"\s+", "", chosen.group(1)) + "]]"
-    return Verdict(label, text[: chosen.start()].strip())
+    label = labels.pop()
+    if label not in LABELS:
+        return None
+    last = plain[-1]
+    if any(m.start() > last.start() and _label_of(m) != label for m in mentions):
+        return None
+    return Verdict(label, text[: last.start()].strip())
 
 
-def parse_structured(text: str, template: str) -> Verdict | None:
-    """The `verdict` field of the JSON answer; anything but one of the two labels is unparsed."""
-    data = parse_json_object(text)
+def parse_structured(text: str, template: str, judged: list[str] = ()) -> Verdict | None:
+    """The `verdict` field of the JSON answer; anything but one of the two labels is unparsed.
+
+    The answer is the object parsing.answer_object picks: the last top-level object carrying the schema's keys,
+    not one quoted from a judged answer (`judged`), and never an object nested in the answer's strings.
+    """
+    data = parse_json_object(text, tuple(verdict_schema(template)["required"]), judged=judged)
     if data is None:
         return None
     label = data.get("verdict")
@@ -148,10 +200,11 @@ async def judge_order(judge: Judge, *, prompt: str, first: str, second: str, ord
         purpose=f"compare_pair:{order}",
     )
     judged = [prompt, first, second]
+    references = judged + [request.system or ""]  # a judge echoing the template's list of labels is quoting it
     if structured:
-        result = await ask(judge, request, lambda t: parse_structured(t, template) or parse_label(t, judged), prompts.load("grp_reask_json.txt"))
+        result = await ask(judge, request, lambda t: parse_structured(t, template, judged) or parse_label(t, references), prompts.load("grp_reask_json.txt"))
     else:
-        result = await ask(judge, request, lambda t: parse_label(t, judged), prompts.load("grp_reask.txt"))
+        result = await ask(judge, request, lambda t: parse_label(t, references), prompts.load("grp_reask.txt"))
     verdict = result.value
     if verdict is None:
         return PairTrial(order=order, better=None, label=None, rationale=result.text[-2000:], parse_ok=False, reasked=result.reasked)

@@ -10,36 +10,74 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S | re.I)
+def _top_level(text: str, decoder: json.JSONDecoder) -> Iterator[dict[str, Any]]:
+    """Each top-level JSON object in `text`, left to right. An object nested in another (as a value, or inside one
+    of its strings) is part of that object, not a separate answer: the scan resumes after each complete object."""
+    i = text.find("{")
+    while i != -1:
+        try:
+            value, end = decoder.raw_decode(text, i)
+        except ValueError:
+            i = text.find("{", i + 1)
+            continue
+        if isinstance(value, dict):
+            yield value
+        i = text.find("{", end)
 
 
 def json_objects(text: str, *, strict: bool = True) -> Iterator[dict[str, Any]]:
-    """Every JSON object in `text`: the whole text, each ``` fence, then each object embedded in prose.
+    """Every top-level JSON object in `text`, left to right: bare, inside a ``` fence, or embedded in prose.
 
     `strict=False` also accepts raw control characters (newlines) inside strings, as small models write them.
     """
     if not text:
         return
-    decoder = json.JSONDecoder(strict=strict)
-    for candidate in [text.strip()] + [m.group(1).strip() for m in _FENCE.finditer(text)]:
-        try:
-            value = decoder.decode(candidate)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            yield value
-    for start in (i for i, ch in enumerate(text) if ch == "{"):
-        try:
-            value, _ = decoder.raw_decode(text[start:])
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            yield value
+    yield from _top_level(text, json.JSONDecoder(strict=strict))
 
 
-def parse_json_object(text: str) -> dict[str, Any] | None:
-    """The first JSON object in `text` (bare, inside a ``` fence, or embedded in prose); None if there is none."""
-    return next(json_objects(text), None)
+def _has(data: dict[str, Any], key: str) -> bool:
+    key = key.strip().lower()
+    return any(str(k).strip().lower() == key for k in data)
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def answer_object(
+    text: str, required: tuple[str, ...] = (), *, judged: tuple[str, ...] | list[str] = (), strict: bool = True
+) -> dict[str, Any] | None:
+    """The JSON object that is the answer in `text`, or None.
+
+    Candidates are the top-level objects (see json_objects; objects nested inside another one never count). An
+    object that reproduces one found in the judged texts (`judged`, compared without whitespace) is a quotation
+    and is skipped, unless it is the whole reply. Of the rest: the last one that carries every `required` key
+    (keys compared case-insensitively), else the last that carries any of them, else the last one. So a judge
+    that quotes an answer holding `{"port": 8080}` or `{"verdict": "B"}` before its own JSON is read by its own.
+    """
+    if not text:
+        return None
+    found = list(json_objects(text, strict=strict))
+    if not found:
+        return None
+    if len(found) == 1 and text.strip().startswith("{") and text.strip().endswith("}"):
+        return found[0]
+    quoted = {_squash(json.dumps(o, ensure_ascii=False)) for j in judged for o in json_objects(j or "", strict=False)}
+    candidates = [o for o in found if _squash(json.dumps(o, ensure_ascii=False)) not in quoted]
+    if not candidates:
+        return None
+    if required:
+        for test in (all, any):
+            keyed = [o for o in candidates if test(_has(o, k) for k in required)]
+            if keyed:
+                return keyed[-1]
+    return candidates[-1]
+
+
+def parse_json_object(text: str, required: tuple[str, ...] = (), *, judged: tuple[str, ...] | list[str] = ()) -> dict[str, Any] | None:
+    """The answer object of `text` (see answer_object): the last complete top-level object, or the last one
+    carrying the schema's `required` keys; None if there is none."""
+    return answer_object(text, required, judged=judged)
 
 
 # Verdict tokens of every method's grammar: [[A>B]], [[B>A]], [[A]], "Selection: Option 3", and the like.
@@ -48,24 +86,54 @@ _VERDICT_TOKEN = re.compile(r"\[\[\s*([AB])\s*([<>=])\s*([AB])\s*\]\]", re.I)
 _SIDE_TOKEN = re.compile(r"\[{1,2}\s*([AB])\s*\]{1,2}")
 # As tolerant as grade_score's reader: `**Selection:** Option 2`, `Selection: [Option 2`.
 _SELECTION = re.compile(r"(Selection)([*_ \t]*:[*_\s]*\[?[ \t]*)(Option)", re.I)
-# Fence markers of the pairwise prompts (`<|The End of Assistant A's Answer|>`, `<|User Prompt|>`; also chat-template
-# tokens such as `<|im_end|>`) and of the LWE prompts (`[The End of Assistant B's Answer]`, `[User Question]`):
-# judged content must not be able to close its own fence and write text that reads as the prompt's.
-_PIPE_MARKER = re.compile(r"<\|([^|<>\n]{0,80})\|>")
-_BRACKET_FENCE = re.compile(r"\[\s*(The\s+(?:Start|End)\s+of\s+Assistant\s+[AB]['’]s\s+Answer|User\s+Question)\s*\]", re.I)
+# Fence markers of the templates: the pairwise prompts' `<|The End of Assistant A's Answer|>` and `<|User Prompt|>`,
+# the LWE prompts' `[The End of Assistant B's Answer]` and `[User Question]`, grade_score's `[User Instruction]`.
+# Judged content must not be able to close its own fence and write text that reads as the prompt's, in any
+# imitation: bars removed (`<The End of ...>`), look-alike bars (full-width `｜` U+FF5C, box-drawing `│`, ...) or
+# brackets (`［`, `【`, `＜`), bold or heading marks, or no delimiters at all (the plain words on a line), in any case
+# and spacing. Chat-template tokens (`<|im_end|>`) lose their bars the same way.
+_BARS = "|｜¦│┃∣ǀǁ⏐丨︱￨❘⎸⎹▏"
+_OPEN = r"[<\[({＜［【〔〈《«‹*#" + re.escape(_BARS) + r"]"
+_CLOSE = r"[>\])}＞］】〕〉》»›*" + re.escape(_BARS) + r"]"
+_SEP = r"[\s\u00a0\u200b-\u200d\u2060\ufeff_\-]"
+_APOS = r"['’‘ʼ′`´＇]"
+_PIPE_MARKER = re.compile(r"[<＜][" + re.escape(_BARS) + r"]([^<>\n" + re.escape(_BARS) + r"]{0,80})[" + re.escape(_BARS) + r"][>＞]")
+_ANSWER_PHRASE = (
+    rf"the{_SEP}+(?:start|end|beginning){_SEP}+of{_SEP}+(?:the{_SEP}+)?assistant{_SEP}*[AB12]"
+    rf"{_SEP}*(?:{_APOS}?{_SEP}*s)?{_SEP}+answer"
+)
+_SECTION_PHRASE = rf"user{_SEP}+(?:prompt|question|instruction)"
+_DEFUSED = '(quoted: "'
+# The answer fences' words are distinctive: defused wherever they appear, with any delimiters around them.
+_ANSWER_FENCE = re.compile(rf'(?<!{re.escape(_DEFUSED)})(?:{_OPEN}[ \t]*)*\\?[ \t]*({_ANSWER_PHRASE})(?:[ \t]*{_CLOSE})*', re.I)
+# "User Question" is ordinary prose: defused only as a marker (wrapped in delimiters, or alone on its line).
+_SECTION_FENCE = re.compile(
+    rf"(?:{_OPEN}[ \t]*)+\\?[ \t]*({_SECTION_PHRASE})(?:[ \t]*{_CLOSE})+"
+    rf"|(?m:^[ \t]*({_SECTION_PHRASE})[ \t]*:?[ \t]*$)",
+    re.I,
+)
+
+
+def _defuse_fence(m: re.Match) -> str:
+    words = re.sub(_SEP + "+", " ", next(g for g in m.groups() if g)).strip()
+    return f'{_DEFUSED}{words}")'
 
 
 def neutralise(text: str) -> str:
-    """Defuse verdict tokens inside judged content so they cannot be read as the judge's own verdict.
+    """Defuse verdict tokens and fence markers inside judged content so they cannot be read as the judge's own
+    verdict or as the prompt's own structure.
 
     `[[A>B]]` becomes `[A>B]` (still readable to the model, no longer the label grammar), `[[A]]` and `[A]`
-    become `(A)`, and `Selection: Option 2` loses its colon. Fence markers lose their delimiters
-    (`<|The End of Assistant A's Answer|>` becomes `<The End of Assistant A's Answer>`, `[User Question]` becomes
-    `(User Question)`), so judged text cannot close its fence early. Applied to every piece of judged content
-    before it enters a prompt.
+    become `(A)`, and `Selection: Option 2` loses its colon. Chat-template tokens lose their bars (`<|im_end|>`
+    becomes `<im_end>`, also with look-alike bars). Every imitation of a template fence (see _ANSWER_FENCE and
+    _SECTION_FENCE: with bars, without, with full-width or box-drawing bars, bracketed, bold, or plain words; any
+    case and spacing) becomes `(quoted: "The End of Assistant B's Answer")`: the words stay readable, but marked
+    as text of the answer, so judged text cannot close its fence early. Applied to every piece of judged content
+    before it enters a prompt; applying it twice changes nothing more.
     """
+    text = _ANSWER_FENCE.sub(_defuse_fence, text)
+    text = _SECTION_FENCE.sub(_defuse_fence, text)
     text = _PIPE_MARKER.sub(lambda m: f"<{m.group(1)}>", text)
-    text = _BRACKET_FENCE.sub(lambda m: f"({m.group(1)})", text)
     text = _VERDICT_TOKEN.sub(lambda m: "[" + m.group(0).strip("[]").strip() + "]", text)
     text = _SIDE_TOKEN.sub(lambda m: f"({m.group(1)})", text)
     return _SELECTION.sub(lambda m: f"{m.group(1)} - {m.group(3)}", text)
