@@ -46,7 +46,7 @@ def error_detail(response: httpx.Response, limit: int = 300, text: str | None = 
     text = response.text if text is None else text
     try:
         body = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         body = None
     if isinstance(body, dict):
         err = body.get("error")
@@ -133,6 +133,8 @@ async def post_json(
         text = redact(text, secrets)
     try:
         body = json.loads(text)
+    except RecursionError:
+        raise FatalError(f"HTTP {response.status_code} with a JSON body nested past the parser's limit") from None
     except ValueError:
         snippet = text[:120]
         raise RetryableError(f"HTTP {response.status_code} with a body that is not JSON: {snippet!r}") from None

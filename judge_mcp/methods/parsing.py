@@ -20,6 +20,8 @@ def _top_level(text: str, decoder: json.JSONDecoder) -> Iterator[dict[str, Any]]
         except ValueError:
             i = text.find("{", i + 1)
             continue
+        except RecursionError:  # nested past the parser's limit: no answer object starts here or inside it
+            return
         if isinstance(value, dict):
             yield value
         i = text.find("{", end)
