@@ -11,7 +11,6 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-import anyio
 from pydantic import BaseModel
 
 from judge_mcp.backends import Backend, build_backend
@@ -31,7 +30,6 @@ class App:
         self.apply_retention()
         self.cache = CallCache(self.store)
         self._backends: dict[str, Backend] = {}
-        self._lock = anyio.Lock()
 
     def apply_retention(self) -> dict[str, int]:
         """Delete cache and verdict-log rows past the configured ages (JUDGE_MCP_*_MAX_AGE_DAYS); none set: nothing."""

@@ -429,9 +429,9 @@ def test_error_detail_falls_back_to_text():
 
 
 def test_classify_status_kinds():
-    retryable = classify_status("b", httpx.Response(529, json={"type": "error", "error": {"type": "overloaded_error", "message": "x"}}))
+    retryable = classify_status(httpx.Response(529, json={"type": "error", "error": {"type": "overloaded_error", "message": "x"}}))
     assert isinstance(retryable, RetryableError) and retryable.status == 529
-    fatal = classify_status("b", httpx.Response(400, text="nope"))
+    fatal = classify_status(httpx.Response(400, text="nope"))
     assert not isinstance(fatal, RetryableError) and fatal.status == 400
 
 

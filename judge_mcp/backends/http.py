@@ -75,7 +75,7 @@ def retry_after_s(headers: Mapping[str, str]) -> float | None:
     return parse_retry_after(headers.get("retry-after"))
 
 
-def classify_status(backend: str, response: httpx.Response, secrets: Iterable[str] = (), text: str | None = None) -> Exception:
+def classify_status(response: httpx.Response, secrets: Iterable[str] = (), text: str | None = None) -> Exception:
     """The error for a non-2xx answer: retryable for 408/409/429/5xx (529 included), fatal for the rest."""
     detail = redact(error_detail(response, text=text), secrets)
     cause = f"HTTP {response.status_code}" + (f": {detail}" if detail else "")
@@ -128,7 +128,7 @@ async def post_json(
         raise RetryableError(redact(f"HTTP error ({type(exc).__name__}: {exc})", secrets)) from exc
     text = raw.decode(response.encoding or "utf-8", errors="replace")
     if response.status_code >= 400:
-        raise classify_status(backend, response, secrets, text=text)
+        raise classify_status(response, secrets, text=text)
     if any(secret in text for secret in secrets):  # a server echoing the key must not get it into the call record
         text = redact(text, secrets)
     try:
