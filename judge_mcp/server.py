@@ -90,13 +90,14 @@ def build_server(app: App | None = None) -> MCPServer:
         goal: Annotated[Literal["worse", "better"], Field(description="ask which answer is worse (GRP, default) or better")] = "worse",
         template: Annotated[Literal["sop", "cot", "direct"], Field(description="sop: judge answers first (Arena-Hard); cot; direct")] = "sop",
         swap: Annotated[bool, Field(description="judge both orders (default); winner only when they agree")] = True,
+        max_tokens: Annotated[int | None, Field(description="answer budget in tokens, 1..32768 (default: 4096, JudgeBench's Arena-Hard judge)")] = None,
         backend: BackendArg = None,
         ctx: Context | None = None,
     ) -> ComparePairResult:
         """Judge which of two answers is better, asking the model which is *worse* (goal-reversed prompting) in
         both A/B orders concurrently. `winner` is A or B only when both orders agree; otherwise null with
         `consistent: false` (position bias shows up as inconsistency, not as a wrong verdict)."""
-        inputs = dict(prompt=prompt, response_a=response_a, response_b=response_b, goal=goal, template=template, swap=swap)
+        inputs = dict(prompt=prompt, response_a=response_a, response_b=response_b, goal=goal, template=template, swap=swap, max_tokens=max_tokens)
         return await _run(app, "compare_pair", inputs, lambda j: pairwise.compare_pair(j, **inputs), backend, ctx)
 
     @server.tool(annotations=JUDGING, title="FLIP reward: infer the instruction back from each response")
@@ -109,12 +110,13 @@ def build_server(app: App | None = None) -> MCPServer:
             Field(description="f1 (word-level F1, default), rouge_l (ROUGE-L F-measure) or token_sort (rapidfuzz token_sort_ratio)"),
         ] = "f1",
         prompt_variant: Annotated[int, Field(description="the FLIP paper's inference prompt 1 (default), 2 or 3")] = 1,
+        answer_order: Annotated[Literal["reasoning_first", "instruction_first"], Field(description="reasoning_first (the paper's, default) or instruction_first (for small models)")] = "reasoning_first",
         backend: BackendArg = None,
         ctx: Context | None = None,
     ) -> FlipResult:
         """Reference-free reward (FLIP): the model infers, from each response alone, the instruction it answers;
         the reward is the similarity between inferred and given instruction. Ranks the responses."""
-        inputs = dict(instruction=instruction, responses=responses, context=context, similarity=similarity, prompt_variant=prompt_variant)
+        inputs = dict(instruction=instruction, responses=responses, context=context, similarity=similarity, prompt_variant=prompt_variant, answer_order=answer_order)
         return await _run(app, "infer_instruction_reward", inputs, lambda j: flip.infer_instruction_reward(j, **inputs), backend, ctx)
 
     @server.tool(annotations=JUDGING, title="Pick the best option over every cyclic order (Grade Score)")
