@@ -44,6 +44,7 @@ class BackendConfig:
     # local only
     n_ctx: int = 32768
     n_threads: int | None = None
+    max_output_tokens: int | None = None  # local only: plumbing cap on the answer budget (default backends.local.MAX_OUTPUT_TOKENS)
 
     def public(self) -> dict[str, Any]:
         """Everything but the key, for logs and the verdict log."""
@@ -197,7 +198,7 @@ def _provider_key(kind: str, base_url: str | None, env: Mapping[str, str]) -> st
     return _env(env, env_name, None)
 
 
-_TOML_KEYS = {"kind", "model", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries", "n_ctx", "n_threads"}
+_TOML_KEYS = {"kind", "model", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries", "n_ctx", "n_threads", "max_output_tokens"}
 
 
 def backends_from_toml(path: Path, env: Mapping[str, str]) -> dict[str, BackendConfig]:
@@ -243,6 +244,9 @@ def backends_from_toml(path: Path, env: Mapping[str, str]) -> dict[str, BackendC
             max_retries=_non_negative_int(table.get("max_retries", 3), f"{where} max_retries"),
             n_ctx=_positive_int(table.get("n_ctx", 32768), f"{where} n_ctx"),
             n_threads=None if table.get("n_threads") is None else _positive_int(table["n_threads"], f"{where} n_threads"),
+            max_output_tokens=None
+            if table.get("max_output_tokens") is None
+            else _positive_int(table["max_output_tokens"], f"{where} max_output_tokens"),
         )
     return out
 

@@ -103,6 +103,9 @@ def build_server(app: App | None = None) -> MCPServer:
         goal: Annotated[Literal["worse", "better"], Field(description="ask which answer is worse (GRP, default) or better")] = "worse",
         template: Annotated[Literal["sop", "cot", "direct"], Field(description="sop: judge answers first (Arena-Hard); cot; direct")] = "sop",
         swap: Annotated[bool, Field(description="judge both orders (default); winner only when they agree")] = True,
+        max_tokens: Annotated[
+            int | None, Field(ge=1, le=32768, description="answer budget in tokens, 1..32768 (default: 4096, JudgeBench's Arena-Hard judge)")
+        ] = None,
         backend: BackendArg = None,
         ctx: Context | None = None,
     ) -> ComparePairResult:
@@ -115,7 +118,7 @@ def build_server(app: App | None = None) -> MCPServer:
         grade_score_options; to score responses against an instruction without a judge prompt, use
         infer_instruction_reward; for a stream of pairs in one domain where the judge should learn, lwe_judge.
         Cost: 2 backend calls (1 with swap=false), plus one re-ask per unparsed answer."""
-        inputs = dict(prompt=prompt, response_a=response_a, response_b=response_b, goal=goal, template=template, swap=swap)
+        inputs = dict(prompt=prompt, response_a=response_a, response_b=response_b, goal=goal, template=template, swap=swap, max_tokens=max_tokens)
         return await _run(app, "compare_pair", inputs, lambda j: pairwise.compare_pair(j, **inputs), backend, ctx)
 
     @server.tool(annotations=JUDGING, title="FLIP reward: infer the instruction back from each response")
@@ -128,6 +131,10 @@ def build_server(app: App | None = None) -> MCPServer:
             Field(description="f1 (word-level F1, default), rouge_l (ROUGE-L F-measure) or token_sort (rapidfuzz token_sort_ratio)"),
         ] = "f1",
         prompt_variant: Annotated[Literal[1, 2, 3], Field(description="the FLIP paper's inference prompt 1 (default), 2 or 3")] = 1,
+        answer_order: Annotated[
+            Literal["reasoning_first", "instruction_first"],
+            Field(description="reasoning_first: the paper's answer order (default); instruction_first: for small models that loop in the explanation"),
+        ] = "reasoning_first",
         backend: BackendArg = None,
         ctx: Context | None = None,
     ) -> FlipResult:
@@ -138,7 +145,7 @@ def build_server(app: App | None = None) -> MCPServer:
         for best-of-n sampling; it holds up where small judges fail at direct judging, and text inside a response
         cannot address a judge. For a head-to-head verdict use compare_pair. Cost: n backend calls (one per
         response), plus one re-ask per unparsed answer."""
-        inputs = dict(instruction=instruction, responses=responses, context=context, similarity=similarity, prompt_variant=prompt_variant)
+        inputs = dict(instruction=instruction, responses=responses, context=context, similarity=similarity, prompt_variant=prompt_variant, answer_order=answer_order)
         return await _run(app, "infer_instruction_reward", inputs, lambda j: flip.infer_instruction_reward(j, **inputs), backend, ctx)
 
     @server.tool(annotations=JUDGING, title="Pick the best option over every cyclic order (Grade Score)")

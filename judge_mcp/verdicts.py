@@ -30,6 +30,11 @@ class PairTrial(BaseModel):
     rationale: str = ""
     parse_ok: bool
     reasked: bool = Field(False, description="the first answer was unparsed and the model was asked again")
+    continued: bool = Field(False, description="the answer stopped at the token limit and the model was asked to continue it")
+    truncated: bool = Field(False, description="the last answer still stopped at the token limit (max_tokens)")
+    unparsed_reason: Literal["truncated", "no_verdict"] | None = Field(
+        None, description="unparsed only: truncated (cut off at the token limit) or no_verdict (finished without a readable label)"
+    )
 
 
 class ComparePairResult(_Judged):
@@ -61,6 +66,11 @@ class FlipItem(BaseModel):
         None, description="unparsed only: the similarity the best extraction would score (not used for reward or ranking)"
     )
     raw_answer: str | None = Field(None, description="unparsed only: the model's last answer (tail)")
+    continued: bool = Field(False, description="the answer stopped at the token limit and the model was asked to continue it")
+    truncated: bool = Field(False, description="the last answer still stopped at the token limit")
+    unparsed_reason: Literal["truncated", "no_instruction"] | None = Field(
+        None, description="unparsed only: truncated (cut off at the token limit) or no_instruction (finished without a complete instruction)"
+    )
 
 
 class FlipResult(_Judged):
@@ -74,6 +84,9 @@ class FlipResult(_Judged):
     tied_best: list[int] = Field(default_factory=list, description="indices sharing the top reward when tied")
     similarity: str = Field(description="the similarity metric used: f1, rouge_l or token_sort")
     prompt_variant: int = Field(1, description="the FLIP paper's inference prompt used (1..3)")
+    answer_order: Literal["reasoning_first", "instruction_first"] = Field(
+        "reasoning_first", description="the answer's field order: the paper's (reasoning first) or instruction first"
+    )
     context_mode: bool = Field(False, description="true when context was given: the system prompt was inferred")
     unparsed: list[int] = Field(default_factory=list, description="indices whose answer stayed unparsed")
     echoes: list[int] = Field(default_factory=list, description="indices of responses that echo the instruction")

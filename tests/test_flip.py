@@ -240,7 +240,10 @@ async def test_structured_backend_gets_the_schema_and_the_papers_prompt(make_jud
     system = payload["messages"][0]
     assert system["role"] == "system" and "Act as an instruction reverse-engineer." in system["content"]
     schema = payload["response_format"]["json_schema"]["schema"]
-    assert list(schema["properties"]) == ["INFERRED INSTRUCTION", "REASONING"] and schema["additionalProperties"] is False
+    # the paper's order (reasoning, then the instruction), each free-text field length-bounded
+    assert list(schema["properties"]) == ["REASONING", "INFERRED INSTRUCTION"] and schema["additionalProperties"] is False
+    assert all(isinstance(spec.get("maxLength"), int) for spec in schema["properties"].values())
+    assert "Start with a short explanation of how you derived the instruction." in system["content"]
     assert payload["max_tokens"] == flip.MAX_TOKENS and payload["temperature"] == 0
     assert judged_response(payload) == HAIKU
 

@@ -25,5 +25,5 @@ def build_backend(cfg: BackendConfig) -> Backend:
     if cfg.kind == "local":
         from judge_mcp.backends.local import LocalBackend
 
-        return LocalBackend(cfg.name, cfg.model, n_ctx=cfg.n_ctx, n_threads=cfg.n_threads, **common)
+        return LocalBackend(cfg.name, cfg.model, n_ctx=cfg.n_ctx, n_threads=cfg.n_threads, max_output_tokens=cfg.max_output_tokens, **common)
     raise ValueError(f"unknown backend kind {cfg.kind!r}")

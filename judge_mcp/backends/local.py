@@ -55,6 +55,11 @@ MIN_SLOT_CTX = 8192  # tokens of KV cache each slot gets at least (LWE refine pr
 MAX_DEFAULT_THREADS = 8  # a tiny model gains nothing past a few threads
 SEED = 1234  # fixed sampling seed: temperature > 0 samples are reproducible for the same batch
 STRING_MAX_LENGTH = 1500  # cap for free-text strings in a requested schema, so a looping model must close them
+# Plumbing cap on the answer budget (tokens): the bundled 135M model writes ~20 tokens/s on 2 cores, so a request's
+# paper budget (4,096 for the SOP judge) is lowered to this here, and only here; remote backends send the method's
+# budget. Configurable per backend (`max_output_tokens`).
+MAX_OUTPUT_TOKENS = 1024
+MIN_SCALED_LENGTH = 200  # a method's maxLength scaled down with the budget never goes below this
 LOG_VERBOSITY = 1  # llama.cpp log threshold: 0 output, 1 errors, 2 warnings, 3 info, 4 debug
 
 
@@ -235,7 +240,8 @@ def _thread_limiter(loaded: LoadedModel) -> anyio.CapacityLimiter:
 
 def cap_free_strings(schema: Any, max_length: int = STRING_MAX_LENGTH) -> Any:
     """A copy of `schema` where every free-text string (no enum, const, pattern, format or maxLength) has a
-    `maxLength`, so constrained decoding must close it. The input is not modified."""
+    `maxLength`, so constrained decoding must close it. Caps the method set itself (methods/common.bounded) are kept;
+    this only fills in the ones it did not set. The input is not modified."""
     schema = copy.deepcopy(schema)
     _cap(schema, max_length)
     return schema
@@ -265,6 +271,23 @@ def _cap(node: Any, max_length: int) -> None:
             _cap(node[key], max_length)
 
 
+def scale_length_caps(schema: Any, factor: float) -> Any:
+    """A copy of `schema` with every integer `maxLength` times `factor` (at least MIN_SCALED_LENGTH, never raised)."""
+    if isinstance(schema, list):
+        return [scale_length_caps(item, factor) for item in schema]
+    if not isinstance(schema, dict):
+        return copy.deepcopy(schema)
+    out = {}
+    for key, value in schema.items():
+        if key == "maxLength" and isinstance(value, int) and not isinstance(value, bool):
+            out[key] = min(value, max(MIN_SCALED_LENGTH, int(value * factor)))
+        elif key in ("properties", "patternProperties", "$defs", "definitions") and isinstance(value, dict):
+            out[key] = {name: scale_length_caps(sub, factor) for name, sub in value.items()}
+        else:
+            out[key] = scale_length_caps(value, factor)
+    return out
+
+
 # ---- the backend ------------------------------------------------------------------------------------------------
 
 
@@ -287,8 +310,12 @@ class LocalBackend(Backend):
         concurrency: int = 4,
         timeout_s: float = 120.0,
         max_retries: int = 3,
+        max_output_tokens: int | None = None,
         **kwargs: Any,
     ):
+        if max_output_tokens is not None and max_output_tokens < 1:
+            raise ValueError(f"backend '{name}': max_output_tokens must be >= 1, got {max_output_tokens}")
+        self.max_output_tokens = max_output_tokens or MAX_OUTPUT_TOKENS
         if n_ctx < 1:
             raise ValueError(f"backend '{name}': n_ctx must be >= 1, got {n_ctx}")
         if n_threads is not None and n_threads < 1:
@@ -328,19 +355,27 @@ class LocalBackend(Backend):
         except (FatalError, OSError):
             # Unresolvable: the call itself fails with the reason; nothing is cached under this identity.
             return f"{self.kind}|{self.model_path or 'bundled'}|unresolved"
-        return f"{self.kind}|{path}|{size}"
+        cap = "" if self.max_output_tokens == MAX_OUTPUT_TOKENS else f"|out{self.max_output_tokens}"
+        return f"{self.kind}|{path}|{size}{cap}"
 
     def payload(self, request: ChatRequest) -> dict[str, Any]:
+        """The request for llama.cpp: the budget lowered to `max_output_tokens` (a plumbing cap), the schema's
+        method-set length caps scaled down in the same proportion (so the JSON still closes within the lowered
+        budget), and caps filled in for free-text strings the method left open."""
+        budget = min(request.max_tokens, self.max_output_tokens)
         payload: dict[str, Any] = {
             "messages": chat_messages(request),
             "temperature": request.temperature,
-            "max_tokens": request.max_tokens,
+            "max_tokens": budget,
             "seed": SEED,
         }
         if request.json_schema is not None:
+            schema = request.json_schema
+            if budget < request.max_tokens:
+                schema = scale_length_caps(schema, budget / request.max_tokens)
             payload["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": request.schema_name, "schema": cap_free_strings(request.json_schema)},
+                "json_schema": {"name": request.schema_name, "schema": cap_free_strings(schema)},
             }
         return payload
 

@@ -3,13 +3,21 @@
 The wire format lives here; the endpoint (base URL, key, HTTP client) is configuration. Structured output is
 requested as `response_format: {"type": "json_schema", ...}`, which OpenAI, vLLM, llama.cpp's server, Ollama and
 LM Studio all accept.
+
+Length caps: a method's schema declares `maxLength` on its free-text fields (methods/common.bounded) so a looping
+model must close the JSON. llama.cpp's server, vLLM and LM Studio turn the schema into a grammar and honour it;
+OpenAI's hosted strict mode does not list `maxLength` among its supported keywords, so for api.openai.com the caps
+are left out of the schema sent. Any other server that refuses the schema with a 400 naming `maxLength`/`minLength`
+gets the same schema without caps once more, and no caps from then on (`dropped_parameters` in the call record).
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
+from urllib.parse import urlsplit
 
-from judge_mcp.backends.base import ChatRequest, Completion, RetryableError, Usage
+from judge_mcp.backends.base import ChatRequest, Completion, FatalError, RetryableError, Usage
 from judge_mcp.backends.http import RETRYABLE_STATUS, HTTPBackend, classify_status, post_json, token_count
 
 __all__ = ["OpenAICompatBackend", "parse_chat_completion", "RETRYABLE_STATUS", "classify_status", "post_json"]
@@ -22,10 +30,36 @@ def chat_messages(request: ChatRequest) -> list[dict[str, str]]:
     return messages
 
 
+LENGTH_KEYWORDS = ("maxLength", "minLength")
+NO_LENGTH_CAPS_HOSTS = ("api.openai.com",)  # strict structured outputs there refuse maxLength
+
+
+def without_length_caps(schema: Any) -> Any:
+    """A copy of `schema` without `maxLength`/`minLength` anywhere (property names are kept)."""
+    if isinstance(schema, list):
+        return [without_length_caps(item) for item in schema]
+    if not isinstance(schema, dict):
+        return copy.deepcopy(schema)
+    out = {}
+    for key, value in schema.items():
+        if key in LENGTH_KEYWORDS and isinstance(value, int):
+            continue
+        if key in ("properties", "patternProperties", "$defs", "definitions") and isinstance(value, dict):
+            out[key] = {name: without_length_caps(sub) for name, sub in value.items()}
+        else:
+            out[key] = without_length_caps(value)
+    return out
+
+
 class OpenAICompatBackend(HTTPBackend):
     kind = "openai"
     supports_json_schema = True
     default_base_url = "https://api.openai.com/v1"
+
+    def __init__(self, name: str, model: str, **kwargs: Any):
+        super().__init__(name, model, **kwargs)
+        # whether schemas keep their maxLength caps (a server refusing them turns this off, see _send)
+        self.send_length_caps = (urlsplit(self.base_url).hostname or "") not in NO_LENGTH_CAPS_HOSTS
 
     def payload(self, request: ChatRequest) -> dict[str, Any]:
         payload: dict[str, Any] = {
@@ -35,9 +69,10 @@ class OpenAICompatBackend(HTTPBackend):
             "max_tokens": request.max_tokens,
         }
         if request.json_schema is not None:
+            schema = request.json_schema if self.send_length_caps else without_length_caps(request.json_schema)
             payload["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": request.schema_name, "schema": request.json_schema, "strict": True},
+                "json_schema": {"name": request.schema_name, "schema": schema, "strict": True},
             }
         return payload
 
@@ -46,8 +81,31 @@ class OpenAICompatBackend(HTTPBackend):
         headers = {"content-type": "application/json"}
         if self._api_key:
             headers["authorization"] = f"Bearer {self._api_key}"
-        body = await self.post(f"{self.base_url}/chat/completions", payload, headers)
-        return parse_chat_completion(body, self.model, payload, structured=request.json_schema is not None)
+        dropped: list[str] = []
+        try:
+            body = await self.post(f"{self.base_url}/chat/completions", payload, headers)
+        except FatalError as exc:
+            if not self._refuses_length_caps(exc, payload):
+                raise
+            self.send_length_caps = False
+            dropped.append("maxLength")
+            payload = self.payload(request)
+            body = await self.post(f"{self.base_url}/chat/completions", payload, headers)
+        completion = parse_chat_completion(body, self.model, payload, structured=request.json_schema is not None)
+        if dropped:
+            completion.raw["dropped_parameters"] = dropped
+        return completion
+
+    @staticmethod
+    def _refuses_length_caps(exc: FatalError, payload: dict[str, Any]) -> bool:
+        """A 400 naming maxLength/minLength for a payload whose schema carries them."""
+        if exc.status != 400 or "response_format" not in payload:
+            return False
+        schema = payload["response_format"]["json_schema"]["schema"]
+        if without_length_caps(schema) == schema:
+            return False
+        cause = exc.cause.lower()
+        return any(k.lower() in cause for k in LENGTH_KEYWORDS)
 
 
 def parse_chat_completion(body: dict[str, Any], default_model: str, payload: dict[str, Any], *, structured: bool) -> Completion:

@@ -42,6 +42,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--template", choices=["sop", "cot", "direct"], help="vanilla/grp/grp-better: use this template instead")
     bench.add_argument("--unrelated", action="store_true", help="grade: add the unrelated option")
     bench.add_argument("--prompt-variant", type=_positive, help="grade: the paper's prompt 1..4 (default 2); flip: 1..3 (default 1)")
+    bench.add_argument(
+        "--flip-answer-order",
+        choices=["reasoning_first", "instruction_first"],
+        default="reasoning_first",
+        help="flip: the answer's field order, the paper's (reasoning_first, default) or instruction_first (small models); stored as flip[instruction_first]",
+    )
     bench.add_argument("--batch-size", type=_positive, default=4, help="lwe/selective-lwe: feedback batch size (default 4)")
     bench.add_argument(
         "--no-reask",
@@ -100,7 +106,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"judge-mcp bench: configuration error: {exc}", file=sys.stderr)
         return 2
-    options = Options(template=args.template, unrelated=args.unrelated, prompt_variant=args.prompt_variant, batch_size=args.batch_size, no_reask=args.no_reask)
+    options = Options(template=args.template, unrelated=args.unrelated, prompt_variant=args.prompt_variant, batch_size=args.batch_size, no_reask=args.no_reask, flip_answer_order=args.flip_answer_order)
     if args.unrelated and args.method != "grade":
         print("judge-mcp bench: --unrelated applies to --method grade only", file=sys.stderr)
         return 2

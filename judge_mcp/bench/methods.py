@@ -43,6 +43,7 @@ class Options:
     prompt_variant: int | None = None  # grade (1..4, default 2) / flip (1..3, default 1)
     batch_size: int = 4  # lwe
     no_reask: bool = False  # every method: no re-ask or continuation; unparsed first answers count wrong
+    flip_answer_order: str = "reasoning_first"  # flip: the answer's field order (the paper's, or instruction_first)
     session: str = "bench"  # lwe: the session the run learns in (set by the runner)
 
 
@@ -232,9 +233,13 @@ async def _flip(app: App, item: Item, placement: str, opts: Options, backend: st
     variant = opts.prompt_variant or 1
 
     async def fn(j):
-        return await flip.infer_instruction_reward(j, instruction=item.prompt, responses=item.options, prompt_variant=variant)
+        return await flip.infer_instruction_reward(
+            j, instruction=item.prompt, responses=item.options, prompt_variant=variant, answer_order=opts.flip_answer_order
+        )
 
-    inputs = _bench_inputs(item, placement, instruction=item.prompt, responses=item.options, prompt_variant=variant)
+    inputs = _bench_inputs(
+        item, placement, instruction=item.prompt, responses=item.options, prompt_variant=variant, answer_order=opts.flip_answer_order
+    )
     result, timing, calls = await _run(app, "infer_instruction_reward", inputs, fn, backend, opts)
     record = single_record(item.gold, result.best_index, result.tied_best, len(result.unparsed), len(result.results))
     record.update(_usage(result), **timing, **call_stats(calls))
@@ -322,6 +327,8 @@ def method_key(name: str, opts: Options) -> str:
         key += f"[{opts.template}]"
     if opts.prompt_variant and name in ("grade", "flip"):
         key += f"[v{opts.prompt_variant}]"
+    if name == "flip" and opts.flip_answer_order != "reasoning_first":
+        key += f"[{opts.flip_answer_order}]"
     if name == "grade" and opts.unrelated:
         key += "+unrelated"
     if name in ("lwe", "selective-lwe") and opts.batch_size != 4:

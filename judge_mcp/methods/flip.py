@@ -6,7 +6,9 @@ default, see similarity.py). With `context` (a user prompt or a conversation), t
 prompt and the model infers the system prompt from the context and the response, as in §2.2.
 
 Answers are read from the paper's JSON (`{"REASONING": ..., "INFERRRED INSTRUCTION": ...}`; the paper's own
-spelling, the correct one and the usual variants are all accepted). An answer without a complete instruction
+spelling, the correct one and the usual variants are all accepted). The default answer order is the paper's
+(reasoning, then the instruction); `answer_order="instruction_first"` is an option for small models whose looping
+explanation uses up the 512-token budget (prompt bullet, format and schema all follow the chosen order). An answer without a complete instruction
 value is unparsed after one re-ask: its reward is 0.0 (the paper counts format failures as wrong), it ranks after
 every parsed response, and the best text extraction is still shown with the similarity it would have scored.
 
@@ -28,7 +30,7 @@ from rapidfuzz import fuzz, utils
 from judge_mcp import prompts, validation
 from judge_mcp.backends.base import user
 from judge_mcp.methods import similarity as sim
-from judge_mcp.methods.common import ask, rank_by_score, run_each
+from judge_mcp.methods.common import ask, bounded, rank_by_score, run_each
 from judge_mcp.methods.judge import Judge
 from judge_mcp.methods.parsing import json_objects, neutralise
 from judge_mcp.verdicts import FlipItem, FlipResult
@@ -45,29 +47,47 @@ SCHEMA_KEY = "INFERRED INSTRUCTION"
 REASONING_KEY = "REASONING"
 
 
-def answer_format(key: str, *, structured: bool) -> str:
-    """The answer format the prompts show.
+ANSWER_ORDERS = ("reasoning_first", "instruction_first")
+# maxLength (characters) of the answer's free-text fields under a JSON schema: together they fit the paper's
+# 512-token budget (~4 characters per token), so a looping explanation must close and the instruction gets written.
+FIELD_MAX_CHARS = {REASONING_KEY: 1000, SCHEMA_KEY: 1000}
 
-    Plain: the paper's own template (placeholders and key spelling as printed). Structured: a description without
-    placeholders, instruction first, matching `answer_schema` (tiny models copy `<instruction>` back verbatim, and
-    a looping explanation written first can use up the token budget before the instruction is reached).
+
+def field_order(answer_order: str) -> tuple[str, str]:
+    """The two answer fields ("reasoning", "instruction") in the order the model writes them."""
+    return ("reasoning", "instruction") if answer_order == "reasoning_first" else ("instruction", "reasoning")
+
+
+def answer_format(key: str, *, structured: bool, answer_order: str = "reasoning_first") -> str:
+    """The answer format the prompts show, in `answer_order`.
+
+    Plain, reasoning first: the paper's own template (placeholders and key spelling as printed). Structured: a
+    description without placeholders (tiny models copy `<instruction>` back verbatim) naming the same order as
+    `answer_schema`. `instruction_first` (an option for small models whose looping explanation uses up the budget
+    before the instruction is reached) swaps the two fields in both.
     """
     if not structured:
-        return '{ "%s": "<explanation>", "%s": "<instruction>" }' % (REASONING_KEY, key)
-    return (
-        'a JSON object with two string fields, in this order: "%s" (the single instruction you inferred) and "%s" '
-        "(a brief explanation of how you inferred it)" % (key, REASONING_KEY)
-    )
+        parts = {"reasoning": '"%s": "<explanation>"' % REASONING_KEY, "instruction": '"%s": "<instruction>"' % key}
+        return "{ " + ", ".join(parts[f] for f in field_order(answer_order)) + " }"
+    parts = {
+        "reasoning": '"%s" (a brief explanation of how you inferred the instruction)' % REASONING_KEY,
+        "instruction": '"%s" (the single instruction you inferred)' % key,
+    }
+    first, second = (parts[f] for f in field_order(answer_order))
+    return f"a JSON object with two string fields, in this order: {first} and {second}"
 
 
-def answer_schema() -> dict:
-    """The JSON schema for backends that constrain decoding: the instruction first, then the explanation."""
-    return {
+def answer_schema(answer_order: str = "reasoning_first") -> dict:
+    """The JSON schema for backends that constrain decoding: the fields in `answer_order`, each length-bounded."""
+    keys = {"reasoning": REASONING_KEY, "instruction": SCHEMA_KEY}
+    order = [keys[f] for f in field_order(answer_order)]
+    schema = {
         "type": "object",
-        "properties": {SCHEMA_KEY: {"type": "string"}, REASONING_KEY: {"type": "string"}},
-        "required": [SCHEMA_KEY, REASONING_KEY],
+        "properties": {k: {"type": "string"} for k in order},
+        "required": order,
         "additionalProperties": False,
     }
+    return bounded(schema, FIELD_MAX_CHARS)
 
 
 # ---- prompts ----------------------------------------------------------------------------------------------------
@@ -86,16 +106,25 @@ def defuse(text: str) -> str:
     return _KEY_IN_TEXT.sub(lambda m: f"{m.group(2)} -", text)
 
 
-def system_prompt(variant: int, *, with_context: bool, structured: bool) -> str:
-    fmt = answer_format(SCHEMA_KEY if structured else PAPER_KEY, structured=structured)
+# The paper prompts' order bullet ("- Begin with a brief explanation ...", "- Start with a short explanation ...")
+_ORDER_BULLET = re.compile(r"(?m)^- (?:Begin|Start) with [^\n]*explanation[^\n]*$")
+
+
+def system_prompt(variant: int, *, with_context: bool, structured: bool, answer_order: str = "reasoning_first") -> str:
+    """The paper's Prompt `variant`, verbatim with `reasoning_first`; with `instruction_first` its order bullet
+    (explanation first) is replaced by `flip_order_instruction_first.txt`, so prompt and schema agree."""
+    fmt = answer_format(SCHEMA_KEY if structured else PAPER_KEY, structured=structured, answer_order=answer_order)
     text = prompts.render(f"flip_system_{variant}.txt", answer_format=fmt).rstrip("\n")
+    if answer_order == "instruction_first":
+        bullet = "- " + prompts.load("flip_order_instruction_first.txt").strip()
+        text = _ORDER_BULLET.sub(lambda _: bullet, text, count=1)
     if with_context:
         text += "\n" + prompts.load("flip_context_note.txt").rstrip("\n")
     return text
 
 
-def user_prompt(response: str, *, context: str | None, structured: bool) -> str:
-    fmt = answer_format(SCHEMA_KEY if structured else PAPER_KEY, structured=structured)
+def user_prompt(response: str, *, context: str | None, structured: bool, answer_order: str = "reasoning_first") -> str:
+    fmt = answer_format(SCHEMA_KEY if structured else PAPER_KEY, structured=structured, answer_order=answer_order)
     if context is None:
         return prompts.render("flip_user.txt", response=defuse(response), answer_format=fmt)
     return prompts.render("flip_context_user.txt", context=defuse(context), response=defuse(response), answer_format=fmt)
@@ -275,7 +304,7 @@ def rank(items: list[FlipItem]) -> tuple[list[int], int | None, list[int]]:
 
 
 # ---- the tool ---------------------------------------------------------------------------------------------------
-def _check(instruction, responses, context, similarity, prompt_variant) -> tuple[list[str], str | None]:
+def _check(instruction, responses, context, similarity, prompt_variant, answer_order) -> tuple[list[str], str | None]:
     validation.text("instruction", instruction)
     responses = validation.text_list("responses", responses, min_items=1, max_items=MAX_RESPONSES)
     if context is not None:
@@ -287,6 +316,7 @@ def _check(instruction, responses, context, similarity, prompt_variant) -> tuple
     if isinstance(prompt_variant, bool) or not isinstance(prompt_variant, int):
         raise validation.InputError(f"'prompt_variant' must be 1, 2 or 3; got {prompt_variant!r}")
     validation.choice("prompt_variant", prompt_variant, PROMPT_VARIANTS)
+    validation.choice("answer_order", answer_order, ANSWER_ORDERS)
     return responses, context
 
 
@@ -299,18 +329,19 @@ async def infer_one(
     context: str | None,
     similarity: str,
     prompt_variant: int,
+    answer_order: str = "reasoning_first",
 ) -> FlipItem:
     """Infer the instruction behind one response and score it."""
     structured = judge.structured
     request = user(
-        user_prompt(response, context=context, structured=structured),
-        system=system_prompt(prompt_variant, with_context=context is not None, structured=structured),
+        user_prompt(response, context=context, structured=structured, answer_order=answer_order),
+        system=system_prompt(prompt_variant, with_context=context is not None, structured=structured, answer_order=answer_order),
         max_tokens=MAX_TOKENS,
-        json_schema=answer_schema() if judge.structured else None,
+        json_schema=answer_schema(answer_order) if structured else None,
         schema_name="flip_inferred_instruction",
         purpose=f"infer_instruction_reward:{index}",
     )
-    reminder = prompts.render("flip_reask.txt", answer_format=answer_format(SCHEMA_KEY, structured=True))
+    reminder = prompts.render("flip_reask.txt", answer_format=answer_format(SCHEMA_KEY, structured=True, answer_order=answer_order))
     result = await ask(judge, request, parse_inferred, reminder)
     echo = detect_echo(instruction, response)
     if result.value is not None:
@@ -324,6 +355,8 @@ async def infer_one(
             echo_score=echo.score,
             reasoning=result.value.reasoning[:4000],
             reasked=result.reasked,
+            continued=result.continued,
+            truncated=result.truncated,
         )
     extracted = extract_best(result.text)
     return FlipItem(
@@ -337,6 +370,9 @@ async def infer_one(
         reasked=result.reasked,
         extraction_reward=round(sim.score(similarity, extracted, instruction), REWARD_DIGITS) if extracted else 0.0,
         raw_answer=result.text[-MAX_EXTRACTION_CHARS:],
+        continued=result.continued,
+        truncated=result.truncated,
+        unparsed_reason="truncated" if result.truncated else "no_instruction",
     )
 
 
@@ -348,9 +384,10 @@ async def infer_instruction_reward(
     context: str | None = None,
     similarity: str = "f1",
     prompt_variant: int = 1,
+    answer_order: str = "reasoning_first",
 ) -> FlipResult:
     """FLIP reward for 1..16 responses: one inference per response, concurrently; ranked by reward."""
-    responses, context = _check(instruction, responses, context, similarity, prompt_variant)
+    responses, context = _check(instruction, responses, context, similarity, prompt_variant, answer_order)
 
     async def one(index: int) -> FlipItem:
         return await infer_one(
@@ -361,6 +398,7 @@ async def infer_instruction_reward(
             context=context,
             similarity=similarity,
             prompt_variant=prompt_variant,
+            answer_order=answer_order,
         )
 
     def done(index: int, item: FlipItem) -> str:
@@ -375,6 +413,7 @@ async def infer_instruction_reward(
         tied_best=tied_best,
         similarity=similarity,
         prompt_variant=prompt_variant,
+        answer_order=answer_order,
         context_mode=context is not None,
         unparsed=[it.index for it in results if not it.parse_ok],
         echoes=[it.index for it in results if it.echoes_instruction],

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from judge_mcp import prompts, validation
 from judge_mcp.backends.base import user
-from judge_mcp.methods.common import ask, run_each
+from judge_mcp.methods.common import ask, bounded, run_each
 from judge_mcp.methods.judge import Judge
 from judge_mcp.methods.parsing import neutralise, parse_json_object
 from judge_mcp.verdicts import ComparePairResult, PairTrial
@@ -24,9 +24,16 @@ from judge_mcp.verdicts import ComparePairResult, PairTrial
 GOALS = ("worse", "better")
 TEMPLATES = ("sop", "cot", "direct")
 LABELS = ("[[A>B]]", "[[B>A]]")
-MAX_TOKENS = {"sop": 1024, "cot": 768, "direct": 64}
+# Answer budget per template (tokens), the paper's setting: GRP runs every template in JudgeBench's Arena-Hard judge
+# setting, which allows 4,096 tokens (the SOP judge writes its own answer first) and continues a cut-off judgment.
+# A direct answer is a label, but the paper sets no smaller budget for it; the budget is a cap, not a cost.
+MAX_TOKENS = {"sop": 4096, "cot": 4096, "direct": 4096}
+MAX_TOKENS_LIMIT = 32768  # the largest `max_tokens` a caller may ask for
 # Free-text fields of the structured answer, in the order the model writes them (verdict last).
 JSON_FIELDS = {"sop": ("own_answer", "evaluation"), "cot": ("reasoning",), "direct": ()}
+# maxLength (characters) of each free-text field under a JSON schema: room for a strong model's answer, bounded so a
+# looping model must close the JSON within the default budget (~4 characters per token).
+FIELD_MAX_CHARS = {"own_answer": 8000, "evaluation": 4000, "reasoning": 8000}
 
 
 @dataclass(frozen=True)
@@ -36,9 +43,11 @@ class Verdict:
 
 
 def verdict_schema(template: str) -> dict:
+    """The structured answer's schema: the template's free-text fields (length-bounded), then the verdict."""
     props = {name: {"type": "string"} for name in JSON_FIELDS[template]}
     props["verdict"] = {"type": "string", "enum": list(LABELS)}
-    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+    schema = {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+    return bounded(schema, FIELD_MAX_CHARS)
 
 
 def system_prompt(goal: str, template: str, structured: bool) -> str:
@@ -168,6 +177,14 @@ def parse_structured(text: str, template: str, judged: list[str] = ()) -> Verdic
     return Verdict(label, rationale)
 
 
+def check_max_tokens(max_tokens: object, limit: int = MAX_TOKENS_LIMIT) -> None:
+    """None (the template's default) or a whole number of tokens from 1 to `limit`."""
+    if max_tokens is None:
+        return
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= limit:
+        raise validation.InputError(f"'max_tokens' must be a whole number from 1 to {limit} (or omitted), got {max_tokens!r}")
+
+
 def better_in_caller_order(label: str, order: str) -> str:
     """[[A>B]] means the first-shown answer is better; map that back to the caller's A/B."""
     first_better = label == "[[A>B]]"
@@ -189,12 +206,14 @@ def aggregate(trials: list[PairTrial], swap: bool) -> tuple[str | None, bool | N
     return (parsed[0].better if consistent else None), consistent
 
 
-async def judge_order(judge: Judge, *, prompt: str, first: str, second: str, order: str, goal: str, template: str) -> PairTrial:
+async def judge_order(
+    judge: Judge, *, prompt: str, first: str, second: str, order: str, goal: str, template: str, max_tokens: int | None = None
+) -> PairTrial:
     structured = judge.structured
     request = user(
         user_prompt(prompt, first, second),
         system=system_prompt(goal, template, structured),
-        max_tokens=MAX_TOKENS[template],
+        max_tokens=max_tokens or MAX_TOKENS[template],
         json_schema=verdict_schema(template) if structured else None,
         schema_name="pairwise_verdict",
         purpose=f"compare_pair:{order}",
@@ -207,7 +226,11 @@ async def judge_order(judge: Judge, *, prompt: str, first: str, second: str, ord
         result = await ask(judge, request, lambda t: parse_label(t, references), prompts.load("grp_reask.txt"))
     verdict = result.value
     if verdict is None:
-        return PairTrial(order=order, better=None, label=None, rationale=result.text[-2000:], parse_ok=False, reasked=result.reasked)
+        return PairTrial(
+            order=order, better=None, label=None, rationale=result.text[-2000:], parse_ok=False, reasked=result.reasked,
+            continued=result.continued, truncated=result.truncated,
+            unparsed_reason="truncated" if result.truncated else "no_verdict",
+        )
     return PairTrial(
         order=order,
         better=better_in_caller_order(verdict.label, order),
@@ -215,6 +238,8 @@ async def judge_order(judge: Judge, *, prompt: str, first: str, second: str, ord
         rationale=verdict.rationale[-4000:],
         parse_ok=True,
         reasked=result.reasked,
+        continued=result.continued,
+        truncated=result.truncated,
     )
 
 
@@ -227,6 +252,7 @@ async def compare_pair(
     goal: str = "worse",
     template: str = "sop",
     swap: bool = True,
+    max_tokens: int | None = None,
 ) -> ComparePairResult:
     validation.text("prompt", prompt)
     validation.text("response_a", response_a)
@@ -236,13 +262,14 @@ async def compare_pair(
     validation.choice("template", template, TEMPLATES)
     if not isinstance(swap, bool):
         raise validation.InputError(f"'swap' must be true or false, got {swap!r}")
+    check_max_tokens(max_tokens)
 
     orders = ["AB", "BA"] if swap else ["AB"]
 
     async def one(k: int) -> PairTrial:
         order = orders[k]
         first, second = (response_a, response_b) if order == "AB" else (response_b, response_a)
-        return await judge_order(judge, prompt=prompt, first=first, second=second, order=order, goal=goal, template=template)
+        return await judge_order(judge, prompt=prompt, first=first, second=second, order=order, goal=goal, template=template, max_tokens=max_tokens)
 
     ordered = await run_each(judge, len(orders), one, lambda k, _: f"order {orders[k]} judged")
     winner, consistent = aggregate(ordered, swap)
