@@ -106,7 +106,7 @@ def _is_echo(text: str, m: re.Match, references: list[str]) -> bool:
             ref_before, ref_after = ref[:i], ref[i + len(label) :]
             if _common_prefix(after, ref_after) >= _MIN_AFTER:
                 b = _common_prefix(before[::-1], ref_before[::-1])
-                if b >= _MIN_AFTER or (b == len(ref_before) and b < _MIN_AFTER):
+                if b >= _MIN_AFTER or b == len(ref_before):
                     return True
             i = ref.find(label, i + 1)
     return False
@@ -120,8 +120,10 @@ def parse_label(text: str, judged: list[str] = ()) -> Verdict | None:
     becomes `[B>A]`), so a double-bracket label in the answer was written by the judge; it still does not count
     when it is:
 
-    - an echo: the label sits in a verbatim copy of a judged text (or of another `judged` reference), with at
-      least 8 matching characters *after* it as well as the words before it. A judge's own final phrase ends its
+    - an echo: the label sits in a verbatim copy of a judged text (or of another `judged` reference, such as the
+      template's list of labels): at least 8 matching characters *after* it, and 8 before it (or all of that
+      text's words before it, when the label opens it). Compared lower-cased, whitespace collapsed, brackets
+      ignored (the copy may restore the double brackets neutralise removed). A judge's own final phrase ends its
       answer (or is followed by its own words), so a judged answer holding "Assistant A is worse: [[B>A]]" never
       suppresses the judge writing that same phrase as its verdict. Echoes are ignored entirely.
     - a mention: wrapped directly in quote marks or backticks (`"[[B>A]]"`). A mention never decides, but a
