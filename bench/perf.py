@@ -190,12 +190,7 @@ async def server_overhead(server: "ExternalScripted", tmp: Path, repeats: int, o
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
-        for _ in range(300):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-                break
-            except OSError:
-                await anyio.sleep(0.1)
+        await _wait_port(port)
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 

@@ -345,25 +345,7 @@ async def lwe_judge(
     if not learn:
         await judge.progress(total, total, "done (scoring only: no feedback, no refinement)")
         state = (await store.aio.lwe_session_row(session)) or state
-        return LweResult(
-            winner=winner,
-            path="meta_prompt",
-            vanilla=vanilla,
-            eval_prompt=eval_prompt,
-            judgment=judgment,
-            parse_ok=winner is not None,
-            reasked=reasked,
-            feedback=None,
-            meta_prompt_version=meta_version,
-            refined=False,
-            new_meta_prompt_version=None,
-            pending_feedback=state["pending"],
-            batch_size=state["batch_size"],
-            session=session,
-            warnings=warnings,
-            model=judge.model_id,
-            usage=judge.usage(),
-        )
+        return _meta_path_result(judge, session, state, warnings, winner=winner, vanilla=vanilla, eval_prompt=eval_prompt, judgment=judgment, reasked=reasked, meta_version=meta_version)
     await judge.progress(base + 2, total, "writing self-feedback on the judgment")
     feedback, feedback_ok = await _feedback(judge, meta_prompt, judge_prompt_text, judgment)
     await judge.progress(base + 3, total, "buffering the feedback")
@@ -390,6 +372,20 @@ async def lwe_judge(
     versions = early.versions + late.versions
     final = await store.aio.lwe_session_row(session)
     assert final is not None
+    return _meta_path_result(
+        judge, session, final, warnings, winner=winner, vanilla=vanilla, eval_prompt=eval_prompt, judgment=judgment, reasked=reasked,
+        meta_version=meta_version, feedback=feedback, feedback_parse_ok=feedback_ok, versions=versions,
+        condensed=early.condensed or late.condensed,
+    )
+
+
+def _meta_path_result(
+    judge: Judge, session: str, state: dict[str, Any], warnings: list[str], *, winner: str | None, vanilla: Any,
+    eval_prompt: str | None, judgment: str, reasked: bool, meta_version: int, feedback: str | None = None,
+    feedback_parse_ok: bool | None = None, versions: list[int] | None = None, condensed: bool = False,
+) -> LweResult:
+    """The result of a meta-prompt-path case; `feedback` None when the case was judged for scoring only."""
+    versions = versions or []
     return LweResult(
         winner=winner,
         path="meta_prompt",
@@ -399,14 +395,14 @@ async def lwe_judge(
         parse_ok=winner is not None,
         reasked=reasked,
         feedback=feedback,
-        feedback_parse_ok=feedback_ok,
+        feedback_parse_ok=feedback_parse_ok,
         meta_prompt_version=meta_version,
         refined=bool(versions),
         new_meta_prompt_version=versions[-1] if versions else None,
         new_meta_prompt_versions=versions,
-        condensed=early.condensed or late.condensed,
-        pending_feedback=final["pending"],
-        batch_size=final["batch_size"],
+        condensed=condensed,
+        pending_feedback=state["pending"],
+        batch_size=state["batch_size"],
         session=session,
         warnings=warnings,
         model=judge.model_id,
