@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from judge_mcp.app import App  # noqa: E402
 from judge_mcp.backends.base import user  # noqa: E402
-from judge_mcp.backends.cache import CallCache  # noqa: E402
+from judge_mcp.methods.call_cache import CallCache  # noqa: E402
 from judge_mcp.backends.openai_compat import OpenAICompatBackend  # noqa: E402
 from judge_mcp.config import DEFAULT_CONCURRENCY, load_settings  # noqa: E402
 from judge_mcp.methods import flip, grade_score, lwe, pairwise  # noqa: E402

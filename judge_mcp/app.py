@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from judge_mcp.backends import Backend, build_backend
-from judge_mcp.backends.cache import CallCache
+from judge_mcp.methods.call_cache import CallCache
 from judge_mcp.config import Settings, load_settings
 from judge_mcp.methods.judge import Judge, ProgressFn
 from judge_mcp.store import Store

@@ -19,7 +19,7 @@ import anyio.to_thread
 
 from judge_mcp import __version__, prompts, tool_args
 from judge_mcp.app import App
-from judge_mcp.backends.base import BackendError
+from judge_mcp.backends.errors import BackendError
 from judge_mcp.config import ConfigError
 from judge_mcp.methods import flip, grade_score, lwe, pairwise
 from judge_mcp.validation import MAX_TEXT_CHARS, SESSION_PATTERN

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from judge_mcp.backends.cache import CallCache
+from judge_mcp.methods.call_cache import CallCache
 from judge_mcp.backends.openai_compat import OpenAICompatBackend
 from judge_mcp.methods.judge import Judge
 from judge_mcp.store import Store

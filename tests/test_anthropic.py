@@ -14,7 +14,8 @@ import pytest
 
 from judge_mcp.backends import build_backend
 from judge_mcp.backends.anthropic import AnthropicBackend, anthropic_schema, messages_url, parse_message
-from judge_mcp.backends.base import BackendError, ChatRequest, Message, RetryableError, user
+from judge_mcp.backends.base import ChatRequest, Message, user
+from judge_mcp.backends.errors import BackendError, RetryableError
 from judge_mcp.config import BackendConfig
 from tests.scripted import Reply
 from tests.scripted_anthropic import ScriptedAnthropicServer, message_body

@@ -16,7 +16,8 @@ import httpx
 import pytest
 
 from judge_mcp.backends.anthropic import AnthropicBackend
-from judge_mcp.backends.base import Backend, BackendError, ChatRequest, Completion, Message, RetryableError, user
+from judge_mcp.backends.base import Backend, ChatRequest, Completion, Message, user
+from judge_mcp.backends.errors import BackendError, RetryableError
 from judge_mcp.backends.http import classify_status, error_detail, redact, retry_after_s, secrets_in
 from judge_mcp.backends.openai_compat import OpenAICompatBackend
 from judge_mcp.backends.retry import RetryPolicy, parse_retry_after

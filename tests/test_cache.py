@@ -13,8 +13,9 @@ import anyio
 import pytest
 
 from judge_mcp.backends.anthropic import AnthropicBackend
-from judge_mcp.backends.base import Backend, BackendError, Completion, user
-from judge_mcp.backends.cache import CallCache
+from judge_mcp.backends.base import Backend, Completion, user
+from judge_mcp.backends.errors import BackendError
+from judge_mcp.methods.call_cache import CallCache
 from judge_mcp.backends.openai_compat import OpenAICompatBackend
 from judge_mcp.methods.judge import Judge
 from judge_mcp.store import Store

@@ -10,7 +10,7 @@ import re
 import anyio
 import pytest
 
-from judge_mcp.backends.base import BackendError
+from judge_mcp.backends.errors import BackendError
 from judge_mcp.methods import flip
 from judge_mcp.methods import similarity as sim
 from judge_mcp.methods.flip import Inferred, detect_echo, extract_best, infer_instruction_reward, parse_inferred, rank
@@ -445,7 +445,7 @@ async def test_infer_instruction_reward_through_mcp(mcp_app):
 @pytest.mark.model
 async def test_embedded_model_returns_a_well_formed_result(tmp_path):
     from judge_mcp.backends import build_backend
-    from judge_mcp.backends.cache import CallCache
+    from judge_mcp.methods.call_cache import CallCache
     from judge_mcp.config import BackendConfig
     from judge_mcp.store import Store
 

@@ -460,7 +460,7 @@ async def test_grade_score_options_through_mcp(mcp_app):
 @pytest.mark.model
 async def test_embedded_model_returns_a_well_formed_result(tmp_path, monkeypatch):
     from judge_mcp.backends import build_backend
-    from judge_mcp.backends.cache import CallCache
+    from judge_mcp.methods.call_cache import CallCache
     from judge_mcp.config import BackendConfig
     from judge_mcp.store import Store
 

@@ -11,7 +11,9 @@ import time
 
 import pytest
 
-from judge_mcp.backends.base import BackendError, user
+from judge_mcp.backends.base import user
+
+from judge_mcp.backends.errors import BackendError
 from judge_mcp.backends.openai_compat import OpenAICompatBackend
 from tests.scripted import Reply
 

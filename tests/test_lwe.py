@@ -10,7 +10,7 @@ import threading
 import anyio
 import pytest
 
-from judge_mcp.backends.cache import CallCache
+from judge_mcp.methods.call_cache import CallCache
 from judge_mcp.backends.openai_compat import OpenAICompatBackend
 from judge_mcp.methods import lwe
 from judge_mcp.methods import lwe_text as t

@@ -8,7 +8,7 @@ import json
 import logging
 
 from judge_mcp.backends.base import user
-from judge_mcp.backends.cache import CallCache
+from judge_mcp.methods.call_cache import CallCache
 from judge_mcp.backends.http import split_userinfo
 from judge_mcp.backends.openai_compat import OpenAICompatBackend
 from judge_mcp.redaction import RedactingFilter, register

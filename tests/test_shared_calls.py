@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from judge_mcp.backends.base import user
-from judge_mcp.backends.cache import CallCache
+from judge_mcp.methods.call_cache import CallCache
 from judge_mcp.backends.openai_compat import OpenAICompatBackend
 from judge_mcp.methods import pairwise
 from judge_mcp.methods.judge import Judge

@@ -16,8 +16,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from judge_mcp.backends.base import ChatRequest, Completion, FatalError, RetryableError, Usage
-from judge_mcp.backends.http import HTTPBackend, token_count
+from judge_mcp.backends.base import ChatRequest, Completion, Usage
+
+from judge_mcp.backends.errors import FatalError, RetryableError
+from judge_mcp.backends.http import HTTPBackend
+from judge_mcp.backends.openai_wire import token_count
 
 ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_BASE_URL = "https://api.anthropic.com"

@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 
+from judge_mcp.backends.errors import BackendError, FatalError, RetryableError
 from judge_mcp.backends.retry import RetryPolicy, run_with_retries
 
 
@@ -102,37 +103,6 @@ class Completion:
     attempts: int = 1
     # The raw call record: request as sent (minus credentials), response body, attempts and their errors.
     raw: dict[str, Any] = field(default_factory=dict)
-
-
-class BackendError(Exception):
-    """A backend call that failed for good. The message names the backend and the cause."""
-
-    def __init__(self, backend: str, cause: str, *, status: int | None = None, attempts: int = 1, where: str = ""):
-        self.backend = backend
-        self.cause = cause
-        self.status = status
-        self.attempts = attempts
-        # `where`: the backend's kind, endpoint (credentials stripped) and model, so the message says what to fix
-        super().__init__(f"backend '{backend}'{f' ({where})' if where else ''} failed after {attempts} attempt(s): {cause}")
-
-
-class RetryableError(Exception):
-    """A failure worth another attempt: connection errors, timeouts, 408/409/429/5xx."""
-
-    def __init__(self, cause: str, *, status: int | None = None, retry_after: float | None = None):
-        self.cause = cause
-        self.status = status
-        self.retry_after = retry_after
-        super().__init__(cause)
-
-
-class FatalError(Exception):
-    """A failure another attempt would not fix: other 4xx, a malformed request, a missing model file."""
-
-    def __init__(self, cause: str, *, status: int | None = None):
-        self.cause = cause
-        self.status = status
-        super().__init__(cause)
 
 
 class Backend:

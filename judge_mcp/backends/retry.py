@@ -9,6 +9,8 @@ from typing import TypeVar
 
 import anyio
 
+from judge_mcp.backends.errors import RetryableError
+
 T = TypeVar("T")
 
 
@@ -59,8 +61,6 @@ async def run_with_retries(
 
     Retryable: `RetryableError` and `TimeoutError` (a per-attempt timeout). Returns (result, attempts used).
     """
-    from judge_mcp.backends.base import RetryableError
-
     attempt = 0
     while True:
         attempt += 1

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from judge_mcp.backends.base import Backend, ChatRequest, Completion, response_summary
-from judge_mcp.backends.cache import CallCache
+from judge_mcp.methods.call_cache import CallCache
 from judge_mcp.store import Store
 from judge_mcp.verdicts import UsageOut
 

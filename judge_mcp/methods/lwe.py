@@ -30,7 +30,8 @@ import anyio
 import anyio.lowlevel
 
 from judge_mcp import prompts, validation
-from judge_mcp.backends.base import BackendError, Message, user
+from judge_mcp.backends.base import Message, user
+from judge_mcp.backends.errors import BackendError
 from judge_mcp.methods import lwe_text as t
 from judge_mcp.methods.common import ask, run_each
 from judge_mcp.methods.judge import Judge
