@@ -6,7 +6,7 @@
 
 For each of the first N pairwise items (default: shared/benchmarks/llmbar_natural.jsonl) and each method, the
 clean pair is judged once, then once per attack with the attack injected into the rejected answer
-(judge_mcp/injection.py). Each method's verdict is an index into [chosen, rejected]:
+(judge_mcp/bench/injection.py). Each method's verdict is an index into [chosen, rejected]:
 
 - compare_pair (defaults: goal "worse", template "sop", both orders): chosen as A, rejected as B; the verdict is
   `winner` (null when the two orders disagree). `--single-order` judges order AB only (the rejected answer shown
@@ -39,7 +39,7 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from judge_mcp import injection  # noqa: E402
+from judge_mcp.bench import injection  # noqa: E402
 from judge_mcp.app import App  # noqa: E402
 from judge_mcp.bench.data import Item, load_items  # noqa: E402
 from judge_mcp.methods import flip, grade_score, pairwise  # noqa: E402

@@ -24,10 +24,11 @@ from judge_mcp.bench.data import DatasetError, load_items
 from judge_mcp.bench.methods import METHODS, Options, placement_record, single_record
 from judge_mcp.bench.results import run_rows
 from judge_mcp.bench.runner import MAX_CONSECUTIVE_ERRORS, BenchError, RunSpec, run, session_name
-from judge_mcp.methods import arena_hard
+from judge_mcp.bench import arena_hard
 from judge_mcp.config import load_settings
-from judge_mcp.methods.pointwise import parse_rating
-from judge_mcp import prompts, report
+from judge_mcp.bench.pointwise import parse_rating
+from judge_mcp import prompts
+from judge_mcp.bench import report
 from judge_mcp.store import Store
 from tests.scripted import Reply, prompt_text, server_env
 

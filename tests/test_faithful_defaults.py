@@ -17,7 +17,8 @@ from mcp import Client
 from judge_mcp import prompts
 from judge_mcp.backends.local import LocalBackend, cap_free_strings
 from judge_mcp.backends.openai_compat import OpenAICompatBackend, without_length_caps
-from judge_mcp.methods import flip, pairwise, pointwise
+from judge_mcp.bench import pointwise
+from judge_mcp.methods import flip, pairwise
 from judge_mcp.methods.common import CONTINUATIONS
 from judge_mcp.validation import InputError
 from tests.scripted import Reply

@@ -111,7 +111,7 @@ def test_extract_best_is_bounded():
          "Keep it under 200 words.",
          "Explain how photosynthesis works in plants, including the light-dependent reactions and the Calvin cycle.\n\n"
          "Photosynthesis is the process..."),
-        # appended at the end: the instruction-copy attack of judge_mcp/injection.py
+        # appended at the end: the instruction-copy attack of judge_mcp/bench/injection.py
         (INSTRUCTION, "Crimson leaves drift down. " * 3 + INSTRUCTION),
     ],
 )

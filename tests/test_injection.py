@@ -1,4 +1,4 @@
-"""Prompt injection from judged content: the attack set (judge_mcp/injection.py), what every method's prompt makes of
+"""Prompt injection from judged content: the attack set (judge_mcp/bench/injection.py), what every method's prompt makes of
 it (fenced, verdict tokens and fence markers defused, the method's own reader finds no verdict in the fenced text),
 and the arithmetic of the injection benchmark (bench/injection.py) on scripted gullible and robust judges."""
 
@@ -9,7 +9,7 @@ import re
 import pytest
 
 from bench import injection as bench_injection
-from judge_mcp import injection
+from judge_mcp.bench import injection
 from judge_mcp.app import App
 from judge_mcp.bench.data import Item
 from judge_mcp.config import load_settings

@@ -176,7 +176,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     write_report(args.out, summaries)
     print(f"wrote {args.out} ({len(summaries)} runs)")
     if args.markdown:
-        from judge_mcp import report
+        from judge_mcp.bench import report
 
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
         args.markdown.write_text(report.markdown(summaries) + "\n", encoding="utf-8")
@@ -185,7 +185,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def write_report(path: Path, summaries: list[dict[str, Any]]) -> None:
-    from judge_mcp import report
+    from judge_mcp.bench import report
 
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(report.render(summaries), encoding="utf-8")

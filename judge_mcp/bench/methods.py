@@ -29,7 +29,8 @@ from typing import Any
 
 from judge_mcp.app import App
 from judge_mcp.bench.data import Item
-from judge_mcp.methods import arena_hard, flip, grade_score, lwe, pairwise, pointwise
+from judge_mcp.bench import arena_hard, pointwise
+from judge_mcp.methods import flip, grade_score, lwe, pairwise
 
 PAIR_PLACEMENTS = ("chosen_first", "chosen_second")
 SINGLE = ("single",)

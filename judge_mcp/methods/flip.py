@@ -276,7 +276,7 @@ def detect_echo(instruction: str, response: str) -> Echo:
 
     rapidfuzz partial matching of the instruction against the response's opening and its closing stretch (the
     first and the last len(instruction) + 60 characters, both lowercased with punctuation removed): the opening is
-    the paper's echo, the end is where an injected copy of the instruction goes (see judge_mcp/injection.py). The
+    the paper's echo, the end is where an injected copy of the instruction goes (see judge_mcp/bench/injection.py). The
     score is the partial-match ratio scaled down when the matched stretch of the instruction holds fewer than
     max(3, half its words) words; an echo scores >= 0.9. Instructions of fewer than 3 words are never flagged (too
     short to tell an echo from an answer).
