@@ -1,5 +1,5 @@
 """All state in one SQLite file (WAL) through sqlite-utils: forward-only migrations, the call cache, the verdict
-log, the option pool, and the LWE sessions (see methods/lwe.py for how they are used).
+log, the option pool, and the LWE sessions (see methods/lwe/ for how they are used).
 
 Every write that must be all-or-nothing runs inside `Store.transaction()` (BEGIN IMMEDIATE ... COMMIT), so a process
 killed at any moment leaves either the whole change or none of it. A database that cannot be opened, read or written
@@ -362,7 +362,7 @@ class Store:
             [digest, limit],
         )
 
-    # ---- LWE sessions (see methods/lwe.py) ----------------------------------------------------------------------
+    # ---- LWE sessions (see methods/lwe/) ----------------------------------------------------------------------
     def lwe_session_row(self, session: str) -> dict[str, Any] | None:
         """The session with its current meta-prompt text and pending-feedback count, or None."""
         rows = self.query(

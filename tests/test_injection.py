@@ -13,7 +13,8 @@ from judge_mcp.bench import injection
 from judge_mcp.app import App
 from judge_mcp.bench.data import Item
 from judge_mcp.config import load_settings
-from judge_mcp.methods import flip, grade_score, lwe_text, pairwise
+from judge_mcp.methods import flip, grade_score, pairwise
+from judge_mcp.methods.lwe import text as lwe_text
 from judge_mcp.methods.parsing import neutralise
 from tests.judge_script import BAD, CAPITAL_Q, GOOD, RIGHT_INSTRUCTION, UniversalJudge, fence_follower
 

@@ -13,7 +13,7 @@ import pytest
 from judge_mcp.methods.call_cache import CallCache
 from judge_mcp.backends.openai_compat import OpenAICompatBackend
 from judge_mcp.methods import lwe
-from judge_mcp.methods import lwe_text as t
+from judge_mcp.methods.lwe import text as t
 from judge_mcp.methods.judge import Judge
 from judge_mcp.store import LweConflict, Store
 from judge_mcp.validation import InputError

@@ -84,7 +84,7 @@ def parse_json_object(text: str, required: tuple[str, ...] = (), *, judged: tupl
 
 # Verdict tokens of every method's grammar: [[A>B]], [[B>A]], [[A]], "Selection: Option 3", and the like.
 _VERDICT_TOKEN = re.compile(r"\[\[\s*([AB])\s*([<>=])\s*([AB])\s*\]\]", re.I)
-# [[A]] and LWE's single-bracket fallback [A] (methods/lwe_text.extract_judgment) both become (A).
+# [[A]] and LWE's single-bracket fallback [A] (methods/lwe/text.extract_judgment) both become (A).
 _SIDE_TOKEN = re.compile(r"\[{1,2}\s*([AB])\s*\]{1,2}")
 # As tolerant as grade_score's reader: `**Selection:** Option 2`, `Selection: [Option 2`.
 _SELECTION = re.compile(r"(Selection)([*_ \t]*:[*_\s]*\[?[ \t]*)(Option)", re.I)

@@ -1,0 +1,41 @@
+"""Learning While Evaluating (shared/papers/learning_while_evaluating.txt), in one place:
+
+- judging.py: `lwe_judge` (Selective LWE for one case, the meta-prompt path, feedback) and the refinement of the
+  session's meta-prompt (`refine_if_due`, `refine_pending`);
+- sessions.py: show / reset / rollback and the read-only views (resources, CLI);
+- text.py: the paper's prompts filled in, and reading the model's answers.
+
+The session state is in the Store's lwe_* tables (see store.py).
+"""
+
+from judge_mcp.methods.lwe.judging import (
+    ACTIONS,
+    MAX_BATCH_SIZE,
+    MAX_META_TOKENS,
+    condense_budget,
+    initial_meta_prompt,
+    lwe_judge,
+    refine_budget,
+    refine_if_due,
+    refine_pending,
+    vanilla_pair,
+)
+from judge_mcp.methods.lwe.sessions import export_session, list_sessions, lwe_session, meta_prompt_text, session_history
+
+__all__ = [
+    "ACTIONS",
+    "MAX_BATCH_SIZE",
+    "MAX_META_TOKENS",
+    "condense_budget",
+    "export_session",
+    "initial_meta_prompt",
+    "list_sessions",
+    "lwe_judge",
+    "lwe_session",
+    "meta_prompt_text",
+    "refine_budget",
+    "refine_if_due",
+    "refine_pending",
+    "session_history",
+    "vanilla_pair",
+]
