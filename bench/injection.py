@@ -91,7 +91,7 @@ async def judge_item(app: App, item: Item, method: str, attacks: list[str], posi
         try:
             record.update(await judge_pair(app, method, item.prompt, item.chosen or "", rejected, backend, swap))
         except Exception as exc:  # a tool error is a result of the run, not a crash of it
-            cause = anticipated(exc) or exc  # the BackendError / InputError inside a task group's exception group
+            cause = anticipated(exc) or exc  # a BackendError / InputError names itself; anything else by its type
             record.update(pick=None, rejected_share=None, calls=0, error=f"{type(cause).__name__}: {cause}"[:300])
         record["seconds"] = round(time.perf_counter() - started, 2)
         records.append(record)

@@ -10,7 +10,7 @@ import math
 import os
 import sys
 import tomllib
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import urlparse
@@ -45,10 +45,6 @@ class BackendConfig:
     n_ctx: int = 32768
     n_threads: int | None = None
     max_output_tokens: int | None = None  # local only: plumbing cap on the answer budget (default backends.local.MAX_OUTPUT_TOKENS)
-
-    def public(self) -> dict[str, Any]:
-        """Everything but the key, for logs and the verdict log."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "api_key"}
 
 
 @dataclass(frozen=True)

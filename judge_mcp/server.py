@@ -68,7 +68,8 @@ ANTICIPATED = (InputError, ConfigError, BackendError, StoreError)
 
 
 def anticipated(exc: BaseException) -> BaseException | None:
-    """The first anticipated failure in `exc`, looking inside exception groups (concurrent trials raise those)."""
+    """The anticipated failure in `exc`. Methods raise their concurrent calls' first error bare (common.run_each
+    unwraps its task group); this still looks inside an exception group, should another task group raise one."""
     if isinstance(exc, ANTICIPATED):
         return exc
     if isinstance(exc, BaseExceptionGroup):

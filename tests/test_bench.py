@@ -30,6 +30,7 @@ from judge_mcp.bench.pointwise import parse_rating
 from judge_mcp import prompts
 from judge_mcp.bench import report
 from judge_mcp.store import Store
+from judge_mcp.methods.lwe.repository import LweRepository
 from tests.scripted import Reply, prompt_text, server_env
 
 FIXTURES = Path(__file__).parent / "bench_fixtures"
@@ -697,9 +698,9 @@ async def test_lwe_bench_follows_the_papers_protocol(scripted, tmp_path):
     try:
         rows = run_rows(store, summary["dataset"], summary["method_key"], summary["backend_key"])
         versions = {(r["item_id"], r["placement"]): r["record"]["detail"]["meta_prompt_version"] for r in rows if r["status"] == "done"}
-        session = f"{next(iter(store.lwe_sessions()))['name']}"
-        feedback = store.lwe_feedback(session)
-        history = store.lwe_versions(session)
+        session = f"{next(iter(LweRepository(store).sessions()))['name']}"
+        feedback = LweRepository(store).feedback(session)
+        history = LweRepository(store).versions(session)
     finally:
         store.close()
     # the 4th learning judgment filled the batch (b=4) and refined v1 -> v2: p4's swapped placement already uses v2

@@ -27,6 +27,7 @@ from mcp import Client
 
 from judge_mcp.validation import MAX_TEXT_CHARS, MAX_TOTAL_CHARS
 from judge_mcp.verdicts import ComparePairResult, FlipResult, GradeScoreResult, LweResult, LweSessionResult
+from judge_mcp.methods.lwe.repository import LweRepository
 from tests.judge_script import BAD, CAPITAL_Q, GOOD, RIGHT_INSTRUCTION, UniversalJudge
 
 OUTPUT_MODELS = {
@@ -146,7 +147,7 @@ def hostile_server(mcp_app):
     from judge_mcp.methods import lwe
 
     server, backend = mcp_app(UniversalJudge(), JUDGE_MCP_TIMEOUT_S="5", JUDGE_MCP_MAX_RETRIES="0")
-    server.app.store.lwe_ensure_session("s1", 4, lwe.initial_meta_prompt())  # so lwe_session has one to show
+    LweRepository(server.app.store).ensure_session("s1", 4, lwe.initial_meta_prompt())  # so lwe_session has one to show
     return server, backend
 
 

@@ -15,7 +15,8 @@ from judge_mcp.backends.openai_compat import OpenAICompatBackend
 from judge_mcp.methods import lwe
 from judge_mcp.methods.lwe import text as t
 from judge_mcp.methods.judge import Judge
-from judge_mcp.store import LweConflict, Store
+from judge_mcp.methods.lwe.repository import LweConflict, LweRepository
+from judge_mcp.store import Store
 from judge_mcp.validation import InputError
 from tests.lwe_script import role_of, REFINED_MARK, LweScript, wait_for
 from tests.scripted import Reply, ScriptedServer, prompt_text
@@ -134,7 +135,7 @@ async def test_four_inconsistent_cases_refine_exactly_once(make_judge, store):
 
     history = lwe.session_history(store, "s1")
     assert [(h["version"], h["parent"], h["reason"]) for h in history] == [(1, None, "initial"), (2, 1, "refine")]
-    feedback = store.lwe_feedback("s1")
+    feedback = LweRepository(store).feedback("s1")
     assert [f["status"] for f in feedback] == ["used"] * 4
     assert {f["used_in_version"] for f in feedback} == {2}
     assert sorted(history[1]["feedback_ids"]) == [f["id"] for f in feedback]
@@ -162,7 +163,7 @@ async def test_a_failing_refinement_does_not_fail_the_judgment(make_judge, store
     assert last.winner == "A" and last.path == "meta_prompt" and not last.refined
     assert last.pending_feedback == 2 and last.new_meta_prompt_version is None
     assert any("refinement of v1 failed" in w and "HTTP 400" in w for w in last.warnings)
-    assert [f["status"] for f in store.lwe_feedback("f1")] == ["pending"] * 2
+    assert [f["status"] for f in LweRepository(store).feedback("f1")] == ["pending"] * 2
     assert [h["version"] for h in lwe.session_history(store, "f1")] == [1]
 
 
@@ -179,8 +180,8 @@ async def test_consistent_cases_never_touch_the_meta_prompt(make_judge, store):
         assert result.eval_prompt is None and result.feedback is None and not result.refined
         assert result.pending_feedback == 0 and result.meta_prompt_version == 1
     assert set(script.roles) == {"vanilla"}
-    assert store.lwe_feedback("calm") == []
-    assert [v["reason"] for v in store.lwe_versions("calm")] == ["initial"]
+    assert LweRepository(store).feedback("calm") == []
+    assert [v["reason"] for v in LweRepository(store).versions("calm")] == ["initial"]
 
 
 async def test_selective_false_runs_every_case_through_the_meta_path(make_judge, store):
@@ -202,7 +203,7 @@ async def test_unparsed_meta_judgment_gives_null_winner_but_records_feedback(mak
     assert result.winner is None and result.parse_ok is False and result.reasked is True
     assert result.feedback and "tip" in result.feedback and result.feedback_parse_ok
     assert any("unparsed" in w for w in result.warnings)
-    rows = store.lwe_feedback("g")
+    rows = LweRepository(store).feedback("g")
     assert len(rows) == 1 and rows[0]["winner"] is None and rows[0]["status"] == "pending"
     assert rows[0]["judgment"] == "I cannot decide between them."
 
@@ -213,7 +214,7 @@ async def test_feedback_outside_the_format_is_reasked_once_then_kept_raw(make_ju
     result = await lwe.lwe_judge(judge, **case(1), session="fb")
     assert script.roles["feedback"] == 2  # the first answer and one re-ask
     assert result.feedback == "free-form feedback 2" and result.feedback_parse_ok is False
-    assert store.lwe_feedback("fb")[0]["feedback"] == "free-form feedback 2"
+    assert LweRepository(store).feedback("fb")[0]["feedback"] == "free-form feedback 2"
 
 
 async def test_feedback_cut_at_the_token_limit_is_not_reasked(make_judge, store):
@@ -281,18 +282,18 @@ async def test_new_store_on_the_same_file_continues(scripted, tmp_path):
     assert result.refined and result.new_meta_prompt_version == 3
     history = lwe.session_history(second, "p")
     assert [(h["version"], h["parent"], h["reason"]) for h in history] == [(1, None, "initial"), (2, 1, "refine"), (3, 2, "refine")]
-    used = [f["used_in_version"] for f in second.lwe_feedback("p")]
+    used = [f["used_in_version"] for f in LweRepository(second).feedback("p")]
     assert used == [2, 2, 3, 3]
     second.close()
 
 
 def _check_every_item_used_once(store: Store, session: str, n_items: int, batch: int) -> None:
-    versions = store.lwe_versions(session)
+    versions = LweRepository(store).versions(session)
     refines = [v for v in versions if v["reason"] == "refine"]
     assert len(refines) == n_items // batch
     ids = [i for v in refines for i in v["feedback_ids"]]
     assert len(ids) == len(set(ids)) == n_items
-    rows = store.lwe_feedback(session)
+    rows = LweRepository(store).feedback(session)
     assert len(rows) == n_items and all(r["status"] == "used" for r in rows)
     assert sorted(ids) == sorted(r["id"] for r in rows)
     for v in refines:  # every refinement started from the version it replaced, one chain
@@ -363,8 +364,8 @@ def test_two_processes_worth_of_clients_never_lose_or_reuse_feedback(scripted, t
 async def test_refinement_restarts_from_the_version_it_read_when_the_session_changes(make_judge, store):
     script = LweScript("first", refine_delay_s=0.5, slow_refines=1)
     judge, server = make_judge(script)
-    store.lwe_ensure_session("race", 4, lwe.initial_meta_prompt())
-    store.lwe_commit_version("race", expected_version=1, text="LEARNED v2: compare facts first.", reason="refine")
+    LweRepository(store).ensure_session("race", 4, lwe.initial_meta_prompt())
+    LweRepository(store).commit_version("race", expected_version=1, text="LEARNED v2: compare facts first.", reason="refine")
     for i in range(3, 6):
         await lwe.lwe_judge(judge, **case(i), session="race")
     script.refine_started.clear()
@@ -391,16 +392,16 @@ async def test_refinement_restarts_from_the_version_it_read_when_the_session_cha
     refine_requests = [p["messages"][0]["content"] for p in server.requests if p["messages"][0]["content"].startswith("Optimize")]
     assert "LEARNED v2" in refine_requests[0] and "LEARNED v2" not in refine_requests[1]
     assert lwe.initial_meta_prompt() in refine_requests[1]  # the retry refined the rolled-back text
-    rows = store.lwe_feedback("race")
+    rows = LweRepository(store).feedback("race")
     assert [(r["status"], r["used_in_version"]) for r in rows] == [("used", 4)] * 4
 
 
 async def test_a_full_batch_left_buffered_is_refined_before_the_next_case(make_judge, store):
     script = LweScript("first")
     judge, _ = make_judge(script)
-    state = store.lwe_ensure_session("left", 2, lwe.initial_meta_prompt())
+    state = LweRepository(store).ensure_session("left", 2, lwe.initial_meta_prompt())
     for i in range(2):  # as if a server died mid-refinement: two items buffered, no new version
-        store.lwe_add_feedback("left", {"meta_version": 1, "prompt": "q", "response_a": "a", "response_b": "b", "eval_prompt": "e",
+        LweRepository(store).add_feedback("left", {"meta_version": 1, "prompt": "q", "response_a": "a", "response_b": "b", "eval_prompt": "e",
                                          "judgment": "[[A]]", "winner": "A", "feedback": f"fb {i}", "feedback_parse_ok": True})
     assert state["current_version"] == 1
     result = await lwe.lwe_judge(judge, **case(1), session="left")
@@ -416,15 +417,15 @@ async def test_learn_false_judges_with_the_current_meta_prompt_for_scoring_only(
     judge, _ = make_judge(script)
     for i in range(3):
         await lwe.lwe_judge(judge, **case(i), session="score", batch_size=4)
-    assert store.lwe_session_row("score")["pending"] == 3
+    assert LweRepository(store).session_row("score")["pending"] == 3
     scoring = await lwe.lwe_judge(judge, **case(3), session="score", batch_size=4, learn=False)
     assert scoring.path == "meta_prompt" and scoring.winner == "A" and scoring.feedback is None
     assert not scoring.refined and scoring.pending_feedback == 3 and scoring.meta_prompt_version == 1
     assert script.roles["feedback"] == 3 and script.roles["judge"] == 4 and script.roles["refine"] == 0
-    assert len(store.lwe_feedback("score")) == 3
+    assert len(LweRepository(store).feedback("score")) == 3
     # a buffered full batch is not refined by a scoring-only call either
-    store.lwe_ensure_session("full", 1, lwe.initial_meta_prompt())
-    store.lwe_add_feedback("full", {"meta_version": 1, "prompt": "q", "response_a": "a", "response_b": "b", "eval_prompt": "e",
+    LweRepository(store).ensure_session("full", 1, lwe.initial_meta_prompt())
+    LweRepository(store).add_feedback("full", {"meta_version": 1, "prompt": "q", "response_a": "a", "response_b": "b", "eval_prompt": "e",
                                     "judgment": "[[A]]", "winner": "A", "feedback": "fb", "feedback_parse_ok": True})
     held = await lwe.lwe_judge(judge, **case(4), session="full", batch_size=1, learn=False)
     assert held.meta_prompt_version == 1 and held.pending_feedback == 1 and script.roles["refine"] == 0
@@ -436,14 +437,14 @@ async def test_refine_pending_refines_a_partial_last_batch(make_judge, store):
     """Algorithm 1: refine when t mod B = 0 *or t = T*: the run's last, partial batch is refined too."""
     script = LweScript("first")
     judge, _ = make_judge(script)
-    nothing = await lwe.refine_pending(judge, store, "tail") if store.lwe_session_row("tail") else None
+    nothing = await lwe.refine_pending(judge, store, "tail") if LweRepository(store).session_row("tail") else None
     assert nothing is None
     for i in range(6):
         await lwe.lwe_judge(judge, **case(i), session="tail", batch_size=4)
-    assert store.lwe_session_row("tail")["pending"] == 2 and store.lwe_session_row("tail")["current_version"] == 2
+    assert LweRepository(store).session_row("tail")["pending"] == 2 and LweRepository(store).session_row("tail")["current_version"] == 2
     out = await lwe.refine_pending(judge, store, "tail")
     assert out.refined and out.versions == [3]
-    row = store.lwe_session_row("tail")
+    row = LweRepository(store).session_row("tail")
     assert row["pending"] == 0 and row["current_version"] == 3 and row["text"].startswith(f"{REFINED_MARK} 2")
     history = lwe.session_history(store, "tail")
     assert len(history[2]["feedback_ids"]) == 2  # refined from exactly the two leftover items
@@ -458,17 +459,17 @@ async def test_condense_when_refined_meta_prompt_passes_10000_chars(make_judge, 
     result = await lwe.lwe_judge(judge, **case(1), session="long", batch_size=1)
     assert result.refined and result.condensed
     assert result.new_meta_prompt_versions == [2, 3] and result.new_meta_prompt_version == 3
-    versions = store.lwe_versions("long")
+    versions = LweRepository(store).versions("long")
     assert [(v["version"], v["parent"], v["reason"]) for v in versions] == [(1, None, "initial"), (2, 1, "refine"), (3, 2, "condense")]
     assert versions[1]["chars"] > t.CONDENSE_AT > versions[2]["chars"]
     assert lwe.meta_prompt_text(store, "long").startswith("CONDENSED")
 
 
 def test_reset_and_rollback_add_versions(store):
-    store.lwe_ensure_session("adm", 4, lwe.initial_meta_prompt())
-    v2 = store.lwe_commit_version("adm", expected_version=1, text="learned v2", reason="refine")
+    LweRepository(store).ensure_session("adm", 4, lwe.initial_meta_prompt())
+    v2 = LweRepository(store).commit_version("adm", expected_version=1, text="learned v2", reason="refine")
     assert v2 == 2
-    store.lwe_add_feedback("adm", {"meta_version": 2, "prompt": "q", "response_a": "a", "response_b": "b", "eval_prompt": "e",
+    LweRepository(store).add_feedback("adm", {"meta_version": 2, "prompt": "q", "response_a": "a", "response_b": "b", "eval_prompt": "e",
                                     "judgment": "[[A]]", "winner": "A", "feedback": "fb", "feedback_parse_ok": True})
     rolled = lwe.lwe_session(store, session="adm", action="rollback", version=1)
     assert rolled.current_version == 3 and rolled.meta_prompt == lwe.initial_meta_prompt()
@@ -482,7 +483,7 @@ def test_reset_and_rollback_add_versions(store):
     assert reset.current_version == 5 and reset.versions[-1].reason == "reset" and reset.versions[-1].parent == 4
     assert reset.meta_prompt == lwe.initial_meta_prompt()
     assert reset.pending_feedback == 0 and reset.discarded_feedback == 1
-    assert [f["status"] for f in store.lwe_feedback("adm")] == ["discarded"]
+    assert [f["status"] for f in LweRepository(store).feedback("adm")] == ["discarded"]
 
     shown = lwe.lwe_session(store, session="adm", action="show")
     assert shown.current_version == 5 and len(shown.versions) == 5
@@ -491,7 +492,7 @@ def test_reset_and_rollback_add_versions(store):
 def test_session_errors_name_the_argument(store):
     with pytest.raises(InputError, match="unknown session"):
         lwe.lwe_session(store, session="nope", action="show")
-    store.lwe_ensure_session("e", 4, lwe.initial_meta_prompt())
+    LweRepository(store).ensure_session("e", 4, lwe.initial_meta_prompt())
     with pytest.raises(InputError, match="'version' is required"):
         lwe.lwe_session(store, session="e", action="rollback")
     with pytest.raises(InputError, match="no version 7"):
@@ -508,16 +509,16 @@ def test_session_errors_name_the_argument(store):
 
 
 def test_commit_refuses_stale_version_and_used_items(store):
-    store.lwe_ensure_session("c", 2, "M0")
-    ids = [store.lwe_add_feedback("c", {"meta_version": 1, "prompt": "q", "response_a": "a", "response_b": "b", "eval_prompt": "e",
+    LweRepository(store).ensure_session("c", 2, "M0")
+    ids = [LweRepository(store).add_feedback("c", {"meta_version": 1, "prompt": "q", "response_a": "a", "response_b": "b", "eval_prompt": "e",
                                         "judgment": "j", "winner": None, "feedback": "f", "feedback_parse_ok": False})[0] for _ in range(2)]
-    assert store.lwe_commit_version("c", expected_version=1, text="M1", reason="refine", use_feedback=ids) == 2
+    assert LweRepository(store).commit_version("c", expected_version=1, text="M1", reason="refine", use_feedback=ids) == 2
     with pytest.raises(LweConflict):  # stale version: nothing written
-        store.lwe_commit_version("c", expected_version=1, text="M1'", reason="refine")
+        LweRepository(store).commit_version("c", expected_version=1, text="M1'", reason="refine")
     with pytest.raises(LweConflict):  # the items were used already: nothing written
-        store.lwe_commit_version("c", expected_version=2, text="M2", reason="refine", use_feedback=ids)
-    assert [v["version"] for v in store.lwe_versions("c")] == [1, 2]
-    assert store.lwe_session_row("c")["current_version"] == 2
+        LweRepository(store).commit_version("c", expected_version=2, text="M2", reason="refine", use_feedback=ids)
+    assert [v["version"] for v in LweRepository(store).versions("c")] == [1, 2]
+    assert LweRepository(store).session_row("c")["current_version"] == 2
 
 
 async def test_input_validation(make_judge):

@@ -18,6 +18,7 @@ from mcp import Client
 
 from judge_mcp.methods import lwe
 from judge_mcp.store import Store, StoreError
+from judge_mcp.methods.lwe.repository import LweRepository
 from tests.judge_script import BAD, GOOD, UniversalJudge
 
 BIG = "x" * 20_000  # more than a few pages, so a write must grow the file
@@ -83,21 +84,21 @@ def test_a_full_disk_fails_the_write_whole_and_names_the_reason(tmp_path: Path) 
 def test_a_full_disk_never_leaves_a_half_written_lwe_version(tmp_path: Path) -> None:
     store = Store(tmp_path / "judge.db")
     try:
-        store.lwe_ensure_session("s", 2, lwe.initial_meta_prompt())
+        LweRepository(store).ensure_session("s", 2, lwe.initial_meta_prompt())
         ids = [
-            store.lwe_add_feedback("s", {"meta_version": 1, "prompt": "q", "response_a": "a", "response_b": "b", "eval_prompt": "e",
+            LweRepository(store).add_feedback("s", {"meta_version": 1, "prompt": "q", "response_a": "a", "response_b": "b", "eval_prompt": "e",
                                          "judgment": "[[A]]", "winner": "A", "feedback": f"fb {i}", "feedback_parse_ok": True})[0]
             for i in range(2)
         ]
         fill_up(store)
         with pytest.raises(StoreError, match="database or disk is full"):
-            store.lwe_commit_version("s", expected_version=1, text="LEARNED " + BIG, reason="refine", use_feedback=ids)
-        assert store.lwe_session_row("s")["current_version"] == 1
-        assert [v["version"] for v in store.lwe_versions("s")] == [1]
-        assert [row["id"] for row in store.lwe_pending("s")] == ids  # the feedback is still buffered
+            LweRepository(store).commit_version("s", expected_version=1, text="LEARNED " + BIG, reason="refine", use_feedback=ids)
+        assert LweRepository(store).session_row("s")["current_version"] == 1
+        assert [v["version"] for v in LweRepository(store).versions("s")] == [1]
+        assert [row["id"] for row in LweRepository(store).pending("s")] == ids  # the feedback is still buffered
         free_up(store)
-        assert store.lwe_commit_version("s", expected_version=1, text="LEARNED " + BIG, reason="refine", use_feedback=ids) == 2
-        assert store.lwe_pending("s") == [] and store.integrity_ok()
+        assert LweRepository(store).commit_version("s", expected_version=1, text="LEARNED " + BIG, reason="refine", use_feedback=ids) == 2
+        assert LweRepository(store).pending("s") == [] and store.integrity_ok()
     finally:
         store.close()
 

@@ -180,13 +180,6 @@ def unload_model(path: str | os.PathLike[str]) -> bool:
     return loaded is not None
 
 
-def unload_all() -> int:
-    with _registry_lock:
-        count = len(_registry)
-        _registry.clear()
-    return count
-
-
 def _load(path: Path, n_parallel: int, n_ctx: int, n_threads: int) -> LoadedModel:
     """Load `path` unless it is loaded already. Blocking; the lock makes racing first calls load once."""
     key = str(path)

@@ -1,6 +1,6 @@
 """Where bench results live: two tables of their own in the bench database (default state/bench.db).
 
-The bench database is an ordinary judge-mcp Store, so the call cache, the verdict log and the LWE sessions of a
+The bench database is an ordinary judge-mcp Store (its two tables come from the migrations m101/m102 below), so the call cache, the verdict log and the LWE sessions of a
 run live beside its results. `bench_results` holds one row per (dataset, method, backend, item, placement),
 written as soon as that judgment finishes, so a killed run loses at most the judgments in flight and a re-run
 skips every finished one. `bench_runs` holds each run's metadata and its accumulated wall time.
@@ -14,10 +14,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from judge_mcp.store import Store
+import sqlite_utils
 
-SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS bench_results (
+from judge_mcp.store import Store, migration
+
+
+@migration
+def m101_bench_tables(db: sqlite_utils.Database) -> None:
+    """The bench's two tables (IF NOT EXISTS: bench databases made before the registry already have them)."""
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS bench_results (
         dataset TEXT NOT NULL,
         method TEXT NOT NULL,
         backend TEXT NOT NULL,
@@ -30,8 +36,10 @@ SCHEMA = (
         error TEXT,
         created_at REAL NOT NULL,
         PRIMARY KEY (dataset, method, backend, item_id, placement)
-    )""",
-    """CREATE TABLE IF NOT EXISTS bench_runs (
+    )"""
+    )
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS bench_runs (
         dataset TEXT NOT NULL,
         method TEXT NOT NULL,
         backend TEXT NOT NULL,
@@ -46,8 +54,16 @@ SCHEMA = (
         created_at REAL NOT NULL,
         updated_at REAL NOT NULL,
         PRIMARY KEY (dataset, method, backend)
-    )""",
-)
+    )"""
+    )
+
+
+@migration
+def m102_bench_fingerprint(db: sqlite_utils.Database) -> None:
+    """The methods fingerprint of each run (bench databases written before it was kept lack the column)."""
+    columns = {row["name"] for row in db.query("PRAGMA table_info(bench_runs)")}
+    if "fingerprint" not in columns:
+        db.execute("ALTER TABLE bench_runs ADD COLUMN fingerprint TEXT")
 
 
 def methods_fingerprint() -> str:
@@ -127,12 +143,9 @@ def run_totals(info: dict[str, Any]) -> dict[str, Any]:
 
 
 def ensure_schema(store: Store) -> None:
-    with store.transaction() as db:
-        for statement in SCHEMA:
-            db.execute(statement)
-        columns = {row["name"] for row in db.query("PRAGMA table_info(bench_runs)")}
-        if "fingerprint" not in columns:  # bench databases written before fingerprints were kept
-            db.execute("ALTER TABLE bench_runs ADD COLUMN fingerprint TEXT")
+    """The bench tables in `store`: applies this module's migrations if the database has not had them (a no-op,
+    without a transaction, once it has)."""
+    store.migrate()
 
 
 def _decode_run(row: dict[str, Any]) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from judge_mcp.bench.data import Item, dataset_name, load_items
 from judge_mcp.bench.methods import METHODS, Method, Options, method_key
 from judge_mcp.bench.results import Results, methods_fingerprint, run_totals
 from judge_mcp.methods import lwe
+from judge_mcp.methods.lwe.repository import LweRepository
 from judge_mcp.methods.common import first_error
 from judge_mcp.methods.judge import Judge
 
@@ -244,7 +245,7 @@ async def refine_last_batch(
     finished = results.finished()
     if any((it.id, p) not in finished for it in items if not it.degenerate for p in placements):
         return None
-    state = app.store.lwe_session_row(session)
+    state = LweRepository(app.store).session_row(session)
     if state is None or state["pending"] == 0:
         return None
     judge = Judge(app.backend(backend), app.cache, app.store)

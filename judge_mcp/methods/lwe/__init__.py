@@ -3,9 +3,8 @@
 - judging.py: `lwe_judge` (Selective LWE for one case, the meta-prompt path, feedback) and the refinement of the
   session's meta-prompt (`refine_if_due`, `refine_pending`);
 - sessions.py: show / reset / rollback and the read-only views (resources, CLI);
-- text.py: the paper's prompts filled in, and reading the model's answers.
-
-The session state is in the Store's lwe_* tables (see store.py).
+- text.py: the paper's prompts filled in, and reading the model's answers;
+- repository.py: the lwe_* tables (migration m002_lwe) and every read and write of them (`LweRepository`).
 """
 
 from judge_mcp.methods.lwe.judging import (

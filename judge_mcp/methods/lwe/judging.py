@@ -34,7 +34,8 @@ from judge_mcp.backends.errors import BackendError
 from judge_mcp.methods.lwe import text as t
 from judge_mcp.methods.common import ask, run_each
 from judge_mcp.methods.judge import Judge
-from judge_mcp.store import LweConflict, Store
+from judge_mcp.methods.lwe.repository import LweConflict, LweRepository
+from judge_mcp.store import Store
 from judge_mcp.validation import InputError
 from judge_mcp.verdicts import LweResult, VanillaPair
 
@@ -199,16 +200,17 @@ async def refine_if_due(
     `progress_at` = (done value while refining, done value while condensing, total).
     """
     out = _Refinement()
+    repo = LweRepository(store)
     at_refine, at_condense, total = progress_at
-    state = await store.aio.lwe_session_row(session)
+    state = await repo.aio.session_row(session)
     if state is None or state["pending"] < (1 if partial else state["batch_size"]):
         return out  # nothing due: do not wait behind another task's refinement
     refines = conflicts = 0
     async with _session_lock(store, session):
         while refines < MAX_REFINES_PER_CALL and conflicts <= MAX_CONFLICTS_PER_CALL:
-            state = await store.aio.lwe_session_row(session)
+            state = await repo.aio.session_row(session)
             assert state is not None
-            batch = await store.aio.lwe_pending(session, limit=state["batch_size"])
+            batch = await repo.aio.pending(session, limit=state["batch_size"])
             if not batch or (len(batch) < state["batch_size"] and not partial):
                 break
             await judge.progress(at_refine, total, f"refining the meta-prompt (v{state['current_version']}) from {len(batch)} feedback items")
@@ -226,7 +228,7 @@ async def refine_if_due(
                 )
                 break
             try:
-                version = await store.aio.lwe_commit_version(
+                version = await repo.aio.commit_version(
                     session,
                     expected_version=state["current_version"],
                     text=refined,
@@ -248,7 +250,7 @@ async def refine_if_due(
                     out.warnings.append(f"v{version} has {len(refined):,} characters and condensing it did not shorten it")
                     continue
                 try:
-                    out.versions.append(await store.aio.lwe_commit_version(session, expected_version=version, text=condensed, reason="condense"))
+                    out.versions.append(await repo.aio.commit_version(session, expected_version=version, text=condensed, reason="condense"))
                     out.condensed = True
                 except LweConflict:
                     conflicts += 1
@@ -286,8 +288,9 @@ async def lwe_judge(
     if not isinstance(learn, bool):
         raise InputError(f"'learn' must be true or false, got {learn!r}")
     store = _require_store(judge)
+    repo = LweRepository(store)
 
-    state = await store.aio.lwe_ensure_session(session, batch_size, initial_meta_prompt())
+    state = await repo.aio.ensure_session(session, batch_size, initial_meta_prompt())
     # Progress steps: [vanilla pair], case prompt, judgment, feedback, buffering, refinement (+ condensing).
     base = 1.0 if selective else 0.0
     total = base + 5
@@ -299,7 +302,7 @@ async def lwe_judge(
         vanilla = await vanilla_pair(judge, prompt, response_a, response_b)
         if vanilla.consistent:
             await judge.progress(total, total, f"consistent in both orders ({vanilla.ab}): answered without the meta-prompt")
-            state = (await store.aio.lwe_session_row(session)) or state
+            state = (await repo.aio.session_row(session)) or state
             return LweResult(
                 winner=vanilla.ab,
                 path="vanilla_consistent",
@@ -324,7 +327,7 @@ async def lwe_judge(
     # first, so that this case is judged with the newest meta-prompt.
     early = await refine_if_due(judge, store, session, (base + 0.1, base + 0.15, total)) if learn else _Refinement()
 
-    state = await store.aio.lwe_session_row(session)
+    state = await repo.aio.session_row(session)
     assert state is not None
     meta_version, meta_prompt = state["current_version"], state["text"]
     example = t.example_text(prompt, response_a, response_b)
@@ -344,12 +347,12 @@ async def lwe_judge(
         warnings.append("the meta-path judgment stayed unparsed after a re-ask: winner is null (the feedback still records it)")
     if not learn:
         await judge.progress(total, total, "done (scoring only: no feedback, no refinement)")
-        state = (await store.aio.lwe_session_row(session)) or state
+        state = (await repo.aio.session_row(session)) or state
         return _meta_path_result(judge, session, state, warnings, winner=winner, vanilla=vanilla, eval_prompt=eval_prompt, judgment=judgment, reasked=reasked, meta_version=meta_version)
     await judge.progress(base + 2, total, "writing self-feedback on the judgment")
     feedback, feedback_ok = await _feedback(judge, meta_prompt, judge_prompt_text, judgment)
     await judge.progress(base + 3, total, "buffering the feedback")
-    _, pending = await store.aio.lwe_add_feedback(
+    _, pending = await repo.aio.add_feedback(
         session,
         {
             "meta_version": meta_version,
@@ -370,7 +373,7 @@ async def lwe_judge(
     await judge.progress(total, total, "done" + (" (meta-prompt refined)" if late.refined else f" ({pending} of {state['batch_size']} feedback items buffered)"))
 
     versions = early.versions + late.versions
-    final = await store.aio.lwe_session_row(session)
+    final = await repo.aio.session_row(session)
     assert final is not None
     return _meta_path_result(
         judge, session, final, warnings, winner=winner, vanilla=vanilla, eval_prompt=eval_prompt, judgment=judgment, reasked=reasked,

@@ -9,7 +9,8 @@ from typing import Any
 
 from judge_mcp import validation
 from judge_mcp.methods.lwe.judging import ACTIONS, initial_meta_prompt
-from judge_mcp.store import LweConflict, Store
+from judge_mcp.methods.lwe.repository import LweConflict, LweRepository
+from judge_mcp.store import Store
 from judge_mcp.validation import InputError
 from judge_mcp.verdicts import LweSessionResult, MetaPromptVersion
 
@@ -17,9 +18,9 @@ from judge_mcp.verdicts import LweSessionResult, MetaPromptVersion
 # ---- sessions: show / reset / rollback, resources and the CLI -------------------------------------------------------
 def _session_or_error(store: Store, session: str) -> dict[str, Any]:
     validation.session_name(session)
-    row = store.lwe_session_row(session)
+    row = LweRepository(store).session_row(session)
     if row is None:
-        known = [s["name"] for s in store.lwe_sessions()]
+        known = [s["name"] for s in LweRepository(store).sessions()]
         hint = f"; known sessions: {', '.join(known)}" if known else "; no session exists yet (lwe_judge creates one)"
         raise InputError(f"unknown session {session!r}{hint}")
     return row
@@ -49,9 +50,9 @@ def lwe_session(store: Store, *, session: str, action: str, version: int | None 
             raise InputError("'version' is required for action 'rollback'")
         if isinstance(version, bool) or not isinstance(version, int):
             raise InputError(f"'version' must be a whole number, got {version!r}")
-        target = store.lwe_version(session, version)
+        target = LweRepository(store).version(session, version)
         if target is None:
-            raise InputError(f"session {session!r} has no version {version} (it has 1..{len(store.lwe_versions(session))})")
+            raise InputError(f"session {session!r} has no version {version} (it has 1..{len(LweRepository(store).versions(session))})")
         if version == row["current_version"]:
             raise InputError(f"version {version} is already the current version of session {session!r}")
         _commit_admin(store, session, text=target["text"], reason="rollback", restored_from=version)
@@ -69,7 +70,7 @@ def lwe_session(store: Store, *, session: str, action: str, version: int | None 
         meta_prompt=row["text"],
         batch_size=row["batch_size"],
         pending_feedback=row["pending"],
-        versions=[_version_model(v) for v in store.lwe_versions(session)],
+        versions=[_version_model(v) for v in LweRepository(store).versions(session)],
         discarded_feedback=discarded,
     )
 
@@ -77,10 +78,10 @@ def lwe_session(store: Store, *, session: str, action: str, version: int | None 
 def _commit_admin(store: Store, session: str, *, text: str, reason: str, restored_from: int | None = None, discard: bool = False) -> int:
     """A reset or rollback version on top of whatever is current (no model call, so a conflict just re-reads)."""
     for _ in range(10):
-        row = store.lwe_session_row(session)
+        row = LweRepository(store).session_row(session)
         assert row is not None
         try:
-            store.lwe_commit_version(
+            LweRepository(store).commit_version(
                 session, expected_version=row["current_version"], text=text, reason=reason, restored_from=restored_from, discard_pending=discard
             )
             return row["pending"] if discard else 0
@@ -99,7 +100,7 @@ def list_sessions(store: Store) -> list[dict[str, Any]]:
             "batch_size": s["batch_size"],
             "updated_at": _iso(s["updated_at"]),
         }
-        for s in store.lwe_sessions()
+        for s in LweRepository(store).sessions()
     ]
 
 
@@ -126,17 +127,17 @@ def session_history(store: Store, session: str) -> list[dict[str, Any]]:
             "feedback_ids": v["feedback_ids"],
             "current": v["version"] == row["current_version"],
         }
-        for v in store.lwe_versions(session)
+        for v in LweRepository(store).versions(session)
     ]
 
 
 def export_session(store: Store, session: str) -> dict[str, Any]:
     """Everything about one session: every version with its text, and every feedback row (pending, used, discarded)."""
     row = _session_or_error(store, session)
-    versions = store.lwe_versions(session, with_text=True)
+    versions = LweRepository(store).versions(session, with_text=True)
     for v in versions:
         v["time"] = _iso(v["created_at"])
-    feedback = store.lwe_feedback(session)
+    feedback = LweRepository(store).feedback(session)
     for f in feedback:
         f["feedback_parse_ok"] = bool(f["feedback_parse_ok"])
         f["time"] = _iso(f["created_at"])
