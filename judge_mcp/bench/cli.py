@@ -193,35 +193,18 @@ def write_report(path: Path, summaries: list[dict[str, Any]]) -> None:
 
 def summaries_from_db(db: Path) -> list[dict[str, Any]]:
     """Every run stored in a bench database, summarised from its rows (all items judged so far)."""
-    from judge_mcp.bench import metrics
     from judge_mcp.bench.methods import METHODS
-    from judge_mcp.bench.results import all_runs, run_rows, run_totals
+    from judge_mcp.bench.results import all_runs, run_rows
+    from judge_mcp.bench.runner import run_summary
     from judge_mcp.store import Store
 
     store = Store(db)
     try:
         out = []
         for info in all_runs(store):
-            base = re.match(r"[a-z-]+", info["method"]).group(0)
-            method = METHODS.get(base)
-            if method is None:
-                continue
-            rows = run_rows(store, info["dataset"], info["method"], info["backend"])
-            summary = metrics.summarise(rows, method.placements(), info["method"])
-            out.append({
-                "dataset": info["dataset"],
-                "dataset_path": info["dataset_path"],
-                "kind": info["kind"],
-                "items": len({r["item_id"] for r in rows}),
-                "method": base,
-                "method_key": info["method"],
-                "about": method.about,
-                "backend": info["backend_name"],
-                "backend_key": info["backend"],
-                "model": info["model"],
-                **summary,
-                "run": run_totals(info),
-            })
+            method = METHODS.get(re.match(r"[a-z-]+", info["method"]).group(0))
+            if method is not None:
+                out.append(run_summary(info, method, run_rows(store, info["dataset"], info["method"], info["backend"])))
         return out
     finally:
         store.close()
@@ -232,10 +215,9 @@ def format_summary(s: dict[str, Any]) -> str:
     def f(v: Any) -> str:
         return "-" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
 
-    cols = (
-        "n", "accuracy", "single_order_accuracy", "pair_accuracy", "judgebench_score", "consistency", "position_bias",
-        "parse_failures", "ties", "reasked_verdicts", "calls_per_item", "tokens_per_item", "seconds_per_item",
-    )
+    from judge_mcp.bench.metrics import COLUMNS
+
+    cols = [key for key, _ in COLUMNS]
     lines = [f"{s['dataset']} · {s['method_key']} · {s['model']}"]
     header = f"{'':<18}" + "".join(f"{c[:13]:>14}" for c in cols)
     lines.append(header)

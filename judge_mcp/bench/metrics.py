@@ -32,6 +32,16 @@ COST_KEYS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "pro
 PLACEMENT_SEED = 0  # the seed of the single-order placement draw (fixed, so runs compare on the same placements)
 
 
+# The figures every view of a run shows (terminal, HTML report, Markdown), in this order: (key in a summary's
+# "overall"/"categories" rows, short title).
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("n", "n"), ("accuracy", "accuracy"), ("single_order_accuracy", "single-order acc."), ("pair_accuracy", "pair acc."),
+    ("judgebench_score", "JudgeBench score"), ("consistency", "consistency"),
+    ("position_bias", "position bias"), ("parse_failures", "parse fail."), ("ties", "ties"), ("reasked_verdicts", "re-asked"),
+    ("calls_per_item", "calls/item"), ("tokens_per_item", "tokens/item"), ("seconds_per_item", "s/item"),
+)
+
+
 def placement_for(item_id: str, seed: int = PLACEMENT_SEED) -> int:
     """Index (0: chosen first, 1: chosen second) of the one placement an item's single-order accuracy uses:
     `random.Random(f"{seed}:{item_id}").random() < 0.5` -> 0, so it depends only on the seed and the item id."""

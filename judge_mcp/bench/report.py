@@ -12,6 +12,8 @@ import time
 from collections import defaultdict
 from typing import Any
 
+from judge_mcp.bench import metrics
+
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac")
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem;color:#222;max-width:1100px}
@@ -110,20 +112,12 @@ def line_chart(title: str, series: list[tuple[str, list[float]]], *, width: int 
 
 
 # ---- the page -------------------------------------------------------------------------------------------------------
-COLUMNS = (
-    ("n", "n"), ("accuracy", "accuracy"), ("single_order_accuracy", "single-order acc."), ("pair_accuracy", "pair acc."),
-    ("judgebench_score", "JudgeBench score"), ("consistency", "consistency"),
-    ("position_bias", "position bias"), ("parse_failures", "parse fail."), ("ties", "ties"), ("reasked_verdicts", "re-asked"),
-    ("calls_per_item", "calls/item"), ("tokens_per_item", "tokens/item"), ("seconds_per_item", "s/item"),
-)
-
-
 def _table(runs: list[dict[str, Any]]) -> str:
-    head = "".join(f"<th>{_esc(title)}</th>" for _, title in COLUMNS)
+    head = "".join(f"<th>{_esc(title)}</th>" for _, title in metrics.COLUMNS)
     rows = []
     for s in runs:
         o = s.get("overall", {})
-        cells = "".join(f"<td>{_esc(_fmt(o.get(k)))}</td>" for k, _ in COLUMNS)
+        cells = "".join(f"<td>{_esc(_fmt(o.get(k)))}</td>" for k, _ in metrics.COLUMNS)
         extra = []
         if s.get("skipped_degenerate"):
             extra.append(f"{s['skipped_degenerate']} degenerate skipped")
@@ -232,12 +226,6 @@ def render(summaries: list[dict[str, Any]], title: str = "judge-mcp benchmark re
 
 
 # ---- Markdown (for docs/benchmarks.md) ----------------------------------------------------------------------------
-MD_COLUMNS = (
-    "n", "accuracy", "single_order_accuracy", "pair_accuracy", "judgebench_score", "consistency", "position_bias",
-    "parse_failures", "ties", "reasked_verdicts", "calls_per_item", "tokens_per_item", "seconds_per_item",
-)
-
-
 def _strict(figures: dict[str, Any]) -> Any:
     """Pair accuracy where the run has it, else accuracy (they are the same figure for single-verdict methods)."""
     value = figures.get("pair_accuracy")
@@ -254,11 +242,11 @@ def markdown(summaries: list[dict[str, Any]]) -> str:
     for dataset, runs in sorted(by_dataset.items()):
         runs = sorted(runs, key=_label)
         out.append(f"#### {dataset}\n")
-        out.append("| method | " + " | ".join(c.replace("_", " ") for c in MD_COLUMNS) + " |")
-        out.append("|---|" + "---:|" * len(MD_COLUMNS))
+        out.append("| method | " + " | ".join(title for _, title in metrics.COLUMNS) + " |")
+        out.append("|---|" + "---:|" * len(metrics.COLUMNS))
         for s in runs:
             o = s.get("overall", {})
-            out.append(f"| {_label(s)} | " + " | ".join(_fmt(o.get(c)) for c in MD_COLUMNS) + " |")
+            out.append(f"| {_label(s)} | " + " | ".join(_fmt(o.get(key)) for key, _ in metrics.COLUMNS) + " |")
         for s in runs:
             lwe = s.get("lwe") or {}
             if lwe.get("relative_cost") is not None:

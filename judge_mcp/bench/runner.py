@@ -225,7 +225,7 @@ async def run(app: App, spec: RunSpec, *, progress_stream: TextIO | None = None,
         final_refine = await refine_last_batch(app, spec.backend, options.session, results, items, placements)
         results.add_time(time.perf_counter() - t0, 0)  # the run's wall time includes its last refinement
     wall = time.perf_counter() - started
-    summary = build_summary(results, items, method, spec, mkey, dataset, key, backend_name, model, wall, judged)
+    summary = build_summary(results, items, method, spec, wall, judged)
     summary["run"]["fingerprint"] = fingerprint
     summary["run"]["started_with_fingerprint"] = started_with
     if final_refine is not None and "lwe" in summary:
@@ -265,48 +265,45 @@ def _cause(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:500]
 
 
-def build_summary(
-    results: Results,
-    items: list[Item],
-    method: Method,
-    spec: RunSpec,
-    mkey: str,
-    dataset: str,
-    key: str,
-    backend_name: str,
-    model: str,
-    wall: float,
-    judged: int,
-) -> dict[str, Any]:
+def run_summary(info: dict[str, Any], method: Method, rows: list[dict[str, Any]], *, items: int | None = None) -> dict[str, Any]:
+    """A run's summary from its `bench_runs` row and its result rows: the one builder behind the terminal, the
+    report from a database and the JSON of `judge-mcp bench`."""
+    return {
+        "dataset": info["dataset"],
+        "dataset_path": info["dataset_path"],
+        "kind": info["kind"],
+        "items": len({r["item_id"] for r in rows}) if items is None else items,
+        "method": method.name,
+        "method_key": info["method"],
+        "about": method.about,
+        "options": {k: v for k, v in info["options"].items() if k != "session"},
+        "backend": info["backend_name"],
+        "backend_key": info["backend"],
+        "model": info["model"],
+        **metrics.summarise(rows, method.placements(), info["method"]),
+        "run": run_totals(info),
+    }
+
+
+def build_summary(results: Results, items: list[Item], method: Method, spec: RunSpec, wall: float, judged: int) -> dict[str, Any]:
+    """The summary of this invocation: run_summary plus what only the invocation knows (limit, sample, errors seen,
+    its own wall time, the machine)."""
     rows = results.rows({it.id for it in items})
-    summary = metrics.summarise(rows, method.placements(), mkey)
     info = results.run_info()
     assert info is not None, "Results.start() records the run before it is summarised"
-    errors = sorted({r["error"] for r in rows if r["status"] == "error" and r.get("error")})[:5]
-    return {
-        "dataset": dataset,
-        "dataset_path": str(spec.dataset),
-        "kind": items[0].kind,
-        "items": len(items),
-        "limit": spec.limit,
-        "sample": spec.sample,
-        "method": method.name,
-        "method_key": mkey,
-        "about": method.about,
-        "options": {k: v for k, v in asdict(spec.options).items() if k != "session"},
-        "backend": backend_name,
-        "backend_key": key,
-        "model": model,
-        **summary,
-        "error_examples": errors,
-        "run": {
-            "wall_seconds_this_invocation": round(wall, 1),
-            "judged_this_invocation": judged,
-            **run_totals(info),
-            "machine": machine(),
-            "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        },
-    }
+    summary = run_summary(info, method, rows, items=len(items))
+    summary.update(
+        limit=spec.limit,
+        sample=spec.sample,
+        error_examples=sorted({r["error"] for r in rows if r["status"] == "error" and r.get("error")})[:5],
+    )
+    summary["run"].update(
+        wall_seconds_this_invocation=round(wall, 1),
+        judged_this_invocation=judged,
+        machine=machine(),
+        finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    )
+    return summary
 
 
 def machine() -> dict[str, Any]:
