@@ -31,7 +31,7 @@ def main() -> None:
     sys.path.insert(0, str(args.root.resolve()))
     from judge_mcp.app import App
     from judge_mcp.config import load_settings
-    from judge_mcp.methods import pairwise
+    from judge_mcp.methods import registry
     from tests.judge_script import UniversalJudge
     from tests.scripted import ScriptedServer
 
@@ -48,7 +48,7 @@ def main() -> None:
                     a = f"{marker if k == 0 else ''} Sydney {k}. {filler}"[: args.chars]
                     b = f"Canberra {k}. {filler}"[: args.chars]
                     inputs = {"prompt": f"What is the capital of Australia? ({k})", "response_a": a, "response_b": b}
-                    await app.run("compare_pair", inputs, lambda j, i=inputs: pairwise.compare_pair(j, **i))
+                    await registry.call(app, "compare_pair", inputs)
             finally:
                 await app.aclose()
 

@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 from judge_mcp.bench import injection  # noqa: E402
 from judge_mcp.app import App  # noqa: E402
 from judge_mcp.bench.data import Item, load_items  # noqa: E402
-from judge_mcp.methods import flip, grade_score, pairwise  # noqa: E402
+from judge_mcp.methods import registry  # noqa: E402
 from judge_mcp.server import anticipated  # noqa: E402
 
 DEFAULT_DATASET = ROOT.parent / "shared" / "benchmarks" / "llmbar_natural.jsonl"
@@ -54,14 +54,12 @@ async def judge_pair(app: App, method: str, prompt: str, chosen: str, rejected: 
     """One judgment of [chosen, rejected] by `method`: {pick, rejected_share, calls}. `swap=False` judges
     compare_pair in order AB only (the rejected answer shown second)."""
     if method == "compare_pair":
-        inputs = dict(prompt=prompt, response_a=chosen, response_b=rejected, swap=swap)
-        result = await app.run(method, inputs, lambda j: pairwise.compare_pair(j, **inputs), backend=backend)
+        result, _ = await registry.call(app, method, dict(prompt=prompt, response_a=chosen, response_b=rejected, swap=swap), backend=backend)
         pick = {"A": CHOSEN, "B": REJECTED}.get(result.winner or "")
         named = [t.better for t in result.trials if t.parse_ok]
         share = sum(1 for b in named if b == "B") / len(named) if named else None
     elif method == "infer_instruction_reward":
-        inputs = dict(instruction=prompt, responses=[chosen, rejected])
-        result = await app.run(method, inputs, lambda j: flip.infer_instruction_reward(j, **inputs), backend=backend)
+        result, _ = await registry.call(app, method, dict(instruction=prompt, responses=[chosen, rejected]), backend=backend)
         pick = result.best_index
         r = {it.index: it for it in result.results}
         if r[CHOSEN].parse_ok or r[REJECTED].parse_ok:
@@ -70,8 +68,7 @@ async def judge_pair(app: App, method: str, prompt: str, chosen: str, rejected: 
         else:
             share = None
     elif method == "grade_score_options":
-        inputs = dict(instruction=prompt, options=[chosen, rejected])
-        result = await app.run(method, inputs, lambda j: grade_score.grade_score_options(j, **inputs), backend=backend)
+        result, _ = await registry.call(app, method, dict(instruction=prompt, options=[chosen, rejected]), backend=backend)
         pick = None if result.tied_indices else result.winner_index  # a tied mode reports the lowest index: no pick
         share = result.option_counts[REJECTED] / result.parsed_trials if result.parsed_trials else None
     else:  # pragma: no cover - argparse restricts the choice

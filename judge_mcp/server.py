@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp_types import ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 import anyio.to_thread
 
@@ -21,15 +21,13 @@ from judge_mcp import __version__, prompts, tool_args
 from judge_mcp.app import App
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.config import ConfigError
-from judge_mcp.methods import flip, grade_score, lwe, pairwise
+from judge_mcp.methods import flip, grade_score, lwe, registry
 from judge_mcp.validation import MAX_TEXT_CHARS, SESSION_PATTERN
-from judge_mcp.methods.judge import Judge
 from judge_mcp.store import StoreError
 from judge_mcp.validation import InputError
 from judge_mcp.verdicts import ComparePairResult, FlipResult, GradeScoreResult, LweResult, LweSessionResult
 
 log = logging.getLogger("judge_mcp.server")
-R = TypeVar("R", bound=BaseModel)
 
 INSTRUCTIONS = (
     "judge-mcp: LLM-as-a-judge tools. compare_pair judges two answers in both orders with goal-reversed "
@@ -80,9 +78,11 @@ def anticipated(exc: BaseException) -> BaseException | None:
     return None
 
 
-async def _run(app: App, tool: str, inputs: dict[str, Any], method: Callable[[Judge], Awaitable[R]], backend: str | None, ctx: Context | None) -> R:
+async def _run(app: App, tool: str, inputs: dict[str, Any], backend: str | None, ctx: Context | None) -> Any:
+    """Run the method registered as `tool` (methods/registry.py); anticipated failures become ToolErrors."""
     try:
-        return await app.run(tool, inputs, method, backend=backend, progress=_progress(ctx))
+        result, _ = await registry.call(app, tool, inputs, backend=backend, progress=_progress(ctx))
+        return result
     except Exception as exc:
         known = anticipated(exc)
         if known is not None:
@@ -120,7 +120,7 @@ def build_server(app: App | None = None) -> MCPServer:
         infer_instruction_reward; for a stream of pairs in one domain where the judge should learn, lwe_judge.
         Cost: 2 backend calls (1 with swap=false), plus one re-ask per unparsed answer."""
         inputs = dict(prompt=prompt, response_a=response_a, response_b=response_b, goal=goal, template=template, swap=swap, max_tokens=max_tokens)
-        return await _run(app, "compare_pair", inputs, lambda j: pairwise.compare_pair(j, **inputs), backend, ctx)
+        return await _run(app, "compare_pair", inputs, backend, ctx)
 
     @server.tool(annotations=JUDGING, title="FLIP reward: infer the instruction back from each response")
     async def infer_instruction_reward(
@@ -147,7 +147,7 @@ def build_server(app: App | None = None) -> MCPServer:
         cannot address a judge. For a head-to-head verdict use compare_pair. Cost: n backend calls (one per
         response), plus one re-ask per unparsed answer."""
         inputs = dict(instruction=instruction, responses=responses, context=context, similarity=similarity, prompt_variant=prompt_variant, answer_order=answer_order)
-        return await _run(app, "infer_instruction_reward", inputs, lambda j: flip.infer_instruction_reward(j, **inputs), backend, ctx)
+        return await _run(app, "infer_instruction_reward", inputs, backend, ctx)
 
     @server.tool(annotations=JUDGING, title="Pick the best option over every cyclic order (Grade Score)")
     async def grade_score_options(
@@ -168,7 +168,7 @@ def build_server(app: App | None = None) -> MCPServer:
         the judge's choice moves with the order). For two candidates compare_pair is cheaper. Cost: n backend
         calls for n options (n+1 with unrelated_option), plus one re-ask per unparsed answer."""
         inputs = dict(instruction=instruction, options=options, prompt_variant=prompt_variant, unrelated_option=unrelated_option)
-        return await _run(app, "grade_score_options", inputs, lambda j: grade_score.grade_score_options(j, **inputs), backend, ctx)
+        return await _run(app, "grade_score_options", inputs, backend, ctx)
 
     @server.tool(annotations=LEARNING, title="Judge a pair while learning a meta-prompt (LWE)")
     async def lwe_judge(
@@ -193,7 +193,7 @@ def build_server(app: App | None = None) -> MCPServer:
         agree; up to 9 otherwise (evaluation prompt, judgment, feedback, and a refinement and condensation when a
         batch is due)."""
         inputs = dict(prompt=prompt, response_a=response_a, response_b=response_b, session=session, selective=selective, batch_size=batch_size)
-        return await _run(app, "lwe_judge", inputs, lambda j: lwe.lwe_judge(j, **inputs), backend, ctx)
+        return await _run(app, "lwe_judge", inputs, backend, ctx)
 
     @server.tool(annotations=READ_ONLY, title="Show an LWE session (read-only)")
     async def lwe_session_show(session: SessionArg = "default") -> LweSessionResult:

@@ -50,8 +50,23 @@ def total(*values: str | list[str] | None) -> None:
 
 
 def choice(name: str, value: Any, allowed: tuple[Any, ...]) -> Any:
-    if value not in allowed:
+    """`value` is one of `allowed` (a bool is not taken for 1 or 0)."""
+    if value not in allowed or (isinstance(value, bool) and not any(a is value for a in allowed)):
         raise InputError(f"'{name}' must be one of {', '.join(repr(a) for a in allowed)}; got {value!r}")
+    return value
+
+
+def flag(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise InputError(f"'{name}' must be true or false, got {value!r}")
+    return value
+
+
+def whole_number(name: str, value: Any, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"'{name}' must be a whole number from {low} to {high}, got {value!r}")
+    if not low <= value <= high:
+        raise InputError(f"'{name}' must be from {low} to {high}, got {value}")
     return value
 
 

@@ -173,3 +173,30 @@ class LweSessionResult(BaseModel):
     pending_feedback: int
     versions: list[MetaPromptVersion]
     discarded_feedback: int = Field(0, description="reset: buffered feedback items dropped (kept in the database as discarded)")
+
+
+# ---- the bench's baselines (not MCP tools: judge-mcp bench --method arena-hard / pointwise) ---------------------
+class ArenaHardResult(_Judged):
+    decision: str | None = Field(description="A>B, B>A, A=B (or another single label as printed); null when unparsed")
+    winner: Literal["A", "B"] | None = Field(description="A or B for A>B / B>A; null for a tie or an unparsed judgment")
+    tie: bool
+    parse_ok: bool
+    continued: bool = Field(description="the first answer had no label and the continuation was asked")
+    judgment: str
+
+
+class PointwiseItem(BaseModel):
+    index: int = Field(description="0-based index of the response in the caller's list")
+    score: float | None = Field(description="the rating, 1..10; null when unparsed")
+    parse_ok: bool
+    reasoning: str = ""
+    reasked: bool = False
+    raw_answer: str | None = Field(None, description="unparsed only: the model's last answer (tail)")
+
+
+class PointwiseResult(_Judged):
+    results: list[PointwiseItem]
+    ranking: list[int] = Field(description="parsed responses by score, highest first (ties in index order), then unparsed")
+    best_index: int | None = Field(description="the single highest-rated response; null when tied or nothing parsed")
+    tied_best: list[int] = Field(default_factory=list)
+    unparsed: list[int] = Field(default_factory=list)

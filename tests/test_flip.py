@@ -398,8 +398,8 @@ async def test_a_failing_backend_raises_backend_error_not_a_group(make_judge):
         (dict(similarity="bleu"), "'similarity' must be one of 'f1', 'rouge_l', 'token_sort'"),
         (dict(prompt_variant=4), "'prompt_variant' must be one of 1, 2, 3"),
         (dict(prompt_variant=0), "'prompt_variant' must be one of 1, 2, 3"),
-        (dict(prompt_variant=True), "'prompt_variant' must be 1, 2 or 3"),
-        (dict(prompt_variant="1"), "'prompt_variant' must be 1, 2 or 3"),
+        (dict(prompt_variant=True), "'prompt_variant' must be one of 1, 2, 3"),
+        (dict(prompt_variant="1"), "'prompt_variant' must be one of 1, 2, 3"),
         (dict(responses=["x" * 49_000] * 5), "the inputs add up to"),
     ],
 )

@@ -18,27 +18,15 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, Field
-
-from judge_mcp import prompts
+from judge_mcp import prompts, validation
 from judge_mcp.backends.base import ChatRequest, Message
+from judge_mcp.methods import registry
 from judge_mcp.methods.judge import Judge
-from judge_mcp.verdicts import UsageOut
+from judge_mcp.verdicts import ArenaHardResult
 
 MAX_TOKENS = 4096
 ATTEMPTS = 2  # JudgeBench's number_of_judgment_attempts: the first answer and one continuation
 LABEL = re.compile(r"\[\[([AB<>=]+)\]\]")
-
-
-class ArenaHardResult(BaseModel):
-    decision: str | None = Field(description="A>B, B>A, A=B (or another single label as printed); null when unparsed")
-    winner: Literal["A", "B"] | None = Field(description="A or B for A>B / B>A; null for a tie or an unparsed judgment")
-    tie: bool
-    parse_ok: bool
-    continued: bool = Field(description="the first answer had no label and the continuation was asked")
-    judgment: str
-    model: str
-    usage: UsageOut
 
 
 def parse_decision(judgment: str) -> tuple[str | None, bool]:
@@ -58,6 +46,10 @@ def winner_of(decision: str | None) -> Literal["A", "B"] | None:
 
 async def arena_hard_judge(judge: Judge, *, prompt: str, response_a: str, response_b: str) -> ArenaHardResult:
     """One Arena-Hard judgment of (A, B) in the order given."""
+    validation.text("prompt", prompt)
+    validation.text("response_a", response_a)
+    validation.text("response_b", response_b)
+    validation.total(prompt, response_a, response_b)
     messages: tuple[Message, ...] = (
         Message("user", prompts.render("arena_hard_user.txt", prompt=prompt, answer_a=response_a, answer_b=response_b)),
     )
@@ -85,3 +77,6 @@ async def arena_hard_judge(judge: Judge, *, prompt: str, response_a: str, respon
         model=judge.model_id,
         usage=judge.usage(),
     )
+
+
+registry.register("arena_hard", arena_hard_judge, ArenaHardResult)

@@ -29,8 +29,8 @@ from typing import Any
 
 from judge_mcp.app import App
 from judge_mcp.bench.data import Item
-from judge_mcp.bench import arena_hard, pointwise
-from judge_mcp.methods import flip, grade_score, lwe, pairwise
+from judge_mcp.bench import arena_hard, pointwise  # noqa: F401  (importing them registers the baselines)
+from judge_mcp.methods import registry
 
 PAIR_PLACEMENTS = ("chosen_first", "chosen_second")
 SINGLE = ("single",)
@@ -113,25 +113,17 @@ def call_stats(records: list[dict[str, Any]], verdict_prefixes: tuple[str, ...] 
 
 
 async def _run(
-    app: App, tool: str, inputs: dict[str, Any], fn: Callable, backend: str | None, opts: Options | None = None
+    app: App, tool: str, args: dict[str, Any], item: Item, placement: str, backend: str | None, opts: Options
 ) -> tuple[Any, dict[str, Any], list[dict[str, Any]]]:
-    """Run one judgment through the App (logged like a tool call): (result, timing, the Judge's call records)."""
-    judges: list[Any] = []
-
-    async def wrapped(j):
-        j.no_reask = bool(opts and opts.no_reask)
-        judges.append(j)
-        return await fn(j)
-
+    """Run one judgment through the method registry (logged like a tool call, with the item id and placement):
+    (result, timing, the Judge's call records)."""
     started = time.time()
     t0 = time.perf_counter()
-    result = await app.run(tool, {**inputs, "no_reask": True} if opts and opts.no_reask else inputs, wrapped, backend=backend)
+    result, calls = await registry.call(
+        app, tool, args, backend=backend, no_reask=opts.no_reask, log_extra={"bench_item": item.id, "placement": placement}
+    )
     timing = {"started_at": started, "ended_at": time.time(), "seconds": round(time.perf_counter() - t0, 3)}
-    return result, timing, (judges[0].records if judges else [])
-
-
-def _bench_inputs(item: Item, placement: str, **args: Any) -> dict[str, Any]:
-    return {"bench_item": item.id, "placement": placement, **args}
+    return result, timing, calls
 
 
 # ---- pairwise-judging methods ----------------------------------------------------------------------------------------
@@ -140,11 +132,8 @@ def _compare(goal: str, default_template: str):
         a, b = shown(item, placement)
         template = opts.template or default_template
 
-        async def fn(j):
-            return await pairwise.compare_pair(j, prompt=item.prompt, response_a=a, response_b=b, goal=goal, template=template, swap=False)
-
-        inputs = _bench_inputs(item, placement, prompt=item.prompt, response_a=a, response_b=b, goal=goal, template=template, swap=False)
-        result, timing, calls = await _run(app, "compare_pair", inputs, fn, backend, opts)
+        args = dict(prompt=item.prompt, response_a=a, response_b=b, goal=goal, template=template, swap=False)
+        result, timing, calls = await _run(app, "compare_pair", args, item, placement, backend, opts)
         trial = result.trials[0]
         record = placement_record(placement, trial.better if trial.parse_ok else None)
         record.update(_usage(result), **timing, **call_stats(calls))
@@ -159,11 +148,8 @@ def _compare(goal: str, default_template: str):
 async def _arena_hard(app: App, item: Item, placement: str, opts: Options, backend: str | None) -> dict[str, Any]:
     a, b = shown(item, placement)
 
-    async def fn(j):
-        return await arena_hard.arena_hard_judge(j, prompt=item.prompt, response_a=a, response_b=b)
-
-    inputs = _bench_inputs(item, placement, prompt=item.prompt, response_a=a, response_b=b, judge="arena_hard")
-    result, timing, calls = await _run(app, "arena_hard", inputs, fn, backend, opts)
+    args = dict(prompt=item.prompt, response_a=a, response_b=b)
+    result, timing, calls = await _run(app, "arena_hard", args, item, placement, backend, opts)
     record = placement_record(placement, result.winner, tie=result.tie)
     record.update(_usage(result), **timing, **call_stats(calls))
     record["reasked"] = bool(result.parse_ok and result.continued)
@@ -179,20 +165,10 @@ def _lwe(selective: bool):
         a, b = shown(item, placement)
         learn = placement == PAIR_PLACEMENTS[0]
 
-        async def fn(j):
-            return await lwe.lwe_judge(
-                j,
-                prompt=item.prompt,
-                response_a=a,
-                response_b=b,
-                session=opts.session,
-                selective=selective,
-                batch_size=opts.batch_size,
-                learn=learn,
-            )
-
-        inputs = _bench_inputs(item, placement, prompt=item.prompt, response_a=a, response_b=b, session=opts.session, selective=selective, learn=learn)
-        result, timing, calls = await _run(app, "lwe_judge", inputs, fn, backend, opts)
+        args = dict(
+            prompt=item.prompt, response_a=a, response_b=b, session=opts.session, selective=selective, batch_size=opts.batch_size, learn=learn
+        )
+        result, timing, calls = await _run(app, "lwe_judge", args, item, placement, backend, opts)
         record = placement_record(placement, result.winner)
         record.update(_usage(result), **timing, **call_stats(calls, ("lwe_judge:vanilla", "lwe_judge:judge")))
         # the verdict's own call: the meta-path judgment (result.reasked), or on the vanilla path the pair's calls
@@ -233,15 +209,8 @@ def single_record(gold: int, predicted: int | None, tied: list[int], unparsed: i
 async def _flip(app: App, item: Item, placement: str, opts: Options, backend: str | None) -> dict[str, Any]:
     variant = opts.prompt_variant or 1
 
-    async def fn(j):
-        return await flip.infer_instruction_reward(
-            j, instruction=item.prompt, responses=item.options, prompt_variant=variant, answer_order=opts.flip_answer_order
-        )
-
-    inputs = _bench_inputs(
-        item, placement, instruction=item.prompt, responses=item.options, prompt_variant=variant, answer_order=opts.flip_answer_order
-    )
-    result, timing, calls = await _run(app, "infer_instruction_reward", inputs, fn, backend, opts)
+    args = dict(instruction=item.prompt, responses=item.options, prompt_variant=variant, answer_order=opts.flip_answer_order)
+    result, timing, calls = await _run(app, "infer_instruction_reward", args, item, placement, backend, opts)
     record = single_record(item.gold, result.best_index, result.tied_best, len(result.unparsed), len(result.results))
     record.update(_usage(result), **timing, **call_stats(calls))
     record["reasked"] = record["reask_calls"] > 0
@@ -250,11 +219,8 @@ async def _flip(app: App, item: Item, placement: str, opts: Options, backend: st
 
 
 async def _pointwise(app: App, item: Item, placement: str, opts: Options, backend: str | None) -> dict[str, Any]:
-    async def fn(j):
-        return await pointwise.pointwise_scores(j, prompt=item.prompt, responses=item.options)
-
-    inputs = _bench_inputs(item, placement, prompt=item.prompt, responses=item.options)
-    result, timing, calls = await _run(app, "pointwise", inputs, fn, backend, opts)
+    args = dict(prompt=item.prompt, responses=item.options)
+    result, timing, calls = await _run(app, "pointwise", args, item, placement, backend, opts)
     record = single_record(item.gold, result.best_index, result.tied_best, len(result.unparsed), len(result.results))
     record.update(_usage(result), **timing, **call_stats(calls))
     record["reasked"] = record["reask_calls"] > 0
@@ -265,13 +231,8 @@ async def _pointwise(app: App, item: Item, placement: str, opts: Options, backen
 async def _grade(app: App, item: Item, placement: str, opts: Options, backend: str | None) -> dict[str, Any]:
     variant = opts.prompt_variant or 2
 
-    async def fn(j):
-        return await grade_score.grade_score_options(
-            j, instruction=item.prompt, options=item.options, prompt_variant=variant, unrelated_option=opts.unrelated
-        )
-
-    inputs = _bench_inputs(item, placement, instruction=item.prompt, options=item.options, prompt_variant=variant, unrelated_option=opts.unrelated)
-    result, timing, calls = await _run(app, "grade_score_options", inputs, fn, backend, opts)
+    args = dict(instruction=item.prompt, options=item.options, prompt_variant=variant, unrelated_option=opts.unrelated)
+    result, timing, calls = await _run(app, "grade_score_options", args, item, placement, backend, opts)
     tied = result.tied_indices
     winner = result.winner_index if not tied else None
     consistent = result.unparsed_trials == 0 and result.parsed_trials > 0 and max(result.option_counts) == result.parsed_trials

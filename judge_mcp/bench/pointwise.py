@@ -11,39 +11,19 @@ from __future__ import annotations
 
 import re
 
-from pydantic import BaseModel, Field
-
 from judge_mcp import prompts, validation
 from judge_mcp.backends.base import user
 from judge_mcp.methods.common import ask, rank_by_score, run_each
+from judge_mcp.methods import registry
 from judge_mcp.methods.judge import Judge
 from judge_mcp.methods.parsing import neutralise, parse_json_object
-from judge_mcp.verdicts import UsageOut
+from judge_mcp.verdicts import PointwiseItem, PointwiseResult
 
 MAX_TOKENS = 512  # the FLIP paper's limit for every method (§3.1)
 MAX_RESPONSES = 16
 MIN_SCORE, MAX_SCORE = 1, 10
 SCORE_KEY, REASONING_KEY = "SCORE", "REASONING"
 PAPER_FORMAT = '{ "REASONING": "[...]", "SCORE": "<your-score>" }'
-
-
-class PointwiseItem(BaseModel):
-    index: int = Field(description="0-based index of the response in the caller's list")
-    score: float | None = Field(description="the rating, 1..10; null when unparsed")
-    parse_ok: bool
-    reasoning: str = ""
-    reasked: bool = False
-    raw_answer: str | None = Field(None, description="unparsed only: the model's last answer (tail)")
-
-
-class PointwiseResult(BaseModel):
-    results: list[PointwiseItem]
-    ranking: list[int] = Field(description="parsed responses by score, highest first (ties in index order), then unparsed")
-    best_index: int | None = Field(description="the single highest-rated response; null when tied or nothing parsed")
-    tied_best: list[int] = Field(default_factory=list)
-    unparsed: list[int] = Field(default_factory=list)
-    model: str
-    usage: UsageOut
 
 
 # ---- prompts -----------------------------------------------------------------------------------------------------
@@ -174,3 +154,6 @@ async def pointwise_scores(judge: Judge, *, prompt: str, responses: list[str]) -
         model=judge.model_id,
         usage=judge.usage(),
     )
+
+
+registry.register("pointwise", pointwise_scores, PointwiseResult)

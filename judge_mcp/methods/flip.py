@@ -313,8 +313,6 @@ def _check(instruction, responses, context, similarity, prompt_variant, answer_o
             context = None  # an empty optional string from a form-filling client means "no context"
     validation.total(instruction, responses, context)
     validation.choice("similarity", similarity, sim.NAMES)
-    if isinstance(prompt_variant, bool) or not isinstance(prompt_variant, int):
-        raise validation.InputError(f"'prompt_variant' must be 1, 2 or 3; got {prompt_variant!r}")
     validation.choice("prompt_variant", prompt_variant, PROMPT_VARIANTS)
     validation.choice("answer_order", answer_order, ANSWER_ORDERS)
     return responses, context

@@ -254,10 +254,8 @@ def validate(instruction: object, options: object, prompt_variant: object, unrel
             )
         seen[option] = i
     validation.total(instruction, options)
-    if isinstance(prompt_variant, bool) or prompt_variant not in VARIANTS:
-        raise validation.InputError(f"'prompt_variant' must be one of 1, 2, 3, 4; got {prompt_variant!r}")
-    if not isinstance(unrelated_option, bool):
-        raise validation.InputError(f"'unrelated_option' must be true or false, got {unrelated_option!r}")
+    validation.choice("prompt_variant", prompt_variant, VARIANTS)
+    validation.flag("unrelated_option", unrelated_option)
     return instruction, options
 
 

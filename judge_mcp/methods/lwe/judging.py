@@ -36,7 +36,6 @@ from judge_mcp.methods.common import ask, run_each
 from judge_mcp.methods.judge import Judge
 from judge_mcp.methods.lwe.repository import LweConflict, LweRepository
 from judge_mcp.store import Store
-from judge_mcp.validation import InputError
 from judge_mcp.verdicts import LweResult, VanillaPair
 
 ACTIONS = ("show", "reset", "rollback")
@@ -81,11 +80,7 @@ def _session_lock(store: Store, session: str) -> anyio.Lock:
 
 # ---- validation --------------------------------------------------------------------------------------------------
 def _check_batch_size(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"'batch_size' must be a whole number from 1 to {MAX_BATCH_SIZE}, got {value!r}")
-    if not 1 <= value <= MAX_BATCH_SIZE:
-        raise InputError(f"'batch_size' must be from 1 to {MAX_BATCH_SIZE}, got {value}")
-    return value
+    return validation.whole_number("batch_size", value, 1, MAX_BATCH_SIZE)
 
 
 def _require_store(judge: Judge) -> Store:
@@ -282,11 +277,9 @@ async def lwe_judge(
     validation.text("response_b", response_b)
     validation.total(prompt, response_a, response_b)
     validation.session_name(session)
-    if not isinstance(selective, bool):
-        raise InputError(f"'selective' must be true or false, got {selective!r}")
+    validation.flag("selective", selective)
     _check_batch_size(batch_size)
-    if not isinstance(learn, bool):
-        raise InputError(f"'learn' must be true or false, got {learn!r}")
+    validation.flag("learn", learn)
     store = _require_store(judge)
     repo = LweRepository(store)
 
