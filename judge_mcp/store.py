@@ -1,6 +1,6 @@
 """All state in one SQLite file (WAL) through sqlite-utils: the connections, transactions and the migration registry
 (each module that owns tables registers its migrations: LWE's are in methods/lwe/repository.py, the bench's in
-bench/results.py), and for now the call cache, the verdict log and the option pool.
+bench/results.py, the option pool's in methods/unrelated_pool.py), and for now the call cache and the verdict log.
 
 Every write that must be all-or-nothing runs inside `Store.transaction()` (BEGIN IMMEDIATE ... COMMIT), so a process
 killed at any moment leaves either the whole change or none of it. A database that cannot be opened, read or written
@@ -16,7 +16,6 @@ thread, so a write waiting for another process's lock stalls only the call that 
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
 import sqlite3
@@ -40,7 +39,7 @@ MIGRATIONS: dict[str, Migration] = {}
 # m101... for the bench), each in the same transaction as its record. Every judge-mcp database has the tables of
 # the modules below (imported before migrating); the bench's tables exist in the databases the bench opens
 # (judge_mcp.bench.results registers them and migrates on use).
-SCHEMA_MODULES = ("judge_mcp.methods.lwe.repository",)
+SCHEMA_MODULES = ("judge_mcp.methods.lwe.repository", "judge_mcp.methods.unrelated_pool")
 
 
 def migration(fn: Migration) -> Migration:
@@ -77,16 +76,6 @@ def m001_core(db: sqlite_utils.Database) -> None:
         )"""
     )
     db.execute("CREATE INDEX IF NOT EXISTS verdicts_tool ON verdicts(tool, created_at)")
-    db.execute(
-        """CREATE TABLE IF NOT EXISTS option_pool (
-            id INTEGER PRIMARY KEY,
-            instruction_hash TEXT NOT NULL,
-            instruction TEXT NOT NULL,
-            option TEXT NOT NULL,
-            created_at REAL NOT NULL,
-            UNIQUE(instruction_hash, option)
-        )"""
-    )
 
 
 class StoreError(Exception):
@@ -299,25 +288,3 @@ class Store:
                 except sqlite3.Error as exc:
                     raise StoreError(f"could not vacuum the database {str(self.path)!r}: {self._why(exc)}") from exc
         return counts
-
-    # ---- option pool (grade_score_options' unrelated options) ---------------------------------------------------
-    def add_options(self, instruction: str, options: list[str]) -> None:
-
-        digest = hashlib.sha256(instruction.strip().encode("utf-8")).hexdigest()
-        now = time.time()
-        with self.transaction() as db:
-            for option in options:
-                db.execute(
-                    "INSERT OR IGNORE INTO option_pool (instruction_hash, instruction, option, created_at)"
-                    " VALUES (?, ?, ?, ?)",
-                    [digest, instruction, option, now],
-                )
-
-    def pool_options(self, exclude_instruction: str, limit: int = 200) -> list[dict[str, Any]]:
-        """Stored options that answer a different instruction (newest first)."""
-
-        digest = hashlib.sha256(exclude_instruction.strip().encode("utf-8")).hexdigest()
-        return self.query(
-            "SELECT instruction, option FROM option_pool WHERE instruction_hash != ? ORDER BY id DESC LIMIT ?",
-            [digest, limit],
-        )

@@ -32,7 +32,7 @@ def test_a_store_opened_alone_has_the_core_and_lwe_tables_and_not_the_bench_tabl
     tables = _tables(db)
     assert {"call_cache", "verdicts", "option_pool", "lwe_sessions", "lwe_versions", "lwe_feedback"} <= tables
     assert not {"bench_results", "bench_runs"} & tables
-    assert _applied(db) == ["m001_core", "m002_lwe"]
+    assert _applied(db) == ["m001_core", "m002_lwe", "m003_option_pool"]
 
 
 def test_the_bench_migrations_run_once_on_first_use_and_record_themselves(tmp_path):
@@ -40,7 +40,7 @@ def test_the_bench_migrations_run_once_on_first_use_and_record_themselves(tmp_pa
     store = Store(db)
     Results(store, "ds", "grp", "local")
     assert {"bench_results", "bench_runs"} <= _tables(db)
-    assert _applied(db) == ["m001_core", "m002_lwe", "m101_bench_tables", "m102_bench_fingerprint"]
+    assert _applied(db) == ["m001_core", "m002_lwe", "m003_option_pool", "m101_bench_tables", "m102_bench_fingerprint"]
     store.close()
     reopened = Store(db)
     assert reopened.migrate() == []  # nothing left to apply
@@ -93,3 +93,20 @@ def test_two_migrations_with_one_name_are_refused():
 
     with pytest.raises(ValueError, match="m001_core"):
         migration(m001_core)
+
+
+def test_a_database_whose_option_pool_came_from_m001_core_keeps_its_options(tmp_path):
+    """Before the option pool had its own migration, m001_core made the table: m003 finds it and keeps its rows."""
+    from judge_mcp.methods.unrelated_pool import OptionPool
+
+    db = tmp_path / "pool.db"
+    store = Store(db)
+    OptionPool(store).add("Name a colour.", ["Red", "Blue"])
+    store.close()
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM _migrations WHERE name = 'm003_option_pool'")
+    reopened = Store(db)
+    assert "m003_option_pool" in _applied(db)
+    assert {r["option"] for r in OptionPool(reopened).others("Another instruction.")} == {"Red", "Blue"}
+    assert OptionPool(reopened).others("Name a colour.") == []
+    reopened.close()

@@ -27,14 +27,16 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
+import anyio.to_thread
 
 from judge_mcp import prompts, validation
 from judge_mcp.backends.base import user
 from judge_mcp.methods.common import ask, run_each
 from judge_mcp.methods.judge import Judge
 from judge_mcp.methods.parsing import neutralise, parse_json_object
-from judge_mcp.methods.unrelated_pool import call_seed, choose_unrelated, insertion_position
+from judge_mcp.methods.unrelated_pool import OptionPool, call_seed, choose_unrelated, insertion_position
 from judge_mcp.verdicts import GradeScoreResult, GradeTrial
 
 VARIANTS = (1, 2, 3, 4)
@@ -303,7 +305,7 @@ async def grade_score_options(
     base = list(range(n))
     unrelated = None
     if unrelated_option:
-        unrelated = choose_unrelated(judge.store, instruction, options)
+        unrelated = await anyio.to_thread.run_sync(partial(choose_unrelated, judge.store, instruction, options))
         texts.append(unrelated.text)
         base.insert(insertion_position(call_seed(instruction, options), n), n)
     m = len(texts)
@@ -320,7 +322,7 @@ async def grade_score_options(
     )
 
     if judge.store is not None:
-        await judge.store.aio.add_options(instruction, options)
+        await OptionPool(judge.store).aio.add(instruction, options)
 
     s = summarise(trials, m)
     unrelated_index = n if unrelated is not None else None

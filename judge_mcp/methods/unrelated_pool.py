@@ -13,9 +13,58 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import sqlite_utils
+
+from judge_mcp.store import OffLoop, Store, migration
+
+
+@migration
+def m003_option_pool(db: sqlite_utils.Database) -> None:
+    """The option pool: each grade_score_options call's options under its instruction's hash (databases made before
+    this migration got the table from m001_core: IF NOT EXISTS)."""
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS option_pool (
+            id INTEGER PRIMARY KEY,
+            instruction_hash TEXT NOT NULL,
+            instruction TEXT NOT NULL,
+            option TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            UNIQUE(instruction_hash, option)
+        )"""
+    )
+
+
+def _instruction_hash(instruction: str) -> str:
+    return hashlib.sha256(instruction.strip().encode("utf-8")).hexdigest()
+
+
+class OptionPool:
+    """The option pool's reads and writes (`pool.aio.NAME(...)` runs one in a worker thread)."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        self.aio = OffLoop(self)
+
+    def add(self, instruction: str, options: list[str]) -> None:
+        digest, now = _instruction_hash(instruction), time.time()
+        with self.store.transaction() as db:
+            for option in options:
+                db.execute(
+                    "INSERT OR IGNORE INTO option_pool (instruction_hash, instruction, option, created_at) VALUES (?, ?, ?, ?)",
+                    [digest, instruction, option, now],
+                )
+
+    def others(self, exclude_instruction: str, limit: int = 200) -> list[dict[str, Any]]:
+        """Stored options that answer a different instruction (newest first)."""
+        return self.store.query(
+            "SELECT instruction, option FROM option_pool WHERE instruction_hash != ? ORDER BY id DESC LIMIT ?",
+            [_instruction_hash(exclude_instruction), limit],
+        )
 
 # (instruction, answer) pairs on everyday topics: each is a plausible answer, but to its own instruction only.
 BUILTIN_POOL: tuple[tuple[str, str], ...] = (
@@ -127,14 +176,15 @@ def pick(seed: bytes, instruction: str, options: list[str], candidates: list[tup
     return min(usable, key=lambda c: _rank(seed, c[1]))
 
 
-def choose_unrelated(store: Any, instruction: str, options: list[str], shared: bool | None = None) -> UnrelatedOption:
+def choose_unrelated(store: Store | None, instruction: str, options: list[str], shared: bool | None = None) -> UnrelatedOption:
     """Draw the unrelated option: from the SQLite option pool when sharing it is enabled (`shared`, by default the
-    JUDGE_MCP_SHARED_OPTION_POOL setting) and it has a usable entry, else the built-in pool."""
+    JUDGE_MCP_SHARED_OPTION_POOL setting) and it has a usable entry, else the built-in pool. Reads the database:
+    async callers run it in a worker thread."""
     seed = call_seed(instruction, options)
     if shared is None:
         shared = shared_pool_enabled()
     if store is not None and shared:
-        rows = store.pool_options(instruction, limit=POOL_LIMIT)
+        rows = OptionPool(store).others(instruction, limit=POOL_LIMIT)
         chosen = pick(seed, instruction, options, [(r["instruction"], r["option"]) for r in rows])
         if chosen is not None:
             return UnrelatedOption(text=chosen[1], instruction=chosen[0], source="pool")
