@@ -1,4 +1,4 @@
-"""judge-mcp serve | demo | sessions (and bench, see judge_mcp/bench/cli.py)."""
+"""judge-mcp serve | demo | sessions | gc | stats (and bench, see judge_mcp/bench/cli.py)."""
 
 from __future__ import annotations
 
@@ -77,6 +77,43 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     finally:
         store.close()
     return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from judge_mcp import stats
+    from judge_mcp.store import Store
+
+    if args.db is not None:
+        path = Path(args.db)
+    else:
+        from judge_mcp.config import ConfigError, load_settings
+
+        try:
+            path = load_settings().db_path
+        except ConfigError as exc:
+            print(f"judge-mcp stats: configuration error: {exc} (or give --db PATH)", file=sys.stderr)
+            return 2
+    if not path.is_file():  # a reader never creates a database: a wrong path must not look like an empty log
+        print(f"judge-mcp stats: no database at {str(path)!r} (nothing logged there yet, or a wrong --db / JUDGE_MCP_DB)", file=sys.stderr)
+        return 2
+    store = Store(path)
+    try:
+        report = stats.from_store(store, args.last)
+    finally:
+        store.close()
+    print(report.model_dump_json(indent=2) if args.json else f"{path}\n\n{stats.render_text(report)}")
+    return 0
+
+
+def _last(value: str) -> int:
+    from judge_mcp import stats
+
+    try:
+        return stats.check_last(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 SERVE_ENVIRONMENT = """\
@@ -186,6 +223,19 @@ def build_parser() -> argparse.ArgumentParser:
     gc.add_argument("--verdict-days", type=_days, help="delete verdict-log rows older than this many days (default: JUDGE_MCP_VERDICTS_MAX_AGE_DAYS)")
     gc.add_argument("--vacuum", action="store_true", help="then rewrite the file so the freed space goes back to the filesystem")
     gc.set_defaults(fn=cmd_gc)
+
+    stats = sub.add_parser(
+        "stats",
+        help="bias telemetry from the verdict log, per backend/model/tool (all time and the last N verdicts)",
+        description="Position bias, order inconsistency, parse failures and re-asks, ties, length preference, and mean "
+        "calls and latency of each backend/model/tool, computed from the verdict log over all time and over the newest N "
+        "verdicts. Each rate is shown as `rate (count/denominator)`; `-` means nothing to count yet. The same report "
+        "is the MCP resource judge://stats (judge://stats/last/{n}) and the read-only tool judge_stats.",
+    )
+    stats.add_argument("--last", type=_last, default=100, metavar="N", help="size of the recent window, 1 to 1,000,000 (default: %(default)s)")
+    stats.add_argument("--json", action="store_true", help="print the report as JSON (the resource's form) instead of tables")
+    stats.add_argument("--db", metavar="PATH", help="the database to read (default: JUDGE_MCP_DB or the per-user data directory); e.g. state/bench.db for a bench run's verdicts")
+    stats.set_defaults(fn=cmd_stats)
 
     from judge_mcp.bench import add_parser as add_bench
 
