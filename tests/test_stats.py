@@ -329,3 +329,11 @@ def test_cli_stats_errors_and_the_empty_log(tmp_path: Path, capsys, monkeypatch)
     monkeypatch.setenv("JUDGE_MCP_DB", str(tmp_path / "empty.db"))  # the default database: JUDGE_MCP_DB
     assert cli.main(["stats"]) == 0
     assert "no verdicts in the log yet" in capsys.readouterr().out
+
+
+def test_lengths_are_characters_not_bytes(store: Store) -> None:
+    """SQLite computes the answers' lengths; 'éé' is 2 characters (4 bytes in UTF-8) against 'abc''s 3."""
+    store.log_verdict("compare_pair", "default", "m", {"response_a": "éé", "response_b": "abc"},
+                      {"winner": "A", "trials": [{"order": "AB", "better": "A", "parse_ok": True}]}, {"calls": 1}, [])
+    g = stats.from_store(store).all_time.groups[0]
+    assert (g.length_preference.count, g.length_preference.of) == (0, 1)  # the shorter answer won
