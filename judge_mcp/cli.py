@@ -1,4 +1,4 @@
-"""judge-mcp serve | demo | sessions (and bench, see judge_mcp/bench/cli.py)."""
+"""judge-mcp serve | demo | sessions | gc | stats (and bench, see judge_mcp/bench/cli.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,12 @@ import json
 import logging
 import os
 import sys
+from typing import TYPE_CHECKING
 
 import anyio
+
+if TYPE_CHECKING:
+    from judge_mcp import stats
 
 
 def _setup_logging(verbose: bool = False) -> None:
@@ -77,6 +81,92 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     finally:
         store.close()
     return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from judge_mcp import stats
+    from judge_mcp.store import Store
+
+    if args.db is not None:
+        path = Path(args.db)
+    else:
+        from judge_mcp.config import ConfigError, load_settings
+
+        try:
+            path = load_settings().db_path
+        except ConfigError as exc:
+            print(f"judge-mcp stats: configuration error: {exc} (or give --db PATH)", file=sys.stderr)
+            return 2
+    if not path.is_file():  # a reader never creates a database: a wrong path must not look like an empty log
+        print(f"judge-mcp stats: no database at {str(path)!r} (nothing logged there yet, or a wrong --db / JUDGE_MCP_DB)", file=sys.stderr)
+        return 2
+    store = Store(path)
+    try:
+        report = stats.from_store(store, args.last)
+    finally:
+        store.close()
+    print(report.model_dump_json(indent=2) if args.json else f"{path}\n\n{render_stats(report)}")
+    return 0
+
+
+# ---- judge-mcp stats: the report as two tables ------------------------------------------------------------------
+def _pct(rate: stats.Rate) -> str:
+    if rate.rate is None:
+        return "-"
+    return f"{rate.rate:.2f} ({rate.count}/{rate.of})"
+
+
+def _mean(mean: stats.Mean, places: int) -> str:
+    return "-" if mean.mean is None else f"{mean.mean:.{places}f}"
+
+
+STATS_COLUMNS = ("backend", "model", "tool", "verdicts", "first-shown", "unbiased", "inconsistent", "unparsed", "re-asked", "ties", "longer wins", "calls", "cached", "latency ms")
+
+
+def _stats_rows(window: stats.Window) -> list[list[str]]:
+    rows = []
+    for g in window.groups:
+        rows.append([
+            g.backend, g.model, g.tool, str(g.verdicts),
+            _pct(g.position_bias), "-" if g.position_bias.unbiased is None else f"{g.position_bias.unbiased:.2f}",
+            _pct(g.order_inconsistency), _pct(g.parse_failures), _pct(g.reasks), _pct(g.ties), _pct(g.length_preference),
+            _mean(g.calls, 2), _mean(g.cached_calls, 2), _mean(g.latency_ms, 0),
+        ])
+    return rows
+
+
+def _table(rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(STATS_COLUMNS)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(STATS_COLUMNS, widths)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    return "\n".join(lines)
+
+
+def render_stats(report: stats.StatsReport) -> str:
+    """The report as two readable tables (all time, last N); rates as `rate (count/of)`, `-` when undefined."""
+    if report.all_time.verdicts == 0:
+        return "no verdicts in the log yet"
+    parts = []
+    for title, window in ((f"all time: {report.all_time.verdicts} verdicts", report.all_time), (f"last {report.last_n}: {report.last.verdicts} verdicts", report.last)):
+        skipped = f" ({window.skipped} unreadable rows skipped)" if window.skipped else ""
+        parts.append(f"{title}{skipped}\n{_table(_stats_rows(window))}")
+    parts.append(
+        "first-shown: parsed trials naming the first-shown answer (a judge without position bias scores `unbiased`);\n"
+        "inconsistent: both orders parsed and disagreeing; unparsed / re-asked: per answer; ties: no winner (pairs),\n"
+        "tied top reward (FLIP) or tied mode (grade); longer wins: decided pairs won by the longer answer (0.5: no preference)."
+    )
+    return "\n\n".join(parts)
+
+
+def _last(value: str) -> int:
+    from judge_mcp import stats
+
+    try:
+        return stats.check_last(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 SERVE_ENVIRONMENT = """\
@@ -186,6 +276,19 @@ def build_parser() -> argparse.ArgumentParser:
     gc.add_argument("--verdict-days", type=_days, help="delete verdict-log rows older than this many days (default: JUDGE_MCP_VERDICTS_MAX_AGE_DAYS)")
     gc.add_argument("--vacuum", action="store_true", help="then rewrite the file so the freed space goes back to the filesystem")
     gc.set_defaults(fn=cmd_gc)
+
+    stats_cmd = sub.add_parser(
+        "stats",
+        help="bias telemetry from the verdict log, per backend/model/tool (all time and the last N verdicts)",
+        description="Position bias, order inconsistency, parse failures and re-asks, ties, length preference, and mean "
+        "calls and latency of each backend/model/tool, computed from the verdict log over all time and over the newest N "
+        "verdicts. Each rate is shown as `rate (count/denominator)`; `-` means nothing to count yet. The same report "
+        "is the MCP resource judge://stats (judge://stats/last/{n}) and the read-only tool judge_stats.",
+    )
+    stats_cmd.add_argument("--last", type=_last, default=100, metavar="N", help="size of the recent window, 1 to 1,000,000 (default: %(default)s)")
+    stats_cmd.add_argument("--json", action="store_true", help="print the report as JSON (the resource's form) instead of tables")
+    stats_cmd.add_argument("--db", metavar="PATH", help="the database to read (default: JUDGE_MCP_DB or the per-user data directory); e.g. state/bench.db for a bench run's verdicts")
+    stats_cmd.set_defaults(fn=cmd_stats)
 
     from judge_mcp.bench import add_parser as add_bench
 

@@ -11,13 +11,13 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
 import anyio.to_thread
 
-from judge_mcp import __version__, prompts, tool_args
+from judge_mcp import __version__, prompts, stats, tool_args
 from judge_mcp.app import App
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.config import ConfigError
@@ -240,8 +240,52 @@ def build_server(app: App | None = None) -> MCPServer:
         except InputError as exc:
             raise ResourceNotFoundError(str(exc)) from exc
 
+    # ---- bias telemetry (judge_mcp/stats.py): the same report as a resource, a template and a read-only tool ----
+    @server.resource(
+        "judge://stats", name="judge-stats", mime_type="application/json",
+        description=f"bias telemetry from the verdict log per backend/model/tool: all time and the last {stats.DEFAULT_LAST} verdicts",
+    )
+    def stats_resource() -> str:  # sync: the SDK runs it in a worker thread
+        return _stats_json(app, stats.DEFAULT_LAST)
+
+    @server.resource(
+        "judge://stats/last/{n}", name="judge-stats-last", mime_type="application/json",
+        description=f"bias telemetry: all time and the last n verdicts (n from 1 to {stats.MAX_LAST:,})",
+    )
+    def stats_last_resource(n: str) -> str:
+        try:
+            last = stats.check_last(n, name="n")
+        except ValueError as exc:
+            raise ResourceNotFoundError(f"judge://stats/last/{{n}}: {exc}") from exc
+        return _stats_json(app, last)
+
+    @server.tool(annotations=READ_ONLY, title="Bias telemetry of the judges (read-only)")
+    async def judge_stats(
+        last: Annotated[int, Field(ge=1, le=stats.MAX_LAST, description=f"size of the recent window: the newest `last` verdicts (default {stats.DEFAULT_LAST})")] = stats.DEFAULT_LAST,
+    ) -> stats.StatsReport:
+        """How far to trust each judge, from the verdict log, per backend/model/tool, over all time and the newest
+        `last` verdicts: position_bias (share of parsed trials naming the first-shown answer; compare with
+        `unbiased`, 0.5 for pairs), order_inconsistency (both orders parsed and disagreeing), parse_failures and
+        reasks (per answer), ties (no winner / tied best / tied mode), length_preference (decided pairs won by the
+        longer answer) and mean calls, cached_calls and latency_ms. Each rate has its count and denominator `of`;
+        a null rate means nothing to count yet.
+
+        Use it before relying on a judge's verdicts, or to see whether a backend's habits changed lately. Read-only,
+        the same report as the judge://stats resources. No backend calls."""
+        try:
+            return await anyio.to_thread.run_sync(lambda: stats.from_store(app.store, last))
+        except StoreError as exc:
+            raise ToolError(str(exc)) from exc
+
     tool_args.install(server)
     return server
+
+
+def _stats_json(app: App, last: int) -> str:
+    try:
+        return stats.from_store(app.store, last).model_dump_json(indent=2)
+    except StoreError as exc:
+        raise ResourceError(str(exc)) from exc
 
 
 async def _session_admin(app: App, *, session: str, action: str, version: int | None) -> LweSessionResult:

@@ -269,6 +269,26 @@ class Store:
                 row[col] = json.loads(row[col])
         return rows
 
+    def verdict_stats_rows(self, *, before_id: int | None = None, limit: int = 500) -> list[dict[str, Any]]:
+        """One page of the verdict log for the bias telemetry (judge_mcp/stats.py), newest first, ids below
+        `before_id`: each row's output without LWE's long texts, its usage, the two judged answers' lengths in
+        characters (compare_pair, lwe_judge) and the purposes of lwe_judge's vanilla re-asks from its call records.
+        JSON columns come as text; one that is not valid JSON comes as None. A read (the read-only connection)."""
+        return self.query(
+            "SELECT id, tool, backend, model, created_at,"
+            " CASE WHEN json_valid(usage) THEN usage END AS usage,"
+            " CASE WHEN json_valid(output) THEN json_remove(output, '$.eval_prompt', '$.judgment', '$.feedback') END AS output,"
+            " CASE WHEN tool IN ('compare_pair', 'lwe_judge') AND json_valid(inputs)"
+            "  THEN length(json_extract(inputs, '$.response_a')) END AS len_a,"
+            " CASE WHEN tool IN ('compare_pair', 'lwe_judge') AND json_valid(inputs)"
+            "  THEN length(json_extract(inputs, '$.response_b')) END AS len_b,"
+            " CASE WHEN tool = 'lwe_judge' AND json_valid(calls) THEN"
+            "  (SELECT json_group_array(json_extract(c.value, '$.purpose')) FROM json_each(verdicts.calls) AS c"
+            "   WHERE json_extract(c.value, '$.purpose') LIKE 'lwe_judge:vanilla:%:reask') END AS vanilla_reasks"
+            " FROM verdicts WHERE id < ? ORDER BY id DESC LIMIT ?",
+            [before_id if before_id is not None else 2**63 - 1, limit],
+        )
+
     # ---- retention ----------------------------------------------------------------------------------------------
     def gc(self, *, cache_older_than_s: float | None = None, verdicts_older_than_s: float | None = None, vacuum: bool = False) -> dict[str, int]:
         """Delete call-cache rows and verdict-log rows older than the given ages, in one transaction (LWE sessions,
