@@ -1,12 +1,12 @@
 """A scripted LWE model for tests: it recognises each LWE request (vanilla, case prompt, case verdict, feedback,
-refine, condense) and answers according to a chosen behaviour. Shared by tests/test_lwe.py and
-tests/test_lwe_crash.py (where it also runs as a standalone process)."""
+refine, condense) and answers according to a chosen behaviour. Shared by tests/test_lwe.py, tests/test_lwe_crash.py
+and bench/perf.py. `refine_started` is set when a refine request arrives: wait on it to act while that call is in
+flight."""
 
 from __future__ import annotations
 
 import json
 import threading
-import time
 from collections import Counter
 from typing import Any
 
@@ -98,12 +98,3 @@ class LweScript:
             meta = text.split("[[[The Start of Current Meta Prompt]]]", 1)[1].split("[[[The End of Current Meta Prompt]]]", 1)[0]
             return "CONDENSED " + meta.strip()[: len(meta) // 2]
         return "I cannot decide."  # a re-ask after garbage
-
-
-def wait_for(predicate, timeout_s: float = 10.0, step_s: float = 0.02) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step_s)
-    return predicate()

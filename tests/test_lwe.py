@@ -17,7 +17,7 @@ from judge_mcp.methods.lwe import text as t
 from judge_mcp.methods.judge import Judge
 from judge_mcp.store import LweConflict, Store
 from judge_mcp.validation import InputError
-from tests.lwe_script import role_of, REFINED_MARK, LweScript, wait_for
+from tests.lwe_script import role_of, REFINED_MARK, LweScript
 from tests.scripted import Reply, ScriptedServer, prompt_text
 
 
@@ -376,7 +376,7 @@ async def test_refinement_restarts_from_the_version_it_read_when_the_session_cha
             holder["r"] = await lwe.lwe_judge(judge, **case(6), session="race")
 
         tg.start_soon(fourth)
-        assert await anyio.to_thread.run_sync(lambda: wait_for(script.refine_started.is_set, 10))
+        assert await anyio.to_thread.run_sync(script.refine_started.wait, 10)
         lwe.lwe_session(store, session="race", action="rollback", version=1)  # v3 while the refine of v2 is in flight
     result = holder["r"]
     assert result.refined and result.new_meta_prompt_version == 4

@@ -19,12 +19,8 @@ from typing import Any
 import anyio
 from mcp import Client
 
-from tests.lwe_script import REFINED_MARK, LweScript, wait_for
-from tests.scripted import Reply
-from tests.serve_proc import HttpServer
-
-ROOT = Path(__file__).resolve().parent.parent
-
+from tests.helpers import ROOT, HttpServer, delayed, server_env
+from tests.lwe_script import REFINED_MARK, LweScript
 
 def case(i: int) -> dict[str, Any]:
     return {"prompt": f"Crash question {i}?", "response_a": f"answer one to {i}", "response_b": f"answer two to {i}"}
@@ -82,7 +78,7 @@ def test_kill_during_refinement_then_restart_completes_it(scripted, tmp_path):
     db = tmp_path / "crash.db"
     log = tmp_path / "server.log"
 
-    server = HttpServer(backend.base_url, db, log)
+    server = HttpServer(server_env(backend.base_url, db, JUDGE_MCP_MAX_RETRIES="0"), log=log)
     try:
 
         async def first_life() -> None:
@@ -101,7 +97,7 @@ def test_kill_during_refinement_then_restart_completes_it(scripted, tmp_path):
                             pass
 
                     tg.start_soon(fourth)
-                    started = await anyio.to_thread.run_sync(lambda: wait_for(script.refine_started.is_set, 20))
+                    started = await anyio.to_thread.run_sync(script.refine_started.wait, 20)
                     assert started, "the refine call never reached the backend"
                     await anyio.to_thread.run_sync(server.kill)
                     tg.cancel_scope.cancel()
@@ -119,7 +115,7 @@ def test_kill_during_refinement_then_restart_completes_it(scripted, tmp_path):
     first_refine = next(p for p in backend.requests if p["messages"][0]["content"].startswith("Optimize your current meta prompt"))
 
     # a restarted server refines the stored batch before judging the next case with the new meta-prompt
-    server = HttpServer(backend.base_url, db, log)
+    server = HttpServer(server_env(backend.base_url, db, JUDGE_MCP_MAX_RETRIES="0"), log=log)
     seen: dict[str, Any] = {}
 
     async def second_life() -> None:
@@ -162,22 +158,14 @@ def test_kill_during_refinement_then_restart_completes_it(scripted, tmp_path):
 def test_kill_at_random_moments_never_breaks_the_state(scripted, tmp_path):
     """batch_size 1: every case ends in a refinement, so the database is written many times per second; the server
     is killed at random moments and restarted, and every invariant is checked after each kill."""
-    inner = LweScript("first")
-
-    def jittery(payload: dict[str, Any]) -> Reply | str:
-        reply = inner(payload)
-        reply = reply if isinstance(reply, Reply) else Reply(content=reply)
-        reply.delay_s = random.uniform(0.0, 0.03)
-        return reply
-
-    backend = scripted(jittery)
+    backend = scripted(delayed(LweScript("first"), lambda: random.uniform(0.0, 0.03)))
     db = tmp_path / "random.db"
     log = tmp_path / "server.log"
     rng = random.Random(1234)
     next_case = 0
     completed = 0
     for _ in range(4):
-        server = HttpServer(backend.base_url, db, log)
+        server = HttpServer(server_env(backend.base_url, db, JUDGE_MCP_MAX_RETRIES="0"), log=log)
         killer = threading.Timer(rng.uniform(0.3, 1.5), server.kill)
 
         async def life() -> None:
@@ -204,7 +192,7 @@ def test_kill_at_random_moments_never_breaks_the_state(scripted, tmp_path):
             assert sum(f["status"] == "pending" for f in state["feedback"]) <= 1
     assert completed >= 2
     # a last, clean life finishes whatever the kills left buffered
-    server = HttpServer(backend.base_url, db, log)
+    server = HttpServer(server_env(backend.base_url, db, JUDGE_MCP_MAX_RETRIES="0"), log=log)
     try:
         result = anyio.run(call_lwe, server.url, {**case(999), "session": "rnd", "batch_size": 1})
     finally:
