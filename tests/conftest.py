@@ -4,7 +4,7 @@ on a scripted backend. What they build is made by tests/helpers.py (the one plac
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -52,6 +52,23 @@ def scripted() -> Iterator[callable]:
     yield start
     for server in servers:
         server.stop()
+
+
+@pytest.fixture
+async def make_backend(scripted) -> AsyncIterator[callable]:
+    """make_backend(responder, kind="openai", **backend_kwargs) -> (backend, server): the remote backend of that wire
+    format on a scripted server (name "scripted", model "scripted-model" unless given); closed after the test."""
+    backends = []
+
+    def make(responder: Responder, kind: str = "openai", **kwargs):
+        server = scripted(responder, kind)
+        backend = http_backend(server, **kwargs)
+        backends.append(backend)
+        return backend, server
+
+    yield make
+    for backend in backends:
+        await backend.aclose()
 
 
 @pytest.fixture

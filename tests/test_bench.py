@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-from judge_mcp.app import App
 from judge_mcp.bench import cli as bench_cli
 from judge_mcp.bench import metrics
 from judge_mcp.bench.data import DatasetError, load_items
@@ -25,12 +24,12 @@ from judge_mcp.bench.methods import METHODS, Options, placement_record, single_r
 from judge_mcp.bench.results import run_rows
 from judge_mcp.bench.runner import MAX_CONSECUTIVE_ERRORS, BenchError, RunSpec, run, session_name
 from judge_mcp.bench import arena_hard
-from judge_mcp.config import load_settings
 from judge_mcp.bench.pointwise import parse_rating
 from judge_mcp import prompts
 from judge_mcp.bench import report
 from judge_mcp.store import Store
-from tests.scripted import Reply, prompt_text, server_env
+from tests.helpers import app_env, make_app, server_env
+from tests.scripted import Reply, prompt_text
 
 FIXTURES = Path(__file__).parent / "bench_fixtures"
 PAIRS = FIXTURES / "pairs.jsonl"  # 6 pairs (alpha: p1-p3, beta: p4-p6) and one degenerate (p0)
@@ -111,23 +110,10 @@ def first_shown_judge(payload: dict[str, Any]) -> str:
     return "Judge which answer is better."
 
 
-def make_app(base_url: str, db: Path, concurrency: int = 4) -> App:
-    settings = load_settings(
-        {
-            "JUDGE_MCP_BACKEND": "openai",
-            "JUDGE_MCP_BASE_URL": base_url,
-            "JUDGE_MCP_MODEL": "scripted-model",
-            "JUDGE_MCP_MAX_RETRIES": "0",
-            "JUDGE_MCP_CONCURRENCY": str(concurrency),
-            "JUDGE_MCP_DB": str(db),
-        }
-    )
-    return App(settings, store=Store(db))
-
-
 async def bench(scripted, responder, dataset: Path, method: str, tmp_path: Path, db_name: str = "bench.db", **kw) -> tuple[dict, Any]:
     server = kw.pop("server", None) or scripted(responder)
-    app = make_app(server.base_url, tmp_path / db_name, kw.pop("app_concurrency", 4))
+    env = app_env(server, tmp_path / db_name, JUDGE_MCP_MAX_RETRIES="0", JUDGE_MCP_CONCURRENCY=str(kw.pop("app_concurrency", 4)))
+    app = make_app(env)
     try:
         summary = await run(app, RunSpec(dataset=dataset, method=method, **kw), progress_stream=io.StringIO())
     finally:
@@ -573,8 +559,7 @@ def test_report_is_self_contained_with_the_charts():
 @pytest.mark.model
 async def test_bench_on_the_embedded_model(tmp_path):
     """One fixture pair, pointwise, on the bundled SmolLM2: the harness runs end to end on the local backend."""
-    settings = load_settings({"JUDGE_MCP_BACKEND": "local", "JUDGE_MCP_DB": str(tmp_path / "judge.db")})
-    app = App(settings, store=Store(tmp_path / "bench.db"))
+    app = make_app({"JUDGE_MCP_BACKEND": "local", "JUDGE_MCP_DB": str(tmp_path / "judge.db")}, store=Store(tmp_path / "bench.db"))
     try:
         summary = await run(app, RunSpec(dataset=PAIRS, method="pointwise", limit=1), progress_stream=io.StringIO())
     finally:

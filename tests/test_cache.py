@@ -5,47 +5,32 @@ every waiter and are not cached, and no API key ever lands in the database file.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from judge_mcp.backends.anthropic import AnthropicBackend
 from judge_mcp.backends.base import Backend, Completion, user
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.methods.call_cache import CallCache
-from judge_mcp.backends.openai_compat import OpenAICompatBackend
 from judge_mcp.methods.judge import Judge
 from judge_mcp.store import Store
-from tests.scripted import Reply, ScriptedServer
-from tests.scripted_anthropic import ScriptedAnthropicServer
+from tests.scripted import Reply
 
 KEY = "sk-cache-test-0d15ea5e-never-stored"
 
 
 @pytest.fixture
-async def http() -> AsyncIterator[Callable[..., tuple[Backend, Any]]]:
+def http(make_backend) -> Callable[..., tuple[Backend, Any]]:
     """http(responder, kind="openai", **backend_kwargs) -> (backend, server), with KEY configured."""
-    servers: list[Any] = []
-    backends: list[Backend] = []
 
     def make(responder: Any, kind: str = "openai", model: str = "cache-model", **kwargs: Any) -> tuple[Backend, Any]:
-        server = (ScriptedServer if kind == "openai" else ScriptedAnthropicServer)(responder).start()
-        servers.append(server)
-        kwargs.setdefault("max_retries", 1)
-        kwargs.setdefault("backoff_base_s", 0.01)
-        cls = OpenAICompatBackend if kind == "openai" else AnthropicBackend
-        backend = cls(f"cache-{kind}", model, base_url=server.base_url, api_key=KEY, **kwargs)
-        backends.append(backend)
-        return backend, server
+        defaults = {"max_retries": 1, "backoff_base_s": 0.01, "api_key": KEY}
+        return make_backend(responder, kind, name=f"cache-{kind}", model=model, **{**defaults, **kwargs})
 
-    yield make
-    for backend in backends:
-        await backend.aclose()
-    for server in servers:
-        server.stop()
+    return make
 
 
 async def gather(n: int, fn: Callable[[], Any]) -> list[Any]:

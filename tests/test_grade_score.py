@@ -26,7 +26,8 @@ from judge_mcp.methods.judge import Judge
 from judge_mcp.methods.unrelated_pool import BUILTIN_POOL, call_seed, choose_unrelated, insertion_position, pick, shared_pool_enabled
 from judge_mcp.validation import InputError
 from judge_mcp.verdicts import GradeTrial
-from tests.scripted import Reply
+from tests.helpers import Rendezvous
+
 
 H = lambda *ps: -sum(p * math.log2(p) for p in ps if p)  # noqa: E731 - entropy, for hand-computed expectations
 
@@ -327,7 +328,8 @@ async def test_nothing_parsed_gives_no_scores(make_judge):
 
 
 async def test_trials_run_concurrently_and_report_progress(make_judge):
-    judge, server = make_judge(lambda p: Reply(content=answer(p, 1), delay_s=0.3))
+    together = Rendezvous(len(OPTIONS), lambda p: answer(p, 1))  # every trial waits until all are in flight
+    judge, server = make_judge(together)
     events: list[tuple[float, float | None]] = []
     lock = threading.Lock()
 
@@ -337,7 +339,7 @@ async def test_trials_run_concurrently_and_report_progress(make_judge):
 
     judge = Judge(judge.backend, judge.cache, judge.store, progress=progress)
     await grade_score_options(judge, instruction=INSTRUCTION, options=OPTIONS)
-    assert server.max_in_flight >= 2
+    assert (together.met, together.broken) == (len(OPTIONS), 0) and server.max_in_flight == len(OPTIONS)
     assert sorted(events) == [(1, 4), (2, 4), (3, 4), (4, 4)]
 
 

@@ -15,6 +15,7 @@ from judge_mcp.backends.base import user
 
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.backends.openai_compat import OpenAICompatBackend
+from tests.helpers import Rendezvous
 from tests.scripted import Reply
 
 
@@ -102,12 +103,13 @@ async def test_the_pool_keeps_one_connection_per_allowed_request_alive(scripted)
     20 alive and reconnected above that)."""
     import anyio
 
-    server = scripted(lambda p: Reply(content="ok", delay_s=0.05))
+    together = Rendezvous(32, lambda p: "ok")  # each burst is answered only once all 32 requests are in flight
+    server = scripted(together)
     backend = OpenAICompatBackend("pool", "m", base_url=server.base_url, max_retries=0, concurrency=32)
     for burst in range(2):
         async with anyio.create_task_group() as tg:
             for k in range(32):
                 tg.start_soon(backend.complete, user(f"burst {burst} call {k}"))
     await backend.aclose()
-    assert len(server.requests) == 64 and server.max_in_flight == 32
+    assert len(server.requests) == 64 and (together.met, together.broken) == (64, 0) and server.max_in_flight == 32
     assert len(server.connections) == 32

@@ -22,6 +22,7 @@ import pytest
 from judge_mcp.backends import BackendError, user
 from judge_mcp.backends import local
 from judge_mcp.backends.local import LocalBackend, LoadedModel, cap_free_strings, resolve_model_path
+from tests.helpers import Rendezvous
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -203,7 +204,6 @@ def install(path: Path, server: FakeServer, slots: int = 2) -> None:
 
 
 def ok_body(payload: dict) -> dict:
-    time.sleep(0.05)
     return {
         "choices": [{"message": {"role": "assistant", "content": '{"verdict": "A"}'}, "finish_reason": "stop"}],
         "model": "/somewhere/private/m.gguf",
@@ -223,13 +223,14 @@ async def test_completion_is_parsed_and_reports_the_file_name_not_the_path(tmp_p
 
 async def test_worker_threads_are_bounded_by_the_slots(tmp_path: Path, clean_registry):
     path = fake_gguf(tmp_path / "m.gguf")
-    server = FakeServer(ok_body)
+    pairs = Rendezvous(2, ok_body)  # answered two at a time, only when both slots are busy
+    server = FakeServer(pairs)
     install(path, server, slots=2)
     backends = [LocalBackend("a", str(path), concurrency=4), LocalBackend("b", str(path), concurrency=4)]
     async with anyio.create_task_group() as tg:
         for i in range(6):
             tg.start_soon(backends[i % 2].complete, user(f"q{i}"))
-    assert len(server.payloads) == 6
+    assert len(server.payloads) == 6 and (pairs.met, pairs.broken) == (6, 0)
     assert server.peak == 2  # one limiter per loaded model, shared by both backends
 
 

@@ -11,12 +11,12 @@ import anyio
 import pytest
 
 from judge_mcp.methods.call_cache import CallCache
-from judge_mcp.backends.openai_compat import OpenAICompatBackend
 from judge_mcp.methods import lwe
 from judge_mcp.methods.lwe import text as t
 from judge_mcp.methods.judge import Judge
 from judge_mcp.store import LweConflict, Store
 from judge_mcp.validation import InputError
+from tests.helpers import http_backend
 from tests.lwe_script import role_of, REFINED_MARK, LweScript
 from tests.scripted import Reply, ScriptedServer, prompt_text
 
@@ -26,7 +26,7 @@ def case(i: int) -> dict[str, str]:
 
 
 def make_own_judge(server: ScriptedServer, store: Store, *, structured: bool = True) -> Judge:
-    backend = OpenAICompatBackend("scripted", "scripted-model", base_url=server.base_url, max_retries=1, backoff_base_s=0.01)
+    backend = http_backend(server, max_retries=1, backoff_base_s=0.01)
     if not structured:
         backend.supports_json_schema = False
     return Judge(backend, CallCache(store), store)

@@ -16,7 +16,6 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from mcp import Client
 
 from tests.helpers import ACCEPT, INIT, HttpServer, as_reply, server_env, token_client
 from tests.judge_script import BAD, CAPITAL_Q, GOOD, RIGHT_INSTRUCTION, UniversalJudge

@@ -12,16 +12,16 @@ import pytest
 
 from judge_mcp.backends.base import user
 from judge_mcp.methods.call_cache import CallCache
-from judge_mcp.backends.openai_compat import OpenAICompatBackend
 from judge_mcp.methods import pairwise
 from judge_mcp.methods.judge import Judge
 from judge_mcp.store import APPLICATION_ID, Store, StoreError
+from tests.helpers import delayed, http_backend
 from tests.judge_script import UniversalJudge
 from tests.scripted import Reply, chat_body
 
 
-def backend_for(server) -> OpenAICompatBackend:
-    return OpenAICompatBackend("scripted", "scripted-model", base_url=server.base_url, max_retries=0)
+def backend_for(server):
+    return http_backend(server, max_retries=0)
 
 
 async def test_a_cancelled_caller_leaves_the_shared_call_to_the_others(scripted, store):
@@ -62,7 +62,7 @@ async def test_a_call_nobody_waits_for_is_cancelled_and_a_new_caller_starts_afre
 async def test_cancelling_one_compare_pair_never_breaks_an_identical_one(scripted, store):
     """The reported failure: "'NoneType' object has no attribute 'parse_ok'" in the surviving call."""
     slow = UniversalJudge()
-    server = scripted(lambda p: _delayed(slow(p)))
+    server = scripted(delayed(slow, 0.5))
     backend, cache = backend_for(server), CallCache(store)
     args = dict(prompt="What is the capital of Australia?", response_a="Sydney.", response_b="Canberra.")
     results = {}
@@ -78,12 +78,6 @@ async def test_cancelling_one_compare_pair_never_breaks_an_identical_one(scripte
     assert all(t.parse_ok for t in result.trials) and result.winner == "B" and result.consistent
     assert len(server.requests) == 2  # the two orders, each sent once and shared
     await backend.aclose()
-
-
-def _delayed(answer):
-    reply = answer if isinstance(answer, Reply) else Reply(content=answer)
-    reply.delay_s = 0.5
-    return reply
 
 
 async def test_a_lone_surrogate_in_the_answer_is_replaced_and_stored(scripted, store):
