@@ -9,7 +9,8 @@
 - an in-process App and its MCP server from environment values: `app_env`, `make_app` (fixture: `mcp_app`).
 - a `judge-mcp serve --transport http` subprocess: `HttpServer`, its environment `server_env`, `free_port`.
 - MCP over raw HTTP: `INIT`, `ACCEPT`, `token_client` (the official client with a bearer token).
-- concurrency: `Rendezvous` (a barrier inside a responder: the test knows the calls overlapped), `run_in_thread`.
+- concurrency: `Rendezvous` (a barrier inside a responder: the test knows the calls overlapped), `Hold` (answers
+  held until the test releases them: act while a call is surely in flight), `until` (wait for a state).
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from tests.scripted import Reply, Responder, ScriptedServer, server_env
 from tests.scripted_anthropic import ScriptedAnthropicServer
 
 __all__ = [
-    "ACCEPT", "INIT", "ROOT", "HttpServer", "Rendezvous", "app_env", "as_reply", "delayed", "free_port",
-    "http_backend", "make_app", "server_env", "start_scripted", "token_client",
+    "ACCEPT", "INIT", "ROOT", "Hold", "HttpServer", "Rendezvous", "app_env", "as_reply", "delayed", "free_port",
+    "http_backend", "make_app", "server_env", "start_scripted", "token_client", "until",
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -190,16 +191,20 @@ class Rendezvous:
     then answers with `responder`. Calls that really run concurrently meet; calls that do not (sequential, or fewer
     in flight than `parties`) break the barrier after `timeout_s`, which is counted in `broken` (the request is then
     answered anyway, so the test fails on its assertion, not on a connection error). `met` counts requests that met.
-    With `rounds`, only the first `rounds` groups wait; later requests are answered at once.
+    With `when`, only requests it accepts wait (the others are answered at once); with `rounds`, only the first
+    `rounds` groups wait.
     """
 
-    def __init__(self, parties: int, responder: Responder, *, timeout_s: float = 20.0, rounds: int | None = None):
-        self.parties, self.responder, self.rounds = parties, responder, rounds
+    def __init__(self, parties: int, responder: Responder, *, timeout_s: float = 20.0, rounds: int | None = None,
+                 when: Callable[[dict[str, Any]], bool] | None = None):
+        self.parties, self.responder, self.rounds, self.when = parties, responder, rounds, when
         self._barrier = threading.Barrier(parties, timeout=timeout_s)
         self._lock = threading.Lock()
         self.arrived = self.met = self.broken = 0
 
     def __call__(self, payload: dict[str, Any]) -> Reply | str:
+        if self.when is not None and not self.when(payload):
+            return self.responder(payload)
         with self._lock:
             self.arrived += 1
             waits = self.rounds is None or self.arrived <= self.rounds * self.parties
@@ -214,8 +219,42 @@ class Rendezvous:
         return self.responder(payload)
 
 
-def run_in_thread(fn: Callable[[], Any]) -> threading.Thread:
-    """Start `fn` in a daemon thread; returns the thread (join it)."""
-    thread = threading.Thread(target=fn, daemon=True)
-    thread.start()
-    return thread
+class Hold:
+    """A responder that holds the first `count` requests (of those `when` accepts) until `release()`, then answers
+    them with `responder`; later requests are answered at once. `arrived` is set once `count` requests are held.
+    It stands in for a slow model without guessing how slow: the test acts while the calls are surely in flight,
+    then releases them. (A held request is answered anyway after `timeout_s`, so a failing test does not hang.)"""
+
+    def __init__(self, responder: Responder, *, count: int = 1, when: Callable[[dict[str, Any]], bool] | None = None,
+                 timeout_s: float = 20.0):
+        self.responder, self.count, self.when, self.timeout_s = responder, count, when, timeout_s
+        self.arrived = threading.Event()
+        self._released = threading.Event()
+        self._lock = threading.Lock()
+        self.held = 0
+
+    def __call__(self, payload: dict[str, Any]) -> Reply | str:
+        take = False
+        if self.when is None or self.when(payload):
+            with self._lock:
+                if self.held < self.count:
+                    self.held += 1
+                    take = True
+                    if self.held == self.count:
+                        self.arrived.set()
+        if take:
+            self._released.wait(self.timeout_s)
+        return self.responder(payload)
+
+    def release(self) -> None:
+        self._released.set()
+
+
+async def until(predicate: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    """Wait (on the event loop) until `predicate()` holds; fails after `timeout_s`. For a state the test cannot be
+    told about directly (e.g. how many callers wait on a shared call); it orders nothing by time."""
+    import anyio
+
+    with anyio.fail_after(timeout_s):
+        while not predicate():
+            await anyio.sleep(0.005)

@@ -19,8 +19,8 @@ from typing import Any
 import anyio
 from mcp import Client
 
-from tests.helpers import ROOT, HttpServer, delayed, server_env
-from tests.lwe_script import REFINED_MARK, LweScript
+from tests.helpers import ROOT, Hold, HttpServer, delayed, server_env
+from tests.lwe_script import REFINED_MARK, LweScript, role_of
 
 def case(i: int) -> dict[str, Any]:
     return {"prompt": f"Crash question {i}?", "response_a": f"answer one to {i}", "response_b": f"answer two to {i}"}
@@ -73,8 +73,9 @@ async def call_lwe(url: str, arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_kill_during_refinement_then_restart_completes_it(scripted, tmp_path):
-    script = LweScript("first", refine_delay_s=60, slow_refines=1)  # the first refine call hangs
-    backend = scripted(script)
+    script = LweScript("first")
+    hold = Hold(script, when=lambda payload: role_of(payload) == "refine", timeout_s=60)  # the first refine call hangs
+    backend = scripted(hold)
     db = tmp_path / "crash.db"
     log = tmp_path / "server.log"
 
@@ -97,7 +98,7 @@ def test_kill_during_refinement_then_restart_completes_it(scripted, tmp_path):
                             pass
 
                     tg.start_soon(fourth)
-                    started = await anyio.to_thread.run_sync(script.refine_started.wait, 20)
+                    started = await anyio.to_thread.run_sync(hold.arrived.wait, 20)
                     assert started, "the refine call never reached the backend"
                     await anyio.to_thread.run_sync(server.kill)
                     tg.cancel_scope.cancel()
@@ -106,7 +107,7 @@ def test_kill_during_refinement_then_restart_completes_it(scripted, tmp_path):
     finally:
         server.kill()
     assert server.proc.returncode == -signal.SIGKILL
-    assert script.roles["refine"] == 1
+    assert [role_of(p) for p in backend.requests].count("refine") == 1 and hold.held == 1  # the one refine, never answered
 
     state = db_state(db, "crash")
     assert [v["reason"] for v in state["versions"]] == ["initial"]  # no half-written version
