@@ -105,6 +105,7 @@ class HttpServer:
 
     def __init__(self, env: dict[str, str], *, host: str = "127.0.0.1", log: Path | None = None, verbose: bool = False):
         self.host, self.port, self.log_path = host, free_port(), log
+        self.killed = threading.Event()  # set by kill(): errors a client sees after it are expected
         args = [sys.executable, "-m", "judge_mcp"] + (["-v"] if verbose else [])
         args += ["serve", "--transport", "http", "--host", host, "--port", str(self.port)]
         if log is None:
@@ -140,6 +141,7 @@ class HttpServer:
 
     def kill(self) -> None:
         """SIGKILL: no shutdown code runs, exactly like a crash."""
+        self.killed.set()
         if self.proc.poll() is None:
             os.kill(self.proc.pid, signal.SIGKILL)
         self.proc.wait(timeout=10)

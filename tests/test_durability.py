@@ -79,7 +79,7 @@ def test_kill_9_during_a_burst_of_verdict_and_cache_writes(scripted, tmp_path: P
             with anyio.move_on_after(60):
                 async with anyio.create_task_group() as tg:
                     for c in range(6):
-                        tg.start_soon(_quietly, client_loop, c)
+                        tg.start_soon(_until_killed, server, client_loop, c)
                     # kill once this life has written some rows, at a random moment in the write stream
                     while len(done) < 6:
                         await anyio.sleep(0.02)
@@ -118,12 +118,13 @@ def test_kill_9_during_a_burst_of_verdict_and_cache_writes(scripted, tmp_path: P
     assert len(check_database(db)["verdicts"]) == rows_before + 1
 
 
-async def _quietly(fn, *args) -> None:
-    """Run a client until the server dies under it (its errors are expected then)."""
+async def _until_killed(server: HttpServer, fn, *args) -> None:
+    """Run a client until the server dies under it: its errors are expected after the kill, and fail the test before."""
     try:
         await fn(*args)
     except Exception:  # noqa: BLE001 - connection errors after the kill
-        pass
+        if not server.killed.is_set():
+            raise
 
 
 def test_many_concurrent_http_clients_lose_no_verdict(scripted, tmp_path: Path) -> None:

@@ -443,6 +443,7 @@ async def test_infer_instruction_reward_through_mcp(mcp_app):
 @pytest.mark.model
 async def test_embedded_model_returns_a_well_formed_result(tmp_path):
     from judge_mcp.backends import build_backend
+    from judge_mcp.backends.local import ModelNotFoundError
     from judge_mcp.methods.call_cache import CallCache
     from judge_mcp.config import BackendConfig
     from judge_mcp.store import Store
@@ -450,7 +451,7 @@ async def test_embedded_model_returns_a_well_formed_result(tmp_path):
     try:
         # one attempt, generous timeout: a timed-out attempt keeps generating in its thread on the 2 CI cores
         backend = build_backend(BackendConfig(name="local", kind="local", timeout_s=600, max_retries=0))
-    except Exception as exc:  # pragma: no cover - the model package is not installed
+    except ModelNotFoundError as exc:  # the model package is not installed (any other failure fails the test)
         pytest.skip(f"embedded model unavailable: {exc}")
     store = Store(tmp_path / "judge.db")
     try:
@@ -464,12 +465,10 @@ async def test_embedded_model_returns_a_well_formed_result(tmp_path):
         store.close()
     assert result.model.startswith("local/") and [r.index for r in result.results] == [0, 1]
     assert sorted(result.ranking) == [0, 1] and result.usage.calls >= 2 and result.usage.completion_tokens > 0
+    # schema-constrained decoding: every answer parses, whatever this tiny model infers
+    assert all(item.parse_ok and item.inferred_instruction for item in result.results), result.results
     for item in result.results:
-        assert 0.0 <= item.reward <= 1.0
-        if item.parse_ok:
-            assert item.inferred_instruction and item.reward == pytest.approx(
-                sim.f1(item.inferred_instruction, "What is the capital of France?"), abs=1e-6)
-        else:
-            assert item.reward == 0.0 and item.extraction_reward is not None
-    parsed = [r for r in result.results if r.parse_ok]
-    assert (result.best_index is None) or result.best_index in [r.index for r in parsed]
+        assert item.reward == pytest.approx(sim.f1(item.inferred_instruction, "What is the capital of France?"), abs=1e-6)
+    assert result.ranking == sorted([0, 1], key=lambda i: -result.results[i].reward)
+    tie = result.results[0].reward == result.results[1].reward
+    assert result.best_index == (None if tie else result.ranking[0])

@@ -153,11 +153,15 @@ def test_the_store_error_is_not_raised_for_other_failures_inside_a_transaction(t
 def test_sqlite_errors_do_not_escape_as_raw_sqlite_errors(tmp_path: Path) -> None:
     store = Store(tmp_path / "judge.db")
     try:
-        with pytest.raises(StoreError, match="could not read"):
+        with pytest.raises(StoreError, match="could not read") as read:
             store.query("SELECT * FROM no_such_table")
-        with pytest.raises(StoreError):
+        with pytest.raises(StoreError, match="could not write") as write:
             with store.transaction() as db:
                 db.execute("INSERT INTO no_such_table VALUES (1)")
-        assert not isinstance(StoreError("x"), sqlite3.Error)
+        for raised in (read.value, write.value):
+            # what was raised is not an sqlite3 error (an `except sqlite3.Error` caller never sees it), but it keeps
+            # the original as its cause and names the file and the problem
+            assert not isinstance(raised, sqlite3.Error) and isinstance(raised.__cause__, sqlite3.Error)
+            assert str(tmp_path / "judge.db") in str(raised) and "no_such_table" in str(raised)
     finally:
         store.close()
