@@ -7,7 +7,8 @@
 - shaping replies: `as_reply`, `delayed` (latency only; never to order events).
 - a remote backend on a scripted server: `http_backend(server, ...)` (fixtures: `make_judge` in conftest.py).
 - an in-process App and its MCP server from environment values: `app_env`, `make_app` (fixture: `mcp_app`).
-- a `judge-mcp serve --transport http` subprocess: `HttpServer`, its environment `server_env`, `free_port`.
+- a `judge-mcp` subprocess: its environment `server_env` (or `clean_env`), `HttpServer` (serve --transport http),
+  `free_port`.
 - MCP over raw HTTP: `INIT`, `ACCEPT`, `token_client` (the official client with a bearer token).
 - concurrency: `Rendezvous` (a barrier inside a responder: the test knows the calls overlapped), `Hold` (answers
   held until the test releases them: act while a call is surely in flight), `until` (wait for a state).
@@ -26,11 +27,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.scripted import Reply, Responder, ScriptedServer, server_env
+from tests.scripted import Reply, Responder, ScriptedServer
 from tests.scripted_anthropic import ScriptedAnthropicServer
 
 __all__ = [
-    "ACCEPT", "INIT", "ROOT", "Hold", "HttpServer", "Rendezvous", "app_env", "as_reply", "delayed", "free_port",
+    "ACCEPT", "INIT", "ROOT", "Hold", "HttpServer", "Rendezvous", "app_env", "as_reply", "clean_env", "delayed", "free_port",
     "http_backend", "make_app", "server_env", "start_scripted", "token_client", "until",
 ]
 
@@ -80,7 +81,7 @@ def app_env(server: ScriptedServer, db: Path | str, **extra: str) -> dict[str, s
 
 
 def make_app(env: dict[str, str], store: Any = None):
-    """An App from environment values (nothing else of os.environ is read); `store` replaces the one it would open."""
+    """An App from these environment values (`load_settings(env)`); `store` replaces the one it would open."""
     from judge_mcp.app import App
     from judge_mcp.config import load_settings
 
@@ -88,6 +89,21 @@ def make_app(env: dict[str, str], store: Any = None):
 
 
 # ---- a server subprocess -------------------------------------------------------------------------------------------
+def clean_env(*, drop: tuple[str, ...] = (), **extra: str) -> dict[str, str]:
+    """This process's environment without judge-mcp or provider variables (nor the names in `drop`), plus `extra`:
+    for subprocesses, so that nothing of the developer's own configuration leaks into a test."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_MCP_", "OPENAI_", "ANTHROPIC_")) and k not in drop}
+    env.update(extra)
+    return env
+
+
+def server_env(base_url: str, db: Path | str, **extra: str) -> dict[str, str]:
+    """Environment for a `judge-mcp` subprocess (serve, bench, sessions) talking to an OpenAI-compatible backend at
+    `base_url` with its database at `db`; `extra` adds or overrides."""
+    return clean_env(**{"JUDGE_MCP_BACKEND": "openai", "JUDGE_MCP_BASE_URL": base_url, "JUDGE_MCP_MODEL": "scripted-model",
+                        "JUDGE_MCP_DB": str(db), **extra})
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

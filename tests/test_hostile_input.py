@@ -28,7 +28,7 @@ from mcp import Client
 from judge_mcp.validation import MAX_TEXT_CHARS, MAX_TOTAL_CHARS
 from judge_mcp.verdicts import ComparePairResult, FlipResult, GradeScoreResult, LweResult, LweSessionResult
 from tests.helpers import ACCEPT, INIT, HttpServer, server_env
-from tests.judge_script import BAD, CAPITAL_Q, GOOD, RIGHT_INSTRUCTION, UniversalJudge
+from tests.judge_script import BAD, CAPITAL_Q, GOOD, PAIR, RIGHT_INSTRUCTION, UniversalJudge
 
 OUTPUT_MODELS = {
     "compare_pair": ComparePairResult,
@@ -191,7 +191,6 @@ async def test_properties_leave_the_database_sound(hostile_server) -> None:
 
 
 # ---- named hostile cases ---------------------------------------------------------------------------------------------
-PAIR = {"prompt": CAPITAL_Q, "response_a": BAD, "response_b": GOOD}
 FLIP = {"instruction": RIGHT_INSTRUCTION, "responses": [BAD, GOOD]}
 GRADE = {"instruction": CAPITAL_Q, "options": [BAD, GOOD]}
 LWE = {**PAIR, "session": "hostile"}

@@ -6,7 +6,6 @@ no lost or twice-used feedback item, and a restarted server must carry on from t
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import sqlite3
@@ -19,7 +18,7 @@ from typing import Any
 import anyio
 from mcp import Client
 
-from tests.helpers import ROOT, Hold, HttpServer, delayed, server_env
+from tests.helpers import ROOT, Hold, HttpServer, clean_env, delayed, server_env
 from tests.lwe_script import REFINED_MARK, LweScript, role_of
 
 def case(i: int) -> dict[str, Any]:
@@ -149,7 +148,7 @@ def test_kill_during_refinement_then_restart_completes_it(scripted, tmp_path):
     assert [f["status"] for f in state["feedback"]] == ["used"] * 4 + ["pending"]
 
     # the CLI reads the same state
-    env = dict(os.environ, JUDGE_MCP_DB=str(db))
+    env = clean_env(JUDGE_MCP_DB=str(db))
     out = subprocess.run([sys.executable, "-m", "judge_mcp", "sessions", "export", "crash"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     exported = json.loads(out.stdout)

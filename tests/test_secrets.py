@@ -18,12 +18,11 @@ import httpx
 import pytest
 
 from tests.helpers import ACCEPT, INIT, HttpServer, as_reply, server_env, token_client
-from tests.judge_script import BAD, CAPITAL_Q, GOOD, RIGHT_INSTRUCTION, UniversalJudge
+from tests.judge_script import BAD, CAPITAL_Q, GOOD, PAIR, RIGHT_INSTRUCTION, UniversalJudge
 from tests.scripted import Reply, chat_body
 
 KEY = "sk-live-SECRETKEY-4f7d2a9c81e0"
 TOKEN = "http-token-SECRETTOKEN-9b3e55"
-PAIR = {"prompt": CAPITAL_Q, "response_a": BAD, "response_b": GOOD}
 CALLS: list[tuple[str, dict[str, Any]]] = [
     ("compare_pair", PAIR),
     ("infer_instruction_reward", {"instruction": RIGHT_INSTRUCTION, "responses": [BAD, GOOD]}),

@@ -12,10 +12,9 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from tests.helpers import ACCEPT, INIT, HttpServer, server_env, token_client
-from tests.judge_script import BAD, GOOD, correct_judge, first_position_judge
+from tests.judge_script import GOOD, PAIR, correct_judge, first_position_judge
 from tests.scripted import Reply
 
-PAIR = {"prompt": "What is the capital of Australia?", "response_a": BAD, "response_b": GOOD}
 TOOLS = {"compare_pair", "infer_instruction_reward", "grade_score_options", "lwe_judge", "lwe_session"}
 
 

@@ -6,7 +6,6 @@ disk is full", exactly as on a full file system), on the server's real store fil
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from mcp import Client
 
 from judge_mcp.methods import lwe
 from judge_mcp.store import Store, StoreError
+from tests.helpers import clean_env
 from tests.judge_script import BAD, GOOD, UniversalJudge
 
 BIG = "x" * 20_000  # more than a few pages, so a write must grow the file
@@ -55,7 +55,7 @@ def test_a_database_that_cannot_be_opened_is_named(tmp_path: Path, kind: str) ->
 def test_cli_reports_an_unopenable_database_without_a_traceback(tmp_path: Path) -> None:
     path = tmp_path / "judge.db"
     path.mkdir()
-    env = {**os.environ, "JUDGE_MCP_DB": str(path)}
+    env = clean_env(JUDGE_MCP_DB=str(path))
     for argv in (["sessions", "list"], ["serve"]):
         done = subprocess.run([sys.executable, "-m", "judge_mcp", *argv], env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
         assert done.returncode == 2, done.stderr

@@ -16,9 +16,8 @@ from mcp import Client
 from judge_mcp.server import build_server
 from judge_mcp.store import Store
 from tests.helpers import app_env, make_app
-from tests.judge_script import BAD, CAPITAL_Q, GOOD, UniversalJudge
+from tests.judge_script import PAIR, UniversalJudge
 
-PAIR = {"prompt": CAPITAL_Q, "response_a": BAD, "response_b": GOOD}
 
 
 def _server(scripted, db: Path, busy_timeout_s: float):
