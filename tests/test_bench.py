@@ -10,6 +10,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -455,12 +456,16 @@ def _done_items(db: Path) -> set[str]:
 def test_killed_run_resumes_without_redoing_finished_items(scripted, tmp_path):
     """A real `judge-mcp bench` process is killed mid-run; the re-run asks only about items not finished."""
     seen: list[str] = []
+    release = threading.Event()
 
-    def slow(payload):
-        seen.append(item_of(last_user(payload)))
-        return Reply(content=correct_judge(payload), delay_s=0.3)
+    def two_items_then_held(payload):
+        item = item_of(last_user(payload))
+        seen.append(item)
+        if item not in list(dict.fromkeys(seen))[:2]:
+            release.wait(60)  # every item after the first two waits until the re-run: the kill surely lands mid-run
+        return correct_judge(payload)
 
-    server = scripted(slow)
+    server = scripted(two_items_then_held)
     db = tmp_path / "bench.db"
     env = server_env(server.base_url, tmp_path / "judge.db", JUDGE_MCP_MAX_RETRIES="0", JUDGE_MCP_CONCURRENCY="1")
     cmd = [sys.executable, "-m", "judge_mcp", "bench", str(PAIRS), "--method", "grp", "--db", str(db), "--quiet"]
@@ -471,7 +476,8 @@ def test_killed_run_resumes_without_redoing_finished_items(scripted, tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
     finished = _done_items(db)
-    assert 2 <= len(finished) < 6, finished
+    assert finished == set(list(dict.fromkeys(seen))[:2]), finished  # the two items answered, nothing else
+    release.set()
     before = len(seen)
 
     out = tmp_path / "summary.json"

@@ -17,6 +17,7 @@ from judge_mcp.backends.errors import BackendError
 from judge_mcp.methods.call_cache import CallCache
 from judge_mcp.methods.judge import Judge
 from judge_mcp.store import Store
+from tests.helpers import Hold, Rendezvous, until
 from tests.scripted import Reply
 
 KEY = "sk-cache-test-0d15ea5e-never-stored"
@@ -49,16 +50,34 @@ async def gather(n: int, fn: Callable[[], Any]) -> list[Any]:
     return out
 
 
+async def gather_while_held(n: int, fn: Callable[[], Any], hold: Hold, cache: CallCache) -> list[Any]:
+    """gather(n, fn) against a backend that holds the call until all n callers wait on that one call in flight (so
+    none of them can have been answered from SQLite instead)."""
+    out: list[Any] = []
+
+    async def run() -> None:
+        out.extend(await gather(n, fn))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        assert await anyio.to_thread.run_sync(hold.arrived.wait, 10)
+        await until(lambda: [f.waiters for f in cache._inflight.values()] == [n])
+        hold.release()
+    return out
+
+
 def cache_rows(store: Store) -> int:
     return store.query("SELECT COUNT(*) AS n FROM call_cache")[0]["n"]
 
 
 async def test_identical_requests_in_flight_share_one_call(http, store):
-    backend, server = http(lambda p: Reply(content="shared answer", delay_s=0.4, prompt_tokens=12, completion_tokens=4))
-    judge = Judge(backend, CallCache(store), store)
+    hold = Hold(lambda p: Reply(content="shared answer", prompt_tokens=12, completion_tokens=4))
+    backend, server = http(hold)
+    cache = CallCache(store)
+    judge = Judge(backend, cache, store)
     request = user("judge this", system="be fair")
 
-    results: list[Completion] = await gather(5, lambda: judge.complete(request))
+    results: list[Completion] = await gather_while_held(5, lambda: judge.complete(request), hold, cache)
 
     assert len(server.requests) == 1
     assert [r.text for r in results] == ["shared answer"] * 5
@@ -113,14 +132,15 @@ async def test_cache_is_per_backend_identity(http, store):
 
 async def test_samples_are_never_cached(http, store):
     counter = iter(range(100))
-    backend, server = http(lambda p: Reply(content=f"sample {next(counter)}", delay_s=0.2))
+    together = Rendezvous(3, lambda p: f"sample {next(counter)}", rounds=1)  # the three concurrent samples all go out
+    backend, server = http(together)
     judge = Judge(backend, CallCache(store), store)
     request = user("q", temperature=0.8)
 
     concurrent = await gather(3, lambda: judge.complete(request))
     again = await judge.complete(request)
 
-    assert len(server.requests) == 4
+    assert (together.met, together.broken) == (3, 0) and len(server.requests) == 4
     assert len({c.text for c in concurrent} | {again.text}) == 4  # every sample is its own answer
     assert (judge.calls, judge.cached_calls) == (4, 0)
     assert cache_rows(store) == 0
@@ -131,13 +151,14 @@ async def test_a_failure_reaches_every_waiter_and_is_not_cached(http, store, sta
     state = {"fail": True}
 
     def respond(payload: dict[str, Any]) -> Reply | str:
-        return Reply(status=status, delay_s=0.3) if state["fail"] else "recovered"
+        return Reply(status=status) if state["fail"] else "recovered"
 
-    backend, server = http(respond)
+    hold = Hold(respond)
+    backend, server = http(hold)
     cache = CallCache(store)
     request = user("q")
 
-    outcomes = await gather(4, lambda: cache.complete(backend, request))
+    outcomes = await gather_while_held(4, lambda: cache.complete(backend, request), hold, cache)
 
     assert len(server.requests) == sent
     assert len(outcomes) == 4 and all(isinstance(o, BackendError) for o in outcomes)
