@@ -5,7 +5,7 @@
   tests/scripted_anthropic.py (Anthropic Messages). Scripted judges: tests/judge_script.py (every tool, plus the
   fault wrapper and the known-verdict cases), tests/lwe_script.py (each LWE step).
 - shaping replies: `as_reply`, `delayed` (latency only; never to order events).
-- a remote backend on a scripted server: `http_backend(server, ...)` (fixtures: `make_judge` in conftest.py).
+- a remote backend on a scripted server: `http_backend(server, ...)` (fixtures: `make_backend`, `make_judge`).
 - an in-process App and its MCP server from environment values: `app_env`, `make_app` (fixture: `mcp_app`).
 - a `judge-mcp` subprocess: its environment `server_env` (or `clean_env`), `HttpServer` (serve --transport http),
   `free_port`.
