@@ -225,9 +225,6 @@ class Store:
             with self._read_lock:
                 self.reader.close()
 
-    def integrity_ok(self) -> bool:
-        return self.query("PRAGMA integrity_check")[0]["integrity_check"] == "ok"
-
     # ---- call cache ---------------------------------------------------------------------------------------------
     def cache_get(self, key: str) -> dict[str, Any] | None:
         """A pure read: a hit writes nothing (the `hits` column is no longer counted), so it never waits for a lock."""

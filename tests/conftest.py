@@ -1,17 +1,18 @@
-"""Shared fixtures: a scripted OpenAI-compatible server on 127.0.0.1, a temp store, and a Judge wired to both."""
+"""Shared fixtures: scripted model servers on 127.0.0.1, a temp store, a Judge wired to both, and the real MCP server
+on a scripted backend. What they build is made by tests/helpers.py (the one place for servers, apps and ports)."""
 
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from judge_mcp.methods.call_cache import CallCache
-from judge_mcp.backends.openai_compat import OpenAICompatBackend
 from judge_mcp.methods.judge import Judge
 from judge_mcp.store import Store
+from tests.helpers import app_env, http_backend, make_app, start_scripted
 from tests.scripted import Responder, ScriptedServer
 
 
@@ -39,11 +40,12 @@ def store(tmp_path: Path) -> Iterator[Store]:
 
 @pytest.fixture
 def scripted() -> Iterator[callable]:
-    """scripted(responder) -> a started ScriptedServer, stopped after the test."""
+    """scripted(responder, kind="openai") -> a started scripted server ("anthropic": the Messages wire format),
+    stopped after the test."""
     servers: list[ScriptedServer] = []
 
-    def start(responder: Responder) -> ScriptedServer:
-        server = ScriptedServer(responder).start()
+    def start(responder: Responder, kind: str = "openai") -> ScriptedServer:
+        server = start_scripted(responder, kind)
         servers.append(server)
         return server
 
@@ -53,45 +55,50 @@ def scripted() -> Iterator[callable]:
 
 
 @pytest.fixture
+async def make_backend(scripted) -> AsyncIterator[callable]:
+    """make_backend(responder, kind="openai", **backend_kwargs) -> (backend, server): the remote backend of that wire
+    format on a scripted server (name "scripted", model "scripted-model" unless given); closed after the test."""
+    backends = []
+
+    def make(responder: Responder, kind: str = "openai", **kwargs):
+        server = scripted(responder, kind)
+        backend = http_backend(server, **kwargs)
+        backends.append(backend)
+        return backend, server
+
+    yield make
+    for backend in backends:
+        await backend.aclose()
+
+
+@pytest.fixture
 def make_judge(scripted, store):
     """make_judge(responder, **backend_kwargs) -> (Judge, ScriptedServer): a real OpenAI-compatible backend over HTTP."""
-    backends: list[OpenAICompatBackend] = []
     cache = CallCache(store)
 
     def make(responder: Responder, **kwargs) -> tuple[Judge, ScriptedServer]:
         server = scripted(responder)
         kwargs.setdefault("max_retries", 1)
         kwargs.setdefault("backoff_base_s", 0.01)
-        backend = OpenAICompatBackend("scripted", "scripted-model", base_url=server.base_url, **kwargs)
-        backends.append(backend)
-        return Judge(backend, cache, store), server
+        return Judge(http_backend(server, **kwargs), cache, store), server
 
     return make
 
 
 @pytest.fixture
 def mcp_app(scripted, tmp_path: Path):
-    """mcp_app(responder, **env) -> (MCPServer, ScriptedServer): the real server wired to a scripted backend.
+    """mcp_app(responder, kind="openai", **env) -> (MCPServer, ScriptedServer): the real server wired to a scripted
+    backend of that wire format; `env` adds or overrides settings (JUDGE_MCP_MAX_RETRIES is 1 unless given).
 
     Connect with `async with mcp.Client(server) as client` (in memory). The database is a temp file.
     """
-    from judge_mcp.app import App
-    from judge_mcp.config import load_settings
     from judge_mcp.server import build_server
 
     apps = []
 
-    def make(responder: Responder, **env: str):
-        backend = scripted(responder)
-        values = {
-            "JUDGE_MCP_BACKEND": "openai",
-            "JUDGE_MCP_BASE_URL": backend.base_url,
-            "JUDGE_MCP_MODEL": "scripted-model",
-            "JUDGE_MCP_DB": str(tmp_path / "judge.db"),
-            "JUDGE_MCP_MAX_RETRIES": "1",
-            **env,
-        }
-        app = App(load_settings(values))
+    def make(responder: Responder, kind: str = "openai", **env: str):
+        backend = scripted(responder, kind)
+        app = make_app(app_env(backend, tmp_path / "judge.db", **{"JUDGE_MCP_MAX_RETRIES": "1", **env}))
         apps.append(app)
         return build_server(app), backend
 

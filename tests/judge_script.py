@@ -4,12 +4,17 @@ from the prompt's fences and answers as a correct judge would, by which shown an
 `UniversalJudge(good="Canberra")` prefers the answer containing `good`. With `gullible=ATTACK`, an answer holding
 the attack string wins instead (a judge that obeys injected text), which is how tests/test_injection.py checks the
 injection benchmark's arithmetic. LWE requests are answered by tests/lwe_script.LweScript("consistent") logic.
+
+Also here: `CASES` (each tool with arguments whose correct verdict is known), `Faulty` (a judge that fails in a chosen
+way, once per request or always), and two plain pairwise judges (`correct_judge`, `first_position_judge`).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from tests.lwe_script import LweScript, first_shown_is
@@ -24,6 +29,7 @@ GOOD, BAD = "The capital of Australia is Canberra.", "The capital of Australia i
 RIGHT_INSTRUCTION = "Name the capital city of Australia."
 PARAPHRASE = "Name the capital of Australia."
 WRONG_INSTRUCTION = "Write a short poem about the sea."
+PAIR = {"prompt": CAPITAL_Q, "response_a": BAD, "response_b": GOOD}
 
 
 def first_user(payload: dict[str, Any]) -> str:
@@ -111,3 +117,54 @@ def fence_follower(payload: dict[str, Any]) -> str:
     first = re.search(r"Answer\|>\n(.*?)\n<\|The End of Assistant A", text, re.S).group(1)
     return "My final verdict is: " + ("[[B>A]]" if "Sydney" in first else "[[A>B]]")
 
+
+
+# ---- every tool, with arguments whose correct verdict is known (GOOD is the right answer) ------------------------------
+# tool -> (arguments, how to read the verdict from the structured output, the correct verdict)
+CASES: dict[str, tuple[dict[str, Any], Callable[[dict], Any], Any]] = {
+    "compare_pair": (PAIR, lambda d: d["winner"], "B"),
+    "infer_instruction_reward": ({"instruction": RIGHT_INSTRUCTION, "responses": [BAD, GOOD]}, lambda d: d["best_index"], 1),
+    "grade_score_options": ({"instruction": CAPITAL_Q, "options": [BAD, GOOD, "I do not know."]}, lambda d: d["winner_index"], 1),
+    "lwe_judge": ({**PAIR, "session": "faults"}, lambda d: d["winner"], "B"),
+}
+
+
+class Faulty:
+    """Answers like `judge`, except: `mode="once"` fails the first attempt of every distinct request other than a
+    re-ask (so a retry, or the re-ask after an unreadable answer, gets through); `mode="always"` fails every request;
+    `mode="never"` fails none. Thread-safe (the scripted server is threaded)."""
+
+    def __init__(self, fault: Callable[[], Reply], mode: str, judge: Callable[[dict], Reply | str] | None = None):
+        self.fault, self.mode = fault, mode
+        self.judge = judge or UniversalJudge()
+        self.seen: set[str] = set()
+        self.faults = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, payload: dict[str, Any]) -> Reply | str:
+        key = json.dumps(payload, sort_keys=True)
+        with self._lock:
+            first = key not in self.seen
+            self.seen.add(key)
+            reask = any(m.get("role") == "assistant" for m in payload.get("messages", []))
+            fail = self.mode == "always" or (self.mode == "once" and first and not reask)
+            if fail:
+                self.faults += 1
+        return self.fault() if fail else self.judge(payload)
+
+
+# ---- plain pairwise judges (structured answers) --------------------------------------------------------------------------
+def _shown_first(payload: dict) -> str:
+    text = prompt_text(payload)
+    return re.search(r"<\|The Start of Assistant A's Answer\|>\n(.*?)\n<\|The End", text, re.S).group(1)
+
+
+def correct_judge(payload: dict) -> str:
+    """Says the answer mentioning Sydney is worse, wherever it is shown."""
+    bad_first = "Sydney" in _shown_first(payload)
+    return json.dumps({"own_answer": "Canberra.", "evaluation": "One says Sydney.", "verdict": "[[B>A]]" if bad_first else "[[A>B]]"})
+
+
+def first_position_judge(payload: dict) -> str:
+    """Position-biased: always says the first-shown answer is better."""
+    return json.dumps({"own_answer": "x", "evaluation": "y", "verdict": "[[A>B]]"})

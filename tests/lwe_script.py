@@ -1,12 +1,12 @@
 """A scripted LWE model for tests: it recognises each LWE request (vanilla, case prompt, case verdict, feedback,
-refine, condense) and answers according to a chosen behaviour. Shared by tests/test_lwe.py and
-tests/test_lwe_crash.py (where it also runs as a standalone process)."""
+refine, condense) and answers according to a chosen behaviour. Shared by tests/test_lwe.py, tests/test_lwe_crash.py
+and bench/perf.py. To act while a refine call is in flight, wrap the script in tests/helpers.Hold with
+`when=lambda p: role_of(p) == "refine"`."""
 
 from __future__ import annotations
 
 import json
 import threading
-import time
 from collections import Counter
 from typing import Any
 
@@ -46,19 +46,15 @@ class LweScript:
     "vanilla_garbage" (vanilla verdicts unreadable; the rest position-biased).
 
     `structured` answers as JSON (the OpenAI-compatible backend asks for a schema); else the paper's text grammar.
-    `refine_delay_s` slows refine calls (the first `slow_refines` of them); `refine_text(n, meta)` writes the n-th
-    refinement's meta-prompt.
+    `refine_text(n, meta)` writes the n-th refinement's meta-prompt.
     """
 
-    def __init__(self, behaviour: str = "first", *, structured: bool = True, refine_delay_s: float = 0.0, slow_refines: int = 10**6, refine_text=None, feedback_reply=None):
+    def __init__(self, behaviour: str = "first", *, structured: bool = True, refine_text=None, feedback_reply=None):
         self.behaviour = behaviour
         self.structured = structured
-        self.refine_delay_s = refine_delay_s
-        self.slow_refines = slow_refines
         self.refine_text = refine_text or (lambda n, meta: f"{REFINED_MARK} {n}\nGenerate an evaluation prompt for the example. Require the final judgment as '[[A]]' or '[[B]]'.")
         self.feedback_reply = feedback_reply  # feedback_reply(n) -> Reply | str overrides the feedback answers
         self.roles: Counter[str] = Counter()
-        self.refine_started = threading.Event()
         self._lock = threading.Lock()
 
     def verdict(self, side: str) -> str:
@@ -88,22 +84,9 @@ class LweScript:
             answer = {"score": 3, "label": "Not sure", "learned tips": f"tip {n}: compare both answers to the question", "reasoning": "position may have mattered"}
             return json.dumps(answer) if self.structured else "Here: " + json.dumps(answer)
         if role == "refine":
-            self.refine_started.set()
             meta = text.split("[[[The Start of Current Meta Prompt]]]", 1)[1].split("[[[The End of Current Meta Prompt]]]", 1)[0]
-            reply = Reply(content=self.refine_text(n, meta.strip()))
-            if n <= self.slow_refines:
-                reply.delay_s = self.refine_delay_s
-            return reply
+            return self.refine_text(n, meta.strip())
         if role == "condense":
             meta = text.split("[[[The Start of Current Meta Prompt]]]", 1)[1].split("[[[The End of Current Meta Prompt]]]", 1)[0]
             return "CONDENSED " + meta.strip()[: len(meta) // 2]
         return "I cannot decide."  # a re-ask after garbage
-
-
-def wait_for(predicate, timeout_s: float = 10.0, step_s: float = 0.02) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step_s)
-    return predicate()

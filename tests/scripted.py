@@ -152,12 +152,10 @@ def prompt_text(payload: dict[str, Any]) -> str:
 
 
 def server_env(base_url: str, db: Path | str, **extra: str) -> dict[str, str]:
-    """Environment for a `judge-mcp serve` subprocess talking to a scripted backend."""
-    import os
+    """tests.helpers.server_env, importable here too (bench/perf.py uses it)."""
+    from tests.helpers import server_env as env
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_MCP_", "OPENAI_", "ANTHROPIC_"))}
-    env.update(JUDGE_MCP_BACKEND="openai", JUDGE_MCP_BASE_URL=base_url, JUDGE_MCP_MODEL="scripted-model", JUDGE_MCP_DB=str(db), **extra)
-    return env
+    return env(base_url, db, **extra)
 
 
 if __name__ == "__main__":  # a standalone scripted server: benchmarks run it in its own process (no shared GIL)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -32,25 +32,12 @@ SCHEMA = {
 
 
 @pytest.fixture
-async def anth() -> AsyncIterator[Callable[..., tuple[AnthropicBackend, ScriptedAnthropicServer]]]:
-    servers: list[ScriptedAnthropicServer] = []
-    backends: list[AnthropicBackend] = []
-
+def anth(make_backend) -> Callable[..., tuple[AnthropicBackend, ScriptedAnthropicServer]]:
     def make(responder: Any, **kwargs: Any) -> tuple[AnthropicBackend, ScriptedAnthropicServer]:
-        server = ScriptedAnthropicServer(responder).start()
-        servers.append(server)
-        kwargs.setdefault("max_retries", 1)
-        kwargs.setdefault("backoff_base_s", 0.01)
-        kwargs.setdefault("api_key", KEY)
-        backend = AnthropicBackend("claude", "claude-test", base_url=server.base_url, **kwargs)
-        backends.append(backend)
-        return backend, server
+        defaults = {"max_retries": 1, "backoff_base_s": 0.01, "api_key": KEY}
+        return make_backend(responder, "anthropic", name="claude", model="claude-test", **{**defaults, **kwargs})
 
-    yield make
-    for backend in backends:
-        await backend.aclose()
-    for server in servers:
-        server.stop()
+    return make
 
 
 def refuse(words: str, param: str) -> Callable[[dict[str, Any]], Reply | str]:

@@ -6,41 +6,21 @@ from __future__ import annotations
 import re
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import Client
 
-from tests.judge_script import UniversalJudge
+from tests.judge_script import CASES, Faulty, UniversalJudge
 from tests.scripted import Reply
-from tests.scripted_anthropic import ScriptedAnthropicServer
-from tests.test_faults import CASES, Faulty
 
 ENV = {"JUDGE_MCP_TIMEOUT_S": "0.5", "JUDGE_MCP_MAX_RETRIES": "1"}
 
 
 @pytest.fixture
-def anthropic_app(tmp_path: Path) -> Iterator[Any]:
-    from judge_mcp.app import App
-    from judge_mcp.config import load_settings
-    from judge_mcp.server import build_server
-
-    started: list[tuple[ScriptedAnthropicServer, App]] = []
-
-    def make(responder: Any) -> tuple[Any, ScriptedAnthropicServer]:
-        backend = ScriptedAnthropicServer(responder).start()
-        env = {"JUDGE_MCP_BACKEND": "anthropic", "JUDGE_MCP_BASE_URL": backend.base_url, "JUDGE_MCP_MODEL": "claude-scripted",
-               "JUDGE_MCP_API_KEY": "sk-ant-test", "JUDGE_MCP_DB": str(tmp_path / "judge.db"), **ENV}
-        app = App(load_settings(env))
-        started.append((backend, app))
-        return build_server(app), backend
-
-    yield make
-    for backend, app in started:
-        app.store.close()
-        backend.stop()
+def anthropic_app(mcp_app):
+    """anthropic_app(responder) -> (MCPServer, scripted Anthropic server): mcp_app on the Messages wire format."""
+    return lambda responder: mcp_app(responder, "anthropic", JUDGE_MCP_MODEL="claude-scripted", JUDGE_MCP_API_KEY="sk-ant-test", **ENV)
 
 
 @pytest.mark.parametrize("tool", list(CASES))

@@ -8,21 +8,21 @@ from __future__ import annotations
 import email.utils
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 import httpx
 import pytest
 
-from judge_mcp.backends.anthropic import AnthropicBackend
 from judge_mcp.backends.base import Backend, ChatRequest, Completion, Message, user
 from judge_mcp.backends.errors import BackendError, RetryableError
 from judge_mcp.backends.http import classify_status, error_detail, redact, retry_after_s, secrets_in
 from judge_mcp.backends.openai_compat import OpenAICompatBackend
 from judge_mcp.backends.retry import RetryPolicy, parse_retry_after
-from tests.scripted import Reply, ScriptedServer, chat_body
-from tests.scripted_anthropic import ScriptedAnthropicServer, message_body
+from tests.helpers import Rendezvous
+from tests.scripted import Reply, chat_body
+from tests.scripted_anthropic import message_body
 
 KEY = "sk-test-7f3a9c1e-do-not-leak"
 KINDS = ["openai", "anthropic"]
@@ -58,28 +58,14 @@ def ok_body(kind: str, content: str = "ok") -> bytes:
 
 
 @pytest.fixture
-async def wire() -> AsyncIterator[Callable[..., tuple[Backend, Any]]]:
+def wire(make_backend) -> Callable[..., tuple[Backend, Any]]:
     """wire(kind, responder, **backend_kwargs) -> (backend, server) over real loopback HTTP."""
-    servers: list[Any] = []
-    backends: list[Backend] = []
 
     def make(kind: str, responder: Any, **kwargs: Any) -> tuple[Backend, Any]:
-        server = (ScriptedServer if kind == "openai" else ScriptedAnthropicServer)(responder).start()
-        servers.append(server)
-        kwargs.setdefault("max_retries", 2)
-        kwargs.setdefault("backoff_base_s", 0.01)
-        kwargs.setdefault("backoff_max_s", 2.0)
-        kwargs.setdefault("api_key", KEY)
-        cls = OpenAICompatBackend if kind == "openai" else AnthropicBackend
-        backend = cls(f"wire-{kind}", "test-model", base_url=server.base_url, **kwargs)
-        backends.append(backend)
-        return backend, server
+        defaults = {"max_retries": 2, "backoff_base_s": 0.01, "backoff_max_s": 2.0, "api_key": KEY}
+        return make_backend(responder, kind, name=f"wire-{kind}", model="test-model", **{**defaults, **kwargs})
 
-    yield make
-    for backend in backends:
-        await backend.aclose()
-    for server in servers:
-        server.stop()
+    return make
 
 
 def statuses(completion: Completion) -> list[str]:
@@ -369,7 +355,8 @@ async def test_key_echoed_in_a_success_body_is_redacted(wire, kind):
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_concurrency_limit_holds_on_the_wire(wire, kind):
-    backend, server = wire(kind, lambda p: Reply(content="x", delay_s=0.15), concurrency=2)
+    pairs = Rendezvous(2, lambda p: "x")  # requests are answered two at a time, only when both are in flight
+    backend, server = wire(kind, pairs, concurrency=2)
     results: list[Completion] = []
 
     async def one(i: int) -> None:
@@ -379,7 +366,7 @@ async def test_concurrency_limit_holds_on_the_wire(wire, kind):
         for i in range(6):
             tg.start_soon(one, i)
     assert len(results) == 6 and len(server.requests) == 6
-    assert server.max_in_flight == 2
+    assert (pairs.met, pairs.broken) == (6, 0) and server.max_in_flight == 2
 
 
 # ---- the helpers in http.py and retry.py ----------------------------------------------------------------------

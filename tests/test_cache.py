@@ -5,47 +5,33 @@ every waiter and are not cached, and no API key ever lands in the database file.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from judge_mcp.backends.anthropic import AnthropicBackend
 from judge_mcp.backends.base import Backend, Completion, user
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.methods.call_cache import CallCache
-from judge_mcp.backends.openai_compat import OpenAICompatBackend
 from judge_mcp.methods.judge import Judge
 from judge_mcp.store import Store
-from tests.scripted import Reply, ScriptedServer
-from tests.scripted_anthropic import ScriptedAnthropicServer
+from tests.helpers import Hold, Rendezvous, until
+from tests.scripted import Reply
 
 KEY = "sk-cache-test-0d15ea5e-never-stored"
 
 
 @pytest.fixture
-async def http() -> AsyncIterator[Callable[..., tuple[Backend, Any]]]:
+def http(make_backend) -> Callable[..., tuple[Backend, Any]]:
     """http(responder, kind="openai", **backend_kwargs) -> (backend, server), with KEY configured."""
-    servers: list[Any] = []
-    backends: list[Backend] = []
 
     def make(responder: Any, kind: str = "openai", model: str = "cache-model", **kwargs: Any) -> tuple[Backend, Any]:
-        server = (ScriptedServer if kind == "openai" else ScriptedAnthropicServer)(responder).start()
-        servers.append(server)
-        kwargs.setdefault("max_retries", 1)
-        kwargs.setdefault("backoff_base_s", 0.01)
-        cls = OpenAICompatBackend if kind == "openai" else AnthropicBackend
-        backend = cls(f"cache-{kind}", model, base_url=server.base_url, api_key=KEY, **kwargs)
-        backends.append(backend)
-        return backend, server
+        defaults = {"max_retries": 1, "backoff_base_s": 0.01, "api_key": KEY}
+        return make_backend(responder, kind, name=f"cache-{kind}", model=model, **{**defaults, **kwargs})
 
-    yield make
-    for backend in backends:
-        await backend.aclose()
-    for server in servers:
-        server.stop()
+    return make
 
 
 async def gather(n: int, fn: Callable[[], Any]) -> list[Any]:
@@ -64,16 +50,34 @@ async def gather(n: int, fn: Callable[[], Any]) -> list[Any]:
     return out
 
 
+async def gather_while_held(n: int, fn: Callable[[], Any], hold: Hold, cache: CallCache) -> list[Any]:
+    """gather(n, fn) against a backend that holds the call until all n callers wait on that one call in flight (so
+    none of them can have been answered from SQLite instead)."""
+    out: list[Any] = []
+
+    async def run() -> None:
+        out.extend(await gather(n, fn))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        assert await anyio.to_thread.run_sync(hold.arrived.wait, 10)
+        await until(lambda: [f.waiters for f in cache._inflight.values()] == [n])
+        hold.release()
+    return out
+
+
 def cache_rows(store: Store) -> int:
     return store.query("SELECT COUNT(*) AS n FROM call_cache")[0]["n"]
 
 
 async def test_identical_requests_in_flight_share_one_call(http, store):
-    backend, server = http(lambda p: Reply(content="shared answer", delay_s=0.4, prompt_tokens=12, completion_tokens=4))
-    judge = Judge(backend, CallCache(store), store)
+    hold = Hold(lambda p: Reply(content="shared answer", prompt_tokens=12, completion_tokens=4))
+    backend, server = http(hold)
+    cache = CallCache(store)
+    judge = Judge(backend, cache, store)
     request = user("judge this", system="be fair")
 
-    results: list[Completion] = await gather(5, lambda: judge.complete(request))
+    results: list[Completion] = await gather_while_held(5, lambda: judge.complete(request), hold, cache)
 
     assert len(server.requests) == 1
     assert [r.text for r in results] == ["shared answer"] * 5
@@ -128,14 +132,15 @@ async def test_cache_is_per_backend_identity(http, store):
 
 async def test_samples_are_never_cached(http, store):
     counter = iter(range(100))
-    backend, server = http(lambda p: Reply(content=f"sample {next(counter)}", delay_s=0.2))
+    together = Rendezvous(3, lambda p: f"sample {next(counter)}", rounds=1)  # the three concurrent samples all go out
+    backend, server = http(together)
     judge = Judge(backend, CallCache(store), store)
     request = user("q", temperature=0.8)
 
     concurrent = await gather(3, lambda: judge.complete(request))
     again = await judge.complete(request)
 
-    assert len(server.requests) == 4
+    assert (together.met, together.broken) == (3, 0) and len(server.requests) == 4
     assert len({c.text for c in concurrent} | {again.text}) == 4  # every sample is its own answer
     assert (judge.calls, judge.cached_calls) == (4, 0)
     assert cache_rows(store) == 0
@@ -146,13 +151,14 @@ async def test_a_failure_reaches_every_waiter_and_is_not_cached(http, store, sta
     state = {"fail": True}
 
     def respond(payload: dict[str, Any]) -> Reply | str:
-        return Reply(status=status, delay_s=0.3) if state["fail"] else "recovered"
+        return Reply(status=status) if state["fail"] else "recovered"
 
-    backend, server = http(respond)
+    hold = Hold(respond)
+    backend, server = http(hold)
     cache = CallCache(store)
     request = user("q")
 
-    outcomes = await gather(4, lambda: cache.complete(backend, request))
+    outcomes = await gather_while_held(4, lambda: cache.complete(backend, request), hold, cache)
 
     assert len(server.requests) == sent
     assert len(outcomes) == 4 and all(isinstance(o, BackendError) for o in outcomes)

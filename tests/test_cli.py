@@ -12,8 +12,9 @@ import httpx
 import pytest
 
 from judge_mcp import cli
-from tests.scripted import Reply, server_env
-from tests.serve_proc import free_port
+from tests.helpers import ACCEPT, INIT, HttpServer, server_env
+from tests.judge_script import UniversalJudge
+from tests.scripted import Reply
 
 FIXTURES = Path(__file__).parent / "bench_fixtures"
 CONTRACT_VARIABLES = ["JUDGE_MCP_BACKEND", "JUDGE_MCP_MODEL", "JUDGE_MCP_BASE_URL", "JUDGE_MCP_API_KEY", "JUDGE_MCP_DB", "JUDGE_MCP_CONFIG", "JUDGE_MCP_HTTP_TOKEN"]
@@ -43,68 +44,39 @@ def test_serve_help_documents_every_option_and_variable_with_its_default(capsys)
     assert "judge-mcp/judge.db" in text  # the per-user database path, spelled out
 
 
-def _start(env: dict, host: str = "127.0.0.1") -> tuple[subprocess.Popen, int]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "judge_mcp", "serve", "--transport", "http", "--host", host, "--port", str(port)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )
-    return proc, port
-
-
-def _first_line(proc: subprocess.Popen) -> str:
-    line = proc.stderr.readline()  # the server prints it once it listens
-    return line.strip()
-
-
 @pytest.mark.parametrize("token, needs", [(None, "no token required"), ("  0123456789abcdef0123  \n", "a bearer token is required")])
 async def test_http_start_line_and_the_401_challenge(tmp_path: Path, token: str | None, needs: str) -> None:
     env = server_env("http://127.0.0.1:9/v1", tmp_path / "j.db", **({"JUDGE_MCP_HTTP_TOKEN": token} if token else {}))
-    proc, port = _start(env)
-    try:
-        line = _first_line(proc)
-        assert line == f"judge-mcp: serving MCP at http://127.0.0.1:{port}/mcp; {needs}" + (" (JUDGE_MCP_HTTP_TOKEN)" if token else " (loopback only)")
+    with HttpServer(env) as server:
+        line = server.first_line()  # the server prints it once it listens
+        assert line == f"judge-mcp: serving MCP at http://127.0.0.1:{server.port}/mcp; {needs}" + (" (JUDGE_MCP_HTTP_TOKEN)" if token else " (loopback only)")
         if token:
             async with httpx.AsyncClient(timeout=30) as http:
-                init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
-                accept = {"accept": "application/json, text/event-stream"}
-                bad = await http.post(f"http://127.0.0.1:{port}/mcp", json=init, headers=accept)
+                bad = await http.post(server.url, json=INIT, headers=ACCEPT)
                 # the token was pasted with spaces and a newline: the trimmed token is what clients send
-                good = await http.post(f"http://127.0.0.1:{port}/mcp", json=init, headers={**accept, "authorization": f"Bearer {token.strip()}"})
+                good = await http.post(server.url, json=INIT, headers={**ACCEPT, "authorization": f"Bearer {token.strip()}"})
             assert bad.status_code == 401
             challenge = bad.headers["www-authenticate"]
             assert challenge.startswith("Bearer ") and 'error="invalid_token"' in challenge  # RFC 6750: not an OAuth prompt
             assert good.status_code == 200
-    finally:
-        proc.terminate()
-        proc.wait(timeout=15)
 
 
 def test_ipv6_loopback_start_line(tmp_path: Path) -> None:
-    proc, port = _start(server_env("http://127.0.0.1:9/v1", tmp_path / "j.db"), host="::1")
-    try:
-        line = _first_line(proc)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=15)
+    with HttpServer(server_env("http://127.0.0.1:9/v1", tmp_path / "j.db"), host="::1") as server:
+        line = server.first_line()
     if "Cannot assign requested address" in line or "address family" in line.lower():
         pytest.skip("no IPv6 loopback on this machine")
-    assert line.startswith(f"judge-mcp: serving MCP at http://[::1]:{port}/mcp;")
+    assert line.startswith(f"judge-mcp: serving MCP at http://[::1]:{server.port}/mcp;")
 
 
 @pytest.mark.parametrize("token, refused", [("short-token", True), ("0123456789abcdef", False)])
 def test_a_short_token_is_refused_on_a_non_loopback_bind(tmp_path: Path, token: str, refused: bool) -> None:
-    proc, port = _start(server_env("http://127.0.0.1:9/v1", tmp_path / "j.db", JUDGE_MCP_HTTP_TOKEN=token), host="0.0.0.0")
-    try:
+    with HttpServer(server_env("http://127.0.0.1:9/v1", tmp_path / "j.db", JUDGE_MCP_HTTP_TOKEN=token), host="0.0.0.0") as server:
         if refused:
-            assert proc.wait(timeout=30) != 0
-            assert "with a JUDGE_MCP_HTTP_TOKEN of 11 characters; use at least 16" in proc.stderr.read()
+            assert server.proc.wait(timeout=30) != 0
+            assert "with a JUDGE_MCP_HTTP_TOKEN of 11 characters; use at least 16" in server.proc.stderr.read()
         else:
-            assert _first_line(proc) == f"judge-mcp: serving MCP at http://0.0.0.0:{port}/mcp; a bearer token is required (JUDGE_MCP_HTTP_TOKEN)"
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            proc.wait(timeout=15)
+            assert server.first_line() == f"judge-mcp: serving MCP at http://0.0.0.0:{server.port}/mcp; a bearer token is required (JUDGE_MCP_HTTP_TOKEN)"
 
 
 def test_a_database_that_cannot_be_opened_is_named_on_stderr_at_start(tmp_path: Path) -> None:
@@ -126,8 +98,6 @@ def test_bench_exits_non_zero_when_items_errored(tmp_path: Path, scripted, monke
 
 
 def test_bench_exits_zero_when_every_item_was_judged(tmp_path: Path, scripted, monkeypatch) -> None:
-    from tests.judge_script import UniversalJudge
-
     backend = scripted(UniversalJudge())
     for name, value in server_env(backend.base_url, tmp_path / "unused.db").items():
         monkeypatch.setenv(name, value)

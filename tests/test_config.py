@@ -10,8 +10,7 @@ import pytest
 from judge_mcp.backends import build_backend
 from judge_mcp.backends.base import user
 from judge_mcp.config import ConfigError, default_db_path, load_settings
-from tests.scripted import ScriptedServer
-from tests.scripted_anthropic import ScriptedAnthropicServer
+from tests.helpers import Rendezvous
 
 OPENAI_KEY = "sk-openai-provider-key-111"
 ANTHROPIC_KEY = "sk-ant-provider-key-222"
@@ -215,30 +214,27 @@ def test_explicit_key_is_used_anywhere_and_wins(base_url):
 
 
 @pytest.mark.parametrize(
-    "kind, server_cls, header, sent",
+    "kind, header, sent",
     [
-        ("openai", ScriptedServer, "authorization", f"Bearer {EXPLICIT_KEY}"),
-        ("anthropic", ScriptedAnthropicServer, "x-api-key", EXPLICIT_KEY),
+        ("openai", "authorization", f"Bearer {EXPLICIT_KEY}"),
+        ("anthropic", "x-api-key", EXPLICIT_KEY),
     ],
 )
-async def test_on_the_wire_a_local_server_never_gets_the_provider_key(kind, server_cls, header, sent):
-    server = server_cls(lambda p: "ok").start()
-    try:
-        for extra, expected in (({}, None), ({"JUDGE_MCP_API_KEY": EXPLICIT_KEY}, sent)):
-            env = {"JUDGE_MCP_BACKEND": kind, "JUDGE_MCP_BASE_URL": server.base_url, "JUDGE_MCP_MODEL": "m", **PROVIDER_KEYS, **extra}
-            backend = build_backend(load_settings(env).default_backend)
-            try:
-                assert (await backend.complete(user("q"))).text == "ok"
-            finally:
-                await backend.aclose()
-            assert server.headers[-1].get(header) == expected
-        seen = " ".join(str(h) for h in server.headers)
-        assert OPENAI_KEY not in seen and ANTHROPIC_KEY not in seen
-    finally:
-        server.stop()
+async def test_on_the_wire_a_local_server_never_gets_the_provider_key(scripted, kind, header, sent):
+    server = scripted(lambda p: "ok", kind)
+    for extra, expected in (({}, None), ({"JUDGE_MCP_API_KEY": EXPLICIT_KEY}, sent)):
+        env = {"JUDGE_MCP_BACKEND": kind, "JUDGE_MCP_BASE_URL": server.base_url, "JUDGE_MCP_MODEL": "m", **PROVIDER_KEYS, **extra}
+        backend = build_backend(load_settings(env).default_backend)
+        try:
+            assert (await backend.complete(user("q"))).text == "ok"
+        finally:
+            await backend.aclose()
+        assert server.headers[-1].get(header) == expected
+    seen = " ".join(str(h) for h in server.headers)
+    assert OPENAI_KEY not in seen and ANTHROPIC_KEY not in seen
 
 
-def test_keys_never_appear_in_repr_or_public():
+def test_keys_never_appear_in_repr_or_str():
     s = load_settings({"JUDGE_MCP_BACKEND": "openai", "JUDGE_MCP_API_KEY": EXPLICIT_KEY, "JUDGE_MCP_HTTP_TOKEN": "tok-secret-9"})
     cfg = s.default_backend
     assert cfg.api_key == EXPLICIT_KEY
@@ -343,20 +339,13 @@ def test_default_concurrency_by_kind(kind, expected, tmp_path):
 
 async def test_the_largest_flip_call_goes_out_at_once_at_the_default_concurrency(mcp_app):
     """16 responses, 16 requests in flight together: each waits at a barrier that opens only when all 16 arrived
-    (with fewer in flight it breaks after its timeout and the call fails)."""
-    import threading
-
+    (with fewer in flight it breaks after its timeout, which the test counts)."""
     from mcp import Client
 
-    barrier = threading.Barrier(16, timeout=20)
-
-    def responder(payload):
-        barrier.wait()
-        return '{"instruction": "Name the capital of Australia.", "explanation": "it answers that"}'
-
-    server, backend = mcp_app(responder, JUDGE_MCP_MAX_RETRIES="0")
+    together = Rendezvous(16, lambda p: '{"instruction": "Name the capital of Australia.", "explanation": "it answers that"}')
+    server, backend = mcp_app(together, JUDGE_MCP_MAX_RETRIES="0")
     responses = [f"Answer {k}: Canberra is the capital of Australia." for k in range(16)]
     async with Client(server) as client:
         result = await client.call_tool("infer_instruction_reward", {"instruction": "Name the capital of Australia.", "responses": responses})
     assert not result.is_error, result.content[0].text
-    assert len(backend.requests) == 16 and not barrier.broken
+    assert len(backend.requests) == 16 and (together.met, together.broken) == (16, 0)

@@ -20,9 +20,8 @@ from typing import Any
 import anyio
 from mcp import Client
 
+from tests.helpers import HttpServer, delayed, server_env
 from tests.judge_script import BAD, GOOD, UniversalJudge
-from tests.scripted import Reply
-from tests.serve_proc import HttpServer
 
 VERDICT_KEYS = {"winner", "consistent", "trials", "goal", "template", "model", "usage"}
 
@@ -56,24 +55,14 @@ def check_database(db: Path) -> dict[str, Any]:
     return {"verdicts": verdicts, "cache": cache}
 
 
-def jittery(judge: UniversalJudge):
-    def respond(payload: dict[str, Any]) -> Reply:
-        reply = judge(payload)
-        reply = reply if isinstance(reply, Reply) else Reply(content=reply)
-        reply.delay_s = random.uniform(0.0, 0.02)
-        return reply
-
-    return respond
-
-
 def test_kill_9_during_a_burst_of_verdict_and_cache_writes(scripted, tmp_path: Path) -> None:
-    backend = scripted(jittery(UniversalJudge()))
+    backend = scripted(delayed(UniversalJudge(), lambda: random.uniform(0.0, 0.02)))
     db, log = tmp_path / "burst.db", tmp_path / "server.log"
     rng = random.Random(7)
     rows_before = 0
     completed = 0
     for life in range(3):
-        server = HttpServer(backend.base_url, db, log)
+        server = HttpServer(server_env(backend.base_url, db, JUDGE_MCP_MAX_RETRIES="0"), log=log)
         done: list[str] = []
         tool_errors: list[str] = []
 
@@ -90,7 +79,7 @@ def test_kill_9_during_a_burst_of_verdict_and_cache_writes(scripted, tmp_path: P
             with anyio.move_on_after(60):
                 async with anyio.create_task_group() as tg:
                     for c in range(6):
-                        tg.start_soon(_quietly, client_loop, c)
+                        tg.start_soon(_until_killed, server, client_loop, c)
                     # kill once this life has written some rows, at a random moment in the write stream
                     while len(done) < 6:
                         await anyio.sleep(0.02)
@@ -115,7 +104,7 @@ def test_kill_9_during_a_burst_of_verdict_and_cache_writes(scripted, tmp_path: P
     assert completed >= 18
 
     # a restarted server on the same file serves, and its write lands
-    server = HttpServer(backend.base_url, db, log)
+    server = HttpServer(server_env(backend.base_url, db, JUDGE_MCP_MAX_RETRIES="0"), log=log)
 
     async def last() -> dict:
         async with Client(server.url) as client:
@@ -129,18 +118,19 @@ def test_kill_9_during_a_burst_of_verdict_and_cache_writes(scripted, tmp_path: P
     assert len(check_database(db)["verdicts"]) == rows_before + 1
 
 
-async def _quietly(fn, *args) -> None:
-    """Run a client until the server dies under it (its errors are expected then)."""
+async def _until_killed(server: HttpServer, fn, *args) -> None:
+    """Run a client until the server dies under it: its errors are expected after the kill, and fail the test before."""
     try:
         await fn(*args)
     except Exception:  # noqa: BLE001 - connection errors after the kill
-        pass
+        if not server.killed.is_set():
+            raise
 
 
 def test_many_concurrent_http_clients_lose_no_verdict(scripted, tmp_path: Path) -> None:
-    backend = scripted(jittery(UniversalJudge()))
+    backend = scripted(delayed(UniversalJudge(), lambda: random.uniform(0.0, 0.02)))
     db, log = tmp_path / "concurrent.db", tmp_path / "server.log"
-    server = HttpServer(backend.base_url, db, log, JUDGE_MCP_CONCURRENCY="8")
+    server = HttpServer(server_env(backend.base_url, db, JUDGE_MCP_MAX_RETRIES="0", JUDGE_MCP_CONCURRENCY="8"), log=log)
     received: dict[str, dict] = {}
     clients, calls = 8, 5
 

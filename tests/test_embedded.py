@@ -7,15 +7,14 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from judge_mcp.app import App
-from judge_mcp.config import load_settings
 from judge_mcp.server import build_server
+from tests.helpers import make_app
 
 pytestmark = pytest.mark.model
 
 
 async def test_compare_pair_on_the_embedded_model(tmp_path: Path) -> None:
-    app = App(load_settings({"JUDGE_MCP_DB": str(tmp_path / "judge.db"), "JUDGE_MCP_MAX_RETRIES": "0", "JUDGE_MCP_TIMEOUT_S": "600"}))
+    app = make_app({"JUDGE_MCP_DB": str(tmp_path / "judge.db"), "JUDGE_MCP_MAX_RETRIES": "0", "JUDGE_MCP_TIMEOUT_S": "600"})
     server = build_server(app)
     arguments = {
         "prompt": "What is 2 + 2?",

@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 
 import json
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -19,7 +18,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from tests.judge_script import BAD, CAPITAL_Q, GOOD, RIGHT_INSTRUCTION, UniversalJudge
+from tests.judge_script import CASES, GOOD, PAIR, Faulty
 from tests.scripted import Reply
 
 TIMEOUT_S = 0.5
@@ -42,38 +41,7 @@ FAULTS: dict[str, tuple[Callable[[], Reply], str | None]] = {
 }
 BACKEND_FAULTS = [name for name, (_, cause) in FAULTS.items() if cause is not None]
 ENV = {"JUDGE_MCP_TIMEOUT_S": str(TIMEOUT_S), "JUDGE_MCP_MAX_RETRIES": "1"}
-PAIR = {"prompt": CAPITAL_Q, "response_a": BAD, "response_b": GOOD}
-
-# Each tool with arguments whose correct verdict is known (GOOD is the right answer), and how to read the verdict.
-CASES: dict[str, tuple[dict[str, Any], Callable[[dict], Any], Any]] = {
-    "compare_pair": (PAIR, lambda d: d["winner"], "B"),
-    "infer_instruction_reward": ({"instruction": RIGHT_INSTRUCTION, "responses": [BAD, GOOD]}, lambda d: d["best_index"], 1),
-    "grade_score_options": ({"instruction": CAPITAL_Q, "options": [BAD, GOOD, "I do not know."]}, lambda d: d["winner_index"], 1),
-    "lwe_judge": ({**PAIR, "session": "faults"}, lambda d: d["winner"], "B"),
-}
-
-
-class Faulty:
-    """Answers like `judge`, except: `mode="once"` fails the first attempt of every distinct request other than a
-    re-ask (so a retry, or the re-ask after an unreadable answer, gets through); `mode="always"` fails every request. Thread-safe (the scripted server is threaded)."""
-
-    def __init__(self, fault: Callable[[], Reply], mode: str, judge: Callable[[dict], Reply | str] | None = None):
-        self.fault, self.mode = fault, mode
-        self.judge = judge or UniversalJudge()
-        self.seen: set[str] = set()
-        self.faults = 0
-        self._lock = threading.Lock()
-
-    def __call__(self, payload: dict[str, Any]) -> Reply | str:
-        key = json.dumps(payload, sort_keys=True)
-        with self._lock:
-            first = key not in self.seen
-            self.seen.add(key)
-            reask = any(m.get("role") == "assistant" for m in payload.get("messages", []))
-            fail = self.mode == "always" or (self.mode == "once" and first and not reask)
-            if fail:
-                self.faults += 1
-        return self.fault() if fail else self.judge(payload)
+# The tools and their known verdicts (CASES) and the fault wrapper (Faulty): tests/judge_script.py.
 
 
 def bound_s(attempts: int = 2) -> float:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 
-import anyio
 import pytest
 
 from judge_mcp.backends.errors import BackendError
@@ -17,6 +16,7 @@ from judge_mcp.methods.flip import Inferred, detect_echo, extract_best, infer_in
 from judge_mcp.methods.judge import Judge
 from judge_mcp.validation import InputError
 from judge_mcp.verdicts import FlipItem
+from tests.helpers import Rendezvous
 from tests.scripted import Reply, prompt_text
 
 INSTRUCTION = "Write a haiku about autumn leaves."
@@ -354,7 +354,8 @@ async def test_empty_context_means_no_context(make_judge):
 
 
 async def test_responses_are_inferred_concurrently_with_progress(make_judge):
-    judge, server = make_judge(inferring(AUTUMN, delay_s=0.3), concurrency=4)
+    together = Rendezvous(4, inferring(AUTUMN))  # each inference waits until all four are in flight
+    judge, server = make_judge(together, concurrency=4)
     progress: list[tuple[float, float | None, str | None]] = []
 
     async def on_progress(done, total, message):
@@ -362,11 +363,8 @@ async def test_responses_are_inferred_concurrently_with_progress(make_judge):
 
     judge = Judge(judge.backend, judge.cache, judge.store, progress=on_progress)
     responses = [HAIKU, OFF_TOPIC, ECHO, HAIKU + " (again)"]
-    with anyio.fail_after(5):
-        start = anyio.current_time()
-        result = await infer_instruction_reward(judge, instruction=INSTRUCTION, responses=responses)
-        elapsed = anyio.current_time() - start
-    assert server.max_in_flight >= 2 and elapsed < 4 * 0.3
+    result = await infer_instruction_reward(judge, instruction=INSTRUCTION, responses=responses)
+    assert (together.met, together.broken) == (4, 0) and server.max_in_flight == 4
     assert [p[:2] for p in progress] == [(1, 4), (2, 4), (3, 4), (4, 4)]
     assert all(re.match(r"response \d: instruction inferred \(parsed\)", p[2]) for p in progress)
     assert len(result.results) == 4
@@ -445,6 +443,7 @@ async def test_infer_instruction_reward_through_mcp(mcp_app):
 @pytest.mark.model
 async def test_embedded_model_returns_a_well_formed_result(tmp_path):
     from judge_mcp.backends import build_backend
+    from judge_mcp.backends.local import ModelNotFoundError
     from judge_mcp.methods.call_cache import CallCache
     from judge_mcp.config import BackendConfig
     from judge_mcp.store import Store
@@ -452,7 +451,7 @@ async def test_embedded_model_returns_a_well_formed_result(tmp_path):
     try:
         # one attempt, generous timeout: a timed-out attempt keeps generating in its thread on the 2 CI cores
         backend = build_backend(BackendConfig(name="local", kind="local", timeout_s=600, max_retries=0))
-    except Exception as exc:  # pragma: no cover - the model package is not installed
+    except ModelNotFoundError as exc:  # the model package is not installed (any other failure fails the test)
         pytest.skip(f"embedded model unavailable: {exc}")
     store = Store(tmp_path / "judge.db")
     try:
@@ -466,12 +465,10 @@ async def test_embedded_model_returns_a_well_formed_result(tmp_path):
         store.close()
     assert result.model.startswith("local/") and [r.index for r in result.results] == [0, 1]
     assert sorted(result.ranking) == [0, 1] and result.usage.calls >= 2 and result.usage.completion_tokens > 0
+    # schema-constrained decoding: every answer parses, whatever this tiny model infers
+    assert all(item.parse_ok and item.inferred_instruction for item in result.results), result.results
     for item in result.results:
-        assert 0.0 <= item.reward <= 1.0
-        if item.parse_ok:
-            assert item.inferred_instruction and item.reward == pytest.approx(
-                sim.f1(item.inferred_instruction, "What is the capital of France?"), abs=1e-6)
-        else:
-            assert item.reward == 0.0 and item.extraction_reward is not None
-    parsed = [r for r in result.results if r.parse_ok]
-    assert (result.best_index is None) or result.best_index in [r.index for r in parsed]
+        assert item.reward == pytest.approx(sim.f1(item.inferred_instruction, "What is the capital of France?"), abs=1e-6)
+    assert result.ranking == sorted([0, 1], key=lambda i: -result.results[i].reward)
+    tie = result.results[0].reward == result.results[1].reward
+    assert result.best_index == (None if tie else result.ranking[0])

@@ -28,7 +28,9 @@ from mcp import Client
 from judge_mcp.validation import MAX_TEXT_CHARS, MAX_TOTAL_CHARS
 from judge_mcp.verdicts import ComparePairResult, FlipResult, GradeScoreResult, LweResult, LweSessionResult
 from judge_mcp.methods.lwe.repository import LweRepository
-from tests.judge_script import BAD, CAPITAL_Q, GOOD, RIGHT_INSTRUCTION, UniversalJudge
+from tests.helpers import ACCEPT, INIT, HttpServer, server_env
+from tests.judge_script import BAD, CAPITAL_Q, GOOD, PAIR, RIGHT_INSTRUCTION, UniversalJudge
+from tests.helpers import integrity_ok
 
 OUTPUT_MODELS = {
     "compare_pair": ComparePairResult,
@@ -184,14 +186,13 @@ async def test_properties_leave_the_database_sound(hostile_server) -> None:
         ok = await client.call_tool("lwe_judge", {"prompt": CAPITAL_Q, "response_a": BAD, "response_b": GOOD, "session": "fine.name-1"})
     assert not ok.is_error
     store = server.app.store
-    assert store.integrity_ok()
+    assert integrity_ok(store)
     tables = {r["name"] for r in store.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert {"verdicts", "call_cache", "lwe_sessions", "lwe_versions", "lwe_feedback", "option_pool"} <= tables
     assert sorted(r["name"] for r in store.query("SELECT name FROM lwe_sessions")) == ["fine.name-1", "s1"]
 
 
 # ---- named hostile cases ---------------------------------------------------------------------------------------------
-PAIR = {"prompt": CAPITAL_Q, "response_a": BAD, "response_b": GOOD}
 FLIP = {"instruction": RIGHT_INSTRUCTION, "responses": [BAD, GOOD]}
 GRADE = {"instruction": CAPITAL_Q, "options": [BAD, GOOD]}
 LWE = {**PAIR, "session": "hostile"}
@@ -259,7 +260,7 @@ async def test_hostile_input_is_a_tool_error_naming_the_problem(mcp_app, tool: s
         after = await client.call_tool("compare_pair", PAIR)
     assert after.structured_content["winner"] == "B"
     assert len(backend.requests) == 2  # only the good call reached the backend
-    assert server.app.store.integrity_ok()
+    assert integrity_ok(server.app.store)
 
 
 async def test_huge_input_is_refused_before_it_is_copied_around(mcp_app) -> None:
@@ -303,54 +304,45 @@ async def test_resources_refuse_hostile_session_names(mcp_app) -> None:
 
 
 # ---- over the wire: what a client can actually send ------------------------------------------------------------------
-async def test_lone_surrogates_and_garbage_over_http_never_break_the_server(tmp_path: Path) -> None:
+async def test_lone_surrogates_and_garbage_over_http_never_break_the_server(scripted, tmp_path: Path) -> None:
     """JSON text may carry a lone surrogate as an escape (`"\\ud800"`); raw bytes may be invalid UTF-8 or not JSON at
     all. The transport's JSON parser refuses all of these (HTTP 400, JSON-RPC -32700 parse error), so over the wire a
     lone surrogate never reaches a tool (in memory it does, and validation names the argument: see HOSTILE above);
     arguments of the wrong shape get a JSON-RPC or tool error; and the same server then judges a good call."""
-    from tests.scripted import ScriptedServer, server_env
-    from tests.test_server import _free_port, _start_http
+    backend = scripted(UniversalJudge())
+    with HttpServer(server_env(backend.base_url, tmp_path / "judge.db")) as server:
+        assert "serving MCP at" in server.first_line()
+        headers = {**ACCEPT, "content-type": "application/json"}
+        async with httpx.AsyncClient(timeout=30) as http:
+            r = await http.post(server.url, json=INIT, headers=headers)
+            assert r.status_code == 200
+            session = r.headers.get("mcp-session-id")
+            h = {**headers, **({"mcp-session-id": session} if session else {}), "mcp-protocol-version": "2025-06-18"}
+            await http.post(server.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=h)
 
-    port = _free_port()
-    with ScriptedServer(UniversalJudge()) as backend:
-        proc = _start_http(server_env(backend.base_url, tmp_path / "judge.db"), port)
-        try:
-            url = f"http://127.0.0.1:{port}/mcp"
-            headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-            async with httpx.AsyncClient(timeout=30) as http:
-                init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
-                r = await http.post(url, json=init, headers=headers)
-                assert r.status_code == 200
-                session = r.headers.get("mcp-session-id")
-                h = {**headers, **({"mcp-session-id": session} if session else {}), "mcp-protocol-version": "2025-06-18"}
-                await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=h)
+            def call(id_: int, args_json: str) -> str:
+                return '{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": {"name": "compare_pair", "arguments": %s}}' % (id_, args_json)
 
-                def call(id_: int, args_json: str) -> str:
-                    return '{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": {"name": "compare_pair", "arguments": %s}}' % (id_, args_json)
-
-                bodies = [
-                    call(2, '{"prompt": "q", "response_a": "x\\ud800y", "response_b": "b"}').encode(),  # escaped lone surrogate
-                    call(3, '{"prompt": "q", "response_a": "\\udfff", "response_b": "b"}').encode(),
-                    call(4, '{"prompt": "q", "response_a": "ok", "response_b": "b"}').encode().replace(b'"ok"', b'"\xff\xfe"'),  # invalid UTF-8
-                    b'{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": ',  # truncated JSON
-                    b"not json",
-                    call(6, '"not an object"').encode(),
-                ]
-                for k, body in enumerate(bodies):
-                    r = await http.post(url, content=body, headers=h)
-                    assert r.status_code < 500, (body, r.status_code, r.text)
-                    text = r.text
-                    if k < 5:  # the transport refuses what is not valid JSON text (lone surrogates included)
-                        assert r.status_code == 400 and '"code":-32700' in text.replace(" ", ""), (body, text)
-                    else:
-                        assert '"error"' in text or '"isError":true' in text.replace(" ", ""), (body, text)
-                good = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "compare_pair", "arguments": PAIR}})
-                r = await http.post(url, content=good.encode(), headers=h)
-            assert r.status_code == 200 and '"winner":"B"' in r.text.replace(" ", "").replace('\\"', '"'), r.text
-            assert proc.poll() is None
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
+            bodies = [
+                call(2, '{"prompt": "q", "response_a": "x\\ud800y", "response_b": "b"}').encode(),  # escaped lone surrogate
+                call(3, '{"prompt": "q", "response_a": "\\udfff", "response_b": "b"}').encode(),
+                call(4, '{"prompt": "q", "response_a": "ok", "response_b": "b"}').encode().replace(b'"ok"', b'"\xff\xfe"'),  # invalid UTF-8
+                b'{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": ',  # truncated JSON
+                b"not json",
+                call(6, '"not an object"').encode(),
+            ]
+            for k, body in enumerate(bodies):
+                r = await http.post(server.url, content=body, headers=h)
+                assert r.status_code < 500, (body, r.status_code, r.text)
+                text = r.text
+                if k < 5:  # the transport refuses what is not valid JSON text (lone surrogates included)
+                    assert r.status_code == 400 and '"code":-32700' in text.replace(" ", ""), (body, text)
+                else:
+                    assert '"error"' in text or '"isError":true' in text.replace(" ", ""), (body, text)
+            good = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "compare_pair", "arguments": PAIR}})
+            r = await http.post(server.url, content=good.encode(), headers=h)
+        assert r.status_code == 200 and '"winner":"B"' in r.text.replace(" ", "").replace('\\"', '"'), r.text
+        assert server.proc.poll() is None
     conn = sqlite3.connect(tmp_path / "judge.db")
     try:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

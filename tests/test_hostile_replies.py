@@ -62,12 +62,22 @@ def _check(tool: str, result: Any) -> None:
         event(f"{tool}: tool error")
         return
     data = result.structured_content
-    trials = data.get("trials") or data.get("items") or []
-    for trial in trials:
-        if isinstance(trial, dict) and "parse_ok" in trial and not trial["parse_ok"]:
-            # an unparsed trial never carries a verdict
-            assert trial.get("better") is None and trial.get("choice") is None and trial.get("inferred_instruction") is None, trial
-    event(f"{tool}: result")
+    # an unparsed trial never carries a verdict, and never decides the tool's answer
+    if tool == "compare_pair":
+        unparsed = [t for t in data["trials"] if not t["parse_ok"]]
+        assert all(t["better"] is None and t["label"] is None for t in unparsed), unparsed
+        assert data["winner"] is None or not unparsed, data
+    elif tool == "grade_score_options":
+        unparsed = [t for t in data["trials"] if not t["parse_ok"]]
+        assert all(t["selected_position"] is None and t["selected_index"] is None for t in unparsed), unparsed
+        assert data["winner_index"] is None or len(unparsed) < len(data["trials"]), data
+    elif tool == "infer_instruction_reward":
+        unparsed = [r for r in data["results"] if not r["parse_ok"]]
+        assert all(r["reward"] == 0.0 for r in unparsed), unparsed
+        assert data["best_index"] not in [r["index"] for r in unparsed], data
+    else:
+        unparsed = []
+    event(f"{tool}: {'unparsed trials' if unparsed else 'result'}")
 
 
 @PROPERTY

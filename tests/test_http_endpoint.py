@@ -15,6 +15,7 @@ from judge_mcp.backends.base import user
 
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.backends.openai_compat import OpenAICompatBackend
+from tests.helpers import Rendezvous
 from tests.scripted import Reply
 
 
@@ -69,19 +70,17 @@ async def test_an_endless_body_is_cut_at_the_limit_and_named():
     assert server.sent < 64 * 1024 * 1024
 
 
-async def test_a_declared_oversized_body_is_refused_before_it_is_read(scripted):
+async def test_a_declared_oversized_body_is_refused_before_it_is_read(make_backend):
     big = b'{"choices": []}' + b" " * (3 * 1024 * 1024)
-    server = scripted(lambda p: Reply(raw_body=big))
-    backend = OpenAICompatBackend("big", "m", base_url=server.base_url, max_retries=0, max_response_bytes=1024 * 1024)
+    backend, server = make_backend(lambda p: Reply(raw_body=big), name="big", model="m", max_retries=0, max_response_bytes=1024 * 1024)
     with pytest.raises(BackendError, match=r"reply of 3,145,743 bytes exceeds the limit of 1,048,576"):
         await backend.complete(user("hi"))
     await backend.aclose()
 
 
-async def test_an_error_body_is_cut_and_the_status_decides(scripted):
+async def test_an_error_body_is_cut_and_the_status_decides(make_backend):
     huge_error = b'{"error": {"message": "overloaded"}}' + b" " * (2 * 1024 * 1024)
-    server = scripted(lambda p: Reply(status=503, raw_body=huge_error))
-    backend = OpenAICompatBackend("busy", "m", base_url=server.base_url, max_retries=1, backoff_base_s=0.01, max_response_bytes=1024 * 1024)
+    backend, server = make_backend(lambda p: Reply(status=503, raw_body=huge_error), name="busy", model="m", max_retries=1, backoff_base_s=0.01, max_response_bytes=1024 * 1024)
     with pytest.raises(BackendError) as err:
         await backend.complete(user("hi"))
     await backend.aclose()
@@ -89,25 +88,24 @@ async def test_an_error_body_is_cut_and_the_status_decides(scripted):
     assert err.value.attempts == 2 and len(server.requests) == 2  # retryable, as any 503
 
 
-async def test_a_reply_under_the_limit_is_read_whole(scripted):
-    server = scripted(lambda p: Reply(content="y" * 200_000))
-    backend = OpenAICompatBackend("ok", "m", base_url=server.base_url, max_retries=0, max_response_bytes=1024 * 1024)
+async def test_a_reply_under_the_limit_is_read_whole(make_backend):
+    backend, server = make_backend(lambda p: Reply(content="y" * 200_000), name="ok", model="m", max_retries=0, max_response_bytes=1024 * 1024)
     completion = await backend.complete(user("hi"))
     await backend.aclose()
     assert completion.text == "y" * 200_000
 
 
-async def test_the_pool_keeps_one_connection_per_allowed_request_alive(scripted):
+async def test_the_pool_keeps_one_connection_per_allowed_request_alive(make_backend):
     """Issue 15, item 1: 32 in flight, twice over: 32 connections in all, none reopened (httpx's default pool kept
     20 alive and reconnected above that)."""
     import anyio
 
-    server = scripted(lambda p: Reply(content="ok", delay_s=0.05))
-    backend = OpenAICompatBackend("pool", "m", base_url=server.base_url, max_retries=0, concurrency=32)
+    together = Rendezvous(32, lambda p: "ok")  # each burst is answered only once all 32 requests are in flight
+    backend, server = make_backend(together, name="pool", model="m", max_retries=0, concurrency=32)
     for burst in range(2):
         async with anyio.create_task_group() as tg:
             for k in range(32):
                 tg.start_soon(backend.complete, user(f"burst {burst} call {k}"))
     await backend.aclose()
-    assert len(server.requests) == 64 and server.max_in_flight == 32
+    assert len(server.requests) == 64 and (together.met, together.broken) == (64, 0) and server.max_in_flight == 32
     assert len(server.connections) == 32

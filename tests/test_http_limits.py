@@ -4,8 +4,6 @@ finish their headers are closed (a request in progress is not)."""
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -16,11 +14,7 @@ import pytest
 import uvicorn
 
 from judge_mcp.http_transport import header_timeout_protocol, rebinding_guard
-from tests.scripted import server_env
-from tests.serve_proc import free_port
-
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
-ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+from tests.helpers import ACCEPT, INIT, HttpServer, free_port, server_env
 
 
 def test_rebinding_guard_names_the_bound_address_and_loopback_names_only() -> None:
@@ -34,25 +28,16 @@ def test_rebinding_guard_names_the_bound_address_and_loopback_names_only() -> No
 
 
 async def test_a_rebound_host_or_foreign_origin_is_refused_on_127_0_0_2(tmp_path: Path) -> None:
-    port = free_port()
-    env = server_env("http://127.0.0.1:9/v1", tmp_path / "j.db")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "judge_mcp", "serve", "--transport", "http", "--host", "127.0.0.2", "--port", str(port)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        assert "serving MCP at http://127.0.0.2:" in proc.stderr.readline()
-        url = f"http://127.0.0.2:{port}/mcp"
+    with HttpServer(server_env("http://127.0.0.1:9/v1", tmp_path / "j.db"), host="127.0.0.2") as server:
+        assert "serving MCP at http://127.0.0.2:" in server.first_line()
+        port = server.port
         async with httpx.AsyncClient(timeout=30) as http:
-            rebound = await http.post(url, json=INIT, headers={**ACCEPT, "host": f"attacker.example:{port}"})
-            foreign = await http.post(url, json=INIT, headers={**ACCEPT, "origin": "http://attacker.example"})
-            own = await http.post(url, json=INIT, headers={**ACCEPT, "origin": f"http://127.0.0.2:{port}"})
-        assert rebound.status_code == 421
-        assert foreign.status_code == 403
-        assert own.status_code == 200
-    finally:
-        proc.terminate()
-        proc.wait(timeout=15)
+            rebound = await http.post(server.url, json=INIT, headers={**ACCEPT, "host": f"attacker.example:{port}"})
+            foreign = await http.post(server.url, json=INIT, headers={**ACCEPT, "origin": "http://attacker.example"})
+            own = await http.post(server.url, json=INIT, headers={**ACCEPT, "origin": f"http://127.0.0.2:{port}"})
+    assert rebound.status_code == 421
+    assert foreign.status_code == 403
+    assert own.status_code == 200
 
 
 class _Served:
@@ -112,12 +97,5 @@ def test_ipv6_loopback_forms_start(tmp_path: Path, host: str) -> None:
         pytest.skip("no IPv6 loopback on this machine")
     finally:
         probe.close()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "judge_mcp", "serve", "--transport", "http", "--host", host, "--port", str(free_port())],
-        env=server_env("http://127.0.0.1:9/v1", tmp_path / "j.db"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        assert f"serving MCP at http://[{host}]:" in proc.stderr.readline()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=15)
+    with HttpServer(server_env("http://127.0.0.1:9/v1", tmp_path / "j.db"), host=host) as server:
+        assert f"serving MCP at http://[{host}]:" in server.first_line()

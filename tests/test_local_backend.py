@@ -22,6 +22,7 @@ import pytest
 from judge_mcp.backends import BackendError, user
 from judge_mcp.backends import local
 from judge_mcp.backends.local import LocalBackend, LoadedModel, cap_free_strings, resolve_model_path
+from tests.helpers import Rendezvous
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -68,7 +69,7 @@ async def test_non_gguf_file_is_rejected_before_loading(tmp_path: Path):
         await backend.complete(user("hi", max_tokens=4))
     assert "not a GGUF file" in err.value.cause and str(text.resolve()) in err.value.cause
     assert err.value.attempts == 1
-    assert local.load_count(text) == 0
+    assert str(text.resolve()) not in local.loaded_models()
 
 
 async def test_directory_is_not_a_model(tmp_path: Path):
@@ -112,7 +113,7 @@ async def test_corrupt_gguf_reports_a_load_error(tmp_path: Path, clean_registry)
     with pytest.raises(BackendError) as err:
         await backend.complete(user("hi", max_tokens=4))
     assert "could not load" in err.value.cause and err.value.attempts == 1
-    assert local.load_count(broken) == 0 and str(broken.resolve()) not in local.loaded_models()
+    assert str(broken.resolve()) not in local.loaded_models()
 
 
 # ---- identity, payload -------------------------------------------------------------------------------------------
@@ -203,7 +204,6 @@ def install(path: Path, server: FakeServer, slots: int = 2) -> None:
 
 
 def ok_body(payload: dict) -> dict:
-    time.sleep(0.05)
     return {
         "choices": [{"message": {"role": "assistant", "content": '{"verdict": "A"}'}, "finish_reason": "stop"}],
         "model": "/somewhere/private/m.gguf",
@@ -223,13 +223,14 @@ async def test_completion_is_parsed_and_reports_the_file_name_not_the_path(tmp_p
 
 async def test_worker_threads_are_bounded_by_the_slots(tmp_path: Path, clean_registry):
     path = fake_gguf(tmp_path / "m.gguf")
-    server = FakeServer(ok_body)
+    pairs = Rendezvous(2, ok_body)  # answered two at a time, only when both slots are busy
+    server = FakeServer(pairs)
     install(path, server, slots=2)
     backends = [LocalBackend("a", str(path), concurrency=4), LocalBackend("b", str(path), concurrency=4)]
     async with anyio.create_task_group() as tg:
         for i in range(6):
             tg.start_soon(backends[i % 2].complete, user(f"q{i}"))
-    assert len(server.payloads) == 6
+    assert len(server.payloads) == 6 and (pairs.met, pairs.broken) == (6, 0)
     assert server.peak == 2  # one limiter per loaded model, shared by both backends
 
 
@@ -325,10 +326,19 @@ def test_schema_constrained_completion_writes_nothing_to_stdout(tmp_path: Path):
 
 
 @pytest.mark.model
-async def test_concurrent_requests_share_one_loaded_model():
+async def test_concurrent_requests_share_one_loaded_model(monkeypatch):
     path = bundled_or_skip()
     local.unload_model(path)
-    before = local.load_count(path)
+    import xllamacpp
+
+    loads: list[str] = []
+    real_server = xllamacpp.Server
+
+    def counting_server(params):
+        loads.append(params.model.path)
+        return real_server(params)
+
+    monkeypatch.setattr(xllamacpp, "Server", counting_server)
     first = LocalBackend("one", None, concurrency=2)
     second = LocalBackend("two", str(path), concurrency=2)
     assert first.identity() == second.identity()
@@ -341,7 +351,7 @@ async def test_concurrent_requests_share_one_loaded_model():
         tg.start_soon(ask, 0, first)
         tg.start_soon(ask, 1, second)
         tg.start_soon(ask, 2, first)
-    assert local.load_count(path) == before + 1
+    assert loads == [str(path)]  # three concurrent first calls, one load
     assert set(local.loaded_models()) >= {str(path)}
     assert sorted(results) == [0, 1, 2]
     for completion in results.values():

@@ -11,15 +11,16 @@ import anyio
 import pytest
 
 from judge_mcp.methods.call_cache import CallCache
-from judge_mcp.backends.openai_compat import OpenAICompatBackend
 from judge_mcp.methods import lwe
 from judge_mcp.methods.lwe import text as t
 from judge_mcp.methods.judge import Judge
 from judge_mcp.methods.lwe.repository import LweConflict, LweRepository
 from judge_mcp.store import Store
 from judge_mcp.validation import InputError
-from tests.lwe_script import role_of, REFINED_MARK, LweScript, wait_for
+from tests.helpers import Hold, Rendezvous, http_backend, until
+from tests.lwe_script import role_of, REFINED_MARK, LweScript
 from tests.scripted import Reply, ScriptedServer, prompt_text
+from tests.helpers import integrity_ok
 
 
 def case(i: int) -> dict[str, str]:
@@ -27,7 +28,7 @@ def case(i: int) -> dict[str, str]:
 
 
 def make_own_judge(server: ScriptedServer, store: Store, *, structured: bool = True) -> Judge:
-    backend = OpenAICompatBackend("scripted", "scripted-model", base_url=server.base_url, max_retries=1, backoff_base_s=0.01)
+    backend = http_backend(server, max_retries=1, backoff_base_s=0.01)
     if not structured:
         backend.supports_json_schema = False
     return Judge(backend, CallCache(store), store)
@@ -300,12 +301,17 @@ def _check_every_item_used_once(store: Store, session: str, n_items: int, batch:
         assert len(v["feedback_ids"]) == batch
         assert all(r["used_in_version"] == v["version"] for r in rows if r["id"] in v["feedback_ids"])
     assert [v["parent"] for v in versions] == [None] + [v["version"] for v in versions[:-1]]
-    assert store.integrity_ok()
+    assert integrity_ok(store)
 
 
 async def test_two_judges_in_one_loop_share_the_session_safely(scripted, tmp_path):
-    script = LweScript("first", refine_delay_s=0.2)
-    server = scripted(script)
+    """The first refinement is held in flight until the other client, whose next item is due for refinement too, is
+    waiting for the session's lock: the window where a second refinement of the same batch could start is hit."""
+    from judge_mcp.methods.lwe import judging
+
+    script = LweScript("first")
+    hold = Hold(script, when=lambda payload: role_of(payload) == "refine")
+    server = scripted(hold)
     path = tmp_path / "conc.db"
     stores = [Store(path), Store(path)]
     judges = [make_own_judge(server, s) for s in stores]
@@ -314,9 +320,15 @@ async def test_two_judges_in_one_loop_share_the_session_safely(scripted, tmp_pat
         for i in range(k, 8, 2):
             await lwe.lwe_judge(judges[k], **case(i), session="shared", batch_size=4)
 
+    def waiting_for_the_lock() -> int:
+        return sum(lock.statistics().tasks_waiting for lock in list(judging._LOCKS.values()))
+
     async with anyio.create_task_group() as tg:
         tg.start_soon(client, 0)
         tg.start_soon(client, 1)
+        assert await anyio.to_thread.run_sync(hold.arrived.wait, 10)  # one client refines (held)...
+        await until(lambda: waiting_for_the_lock() == 1)  # ...while the other waits to refine the same session
+        hold.release()
     _check_every_item_used_once(stores[0], "shared", 8, 4)
     assert script.roles["refine"] == 2  # the in-process lock: no refinement was wasted
     for s in stores:
@@ -325,9 +337,12 @@ async def test_two_judges_in_one_loop_share_the_session_safely(scripted, tmp_pat
 
 def test_two_processes_worth_of_clients_never_lose_or_reuse_feedback(scripted, tmp_path):
     """Two threads, each with its own event loop and Store (so no shared in-process lock): only the
-    database's check-and-commit keeps each item used exactly once."""
-    script = LweScript("first", refine_delay_s=0.3)
-    server = scripted(script)
+    database's check-and-commit keeps each item used exactly once. The race is forced, not hoped for: the first
+    refine request of each thread waits at a barrier until the other's is in flight too, so both refine the same
+    version from the same batch and one of them must lose at the commit."""
+    script = LweScript("first")
+    race = Rendezvous(2, script, rounds=1, when=lambda payload: role_of(payload) == "refine")
+    server = scripted(race)
     path = tmp_path / "conc2.db"
     Store(path).close()
     errors: list[BaseException] = []
@@ -355,20 +370,23 @@ def test_two_processes_worth_of_clients_never_lose_or_reuse_feedback(scripted, t
     for th in threads:
         th.join(60)
     assert not errors, errors
+    assert (race.met, race.broken) == (2, 0)  # both threads were refining at once
     check = Store(path)
     _check_every_item_used_once(check, "shared", 12, 4)
-    # (usually more than 3 refine calls were made: a refinement that lost the race is dropped and its items kept)
+    committed = [v for v in LweRepository(check).versions("shared") if v["reason"] == "refine"]
     check.close()
+    # the refinement that lost the race was made but not committed: its items stayed pending for a later batch
+    assert script.roles["refine"] > len(committed) == 3
 
 
 async def test_refinement_restarts_from_the_version_it_read_when_the_session_changes(make_judge, store):
-    script = LweScript("first", refine_delay_s=0.5, slow_refines=1)
-    judge, server = make_judge(script)
+    script = LweScript("first")
+    hold = Hold(script, when=lambda payload: role_of(payload) == "refine")  # the first refine call waits for release()
+    judge, server = make_judge(hold)
     LweRepository(store).ensure_session("race", 4, lwe.initial_meta_prompt())
     LweRepository(store).commit_version("race", expected_version=1, text="LEARNED v2: compare facts first.", reason="refine")
     for i in range(3, 6):
         await lwe.lwe_judge(judge, **case(i), session="race")
-    script.refine_started.clear()
 
     async with anyio.create_task_group() as tg:
         holder = {}
@@ -377,8 +395,9 @@ async def test_refinement_restarts_from_the_version_it_read_when_the_session_cha
             holder["r"] = await lwe.lwe_judge(judge, **case(6), session="race")
 
         tg.start_soon(fourth)
-        assert await anyio.to_thread.run_sync(lambda: wait_for(script.refine_started.is_set, 10))
+        assert await anyio.to_thread.run_sync(hold.arrived.wait, 10)
         lwe.lwe_session(store, session="race", action="rollback", version=1)  # v3 while the refine of v2 is in flight
+        hold.release()
     result = holder["r"]
     assert result.refined and result.new_meta_prompt_version == 4
     history = lwe.session_history(store, "race")

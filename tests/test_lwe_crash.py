@@ -6,7 +6,6 @@ no lost or twice-used feedback item, and a restarted server must carry on from t
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import sqlite3
@@ -19,12 +18,8 @@ from typing import Any
 import anyio
 from mcp import Client
 
-from tests.lwe_script import REFINED_MARK, LweScript, wait_for
-from tests.scripted import Reply
-from tests.serve_proc import HttpServer
-
-ROOT = Path(__file__).resolve().parent.parent
-
+from tests.helpers import ROOT, Hold, HttpServer, clean_env, delayed, server_env
+from tests.lwe_script import REFINED_MARK, LweScript, role_of
 
 def case(i: int) -> dict[str, Any]:
     return {"prompt": f"Crash question {i}?", "response_a": f"answer one to {i}", "response_b": f"answer two to {i}"}
@@ -77,12 +72,13 @@ async def call_lwe(url: str, arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_kill_during_refinement_then_restart_completes_it(scripted, tmp_path):
-    script = LweScript("first", refine_delay_s=60, slow_refines=1)  # the first refine call hangs
-    backend = scripted(script)
+    script = LweScript("first")
+    hold = Hold(script, when=lambda payload: role_of(payload) == "refine", timeout_s=60)  # the first refine call hangs
+    backend = scripted(hold)
     db = tmp_path / "crash.db"
     log = tmp_path / "server.log"
 
-    server = HttpServer(backend.base_url, db, log)
+    server = HttpServer(server_env(backend.base_url, db, JUDGE_MCP_MAX_RETRIES="0"), log=log)
     try:
 
         async def first_life() -> None:
@@ -101,7 +97,7 @@ def test_kill_during_refinement_then_restart_completes_it(scripted, tmp_path):
                             pass
 
                     tg.start_soon(fourth)
-                    started = await anyio.to_thread.run_sync(lambda: wait_for(script.refine_started.is_set, 20))
+                    started = await anyio.to_thread.run_sync(hold.arrived.wait, 20)
                     assert started, "the refine call never reached the backend"
                     await anyio.to_thread.run_sync(server.kill)
                     tg.cancel_scope.cancel()
@@ -110,7 +106,7 @@ def test_kill_during_refinement_then_restart_completes_it(scripted, tmp_path):
     finally:
         server.kill()
     assert server.proc.returncode == -signal.SIGKILL
-    assert script.roles["refine"] == 1
+    assert [role_of(p) for p in backend.requests].count("refine") == 1 and hold.held == 1  # the one refine, never answered
 
     state = db_state(db, "crash")
     assert [v["reason"] for v in state["versions"]] == ["initial"]  # no half-written version
@@ -119,7 +115,7 @@ def test_kill_during_refinement_then_restart_completes_it(scripted, tmp_path):
     first_refine = next(p for p in backend.requests if p["messages"][0]["content"].startswith("Optimize your current meta prompt"))
 
     # a restarted server refines the stored batch before judging the next case with the new meta-prompt
-    server = HttpServer(backend.base_url, db, log)
+    server = HttpServer(server_env(backend.base_url, db, JUDGE_MCP_MAX_RETRIES="0"), log=log)
     seen: dict[str, Any] = {}
 
     async def second_life() -> None:
@@ -152,7 +148,7 @@ def test_kill_during_refinement_then_restart_completes_it(scripted, tmp_path):
     assert [f["status"] for f in state["feedback"]] == ["used"] * 4 + ["pending"]
 
     # the CLI reads the same state
-    env = dict(os.environ, JUDGE_MCP_DB=str(db))
+    env = clean_env(JUDGE_MCP_DB=str(db))
     out = subprocess.run([sys.executable, "-m", "judge_mcp", "sessions", "export", "crash"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     exported = json.loads(out.stdout)
@@ -162,22 +158,14 @@ def test_kill_during_refinement_then_restart_completes_it(scripted, tmp_path):
 def test_kill_at_random_moments_never_breaks_the_state(scripted, tmp_path):
     """batch_size 1: every case ends in a refinement, so the database is written many times per second; the server
     is killed at random moments and restarted, and every invariant is checked after each kill."""
-    inner = LweScript("first")
-
-    def jittery(payload: dict[str, Any]) -> Reply | str:
-        reply = inner(payload)
-        reply = reply if isinstance(reply, Reply) else Reply(content=reply)
-        reply.delay_s = random.uniform(0.0, 0.03)
-        return reply
-
-    backend = scripted(jittery)
+    backend = scripted(delayed(LweScript("first"), lambda: random.uniform(0.0, 0.03)))
     db = tmp_path / "random.db"
     log = tmp_path / "server.log"
     rng = random.Random(1234)
     next_case = 0
     completed = 0
     for _ in range(4):
-        server = HttpServer(backend.base_url, db, log)
+        server = HttpServer(server_env(backend.base_url, db, JUDGE_MCP_MAX_RETRIES="0"), log=log)
         killer = threading.Timer(rng.uniform(0.3, 1.5), server.kill)
 
         async def life() -> None:
@@ -192,8 +180,9 @@ def test_kill_at_random_moments_never_breaks_the_state(scripted, tmp_path):
         killer.start()
         try:
             anyio.run(life)
-        except BaseException:  # noqa: BLE001 - the kill interrupts a call
-            pass
+        except BaseException:  # noqa: BLE001 - the kill interrupts a call; anything before the kill is a failure
+            if not server.killed.is_set():
+                raise
         finally:
             killer.join()
             server.kill()
@@ -204,7 +193,7 @@ def test_kill_at_random_moments_never_breaks_the_state(scripted, tmp_path):
             assert sum(f["status"] == "pending" for f in state["feedback"]) <= 1
     assert completed >= 2
     # a last, clean life finishes whatever the kills left buffered
-    server = HttpServer(backend.base_url, db, log)
+    server = HttpServer(server_env(backend.base_url, db, JUDGE_MCP_MAX_RETRIES="0"), log=log)
     try:
         result = anyio.run(call_lwe, server.url, {**case(999), "session": "rnd", "batch_size": 1})
     finally:

@@ -9,9 +9,8 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from judge_mcp.server import split_options
-from tests.judge_script import BAD, CAPITAL_Q, GOOD, RIGHT_INSTRUCTION, UniversalJudge
+from tests.judge_script import BAD, CAPITAL_Q, GOOD, PAIR, RIGHT_INSTRUCTION, UniversalJudge
 
-PAIR = {"prompt": CAPITAL_Q, "response_a": BAD, "response_b": GOOD}
 JUDGING_TOOLS = ("compare_pair", "infer_instruction_reward", "grade_score_options", "lwe_judge")
 
 

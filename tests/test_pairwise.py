@@ -11,7 +11,8 @@ from judge_mcp.methods import pairwise
 from judge_mcp.methods.pairwise import aggregate, better_in_caller_order, parse_label, parse_structured
 from judge_mcp.validation import InputError
 from judge_mcp.verdicts import PairTrial
-from tests.judge_script import fence_follower
+from tests.judge_script import BAD, GOOD, correct_judge, fence_follower, first_position_judge
+from tests.helpers import Rendezvous
 from tests.scripted import prompt_text
 
 
@@ -143,26 +144,7 @@ def test_order_mapping_and_strict_aggregation() -> None:
     assert aggregate([t("AB", None)], False) == (None, None)
 
 
-# ---- the method over a scripted OpenAI-compatible server -------------------------------------------------------
-GOOD, BAD = "The capital of Australia is Canberra.", "The capital of Australia is Sydney."
-
-
-def _shown_first(payload: dict) -> str:
-    text = prompt_text(payload)
-    return re.search(r"<\|The Start of Assistant A's Answer\|>\n(.*?)\n<\|The End", text, re.S).group(1)
-
-
-def correct_judge(payload: dict) -> str:
-    """Says the answer mentioning Sydney is worse, wherever it is shown."""
-    bad_first = "Sydney" in _shown_first(payload)
-    return json.dumps({"own_answer": "Canberra.", "evaluation": "One says Sydney.", "verdict": "[[B>A]]" if bad_first else "[[A>B]]"})
-
-
-def first_position_judge(payload: dict) -> str:
-    """Position-biased: always says the first-shown answer is better."""
-    return json.dumps({"own_answer": "x", "evaluation": "y", "verdict": "[[A>B]]"})
-
-
+# ---- the method over a scripted OpenAI-compatible server (judges: tests/judge_script.py) -------------------------
 async def test_correct_judge_gives_consistent_winner_in_callers_order(make_judge) -> None:
     judge, server = make_judge(correct_judge)
     result = await pairwise.compare_pair(judge, prompt="Capital of Australia?", response_a=BAD, response_b=GOOD)
@@ -206,11 +188,10 @@ async def test_reask_recovers_a_verdict(make_judge) -> None:
 
 
 async def test_both_orders_run_concurrently(make_judge) -> None:
-    from tests.scripted import Reply
-
-    judge, server = make_judge(lambda p: Reply(content=first_position_judge(p), delay_s=0.3))
+    together = Rendezvous(2, first_position_judge)  # each order waits until the other is in flight too
+    judge, server = make_judge(together)
     await pairwise.compare_pair(judge, prompt="Q", response_a="a", response_b="b", template="direct")
-    assert server.max_in_flight == 2
+    assert (together.met, together.broken) == (2, 0) and server.max_in_flight == 2
 
 
 async def test_identical_call_is_answered_from_cache(make_judge) -> None:

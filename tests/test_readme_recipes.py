@@ -6,7 +6,6 @@ then run as written (only the placeholder path and the model server's URL replac
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 from pathlib import Path
@@ -16,6 +15,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from judge_mcp.config import load_settings, missing_key
+from tests.helpers import clean_env
 from tests.judge_script import BAD, CAPITAL_Q, GOOD, UniversalJudge
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,8 +80,7 @@ def test_claude_code_recipes_cover_the_three_forms_and_http_with_the_token() -> 
 async def test_the_checkout_recipe_runs_as_written(scripted, tmp_path: Path) -> None:
     recipe = next(s for s in _servers() if _form(s["command"]) == "checkout")
     backend = scripted(UniversalJudge())
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_MCP_", "OPENAI_", "ANTHROPIC_")) and k != "PYTHONPATH"}
-    env.update(recipe["env"], JUDGE_MCP_BASE_URL=backend.base_url, XDG_DATA_HOME=str(tmp_path / "data"))
+    env = clean_env(drop=("PYTHONPATH",), **{**recipe["env"], "JUDGE_MCP_BASE_URL": backend.base_url, "XDG_DATA_HOME": str(tmp_path / "data")})
     command = recipe["command"].replace("/path/to/judge-mcp", str(ROOT))
     params = StdioServerParameters(command=command, args=recipe["args"], env=env, cwd=tmp_path)
     async with Client(params, read_timeout_seconds=60) as client:

@@ -4,14 +4,15 @@ without touching LWE sessions."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
 from mcp import Client
 
 from judge_mcp import cli
-from judge_mcp.app import App
-from judge_mcp.config import load_settings
+from judge_mcp.server import build_server
+from tests.helpers import app_env, make_app
 from tests.judge_script import CAPITAL_Q, UniversalJudge
 
 MARK_A, MARK_B = "QZXMARKA" * 3, "QZXMARKB" * 3
@@ -39,8 +40,6 @@ async def test_each_judged_text_is_stored_once(mcp_app, tmp_path: Path) -> None:
     assert _occurrences(db, MARK_A) == 1 and _occurrences(db, MARK_B) == 1  # the verdict's inputs only
     conn = sqlite3.connect(str(db))
     try:
-        import json
-
         calls = json.loads(conn.execute("SELECT calls FROM verdicts").fetchone()[0])
         keys = {row[0] for row in conn.execute("SELECT key FROM call_cache")}
     finally:
@@ -50,10 +49,8 @@ async def test_each_judged_text_is_stored_once(mcp_app, tmp_path: Path) -> None:
 
 
 async def _judge_some(settings_env: dict[str, str]) -> None:
-    app = App(load_settings(settings_env))
+    app = make_app(settings_env)
     try:
-        from judge_mcp.server import build_server
-
         async with Client(build_server(app)) as client:
             assert not (await client.call_tool("compare_pair", PAIR)).is_error
             assert not (await client.call_tool("lwe_judge", {**PAIR, "session": "kept"})).is_error
@@ -81,12 +78,12 @@ def _counts(db: Path) -> dict[str, int]:
 async def test_gc_deletes_old_cache_and_verdict_rows_and_keeps_sessions(scripted, tmp_path: Path, monkeypatch, capsys) -> None:
     backend = scripted(UniversalJudge())
     db = tmp_path / "judge.db"
-    env = {"JUDGE_MCP_BACKEND": "openai", "JUDGE_MCP_BASE_URL": backend.base_url, "JUDGE_MCP_MODEL": "m", "JUDGE_MCP_DB": str(db)}
+    env = app_env(backend, db)
     await _judge_some(env)
     before = _counts(db)
     assert before["verdicts"] == 2 and before["call_cache"] >= 2 and before["lwe_sessions"] == 1
     _age_everything(db, days=10)
-    await _judge_some({**env, "JUDGE_MCP_DB": str(db)})  # fresh rows (new cache rows only where not cached)
+    await _judge_some(env)  # fresh rows (new cache rows only where not cached)
     fresh = _counts(db)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -101,10 +98,10 @@ async def test_gc_deletes_old_cache_and_verdict_rows_and_keeps_sessions(scripted
 async def test_ages_in_the_environment_apply_at_start(scripted, tmp_path: Path) -> None:
     backend = scripted(UniversalJudge())
     db = tmp_path / "judge.db"
-    env = {"JUDGE_MCP_BACKEND": "openai", "JUDGE_MCP_BASE_URL": backend.base_url, "JUDGE_MCP_MODEL": "m", "JUDGE_MCP_DB": str(db)}
+    env = app_env(backend, db)
     await _judge_some(env)
     _age_everything(db, days=3)
-    app = App(load_settings({**env, "JUDGE_MCP_VERDICTS_MAX_AGE_DAYS": "2"}))  # the cache age is not set: kept
+    app = make_app({**env, "JUDGE_MCP_VERDICTS_MAX_AGE_DAYS": "2"})  # the cache age is not set: kept
     await app.aclose()
     counts = _counts(db)
     assert counts["verdicts"] == 0 and counts["call_cache"] > 0 and counts["lwe_sessions"] == 1

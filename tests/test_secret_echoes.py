@@ -22,11 +22,10 @@ def escaped(text: str) -> str:
     return "".join(f"\\u{ord(c):04x}" for c in text)
 
 
-async def test_a_key_echoed_json_escaped_is_redacted_before_it_is_read(scripted, store):
+async def test_a_key_echoed_json_escaped_is_redacted_before_it_is_read(make_backend, store):
     body = json.dumps(chat_body("your key is KEYHERE")).replace("KEYHERE", escaped(KEY)).encode()
     assert KEY.encode() not in body
-    server = scripted(lambda p: Reply(raw_body=body))
-    backend = OpenAICompatBackend("echo", "m", base_url=server.base_url, api_key=KEY, max_retries=0)
+    backend, server = make_backend(lambda p: Reply(raw_body=body), name="echo", model="m", api_key=KEY, max_retries=0)
     completion, _ = await CallCache(store).complete(backend, user("hi"))
     await backend.aclose()
     assert server.headers[0]["authorization"] == f"Bearer {KEY}"

@@ -16,15 +16,13 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from mcp import Client
 
-from tests.judge_script import BAD, CAPITAL_Q, GOOD, RIGHT_INSTRUCTION, UniversalJudge
+from tests.helpers import ACCEPT, INIT, HttpServer, as_reply, server_env, token_client
+from tests.judge_script import BAD, CAPITAL_Q, GOOD, PAIR, RIGHT_INSTRUCTION, UniversalJudge
 from tests.scripted import Reply, chat_body
-from tests.serve_proc import HttpServer
 
 KEY = "sk-live-SECRETKEY-4f7d2a9c81e0"
 TOKEN = "http-token-SECRETTOKEN-9b3e55"
-PAIR = {"prompt": CAPITAL_Q, "response_a": BAD, "response_b": GOOD}
 CALLS: list[tuple[str, dict[str, Any]]] = [
     ("compare_pair", PAIR),
     ("infer_instruction_reward", {"instruction": RIGHT_INSTRUCTION, "responses": [BAD, GOOD]}),
@@ -58,17 +56,9 @@ class LeakyBackend:
             escaped = "".join(f"\\u{ord(c):04x}" for c in sent)
             return Reply(raw_body=json.dumps(chat_body(json.dumps(answer))).replace(sent, escaped).encode())
         reply = self.judge(payload)
-        reply = Reply(content=reply) if isinstance(reply, str) else reply
+        reply = as_reply(reply)
         reply.headers["x-echo-authorization"] = sent  # httpcore's debug log prints response headers
         return reply
-
-
-async def _client(url: str, token: str):
-    import httpx2
-    from mcp.client.streamable_http import streamable_http_client
-
-    http = httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}, timeout=60)
-    return http, Client(streamable_http_client(url, http_client=http))
 
 
 def test_key_and_token_appear_in_no_log_line_and_no_database_file(scripted, tmp_path: Path) -> None:
@@ -76,12 +66,12 @@ def test_key_and_token_appear_in_no_log_line_and_no_database_file(scripted, tmp_
     backend = scripted(leaky)
     leaky.server = backend
     db, log = tmp_path / "secrets.db", tmp_path / "stderr.log"
-    server = HttpServer(backend.base_url, db, log, verbose=True, JUDGE_MCP_API_KEY=KEY, JUDGE_MCP_HTTP_TOKEN=TOKEN)
+    server = HttpServer(server_env(backend.base_url, db, JUDGE_MCP_MAX_RETRIES="0", JUDGE_MCP_API_KEY=KEY, JUDGE_MCP_HTTP_TOKEN=TOKEN), log=log, verbose=True)
     errors: list[str] = []
     results: dict[str, Any] = {}
 
     async def run() -> None:
-        http, client = await _client(server.url, TOKEN)
+        http, client = token_client(server.url, TOKEN)
         async with http, client:
             for _ in range(3):  # the leaky answers: each a tool error or an unparsed trial, never the key
                 r = await client.call_tool("compare_pair", {**PAIR, "swap": False})
@@ -131,13 +121,11 @@ def test_key_and_token_appear_in_no_log_line_and_no_database_file(scripted, tmp_
 @pytest.fixture
 def token_server(scripted, tmp_path: Path):
     backend = scripted(UniversalJudge())
-    server = HttpServer(backend.base_url, tmp_path / "auth.db", tmp_path / "auth.log", JUDGE_MCP_HTTP_TOKEN=TOKEN)
+    server = HttpServer(server_env(backend.base_url, tmp_path / "auth.db", JUDGE_MCP_MAX_RETRIES="0", JUDGE_MCP_HTTP_TOKEN=TOKEN), log=tmp_path / "auth.log")
     yield server
     server.stop()
 
 
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
-ACCEPT = {"accept": "application/json, text/event-stream"}
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -13,10 +11,10 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from tests.scripted import Reply, ScriptedServer, server_env
-from tests.test_pairwise import BAD, GOOD, correct_judge, first_position_judge
+from tests.helpers import ACCEPT, INIT, HttpServer, server_env, token_client
+from tests.judge_script import GOOD, PAIR, correct_judge, first_position_judge
+from tests.scripted import Reply
 
-PAIR = {"prompt": "What is the capital of Australia?", "response_a": BAD, "response_b": GOOD}
 TOOLS = {"compare_pair", "infer_instruction_reward", "grade_score_options", "lwe_judge", "lwe_session"}
 
 
@@ -111,72 +109,34 @@ async def test_api_key_never_reaches_the_database(mcp_app, tmp_path: Path) -> No
 
 
 # ---- real subprocesses: stdio and HTTP ---------------------------------------------------------------------------
-async def test_stdio_server_subprocess(tmp_path: Path) -> None:
-    with ScriptedServer(correct_judge) as backend:
-        env = server_env(backend.base_url, tmp_path / "judge.db")
-        params = StdioServerParameters(command=sys.executable, args=["-m", "judge_mcp", "serve"], env=env)
-        async with Client(params, read_timeout_seconds=60) as client:
+async def test_stdio_server_subprocess(scripted, tmp_path: Path) -> None:
+    backend = scripted(correct_judge)
+    env = server_env(backend.base_url, tmp_path / "judge.db")
+    params = StdioServerParameters(command=sys.executable, args=["-m", "judge_mcp", "serve"], env=env)
+    async with Client(params, read_timeout_seconds=60) as client:
+        result = await client.call_tool("compare_pair", PAIR)
+    assert not result.is_error and result.structured_content["winner"] == "B"
+
+
+async def test_http_transport_requires_the_bearer_token(scripted, tmp_path: Path) -> None:
+    token = "test-token-0123456789"
+    backend = scripted(correct_judge)
+    with HttpServer(server_env(backend.base_url, tmp_path / "judge.db", JUDGE_MCP_HTTP_TOKEN=token)) as server:
+        assert "serving MCP at" in server.first_line()
+        async with httpx.AsyncClient() as http:
+            missing = await http.post(server.url, json=INIT, headers=ACCEPT)
+            wrong = await http.post(server.url, json=INIT, headers={**ACCEPT, "authorization": "Bearer nope"})
+        assert missing.status_code == 401 and wrong.status_code == 401
+        assert "Bearer" in missing.headers["www-authenticate"]
+        # The official client with the token gets through.
+        http2, client = token_client(server.url, token)
+        async with http2, client:
             result = await client.call_tool("compare_pair", PAIR)
     assert not result.is_error and result.structured_content["winner"] == "B"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start_http(env: dict, port: int, host: str = "127.0.0.1") -> subprocess.Popen:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "judge_mcp", "serve", "--transport", "http", "--host", host, "--port", str(port)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            return proc
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return proc
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise AssertionError("HTTP server did not start")
-
-
-async def test_http_transport_requires_the_bearer_token(tmp_path: Path) -> None:
-    token = "test-token-0123456789"
-    port = _free_port()
-    with ScriptedServer(correct_judge) as backend:
-        proc = _start_http(server_env(backend.base_url, tmp_path / "judge.db", JUDGE_MCP_HTTP_TOKEN=token), port)
-        try:
-            url = f"http://127.0.0.1:{port}/mcp"
-            init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
-            headers = {"accept": "application/json, text/event-stream"}
-            async with httpx.AsyncClient() as http:
-                missing = await http.post(url, json=init, headers=headers)
-                wrong = await http.post(url, json=init, headers={**headers, "authorization": "Bearer nope"})
-            assert missing.status_code == 401 and wrong.status_code == 401
-            assert "Bearer" in missing.headers["www-authenticate"]
-            # The official client with the token gets through.
-            from mcp.client.streamable_http import streamable_http_client
-
-            import httpx2
-
-            async with httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}, timeout=60) as http:
-                async with Client(streamable_http_client(url, http_client=http)) as client:
-                    result = await client.call_tool("compare_pair", PAIR)
-            assert not result.is_error and result.structured_content["winner"] == "B"
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
-
-
 def test_http_refuses_non_loopback_bind_without_token(tmp_path: Path) -> None:
-    env = server_env("http://127.0.0.1:9/v1", tmp_path / "judge.db")
-    proc = subprocess.run(
-        [sys.executable, "-m", "judge_mcp", "serve", "--transport", "http", "--host", "0.0.0.0", "--port", str(_free_port())],
-        env=env, capture_output=True, text=True, timeout=30,
-    )
-    assert proc.returncode != 0
-    assert "refusing to serve HTTP on non-loopback address '0.0.0.0' without JUDGE_MCP_HTTP_TOKEN" in proc.stderr
+    with HttpServer(server_env("http://127.0.0.1:9/v1", tmp_path / "judge.db"), host="0.0.0.0") as server:
+        assert server.proc.wait(timeout=30) != 0
+        stderr = server.proc.stderr.read()
+    assert "refusing to serve HTTP on non-loopback address '0.0.0.0' without JUDGE_MCP_HTTP_TOKEN" in stderr

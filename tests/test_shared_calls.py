@@ -12,33 +12,45 @@ import pytest
 
 from judge_mcp.backends.base import user
 from judge_mcp.methods.call_cache import CallCache
-from judge_mcp.backends.openai_compat import OpenAICompatBackend
 from judge_mcp.methods import pairwise
 from judge_mcp.methods.judge import Judge
 from judge_mcp.store import APPLICATION_ID, Store, StoreError
+from tests.helpers import Hold, http_backend, until
 from tests.judge_script import UniversalJudge
 from tests.scripted import Reply, chat_body
 
 
-def backend_for(server) -> OpenAICompatBackend:
-    return OpenAICompatBackend("scripted", "scripted-model", base_url=server.base_url, max_retries=0)
+def backend_for(server):
+    return http_backend(server, max_retries=0)
 
 
 async def test_a_cancelled_caller_leaves_the_shared_call_to_the_others(scripted, store):
-    server = scripted(lambda p: Reply(content="the shared answer", delay_s=0.5))
+    hold = Hold(lambda p: "the shared answer")
+    server = scripted(hold)
     backend, cache = backend_for(server), CallCache(store)
     request = user("judge this")
+    flights = lambda: list(cache._inflight.values())  # noqa: E731
     first, second = Judge(backend, cache, store), Judge(backend, cache, store)
     got = {}
 
-    async def wait_for_answer() -> None:
-        got["second"] = await second.complete(request)
-
     async with anyio.create_task_group() as tg:
-        with anyio.move_on_after(0.15) as scope:  # the first caller gives up while the call is in flight
-            tg.start_soon(wait_for_answer)
-            await first.complete(request)
-    assert scope.cancelled_caught
+        first_scope = anyio.CancelScope()
+
+        async def first_caller() -> None:
+            with first_scope:
+                got["first"] = await first.complete(request)
+
+        async def second_caller() -> None:
+            got["second"] = await second.complete(request)
+
+        tg.start_soon(first_caller)
+        assert await anyio.to_thread.run_sync(hold.arrived.wait, 10)  # the first caller's call is at the backend
+        tg.start_soon(second_caller)
+        await until(lambda: [f.waiters for f in flights()] == [2])  # the second caller shares it
+        first_scope.cancel()  # the first caller gives up while the call is in flight
+        await until(lambda: [f.waiters for f in flights()] == [1])
+        hold.release()
+    assert first_scope.cancelled_caught and "first" not in got
     assert got["second"].text == "the shared answer"
     assert len(server.requests) == 1  # the second caller was not given a fresh call: it kept the shared one
     assert (second.calls, second.cached_calls, first.calls) == (1, 0, 0)  # the survivor accounts for the one call
@@ -47,13 +59,24 @@ async def test_a_cancelled_caller_leaves_the_shared_call_to_the_others(scripted,
 
 
 async def test_a_call_nobody_waits_for_is_cancelled_and_a_new_caller_starts_afresh(scripted, store):
-    server = scripted(lambda p: Reply(content="late answer", delay_s=0.4))
+    hold = Hold(lambda p: "late answer")  # only the first request is held; the new caller's is answered at once
+    server = scripted(hold)
     backend, cache = backend_for(server), CallCache(store)
     request = user("judge this")
-    with anyio.move_on_after(0.1):
-        await cache.complete(backend, request)
+    async with anyio.create_task_group() as tg:
+        scope = anyio.CancelScope()
+
+        async def caller() -> None:
+            with scope:
+                await cache.complete(backend, request)
+
+        tg.start_soon(caller)
+        assert await anyio.to_thread.run_sync(hold.arrived.wait, 10)
+        scope.cancel()
+    assert scope.cancelled_caught
     assert cache._inflight == {}  # forgotten at once: a newcomer does not join the dying call
     completion, cached = await cache.complete(backend, request)
+    hold.release()
     assert (completion.text, cached) == ("late answer", False)
     assert len(server.requests) == 2
     await backend.aclose()
@@ -61,29 +84,35 @@ async def test_a_call_nobody_waits_for_is_cancelled_and_a_new_caller_starts_afre
 
 async def test_cancelling_one_compare_pair_never_breaks_an_identical_one(scripted, store):
     """The reported failure: "'NoneType' object has no attribute 'parse_ok'" in the surviving call."""
-    slow = UniversalJudge()
-    server = scripted(lambda p: _delayed(slow(p)))
+    hold = Hold(UniversalJudge(), count=2)  # both orders of the first call stay in flight until released
+    server = scripted(hold)
     backend, cache = backend_for(server), CallCache(store)
     args = dict(prompt="What is the capital of Australia?", response_a="Sydney.", response_b="Canberra.")
+    flights = lambda: list(cache._inflight.values())  # noqa: E731
     results = {}
 
-    async def survivor() -> None:
-        results["b"] = await pairwise.compare_pair(Judge(backend, cache, store), **args)
-
     async with anyio.create_task_group() as tg:
+        doomed = anyio.CancelScope()
+
+        async def cancelled() -> None:
+            with doomed:
+                await pairwise.compare_pair(Judge(backend, cache, store), **args)
+
+        async def survivor() -> None:
+            results["b"] = await pairwise.compare_pair(Judge(backend, cache, store), **args)
+
+        tg.start_soon(cancelled)
+        assert await anyio.to_thread.run_sync(hold.arrived.wait, 10)  # both orders are at the backend
         tg.start_soon(survivor)
-        with anyio.move_on_after(0.2):
-            await pairwise.compare_pair(Judge(backend, cache, store), **args)
+        await until(lambda: sorted(f.waiters for f in flights()) == [2, 2])  # the survivor shares both calls
+        doomed.cancel()
+        await until(lambda: sorted(f.waiters for f in flights()) == [1, 1])
+        hold.release()
+    assert doomed.cancelled_caught
     result = results["b"]
     assert all(t.parse_ok for t in result.trials) and result.winner == "B" and result.consistent
     assert len(server.requests) == 2  # the two orders, each sent once and shared
     await backend.aclose()
-
-
-def _delayed(answer):
-    reply = answer if isinstance(answer, Reply) else Reply(content=answer)
-    reply.delay_s = 0.5
-    return reply
 
 
 async def test_a_lone_surrogate_in_the_answer_is_replaced_and_stored(scripted, store):

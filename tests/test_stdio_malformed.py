@@ -4,19 +4,15 @@ cannot read: each gets a JSON-RPC error (the request's id when readable), and th
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+from tests.helpers import INIT, ROOT, server_env
 
 
 def test_unreadable_lines_get_json_rpc_errors_and_the_server_keeps_serving(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_MCP_", "OPENAI_", "ANTHROPIC_"))}
-    env.update(JUDGE_MCP_BACKEND="openai", JUDGE_MCP_BASE_URL="http://127.0.0.1:9/v1", JUDGE_MCP_DB=str(tmp_path / "j.db"), PYTHONPATH=str(ROOT))
+    env = server_env("http://127.0.0.1:9/v1", tmp_path / "j.db", PYTHONPATH=str(ROOT))  # run from tmp_path: the checkout on the path
     deep = "[" * 100_000 + "]" * 100_000
     lines = [
         json.dumps(INIT),

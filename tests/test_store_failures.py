@@ -6,7 +6,6 @@ disk is full", exactly as on a full file system), on the server's real store fil
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import subprocess
 import sys
@@ -19,7 +18,9 @@ from mcp import Client
 from judge_mcp.methods import lwe
 from judge_mcp.store import Store, StoreError
 from judge_mcp.methods.lwe.repository import LweRepository
+from tests.helpers import clean_env
 from tests.judge_script import BAD, GOOD, UniversalJudge
+from tests.helpers import integrity_ok
 
 BIG = "x" * 20_000  # more than a few pages, so a write must grow the file
 
@@ -56,7 +57,7 @@ def test_a_database_that_cannot_be_opened_is_named(tmp_path: Path, kind: str) ->
 def test_cli_reports_an_unopenable_database_without_a_traceback(tmp_path: Path) -> None:
     path = tmp_path / "judge.db"
     path.mkdir()
-    env = {**os.environ, "JUDGE_MCP_DB": str(path)}
+    env = clean_env(JUDGE_MCP_DB=str(path))
     for argv in (["sessions", "list"], ["serve"]):
         done = subprocess.run([sys.executable, "-m", "judge_mcp", *argv], env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
         assert done.returncode == 2, done.stderr
@@ -76,7 +77,7 @@ def test_a_full_disk_fails_the_write_whole_and_names_the_reason(tmp_path: Path) 
         assert not store.conn.in_transaction
         free_up(store)
         store.log_verdict("compare_pair", "b", "m", {"prompt": BIG}, {"winner": "B"}, {}, [])
-        assert len(store.verdicts()) == 2 and store.integrity_ok()
+        assert len(store.verdicts()) == 2 and integrity_ok(store)
     finally:
         store.close()
 
@@ -98,7 +99,7 @@ def test_a_full_disk_never_leaves_a_half_written_lwe_version(tmp_path: Path) -> 
         assert [row["id"] for row in LweRepository(store).pending("s")] == ids  # the feedback is still buffered
         free_up(store)
         assert LweRepository(store).commit_version("s", expected_version=1, text="LEARNED " + BIG, reason="refine", use_feedback=ids) == 2
-        assert LweRepository(store).pending("s") == [] and store.integrity_ok()
+        assert LweRepository(store).pending("s") == [] and integrity_ok(store)
     finally:
         store.close()
 
@@ -122,7 +123,7 @@ def test_tool_call_on_a_full_disk_is_a_clear_tool_error_and_the_server_recovers(
             assert not ok.is_error and ok.structured_content["winner"] == "A"
 
     anyio.run(main)
-    assert len(store.verdicts()) == 1 and store.integrity_ok()
+    assert len(store.verdicts()) == 1 and integrity_ok(store)
     assert len(backend.requests) >= 2  # the failed call did reach the model: it was the write that failed
 
 
@@ -154,11 +155,15 @@ def test_the_store_error_is_not_raised_for_other_failures_inside_a_transaction(t
 def test_sqlite_errors_do_not_escape_as_raw_sqlite_errors(tmp_path: Path) -> None:
     store = Store(tmp_path / "judge.db")
     try:
-        with pytest.raises(StoreError, match="could not read"):
+        with pytest.raises(StoreError, match="could not read") as read:
             store.query("SELECT * FROM no_such_table")
-        with pytest.raises(StoreError):
+        with pytest.raises(StoreError, match="could not write") as write:
             with store.transaction() as db:
                 db.execute("INSERT INTO no_such_table VALUES (1)")
-        assert not isinstance(StoreError("x"), sqlite3.Error)
+        for raised in (read.value, write.value):
+            # what was raised is not an sqlite3 error (an `except sqlite3.Error` caller never sees it), but it keeps
+            # the original as its cause and names the file and the problem
+            assert not isinstance(raised, sqlite3.Error) and isinstance(raised.__cause__, sqlite3.Error)
+            assert str(tmp_path / "judge.db") in str(raised) and "no_such_table" in str(raised)
     finally:
         store.close()

@@ -6,31 +6,39 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
 from mcp import Client
 
-from judge_mcp.app import App
-from judge_mcp.config import load_settings
 from judge_mcp.server import build_server
 from judge_mcp.store import Store
-from tests.judge_script import BAD, CAPITAL_Q, GOOD, UniversalJudge
+from tests.helpers import app_env, make_app
+from tests.judge_script import PAIR, UniversalJudge
 
-PAIR = {"prompt": CAPITAL_Q, "response_a": BAD, "response_b": GOOD}
 
 
 def _server(scripted, db: Path, busy_timeout_s: float):
     backend = scripted(UniversalJudge())
-    settings = load_settings({"JUDGE_MCP_BACKEND": "openai", "JUDGE_MCP_BASE_URL": backend.base_url, "JUDGE_MCP_MODEL": "m", "JUDGE_MCP_DB": str(db), "JUDGE_MCP_MAX_RETRIES": "0"})
-    app = App(settings, store=Store(db, busy_timeout_s=busy_timeout_s))
+    app = make_app(app_env(backend, db, JUDGE_MCP_MAX_RETRIES="0"), store=Store(db, busy_timeout_s=busy_timeout_s))
     return app, build_server(app), backend
 
 
-async def _wait_for_requests(backend, count: int) -> None:
-    with anyio.fail_after(20):
-        while len(backend.requests) < count:
-            await anyio.sleep(0.02)
+def _note_writes(store: Store) -> threading.Event:
+    """An event set when a write transaction starts (in whatever thread runs it), just before it asks for the lock."""
+    writing = threading.Event()
+    original = store.transaction
+
+    @contextmanager
+    def noted():
+        writing.set()
+        with original() as db:
+            yield db
+
+    store.transaction = noted
+    return writing
 
 
 async def test_a_read_is_answered_while_another_call_waits_for_a_foreign_write_lock(scripted, tmp_path: Path) -> None:
@@ -40,7 +48,7 @@ async def test_a_read_is_answered_while_another_call_waits_for_a_foreign_write_l
     try:
         async with Client(server) as client:
             assert not (await client.call_tool("lwe_judge", {**PAIR, "session": "s"})).is_error
-            before = len(backend.requests)
+            writing = _note_writes(app.store)
             other_process.execute("BEGIN IMMEDIATE")  # another process takes the write lock and keeps it
             results: dict = {}
 
@@ -49,8 +57,8 @@ async def test_a_read_is_answered_while_another_call_waits_for_a_foreign_write_l
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(judging)
-                await _wait_for_requests(backend, before + 2)  # the judgment is in; its writes now wait for the lock
-                await anyio.sleep(0.3)
+                # the judgment is in and its first write is waiting for the lock (no sleep: the write says so)
+                assert await anyio.to_thread.run_sync(writing.wait, 20)
                 with anyio.fail_after(10):  # on the event loop this read would wait out the whole 30 s lock
                     shown = await client.call_tool("lwe_session", {"action": "show", "session": "s"})
                 assert "pair" not in results  # the writing call is still waiting: the read did not wait for it

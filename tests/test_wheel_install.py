@@ -21,10 +21,10 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from tests.judge_script import BAD, CAPITAL_Q, GOOD, RIGHT_INSTRUCTION, UniversalJudge, method_of
+from tests.helpers import clean_env
+from tests.judge_script import BAD, CAPITAL_Q, GOOD, PAIR, RIGHT_INSTRUCTION, UniversalJudge, method_of
 
 ROOT = Path(__file__).resolve().parent.parent
-PAIR = {"prompt": CAPITAL_Q, "response_a": BAD, "response_b": GOOD}
 CALLS = [
     ("compare_pair", PAIR),
     ("infer_instruction_reward", {"instruction": RIGHT_INSTRUCTION, "responses": [BAD, GOOD]}),
@@ -47,9 +47,7 @@ def _bin(env_dir: Path, name: str) -> Path:
 
 def _clean_env(**extra: str) -> dict[str, str]:
     """The user's environment: no judge-mcp or provider variables, and nothing that puts the checkout on sys.path."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_MCP_", "OPENAI_", "ANTHROPIC_")) and k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    env.update(extra)
-    return env
+    return clean_env(drop=("PYTHONPATH", "VIRTUAL_ENV"), **extra)
 
 
 @pytest.fixture(scope="module")

@@ -157,15 +157,9 @@ class LoadedModel:
 
 
 _registry: dict[str, LoadedModel] = {}
-_load_counts: dict[str, int] = {}
 _registry_lock = threading.Lock()
 # Per event loop: one thread limiter per loaded file, shared by every backend on that file.
 _thread_limiters: RunVar[dict[str, anyio.CapacityLimiter]] = RunVar("judge_mcp_local_thread_limiters")
-
-
-def load_count(path: str | os.PathLike[str]) -> int:
-    """How many times this process has loaded the file (reloads after `unload_model` count again)."""
-    return _load_counts.get(str(Path(path).resolve()), 0)
 
 
 def loaded_models() -> dict[str, LoadedModel]:
@@ -214,7 +208,6 @@ def _load(path: Path, n_parallel: int, n_ctx: int, n_threads: int) -> LoadedMode
             raise ModelLoadError(f"llama.cpp could not load {key!r}: {exc} (its log on stderr says why)") from exc
         loaded = LoadedModel(key, server, n_parallel, n_ctx, n_threads, time.perf_counter() - start)
         _registry[key] = loaded
-        _load_counts[key] = _load_counts.get(key, 0) + 1
         return loaded
 
 
