@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
-from dataclasses import asdict
 from typing import Any, NamedTuple
 
 from judge_mcp.backends.base import Backend, ChatRequest, Completion, Usage
@@ -65,7 +64,7 @@ def _to_cached(completion: Completion) -> dict[str, Any]:
         "model": completion.model,
         "finish_reason": completion.finish_reason,
         "structured": completion.structured,
-        "usage": asdict(completion.usage),
+        "usage": dict(vars(completion.usage)),  # every field of the flat Usage dataclass (asdict deep-copies, ~20x slower)
     }
 
 
