@@ -125,3 +125,19 @@ async def test_the_requests_of_one_judgment_share_one_read_of_the_cache(make_jud
     result = await flip.infer_instruction_reward(Judge(judge.backend, judge.cache, store), instruction="Name the capital city of Australia.", responses=responses)
     assert len(result.results) == 16 and result.usage.calls == 16
     assert [len(keys) for keys in reads] == [16]  # 16 requests, one read
+
+
+def test_a_lookup_cut_off_by_the_end_of_its_event_loop_does_not_break_the_next_loop(make_judge, store) -> None:
+    import asyncio
+
+    judge, server = make_judge(lambda p: "an answer")
+    cache = CallCache(store)
+    request = user("asked in two event loops")
+
+    async def cut_off() -> None:
+        asyncio.get_running_loop().create_task(cache.lookup(judge.backend, request))
+        await asyncio.sleep(0)  # the lookup has asked for its read; the loop ends before the read runs
+
+    asyncio.run(cut_off())
+    completion, cached = asyncio.run(cache.complete(judge.backend, request))
+    assert completion.text == "an answer" and not cached and len(server.requests) == 1

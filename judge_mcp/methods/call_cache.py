@@ -142,7 +142,7 @@ class CallCache:
     async def _stored(self, key: str) -> dict[str, Any] | None:
         """The stored answer for `key`, read together with every other key asked for in the same loop iteration."""
         lookup = self._lookup
-        if lookup is None:
+        if lookup is None or lookup.task is None or lookup.task.done():  # done: cancelled before it ran (its loop ended)
             lookup = self._lookup = _Lookup()
             lookup.task = asyncio.get_running_loop().create_task(self._read(lookup))
             lookup.task.add_done_callback(_retrieved)
@@ -151,8 +151,11 @@ class CallCache:
         return found.get(key)
 
     async def _read(self, lookup: _Lookup) -> dict[str, dict[str, Any]]:
-        await asyncio.sleep(0)  # the other requests started with this one (a task group's siblings) join the read
-        self._lookup = None
+        try:
+            await asyncio.sleep(0)  # the other requests started with this one (a task group's siblings) join the read
+        finally:
+            if self._lookup is lookup:
+                self._lookup = None
         assert self.store is not None
         return await self.store.aio.cache_get_many(lookup.keys)
 
