@@ -1,6 +1,6 @@
 """Performance and cost ratios against a scripted OpenAI-compatible backend with fixed latency on 127.0.0.1.
 
-    .venv/bin/python bench/perf.py [--latency 0.2] [--repeats 5] [--quick]
+    .venv/bin/python bench/perf.py [--latency 0.2] [--repeats 5] [--calls 100] [--rounds 3] [--base OLD_CHECKOUT]
 
 Not a test: it prints figures. Every figure is a ratio of things measured side by side in this one run, so machine
 noise mostly cancels. The scripted backend answers every request after `--latency` seconds, so the ideal wall
@@ -20,14 +20,18 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import anyio
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 from judge_mcp.app import App  # noqa: E402
+from judge_mcp.backends import http  # noqa: E402
 from judge_mcp.backends.base import user  # noqa: E402
 from judge_mcp.methods.call_cache import CallCache  # noqa: E402
 from judge_mcp.backends.openai_compat import OpenAICompatBackend  # noqa: E402
@@ -38,6 +42,7 @@ from judge_mcp.server import build_server  # noqa: E402
 from judge_mcp.store import Store  # noqa: E402
 from tests.lwe_script import LweScript  # noqa: E402
 from tests.scripted import Reply, ScriptedServer, prompt_text, server_env  # noqa: E402
+from profile_call import cpu_s, ours_of  # noqa: E402
 
 
 def universal_answer(payload: dict) -> str:
@@ -111,8 +116,25 @@ async def fan_out(server: "ExternalScripted", tmp: Path, repeats: int) -> float:
     hit = await median_s(cached, repeats)
     print(f"compare_pair answered from the cache {hit * 1000:8.1f} ms   ratio {hit / one:5.3f} of one backend call")
     await backend.aclose()
+    with one_pool():  # the same two rows with the session-4 client: all connections in one httpx pool
+        backend = OpenAICompatBackend("bench", "scripted", base_url=server.base_url, concurrency=DEFAULT_CONCURRENCY["openai"])
+    await call(-1)
+    for name, fn in (("grade_score_options (n = 10), one pool", grade10), ("infer_instruction_reward (n = 16), one pool", flip16)):
+        t = await median_s(fn, repeats)
+        print(f"{name:<36} {t * 1000:8.1f} ms   ratio {t / one:5.2f}")
+    await backend.aclose()
     store.close()
     return one
+
+
+@contextmanager
+def one_pool() -> Iterator[None]:
+    """Backends built inside get one httpx pool for all their connections, as before issue 15's pool shards."""
+    saved, http.POOL_SHARD = http.POOL_SHARD, 1 << 30
+    try:
+        yield
+    finally:
+        http.POOL_SHARD = saved
 
 
 async def _round_trips(client, tool: str, args: dict, repeats: int) -> float:
@@ -134,87 +156,116 @@ async def _wait_port(port: int) -> None:
             await anyio.sleep(0.1)
 
 
-async def sdk_floor(repeats: int) -> tuple[float, float]:
-    """A do-nothing tool's round trip over stdio and over HTTP (bench/noop_server.py): what the SDK costs."""
+async def stdio_round_trip(params, tool: str, args: dict, repeats: int) -> float:
     from mcp import Client
-    from mcp.client.stdio import StdioServerParameters
 
-    noop = str(ROOT / "bench" / "noop_server.py")
-    async with Client(StdioServerParameters(command=sys.executable, args=[noop, "stdio"]), read_timeout_seconds=60) as client:
-        stdio = await _round_trips(client, "noop", {}, repeats)
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, noop, "http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        await _wait_port(port)
-        import httpx2
-        from mcp.client.streamable_http import streamable_http_client
-
-        async with httpx2.AsyncClient(timeout=60) as http:
-            async with Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)) as client:
-                http_t = await _round_trips(client, "noop", {}, repeats)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-    return stdio, http_t
-
-
-async def server_overhead(server: "ExternalScripted", tmp: Path, repeats: int, one: float) -> None:
-    from mcp import Client
-    from mcp.client.stdio import StdioServerParameters
-
-    args = {"prompt": "q", "response_a": "a", "response_b": "b", "swap": False, "template": "direct"}
-    print(f"\n## Server overhead per tool call (compare_pair, one order; median of {repeats})")
-    print(f"direct backend call                  {one * 1000:8.1f} ms")
-    floor_stdio, floor_http = await sdk_floor(repeats)
-    print(f"SDK floor, do-nothing tool, stdio    {floor_stdio * 1000:8.1f} ms")
-    print(f"SDK floor, do-nothing tool, HTTP     {floor_http * 1000:8.1f} ms")
-
-    env = server_env(server.base_url, tmp / "stdio.db")
-    params = StdioServerParameters(command=sys.executable, args=["-m", "judge_mcp", "serve"], env=env, cwd=str(ROOT))
     async with Client(params, read_timeout_seconds=120) as client:
-        await client.call_tool("compare_pair", {**args, "prompt": fresh()})
+        for _ in range(10):  # warm up
+            await client.call_tool(tool, {**args, "prompt": fresh()})
+        return await _round_trips(client, tool, args, repeats)
 
-        async def over_stdio(i: int) -> None:
-            r = await client.call_tool("compare_pair", {**args, "prompt": fresh()})
-            assert not r.is_error, r.content
 
-        t = await median_s(over_stdio, repeats)
-    print(f"tool call over stdio                 {t * 1000:8.1f} ms   overhead {(t - one) * 1000:6.1f} ms   ratio {t / one:5.2f}")
-    print(f"  ours beyond the SDK floor (stdio)  {(t - one - floor_stdio) * 1000:8.1f} ms")
+async def server_overhead(tmp: Path, repeats: int, rounds: int, base: Path | None) -> None:
+    """A default compare_pair (both orders, sop) against a zero-latency backend, side by side with the SDK floor:
+    round trips over stdio and HTTP (median of `repeats`), and the HTTP server's own CPU per call (/proc, medians
+    of `rounds` interleaved runs); with `base`, the same server from an older checkout in the same rounds."""
+    from mcp.client.stdio import StdioServerParameters
 
-    port = free_port()
-    token = "bench-" + fresh()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "judge_mcp", "serve", "--transport", "http", "--port", str(port)],
-        env=server_env(server.base_url, tmp / "http.db", JUDGE_MCP_HTTP_TOKEN=token), cwd=str(ROOT),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    try:
-        await _wait_port(port)
-        import httpx2
-        from mcp.client.streamable_http import streamable_http_client
+    from profile_call import measure
 
-        async with httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}, timeout=120) as http:
-            async with Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)) as client:
-                await client.call_tool("compare_pair", {**args, "prompt": fresh()})
+    args = {"response_a": "a", "response_b": "b"}
+    noop = str(ROOT / "bench" / "noop_server.py")
+    with ExternalScripted(universal_answer({}), 0.0) as zero:
+        backend = OpenAICompatBackend("bench", "scripted", base_url=zero.base_url, concurrency=DEFAULT_CONCURRENCY["openai"])
+        await backend.complete(user("warm"))
 
-                async def over_http(i: int) -> None:
-                    r = await client.call_tool("compare_pair", {**args, "prompt": fresh()})
-                    assert not r.is_error, r.content
+        async def call(i: int) -> None:
+            await backend.complete(user(f"direct call {fresh()}"))
 
-                t = await median_s(over_http, repeats)
-        print(f"tool call over streamable HTTP       {t * 1000:8.1f} ms   overhead {(t - one) * 1000:6.1f} ms   ratio {t / one:5.2f}")
-        print(f"  ours beyond the SDK floor (HTTP)   {(t - one - floor_http) * 1000:8.1f} ms")
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        one = await median_s(call, repeats)
+        await backend.aclose()
+        print(f"\n## Per tool call: default compare_pair (both orders, sop) against a zero-latency backend (median of {repeats})")
+        print(f"one direct backend call              {one * 1000:8.2f} ms")
+        floor_stdio = await stdio_round_trip(StdioServerParameters(command=sys.executable, args=[noop, "stdio"]), "noop", {}, repeats)
+        env = server_env(zero.base_url, tmp / "stdio.db")
+        ours_stdio = await stdio_round_trip(
+            StdioServerParameters(command=sys.executable, args=["-m", "judge_mcp", "serve"], env=env, cwd=str(ROOT)), "compare_pair", args, repeats
+        )
+        print(f"SDK floor, do-nothing tool, stdio    {floor_stdio * 1000:8.2f} ms")
+        print(f"compare_pair over stdio              {ours_stdio * 1000:8.2f} ms")
+        print(f"  ours beyond the SDK floor (stdio)  {(ours_stdio - one - floor_stdio) * 1000:8.2f} ms   (round trip - one backend call - floor)")
+
+        pair_cpu = await backend_pair_cpu(zero.base_url, repeats, rounds)
+        in_process: dict[str, list[dict]] = {"ours": [], "base": []}
+        for _ in range(rounds):  # judge-mcp's own CPU per tool call, in process (profile_call.ours_in_process)
+            in_process["ours"].append(ours_of(ROOT, zero.base_url, repeats, 1))
+            if base is not None:
+                in_process["base"].append(ours_of(base, zero.base_url, repeats, 1))
+        runs: dict[str, list[dict]] = {"floor": [], "shaped": [], "ours": [], "base": []}
+        env = server_env(zero.base_url, tmp / "http.db")
+        serve = ["judge-mcp", "serve", "--transport", "http", "--port", "PORT"]
+        for r in range(rounds):  # interleaved, so machine load drifts hit every server alike
+            runs["floor"].append(await measure([noop, "http", "PORT"], env, "noop", {}, repeats))
+            runs["shaped"].append(await measure([noop, "http", "PORT"], env, "shaped", args, repeats))
+            runs["ours"].append(await measure(serve, env, "compare_pair", args, repeats))
+            if base is not None:
+                runs["base"].append(await measure(serve, server_env(zero.base_url, tmp / f"base{r}.db"), "compare_pair", args, repeats, root=base))
+
+    def med(name: str, field: str) -> float:
+        return statistics.median(run[field] for run in runs[name]) * 1000
+
+    print(f"over streamable HTTP (bearer auth): medians of {rounds} interleaved server runs of {repeats} calls; server CPU from /proc")
+    print("                                                   round trip   server CPU per call")
+    print(f"SDK floor, do-nothing tool (noop)                  {med('floor', 'wall'):8.2f} ms   {med('floor', 'cpu'):6.2f} ms")
+    print(f"SDK, compare_pair's shape, fixed result (shaped)   {med('shaped', 'wall'):8.2f} ms   {med('shaped', 'cpu'):6.2f} ms")
+    print(f"two concurrent backend calls, direct (client CPU)               {pair_cpu:6.2f} ms")
+    for name, label in (("ours", "compare_pair"), ("base", f"compare_pair, {base.name if base else ''}")):
+        if not runs[name]:
+            continue
+        print(f"{label:<50} {med(name, 'wall'):8.2f} ms   {med(name, 'cpu'):6.2f} ms")
+        print(f"  beyond the SDK floor                             {med(name, 'wall') - one * 1000 - med('floor', 'wall'):8.2f} ms   "
+              f"{med(name, 'cpu') - med('floor', 'cpu'):6.2f} ms   (round trip: minus one backend call too)")
+        print(f"  ours: beyond the shaped tool and the two calls                {med(name, 'cpu') - med('shaped', 'cpu') - pair_cpu:6.2f} ms")
+    print("per-run server CPU (ms): " + "; ".join(f"{k} " + " ".join(f"{run['cpu'] * 1000:.2f}" for run in v) for k, v in runs.items() if v))
+    print(f"in process (App.run of a default compare_pair vs its two requests sent directly; CPU of all threads, medians of {rounds} runs of {repeats}):")
+    for name, label in (("ours", "this checkout"), ("base", base.name if base else "")):
+        if in_process[name]:
+            tool, direct = (statistics.median(run[k] for run in in_process[name]) for k in ("tool", "direct"))
+            ours = statistics.median(run["ours"] for run in in_process[name])
+            print(f"  {label:<20} App.run {tool:6.2f} ms   two direct calls {direct:6.2f} ms   ours {ours:6.2f} ms   "
+                  "(runs: " + " ".join(f"{run['ours']:.2f}" for run in in_process[name]) + ")")
+
+
+async def backend_pair_cpu(base_url: str, repeats: int, rounds: int) -> float:
+    """CPU (this process) of compare_pair's two requests sent concurrently straight to the backend, in ms."""
+    backend = OpenAICompatBackend("bench", "scripted", base_url=base_url, concurrency=DEFAULT_CONCURRENCY["openai"])
+    system, schema = pairwise.system_prompt("worse", "sop", True), pairwise.verdict_schema("sop")
+
+    def request():
+        return user(pairwise.user_prompt(f"q {fresh()}", "a", "b"), system=system, json_schema=schema, max_tokens=4096)
+
+    async def pair() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(backend.complete, request())
+            tg.start_soon(backend.complete, request())
+
+    for _ in range(10):
+        await pair()
+    cpus = []
+    for _ in range(rounds):
+        start = time.process_time()
+        for _ in range(repeats):
+            await pair()
+        cpus.append((time.process_time() - start) / repeats)
+    await backend.aclose()
+    return statistics.median(cpus) * 1000
 
 
 async def throughput(server: "ExternalScripted", tmp: Path, call_s: float, n_calls: int) -> None:
     from mcp import Client
 
     print(f"\n## Throughput: {n_calls} concurrent compare_pair tool calls (in-memory MCP client, {2 * n_calls} backend calls)")
-    for concurrency in (1, 8, 32, 64):
+    for concurrency, pools in ((1, "shards"), (8, "shards"), (32, "shards"), (64, "shards"), (32, "one pool"), (64, "one pool")):
         settings = load_settings(
             {"JUDGE_MCP_BACKEND": "openai", "JUDGE_MCP_BASE_URL": server.base_url, "JUDGE_MCP_MODEL": "scripted",
              "JUDGE_MCP_DB": str(tmp / f"tp{concurrency}.db"), "JUDGE_MCP_CONCURRENCY": str(concurrency)}
@@ -222,8 +273,11 @@ async def throughput(server: "ExternalScripted", tmp: Path, call_s: float, n_cal
         app = App(settings)
         mcp_server = build_server(app)
         durations: list[float] = []
+        with one_pool() if pools == "one pool" else nullcontext():
+            app.backend(None)  # built now, with the pools asked for
         async with Client(mcp_server) as client:
             start = time.perf_counter()
+            backend_cpu, my_cpu = cpu_s(server.proc.pid), time.process_time()
 
             async def one(i: int) -> None:
                 t0 = time.perf_counter()
@@ -235,10 +289,12 @@ async def throughput(server: "ExternalScripted", tmp: Path, call_s: float, n_cal
                 for i in range(n_calls):
                     tg.start_soon(one, i)
             wall = time.perf_counter() - start
+            backend_cpu, my_cpu = cpu_s(server.proc.pid) - backend_cpu, time.process_time() - my_cpu
         ideal = math.ceil(2 * n_calls / concurrency) * call_s  # rounds of `concurrency` calls, each one backend call long
         print(
-            f"backend concurrency {concurrency:>2}: {wall:6.2f} s  ideal {ideal:5.2f} s  ratio {wall / ideal:5.2f}   "
-            f"{n_calls / wall:6.1f} calls/s   per-call latency median {statistics.median(durations):5.2f} s, max {max(durations):5.2f} s"
+            f"backend concurrency {concurrency:>2} ({pools:>8}): {wall:6.2f} s  ideal {ideal:5.2f} s  ratio {wall / ideal:5.2f}   "
+            f"{n_calls / wall:6.1f} calls/s   per-call latency median {statistics.median(durations):5.2f} s, max {max(durations):5.2f} s   "
+            f"CPU per tool call: this process {my_cpu / n_calls * 1000:5.2f} ms, scripted backend {backend_cpu / n_calls * 1000:5.2f} ms"
         )
         await app.aclose()
 
@@ -285,11 +341,15 @@ async def lwe_cost(tmp: Path, cases: int) -> None:
 
 
 class ExternalScripted:
-    """tests/scripted.py run in its own process, so the backend does not share this process's GIL."""
+    """tests/scripted.py run in its own process, so the backend does not share this process's GIL: by default its
+    asyncio server (serve_fixed); `threaded` runs the thread-per-connection ScriptedServer the tests use."""
+
+    threaded = False  # bench/perf.py --threaded-backend sets it for every server this run starts
 
     def __init__(self, answer: str, latency: float):
         self.proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "tests" / "scripted.py"), "--answer", answer, "--delay", str(latency)],
+            [sys.executable, str(ROOT / "tests" / "scripted.py"), "--answer", answer, "--delay", str(latency)]
+            + (["--threaded"] if self.threaded else []),
             stdout=subprocess.PIPE, text=True, cwd=str(ROOT),
         )
         self.base_url = self.proc.stdout.readline().strip()
@@ -302,16 +362,20 @@ class ExternalScripted:
         self.proc.wait(timeout=10)
 
 
-async def main(latency: float, repeats: int, n_calls: int, lwe_cases: int) -> None:
-    load = os.getloadavg()[0]
-    print(f"scripted backend (own process): fixed latency {latency * 1000:.0f} ms on 127.0.0.1; python {sys.version.split()[0]}, {os.cpu_count()} cores, load average {load:.2f}")
+async def main(latency: float, repeats: int, n_calls: int, lwe_cases: int, overhead_calls: int, rounds: int, base: Path | None) -> None:
+    load = os.getloadavg()
+    kind = "threaded" if ExternalScripted.threaded else "asyncio"
+    print(f"scripted backend (own process, {kind}): fixed latency {latency * 1000:.0f} ms on 127.0.0.1; python {sys.version.split()[0]}, "
+          f"{os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         with ExternalScripted(universal_answer({}), latency) as server:
             one = await fan_out(server, tmp, repeats)
-            await server_overhead(server, tmp, repeats, one)
             await throughput(server, tmp, one, n_calls)
-        await lwe_cost(tmp, lwe_cases)
+        await server_overhead(tmp, overhead_calls, rounds, base)
+        if lwe_cases:
+            await lwe_cost(tmp, lwe_cases)
+    print(f"\nload average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":
@@ -319,6 +383,11 @@ if __name__ == "__main__":
     parser.add_argument("--latency", type=float, default=0.2, help="scripted backend latency in seconds")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--calls", type=int, default=100, help="concurrent compare_pair calls in the throughput test")
-    parser.add_argument("--lwe-cases", type=int, default=16)
+    parser.add_argument("--lwe-cases", type=int, default=16, help="0 skips the LWE cost section")
+    parser.add_argument("--overhead-calls", type=int, default=200, help="sequential calls per measurement of the per-call section")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved server runs per row of the per-call section")
+    parser.add_argument("--base", type=Path, help="an older checkout (e.g. `git archive` of a commit) measured side by side in the per-call section")
+    parser.add_argument("--threaded-backend", action="store_true", help="use the tests' thread-per-connection scripted server")
     args = parser.parse_args()
-    anyio.run(main, args.latency, args.repeats, args.calls, args.lwe_cases)
+    ExternalScripted.threaded = args.threaded_backend
+    anyio.run(main, args.latency, args.repeats, args.calls, args.lwe_cases, args.overhead_calls, args.rounds, args.base)

@@ -2,7 +2,8 @@
 
 `App` owns the settings, the one Store, the shared call cache and the backends (built once per name, on first
 use). `App.run` executes one judging method: it builds a `Judge`, runs the method, and writes the verdict log
-row (inputs, output, model, usage, every raw call record) in one transaction. It knows nothing about MCP.
+row (inputs, output, model, usage, every call record) and the call's new cache rows in one transaction, the tool
+call's only write. It knows nothing about MCP.
 """
 
 from __future__ import annotations
@@ -59,10 +60,23 @@ class App:
         progress: ProgressFn | None = None,
     ) -> R:
         chosen = self.backend(backend)
-        judge = Judge(chosen, self.cache, self.store, progress=progress)
-        result = await method(judge)
-        output = result.model_dump(mode="json")
-        await self.store.aio.log_verdict(tool, chosen.name, judge.model_id, inputs, output, output.get("usage", {}), judge.records)
+        judge = Judge(chosen, self.cache, self.store, progress=progress, defer_cache_writes=True)
+        rows = judge.cache_rows
+        assert rows is not None
+        try:
+            try:
+                result = await method(judge)
+            except Exception:
+                if rows:  # no verdict, but the answers that did come back stay cached (best effort: the failure is what counts)
+                    try:
+                        await self.store.aio.cache_put_many(rows)
+                    except Exception:
+                        log.warning("could not cache the answers of a failed %s call", tool, exc_info=True)
+                raise
+            output = result.model_dump(mode="json")
+            await self.store.aio.log_verdict(tool, chosen.name, judge.model_id, inputs, output, output.get("usage", {}), judge.records, rows)
+        finally:
+            self.cache.written(rows)  # written, or dropped with the failed write: later lookups read the table
         return result
 
     async def aclose(self) -> None:

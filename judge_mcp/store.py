@@ -21,7 +21,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -231,12 +231,33 @@ class Store:
         rows = self.query("SELECT response FROM call_cache WHERE key = ?", [key])
         return json.loads(rows[0]["response"]) if rows else None
 
+    def cache_get_many(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        """The stored answers among `keys`, by key, in one read (a pure read, as cache_get)."""
+        found: dict[str, dict[str, Any]] = {}
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), 500):  # well under SQLite's limit of bound parameters per statement
+            chunk = unique[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in self.query(f"SELECT key, response FROM call_cache WHERE key IN ({marks})", chunk):
+                found[row["key"]] = json.loads(row["response"])
+        return found
+
     def cache_put(self, key: str, backend: str, model: str, request: dict[str, Any], response: dict[str, Any]) -> None:
+        self.cache_put_many([(key, backend, model, request, response)])
+
+    def cache_put_many(self, rows: Iterable[tuple[str, str, str, dict[str, Any], dict[str, Any]]]) -> None:
+        """Cache rows (cache_put's arguments each) in one transaction."""
         with self.transaction() as db:
+            self._insert_cache_rows(db, rows)
+
+    @staticmethod
+    def _insert_cache_rows(db: sqlite_utils.Database, rows: Iterable[tuple[str, str, str, dict[str, Any], dict[str, Any]]]) -> None:
+        now = time.time()
+        for key, backend, model, request, response in rows:
             db.execute(
                 "INSERT OR REPLACE INTO call_cache (key, backend, model, request, response, created_at, hits)"
                 " VALUES (?, ?, ?, ?, ?, ?, 0)",
-                [key, backend, model, _dumps(request), _dumps(response), time.time()],
+                [key, backend, model, _dumps(request), _dumps(response), now],
             )
 
     # ---- verdict log --------------------------------------------------------------------------------------------
@@ -249,8 +270,11 @@ class Store:
         output: dict[str, Any],
         usage: dict[str, Any],
         calls: list[dict[str, Any]],
+        cache_rows: Iterable[tuple[str, str, str, dict[str, Any], dict[str, Any]]] = (),
     ) -> int:
+        """The verdict row, and the tool call's new cache rows (cache_put's arguments each), in one transaction."""
         with self.transaction() as db:
+            self._insert_cache_rows(db, cache_rows)
             cursor = db.execute(
                 "INSERT INTO verdicts (tool, backend, model, inputs, output, usage, calls, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

@@ -203,7 +203,8 @@ class Backend:
         # A model's text may hold lone surrogates (JSON "\ud800" escapes): they cannot be encoded to UTF-8, so they
         # would fail the cache and verdict-log writes; each becomes U+FFFD here, once, for every backend.
         completion.text = valid_text(completion.text)
-        completion.raw.setdefault("request", request.to_record())
+        if "request" not in completion.raw:  # (not setdefault: that would build the record for every call)
+            completion.raw["request"] = request.to_record()
         completion.raw["attempts"] = attempts
         if errors:
             completion.raw["retried_errors"] = errors

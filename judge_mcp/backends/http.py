@@ -25,6 +25,7 @@ RETRYABLE_STATUS = {408, 409, 429} | set(range(500, 600))
 CREDENTIAL_HEADERS = ("authorization", "x-api-key", "api-key", "proxy-authorization")
 DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024  # a chat completion is kilobytes; a reply past this is refused
 ERROR_BODY_BYTES = 64 * 1024
+POOL_SHARD = 8  # connections per httpx pool; a backend with a higher concurrency gets several pools (HTTPBackend)
 
 
 def secrets_in(headers: Mapping[str, str]) -> list[str]:
@@ -109,7 +110,7 @@ async def read_capped(response: httpx.Response, max_bytes: int) -> bytes:
 
 async def post_json(
     client: httpx.AsyncClient,
-    url: str,
+    url: str | httpx.URL,
     payload: dict[str, Any],
     headers: dict[str, str],
     backend: str,
@@ -182,19 +183,38 @@ class HTTPBackend(Backend):
         self._api_key = api_key
         self._url_secrets = tuple(s for s in (auth and auth[1], auth and f"{auth[0]}:{auth[1]}") if s)
         register(api_key, *self._url_secrets)
-        # httpx's own timeout is a backstop; Backend.complete enforces timeout_s per attempt. The pool holds (and
-        # keeps alive) one connection per request the concurrency limit lets through: httpx's default keeps 20
-        # alive, so above 20 in flight every call closed and reopened a connection.
-        self._client = httpx.AsyncClient(
-            transport=transport,
-            timeout=httpx.Timeout(self.timeout_s + 5.0),
-            limits=httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency, keepalive_expiry=60.0),
-            auth=httpx.BasicAuth(*auth) if auth else None,
-        )
+        # httpx's own timeout is a backstop; Backend.complete enforces timeout_s per attempt. The pools hold (and keep
+        # alive) one connection per request the concurrency limit lets through: httpx's default keeps 20 alive, so
+        # above 20 in flight every call closed and reopened a connection. They are shards of at most POOL_SHARD
+        # connections each (see `post`): httpcore re-examines every connection of a pool, for each of them, on every
+        # request and every response (O(connections²) work, a socket poll included), which at 64 connections in one
+        # pool cost ~10 ms of CPU per request and capped throughput at ~50 requests/s.
+        shards = -(-self.concurrency // POOL_SHARD)
+        per_shard = -(-self.concurrency // shards)
+        self._clients = [
+            httpx.AsyncClient(
+                transport=transport,
+                timeout=httpx.Timeout(self.timeout_s + 5.0),
+                limits=httpx.Limits(max_connections=per_shard, max_keepalive_connections=per_shard, keepalive_expiry=60.0),
+                auth=httpx.BasicAuth(*auth) if auth else None,
+            )
+            for _ in range(shards)
+        ]
+        self._in_flight = [0] * shards
+        self._urls: dict[str, httpx.URL] = {}  # parsed once: httpx parses a str URL on every request (~40 us)
 
     async def post(self, url: str, payload: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
-        """`post_json` with this endpoint's client, reply limit and credentials to redact."""
-        return await post_json(self._client, url, payload, headers, self.name, self.max_response_bytes, self._url_secrets)
+        """`post_json` with this endpoint's reply limit and credentials to redact, through the pool with the fewest
+        requests in flight (the concurrency limit keeps that below its size, so no request waits for a connection)."""
+        parsed = self._urls.get(url)
+        if parsed is None:
+            parsed = self._urls[url] = httpx.URL(url)
+        shard = self._in_flight.index(min(self._in_flight))
+        self._in_flight[shard] += 1
+        try:
+            return await post_json(self._clients[shard], parsed, payload, headers, self.name, self.max_response_bytes, self._url_secrets)
+        finally:
+            self._in_flight[shard] -= 1
 
     def __repr__(self) -> str:  # never shows the key
         return f"{type(self).__name__}(name={self.name!r}, base_url={self.base_url!r}, model={self.model!r})"
@@ -206,4 +226,5 @@ class HTTPBackend(Backend):
         return f"{self.kind} at {self.base_url}, model {self.model}"  # base_url holds no userinfo (split above)
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        for client in self._clients:
+            await client.aclose()

@@ -2,17 +2,40 @@
 
 Keyed by `ChatRequest.cache_key(backend.identity())`: a hash of the exact request and the backend's kind, endpoint
 and model (never its key). Requests with temperature > 0 are samples and always go to the backend. Completions with
-empty text are not stored (a later identical request goes to the backend again).
+empty text are not stored (a later identical request goes to the backend again). A hit is a pure read: it writes
+nothing. The concurrent lookups of one judgment share one read of the table (`_Lookup`). A new answer is written at
+once, or, when the caller passes a `defer` list (App.run does), appended to it as a `CacheRow` for the caller to
+write with its verdict; until that write, identical requests are answered from memory.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import asdict
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, NamedTuple
 
 from judge_mcp.backends.base import Backend, ChatRequest, Completion, Usage
 from judge_mcp.store import Store
+
+
+class CacheRow(NamedTuple):
+    """A cache row not yet written: `Store.cache_put`'s arguments. A tool call run through `App.run` writes its rows
+    in the same transaction as its verdict (one write per tool call); until then `CallCache` answers from memory."""
+
+    key: str
+    backend: str
+    model: str
+    request: dict[str, Any]
+    response: dict[str, Any]
+
+
+class _Lookup:
+    """One read of the cache table for every key asked for while it was being scheduled: the concurrent requests of
+    one judgment (both orders, n FLIP responses, n rotations) cost one hop to a worker thread, not one each."""
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+        self.task: asyncio.Task[dict[str, dict[str, Any]]] | None = None
 
 
 class _Flight:
@@ -30,13 +53,18 @@ class _Flight:
         return first
 
 
+def _retrieved(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled():
+        task.exception()  # retrieved, so asyncio does not log it as never retrieved when every caller was cancelled
+
+
 def _to_cached(completion: Completion) -> dict[str, Any]:
     return {
         "text": completion.text,
         "model": completion.model,
         "finish_reason": completion.finish_reason,
         "structured": completion.structured,
-        "usage": asdict(completion.usage),
+        "usage": dict(vars(completion.usage)),  # every field of the flat Usage dataclass (asdict deep-copies, ~20x slower)
     }
 
 
@@ -58,21 +86,31 @@ class CallCache:
     def __init__(self, store: Store | None):
         self.store = store
         self._inflight: dict[str, _Flight] = {}
+        self._unwritten: dict[str, dict[str, Any]] = {}  # deferred rows' answers, by key, until written or dropped
+        self._lookup: _Lookup | None = None  # the read being gathered, if any
 
     async def complete(self, backend: Backend, request: ChatRequest) -> tuple[Completion, bool]:
         """(completion, answered_without_a_backend_call)."""
+        completion, cached, _ = await self.lookup(backend, request)
+        return completion, cached
+
+    async def lookup(
+        self, backend: Backend, request: ChatRequest, *, summary: dict[str, Any] | None = None, defer: list[CacheRow] | None = None
+    ) -> tuple[Completion, bool, str | None]:
+        """(completion, answered_without_a_backend_call, cache key or None for a sample). `summary` is the request's
+        summary when the caller has it already; with `defer`, a new answer's cache row is appended there instead of
+        written (the caller must pass it to `written` once it is written or dropped)."""
         if request.temperature != 0:
-            return await backend.complete(request), False
+            return await backend.complete(request), False, None
         key = request.cache_key(backend.identity())
-        if self.store is not None:
-            hit = await self.store.aio.cache_get(key)
-            if hit is not None:
-                completion = _from_cached(hit, request)
-                completion.raw["cache_key"] = key
-                return completion, True
+        hit = self._unwritten.get(key)
+        if hit is None and self.store is not None:
+            hit = await self._stored(key)
+        if hit is not None:
+            return _from_cached(hit, request), True, key
         flight = self._inflight.get(key)
         if flight is None:
-            flight = self._inflight[key] = _Flight(asyncio.get_running_loop().create_task(self._call(backend, request, key)))
+            flight = self._inflight[key] = _Flight(asyncio.get_running_loop().create_task(backend.complete(request)))
             flight.task.add_done_callback(lambda _, f=flight: self._forget(key, f))
         flight.waiters += 1
         try:
@@ -83,19 +121,43 @@ class CallCache:
                 # Nobody waits for this answer any more: a caller arriving now starts a new flight, not this dying one.
                 self._forget(key, flight)
                 flight.task.cancel()
-        if flight.claim():
-            completion.raw["cache_key"] = key
-            return completion, False
-        shared = _from_cached(_to_cached(completion), request)
-        shared.raw["cache_key"] = key
-        return shared, True
-
-    async def _call(self, backend: Backend, request: ChatRequest, key: str) -> Completion:
-        completion = await backend.complete(request)
-        # An empty answer is a glitch worth asking again later, not an answer to replay: it is not stored.
+        if not flight.claim():
+            return _from_cached(_to_cached(completion), request), True, key
+        # The first caller to receive a new answer stores it. An empty answer is a glitch worth asking again later,
+        # not an answer to replay: it is not stored.
         if self.store is not None and completion.text.strip():
-            await self.store.aio.cache_put(key, backend.identity(), completion.model, request.summary(), _to_cached(completion))
-        return completion
+            row = CacheRow(key, backend.identity(), completion.model, summary or request.summary(), _to_cached(completion))
+            if defer is None:
+                await self.store.aio.cache_put(*row)
+            else:
+                self._unwritten[key] = row.response
+                defer.append(row)
+        return completion, False, key
+
+    def written(self, rows: Iterable[CacheRow]) -> None:
+        """Deferred rows that are now in the table (or were dropped): later lookups read the table again."""
+        for row in rows:
+            self._unwritten.pop(row.key, None)
+
+    async def _stored(self, key: str) -> dict[str, Any] | None:
+        """The stored answer for `key`, read together with every other key asked for in the same loop iteration."""
+        lookup = self._lookup
+        if lookup is None or lookup.task is None or lookup.task.done():  # done: cancelled before it ran (its loop ended)
+            lookup = self._lookup = _Lookup()
+            lookup.task = asyncio.get_running_loop().create_task(self._read(lookup))
+            lookup.task.add_done_callback(_retrieved)
+        lookup.keys.append(key)
+        found = await asyncio.shield(lookup.task)  # a cancelled caller stops waiting; the read goes on for the others
+        return found.get(key)
+
+    async def _read(self, lookup: _Lookup) -> dict[str, dict[str, Any]]:
+        try:
+            await asyncio.sleep(0)  # the other requests started with this one (a task group's siblings) join the read
+        finally:
+            if self._lookup is lookup:
+                self._lookup = None
+        assert self.store is not None
+        return await self.store.aio.cache_get_many(lookup.keys)
 
     def _forget(self, key: str, flight: _Flight) -> None:
         if self._inflight.get(key) is flight:

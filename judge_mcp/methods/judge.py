@@ -1,8 +1,9 @@
 """`Judge`: what a method gets to talk to a model. One per tool call.
 
 It sends requests through the shared call cache, counts usage (calls sent vs answered from cache, tokens),
-keeps every raw call record for the verdict log, and forwards progress. Methods never see the backend's
-transport, the database layout, or MCP.
+keeps a typed record of every call for the verdict log (`call_records`; `records` is their log form), and forwards
+progress. With `defer_cache_writes` (App.run), new answers' cache rows are kept in `cache_rows` for App.run to write
+in the verdict's transaction. Methods never see the backend's transport, the database layout, or MCP.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from judge_mcp.backends.base import Backend, ChatRequest, Completion, response_summary
-from judge_mcp.methods.call_cache import CallCache
+from judge_mcp.backends.base import Backend, ChatRequest, Completion
+from judge_mcp.methods.call_cache import CacheRow, CallCache
+from judge_mcp.methods.call_record import CallRecord
 from judge_mcp.store import Store
 from judge_mcp.verdicts import UsageOut
 
@@ -28,6 +30,7 @@ class Judge:
         *,
         progress: ProgressFn | None = None,
         no_reask: bool = False,
+        defer_cache_writes: bool = False,
     ):
         self.backend = backend
         # The papers' strict rule: an answer that does not parse counts as it is (wrong); `ask` sends no re-ask.
@@ -39,7 +42,8 @@ class Judge:
         self.cached_calls = 0
         self.prompt_tokens = 0
         self.completion_tokens = 0
-        self.records: list[dict[str, Any]] = []
+        self.call_records: list[CallRecord] = []
+        self.cache_rows: list[CacheRow] | None = [] if defer_cache_writes else None
         self._started = time.perf_counter()
 
     @property
@@ -51,31 +55,21 @@ class Judge:
         """Whether this backend decodes under a JSON schema (else methods use the papers' text grammars)."""
         return self.backend.supports_json_schema
 
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        """Every call so far as the verdict log stores it."""
+        return [record.to_log() for record in self.call_records]
+
     async def complete(self, request: ChatRequest) -> Completion:
-        completion, cached = await self.cache.complete(self.backend, request)
+        summary = request.summary()  # built once: for the call record and, for a new answer, the cache row
+        completion, cached, key = await self.cache.lookup(self.backend, request, summary=summary, defer=self.cache_rows)
         if cached:
             self.cached_calls += 1
         else:
             self.calls += 1
             self.prompt_tokens += completion.usage.prompt_tokens
             self.completion_tokens += completion.usage.completion_tokens
-        # The record keeps the request's shape and the reply's metadata, not their texts: the judged texts are in the
-        # verdict's inputs, the answer in `text` (issue 14: each text stored once).
-        record = {key: value for key, value in completion.raw.items() if key not in ("request", "response")}
-        record.update(
-            request=request.summary(),
-            response=response_summary(completion.raw.get("response")),
-            purpose=request.purpose,
-            cached=cached,
-            text=completion.text,
-            finish_reason=completion.finish_reason,
-            structured=completion.structured,
-            latency_ms=round(completion.usage.latency_ms, 1),
-            # characters sent and received, as the LWE paper counts cost (bench: LWE cost relative to vanilla)
-            prompt_chars=len(request.system or "") + sum(len(m.content) for m in request.messages),
-            completion_chars=len(completion.text),
-        )
-        self.records.append(record)
+        self.call_records.append(CallRecord.of(request, summary, completion, cached=cached, cache_key=key))
         return completion
 
     async def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
