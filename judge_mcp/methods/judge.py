@@ -51,6 +51,11 @@ class Judge:
         """Whether this backend decodes under a JSON schema (else methods use the papers' text grammars)."""
         return self.backend.supports_json_schema
 
+    @property
+    def logprobs(self) -> bool:
+        """Whether this backend may return token log-probabilities (methods ask for them only then)."""
+        return self.backend.supports_logprobs
+
     async def complete(self, request: ChatRequest) -> Completion:
         completion, cached = await self.cache.complete(self.backend, request)
         if cached:
