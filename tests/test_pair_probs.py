@@ -360,3 +360,34 @@ def test_request_keeps_logprobs_through_continuations_and_reasks() -> None:
     request = user("q", logprobs=True, top_logprobs=10)
     follow = replace(request, messages=request.messages + (Message("assistant", "x"), Message("user", "go on")))
     assert isinstance(follow, ChatRequest) and follow.logprobs and follow.top_logprobs == 10
+
+
+async def test_a_continued_answer_is_read_only_when_its_last_piece_holds_the_label(make_judge) -> None:
+    def respond(payload: dict) -> Reply:
+        continuing = len(payload["messages"]) > 2
+        first_bad = "Sydney" in _shown_first(payload)
+        label = "[[B>A]]" if first_bad else "[[A>B]]"
+        if not continuing:
+            return Reply(content="Assistant A says Sydney and", finish_reason="length", logprobs=logprob_content("Assistant A says Sydney and", None))
+        content = f" so my final verdict is: {label}"
+        return Reply(content=content, logprobs=logprob_content(content, 0.1 if first_bad else 0.8))
+
+    judge, _ = make_judge(respond)
+    judge.backend.supports_json_schema = False
+    result = await pairwise.compare_pair(judge, **PAIR)
+    assert all(t.continued for t in result.trials)
+    assert result.p_better.A == pytest.approx((0.1 + 0.2) / 2)
+
+    def label_first(payload: dict) -> Reply:
+        first_bad = "Sydney" in _shown_first(payload)
+        label = "[[B>A]]" if first_bad else "[[A>B]]"
+        if len(payload["messages"]) <= 2:
+            content = f"My final verdict is: {label} because"
+            return Reply(content=content, finish_reason="length", logprobs=logprob_content(content, 0.1 if first_bad else 0.8))
+        return Reply(content=" B says Canberra.", logprobs=logprob_content(" B says Canberra.", None))
+
+    judge, _ = make_judge(label_first)
+    judge.backend.supports_json_schema = False
+    result = await pairwise.compare_pair(judge, **PAIR)
+    assert result.winner == "B" and all(t.continued for t in result.trials)
+    assert [t.p_better for t in result.trials] == [None, None] and result.p_better is None
