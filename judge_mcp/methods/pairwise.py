@@ -41,7 +41,6 @@ JSON_FIELDS = {"sop": ("own_answer", "evaluation"), "cot": ("reasoning",), "dire
 # looping model must close the JSON within the default budget (~4 characters per token).
 FIELD_MAX_CHARS = {"own_answer": 8000, "evaluation": 4000, "reasoning": 8000}
 TOP_LOGPROBS = 10  # alternatives asked for at each token (OpenAI allows up to 20; the two letters are normally the top two)
-SWAPS = (True, False, "auto")
 DEFAULT_SWAP_MARGIN = 0.5  # swap="auto": the second order runs unless the first's |p_A - p_B| >= this (p >= 0.75)
 
 
