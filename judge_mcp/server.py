@@ -103,7 +103,15 @@ def build_server(app: App | None = None) -> MCPServer:
         response_b: Annotated[Text, Field(description="answer B")],
         goal: Annotated[Literal["worse", "better"], Field(description="ask which answer is worse (GRP, default) or better")] = "worse",
         template: Annotated[Literal["sop", "cot", "direct"], Field(description="sop: judge answers first (Arena-Hard); cot; direct")] = "sop",
-        swap: Annotated[bool, Field(description="judge both orders (default); winner only when they agree")] = True,
+        swap: Annotated[
+            bool | Literal["auto"],
+            Field(description='true: judge both orders (default), winner only when they agree; false: one order; "auto": '
+                  "the second order only when the first is not confident (see swap_margin) or has no probabilities"),
+        ] = True,
+        swap_margin: Annotated[
+            float | None,
+            Field(ge=0.0, le=1.0, description='swap "auto" only: run the second order when the first\'s |p_A - p_B| is under this (default 0.5, i.e. p < 0.75)'),
+        ] = None,
         max_tokens: Annotated[
             int | None, Field(ge=1, le=32768, description="answer budget in tokens, 1..32768 (default: 4096, JudgeBench's Arena-Hard judge)")
         ] = None,
@@ -113,13 +121,18 @@ def build_server(app: App | None = None) -> MCPServer:
         """Judge which of two answers to the same prompt is better, asking the model which is *worse*
         (goal-reversed prompting) in both A/B orders concurrently. `winner` is A or B only when both orders agree;
         otherwise null with `consistent: false` (position bias shows up as inconsistency, not as a wrong verdict;
-        with swap=false, `consistent` is null).
+        with swap=false, `consistent` is null). Where the backend returns token log-probabilities (OpenAI-compatible
+        servers, the embedded model), `p_better` gives each answer's probability of being the better one, averaged
+        over both orders so position bias cancels; null where there are none. swap="auto" judges the second order
+        only when the first is not confident.
 
         Use it for exactly two candidates (two drafts, two patches, before/after). For 3-10 candidates use
         grade_score_options; to score responses against an instruction without a judge prompt, use
         infer_instruction_reward; for a stream of pairs in one domain where the judge should learn, lwe_judge.
-        Cost: 2 backend calls (1 with swap=false), plus one re-ask per unparsed answer."""
+        Cost: 2 backend calls (1 with swap=false, 1 or 2 with swap="auto"), plus one re-ask per unparsed answer."""
         inputs = dict(prompt=prompt, response_a=response_a, response_b=response_b, goal=goal, template=template, swap=swap, max_tokens=max_tokens)
+        if swap_margin is not None:
+            inputs["swap_margin"] = swap_margin
         return await _run(app, "compare_pair", inputs, backend, ctx)
 
     @server.tool(annotations=JUDGING, title="FLIP reward: infer the instruction back from each response")

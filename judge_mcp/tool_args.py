@@ -11,6 +11,7 @@ tool argument needs nothing here: its limits come from its annotation.
 from __future__ import annotations
 
 import inspect
+import json
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
@@ -41,6 +42,16 @@ def _list_item_type(schema: dict[str, Any], field: str) -> str:
     return {"string": "strings", "integer": "whole numbers"}.get(items.get("type"), "values")
 
 
+_ALTERNATIVES = {"boolean": "true, false", "null": "null", "string": "a string", "number": "a number", "integer": "a whole number"}
+
+
+def _union_line(name: str, prop: dict[str, Any], value: Any) -> str:
+    """One sentence for a value that fits none of a union's members (`swap`: true, false or "auto")."""
+    options = [json.dumps(p["const"]) if "const" in p else _ALTERNATIVES.get(p.get("type"), "another value") for p in prop["anyOf"]]
+    options = ", ".join(options).split(", ")
+    return f"'{name}' must be {', '.join(options[:-1])} or {options[-1]}, got {value!r}"[:300]
+
+
 def describe(tool: str, exc: ValidationError, schema: dict[str, Any]) -> str:
     """One readable sentence per problem, unknown arguments first."""
     known = sorted(schema.get("properties", {}))
@@ -51,6 +62,10 @@ def describe(tool: str, exc: ValidationError, schema: dict[str, Any]) -> str:
     for error in exc.errors():
         kind, loc, ctx = error["type"], error["loc"], error.get("ctx") or {}
         if kind == "extra_forbidden" or not loc:
+            continue
+        prop = schema.get("properties", {}).get(str(loc[0]), {})
+        if len(loc) == 2 and isinstance(loc[1], str) and "anyOf" in prop:  # a union member's error (loc: name, member)
+            lines.append(_union_line(str(loc[0]), prop, error.get("input")))
             continue
         name, value = _name(loc), error.get("input")
         if kind == "missing":

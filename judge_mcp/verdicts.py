@@ -23,6 +23,11 @@ class _Judged(BaseModel):
 
 
 # ---- compare_pair -----------------------------------------------------------------------------------------------
+class PBetter(BaseModel):
+    A: float = Field(ge=0.0, le=1.0, description="probability that the caller's A is the better answer")
+    B: float = Field(ge=0.0, le=1.0, description="probability that the caller's B is the better answer (1 - A)")
+
+
 class PairTrial(BaseModel):
     order: Literal["AB", "BA"] = Field(description="AB: the caller's A was shown first; BA: swapped")
     better: Side | None = Field(description="the better answer in the caller's A/B order; null when unparsed")
@@ -35,11 +40,22 @@ class PairTrial(BaseModel):
     unparsed_reason: Literal["truncated", "no_verdict"] | None = Field(
         None, description="unparsed only: truncated (cut off at the token limit) or no_verdict (finished without a readable label)"
     )
+    p_better: PBetter | None = Field(
+        None,
+        description="this order's label probabilities from the backend's token log-probabilities, renormalised over the "
+        "two labels and mapped to the caller's A/B; null without log-probabilities or when unparsed",
+    )
 
 
 class ComparePairResult(_Judged):
     winner: Side | None = Field(description="A or B only when every trial parsed and all agree")
-    consistent: bool | None = Field(description="both orders parsed and agree; null with swap=false (one trial cannot be consistent)")
+    consistent: bool | None = Field(description="both orders parsed and agree; null when only one order was judged (swap=false, or swap=auto without the second)")
+    p_better: PBetter | None = Field(
+        None,
+        description="label probabilities averaged over the orders judged (both orders: position bias cancels; one order, "
+        "swap=false or a confident swap=auto: that order's, not debiased); null when any judged order has none",
+    )
+    swapped: bool = Field(True, description="the swapped order (BA) was judged")
     trials: list[PairTrial]
     goal: Literal["worse", "better"]
     template: Literal["sop", "cot", "direct"]

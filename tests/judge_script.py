@@ -11,6 +11,7 @@ way, once per request or always), and two plain pairwise judges (`correct_judge`
 
 from __future__ import annotations
 
+import math
 import json
 import re
 import threading
@@ -168,3 +169,29 @@ def correct_judge(payload: dict) -> str:
 def first_position_judge(payload: dict) -> str:
     """Position-biased: always says the first-shown answer is better."""
     return json.dumps({"own_answer": "x", "evaluation": "y", "verdict": "[[A>B]]"})
+
+
+# ---- answers with chosen token log-probabilities (compare_pair's p_better) ----------------------------------------
+_PIECES = re.compile(r"\[\[|[AB]|[^\[AB]+|\[")
+
+
+def logprob_content(content: str, p_a: float | None, extra: tuple[tuple[str, float], ...] = ()) -> list[dict]:
+    """`content` cut into tokens (`[[` and each label letter alone), each its own only alternative, except the last
+    label's letter, whose alternatives are "A" with probability p_a and "B" with 1 - p_a (plus `extra`)."""
+    tokens = _PIECES.findall(content)
+    assert "".join(tokens) == content
+    letters = [i for i, t in enumerate(tokens) if t in "AB" and i > 0 and tokens[i - 1] == "[["]
+    out = []
+    for i, token in enumerate(tokens):
+        if letters and i == letters[-1] and p_a is not None:
+            top = [("A", p_a), ("B", 1.0 - p_a), *extra]
+            top = [{"token": t, "logprob": math.log(p) if p > 0 else -9999.0} for t, p in top]
+            chosen = next(alt["logprob"] for alt in top if alt["token"] == token)
+            out.append({"token": token, "logprob": chosen, "bytes": list(token.encode()), "top_logprobs": top})
+        else:
+            out.append({"token": token, "logprob": -0.01, "bytes": list(token.encode()), "top_logprobs": [{"token": token, "logprob": -0.01}]})
+    return out
+
+
+def verdict_json(first_better: bool) -> str:
+    return json.dumps({"own_answer": "Canberra.", "evaluation": "One says Sydney.", "verdict": "[[A>B]]" if first_better else "[[B>A]]"})

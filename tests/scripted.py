@@ -36,13 +36,14 @@ class Reply:
     finish_reason: str = "stop"
     prompt_tokens: int = 10
     completion_tokens: int = 5
+    logprobs: list[dict[str, Any]] | None = None  # choices[0].logprobs.content, sent as given
 
 
 Responder = Callable[[dict[str, Any]], "Reply | str"]
 
 
-def chat_body(content: str, model: str = "scripted", finish_reason: str = "stop", prompt_tokens: int = 10, completion_tokens: int = 5) -> dict[str, Any]:
-    return {
+def chat_body(content: str, model: str = "scripted", finish_reason: str = "stop", prompt_tokens: int = 10, completion_tokens: int = 5, logprobs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    body = {
         "id": "chatcmpl-scripted",
         "object": "chat.completion",
         "created": int(time.time()),
@@ -50,6 +51,9 @@ def chat_body(content: str, model: str = "scripted", finish_reason: str = "stop"
         "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish_reason}],
         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens},
     }
+    if logprobs is not None:
+        body["choices"][0]["logprobs"] = {"content": logprobs}
+    return body
 
 
 class ScriptedServer:
@@ -58,7 +62,7 @@ class ScriptedServer:
     base_path = "/v1"
 
     def success_body(self, reply: Reply, payload: dict[str, Any]) -> dict[str, Any]:
-        return chat_body(reply.content or "", payload.get("model", "scripted"), reply.finish_reason, reply.prompt_tokens, reply.completion_tokens)
+        return chat_body(reply.content or "", payload.get("model", "scripted"), reply.finish_reason, reply.prompt_tokens, reply.completion_tokens, reply.logprobs)
 
     def error_body(self, status: int) -> dict[str, Any]:
         return {"error": {"message": f"scripted {status}"}}

@@ -62,7 +62,7 @@ async def test_limits_live_in_the_input_schema(mcp_app) -> None:
         ("grade_score_options", {"instruction": "x", "options": ["only one"]}, "'options' must hold 2 to 10 items, got 1"),
         ("grade_score_options", {"instruction": "x", "options": ["a", "b"], "prompt_variant": 7}, "'prompt_variant' must be one of 1, 2, 3 or 4; got 7"),
         ("compare_pair", {"prompt": "p", "response_a": "a"}, "'response_b' is required"),
-        ("compare_pair", {**PAIR, "swap": "sometimes"}, "'swap' must be true or false"),
+        ("compare_pair", {**PAIR, "swap": "sometimes"}, "'swap' must be true, false or \"auto\", got 'sometimes'"),
         ("compare_pair", {**PAIR, "response_a": "x" * 50_001}, "'response_a' is 50,001 characters; the limit is 50,000"),
         ("lwe_judge", {**PAIR, "session": "default\n"}, "'session' must match ^[A-Za-z0-9_.-]{1,64}$"),
         ("lwe_judge", {**PAIR, "batch_size": 0}, "'batch_size' must be from 1 to 64, got 0"),

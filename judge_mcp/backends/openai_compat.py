@@ -9,6 +9,10 @@ model must close the JSON. llama.cpp's server, vLLM and LM Studio turn the schem
 OpenAI's hosted strict mode does not list `maxLength` among its supported keywords, so for api.openai.com the caps
 are left out of the schema sent. Any other server that refuses the schema with a 400 naming `maxLength`/`minLength`
 gets the same schema without caps once more, and no caps from then on (`dropped_parameters` in the call record).
+
+Log-probabilities (`logprobs`, `top_logprobs`) are sent when a request asks for them; a server that refuses them
+with a 400 naming `logprobs` (some reasoning models) gets the request again without them, once, and none from then
+on: the completion then carries no log-probabilities (`logprobs` None), never a failed judgment.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from urllib.parse import urlsplit
 from judge_mcp.backends.base import ChatRequest, Completion
 from judge_mcp.backends.errors import FatalError
 from judge_mcp.backends.http import RETRYABLE_STATUS, HTTPBackend, classify_status, post_json
-from judge_mcp.backends.openai_wire import chat_messages, parse_chat_completion
+from judge_mcp.backends.openai_wire import chat_messages, logprob_params, parse_chat_completion
 
 __all__ = ["OpenAICompatBackend", "parse_chat_completion", "RETRYABLE_STATUS", "classify_status", "post_json"]
 
@@ -55,6 +59,7 @@ class OpenAICompatBackend(HTTPBackend):
         super().__init__(name, model, **kwargs)
         # whether schemas keep their maxLength caps (a server refusing them turns this off, see _send)
         self.send_length_caps = (urlsplit(self.base_url).hostname or "") not in NO_LENGTH_CAPS_HOSTS
+        self.supports_logprobs = True  # until the server refuses them (see _send)
 
     def payload(self, request: ChatRequest) -> dict[str, Any]:
         payload: dict[str, Any] = {
@@ -69,6 +74,8 @@ class OpenAICompatBackend(HTTPBackend):
                 "type": "json_schema",
                 "json_schema": {"name": request.schema_name, "schema": schema, "strict": True},
             }
+        if self.supports_logprobs:
+            payload.update(logprob_params(request))
         return payload
 
     async def _send(self, request: ChatRequest) -> Completion:
@@ -77,19 +84,29 @@ class OpenAICompatBackend(HTTPBackend):
         if self._api_key:
             headers["authorization"] = f"Bearer {self._api_key}"
         dropped: list[str] = []
-        try:
-            body = await self.post(f"{self.base_url}/chat/completions", payload, headers)
-        except FatalError as exc:
-            if not self._refuses_length_caps(exc, payload):
-                raise
-            self.send_length_caps = False
-            dropped.append("maxLength")
-            payload = self.payload(request)
-            body = await self.post(f"{self.base_url}/chat/completions", payload, headers)
+        while True:  # each refused parameter is dropped once, so this sends at most three times
+            try:
+                body = await self.post(f"{self.base_url}/chat/completions", payload, headers)
+                break
+            except FatalError as exc:
+                if self._refuses_length_caps(exc, payload) and "maxLength" not in dropped:
+                    self.send_length_caps = False
+                    dropped.append("maxLength")
+                elif self._refuses_logprobs(exc, payload) and "logprobs" not in dropped:
+                    self.supports_logprobs = False
+                    dropped.append("logprobs")
+                else:
+                    raise
+                payload = self.payload(request)
         completion = parse_chat_completion(body, self.model, payload, structured=request.json_schema is not None)
         if dropped:
             completion.raw["dropped_parameters"] = dropped
         return completion
+
+    @staticmethod
+    def _refuses_logprobs(exc: FatalError, payload: dict[str, Any]) -> bool:
+        """A 400 naming logprobs for a payload that asked for them."""
+        return exc.status == 400 and "logprobs" in payload and "logprob" in exc.cause.lower()
 
     @staticmethod
     def _refuses_length_caps(exc: FatalError, payload: dict[str, Any]) -> bool:

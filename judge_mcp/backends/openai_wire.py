@@ -3,9 +3,10 @@ backend (llama.cpp in process answers in the same shape): request messages, and 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from judge_mcp.backends.base import ChatRequest, Completion, Usage
+from judge_mcp.backends.base import MIN_LOGPROB, ChatRequest, Completion, TokenLogprob, Usage
 from judge_mcp.backends.errors import RetryableError
 
 
@@ -22,6 +23,42 @@ def chat_messages(request: ChatRequest) -> list[dict[str, str]]:
     messages = [{"role": "system", "content": request.system}] if request.system else []
     messages.extend({"role": m.role, "content": m.content} for m in request.messages)
     return messages
+
+
+def logprob_params(request: ChatRequest) -> dict[str, Any]:
+    """The request's log-probability parameters in the OpenAI shape (none when it asks for none)."""
+    if not request.logprobs:
+        return {}
+    return {"logprobs": True, "top_logprobs": request.top_logprobs}
+
+
+def _logprob(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        return None
+    return max(float(value), MIN_LOGPROB)
+
+
+def parse_logprobs(choice: dict[str, Any]) -> tuple[TokenLogprob, ...] | None:
+    """`choices[0].logprobs.content` as TokenLogprobs; None when absent or not in the documented shape (a server
+    that sends something else gives no probabilities rather than made-up ones, and the call itself stands)."""
+    block = choice.get("logprobs")
+    content = block.get("content") if isinstance(block, dict) else None
+    if not isinstance(content, list) or not content:
+        return None
+    tokens = []
+    for entry in content:
+        if not isinstance(entry, dict) or not isinstance(entry.get("token"), str):
+            return None
+        logprob = _logprob(entry.get("logprob"))
+        if logprob is None:
+            return None
+        top = []
+        for alt in entry.get("top_logprobs") or []:
+            alt_logprob = _logprob(alt.get("logprob")) if isinstance(alt, dict) else None
+            if alt_logprob is not None and isinstance(alt.get("token"), str):
+                top.append((alt["token"], alt_logprob))
+        tokens.append(TokenLogprob(entry["token"], logprob, tuple(top)))
+    return tuple(tokens)
 
 
 def parse_chat_completion(body: dict[str, Any], default_model: str, payload: dict[str, Any], *, structured: bool) -> Completion:
@@ -55,5 +92,6 @@ def parse_chat_completion(body: dict[str, Any], default_model: str, payload: dic
         usage=Usage(prompt_tokens=token_count(usage.get("prompt_tokens")), completion_tokens=token_count(usage.get("completion_tokens"))),
         finish_reason=str(finish_reason) if finish_reason is not None else None,
         structured=structured,
+        logprobs=parse_logprobs(choice) if payload.get("logprobs") else None,
         raw={"request": payload, "response": body},
     )

@@ -54,6 +54,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="strict mode (the papers' rule): no re-ask or continuation, an unparsed first answer counts wrong; stored as METHOD+strict",
     )
+    bench.add_argument(
+        "--adaptive-swap",
+        action="store_true",
+        help='vanilla/grp/grp-better: also judge each placement with compare_pair swap="auto" and swap=true (over the call cache) and report calls and accuracy of both; stored as METHOD+auto',
+    )
+    bench.add_argument("--swap-margin", type=float, help="with --adaptive-swap: compare_pair's swap_margin, 0..1 (default: the tool's)")
     bench.add_argument("--concurrency", type=_positive, help="items in flight (default: the backend's concurrency)")
     bench.add_argument("--quiet", action="store_true", help="no progress bar")
     bench.set_defaults(fn=cmd_bench)
@@ -106,7 +112,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"judge-mcp bench: configuration error: {exc}", file=sys.stderr)
         return 2
-    options = Options(template=args.template, unrelated=args.unrelated, prompt_variant=args.prompt_variant, batch_size=args.batch_size, no_reask=args.no_reask, flip_answer_order=args.flip_answer_order)
+    options = Options(
+        template=args.template, unrelated=args.unrelated, prompt_variant=args.prompt_variant, batch_size=args.batch_size,
+        no_reask=args.no_reask, flip_answer_order=args.flip_answer_order, adaptive_swap=args.adaptive_swap, swap_margin=args.swap_margin,
+    )
+    if args.adaptive_swap and args.method not in ("vanilla", "grp", "grp-better"):
+        print("judge-mcp bench: --adaptive-swap applies to vanilla, grp and grp-better", file=sys.stderr)
+        return 2
+    if args.swap_margin is not None and (not args.adaptive_swap or not 0.0 <= args.swap_margin <= 1.0):
+        print("judge-mcp bench: --swap-margin is a number from 0 to 1, used with --adaptive-swap", file=sys.stderr)
+        return 2
     if args.unrelated and args.method != "grade":
         print("judge-mcp bench: --unrelated applies to --method grade only", file=sys.stderr)
         return 2
@@ -235,6 +250,18 @@ def format_summary(s: dict[str, Any]) -> str:
             extra.append(f"vanilla (Figure 9) pair: {s['lwe']['vanilla_fig9']}")
     if s.get("grade"):
         extra.append(f"grade: {s['grade']}")
+    if s.get("calibration"):
+        c = s["calibration"]
+        for name in ("single_order", "both_orders"):
+            extra.append(f"probabilities, {name.replace('_', ' ')}: {c[name]} (ECE over {c['bins']} bins)")
+    if s.get("adaptive"):
+        a = s["adaptive"]
+        extra.append(
+            f"swap auto: second order in {f(a['second_order_share'])} of {a['judgments']} judgments; "
+            f"calls/judgment {f(a['auto']['calls_per_judgment'])} vs {f(a['swap_true']['calls_per_judgment'])} (swap true); "
+            f"accuracy {f(a['auto']['accuracy'])} vs {f(a['swap_true']['accuracy'])}; pair accuracy {f(a['auto']['pair_accuracy'])} vs {f(a['swap_true']['pair_accuracy'])}; "
+            f"one-order judgments right {f(a['one_order_accuracy'])}"
+        )
     run = s.get("run", {})
     extra.append(f"wall time this invocation {run.get('wall_seconds_this_invocation')} s for {run.get('judged_this_invocation')} items; total {run.get('wall_seconds_total')} s")
     return "\n".join(lines + extra)

@@ -46,6 +46,8 @@ class Options:
     no_reask: bool = False  # every method: no re-ask or continuation; unparsed first answers count wrong
     flip_answer_order: str = "reasoning_first"  # flip: the answer's field order (the paper's, or instruction_first)
     session: str = "bench"  # lwe: the session the run learns in (set by the runner)
+    adaptive_swap: bool = False  # vanilla/grp/grp-better: judge each placement with swap="auto" and, beside it, swap=true
+    swap_margin: float | None = None  # adaptive_swap: compare_pair's swap_margin (None: its default)
 
 
 @dataclass(frozen=True)
@@ -140,9 +142,50 @@ def _compare(goal: str, default_template: str):
         continued = bool(getattr(trial, "continued", False))  # PairTrial.continued arrives with the continuation step
         record["reasked"] = bool(trial.parse_ok and (trial.reasked or continued))
         record["detail"] = {"label": trial.label, "reasked": trial.reasked, "continued": continued, "goal": goal, "template": template}
+        record["p_chosen"] = p_chosen(trial.p_better, placement)
+        if opts.adaptive_swap:
+            await _adaptive(app, item, placement, opts, backend, record, goal, template)
         return record
 
     return judge
+
+
+def p_chosen(p_better: Any, placement: str) -> float | None:
+    """The probability a verdict gave the chosen response (shown as A in chosen_first, as B in chosen_second)."""
+    if p_better is None:
+        return None
+    return p_better.A if placement == "chosen_first" else p_better.B
+
+
+async def _adaptive(app: App, item: Item, placement: str, opts: Options, backend: str | None, record: dict[str, Any], goal: str, template: str) -> None:
+    """The placement judged again with swap="auto" and with swap=true, both over the call cache (order AB is the
+    single-order request just sent, so it is answered from the cache; the swapped order is sent once for both).
+    The record's verdict becomes swap="auto"'s; `detail` keeps both, with the calls each needed (sent + cached)."""
+    a, b = shown(item, placement)
+    outcomes = {}
+    for swap in ("auto", True):
+        args = dict(prompt=item.prompt, response_a=a, response_b=b, goal=goal, template=template, swap=swap)
+        if swap == "auto" and opts.swap_margin is not None:
+            args["swap_margin"] = opts.swap_margin
+        result, timing, calls = await _run(app, "compare_pair", args, item, placement, backend, opts)
+        for key in ("calls", "cached_calls", "prompt_tokens", "completion_tokens"):
+            record[key] += getattr(result.usage, key)
+        for key, value in call_stats(calls).items():
+            record[key] += value
+        record["ended_at"] = timing["ended_at"]
+        record["seconds"] = round(record["seconds"] + timing["seconds"], 3)
+        # no winner from two parsed orders (they disagree) is parsed but names nobody: counted like a tie, wrong
+        verdict = placement_record(placement, result.winner, tie=all(t.parse_ok for t in result.trials))
+        outcomes["auto" if swap == "auto" else "swap_true"] = {
+            "names": verdict["names"],
+            "swapped": result.swapped,
+            "calls": result.usage.calls + result.usage.cached_calls,
+            "p_chosen": p_chosen(result.p_better, placement),
+        }
+        if swap == "auto":  # the record's verdict is swap="auto"'s; the single-order one stays in detail
+            record["detail"]["single_order_names"] = record["names"]
+            record.update({k: verdict[k] for k in ("named", "names", "correct", "tie", "parse_failures", "parsed_verdicts", "first_shown_picks")})
+    record["detail"].update(outcomes)
 
 
 async def _arena_hard(app: App, item: Item, placement: str, opts: Options, backend: str | None) -> dict[str, Any]:
@@ -295,6 +338,8 @@ def method_key(name: str, opts: Options) -> str:
         key += "+unrelated"
     if name in ("lwe", "selective-lwe") and opts.batch_size != 4:
         key += f"[b{opts.batch_size}]"
+    if opts.adaptive_swap and name in ("vanilla", "grp", "grp-better"):
+        key += "+auto" + ("" if opts.swap_margin is None else f"{opts.swap_margin:g}")
     if opts.no_reask:
         key += "+strict"
     return key

@@ -16,6 +16,17 @@ Pairwise-judging methods (two placements per item):
 Response-wise methods (flip, pointwise) and grade (one row per item): accuracy = pair_accuracy = the gold response
 is the single best (ties and any unparsed response wrong); consistency and position_bias only for grade (every
 rotation picked the same option; share of parsed trials picking the first-shown option), else null.
+Verdict probabilities (pairwise methods whose backend returns log-probabilities; `calibration` in the summary):
+each placement record keeps `p_chosen`, the probability its single-order verdict gave the chosen response.
+`single_order` scores those per placement; `both_orders` scores their mean per item (compare_pair's debiased
+`p_better` with swap=true). Per set: `coverage` (share with a probability), `accuracy` (p_chosen > 0.5; exactly
+0.5 counts wrong), `ece` (expected calibration error of the predicted side's confidence max(p, 1 - p) against
+being right, ECE_BINS equal-width bins over [0, 1]; binary confidences fill the upper half) and `brier`
+(mean (1 - p_chosen)^2: 0 is perfect, 0.25 is always saying 0.5).
+Adaptive swap (`+auto` runs, `adaptive` in the summary): each placement judged with compare_pair swap="auto" and
+with swap=true on the same items; per judgment the calls each needed (sent + answered from the cache), the share
+where the second order ran, accuracy (the verdict names the chosen response) and pair accuracy (right in both
+placements) side by side, and the accuracy of the judgments auto settled on one order.
 Cost: calls, cached calls, tokens and characters (prompts + completions, cached calls included) per item; seconds_per_item = mean wall time of one item (its placements run
 concurrently, so with several items in flight the run's throughput is `wall_seconds / judged`, reported apart).
 """
@@ -29,6 +40,7 @@ from typing import Any
 
 FIELDS = ("n", "accuracy", "consistency", "pair_accuracy", "position_bias", "parse_failures", "calls_per_item", "seconds_per_item")
 COST_KEYS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "prompt_chars", "completion_chars")
+ECE_BINS = 10  # equal-width confidence bins of the expected calibration error
 PLACEMENT_SEED = 0  # the seed of the single-order placement draw (fixed, so runs compare on the same placements)
 
 
@@ -202,6 +214,66 @@ def lwe_extras(complete: list[tuple[int, str, str, dict[str, Any]]], placements:
     return extras
 
 
+def ece(confidences: list[float], right: list[bool], bins: int = ECE_BINS) -> float | None:
+    """Expected calibration error: sum over equal-width confidence bins of |bin accuracy - bin mean confidence|,
+    weighted by the bin's share of the judgments."""
+    if not confidences:
+        return None
+    groups: dict[int, list[tuple[float, bool]]] = defaultdict(list)
+    for c, r in zip(confidences, right):
+        groups[min(int(c * bins), bins - 1)].append((c, r))
+    total = sum(abs(sum(r for _, r in g) / len(g) - sum(c for c, _ in g) / len(g)) * len(g) for g in groups.values())
+    return round(total / len(confidences), 4)
+
+
+def probability_figures(p_chosen: list[float | None]) -> dict[str, Any]:
+    """coverage, n, accuracy, ECE and Brier score of probabilities given to the chosen response (None: none given)."""
+    ps = [p for p in p_chosen if p is not None]
+    return {
+        "n": len(ps),
+        "coverage": _ratio(len(ps), len(p_chosen)),
+        "accuracy": _ratio(sum(p > 0.5 for p in ps), len(ps)),
+        "ece": ece([max(p, 1.0 - p) for p in ps], [p > 0.5 for p in ps]),
+        "brier": _ratio(sum((1.0 - p) ** 2 for p in ps), len(ps)),
+    }
+
+
+def calibration_extras(complete: list[tuple[int, str, str, dict[str, Any]]], placements: tuple[str, ...]) -> dict[str, Any] | None:
+    """Calibration of the verdict probabilities (see the module doc); None when the records carry none at all."""
+    records = [[done[p] for p in placements] for _, _, _, done in complete]
+    if not any("p_chosen" in r for rs in records for r in rs):
+        return None
+    single = [r.get("p_chosen") for rs in records for r in rs]
+    both = [None if any(r.get("p_chosen") is None for r in rs) else sum(r["p_chosen"] for r in rs) / len(rs) for rs in records]
+    return {"bins": ECE_BINS, "single_order": probability_figures(single), "both_orders": probability_figures(both)}
+
+
+def adaptive_extras(complete: list[tuple[int, str, str, dict[str, Any]]], placements: tuple[str, ...]) -> dict[str, Any] | None:
+    """swap="auto" beside swap=true on the same judgments (see the module doc); None without such records."""
+    items = [[done[p].get("detail", {}) for p in placements] for _, _, _, done in complete]
+    if not items or not all("auto" in d and "swap_true" in d for ds in items for d in ds):
+        return None
+    judgments = [d for ds in items for d in ds]
+    n = len(judgments)
+    one_order = [d for d in judgments if not d["auto"]["swapped"]]
+
+    def side(key: str) -> dict[str, Any]:
+        return {
+            "calls_per_judgment": _ratio(sum(d[key]["calls"] for d in judgments), n, 3),
+            "accuracy": _ratio(sum(d[key]["names"] == "chosen" for d in judgments), n),
+            "pair_accuracy": _ratio(sum(all(d[key]["names"] == "chosen" for d in ds) for ds in items), len(items)),
+        }
+
+    return {
+        "judgments": n,
+        "second_order_share": _ratio(n - len(one_order), n),
+        "auto": side("auto"),
+        "swap_true": side("swap_true"),
+        "one_order_judgments": len(one_order),
+        "one_order_accuracy": _ratio(sum(d["auto"]["names"] == "chosen" for d in one_order), len(one_order)),
+    }
+
+
 def grade_extras(complete: list[tuple[int, str, str, dict[str, Any]]]) -> dict[str, Any]:
     """Means over items. An item with no parsed trial has no scores; it counts as 0.0 in every mean, as in the
     Grade Score authors' code (skipping it would score a judge higher for failing to answer)."""
@@ -245,4 +317,10 @@ def summarise(rows: list[dict[str, Any]], placements: tuple[str, ...], method: s
         summary["lwe"] = lwe_extras(complete, placements)
     if method.startswith("grade"):
         summary["grade"] = grade_extras(complete)
+    calibration = calibration_extras(complete, placements) if len(placements) == 2 else None
+    if calibration is not None:
+        summary["calibration"] = calibration
+    adaptive = adaptive_extras(complete, placements) if "+auto" in method else None
+    if adaptive is not None:
+        summary["adaptive"] = adaptive
     return summary

@@ -192,12 +192,34 @@ def dataset_section(dataset: str, runs: list[dict[str, Any]]) -> str:
             if "unrelated_pick_rate" in g:
                 text += f"; unrelated option picked in {_fmt(g['unrelated_pick_rate'], 3)} of parsed trials ({g['unrelated_picked_items']} items)"
             notes.append(text)
+        notes.extend(probability_notes(s))
         run = s.get("run", {})
         if run.get("wall_seconds_total"):
             notes.append(f"{_label(s)}: {run.get('judged_total')} items judged in {_fmt(run.get('wall_seconds_total'), 0)} s of wall time in total")
     if notes:
         parts.append("<ul class='note'>" + "".join(f"<li>{_esc(n)}</li>" for n in notes) + "</ul>")
     return "\n".join(parts)
+
+
+def probability_notes(s: dict[str, Any]) -> list[str]:
+    """One line each for a run's verdict-probability calibration and its adaptive-swap comparison."""
+    notes = []
+    c = s.get("calibration")
+    if c:
+        parts = [
+            f"{label}: coverage {_fmt(c[k]['coverage'], 2)}, accuracy {_fmt(c[k]['accuracy'])}, ECE {_fmt(c[k]['ece'])}, Brier {_fmt(c[k]['brier'])}"
+            for k, label in (("single_order", "one order"), ("both_orders", "mean of both orders"))
+        ]
+        notes.append(f"{_label(s)}: verdict probabilities ({c['bins']}-bin ECE); " + "; ".join(parts))
+    a = s.get("adaptive")
+    if a:
+        notes.append(
+            f"{_label(s)}: swap auto vs swap true on the same {a['judgments']} judgments: calls/judgment "
+            f"{_fmt(a['auto']['calls_per_judgment'])} vs {_fmt(a['swap_true']['calls_per_judgment'])}, accuracy "
+            f"{_fmt(a['auto']['accuracy'])} vs {_fmt(a['swap_true']['accuracy'])}, pair accuracy {_fmt(a['auto']['pair_accuracy'])} vs "
+            f"{_fmt(a['swap_true']['pair_accuracy'])}; second order ran in {_fmt(a['second_order_share'], 2)}, the one-order verdicts were right in {_fmt(a['one_order_accuracy'])}"
+        )
+    return notes
 
 
 def render(summaries: list[dict[str, Any]], title: str = "judge-mcp benchmark report") -> str:
@@ -247,6 +269,9 @@ def markdown(summaries: list[dict[str, Any]]) -> str:
         for s in runs:
             o = s.get("overall", {})
             out.append(f"| {_label(s)} | " + " | ".join(_fmt(o.get(key)) for key, _ in metrics.COLUMNS) + " |")
+        for s in runs:
+            for note in probability_notes(s):
+                out.append(f"\n{note}")
         for s in runs:
             lwe = s.get("lwe") or {}
             if lwe.get("relative_cost") is not None:

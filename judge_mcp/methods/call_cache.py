@@ -1,7 +1,8 @@
 """The call cache: temperature-0 requests answered from SQLite, and identical requests in flight sharing one call.
 
 Keyed by `ChatRequest.cache_key(backend.identity())`: a hash of the exact request and the backend's kind, endpoint
-and model (never its key). Requests with temperature > 0 are samples and always go to the backend. Completions with
+and model (never its key); a request asking for log-probabilities has its own key, and its cached completion keeps
+them (a hit answers with the same probabilities as the call did). Requests with temperature > 0 are samples and always go to the backend. Completions with
 empty text are not stored (a later identical request goes to the backend again). A hit is a pure read: it writes
 nothing. The concurrent lookups of one judgment share one read of the table (`_Lookup`). A new answer is written at
 once, or, when the caller passes a `defer` list (App.run does), appended to it as a `CacheRow` for the caller to
@@ -14,7 +15,7 @@ import asyncio
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from judge_mcp.backends.base import Backend, ChatRequest, Completion, Usage
+from judge_mcp.backends.base import Backend, ChatRequest, Completion, TokenLogprob, Usage
 from judge_mcp.store import Store
 
 
@@ -65,10 +66,12 @@ def _to_cached(completion: Completion) -> dict[str, Any]:
         "finish_reason": completion.finish_reason,
         "structured": completion.structured,
         "usage": dict(vars(completion.usage)),  # every field of the flat Usage dataclass (asdict deep-copies, ~20x slower)
+        "logprobs": None if completion.logprobs is None else [t.to_list() for t in completion.logprobs],
     }
 
 
 def _from_cached(data: dict[str, Any], request: ChatRequest) -> Completion:
+    logprobs = data.get("logprobs")
     return Completion(
         text=data["text"],
         model=data["model"],
@@ -76,6 +79,7 @@ def _from_cached(data: dict[str, Any], request: ChatRequest) -> Completion:
         finish_reason=data.get("finish_reason"),
         structured=bool(data.get("structured")),
         attempts=0,
+        logprobs=None if logprobs is None else tuple(TokenLogprob.from_list(t) for t in logprobs),
         raw={"cached": True},
     )
 

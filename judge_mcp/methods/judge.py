@@ -60,6 +60,11 @@ class Judge:
         """Every call so far as the verdict log stores it."""
         return [record.to_log() for record in self.call_records]
 
+    @property
+    def logprobs(self) -> bool:
+        """Whether this backend may return token log-probabilities (methods ask for them only then)."""
+        return self.backend.supports_logprobs
+
     async def complete(self, request: ChatRequest) -> Completion:
         summary = request.summary()  # built once: for the call record and, for a new answer, the cache row
         completion, cached, key = await self.cache.lookup(self.backend, request, summary=summary, defer=self.cache_rows)

@@ -5,6 +5,11 @@ template (the judge answers the prompt itself first), a CoT or a direct template
 concurrently; `winner` is set only when every trial parsed and all agree (the paper's strict criterion), so
 position bias shows up as `consistent: false` rather than as a wrong verdict.
 
+Where the backend gives token log-probabilities, each trial carries the probability of its two labels
+(label_probs.py) and `p_better` averages them over the orders judged. `swap="auto"` judges order AB first and
+the swapped order only when AB's probability margin |p_A - p_B| is under `swap_margin`, or AB has no
+probabilities or did not parse.
+
 Labels keep their meaning under both goals: `[[A>B]]` = the first-shown answer is better (the second is worse).
 """
 
@@ -16,10 +21,11 @@ from dataclasses import dataclass
 
 from judge_mcp import prompts, validation
 from judge_mcp.backends.base import user
-from judge_mcp.methods.common import ask, bounded, run_each
+from judge_mcp.methods import label_probs
+from judge_mcp.methods.common import Parsed, ask, bounded, run_each
 from judge_mcp.methods.judge import Judge
 from judge_mcp.methods.parsing import neutralise, parse_json_object
-from judge_mcp.verdicts import ComparePairResult, PairTrial
+from judge_mcp.verdicts import ComparePairResult, PairTrial, PBetter
 
 GOALS = ("worse", "better")
 TEMPLATES = ("sop", "cot", "direct")
@@ -34,12 +40,15 @@ JSON_FIELDS = {"sop": ("own_answer", "evaluation"), "cot": ("reasoning",), "dire
 # maxLength (characters) of each free-text field under a JSON schema: room for a strong model's answer, bounded so a
 # looping model must close the JSON within the default budget (~4 characters per token).
 FIELD_MAX_CHARS = {"own_answer": 8000, "evaluation": 4000, "reasoning": 8000}
+TOP_LOGPROBS = 10  # alternatives asked for at each token (OpenAI allows up to 20; the two letters are normally the top two)
+DEFAULT_SWAP_MARGIN = 0.5  # swap="auto": the second order runs unless the first's |p_A - p_B| >= this (p >= 0.75)
 
 
 @dataclass(frozen=True)
 class Verdict:
     label: str  # "[[A>B]]" or "[[B>A]]", as printed for the order shown
     rationale: str
+    at: int | None = None  # text grammar: where the deciding label starts in the parsed text (None: JSON, the last label)
 
 
 def verdict_schema(template: str) -> dict:
@@ -157,7 +166,7 @@ def parse_label(text: str, judged: list[str] = ()) -> Verdict | None:
     last = plain[-1]
     if any(m.start() > last.start() and _label_of(m) != label for m in mentions):
         return None
-    return Verdict(label, text[: last.start()].strip())
+    return Verdict(label, text[: last.start()].strip(), last.start())
 
 
 def parse_structured(text: str, template: str, judged: list[str] = ()) -> Verdict | None:
@@ -196,16 +205,64 @@ def better_in_caller_order(label: str, order: str) -> str:
 
 
 def aggregate(trials: list[PairTrial], swap: bool) -> tuple[str | None, bool | None]:
-    """(winner, consistent) under the strict criterion. One order (swap=False) cannot be consistent or not:
-    `consistent` is None and the winner is that trial's verdict."""
+    """(winner, consistent) under the strict criterion. One order (swap=False, or a confident swap="auto") cannot
+    be consistent or not: `consistent` is None and the winner is that trial's verdict."""
     parsed = [t for t in trials if t.parse_ok]
-    if not swap:
+    if not swap or len(trials) == 1:
         return (parsed[0].better if parsed else None), None
     if len(parsed) != len(trials) or not parsed:
         return None, False
     sides = {t.better for t in parsed}
     consistent = len(sides) == 1
     return (parsed[0].better if consistent else None), consistent
+
+
+def order_probability(result: Parsed[Verdict], order: str) -> PBetter | None:
+    """The trial's label probabilities in the caller's A/B, read from the completion that wrote the verdict (the
+    last piece of a continued answer); None when any piece is missing (see label_probs)."""
+    verdict, piece = result.value, result.completion.text
+    if verdict is None or not result.text.endswith(piece):
+        return None
+    offset = len(result.text) - len(piece)
+    at = None if verdict.at is None else verdict.at - offset
+    if at is not None and at < 0:
+        return None  # the deciding label was written by an earlier piece of a continued answer
+    p_first = label_probs.first_better(result.completion.logprobs, piece, verdict.label, at)
+    if p_first is None:
+        return None
+    p_a = p_first if order == "AB" else 1.0 - p_first
+    return probability(p_a)
+
+
+def probability(p_a: float) -> PBetter:
+    p_a = round(min(1.0, max(0.0, p_a)), 6)
+    return PBetter(A=p_a, B=round(1.0 - p_a, 6))
+
+
+def margin(trial: PairTrial) -> float | None:
+    """|p_A - p_B| of a parsed trial with probabilities, else None."""
+    if not trial.parse_ok or trial.p_better is None:
+        return None
+    return round(abs(trial.p_better.A - trial.p_better.B), 6)
+
+
+def mean_probability(trials: list[PairTrial]) -> PBetter | None:
+    """p_better averaged over the judged orders; None when any of them has none."""
+    p_a = label_probs.debiased([t.p_better.A if t.p_better is not None else None for t in trials])
+    return None if p_a is None else probability(p_a)
+
+
+def check_swap(swap: object, swap_margin: object) -> float:
+    """The margin swap="auto" uses; a margin given with swap true/false is an error, not ignored."""
+    if not (isinstance(swap, bool) or swap == "auto"):
+        raise validation.InputError(f"'swap' must be true, false or \"auto\", got {swap!r}")
+    if swap_margin is None:
+        return DEFAULT_SWAP_MARGIN
+    if swap != "auto":
+        raise validation.InputError(f"'swap_margin' applies only with swap \"auto\" (swap is {str(swap).lower()})")
+    if isinstance(swap_margin, bool) or not isinstance(swap_margin, (int, float)) or not 0.0 <= swap_margin <= 1.0:
+        raise validation.InputError(f"'swap_margin' must be a number from 0 to 1, got {swap_margin!r}")
+    return float(swap_margin)
 
 
 async def judge_order(
@@ -218,6 +275,8 @@ async def judge_order(
         max_tokens=max_tokens or MAX_TOKENS[template],
         json_schema=verdict_schema(template) if structured else None,
         schema_name="pairwise_verdict",
+        logprobs=judge.logprobs,
+        top_logprobs=TOP_LOGPROBS if judge.logprobs else 0,
         purpose=f"compare_pair:{order}",
     )
     judged = [prompt, first, second]
@@ -242,6 +301,7 @@ async def judge_order(
         reasked=result.reasked,
         continued=result.continued,
         truncated=result.truncated,
+        p_better=order_probability(result, order),
     )
 
 
@@ -253,7 +313,8 @@ async def compare_pair(
     response_b: str,
     goal: str = "worse",
     template: str = "sop",
-    swap: bool = True,
+    swap: bool | str = True,
+    swap_margin: float | None = None,
     max_tokens: int | None = None,
 ) -> ComparePairResult:
     validation.text("prompt", prompt)
@@ -262,22 +323,31 @@ async def compare_pair(
     validation.total(prompt, response_a, response_b)
     validation.choice("goal", goal, GOALS)
     validation.choice("template", template, TEMPLATES)
-    if not isinstance(swap, bool):
-        raise validation.InputError(f"'swap' must be true or false, got {swap!r}")
+    threshold = check_swap(swap, swap_margin)
     check_max_tokens(max_tokens)
 
-    orders = ["AB", "BA"] if swap else ["AB"]
-
-    async def one(k: int) -> PairTrial:
-        order = orders[k]
+    def judge_one(order: str):
         first, second = (response_a, response_b) if order == "AB" else (response_b, response_a)
-        return await judge_order(judge, prompt=prompt, first=first, second=second, order=order, goal=goal, template=template, max_tokens=max_tokens)
+        return judge_order(judge, prompt=prompt, first=first, second=second, order=order, goal=goal, template=template, max_tokens=max_tokens)
 
-    ordered = await run_each(judge, len(orders), one, lambda k, _: f"order {orders[k]} judged")
-    winner, consistent = aggregate(ordered, swap)
+    if swap == "auto":
+        ordered = [await judge_one("AB")]
+        await judge.progress(1, 2, "order AB judged")
+        sure = margin(ordered[0])
+        if sure is not None and sure >= threshold:
+            await judge.progress(2, 2, f"order BA not needed (margin {sure:.3f} >= {threshold:g})")
+        else:
+            ordered.append(await judge_one("BA"))
+            await judge.progress(2, 2, "order BA judged")
+    else:
+        orders = ["AB", "BA"] if swap else ["AB"]
+        ordered = await run_each(judge, len(orders), lambda k: judge_one(orders[k]), lambda k, _: f"order {orders[k]} judged")
+    winner, consistent = aggregate(ordered, len(ordered) == 2)
     return ComparePairResult(
         winner=winner,
         consistent=consistent,
+        p_better=mean_probability(ordered),
+        swapped=len(ordered) == 2,
         trials=ordered,
         goal=goal,
         template=template,
