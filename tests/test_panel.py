@@ -281,3 +281,12 @@ async def test_grade_self_preference_names_the_options(panel_server) -> None:
     assert data["winner_index"] == 0
     assert data["self_preference"] == [{"backend": "a", "judge_model": "openai/gemma-2-9b", "families": ["google"], "answers": [0, 2], "excluded": False}]
     assert any("options[0] (by gemini-2.0-flash), options[2] (by gemma-3)" in w for w in data["warnings"])
+
+
+async def test_hostile_backend_names_and_model_names_are_only_looked_up_or_matched(panel_server) -> None:
+    server, servers = panel_server({"a": (correct_judge, "m-a"), "b": (correct_judge, "m-b")})
+    result = await call(server, "compare_pair", {**PAIR, "backends": ["a", "../../etc/passwd"]})
+    assert result.is_error and "unknown backend '../../etc/passwd'" in result.content[0].text
+    assert all(s.requests == [] for s in servers.values())
+    data = (await call(server, "compare_pair", {**PAIR, "backends": ["a", "b"], "response_models": ["/etc/passwd", "$(rm -rf /)"]})).structured_content
+    assert data["winner"] == "B" and data["self_preference"] == [] and data["warnings"] == []
