@@ -290,3 +290,61 @@ async def test_hostile_backend_names_and_model_names_are_only_looked_up_or_match
     assert all(s.requests == [] for s in servers.values())
     data = (await call(server, "compare_pair", {**PAIR, "backends": ["a", "b"], "response_models": ["/etc/passwd", "$(rm -rf /)"]})).structured_content
     assert data["winner"] == "B" and data["self_preference"] == [] and data["warnings"] == []
+
+
+# ---- the bench: --backends ---------------------------------------------------------------------------------------------
+async def test_bench_panel_scores_the_panel_and_each_member_alone(scripted, tmp_path: Path) -> None:
+    import io
+
+    from judge_mcp.bench.methods import Options
+    from judge_mcp.bench.runner import RunSpec, run
+    from judge_mcp.store import Store
+    from tests import test_bench as tb
+
+    judges = {"right1": (tb.correct_judge, "m1"), "right2": (tb.correct_judge, "m2"), "biased": (tb.first_shown_judge, "gpt-4o-mini")}
+    servers = {name: scripted(responder) for name, (responder, _) in judges.items()}
+    config = tmp_path / "judge.toml"
+    config.write_text("".join(
+        f'[backends.{n}]\nkind = "openai"\nbase_url = "{servers[n].base_url}"\nmodel = "{m}"\nmax_retries = 0\n\n' for n, (_, m) in judges.items()
+    ))
+    settings = load_settings({"JUDGE_MCP_CONFIG": str(config), "JUDGE_MCP_DB": str(tmp_path / "x.db")})
+
+    async def bench(options: Options) -> dict:
+        app = App(settings, store=Store(tmp_path / "bench.db"))
+        try:
+            return await run(app, RunSpec(dataset=tb.PAIRS, method="grp", options=options), progress_stream=io.StringIO())
+        finally:
+            await app.aclose()
+
+    summary = await bench(Options(panel=("right1", "right2", "biased"), response_model="gpt-4o"))
+    o = summary["overall"]
+    # chosen first: all three name it; chosen second: two of three do, so the panel is right in both placements
+    assert (o["n"], o["accuracy"], o["pair_accuracy"], o["consistency"]) == (6, 1.0, 1.0, 1.0)
+    assert o["calls_per_item"] == 6.0  # 3 members x 2 placements, one order each
+    assert summary["backend"] == "right1+right2+biased" and summary["backend_key"].startswith("panel[right1+right2+biased]@")
+    members = summary["panel"]
+    assert set(members) == {"right1", "right2", "biased"}
+    assert members["right1"]["pair_accuracy"] == 1.0 and members["right1"]["calls_per_item"] == 2.0
+    assert members["biased"]["pair_accuracy"] == 0.0 and members["biased"]["position_bias"] == 1.0
+    assert summary["self_preference"] == {"same_family_judges": ["biased"]}
+
+    excluded = await bench(Options(panel=("right1", "right2", "biased"), response_model="gpt-4o", exclude_same_family=True))
+    assert excluded["method_key"] == "grp+exclude-family[gpt-4o]" and excluded["overall"]["pair_accuracy"] == 1.0
+    assert set(excluded["panel"]) == {"right1", "right2"}
+    assert excluded["overall"]["cached_calls_per_item"] == 4.0 and excluded["overall"]["calls_per_item"] == 0.0  # the shared call cache
+    assert len(servers["biased"].requests) == 12  # only the first run asked it
+
+
+def test_bench_cli_backends_argument() -> None:
+    import argparse
+
+    from judge_mcp.bench.cli import format_summary, parse_backends
+
+    assert parse_backends(argparse.Namespace(backend=None, backends="a, b,c")) == ("a", "b", "c")
+    with pytest.raises(ValueError, match="not both"):
+        parse_backends(argparse.Namespace(backend="a", backends="a,b"))
+    with pytest.raises(ValueError, match="2 to 8 distinct"):
+        parse_backends(argparse.Namespace(backend=None, backends="a,a"))
+    row = {"n": 2, "accuracy": 0.5, "pair_accuracy": 0.5}
+    text = format_summary({"dataset": "d", "method_key": "grp", "model": "panel: x, y", "overall": row, "panel": {"x": row, "y": row}, "self_preference": {"same_family_judges": []}})
+    assert "panel members, each scored alone" in text and "\n  x " in text and "model family: none" in text

@@ -30,7 +30,7 @@ from typing import Any
 from judge_mcp.app import App
 from judge_mcp.bench.data import Item
 from judge_mcp.bench import arena_hard, pointwise
-from judge_mcp.methods import flip, grade_score, lwe, pairwise
+from judge_mcp.methods import flip, grade_score, lwe, pairwise, panel
 
 PAIR_PLACEMENTS = ("chosen_first", "chosen_second")
 SINGLE = ("single",)
@@ -46,6 +46,9 @@ class Options:
     no_reask: bool = False  # every method: no re-ask or continuation; unparsed first answers count wrong
     flip_answer_order: str = "reasoning_first"  # flip: the answer's field order (the paper's, or instruction_first)
     session: str = "bench"  # lwe: the session the run learns in (set by the runner)
+    panel: tuple[str, ...] = ()  # vanilla/grp/grp-better: judge each placement with this panel of backends (--backends)
+    response_model: str | None = None  # vanilla/grp/grp-better: the model that wrote every response (self-preference guard)
+    exclude_same_family: bool = False  # with response_model: leave same-family panel members out
 
 
 @dataclass(frozen=True)
@@ -113,7 +116,7 @@ def call_stats(records: list[dict[str, Any]], verdict_prefixes: tuple[str, ...] 
 
 
 async def _run(
-    app: App, tool: str, inputs: dict[str, Any], fn: Callable, backend: str | None, opts: Options | None = None
+    app: App, tool: str, inputs: dict[str, Any], fn: Callable, backend: str | None, opts: Options | None = None, authors: panel.Authors | None = None
 ) -> tuple[Any, dict[str, Any], list[dict[str, Any]]]:
     """Run one judgment through the App (logged like a tool call): (result, timing, the Judge's call records)."""
     judges: list[Any] = []
@@ -125,7 +128,7 @@ async def _run(
 
     started = time.time()
     t0 = time.perf_counter()
-    result = await app.run(tool, {**inputs, "no_reask": True} if opts and opts.no_reask else inputs, wrapped, backend=backend)
+    result = await app.run(tool, {**inputs, "no_reask": True} if opts and opts.no_reask else inputs, wrapped, backend=backend, authors=authors)
     timing = {"started_at": started, "ended_at": time.time(), "seconds": round(time.perf_counter() - t0, 3)}
     return result, timing, (judges[0].records if judges else [])
 
@@ -144,16 +147,60 @@ def _compare(goal: str, default_template: str):
             return await pairwise.compare_pair(j, prompt=item.prompt, response_a=a, response_b=b, goal=goal, template=template, swap=False)
 
         inputs = _bench_inputs(item, placement, prompt=item.prompt, response_a=a, response_b=b, goal=goal, template=template, swap=False)
-        result, timing, calls = await _run(app, "compare_pair", inputs, fn, backend, opts)
+        if opts.panel:
+            return await _compare_panel(app, placement, inputs, fn, goal, template, opts)
+        authors = _authors(opts)
+        result, timing, calls = await _run(app, "compare_pair", inputs, fn, backend, opts, authors=authors)
         trial = result.trials[0]
         record = placement_record(placement, trial.better if trial.parse_ok else None)
         record.update(_usage(result), **timing, **call_stats(calls))
         continued = bool(getattr(trial, "continued", False))  # PairTrial.continued arrives with the continuation step
         record["reasked"] = bool(trial.parse_ok and (trial.reasked or continued))
         record["detail"] = {"label": trial.label, "reasked": trial.reasked, "continued": continued, "goal": goal, "template": template}
+        if authors is not None:
+            record["self_preference"] = [p.backend for p in result.self_preference or []]
         return record
 
     return judge
+
+
+def _authors(opts: Options) -> panel.Authors | None:
+    if opts.response_model is None:
+        return None
+    return panel.Authors([opts.response_model] * 2, ["response_a", "response_b"], opts.exclude_same_family)
+
+
+async def _compare_panel(app: App, placement: str, inputs: dict[str, Any], fn: Callable, goal: str, template: str, opts: Options) -> dict[str, Any]:
+    """One placement judged by the panel (each member one order, swap=False): the record is the panel's verdict,
+    with each member's own verdict as a record of its own under `members` (metrics.panel_extras scores them)."""
+
+    async def wrapped(j):
+        j.no_reask = opts.no_reask
+        return await fn(j)
+
+    def combine(members, latency_ms, warnings):
+        return panel.combine_pairs(members, goal=goal, template=template, swap=False, latency_ms=latency_ms, warnings=warnings)
+
+    started, t0 = time.time(), time.perf_counter()
+    result = await app.run_panel("compare_pair", {**inputs, "backends": list(opts.panel)}, wrapped, combine, backends=opts.panel, authors=_authors(opts))
+    timing = {"started_at": started, "ended_at": time.time(), "seconds": round(time.perf_counter() - t0, 3)}
+    record = placement_record(placement, result.winner)
+    record.update(_usage(result), **timing)
+    record["reasked"] = any(t.parse_ok and (t.reasked or t.continued) for m in result.panel or [] for t in m.trials)
+    members = {}
+    for m in result.panel or []:
+        if m.status == "excluded":
+            continue
+        trial = m.trials[0] if m.trials else None
+        own = placement_record(placement, trial.better if trial is not None and trial.parse_ok else None)
+        if m.usage is not None:
+            own.update(calls=m.usage.calls, cached_calls=m.usage.cached_calls, prompt_tokens=m.usage.prompt_tokens, completion_tokens=m.usage.completion_tokens)
+        own["status"] = m.status
+        members[m.backend] = own
+    record["members"] = members
+    record["self_preference"] = [p.backend for p in result.self_preference or []] if result.self_preference is not None else None
+    record["detail"] = {"goal": goal, "template": template, "votes": result.panel_votes.votes if result.panel_votes else {}, "warnings": result.warnings}
+    return record
 
 
 async def _arena_hard(app: App, item: Item, placement: str, opts: Options, backend: str | None) -> dict[str, Any]:
@@ -336,4 +383,6 @@ def method_key(name: str, opts: Options) -> str:
         key += f"[b{opts.batch_size}]"
     if opts.no_reask:
         key += "+strict"
+    if opts.response_model and opts.exclude_same_family:
+        key += f"+exclude-family[{opts.response_model}]"  # members left out change the verdicts
     return key

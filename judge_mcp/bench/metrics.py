@@ -16,6 +16,8 @@ Pairwise-judging methods (two placements per item):
 Response-wise methods (flip, pointwise) and grade (one row per item): accuracy = pair_accuracy = the gold response
 is the single best (ties and any unparsed response wrong); consistency and position_bias only for grade (every
 rotation picked the same option; share of parsed trials picking the first-shown option), else null.
+Panels (`--backends`): the run's rows hold the panel's verdict, and each member's own verdict under
+`members`; `panel` in the summary scores every member alone over the same items (`member_rows`).
 Cost: calls, cached calls, tokens and characters (prompts + completions, cached calls included) per item; seconds_per_item = mean wall time of one item (its placements run
 concurrently, so with several items in flight the run's throughput is `wall_seconds / judged`, reported apart).
 """
@@ -235,4 +237,36 @@ def summarise(rows: list[dict[str, Any]], placements: tuple[str, ...], method: s
         summary["lwe"] = lwe_extras(complete, placements)
     if method.startswith("grade"):
         summary["grade"] = grade_extras(complete)
+    members = panel_members(rows)
+    if members:
+        summary["panel"] = {name: summarise(member_rows(rows, name), placements)["overall"] for name in members}
+    flagged = sorted({b for r in rows if r.get("record") for b in (r["record"].get("self_preference") or [])})
+    if any(r.get("record") and r["record"].get("self_preference") is not None for r in rows):
+        summary["self_preference"] = {"same_family_judges": flagged}
     return summary
+
+
+def panel_members(rows: Iterable[dict[str, Any]]) -> list[str]:
+    """The panel members of a run judged with --backends, in first-seen order (empty for a single backend)."""
+    names: dict[str, None] = {}
+    for row in rows:
+        for name in (row.get("record") or {}).get("members") or {}:
+            names.setdefault(name, None)
+    return list(names)
+
+
+def member_rows(rows: Iterable[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    """A panel run's rows as if `name` had judged alone: each placement's record is that member's own verdict (a
+    member that failed on a placement leaves it an error row; one excluded from the panel has no rows)."""
+    out = []
+    for row in rows:
+        record = row.get("record") or {}
+        if row["status"] != "done" or "members" not in record:
+            out.append(row)
+            continue
+        own = record["members"].get(name)
+        if own is None or own.get("status") == "failed":
+            out.append({**row, "status": "error", "record": None, "error": f"panel member {name} failed"})
+        else:
+            out.append({**row, "record": own})
+    return out
