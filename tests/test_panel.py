@@ -325,6 +325,7 @@ async def test_bench_panel_scores_the_panel_and_each_member_alone(scripted, tmp_
     members = summary["panel"]
     assert set(members) == {"right1", "right2", "biased"}
     assert members["right1"]["pair_accuracy"] == 1.0 and members["right1"]["calls_per_item"] == 2.0
+    assert 0 < members["right1"]["seconds_per_item"] <= o["seconds_per_item"]
     assert members["biased"]["pair_accuracy"] == 0.0 and members["biased"]["position_bias"] == 1.0
     assert summary["self_preference"] == {"same_family_judges": ["biased"]}
 
