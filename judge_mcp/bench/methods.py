@@ -195,7 +195,8 @@ async def _compare_panel(app: App, placement: str, inputs: dict[str, Any], fn: C
         own = placement_record(placement, trial.better if trial is not None and trial.parse_ok else None)
         if m.usage is not None:
             own.update(calls=m.usage.calls, cached_calls=m.usage.cached_calls, prompt_tokens=m.usage.prompt_tokens, completion_tokens=m.usage.completion_tokens)
-            own["seconds"] = round(m.usage.latency_ms / 1000.0, 3)  # the member's own wall time (members run concurrently)
+            # the member's own wall time (members start together and run concurrently)
+            own.update(seconds=round(m.usage.latency_ms / 1000.0, 3), started_at=started, ended_at=started + m.usage.latency_ms / 1000.0)
         own["status"] = m.status
         members[m.backend] = own
     record["members"] = members
