@@ -349,3 +349,25 @@ def test_bench_cli_backends_argument() -> None:
     row = {"n": 2, "accuracy": 0.5, "pair_accuracy": 0.5}
     text = format_summary({"dataset": "d", "method_key": "grp", "model": "panel: x, y", "overall": row, "panel": {"x": row, "y": row}, "self_preference": {"same_family_judges": []}})
     assert "panel members, each scored alone" in text and "\n  x " in text and "model family: none" in text
+
+
+async def test_bench_panel_without_a_majority_is_a_tie_not_a_parse_failure(scripted, tmp_path: Path) -> None:
+    import io
+
+    from judge_mcp.bench.methods import Options
+    from judge_mcp.bench.runner import RunSpec, run
+    from judge_mcp.store import Store
+    from tests import test_bench as tb
+
+    servers = {"right": scripted(tb.correct_judge), "biased": scripted(tb.first_shown_judge)}
+    config = tmp_path / "judge.toml"
+    config.write_text("".join(f'[backends.{n}]\nkind = "openai"\nbase_url = "{s.base_url}"\nmodel = "m-{n}"\n\n' for n, s in servers.items()))
+    app = App(load_settings({"JUDGE_MCP_CONFIG": str(config), "JUDGE_MCP_DB": str(tmp_path / "x.db")}), store=Store(tmp_path / "bench.db"))
+    try:
+        summary = await run(app, RunSpec(dataset=tb.PAIRS, method="grp", options=Options(panel=("right", "biased"))), progress_stream=io.StringIO())
+    finally:
+        await app.aclose()
+    o = summary["overall"]
+    # chosen first: both name it; chosen second: one vote each way, a tie (wrong, no parse failure)
+    assert (o["accuracy"], o["pair_accuracy"], o["ties"], o["parse_failures"]) == (1.0, 0.0, 6, 0)
+    assert o["position_bias"] == 1.0  # the panel's parsed verdicts all named the first-shown answer

@@ -184,7 +184,9 @@ async def _compare_panel(app: App, placement: str, inputs: dict[str, Any], fn: C
     started, t0 = time.time(), time.perf_counter()
     result = await app.run_panel("compare_pair", {**inputs, "backends": list(opts.panel)}, wrapped, combine, backends=opts.panel, authors=_authors(opts))
     timing = {"started_at": started, "ended_at": time.time(), "seconds": round(time.perf_counter() - t0, 3)}
-    record = placement_record(placement, result.winner)
+    # members voted but no verdict has a majority: a tie (no winner, wrong), not a parse failure
+    voted = bool(result.panel_votes and result.panel_votes.votes)
+    record = placement_record(placement, result.winner, tie=result.winner is None and voted)
     record.update(_usage(result), **timing)
     record["reasked"] = any(t.parse_ok and (t.reasked or t.continued) for m in result.panel or [] for t in m.trials)
     members = {}
