@@ -120,17 +120,23 @@ def panel_server(scripted, tmp_path: Path):
         app.store.close()
 
 
-async def call(server, tool: str, arguments: dict):
+async def call(server, tool: str, arguments: dict, progress: list | None = None):
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        if progress is not None:
+            progress.append((done, total, message))
+
     async with Client(server) as client:
-        return await client.call_tool(tool, arguments)
+        return await client.call_tool(tool, arguments, progress_callback=on_progress)
 
 
 async def test_majority_verdict_with_each_members_verdict_usage_sum_and_one_log_row(panel_server) -> None:
     server, servers = panel_server({"a": (correct_judge, "m-a"), "b": (correct_judge, "m-b"), "c": (wrong_judge, "m-c")})
-    result = await call(server, "compare_pair", {**PAIR, "backends": ["a", "b", "c"]})
+    progress: list = []
+    result = await call(server, "compare_pair", {**PAIR, "backends": ["a", "b", "c"]}, progress)
     assert not result.is_error, result.content
     data = result.structured_content
     assert data["winner"] == "B" and data["consistent"] is False  # majority, not unanimous
+    assert sorted(p[:2] for p in progress) == [(1, 3), (2, 3), (3, 3)] and all("panel member" in p[2] for p in progress)
     assert [(m["backend"], m["model"], m["status"], m["winner"], m["consistent"]) for m in data["panel"]] == [
         ("a", "openai/m-a", "ok", "B", True), ("b", "openai/m-b", "ok", "B", True), ("c", "openai/m-c", "ok", "A", True),
     ]
