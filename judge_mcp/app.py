@@ -80,14 +80,14 @@ class App:
         tool: str,
         inputs: dict[str, Any],
         method: Callable[[Judge], Awaitable[R]],
-        combine: Callable[[list[panel.Member], float, list[str]], R],
+        combine: Callable[..., R],
         *,
         backends: Sequence[str],
         progress: ProgressFn | None = None,
         authors: panel.Authors | None = None,
     ) -> R:
         """Run `method` once per backend, concurrently, each with its own Judge (sharing the call cache), and
-        `combine(members, latency_ms, warnings)` their outcomes. A member whose backend fails after its retries is
+        `combine(members, latency_ms=..., warnings=...)` their outcomes. A member whose backend fails after its retries is
         reported as failed; when every member that ran failed, the first failure is raised. One verdict-log row
         holds every member's call records (each tagged with `panel_member`)."""
         chosen = [self.backend(name) for name in backends]  # ConfigError on an unknown name, before any call
@@ -117,7 +117,7 @@ class App:
                     tg.start_soon(one, member, backend)
         if errors and len(errors) == len(judging):
             raise errors[0]
-        result = combine(members, (time.perf_counter() - started) * 1000.0, warnings)
+        result = combine(members, latency_ms=(time.perf_counter() - started) * 1000.0, warnings=warnings)
         if found is not None:
             result = result.model_copy(update={"self_preference": found})
         records = [{**record, "panel_member": m.backend} for m in members if m.backend in judges for record in judges[m.backend].records]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+from functools import partial
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -101,7 +102,7 @@ async def _run(
     ctx: Context | None,
     *,
     backends: list[str] | None = None,
-    combine: Callable[[list[panel.Member], float, list[str]], R] | None = None,
+    combine: Callable[..., R] | None = None,
     authors: panel.Authors | None = None,
 ) -> R:
     try:
@@ -169,7 +170,7 @@ def build_server(app: App | None = None) -> MCPServer:
         panel member (the verdict is the majority of the members that answered)."""
         inputs = dict(prompt=prompt, response_a=response_a, response_b=response_b, goal=goal, template=template, swap=swap, max_tokens=max_tokens)
         members, authors, logged = _panel_args(backend, backends, response_models, exclude_same_family, ["response_a", "response_b"], "response_a, response_b")
-        combine = lambda ms, ms_latency, warnings: panel.combine_pairs(ms, goal=goal, template=template, swap=swap, latency_ms=ms_latency, warnings=warnings)  # noqa: E731
+        combine = partial(panel.combine_pairs, goal=goal, template=template, swap=swap)
         return await _run(
             app, "compare_pair", {**inputs, **logged}, lambda j: pairwise.compare_pair(j, **inputs), backend, ctx,
             backends=members, combine=combine, authors=authors,
@@ -230,7 +231,7 @@ def build_server(app: App | None = None) -> MCPServer:
         inputs = dict(instruction=instruction, options=options, prompt_variant=prompt_variant, unrelated_option=unrelated_option)
         names = [f"options[{i}]" for i in range(len(options))]
         members, authors, logged = _panel_args(backend, backends, response_models, exclude_same_family, names, "one per option")
-        combine = lambda ms, ms_latency, warnings: panel.combine_grades(ms, prompt_variant=prompt_variant, latency_ms=ms_latency, warnings=warnings)  # noqa: E731
+        combine = partial(panel.combine_grades, prompt_variant=prompt_variant)
         return await _run(
             app, "grade_score_options", {**inputs, **logged}, lambda j: grade_score.grade_score_options(j, **inputs), backend, ctx,
             backends=members, combine=combine, authors=authors,

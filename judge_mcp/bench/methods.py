@@ -25,6 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from judge_mcp.app import App
@@ -178,10 +179,8 @@ async def _compare_panel(app: App, placement: str, inputs: dict[str, Any], fn: C
         j.no_reask = opts.no_reask
         return await fn(j)
 
-    def combine(members, latency_ms, warnings):
-        return panel.combine_pairs(members, goal=goal, template=template, swap=False, latency_ms=latency_ms, warnings=warnings)
-
     started, t0 = time.time(), time.perf_counter()
+    combine = partial(panel.combine_pairs, goal=goal, template=template, swap=False)
     result = await app.run_panel("compare_pair", {**inputs, "backends": list(opts.panel)}, wrapped, combine, backends=opts.panel, authors=_authors(opts))
     timing = {"started_at": started, "ended_at": time.time(), "seconds": round(time.perf_counter() - t0, 3)}
     # members voted but no verdict has a majority: a tie (no winner, wrong), not a parse failure
