@@ -377,3 +377,15 @@ async def test_bench_panel_without_a_majority_is_a_tie_not_a_parse_failure(scrip
     # chosen first: both name it; chosen second: one vote each way, a tie (wrong, no parse failure)
     assert (o["accuracy"], o["pair_accuracy"], o["ties"], o["parse_failures"]) == (1.0, 0.0, 6, 0)
     assert o["position_bias"] == 1.0  # the panel's parsed verdicts all named the first-shown answer
+
+
+def test_report_shows_a_panel_run_with_each_member_beside_it() -> None:
+    from judge_mcp.bench import report
+
+    row = {"n": 30, "accuracy": 0.5, "pair_accuracy": 0.1, "position_bias": 0.456}
+    run = {"dataset": "llmbar_natural", "kind": "pairwise", "method_key": "grp", "backend": "a+b", "model": "panel: x, y",
+           "overall": row, "categories": {}, "panel": {"a": {**row, "pair_accuracy": 0.233}, "b": row}}
+    text = report.markdown([run])
+    assert "| grp (panel a+b) |" in text and "| grp · member a | 30 | 0.500 | – | 0.233 |" in text and "| grp · member b |" in text
+    html = report.render([run])
+    assert "grp · member a" in html and "grp (panel a+b)" in html
