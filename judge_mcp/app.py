@@ -3,18 +3,24 @@
 `App` owns the settings, the one Store, the shared call cache and the backends (built once per name, on first
 use). `App.run` executes one judging method: it builds a `Judge`, runs the method, and writes the verdict log
 row (inputs, output, model, usage, every call record) and the call's new cache rows in one transaction, the tool
-call's only write. It knows nothing about MCP.
+call's only write. `App.run_panel` runs one method on several backends at once (a judge panel) and combines their
+results with a function of methods/panel.py; both apply the self-preference guard when the caller says who wrote
+the answers. It knows nothing about MCP.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
+import anyio
 from pydantic import BaseModel
 
 from judge_mcp.backends import Backend, build_backend
+from judge_mcp.backends.errors import BackendError
+from judge_mcp.methods import panel
 from judge_mcp.methods.call_cache import CallCache
 from judge_mcp.config import Settings, load_settings
 from judge_mcp.methods.judge import Judge, ProgressFn
@@ -58,8 +64,10 @@ class App:
         *,
         backend: str | None = None,
         progress: ProgressFn | None = None,
+        authors: panel.Authors | None = None,
     ) -> R:
         chosen = self.backend(backend)
+        found, warnings, _ = panel.guard(authors, [(chosen.name, chosen.model_id)])  # raises when it excludes the judge
         judge = Judge(chosen, self.cache, self.store, progress=progress, defer_cache_writes=True)
         rows = judge.cache_rows
         assert rows is not None
@@ -73,10 +81,62 @@ class App:
                     except Exception:
                         log.warning("could not cache the answers of a failed %s call", tool, exc_info=True)
                 raise
+            if found is not None:
+                result = result.model_copy(update={"self_preference": found, "warnings": [*getattr(result, "warnings", []), *warnings]})
             output = result.model_dump(mode="json")
             await self.store.aio.log_verdict(tool, chosen.name, judge.model_id, inputs, output, output.get("usage", {}), judge.records, rows)
         finally:
             self.cache.written(rows)  # written, or dropped with the failed write: later lookups read the table
+        return result
+
+    async def run_panel(
+        self,
+        tool: str,
+        inputs: dict[str, Any],
+        method: Callable[[Judge], Awaitable[R]],
+        combine: Callable[..., R],
+        *,
+        backends: Sequence[str],
+        progress: ProgressFn | None = None,
+        authors: panel.Authors | None = None,
+    ) -> R:
+        """Run `method` once per backend, concurrently, each with its own Judge (sharing the call cache), and
+        `combine(members, latency_ms=..., warnings=...)` their outcomes. A member whose backend fails after its retries is
+        reported as failed; when every member that ran failed, the first failure is raised. One verdict-log row
+        holds every member's call records (each tagged with `panel_member`)."""
+        chosen = [self.backend(name) for name in backends]  # ConfigError on an unknown name, before any call
+        found, warnings, judging = panel.guard(authors, [(b.name, b.model_id) for b in chosen])
+        members = [panel.Member(b.name, b.model_id, excluded=b.name not in judging) for b in chosen]
+        judges: dict[str, Judge] = {}
+        errors: list[BackendError] = []
+        started = time.perf_counter()
+        done = 0
+
+        async def one(member: panel.Member, backend: Backend) -> None:
+            nonlocal done
+            judge = judges[member.backend] = Judge(backend, self.cache, self.store)
+            try:
+                member.result = await method(judge)
+            except BackendError as exc:
+                member.error = str(exc)
+                errors.append(exc)
+            member.usage = judge.usage()
+            done += 1
+            if progress is not None:
+                await progress(done, len(judging), f"panel member {member.backend} {'failed' if member.error else 'judged'}")
+
+        async with anyio.create_task_group() as tg:
+            for member, backend in zip(members, chosen):
+                if not member.excluded:
+                    tg.start_soon(one, member, backend)
+        if errors and len(errors) == len(judging):
+            raise errors[0]
+        result = combine(members, latency_ms=(time.perf_counter() - started) * 1000.0, warnings=warnings)
+        if found is not None:
+            result = result.model_copy(update={"self_preference": found})
+        records = [{**record, "panel_member": m.backend} for m in members if m.backend in judges for record in judges[m.backend].records]
+        output = result.model_dump(mode="json")
+        await self.store.aio.log_verdict(tool, "+".join(backends), result.model, inputs, output, output.get("usage", {}), records)  # type: ignore[attr-defined]
         return result
 
     async def aclose(self) -> None:

@@ -21,7 +21,7 @@ from judge_mcp import __version__, prompts, stats, tool_args
 from judge_mcp.app import App
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.config import ConfigError
-from judge_mcp.methods import flip, grade_score, lwe, registry
+from judge_mcp.methods import flip, grade_score, lwe, panel, registry
 from judge_mcp.validation import MAX_TEXT_CHARS, SESSION_PATTERN
 from judge_mcp.store import StoreError
 from judge_mcp.validation import InputError
@@ -46,6 +46,19 @@ ADMIN = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint
 
 Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS)]
 BackendArg = Annotated[str | None, Field(max_length=64, description="a backend named in the JUDGE_MCP_CONFIG TOML file; default: the environment's")]
+BackendsArg = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=64)]] | None,
+    Field(
+        min_length=panel.MIN_MEMBERS,
+        max_length=panel.MAX_MEMBERS,
+        json_schema_extra={"uniqueItems": True},
+        description="a judge panel: 2-8 distinct backend names (JUDGE_MCP_CONFIG; 'default' is the environment's); each judges "
+        "concurrently and the verdict is the majority of those that answered. Not with `backend`",
+    ),
+]
+ExcludeArg = Annotated[
+    bool, Field(description="leave out every judge of the same model family as an answer's author (needs response_models)")
+]
 SessionArg = Annotated[str, Field(pattern=SESSION_PATTERN, description="session name, [A-Za-z0-9_.-]{1,64}; each has its own meta-prompt")]
 
 
@@ -78,10 +91,23 @@ def anticipated(exc: BaseException) -> BaseException | None:
     return None
 
 
-async def _run(app: App, tool: str, inputs: dict[str, Any], backend: str | None, ctx: Context | None) -> Any:
-    """Run the method registered as `tool` (methods/registry.py); anticipated failures become ToolErrors."""
+async def _run(
+    app: App,
+    tool: str,
+    inputs: dict[str, Any],
+    backend: str | None,
+    ctx: Context | None,
+    *,
+    backends: list[str] | None = None,
+    authors: panel.Authors | None = None,
+    log_extra: dict[str, Any] | None = None,
+) -> Any:
+    """Run the method registered as `tool` (methods/registry.py), by one backend or a panel; anticipated failures
+    become ToolErrors."""
     try:
-        result, _ = await registry.call(app, tool, inputs, backend=backend, progress=_progress(ctx))
+        result, _ = await registry.call(
+            app, tool, inputs, backend=backend, backends=backends, authors=authors, progress=_progress(ctx), log_extra=log_extra
+        )
         return result
     except Exception as exc:
         known = anticipated(exc)
@@ -89,6 +115,22 @@ async def _run(app: App, tool: str, inputs: dict[str, Any], backend: str | None,
             raise ToolError(str(known)) from exc
         log.exception("%s failed unexpectedly", tool)
         raise ToolError(f"internal error in {tool}: {type(exc).__name__}: {exc}") from exc
+
+
+def _panel_args(
+    backend: str | None, backends: Any, response_models: Any, exclude_same_family: Any, names: list[str], what: str
+) -> tuple[list[str] | None, panel.Authors | None, dict[str, Any]]:
+    """(backends, authors, the extra inputs to log) from a judging tool's panel and self-preference arguments."""
+    try:
+        members = panel.check_backends(backend, backends)
+        models = panel.check_response_models(response_models, len(names), what, exclude_same_family)
+    except InputError as exc:
+        raise ToolError(str(exc)) from exc
+    authors = panel.Authors(models, names, exclude_same_family) if models is not None else None
+    logged = {"backends": members} if members else {}
+    if models is not None:
+        logged.update(response_models=models, exclude_same_family=exclude_same_family)
+    return members, authors, logged
 
 
 def build_server(app: App | None = None) -> MCPServer:
@@ -116,6 +158,12 @@ def build_server(app: App | None = None) -> MCPServer:
             int | None, Field(ge=1, le=32768, description="answer budget in tokens, 1..32768 (default: 4096, JudgeBench's Arena-Hard judge)")
         ] = None,
         backend: BackendArg = None,
+        backends: BackendsArg = None,
+        response_models: Annotated[
+            list[Annotated[str, Field(min_length=1, max_length=panel.MAX_MODEL_CHARS)]] | None,
+            Field(min_length=2, max_length=2, description="the models that wrote response_a and response_b, e.g. [\"gpt-4o\", \"claude-sonnet-4-5\"]: a judge of the same family gets a warning"),
+        ] = None,
+        exclude_same_family: ExcludeArg = False,
         ctx: Context | None = None,
     ) -> ComparePairResult:
         """Judge which of two answers to the same prompt is better, asking the model which is *worse*
@@ -129,11 +177,13 @@ def build_server(app: App | None = None) -> MCPServer:
         Use it for exactly two candidates (two drafts, two patches, before/after). For 3-10 candidates use
         grade_score_options; to score responses against an instruction without a judge prompt, use
         infer_instruction_reward; for a stream of pairs in one domain where the judge should learn, lwe_judge.
-        Cost: 2 backend calls (1 with swap=false, 1 or 2 with swap="auto"), plus one re-ask per unparsed answer."""
+        Cost: 2 backend calls (1 with swap=false, 1 or 2 with swap="auto"), plus one re-ask per unparsed answer; with
+        `backends`, that per panel member (the verdict is the majority of the members that answered)."""
         inputs = dict(prompt=prompt, response_a=response_a, response_b=response_b, goal=goal, template=template, swap=swap, max_tokens=max_tokens)
         if swap_margin is not None:
             inputs["swap_margin"] = swap_margin
-        return await _run(app, "compare_pair", inputs, backend, ctx)
+        members, authors, logged = _panel_args(backend, backends, response_models, exclude_same_family, ["response_a", "response_b"], "response_a, response_b")
+        return await _run(app, "compare_pair", inputs, backend, ctx, backends=members, authors=authors, log_extra=logged)
 
     @server.tool(annotations=JUDGING, title="FLIP reward: infer the instruction back from each response")
     async def infer_instruction_reward(
@@ -171,6 +221,12 @@ def build_server(app: App | None = None) -> MCPServer:
         prompt_variant: Annotated[Literal[1, 2, 3, 4], Field(description="the Grade Score paper's judge prompt A.1-A.4 (1..4, default 2)")] = 2,
         unrelated_option: Annotated[bool, Field(description="add an option answering a different instruction as a sanity check")] = False,
         backend: BackendArg = None,
+        backends: BackendsArg = None,
+        response_models: Annotated[
+            list[Annotated[str, Field(min_length=1, max_length=panel.MAX_MODEL_CHARS)]] | None,
+            Field(min_length=grade_score.MIN_OPTIONS, max_length=grade_score.MAX_OPTIONS, description="the model that wrote each option, one per option: a judge of the same family gets a warning"),
+        ] = None,
+        exclude_same_family: ExcludeArg = False,
         ctx: Context | None = None,
     ) -> GradeScoreResult:
         """Multiple-choice judging: one trial per cyclic rotation of the options (each option at each position
@@ -179,9 +235,12 @@ def build_server(app: App | None = None) -> MCPServer:
 
         Use it to pick the best of 2-10 options and to see how much to trust that pick (a low Grade Score means
         the judge's choice moves with the order). For two candidates compare_pair is cheaper. Cost: n backend
-        calls for n options (n+1 with unrelated_option), plus one re-ask per unparsed answer."""
+        calls for n options (n+1 with unrelated_option), plus one re-ask per unparsed answer; with `backends`, that
+        per panel member (the winner is the majority of the members that answered)."""
         inputs = dict(instruction=instruction, options=options, prompt_variant=prompt_variant, unrelated_option=unrelated_option)
-        return await _run(app, "grade_score_options", inputs, backend, ctx)
+        names = [f"options[{i}]" for i in range(len(options))]
+        members, authors, logged = _panel_args(backend, backends, response_models, exclude_same_family, names, "one per option")
+        return await _run(app, "grade_score_options", inputs, backend, ctx, backends=members, authors=authors, log_extra=logged)
 
     @server.tool(annotations=LEARNING, title="Judge a pair while learning a meta-prompt (LWE)")
     async def lwe_judge(

@@ -76,6 +76,7 @@ def describe(tool: str, exc: ValidationError, schema: dict[str, Any]) -> str:
             lines.append(f"'{name}' must be {_TYPE_NAMES[kind]}, got {value!r}"[:300])
         elif kind in ("too_short", "too_long") and isinstance(value, list):
             prop = schema["properties"].get(str(loc[0]), {})
+            prop = next((p for p in prop.get("anyOf", []) if "minItems" in p or "maxItems" in p), prop)  # an optional list
             lines.append(f"'{name}' must hold {prop.get('minItems', 0)} to {prop.get('maxItems', '∞')} items, got {len(value)}")
         elif kind == "string_unicode":
             lines.append(f"'{name}' is not valid Unicode (it contains a lone surrogate)")

@@ -22,6 +22,33 @@ class _Judged(BaseModel):
     usage: UsageOut
 
 
+# ---- panels and the self-preference guard (methods/panel.py) --------------------------------------------------------
+class SelfPreference(BaseModel):
+    backend: str = Field(description="the judge's backend name")
+    judge_model: str = Field(description="the judge's backend kind / model id")
+    families: list[str] = Field(description="the model families the judge shares with the authors of `answers`")
+    answers: list[int] = Field(description="0-based indices of the answers by a same-family author (compare_pair: 0 = A, 1 = B)")
+    excluded: bool = Field(False, description="the member was left out of the panel (exclude_same_family)")
+
+
+class PanelVotes(BaseModel):
+    votes: dict[str, int] = Field(description='members voting for each verdict ("A"/"B", or the option index as a string)')
+    answered: int = Field(description="members that returned a judgment (abstentions included)")
+    abstained: int = Field(description="members that answered without a verdict (inconsistent orders, unparsed, a tied mode)")
+    failed: int = Field(0, description="members whose backend failed after its retries")
+    excluded: int = Field(0, description="members left out as same-family judges (exclude_same_family)")
+    needed: int | None = Field(description="votes a verdict needs: more than half of `answered`; null when too few members answered")
+
+
+class _PanelMember(BaseModel):
+    backend: str = Field(description="the backend name given in `backends`")
+    model: str = Field(description="backend kind / model id")
+    status: Literal["ok", "failed", "excluded"]
+    error: str | None = Field(None, description="failed only: the backend error")
+    usage: UsageOut | None = Field(None, description="this member's calls and tokens (null when excluded)")
+    warnings: list[str] = Field(default_factory=list, description="the member's own warnings")
+
+
 # ---- compare_pair -----------------------------------------------------------------------------------------------
 class PBetter(BaseModel):
     A: float = Field(ge=0.0, le=1.0, description="probability that the caller's A is the better answer")
@@ -47,6 +74,12 @@ class PairTrial(BaseModel):
     )
 
 
+class PairPanelMember(_PanelMember):
+    winner: Side | None = Field(None, description="the member's verdict (its vote); null: an abstention, or not judged")
+    consistent: bool | None = Field(None, description="the member's two orders agreed (null with swap=false)")
+    trials: list[PairTrial] = Field(default_factory=list)
+
+
 class ComparePairResult(_Judged):
     winner: Side | None = Field(description="A or B only when every trial parsed and all agree")
     consistent: bool | None = Field(description="both orders parsed and agree; null when only one order was judged (swap=false, or swap=auto without the second)")
@@ -59,6 +92,11 @@ class ComparePairResult(_Judged):
     trials: list[PairTrial]
     goal: Literal["worse", "better"]
     template: Literal["sop", "cot", "direct"]
+    # panels and the self-preference guard (issue 16, items 3-4); null/empty for a single backend without response_models
+    warnings: list[str] = Field(default_factory=list, description="signals worth a look: a judge of an author's model family, a failed panel member")
+    self_preference: list[SelfPreference] | None = Field(None, description="with response_models: each judge of the same model family as an answer's author")
+    panel: list[PairPanelMember] | None = Field(None, description="with backends: each member's own judgment, in the order given")
+    panel_votes: PanelVotes | None = Field(None, description="with backends: how the members voted")
 
 
 # ---- infer_instruction_reward (FLIP) ----------------------------------------------------------------------------
@@ -118,6 +156,15 @@ class GradeTrial(BaseModel):
     reasked: bool = Field(False, description="the first answer was unparsed and the model was asked again")
 
 
+class GradePanelMember(_PanelMember):
+    winner_index: int | None = Field(None, description="the member's vote: its mode; null when its mode is tied (an abstention) or it did not judge")
+    tied_indices: list[int] = Field(default_factory=list)
+    grade_score: float | None = None
+    llm_score: float | None = None
+    choice_score: float | None = None
+    trials: list[GradeTrial] = Field(default_factory=list)
+
+
 class GradeScoreResult(_Judged):
     winner_index: int | None = Field(
         description="mode of the chosen options (caller's indices); lowest index on a tie; null when no trial parsed "
@@ -140,6 +187,10 @@ class GradeScoreResult(_Judged):
     )
     prompt_variant: int = Field(2, description="the paper's judge prompt used (1..4)")
     warnings: list[str] = Field(default_factory=list, description="signals worth a look: unparsed trials, unrelated option picked, tied mode")
+    # panels and the self-preference guard (issue 16, items 3-4); null for a single backend without response_models
+    self_preference: list[SelfPreference] | None = Field(None, description="with response_models: each judge of the same model family as an option's author")
+    panel: list[GradePanelMember] | None = Field(None, description="with backends: each member's own judgment, in the order given")
+    panel_votes: PanelVotes | None = Field(None, description="with backends: how the members voted")
 
 
 # ---- lwe_judge --------------------------------------------------------------------------------------------------

@@ -36,6 +36,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     scope.add_argument("--limit", type=_positive, help="judge only the first N items of the file")
     scope.add_argument("--sample", type=_positive, help="judge N items spread evenly over the file (every category of a sorted file, in proportion)")
     bench.add_argument("--backend", help="a backend name from JUDGE_MCP_CONFIG, or 'local' for the embedded model (default: the environment's)")
+    bench.add_argument(
+        "--backends",
+        help="vanilla/grp/grp-better: a judge panel, 2-8 comma-separated backend names (e.g. a,b,c); the summary's "
+        "`panel` scores each member alone on the same items",
+    )
+    bench.add_argument("--response-model", help="vanilla/grp/grp-better: the model that wrote every response (e.g. gpt-4o for judgebench_gpt-4o): flags same-family judges")
+    bench.add_argument("--exclude-same-family", action="store_true", help="with --backends and --response-model: leave same-family members out of the panel")
     bench.add_argument("--out", type=Path, help="write the JSON summary here")
     bench.add_argument("--report", type=Path, help="write an HTML report of every run in the bench database here")
     bench.add_argument("--db", type=Path, default=Path(DEFAULT_DB), help=f"bench database (default {DEFAULT_DB})")
@@ -99,6 +106,16 @@ def resolve_backend(settings: Any, name: str | None) -> tuple[Any, str | None]:
     raise ConfigError(f"unknown backend {name!r}; known backends: {known} (or 'local' for the embedded model)")
 
 
+def parse_backends(args: argparse.Namespace) -> tuple[str, ...]:
+    """--backends a,b,c as 2-8 distinct names; not with --backend."""
+    if args.backend is not None:
+        raise ValueError("give either --backend (one judge) or --backends (a panel), not both")
+    names = tuple(n.strip() for n in args.backends.split(",") if n.strip())
+    if not 2 <= len(names) <= 8 or len(set(names)) != len(names):
+        raise ValueError(f"--backends needs 2 to 8 distinct comma-separated backend names, got {args.backends!r}")
+    return names
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from judge_mcp.app import App
     from judge_mcp.bench.data import DatasetError
@@ -107,21 +124,36 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from judge_mcp.config import ConfigError, load_settings
     from judge_mcp.store import Store
 
+    members: tuple[str, ...] = ()
     try:
         settings, backend = resolve_backend(load_settings(), args.backend)
-    except ConfigError as exc:
+        if args.backends is not None:
+            members = parse_backends(args)
+            for name in members:
+                settings, _ = resolve_backend(settings, name)
+    except (ConfigError, ValueError) as exc:
         print(f"judge-mcp bench: configuration error: {exc}", file=sys.stderr)
         return 2
-    options = Options(
-        template=args.template, unrelated=args.unrelated, prompt_variant=args.prompt_variant, batch_size=args.batch_size,
-        no_reask=args.no_reask, flip_answer_order=args.flip_answer_order, adaptive_swap=args.adaptive_swap, swap_margin=args.swap_margin,
-    )
+    if (args.backends or args.response_model) and args.method not in ("vanilla", "grp", "grp-better"):
+        print("judge-mcp bench: --backends and --response-model apply to vanilla, grp and grp-better", file=sys.stderr)
+        return 2
+    if args.exclude_same_family and not (args.backends and args.response_model):
+        print("judge-mcp bench: --exclude-same-family needs --backends and --response-model", file=sys.stderr)
+        return 2
     if args.adaptive_swap and args.method not in ("vanilla", "grp", "grp-better"):
         print("judge-mcp bench: --adaptive-swap applies to vanilla, grp and grp-better", file=sys.stderr)
+        return 2
+    if args.adaptive_swap and args.backends:
+        print("judge-mcp bench: --adaptive-swap and --backends do not combine (a panel judges one order per member)", file=sys.stderr)
         return 2
     if args.swap_margin is not None and (not args.adaptive_swap or not 0.0 <= args.swap_margin <= 1.0):
         print("judge-mcp bench: --swap-margin is a number from 0 to 1, used with --adaptive-swap", file=sys.stderr)
         return 2
+    options = Options(
+        template=args.template, unrelated=args.unrelated, prompt_variant=args.prompt_variant, batch_size=args.batch_size,
+        no_reask=args.no_reask, flip_answer_order=args.flip_answer_order, adaptive_swap=args.adaptive_swap, swap_margin=args.swap_margin,
+        panel=members, response_model=args.response_model, exclude_same_family=args.exclude_same_family,
+    )
     if args.unrelated and args.method != "grade":
         print("judge-mcp bench: --unrelated applies to --method grade only", file=sys.stderr)
         return 2
@@ -262,6 +294,12 @@ def format_summary(s: dict[str, Any]) -> str:
             f"accuracy {f(a['auto']['accuracy'])} vs {f(a['swap_true']['accuracy'])}; pair accuracy {f(a['auto']['pair_accuracy'])} vs {f(a['swap_true']['pair_accuracy'])}; "
             f"one-order judgments right {f(a['one_order_accuracy'])}"
         )
+    if s.get("panel"):
+        extra.append("panel members, each scored alone on the same items:")
+        for name, row in s["panel"].items():
+            extra.append(f"  {name[:16]:<16}" + "".join(f"{f(row.get(c)):>14}" for c in cols))
+    if s.get("self_preference") is not None:
+        extra.append(f"judges of the responses' model family: {', '.join(s['self_preference']['same_family_judges']) or 'none'}")
     run = s.get("run", {})
     extra.append(f"wall time this invocation {run.get('wall_seconds_this_invocation')} s for {run.get('judged_this_invocation')} items; total {run.get('wall_seconds_total')} s")
     return "\n".join(lines + extra)

@@ -30,7 +30,7 @@ from typing import Any
 from judge_mcp.app import App
 from judge_mcp.bench.data import Item
 from judge_mcp.bench import arena_hard, pointwise  # noqa: F401  (importing them registers the baselines)
-from judge_mcp.methods import registry
+from judge_mcp.methods import panel, registry
 
 PAIR_PLACEMENTS = ("chosen_first", "chosen_second")
 SINGLE = ("single",)
@@ -48,6 +48,9 @@ class Options:
     session: str = "bench"  # lwe: the session the run learns in (set by the runner)
     adaptive_swap: bool = False  # vanilla/grp/grp-better: judge each placement with swap="auto" and, beside it, swap=true
     swap_margin: float | None = None  # adaptive_swap: compare_pair's swap_margin (None: its default)
+    panel: tuple[str, ...] = ()  # vanilla/grp/grp-better: judge each placement with this panel of backends (--backends)
+    response_model: str | None = None  # vanilla/grp/grp-better: the model that wrote every response (self-preference guard)
+    exclude_same_family: bool = False  # with response_model: leave same-family panel members out
 
 
 @dataclass(frozen=True)
@@ -115,14 +118,14 @@ def call_stats(records: list[dict[str, Any]], verdict_prefixes: tuple[str, ...] 
 
 
 async def _run(
-    app: App, tool: str, args: dict[str, Any], item: Item, placement: str, backend: str | None, opts: Options
+    app: App, tool: str, args: dict[str, Any], item: Item, placement: str, backend: str | None, opts: Options, authors: panel.Authors | None = None
 ) -> tuple[Any, dict[str, Any], list[dict[str, Any]]]:
     """Run one judgment through the method registry (logged like a tool call, with the item id and placement):
     (result, timing, the Judge's call records)."""
     started = time.time()
     t0 = time.perf_counter()
     result, calls = await registry.call(
-        app, tool, args, backend=backend, no_reask=opts.no_reask, log_extra={"bench_item": item.id, "placement": placement}
+        app, tool, args, backend=backend, authors=authors, no_reask=opts.no_reask, log_extra={"bench_item": item.id, "placement": placement}
     )
     timing = {"started_at": started, "ended_at": time.time(), "seconds": round(time.perf_counter() - t0, 3)}
     return result, timing, calls
@@ -135,7 +138,10 @@ def _compare(goal: str, default_template: str):
         template = opts.template or default_template
 
         args = dict(prompt=item.prompt, response_a=a, response_b=b, goal=goal, template=template, swap=False)
-        result, timing, calls = await _run(app, "compare_pair", args, item, placement, backend, opts)
+        if opts.panel:
+            return await _compare_panel(app, item, placement, args, opts)
+        authors = _authors(opts)
+        result, timing, calls = await _run(app, "compare_pair", args, item, placement, backend, opts, authors=authors)
         trial = result.trials[0]
         record = placement_record(placement, trial.better if trial.parse_ok else None)
         record.update(_usage(result), **timing, **call_stats(calls))
@@ -145,6 +151,8 @@ def _compare(goal: str, default_template: str):
         record["p_chosen"] = p_chosen(trial.p_better, placement)
         if opts.adaptive_swap:
             await _adaptive(app, item, placement, opts, backend, record, goal, template)
+        if authors is not None:
+            record["self_preference"] = [p.backend for p in result.self_preference or []]
         return record
 
     return judge
@@ -186,6 +194,44 @@ async def _adaptive(app: App, item: Item, placement: str, opts: Options, backend
             record["detail"]["single_order_names"] = record["names"]
             record.update({k: verdict[k] for k in ("named", "names", "correct", "tie", "parse_failures", "parsed_verdicts", "first_shown_picks")})
     record["detail"].update(outcomes)
+
+
+def _authors(opts: Options) -> panel.Authors | None:
+    if opts.response_model is None:
+        return None
+    return panel.Authors([opts.response_model] * 2, ["response_a", "response_b"], opts.exclude_same_family)
+
+
+async def _compare_panel(app: App, item: Item, placement: str, args: dict[str, Any], opts: Options) -> dict[str, Any]:
+    """One placement judged by the panel (each member one order, swap=False): the record is the panel's verdict,
+    with each member's own verdict as a record of its own under `members` (metrics.panel_extras scores them)."""
+    started, t0 = time.time(), time.perf_counter()
+    result, _ = await registry.call(
+        app, "compare_pair", args, backends=opts.panel, authors=_authors(opts), no_reask=opts.no_reask,
+        log_extra={"bench_item": item.id, "placement": placement, "backends": list(opts.panel)},
+    )
+    timing = {"started_at": started, "ended_at": time.time(), "seconds": round(time.perf_counter() - t0, 3)}
+    # members voted but no verdict has a majority: a tie (no winner, wrong), not a parse failure
+    voted = bool(result.panel_votes and result.panel_votes.votes)
+    record = placement_record(placement, result.winner, tie=result.winner is None and voted)
+    record.update(_usage(result), **timing)
+    record["reasked"] = any(t.parse_ok and (t.reasked or t.continued) for m in result.panel or [] for t in m.trials)
+    members = {}
+    for m in result.panel or []:
+        if m.status == "excluded":
+            continue
+        trial = m.trials[0] if m.trials else None
+        own = placement_record(placement, trial.better if trial is not None and trial.parse_ok else None)
+        if m.usage is not None:
+            own.update(calls=m.usage.calls, cached_calls=m.usage.cached_calls, prompt_tokens=m.usage.prompt_tokens, completion_tokens=m.usage.completion_tokens)
+            # the member's own wall time (members start together and run concurrently)
+            own.update(seconds=round(m.usage.latency_ms / 1000.0, 3), started_at=started, ended_at=started + m.usage.latency_ms / 1000.0)
+        own["status"] = m.status
+        members[m.backend] = own
+    record["members"] = members
+    record["self_preference"] = [p.backend for p in result.self_preference or []] if result.self_preference is not None else None
+    record["detail"] = {"goal": args["goal"], "template": args["template"], "votes": result.panel_votes.votes if result.panel_votes else {}, "warnings": result.warnings}
+    return record
 
 
 async def _arena_hard(app: App, item: Item, placement: str, opts: Options, backend: str | None) -> dict[str, Any]:
@@ -342,4 +388,6 @@ def method_key(name: str, opts: Options) -> str:
         key += "+auto" + ("" if opts.swap_margin is None else f"{opts.swap_margin:g}")
     if opts.no_reask:
         key += "+strict"
+    if opts.response_model and opts.exclude_same_family:
+        key += f"+exclude-family[{opts.response_model}]"  # members left out change the verdicts
     return key

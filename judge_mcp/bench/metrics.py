@@ -27,6 +27,8 @@ Adaptive swap (`+auto` runs, `adaptive` in the summary): each placement judged w
 with swap=true on the same items; per judgment the calls each needed (sent + answered from the cache), the share
 where the second order ran, accuracy (the verdict names the chosen response) and pair accuracy (right in both
 placements) side by side, and the accuracy of the judgments auto settled on one order.
+Panels (`--backends`): the run's rows hold the panel's verdict, and each member's own verdict under
+`members`; `panel` in the summary scores every member alone over the same items (`member_rows`).
 Cost: calls, cached calls, tokens and characters (prompts + completions, cached calls included) per item; seconds_per_item = mean wall time of one item (its placements run
 concurrently, so with several items in flight the run's throughput is `wall_seconds / judged`, reported apart).
 """
@@ -323,4 +325,36 @@ def summarise(rows: list[dict[str, Any]], placements: tuple[str, ...], method: s
     adaptive = adaptive_extras(complete, placements) if "+auto" in method else None
     if adaptive is not None:
         summary["adaptive"] = adaptive
+    members = panel_members(rows)
+    if members:
+        summary["panel"] = {name: summarise(member_rows(rows, name), placements)["overall"] for name in members}
+    flagged = sorted({b for r in rows if r.get("record") for b in (r["record"].get("self_preference") or [])})
+    if any(r.get("record") and r["record"].get("self_preference") is not None for r in rows):
+        summary["self_preference"] = {"same_family_judges": flagged}
     return summary
+
+
+def panel_members(rows: Iterable[dict[str, Any]]) -> list[str]:
+    """The panel members of a run judged with --backends, in first-seen order (empty for a single backend)."""
+    names: dict[str, None] = {}
+    for row in rows:
+        for name in (row.get("record") or {}).get("members") or {}:
+            names.setdefault(name, None)
+    return list(names)
+
+
+def member_rows(rows: Iterable[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    """A panel run's rows as if `name` had judged alone: each placement's record is that member's own verdict (a
+    member that failed on a placement leaves it an error row; one excluded from the panel has no rows)."""
+    out = []
+    for row in rows:
+        record = row.get("record") or {}
+        if row["status"] != "done" or "members" not in record:
+            out.append(row)
+            continue
+        own = record["members"].get(name)
+        if own is None or own.get("status") == "failed":
+            out.append({**row, "status": "error", "record": None, "error": f"panel member {name} failed"})
+        else:
+            out.append({**row, "record": own})
+    return out

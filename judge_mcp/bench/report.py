@@ -38,7 +38,19 @@ def _fmt(value: Any, digits: int = 3) -> str:
 
 def _label(summary: dict[str, Any]) -> str:
     label = summary.get("method_key") or summary.get("method", "?")
+    if summary.get("panel"):
+        label += f" (panel {summary.get('backend', '?')})"
     return label
+
+
+def with_members(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs, each panel run (--backends) followed by one row per member scored alone on the same items."""
+    out = []
+    for s in runs:
+        out.append(s)
+        for name, figures in (s.get("panel") or {}).items():
+            out.append({"method_key": f"{s.get('method_key') or s.get('method', '?')} · member {name}", "overall": figures})
+    return out
 
 
 # ---- SVG charts -----------------------------------------------------------------------------------------------------
@@ -145,7 +157,7 @@ def _category_table(runs: list[dict[str, Any]], categories: list[str]) -> str:
 def dataset_section(dataset: str, runs: list[dict[str, Any]]) -> str:
     kind = runs[0].get("kind", "")
     models = sorted({s.get("model", "?") for s in runs})
-    parts = [f"<h2>{_esc(dataset)} <span class='note'>({_esc(kind)}; {_esc(', '.join(models))})</span></h2>", _table(runs)]
+    parts = [f"<h2>{_esc(dataset)} <span class='note'>({_esc(kind)}; {_esc(', '.join(models))})</span></h2>", _table(with_members(runs))]
     charts = []
     chance = 0.5 if kind == "pairwise" else None
     charts.append(bar_chart(
@@ -266,7 +278,7 @@ def markdown(summaries: list[dict[str, Any]]) -> str:
         out.append(f"#### {dataset}\n")
         out.append("| method | " + " | ".join(title for _, title in metrics.COLUMNS) + " |")
         out.append("|---|" + "---:|" * len(metrics.COLUMNS))
-        for s in runs:
+        for s in with_members(runs):
             o = s.get("overall", {})
             out.append(f"| {_label(s)} | " + " | ".join(_fmt(o.get(key)) for key, _ in metrics.COLUMNS) + " |")
         for s in runs:

@@ -103,6 +103,14 @@ def backend_key(app: App, backend_name: str | None) -> tuple[str, str, str]:
     return f"{backend.model_id}@{digest}", backend.name, backend.model_id
 
 
+def panel_key(app: App, names: tuple[str, ...]) -> tuple[str, str, str]:
+    """backend_key for a panel: every member's key, in the order given (a panel of other members or order is
+    another run)."""
+    keys = [backend_key(app, name) for name in names]
+    digest = hashlib.sha256("|".join(k for k, _, _ in keys).encode("utf-8")).hexdigest()[:8]
+    return f"panel[{'+'.join(n for _, n, _ in keys)}]@{digest}", "+".join(n for _, n, _ in keys), "panel: " + ", ".join(m for _, _, m in keys)
+
+
 def session_name(dataset: str, method: str, backend_key_: str) -> str:
     """The LWE session a run learns in, named after the run ([A-Za-z0-9_.-], at most 64 characters)."""
     digest = hashlib.sha256(f"{dataset}|{method}|{backend_key_}".encode()).hexdigest()[:8]
@@ -127,7 +135,7 @@ async def run(app: App, spec: RunSpec, *, progress_stream: TextIO | None = None,
     items = load_items(spec.dataset, spec.limit, spec.sample)
     dataset = dataset_name(spec.dataset)
     check_method(method, items, dataset)
-    key, backend_name, model = backend_key(app, spec.backend)
+    key, backend_name, model = panel_key(app, spec.options.panel) if spec.options.panel else backend_key(app, spec.backend)
     mkey = method_key(method.name, spec.options)
     options = spec.options
     sequential = method.name in LWE_METHODS
@@ -150,7 +158,8 @@ async def run(app: App, spec: RunSpec, *, progress_stream: TextIO | None = None,
         if item.degenerate and (item.id, "single") not in finished:
             results.put(item.id, "single", item.seq, item.category, "skipped", error="degenerate: identical or empty responses")
     todo = [it for it in items if not it.degenerate and any((it.id, p) not in finished for p in placements)]
-    in_flight = 1 if sequential else (spec.concurrency or app.backend(spec.backend).concurrency)
+    default_in_flight = min(app.backend(n).concurrency for n in spec.options.panel) if spec.options.panel else app.backend(spec.backend).concurrency
+    in_flight = 1 if sequential else (spec.concurrency or default_in_flight)
     bar = Progress(len(todo), f"{dataset} {mkey}", stream=progress_stream) if not quiet else None
     started = time.perf_counter()
     judged = 0

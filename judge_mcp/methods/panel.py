@@ -1,0 +1,353 @@
+"""Judge panels and the self-preference guard (issue 16, items 3 and 4), as pure functions.
+
+A *panel* is 2-8 named backends judging the same input, each with the unchanged method (compare_pair or
+grade_score_options); App.run_panel runs them concurrently and hands their outcomes to `combine_pairs` /
+`combine_grades` here. "Replacing Judges with Juries" (Verga et al. 2024) found a panel of smaller, diverse judges
+agreeing better with humans than one large judge, and less biased towards its own family.
+
+The panel verdict (`tally`): each member that answered has one vote, its own verdict (compare_pair: `winner`;
+grade_score_options: `winner_index`, none when its mode is tied). A member without a verdict (its two orders
+disagreed, its answers did not parse, its mode was tied) *abstains*, and abstentions count in the denominator: the
+verdict is the one named by **more than half of the members that answered**. So a tie is no winner, and neither
+is a verdict most of the panel could not reach (A + two abstentions out of three). This is the strict reading,
+in line with compare_pair's own rule (a winner only when both orders agree); `panel_votes` gives the counts for
+callers who prefer a plurality. A member whose backend fails after its retries is reported (`status: "failed"`)
+and left out of the count, with a warning; when fewer than two members answered (of a panel that had two or
+more to run) there is no verdict. Exclusion may leave a panel of one: that judge's verdict then stands, with a
+warning.
+
+Self-preference: LLM judges favour answers written by their own model family. `families` maps a model id to the
+families in FAMILY_PATTERNS (an id may match several, e.g. a DeepSeek distill of Qwen); an unknown id has none and
+never warns. A judge and an author share a family when their sets intersect.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from judge_mcp import validation
+from judge_mcp.methods import grade_score
+from judge_mcp.verdicts import (
+    ComparePairResult,
+    GradePanelMember,
+    GradeScoreResult,
+    PairPanelMember,
+    PanelVotes,
+    SelfPreference,
+    UsageOut,
+)
+
+MIN_MEMBERS, MAX_MEMBERS = 2, 8
+MAX_MODEL_CHARS = 200
+
+# family -> alternatives, matched case-insensitively anywhere in the model id where no letter or digit precedes
+# them ("openai/gpt-4o-mini", "claude-sonnet-4-5", "qwen2.5:7b-instruct", "meta-llama/Llama-3.1-8B",
+# "/models/SmolLM2-135M.gguf"). Provider prefixes ("openai/", "anthropic/") are not families: a backend's kind says
+# which API it speaks, not who trained the model ("openai/qwen2.5" is a Qwen served over an OpenAI-compatible API).
+FAMILY_PATTERNS: dict[str, str] = {
+    "openai": r"gpt|chatgpt|o[1-9](?![0-9])|davinci",
+    "anthropic": r"claude",
+    "google": r"gemini|gemma|palm",
+    "llama": r"llama|codellama",
+    "mistral": r"mistral|mixtral|ministral|codestral|magistral|pixtral|devstral",
+    "qwen": r"qwen|qwq",
+    "deepseek": r"deepseek",
+    "phi": r"phi",
+    "smollm": r"smollm",
+    "cohere": r"command-r|aya",
+    "xai": r"grok",
+}
+_FAMILY_RES = {name: re.compile(rf"(?<![a-z0-9])(?:{pattern})", re.I) for name, pattern in FAMILY_PATTERNS.items()}
+
+
+def families(model: str | None) -> frozenset[str]:
+    """The model families `model` belongs to (empty when none is recognised)."""
+    if not model:
+        return frozenset()
+    return frozenset(name for name, pattern in _FAMILY_RES.items() if pattern.search(model))
+
+
+# ---- arguments -----------------------------------------------------------------------------------------------------
+def check_backends(backend: str | None, backends: Any) -> list[str] | None:
+    """`backends` as a list of 2-8 distinct names, or None; giving it together with `backend` is an error."""
+    if backends is None:
+        return None
+    if backend is not None:
+        raise validation.InputError("give either 'backend' (one judge) or 'backends' (a panel), not both")
+    if not isinstance(backends, list) or not all(isinstance(b, str) and b for b in backends):
+        raise validation.InputError("'backends' must be a list of backend names")
+    if not MIN_MEMBERS <= len(backends) <= MAX_MEMBERS:
+        raise validation.InputError(f"'backends' must hold {MIN_MEMBERS} to {MAX_MEMBERS} backend names, got {len(backends)}")
+    repeated = sorted({b for b in backends if backends.count(b) > 1})
+    if repeated:
+        raise validation.InputError(f"'backends' must name each backend once; repeated: {', '.join(repeated)}")
+    return list(backends)
+
+
+def check_response_models(response_models: Any, answers: int, what: str, exclude_same_family: Any = False) -> list[str] | None:
+    """`response_models` as one model name per answer, or None. `what` names the answers for the message."""
+    if not isinstance(exclude_same_family, bool):
+        raise validation.InputError(f"'exclude_same_family' must be true or false, got {exclude_same_family!r}")
+    if response_models is None:
+        if exclude_same_family:
+            raise validation.InputError("'exclude_same_family' needs 'response_models' (which model wrote each answer)")
+        return None
+    if not isinstance(response_models, list):
+        raise validation.InputError(f"'response_models' must be a list of model names, got {type(response_models).__name__}")
+    if len(response_models) != answers:
+        raise validation.InputError(
+            f"'response_models' must name one model per answer: {answers} ({what}), got {len(response_models)}"
+        )
+    return [validation.text(f"response_models[{i}]", m, max_chars=MAX_MODEL_CHARS) for i, m in enumerate(response_models)]
+
+
+def self_preference(judges: Sequence[tuple[str, str]], response_models: Sequence[str]) -> list[SelfPreference]:
+    """For each judge (backend name, model id) sharing a family with any answer's author: which answers, which
+    families. Judges of no recognised family, or sharing none, are left out."""
+    author_families = [families(m) for m in response_models]
+    out = []
+    for backend, model in judges:
+        own = families(model)
+        answers = [i for i, fam in enumerate(author_families) if own & fam]
+        if answers:
+            shared = sorted(set().union(*(own & author_families[i] for i in answers)))
+            out.append(SelfPreference(backend=backend, judge_model=model, families=shared, answers=answers))
+    return out
+
+
+def self_preference_warnings(found: Sequence[SelfPreference], response_models: Sequence[str], names: Sequence[str]) -> list[str]:
+    """One readable warning per same-family judge. `names` names each answer (response_a, options[2], ...)."""
+    out = []
+    for p in found:
+        written = ", ".join(f"{names[i]} (by {response_models[i]})" for i in p.answers)
+        action = "; excluded from the panel (exclude_same_family)" if p.excluded else ""
+        out.append(
+            f"self-preference risk: judge '{p.backend}' ({p.judge_model}) is of the {'/'.join(p.families)} family, "
+            f"like the author of {written}; judges tend to favour their own family's answers{action}"
+        )
+    return out
+
+
+def exclude(found: list[SelfPreference], members: Sequence[str]) -> tuple[list[SelfPreference], list[str]]:
+    """Mark every same-family judge excluded; (updated records, the members that remain). A named error when
+    none remains."""
+    out = [p.model_copy(update={"excluded": True}) for p in found]
+    gone = {p.backend for p in out}
+    remaining = [m for m in members if m not in gone]
+    if not remaining:
+        judges = ", ".join(f"'{p.backend}' ({p.judge_model}, {'/'.join(p.families)})" for p in out)
+        raise validation.InputError(
+            f"exclude_same_family leaves no judge: every judge shares a model family with an answer's author ({judges}); "
+            "add a judge of another family or set exclude_same_family to false"
+        )
+    return out, remaining
+
+
+@dataclass(frozen=True)
+class Authors:
+    """The self-preference guard's input for one call: who wrote each answer, what to call each answer in a
+    warning, and whether same-family judges are left out."""
+
+    models: list[str]
+    names: list[str]
+    exclude: bool = False
+
+
+def guard(authors: Authors | None, judges: Sequence[tuple[str, str]]) -> tuple[list[SelfPreference] | None, list[str], list[str]]:
+    """(self_preference records or None without authors, warnings, the judges' backend names that judge)."""
+    names = [name for name, _ in judges]
+    if authors is None:
+        return None, [], names
+    found = self_preference(judges, authors.models)
+    if authors.exclude and found:
+        found, names = exclude(found, names)
+    return found, self_preference_warnings(found, authors.models, authors.names), names
+
+
+# ---- the vote ------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Tally:
+    winner: str | None
+    counts: dict[str, int]
+    answered: int
+    abstained: int
+    needed: int | None  # None: too few members answered for any verdict
+    tied: list[str] = field(default_factory=list)  # verdicts sharing the top count, when two or more do
+
+
+def tally(votes: Sequence[str | None], quorum: int = MIN_MEMBERS) -> Tally:
+    """The panel verdict from the votes of the members that answered (None: an abstention): the verdict named
+    by more than half of them; none on a tie, or when fewer than `quorum` members answered."""
+    counts = Counter(v for v in votes if v is not None)
+    answered = len(votes)
+    abstained = sum(v is None for v in votes)
+    ordered = dict(sorted(counts.items()))
+    top = max(counts.values(), default=0)
+    tied = sorted(k for k, c in counts.items() if c == top) if top else []
+    if answered < quorum or answered == 0:
+        return Tally(None, ordered, answered, abstained, None, tied if len(tied) > 1 else [])
+    needed = answered // 2 + 1
+    winner = tied[0] if len(tied) == 1 and top >= needed else None
+    return Tally(winner, ordered, answered, abstained, needed, tied if len(tied) > 1 else [])
+
+
+def quorum(selected: int) -> int:
+    """Members that must answer for a verdict: two, or the one member exclusion left."""
+    return min(MIN_MEMBERS, selected)
+
+
+# ---- combining members' results ------------------------------------------------------------------------------------
+@dataclass
+class Member:
+    """One panel member's outcome, as App.run_panel collects it."""
+
+    backend: str
+    model: str
+    result: Any = None  # the method's result (ComparePairResult / GradeScoreResult); None when failed or excluded
+    error: str | None = None
+    excluded: bool = False
+    usage: UsageOut | None = None
+
+    @property
+    def status(self) -> str:
+        return "excluded" if self.excluded else "failed" if self.result is None else "ok"
+
+
+def sum_usage(members: Sequence[Member], latency_ms: float) -> UsageOut:
+    """Calls and tokens summed over the members; latency is the panel's wall time (members run concurrently)."""
+    used = [m.usage for m in members if m.usage is not None]
+    return UsageOut(
+        calls=sum(u.calls for u in used),
+        cached_calls=sum(u.cached_calls for u in used),
+        prompt_tokens=sum(u.prompt_tokens for u in used),
+        completion_tokens=sum(u.completion_tokens for u in used),
+        latency_ms=round(latency_ms, 1),
+    )
+
+
+def panel_model(members: Sequence[Member]) -> str:
+    """The `model` of a panel result: every member's model id, in the order given."""
+    return "panel: " + ", ".join(m.model for m in members)
+
+
+def _votes(t: Tally, members: Sequence[Member]) -> PanelVotes:
+    return PanelVotes(
+        votes=t.counts,
+        answered=t.answered,
+        abstained=t.abstained,
+        failed=sum(m.status == "failed" for m in members),
+        excluded=sum(m.excluded for m in members),
+        needed=t.needed,
+    )
+
+
+def _panel_warnings(t: Tally, members: Sequence[Member], what: str) -> list[str]:
+    out = [f"panel member '{m.backend}' failed and did not vote: {m.error}" for m in members if m.status == "failed"]
+    selected = sum(not m.excluded for m in members)
+    if t.needed is None:
+        out.append(f"only {t.answered} of {selected} panel members answered: no panel verdict (each member's is in panel)")
+    elif selected == 1:
+        out.append(f"exclude_same_family left one judge ('{next(m.backend for m in members if not m.excluded)}'): its verdict is not a panel's")
+    elif t.tied:
+        out.append(f"the panel is tied between {what} {', '.join(t.tied)}: no winner")
+    elif t.winner is None:
+        out.append(
+            f"no {what} has a majority of the {t.answered} members that answered ({t.needed} needed; "
+            f"votes {t.counts or 'none'}, {t.abstained} abstained): no winner"
+        )
+    return out
+
+
+def combine_pairs(
+    members: Sequence[Member], *, goal: str, template: str, swap: bool, latency_ms: float, warnings: Sequence[str] = ()
+) -> ComparePairResult:
+    """The panel's compare_pair result. `consistent`: every member that was asked answered, consistently, and
+    all named the same answer (null with swap=false, as for one judge)."""
+    answered = [m for m in members if m.status == "ok"]
+    selected = [m for m in members if not m.excluded]
+    t = tally([m.result.winner for m in answered], quorum(len(selected)))
+    if swap:
+        consistent = len(answered) == len(selected) and t.abstained == 0 and len(t.counts) == 1
+    else:
+        consistent = None
+    entries = [
+        PairPanelMember(
+            backend=m.backend, model=m.model, status=m.status, error=m.error, usage=m.usage,
+            winner=m.result.winner if m.result else None,
+            consistent=m.result.consistent if m.result else None,
+            trials=m.result.trials if m.result else [],
+            warnings=list(getattr(m.result, "warnings", []) or []) if m.result else [],
+        )
+        for m in members
+    ]
+    return ComparePairResult(
+        winner=t.winner,  # type: ignore[arg-type]
+        consistent=consistent,
+        trials=[],
+        goal=goal,  # type: ignore[arg-type]
+        template=template,  # type: ignore[arg-type]
+        model=panel_model(members),
+        usage=sum_usage(members, latency_ms),
+        warnings=[*warnings, *_panel_warnings(t, members, "answers")],
+        panel=entries,
+        panel_votes=_votes(t, members),
+    )
+
+
+def _grade_vote(result: GradeScoreResult) -> str | None:
+    """A member's vote: its mode, unless tied (then it abstains) or null (no parsed trial, or the unrelated option)."""
+    if result.winner_index is None or result.tied_indices:
+        return None
+    return str(result.winner_index)
+
+
+def combine_grades(members: Sequence[Member], *, prompt_variant: int, latency_ms: float, warnings: Sequence[str] = ()) -> GradeScoreResult:
+    """The panel's grade_score_options result: `winner_index` by the members' vote; the counts and scores
+    (position_counts, option_counts, llm_score, choice_score, grade_score) over every member's trials pooled."""
+    answered = [m for m in members if m.status == "ok"]
+    selected = [m for m in members if not m.excluded]
+    t = tally([_grade_vote(m.result) for m in answered], quorum(len(selected)))
+    pooled = [trial for m in answered for trial in m.result.trials]
+    shown = len(pooled[0].order) if pooled else 0
+    s = grade_score.summarise(pooled, shown)
+    first = answered[0].result if answered else None
+    unrelated_index = first.unrelated_index if first else None
+    entries = [
+        GradePanelMember(
+            backend=m.backend, model=m.model, status=m.status, error=m.error, usage=m.usage,
+            winner_index=m.result.winner_index if m.result else None,
+            tied_indices=m.result.tied_indices if m.result else [],
+            grade_score=m.result.grade_score if m.result else None,
+            llm_score=m.result.llm_score if m.result else None,
+            choice_score=m.result.choice_score if m.result else None,
+            trials=m.result.trials if m.result else [],
+            warnings=m.result.warnings if m.result else [],
+        )
+        for m in members
+    ]
+    return GradeScoreResult(
+        winner_index=int(t.winner) if t.winner is not None else None,
+        tied_indices=[int(i) for i in t.tied],
+        trials=[],
+        position_counts=s.position_counts,
+        option_counts=s.option_counts,
+        parsed_trials=s.parsed,
+        unparsed_trials=s.unparsed,
+        llm_score=s.llm_score,
+        choice_score=s.choice_score,
+        grade_score=s.grade_score,
+        unrelated_index=unrelated_index,
+        unrelated_picked=s.option_counts[unrelated_index] if unrelated_index is not None and s.option_counts else 0,
+        unrelated_option=first.unrelated_option if first else None,
+        unrelated_source=first.unrelated_source if first else None,
+        prompt_variant=prompt_variant,
+        warnings=[*warnings, *_panel_warnings(t, members, "options")],
+        model=panel_model(members),
+        usage=sum_usage(members, latency_ms),
+        panel=entries,
+        panel_votes=_votes(t, members),
+    )
