@@ -765,6 +765,7 @@ async def test_bench_reports_calibration_of_one_order_and_of_both(scripted, tmp_
     both = c["both_orders"]
     assert (both["n"], both["accuracy"]) == (6, 1.0)
     assert both["ece"] == pytest.approx(0.35) and both["brier"] == pytest.approx(0.1225)
+    assert one["p_first_shown"] == pytest.approx((0.9 + 0.6) / 2)  # the probability-level position bias
     assert summary["overall"]["pair_accuracy"] == 0.0  # the labels alone: always the first shown
     assert "adaptive" not in summary
 
@@ -785,6 +786,7 @@ async def test_adaptive_swap_beside_swap_true_on_the_same_items(scripted, tmp_pa
     assert a["auto"] == {"calls_per_judgment": 1.5, "accuracy": 0.5, "pair_accuracy": 0.0}
     assert a["swap_true"] == {"calls_per_judgment": 2.0, "accuracy": 0.0, "pair_accuracy": 0.0}
     assert (a["one_order_judgments"], a["one_order_accuracy"]) == (6, 1.0)
+    assert a["single_order"] == {"position_bias": 1.0, "pair_accuracy": 0.0}  # the plain verdicts: always the first
     o = summary["overall"]
     assert o["accuracy"] == 1.0 and o["pair_accuracy"] == 0.0 and o["ties"] == 6  # the record's verdict is auto's
     # every request but the two distinct orders per item came from the call cache

@@ -38,4 +38,12 @@ async def test_compare_pair_on_the_embedded_model(tmp_path: Path) -> None:
     # the identical call is answered from the cache: no model call
     assert again.structured_content["usage"] == {**again.structured_content["usage"], "calls": 0, "cached_calls": 2}
     assert again.structured_content["trials"] == data["trials"]
+    # llama.cpp returns log-probabilities under the schema: each order's probability exists, and greedy decoding under
+    # the grammar (only A or B can follow "[[") wrote the likelier letter, so the named answer has p >= 0.5
+    for trial in data["trials"]:
+        assert trial["p_better"][trial["better"]] >= 0.5
+        assert trial["p_better"]["A"] + trial["p_better"]["B"] == pytest.approx(1.0)
+    mean = sum(t["p_better"]["A"] for t in data["trials"]) / 2
+    assert data["p_better"]["A"] == pytest.approx(mean, abs=1e-6) and data["swapped"] is True
+    assert again.structured_content["p_better"] == data["p_better"]  # the cache keeps the probabilities
     await app.aclose()

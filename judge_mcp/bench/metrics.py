@@ -247,7 +247,13 @@ def calibration_extras(complete: list[tuple[int, str, str, dict[str, Any]]], pla
         return None
     single = [r.get("p_chosen") for rs in records for r in rs]
     both = [None if any(r.get("p_chosen") is None for r in rs) else sum(r["p_chosen"] for r in rs) / len(rs) for rs in records]
-    return {"bins": ECE_BINS, "single_order": probability_figures(single), "both_orders": probability_figures(both)}
+    # the probability-level position bias: the mean probability given to the first-shown response (0.5 = none)
+    first = [r["p_chosen"] if r.get("shown_first") == "chosen" else 1.0 - r["p_chosen"] for rs in records for r in rs if r.get("p_chosen") is not None]
+    return {
+        "bins": ECE_BINS,
+        "single_order": {**probability_figures(single), "p_first_shown": _ratio(sum(first), len(first))},
+        "both_orders": probability_figures(both),
+    }
 
 
 def adaptive_extras(complete: list[tuple[int, str, str, dict[str, Any]]], placements: tuple[str, ...]) -> dict[str, Any] | None:
@@ -266,8 +272,15 @@ def adaptive_extras(complete: list[tuple[int, str, str, dict[str, Any]]], placem
             "pair_accuracy": _ratio(sum(all(d[key]["names"] == "chosen" for d in ds) for ds in items), len(items)),
         }
 
+    # the plain single-order verdicts of the same placements (the run's row shows auto's)
+    single = [(d.get("single_order_names"), first) for ds in items for d, first in zip(ds, (True, False))]
+    named = [(names == "chosen") == first for names, first in single if names is not None]
     return {
         "judgments": n,
+        "single_order": {
+            "position_bias": _ratio(sum(named), len(named)),
+            "pair_accuracy": _ratio(sum(all(d.get("single_order_names") == "chosen" for d in ds) for ds in items), len(items)),
+        },
         "second_order_share": _ratio(n - len(one_order), n),
         "auto": side("auto"),
         "swap_true": side("swap_true"),

@@ -222,7 +222,8 @@ def probability_notes(s: dict[str, Any]) -> list[str]:
             f"{label}: coverage {_fmt(c[k]['coverage'], 2)}, accuracy {_fmt(c[k]['accuracy'])}, ECE {_fmt(c[k]['ece'])}, Brier {_fmt(c[k]['brier'])}"
             for k, label in (("single_order", "one order"), ("both_orders", "mean of both orders"))
         ]
-        notes.append(f"{_label(s)}: verdict probabilities ({c['bins']}-bin ECE); " + "; ".join(parts))
+        lean = c["single_order"].get("p_first_shown")
+        notes.append(f"{_label(s)}: verdict probabilities ({c['bins']}-bin ECE); " + "; ".join(parts) + f"; mean probability given to the first-shown answer {_fmt(lean)}")
     a = s.get("adaptive")
     if a:
         notes.append(
@@ -230,6 +231,7 @@ def probability_notes(s: dict[str, Any]) -> list[str]:
             f"{_fmt(a['auto']['calls_per_judgment'])} vs {_fmt(a['swap_true']['calls_per_judgment'])}, accuracy "
             f"{_fmt(a['auto']['accuracy'])} vs {_fmt(a['swap_true']['accuracy'])}, pair accuracy {_fmt(a['auto']['pair_accuracy'])} vs "
             f"{_fmt(a['swap_true']['pair_accuracy'])}; second order ran in {_fmt(a['second_order_share'], 2)}, the one-order verdicts were right in {_fmt(a['one_order_accuracy'])}"
+            f"; the plain single-order verdicts: position bias {_fmt(a['single_order']['position_bias'])}, pair accuracy {_fmt(a['single_order']['pair_accuracy'])}"
         )
     return notes
 
