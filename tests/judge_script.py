@@ -195,3 +195,29 @@ def logprob_content(content: str, p_a: float | None, extra: tuple[tuple[str, flo
 
 def verdict_json(first_better: bool) -> str:
     return json.dumps({"own_answer": "Canberra.", "evaluation": "One says Sydney.", "verdict": "[[A>B]]" if first_better else "[[B>A]]"})
+
+
+# ---- grade_score_options: a judge that picks a chosen option by its text ------------------------------------------
+_BLOCK = re.compile(r"^\[Option (\d+)\]\n(.*?)\n\[\\Option \1\]$", re.S | re.M)
+
+
+def shown(payload: dict[str, Any]) -> list[str]:
+    """The option contents in the order the judge was shown them (from the first user message)."""
+    first_user = next(m["content"] for m in payload["messages"] if m["role"] == "user")
+    blocks = _BLOCK.findall(first_user)
+    assert [int(k) for k, _ in blocks] == list(range(1, len(blocks) + 1))
+    return [content for _, content in blocks]
+
+
+def answer(payload: dict[str, Any], number: int, why: str = "because") -> str:
+    if "response_format" in payload:
+        return json.dumps({"evaluation": "each option weighed", "selection": f"Option {number}", "explanation": why})
+    return f"Evaluation: each option weighed.\nSelection: Option {number}\nExplanation: {why}"
+
+
+def picks_text(target: str):
+    return lambda p: answer(p, shown(p).index(target) + 1)
+
+
+OPTIONS = ["Paris is the capital of France.", "Lyon.", "France has no capital.", "Marseille, I think."]
+INSTRUCTION = "What is the capital of France?"

@@ -6,7 +6,6 @@ import json
 import math
 import re
 import threading
-from typing import Any
 
 import pytest
 
@@ -27,6 +26,7 @@ from judge_mcp.methods.unrelated_pool import BUILTIN_POOL, call_seed, choose_unr
 from judge_mcp.validation import InputError
 from judge_mcp.verdicts import GradeTrial
 from tests.helpers import Rendezvous
+from tests.judge_script import INSTRUCTION, OPTIONS, answer, picks_text, shown
 
 
 H = lambda *ps: -sum(p * math.log2(p) for p in ps if p)  # noqa: E731 - entropy, for hand-computed expectations
@@ -196,29 +196,6 @@ def test_choose_unrelated_without_store_uses_the_builtin_pool():
 
 
 # ---- the method over a scripted OpenAI-compatible server ---------------------------------------------------------
-_BLOCK = re.compile(r"^\[Option (\d+)\]\n(.*?)\n\[\\Option \1\]$", re.S | re.M)
-
-
-def shown(payload: dict[str, Any]) -> list[str]:
-    """The option contents in the order the judge was shown them (from the first user message)."""
-    first_user = next(m["content"] for m in payload["messages"] if m["role"] == "user")
-    blocks = _BLOCK.findall(first_user)
-    assert [int(k) for k, _ in blocks] == list(range(1, len(blocks) + 1))
-    return [content for _, content in blocks]
-
-
-def answer(payload: dict[str, Any], number: int, why: str = "because") -> str:
-    if "response_format" in payload:
-        return json.dumps({"evaluation": "each option weighed", "selection": f"Option {number}", "explanation": why})
-    return f"Evaluation: each option weighed.\nSelection: Option {number}\nExplanation: {why}"
-
-
-def picks_text(target: str):
-    return lambda p: answer(p, shown(p).index(target) + 1)
-
-
-OPTIONS = ["Paris is the capital of France.", "Lyon.", "France has no capital.", "Marseille, I think."]
-INSTRUCTION = "What is the capital of France?"
 
 
 async def test_a_judge_that_always_picks_the_right_option_scores_one(make_judge):

@@ -15,8 +15,7 @@ from judge_mcp.methods import panel
 from judge_mcp.server import build_server
 from judge_mcp.validation import InputError
 from tests.scripted import Reply
-from tests.test_grade_score import OPTIONS, INSTRUCTION, answer, picks_text
-from tests.test_pairwise import BAD, GOOD, correct_judge, first_position_judge
+from tests.judge_script import BAD, GOOD, INSTRUCTION, OPTIONS, answer, correct_judge, first_position_judge, picks_text
 
 PAIR = {"prompt": "What is the capital of Australia?", "response_a": BAD, "response_b": GOOD}
 
