@@ -21,10 +21,12 @@ from pydantic import BaseModel
 from judge_mcp.backends import Backend, build_backend
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.methods import panel
-from judge_mcp.methods.call_cache import CallCache
+from judge_mcp.methods.call_cache import CacheTable, CallCache
 from judge_mcp.config import Settings, load_settings
 from judge_mcp.methods.judge import Judge, ProgressFn
+from judge_mcp import retention
 from judge_mcp.store import Store
+from judge_mcp.verdict_log import VerdictLog
 
 log = logging.getLogger("judge_mcp")
 R = TypeVar("R", bound=BaseModel)
@@ -43,7 +45,8 @@ class App:
         cache_days, verdict_days = self.settings.cache_max_age_days, self.settings.verdicts_max_age_days
         if cache_days is None and verdict_days is None:
             return {"call_cache": 0, "verdicts": 0}
-        return self.store.gc(
+        return retention.gc(
+            self.store,
             cache_older_than_s=None if cache_days is None else cache_days * 86400,
             verdicts_older_than_s=None if verdict_days is None else verdict_days * 86400,
         )
@@ -77,14 +80,14 @@ class App:
             except Exception:
                 if rows:  # no verdict, but the answers that did come back stay cached (best effort: the failure is what counts)
                     try:
-                        await self.store.aio.cache_put_many(rows)
+                        await CacheTable(self.store).aio.put_many(rows)
                     except Exception:
                         log.warning("could not cache the answers of a failed %s call", tool, exc_info=True)
                 raise
             if found is not None:
                 result = result.model_copy(update={"self_preference": found, "warnings": [*getattr(result, "warnings", []), *warnings]})
             output = result.model_dump(mode="json")
-            await self.store.aio.log_verdict(tool, chosen.name, judge.model_id, inputs, output, output.get("usage", {}), judge.records, rows)
+            await VerdictLog(self.store).aio.log(tool, chosen.name, judge.model_id, inputs, output, output.get("usage", {}), judge.records, rows)
         finally:
             self.cache.written(rows)  # written, or dropped with the failed write: later lookups read the table
         return result
@@ -136,7 +139,7 @@ class App:
             result = result.model_copy(update={"self_preference": found})
         records = [{**record, "panel_member": m.backend} for m in members if m.backend in judges for record in judges[m.backend].records]
         output = result.model_dump(mode="json")
-        await self.store.aio.log_verdict(tool, "+".join(backends), result.model, inputs, output, output.get("usage", {}), records)  # type: ignore[attr-defined]
+        await VerdictLog(self.store).aio.log(tool, "+".join(backends), result.model, inputs, output, output.get("usage", {}), records)  # type: ignore[attr-defined]
         return result
 
     async def aclose(self) -> None:

@@ -202,6 +202,7 @@ def _version() -> str:
 
 def cmd_gc(args: argparse.Namespace) -> int:
     from judge_mcp.config import load_settings
+    from judge_mcp import retention
     from judge_mcp.store import Store
 
     settings = load_settings()
@@ -213,7 +214,8 @@ def cmd_gc(args: argparse.Namespace) -> int:
     store = Store(settings.db_path)
     try:
         before = settings.db_path.stat().st_size
-        counts = store.gc(
+        counts = retention.gc(
+            store,
             cache_older_than_s=None if cache_days is None else cache_days * 86400,
             verdicts_older_than_s=None if verdict_days is None else verdict_days * 86400,
             vacuum=args.vacuum,

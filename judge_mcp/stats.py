@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from judge_mcp.verdict_log import VerdictLog
+
 if TYPE_CHECKING:
     from judge_mcp.store import Store
 
@@ -336,7 +338,7 @@ def check_last(value: Any, name: str = "last") -> int:
 
 
 def compute(rows_newest_first: Iterable[dict[str, Any]], last: int = DEFAULT_LAST) -> StatsReport:
-    """The report from verdict-log rows, newest first (see `Store.verdict_stats_rows` for a row's keys)."""
+    """The report from verdict-log rows, newest first (see `VerdictLog.stats_page` for a row's keys)."""
     last = check_last(last)
     everything, recent = WindowTally(), WindowTally()
     for k, row in enumerate(rows_newest_first):
@@ -351,7 +353,7 @@ def iter_rows(store: "Store", page: int = PAGE) -> Iterator[dict[str, Any]]:
     between pages: rows logged meanwhile are newer than the first page and are not included)."""
     before: int | None = None
     while True:
-        rows = store.verdict_stats_rows(before_id=before, limit=page)
+        rows = VerdictLog(store).stats_page(before_id=before, limit=page)
         yield from (row_from_json(row) for row in rows)
         if len(rows) < page:
             return
@@ -365,7 +367,7 @@ def from_store(store: "Store", last: int = DEFAULT_LAST) -> StatsReport:
 
 # ---- decoding the store's rows ---------------------------------------------------------------------------------
 def row_from_json(row: dict[str, Any]) -> dict[str, Any]:
-    """A `Store.verdict_stats_rows` row with its JSON columns decoded (an unreadable output becomes None: skipped)."""
+    """A `VerdictLog.stats_page` row with its JSON columns decoded (an unreadable output becomes None: skipped)."""
     def load(text: Any) -> Any:
         try:
             return json.loads(text) if isinstance(text, str) else None

@@ -1,6 +1,7 @@
 """All state in one SQLite file (WAL) through sqlite-utils: the connections, transactions and the migration registry
-(each module that owns tables registers its migrations: LWE's are in methods/lwe/repository.py, the bench's in
-bench/results.py, the option pool's in methods/unrelated_pool.py), and for now the call cache and the verdict log.
+(each module that owns tables registers its migrations and holds its SQL: the call cache in methods/call_cache.py,
+the verdict log in verdict_log.py, LWE in methods/lwe/repository.py, the option pool in methods/unrelated_pool.py,
+the bench in bench/results.py).
 
 Every write that must be all-or-nothing runs inside `Store.transaction()` (BEGIN IMMEDIATE ... COMMIT), so a process
 killed at any moment leaves either the whole change or none of it. A database that cannot be opened, read or written
@@ -21,7 +22,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -39,7 +40,12 @@ MIGRATIONS: dict[str, Migration] = {}
 # m101... for the bench), each in the same transaction as its record. Every judge-mcp database has the tables of
 # the modules below (imported before migrating); the bench's tables exist in the databases the bench opens
 # (judge_mcp.bench.results registers them and migrates on use).
-SCHEMA_MODULES = ("judge_mcp.methods.lwe.repository", "judge_mcp.methods.unrelated_pool")
+SCHEMA_MODULES = (
+    "judge_mcp.methods.call_cache",
+    "judge_mcp.verdict_log",
+    "judge_mcp.methods.lwe.repository",
+    "judge_mcp.methods.unrelated_pool",
+)
 
 
 def migration(fn: Migration) -> Migration:
@@ -49,40 +55,12 @@ def migration(fn: Migration) -> Migration:
     MIGRATIONS[fn.__name__] = fn
     return fn
 
-@migration
-def m001_core(db: sqlite_utils.Database) -> None:
-    db.execute(
-        """CREATE TABLE IF NOT EXISTS call_cache (
-            key TEXT PRIMARY KEY,
-            backend TEXT NOT NULL,
-            model TEXT NOT NULL,
-            request TEXT NOT NULL,
-            response TEXT NOT NULL,
-            created_at REAL NOT NULL,
-            hits INTEGER NOT NULL DEFAULT 0
-        )"""
-    )
-    db.execute(
-        """CREATE TABLE IF NOT EXISTS verdicts (
-            id INTEGER PRIMARY KEY,
-            tool TEXT NOT NULL,
-            backend TEXT NOT NULL,
-            model TEXT NOT NULL,
-            inputs TEXT NOT NULL,
-            output TEXT NOT NULL,
-            usage TEXT NOT NULL,
-            calls TEXT NOT NULL,
-            created_at REAL NOT NULL
-        )"""
-    )
-    db.execute("CREATE INDEX IF NOT EXISTS verdicts_tool ON verdicts(tool, created_at)")
-
-
 class StoreError(Exception):
     """The database could not be opened, read or written (the message names the file and the reason)."""
 
 
-def _dumps(value: Any) -> str:
+def dumps(value: Any) -> str:
+    """A JSON column's text: the one encoding every table uses (sorted keys, non-ASCII kept)."""
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 # `PRAGMA application_id` of every judge-mcp database ("JMCP"): a non-empty SQLite file without it is another
@@ -225,107 +203,10 @@ class Store:
             with self._read_lock:
                 self.reader.close()
 
-    # ---- call cache ---------------------------------------------------------------------------------------------
-    def cache_get(self, key: str) -> dict[str, Any] | None:
-        """A pure read: a hit writes nothing (the `hits` column is no longer counted), so it never waits for a lock."""
-        rows = self.query("SELECT response FROM call_cache WHERE key = ?", [key])
-        return json.loads(rows[0]["response"]) if rows else None
-
-    def cache_get_many(self, keys: list[str]) -> dict[str, dict[str, Any]]:
-        """The stored answers among `keys`, by key, in one read (a pure read, as cache_get)."""
-        found: dict[str, dict[str, Any]] = {}
-        unique = list(dict.fromkeys(keys))
-        for start in range(0, len(unique), 500):  # well under SQLite's limit of bound parameters per statement
-            chunk = unique[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for row in self.query(f"SELECT key, response FROM call_cache WHERE key IN ({marks})", chunk):
-                found[row["key"]] = json.loads(row["response"])
-        return found
-
-    def cache_put(self, key: str, backend: str, model: str, request: dict[str, Any], response: dict[str, Any]) -> None:
-        self.cache_put_many([(key, backend, model, request, response)])
-
-    def cache_put_many(self, rows: Iterable[tuple[str, str, str, dict[str, Any], dict[str, Any]]]) -> None:
-        """Cache rows (cache_put's arguments each) in one transaction."""
-        with self.transaction() as db:
-            self._insert_cache_rows(db, rows)
-
-    @staticmethod
-    def _insert_cache_rows(db: sqlite_utils.Database, rows: Iterable[tuple[str, str, str, dict[str, Any], dict[str, Any]]]) -> None:
-        now = time.time()
-        for key, backend, model, request, response in rows:
-            db.execute(
-                "INSERT OR REPLACE INTO call_cache (key, backend, model, request, response, created_at, hits)"
-                " VALUES (?, ?, ?, ?, ?, ?, 0)",
-                [key, backend, model, _dumps(request), _dumps(response), now],
-            )
-
-    # ---- verdict log --------------------------------------------------------------------------------------------
-    def log_verdict(
-        self,
-        tool: str,
-        backend: str,
-        model: str,
-        inputs: dict[str, Any],
-        output: dict[str, Any],
-        usage: dict[str, Any],
-        calls: list[dict[str, Any]],
-        cache_rows: Iterable[tuple[str, str, str, dict[str, Any], dict[str, Any]]] = (),
-    ) -> int:
-        """The verdict row, and the tool call's new cache rows (cache_put's arguments each), in one transaction."""
-        with self.transaction() as db:
-            self._insert_cache_rows(db, cache_rows)
-            cursor = db.execute(
-                "INSERT INTO verdicts (tool, backend, model, inputs, output, usage, calls, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [tool, backend, model, _dumps(inputs), _dumps(output), _dumps(usage), _dumps(calls), time.time()],
-            )
-            return int(cursor.lastrowid)
-
-    def verdicts(self, tool: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
-        sql = "SELECT * FROM verdicts" + (" WHERE tool = ?" if tool else "") + " ORDER BY id DESC LIMIT ?"
-        rows = self.query(sql, [tool, limit] if tool else [limit])
-        for row in rows:
-            for col in ("inputs", "output", "usage", "calls"):
-                row[col] = json.loads(row[col])
-        return rows
-
-    def verdict_stats_rows(self, *, before_id: int | None = None, limit: int = 500) -> list[dict[str, Any]]:
-        """One page of the verdict log for the bias telemetry (judge_mcp/stats.py), newest first, ids below
-        `before_id`: each row's output without LWE's long texts, its usage, the two judged answers' lengths in
-        characters (compare_pair, lwe_judge) and the purposes of lwe_judge's vanilla re-asks from its call records.
-        JSON columns come as text; one that is not valid JSON comes as None. A read (the read-only connection)."""
-        return self.query(
-            "SELECT id, tool, backend, model, created_at,"
-            " CASE WHEN json_valid(usage) THEN usage END AS usage,"
-            " CASE WHEN json_valid(output) THEN json_remove(output, '$.eval_prompt', '$.judgment', '$.feedback') END AS output,"
-            " CASE WHEN tool IN ('compare_pair', 'lwe_judge') AND json_valid(inputs)"
-            "  THEN length(json_extract(inputs, '$.response_a')) END AS len_a,"
-            " CASE WHEN tool IN ('compare_pair', 'lwe_judge') AND json_valid(inputs)"
-            "  THEN length(json_extract(inputs, '$.response_b')) END AS len_b,"
-            " CASE WHEN tool = 'lwe_judge' AND json_valid(calls) THEN"
-            "  (SELECT json_group_array(json_extract(c.value, '$.purpose')) FROM json_each(verdicts.calls) AS c"
-            "   WHERE json_extract(c.value, '$.purpose') LIKE 'lwe_judge:vanilla:%:reask') END AS vanilla_reasks"
-            " FROM verdicts WHERE id < ? ORDER BY id DESC LIMIT ?",
-            [before_id if before_id is not None else 2**63 - 1, limit],
-        )
-
-    # ---- retention ----------------------------------------------------------------------------------------------
-    def gc(self, *, cache_older_than_s: float | None = None, verdicts_older_than_s: float | None = None, vacuum: bool = False) -> dict[str, int]:
-        """Delete call-cache rows and verdict-log rows older than the given ages, in one transaction (LWE sessions,
-        their versions and feedback are never touched). With `vacuum`, the file is then rewritten to give the
-        space back to the filesystem (SQLite otherwise reuses it for new rows)."""
-        now = time.time()
-        counts = {"call_cache": 0, "verdicts": 0}
-        with self.transaction() as db:
-            if cache_older_than_s is not None:
-                counts["call_cache"] = db.execute("DELETE FROM call_cache WHERE created_at < ?", [now - cache_older_than_s]).rowcount
-            if verdicts_older_than_s is not None:
-                counts["verdicts"] = db.execute("DELETE FROM verdicts WHERE created_at < ?", [now - verdicts_older_than_s]).rowcount
-        if vacuum:
-            with self._lock:
-                try:
-                    self.conn.execute("VACUUM")
-                except sqlite3.Error as exc:
-                    raise StoreError(f"could not vacuum the database {str(self.path)!r}: {self._why(exc)}") from exc
-        return counts
+    def vacuum(self) -> None:
+        """Rewrite the file to give the space of deleted rows back to the filesystem (retention.gc)."""
+        with self._lock:
+            try:
+                self.conn.execute("VACUUM")
+            except sqlite3.Error as exc:
+                raise StoreError(f"could not vacuum the database {str(self.path)!r}: {self._why(exc)}") from exc

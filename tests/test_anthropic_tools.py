@@ -13,6 +13,7 @@ from mcp import Client
 
 from tests.judge_script import CASES, Faulty, UniversalJudge
 from tests.scripted import Reply
+from judge_mcp.verdict_log import VerdictLog
 
 ENV = {"JUDGE_MCP_TIMEOUT_S": "0.5", "JUDGE_MCP_MAX_RETRIES": "1"}
 
@@ -38,7 +39,7 @@ async def test_every_tool_over_the_anthropic_wire(anthropic_app, tool: str) -> N
     # structured output goes as Anthropic's output_config, never as OpenAI's response_format
     assert not any("response_format" in p for p in backend.requests)
     assert any("output_config" in p for p in backend.requests)
-    row = server.app.store.verdicts(tool)[0]
+    row = VerdictLog(server.app.store).recent(tool)[0]
     assert row["model"] == "anthropic/claude-scripted" and row["usage"]["calls"] == len(row["calls"]) - row["usage"]["cached_calls"]
 
 

@@ -19,6 +19,7 @@ from judge_mcp.methods.judge import Judge
 from judge_mcp.store import Store
 from tests.helpers import Hold, Rendezvous, until
 from tests.scripted import Reply
+from judge_mcp.verdict_log import VerdictLog
 
 KEY = "sk-cache-test-0d15ea5e-never-stored"
 
@@ -194,7 +195,7 @@ async def test_the_api_key_never_reaches_the_database_file(http, tmp_path, kind)
         await judge.complete(user("retry me", system="sys", json_schema={"type": "object", "properties": {}}))
         await judge.complete(user("retry me", system="sys", json_schema={"type": "object", "properties": {}}))  # cached
         await judge.complete(user("sample", temperature=0.5))
-        store.log_verdict("compare_pair", backend.name, backend.model_id, {"prompt": "p"}, {"winner": "A"},
+        VerdictLog(store).log("compare_pair", backend.name, backend.model_id, {"prompt": "p"}, {"winner": "A"},
                           judge.usage().model_dump(), judge.records)
 
         sent = server.headers[0].get("authorization", "") + server.headers[0].get("x-api-key", "")

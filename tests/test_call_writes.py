@@ -14,6 +14,8 @@ from judge_mcp.methods.judge import Judge
 from judge_mcp.backends.base import user
 from tests.judge_script import BAD, CAPITAL_Q, GOOD, PAIR_A, UniversalJudge
 from tests.scripted import Reply, prompt_text
+from judge_mcp.verdict_log import VerdictLog
+from judge_mcp.methods.call_cache import CacheTable
 
 PAIR = {"prompt": CAPITAL_Q, "response_a": BAD, "response_b": GOOD}
 FRESH_KEYS = {"attempts", "cache_key", "cached", "completion_chars", "finish_reason", "latency_ms", "prompt_chars", "purpose",
@@ -55,7 +57,7 @@ def test_one_tool_call_is_one_transaction_and_a_cache_hit_writes_no_cache_row(mc
     assert not any("CALL_CACHE" in s.upper() for s in again_sql)
     assert len(backend.requests) == 2
     assert store.query("SELECT COUNT(*) AS n FROM call_cache")[0]["n"] == 2
-    rows = store.verdicts("compare_pair")
+    rows = VerdictLog(store).recent("compare_pair")
     assert len(rows) == 2
     # the typed call record keeps the log's JSON shape: a sent call, and a cached one (no attempt, no reply metadata)
     for call in rows[1]["calls"]:
@@ -85,7 +87,7 @@ def test_a_failed_tool_call_still_caches_the_answers_that_came_back(mcp_app) -> 
 
     result = anyio.run(main)
     assert result.is_error and "HTTP 400" in result.content[0].text
-    assert store.verdicts() == []
+    assert VerdictLog(store).recent() == []
     rows = store.query("SELECT response FROM call_cache")
     assert len(rows) == 1 and "[[" in rows[0]["response"]  # the AB order's answer, whole
     assert server.app.cache._unwritten == {}  # nothing left waiting in memory
@@ -101,7 +103,7 @@ async def test_deferred_rows_answer_from_memory_until_written(make_judge, store)
     assert store.query("SELECT COUNT(*) AS n FROM call_cache")[0]["n"] == 0  # deferred: not written yet
     second, cached, _ = await cache.lookup(judge.backend, request)
     assert cached and second.text == "an answer" and len(server.requests) == 1  # answered from memory
-    store.log_verdict("t", "b", "m", {}, {}, {}, [], rows)
+    VerdictLog(store).log("t", "b", "m", {}, {}, {}, [], rows)
     cache.written(rows)
     assert cache._unwritten == {}
     assert (await CallCache(store).lookup(judge.backend, request))[1]  # a fresh cache finds it in the table
@@ -111,13 +113,13 @@ async def test_deferred_rows_answer_from_memory_until_written(make_judge, store)
 async def test_the_requests_of_one_judgment_share_one_read_of_the_cache(make_judge, store, monkeypatch) -> None:
     judge, server = make_judge(UniversalJudge())
     reads: list[list[str]] = []
-    real = store.cache_get_many
+    real = CacheTable.get_many
 
-    def counting(keys: list[str]):
+    def counting(self, keys: list[str]):
         reads.append(list(keys))
-        return real(keys)
+        return real(self, keys)
 
-    monkeypatch.setattr(store, "cache_get_many", counting)
+    monkeypatch.setattr(CacheTable, "get_many", counting)
     await pairwise.compare_pair(judge, **PAIR)
     assert [len(keys) for keys in reads] == [2]
     reads.clear()

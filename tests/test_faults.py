@@ -20,6 +20,7 @@ from mcp import Client
 
 from tests.judge_script import CASES, GOOD, PAIR, Faulty
 from tests.scripted import Reply
+from judge_mcp.verdict_log import VerdictLog
 
 TIMEOUT_S = 0.5
 HANG_S = 3.0
@@ -68,7 +69,7 @@ async def test_transient_fault_ends_in_the_correct_verdict(mcp_app, fault: str) 
     assert data["winner"] == "B" and data["consistent"] is True
     assert faulty.faults == 2  # each order failed once
     assert elapsed < bound_s() + (HANG_S if fault == "hang_past_timeout" else 0)
-    row = server.app.store.verdicts("compare_pair")[0]
+    row = VerdictLog(server.app.store).recent("compare_pair")[0]
     if FAULTS[fault][1] is not None:  # a backend fault: retried, and the retry is in the verdict log
         assert data["usage"]["calls"] == 2 and all(t["reasked"] is False for t in data["trials"])
         assert all(call["attempts"] == 2 and len(call["retried_errors"]) == 1 for call in row["calls"])
@@ -83,7 +84,7 @@ async def test_retry_after_header_is_waited_for_at_the_tool_level(mcp_app) -> No
         result, elapsed = await _call(client, "compare_pair", {**PAIR, "swap": False})
     assert not result.is_error and result.structured_content["winner"] == "B"
     assert elapsed >= 0.95  # the server asked for a second; jittered backoff alone would be <= 0.5 s
-    retried = server.app.store.verdicts("compare_pair")[0]["calls"][0]["retried_errors"]
+    retried = VerdictLog(server.app.store).recent("compare_pair")[0]["calls"][0]["retried_errors"]
     assert retried[0]["retry_in_s"] == 1.0 and "HTTP 429" in retried[0]["error"]
 
 
@@ -102,7 +103,7 @@ async def test_persistent_fault_is_a_clear_tool_error_and_the_server_keeps_servi
         faulty.mode = "never"
         after, _ = await _call(client, "compare_pair", PAIR)
     assert not after.is_error and after.structured_content["winner"] == "B"
-    assert [r["output"]["winner"] for r in server.app.store.verdicts("compare_pair")] == ["B"]  # failures log no verdict
+    assert [r["output"]["winner"] for r in VerdictLog(server.app.store).recent("compare_pair")] == ["B"]  # failures log no verdict
 
 
 @pytest.mark.parametrize("fault", ["empty_content", "cut_by_max_tokens"])

@@ -32,7 +32,7 @@ def test_a_store_opened_alone_has_the_core_and_lwe_tables_and_not_the_bench_tabl
     tables = _tables(db)
     assert {"call_cache", "verdicts", "option_pool", "lwe_sessions", "lwe_versions", "lwe_feedback"} <= tables
     assert not {"bench_results", "bench_runs"} & tables
-    assert _applied(db) == ["m001_core", "m002_lwe", "m003_option_pool"]
+    assert _applied(db) == ["m001_call_cache", "m001_verdicts", "m002_lwe", "m003_option_pool"]
 
 
 def test_the_bench_migrations_run_once_on_first_use_and_record_themselves(tmp_path):
@@ -40,7 +40,7 @@ def test_the_bench_migrations_run_once_on_first_use_and_record_themselves(tmp_pa
     store = Store(db)
     Results(store, "ds", "grp", "local")
     assert {"bench_results", "bench_runs"} <= _tables(db)
-    assert _applied(db) == ["m001_core", "m002_lwe", "m003_option_pool", "m101_bench_tables", "m102_bench_fingerprint"]
+    assert _applied(db) == ["m001_call_cache", "m001_verdicts", "m002_lwe", "m003_option_pool", "m101_bench_tables", "m102_bench_fingerprint"]
     store.close()
     reopened = Store(db)
     assert reopened.migrate() == []  # nothing left to apply
@@ -88,11 +88,11 @@ def test_a_failing_migration_leaves_no_record_and_no_half_schema(tmp_path):
 
 
 def test_two_migrations_with_one_name_are_refused():
-    def m001_core(db) -> None:  # the same name as the core migration, another function
+    def m002_lwe(db) -> None:  # the same name as LWE's migration, another function
         pass
 
-    with pytest.raises(ValueError, match="m001_core"):
-        migration(m001_core)
+    with pytest.raises(ValueError, match="m002_lwe"):
+        migration(m002_lwe)
 
 
 def test_a_database_whose_option_pool_came_from_m001_core_keeps_its_options(tmp_path):
@@ -109,4 +109,25 @@ def test_a_database_whose_option_pool_came_from_m001_core_keeps_its_options(tmp_
     assert "m003_option_pool" in _applied(db)
     assert {r["option"] for r in OptionPool(reopened).others("Another instruction.")} == {"Red", "Blue"}
     assert OptionPool(reopened).others("Name a colour.") == []
+    reopened.close()
+
+
+def test_a_database_from_the_single_core_migration_keeps_its_cache_and_verdicts(tmp_path):
+    """Databases made when one migration (m001_core) created the cache and the verdict log: the tables' own
+    migrations find them (IF NOT EXISTS) and keep every row."""
+    from judge_mcp.methods.call_cache import CacheTable
+    from judge_mcp.verdict_log import VerdictLog
+
+    db = tmp_path / "core.db"
+    store = Store(db)
+    CacheTable(store).put("k", "b", "m", {"r": 1}, {"text": "kept"})
+    VerdictLog(store).log("compare_pair", "b", "m", {"prompt": "p"}, {"winner": "A"}, {}, [])
+    store.close()
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM _migrations WHERE name IN ('m001_call_cache', 'm001_verdicts')")
+        conn.execute("INSERT INTO _migrations (name, applied_at) VALUES ('m001_core', 0)")
+    reopened = Store(db)
+    assert {"m001_core", "m001_call_cache", "m001_verdicts"} <= set(_applied(db))
+    assert CacheTable(reopened).get("k") == {"text": "kept"}
+    assert [v["output"]["winner"] for v in VerdictLog(reopened).recent()] == ["A"]
     reopened.close()

@@ -22,6 +22,7 @@ from judge_mcp.methods.judge import Judge
 from judge_mcp.validation import InputError
 from tests.scripted import Reply
 from tests.judge_script import BAD, GOOD, _shown_first, logprob_content, verdict_json
+from judge_mcp.verdict_log import VerdictLog
 
 PAIR = dict(prompt="What is the capital of Australia?", response_a=BAD, response_b=GOOD)
 def prob_judge(p_first: dict[str, float | None]):
@@ -325,7 +326,7 @@ async def test_p_better_and_auto_swap_through_the_official_client(mcp_app) -> No
     assert both["p_better"]["A"] == pytest.approx(0.775) and both["swapped"] is True
     assert not tight.is_error and tight.structured_content["swapped"] is True  # margin 0.9 < 0.95
     assert wrong.is_error and "'swap_margin' applies only with swap \"auto\"" in wrong.content[0].text
-    logged = [row["output"]["p_better"]["A"] for row in server.app.store.verdicts("compare_pair")]
+    logged = [row["output"]["p_better"]["A"] for row in VerdictLog(server.app.store).recent("compare_pair")]
     assert sorted(logged) == pytest.approx(sorted([0.95, 0.775, 0.775]))
 
 

@@ -16,6 +16,7 @@ from judge_mcp.server import build_server
 from judge_mcp.validation import InputError
 from tests.scripted import Reply
 from tests.judge_script import BAD, GOOD, INSTRUCTION, OPTIONS, answer, correct_judge, first_position_judge, picks_text
+from judge_mcp.verdict_log import VerdictLog
 
 PAIR = {"prompt": "What is the capital of Australia?", "response_a": BAD, "response_b": GOOD}
 
@@ -144,7 +145,7 @@ async def test_majority_verdict_with_each_members_verdict_usage_sum_and_one_log_
     assert data["usage"]["calls"] == 6 and data["usage"]["prompt_tokens"] == 60 and data["usage"]["completion_tokens"] == 30
     assert data["model"] == "panel: openai/m-a, openai/m-b, openai/m-c" and data["trials"] == []
     assert all(len(s.requests) == 2 for s in servers.values())
-    rows = server.app.store.verdicts("compare_pair")
+    rows = VerdictLog(server.app.store).recent("compare_pair")
     assert len(rows) == 1 and rows[0]["backend"] == "a+b+c" and rows[0]["inputs"]["backends"] == ["a", "b", "c"]
     assert sorted(r["panel_member"] for r in rows[0]["calls"]) == ["a", "a", "b", "b", "c", "c"]
 

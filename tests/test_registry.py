@@ -7,6 +7,7 @@ from mcp import Client
 
 import judge_mcp.bench.methods  # noqa: F401  (registers the bench's baselines)
 from judge_mcp.methods import registry
+from judge_mcp.verdict_log import VerdictLog
 
 TOOLS = ("compare_pair", "infer_instruction_reward", "grade_score_options", "lwe_judge")
 
@@ -35,7 +36,7 @@ async def test_call_applies_no_reask_and_logs_the_extra_keys_with_the_arguments(
 
     strict, records = await registry.call(app, "compare_pair", {**args, "prompt": "Capital of Austria?"}, no_reask=True, log_extra={"bench_item": "x1"})
     assert strict.trials[0].parse_ok is False and strict.usage.calls == 1 and len(records) == 1
-    logged = app.store.verdicts("compare_pair", limit=1)[0]["inputs"]
+    logged = VerdictLog(app.store).recent("compare_pair", limit=1)[0]["inputs"]
     assert logged["bench_item"] == "x1" and logged["no_reask"] is True and logged["prompt"] == "Capital of Austria?"
 
 

@@ -14,6 +14,7 @@ from mcp.client.stdio import StdioServerParameters
 from tests.helpers import ACCEPT, INIT, HttpServer, server_env, token_client
 from tests.judge_script import GOOD, PAIR, correct_judge, first_position_judge
 from tests.scripted import Reply
+from judge_mcp.verdict_log import VerdictLog
 
 TOOLS = {"compare_pair", "infer_instruction_reward", "grade_score_options", "lwe_judge", "lwe_session"}
 
@@ -44,7 +45,7 @@ async def test_compare_pair_in_memory_with_progress_and_verdict_log(mcp_app) -> 
     assert data["model"] == "openai/scripted-model"
     assert data["usage"]["calls"] == 2 and data["usage"]["cached_calls"] == 0
     assert sorted(progress) == [(1, 2), (2, 2)]
-    rows = server.app.store.verdicts("compare_pair")
+    rows = VerdictLog(server.app.store).recent("compare_pair")
     assert len(rows) == 1 and rows[0]["output"]["winner"] == "B" and rows[0]["inputs"]["response_b"] == GOOD
     assert len(rows[0]["calls"]) == 2 and rows[0]["calls"][0]["request"]["temperature"] == 0
 

@@ -18,6 +18,7 @@ from judge_mcp.store import APPLICATION_ID, Store, StoreError
 from tests.helpers import Hold, http_backend, until
 from tests.judge_script import UniversalJudge
 from tests.scripted import Reply, chat_body
+from judge_mcp.methods.call_cache import CacheTable
 
 
 def backend_for(server):
@@ -54,7 +55,7 @@ async def test_a_cancelled_caller_leaves_the_shared_call_to_the_others(scripted,
     assert got["second"].text == "the shared answer"
     assert len(server.requests) == 1  # the second caller was not given a fresh call: it kept the shared one
     assert (second.calls, second.cached_calls, first.calls) == (1, 0, 0)  # the survivor accounts for the one call
-    assert store.cache_get(request.cache_key(backend.identity()))["text"] == "the shared answer"
+    assert CacheTable(store).get(request.cache_key(backend.identity()))["text"] == "the shared answer"
     await backend.aclose()
 
 

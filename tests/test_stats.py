@@ -18,6 +18,7 @@ from judge_mcp import cli, stats
 from judge_mcp.store import Store
 from tests.lwe_script import LweScript
 from tests.scripted import prompt_text
+from judge_mcp.verdict_log import VerdictLog
 
 QUESTION = "What is the capital of Australia?"
 SHORT, LONG = "Canberra.", "The capital of Australia is Canberra, chosen as a compromise between Sydney and Melbourne."
@@ -269,7 +270,7 @@ def test_panel_members_with_trials_count_under_their_own_backend(store: Store) -
 
     # a member without trials (nor model) adds nothing; extra fields (p_better) are ignored
     output = {"winner": None, "panel": [member("small", "A"), member("big", "B"), {"backend": "x", "verdict": "A"}], "p_better": None, "trials": []}
-    store.log_verdict("compare_pair", "panel", "panel/small+big", {"response_a": "a", "response_b": "bb"}, output, {"calls": 4, "latency_ms": 12.0}, [])
+    VerdictLog(store).log("compare_pair", "panel", "panel/small+big", {"response_a": "a", "response_b": "bb"}, output, {"calls": 4, "latency_ms": 12.0}, [])
     report = stats.from_store(store, 10)
     by_backend = {g.backend: g for g in report.all_time.groups}
     assert sorted(by_backend) == ["big", "panel", "small"]
@@ -282,7 +283,7 @@ def test_panel_members_with_trials_count_under_their_own_backend(store: Store) -
 
 def test_unreadable_rows_are_skipped_and_paging_changes_nothing(store: Store) -> None:
     for k in range(5):
-        store.log_verdict("compare_pair", "default", "m", {"response_a": "a" * (k + 1), "response_b": "b"},
+        VerdictLog(store).log("compare_pair", "default", "m", {"response_a": "a" * (k + 1), "response_b": "b"},
                           {"winner": "A", "trials": [{"order": "AB", "better": "A", "parse_ok": True}]}, {"calls": 1}, [])
     with store.transaction() as db:
         db.execute("INSERT INTO verdicts (tool, backend, model, inputs, output, usage, calls, created_at) VALUES ('compare_pair', 'default', 'm', '{', '{not json', '{', '[', 0)")
@@ -333,7 +334,7 @@ def test_cli_stats_errors_and_the_empty_log(tmp_path: Path, capsys, monkeypatch)
 
 def test_lengths_are_characters_not_bytes(store: Store) -> None:
     """SQLite computes the answers' lengths; 'éé' is 2 characters (4 bytes in UTF-8) against 'abc''s 3."""
-    store.log_verdict("compare_pair", "default", "m", {"response_a": "éé", "response_b": "abc"},
+    VerdictLog(store).log("compare_pair", "default", "m", {"response_a": "éé", "response_b": "abc"},
                       {"winner": "A", "trials": [{"order": "AB", "better": "A", "parse_ok": True}]}, {"calls": 1}, [])
     g = stats.from_store(store).all_time.groups[0]
     assert (g.length_preference.count, g.length_preference.of) == (0, 1)  # the shorter answer won

@@ -21,6 +21,8 @@ from judge_mcp.methods.lwe.repository import LweRepository
 from tests.helpers import clean_env
 from tests.judge_script import BAD, GOOD, UniversalJudge
 from tests.helpers import integrity_ok
+from judge_mcp.verdict_log import VerdictLog
+from judge_mcp.methods.call_cache import CacheTable
 
 BIG = "x" * 20_000  # more than a few pages, so a write must grow the file
 
@@ -68,16 +70,16 @@ def test_cli_reports_an_unopenable_database_without_a_traceback(tmp_path: Path) 
 def test_a_full_disk_fails_the_write_whole_and_names_the_reason(tmp_path: Path) -> None:
     store = Store(tmp_path / "judge.db")
     try:
-        store.log_verdict("compare_pair", "b", "m", {"prompt": "small"}, {"winner": "A"}, {}, [])
+        VerdictLog(store).log("compare_pair", "b", "m", {"prompt": "small"}, {"winner": "A"}, {}, [])
         fill_up(store)
         with pytest.raises(StoreError, match="database or disk is full") as caught:
-            store.log_verdict("compare_pair", "b", "m", {"prompt": BIG}, {"winner": "A"}, {}, [{"request": BIG}])
+            VerdictLog(store).log("compare_pair", "b", "m", {"prompt": BIG}, {"winner": "A"}, {}, [{"request": BIG}])
         assert "rolled back" in str(caught.value) and str(tmp_path / "judge.db") in str(caught.value)
-        assert [v["inputs"]["prompt"] for v in store.verdicts()] == ["small"]
+        assert [v["inputs"]["prompt"] for v in VerdictLog(store).recent()] == ["small"]
         assert not store.conn.in_transaction
         free_up(store)
-        store.log_verdict("compare_pair", "b", "m", {"prompt": BIG}, {"winner": "B"}, {}, [])
-        assert len(store.verdicts()) == 2 and integrity_ok(store)
+        VerdictLog(store).log("compare_pair", "b", "m", {"prompt": BIG}, {"winner": "B"}, {}, [])
+        assert len(VerdictLog(store).recent()) == 2 and integrity_ok(store)
     finally:
         store.close()
 
@@ -117,24 +119,24 @@ def test_tool_call_on_a_full_disk_is_a_clear_tool_error_and_the_server_recovers(
             text = failed.content[0].text
             assert "could not write the database" in text and "database or disk is full" in text
             assert "internal error" not in text
-            assert store.verdicts() == []
+            assert VerdictLog(store).recent() == []
             free_up(store)
             ok = await client.call_tool("compare_pair", args)
             assert not ok.is_error and ok.structured_content["winner"] == "A"
 
     anyio.run(main)
-    assert len(store.verdicts()) == 1 and integrity_ok(store)
+    assert len(VerdictLog(store).recent()) == 1 and integrity_ok(store)
     assert len(backend.requests) >= 2  # the failed call did reach the model: it was the write that failed
 
 
 def test_cache_hits_are_pure_reads_and_answer_when_every_write_fails(tmp_path: Path) -> None:
     store = Store(tmp_path / "judge.db")
     try:
-        store.cache_put("k", "b", "m", {"r": 1}, {"text": "cached"})
+        CacheTable(store).put("k", "b", "m", {"r": 1}, {"text": "cached"})
         store.conn.execute("PRAGMA query_only = ON")  # every write now fails, reads still work
-        assert store.cache_get("k") == {"text": "cached"}
+        assert CacheTable(store).get("k") == {"text": "cached"}
         with pytest.raises(StoreError, match="could not write"):
-            store.cache_put("k2", "b", "m", {"r": 2}, {"text": "other"})
+            CacheTable(store).put("k2", "b", "m", {"r": 2}, {"text": "other"})
     finally:
         store.conn.execute("PRAGMA query_only = OFF")
         store.close()

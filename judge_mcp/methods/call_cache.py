@@ -12,22 +12,85 @@ write with its verdict; until that write, identical requests are answered from m
 from __future__ import annotations
 
 import asyncio
+import json
+import time
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
+import sqlite_utils
+
 from judge_mcp.backends.base import Backend, ChatRequest, Completion, TokenLogprob, Usage
-from judge_mcp.store import Store
+from judge_mcp.store import OffLoop, Store, dumps, migration
+
+
+@migration
+def m001_call_cache(db: sqlite_utils.Database) -> None:
+    """IF NOT EXISTS: databases made before the tables had their own migrations got it from m001_core. (`hits` is
+    no longer counted: a hit writes nothing.)"""
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS call_cache (
+            key TEXT PRIMARY KEY,
+            backend TEXT NOT NULL,
+            model TEXT NOT NULL,
+            request TEXT NOT NULL,
+            response TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            hits INTEGER NOT NULL DEFAULT 0
+        )"""
+    )
 
 
 class CacheRow(NamedTuple):
-    """A cache row not yet written: `Store.cache_put`'s arguments. A tool call run through `App.run` writes its rows
-    in the same transaction as its verdict (one write per tool call); until then `CallCache` answers from memory."""
+    """A cache row not yet written. A tool call run through `App.run` writes its rows in the same transaction as its
+    verdict (one write per tool call, verdict_log.VerdictLog.log); until then `CallCache` answers from memory."""
 
     key: str
     backend: str
     model: str
     request: dict[str, Any]
     response: dict[str, Any]
+
+
+class CacheTable:
+    """The call_cache table's reads and writes (`table.aio.NAME(...)` runs one in a worker thread)."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        self.aio = OffLoop(self)
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """A pure read: a hit writes nothing, so it never waits for a lock."""
+        return self.get_many([key]).get(key)
+
+    def get_many(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        """The stored answers among `keys`, by key, in one read."""
+        found: dict[str, dict[str, Any]] = {}
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), 500):  # well under SQLite's limit of bound parameters per statement
+            chunk = unique[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in self.store.query(f"SELECT key, response FROM call_cache WHERE key IN ({marks})", chunk):
+                found[row["key"]] = json.loads(row["response"])
+        return found
+
+    def put(self, *row: Any) -> None:
+        self.put_many([CacheRow(*row)])
+
+    def put_many(self, rows: Iterable[CacheRow]) -> None:
+        """Cache rows in one transaction."""
+        with self.store.transaction() as db:
+            self.insert(db, rows)
+
+    @staticmethod
+    def insert(db: sqlite_utils.Database, rows: Iterable[CacheRow]) -> None:
+        """The rows, inside the caller's transaction."""
+        now = time.time()
+        for key, backend, model, request, response in rows:
+            db.execute(
+                "INSERT OR REPLACE INTO call_cache (key, backend, model, request, response, created_at, hits)"
+                " VALUES (?, ?, ?, ?, ?, ?, 0)",
+                [key, backend, model, dumps(request), dumps(response), now],
+            )
 
 
 class _Lookup:
@@ -132,7 +195,7 @@ class CallCache:
         if self.store is not None and completion.text.strip():
             row = CacheRow(key, backend.identity(), completion.model, summary or request.summary(), _to_cached(completion))
             if defer is None:
-                await self.store.aio.cache_put(*row)
+                await CacheTable(self.store).aio.put_many([row])
             else:
                 self._unwritten[key] = row.response
                 defer.append(row)
@@ -161,7 +224,7 @@ class CallCache:
             if self._lookup is lookup:
                 self._lookup = None
         assert self.store is not None
-        return await self.store.aio.cache_get_many(lookup.keys)
+        return await CacheTable(self.store).aio.get_many(lookup.keys)
 
     def _forget(self, key: str, flight: _Flight) -> None:
         if self._inflight.get(key) is flight:
