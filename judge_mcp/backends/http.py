@@ -19,7 +19,7 @@ from judge_mcp.backends.base import Backend
 
 from judge_mcp.backends.errors import FatalError, RetryableError
 from judge_mcp.backends.retry import parse_retry_after
-from judge_mcp.redaction import REDACTED, redact, redact_tree, register
+from judge_mcp.redaction import redact, redact_tree, register
 
 RETRYABLE_STATUS = {408, 409, 429} | set(range(500, 600))
 CREDENTIAL_HEADERS = ("authorization", "x-api-key", "api-key", "proxy-authorization")
