@@ -313,6 +313,7 @@ async def test_first_shown_judge_scores_pair_accuracy_zero(scripted, tmp_path, m
     assert o["pair_accuracy"] == 0.0
     assert o["consistency"] == 0.0
     assert o["position_bias"] == 1.0
+    assert o["length_preference"] == 0.5  # the chosen (longer) response first, then the rejected one: half each
     assert o["parse_failures"] == 0
 
 
@@ -325,6 +326,8 @@ async def test_correct_judge_scores_one_on_pairs(scripted, tmp_path, method):
     assert o["parse_failures"] == 0 and o["ties"] == 0
     assert o["calls_per_item"] > 0 and o["tokens_per_item"] > 0
     assert not any("same text" in prompt_text(p) for p in server.requests)  # the degenerate item was never sent
+    # the fixture's chosen responses are the longer ones: a correct pairwise judge always names the longer
+    assert o["length_preference"] == (1.0 if method in PAIR_METHODS else None)
     if method in PAIR_METHODS or method == "grade":
         assert o["consistency"] == 1.0 and o["position_bias"] == 0.5
     else:
@@ -817,3 +820,13 @@ def test_cli_refuses_adaptive_options_it_cannot_apply(tmp_path, capsys, method: 
     assert args.fn(args) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "b.db").exists()  # refused before anything ran
+
+
+def test_the_longer_response_of_a_pair_and_equal_lengths():
+    from judge_mcp.bench.data import Item
+
+    pair = dict(seq=0, id="x", category="c", kind="pairwise", prompt="q")
+    assert Item(**pair, chosen="a long answer", rejected="short").longer == "chosen"
+    assert Item(**pair, chosen="short", rejected="a long answer").longer == "rejected"
+    assert Item(**pair, chosen="same!", rejected="other").longer is None  # equal lengths: left out
+    assert Item(seq=0, id="y", category="c", kind="listwise", prompt="q", responses=("a", "bb")).longer is None

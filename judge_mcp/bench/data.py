@@ -27,6 +27,14 @@ class Item:
     degenerate: bool = False
 
     @property
+    def longer(self) -> str | None:
+        """For a pair: "chosen" or "rejected", whichever response has more characters; None for equal lengths
+        (or a list). The bench's length preference counts verdicts for it."""
+        if self.kind != "pairwise" or self.chosen is None or self.rejected is None or len(self.chosen) == len(self.rejected):
+            return None
+        return "chosen" if len(self.chosen) > len(self.rejected) else "rejected"
+
+    @property
     def options(self) -> list[str]:
         """The responses to judge: [chosen, rejected] for a pair (gold index 0), else the list."""
         return [self.chosen or "", self.rejected or ""] if self.kind == "pairwise" else list(self.responses)

@@ -5,6 +5,8 @@ Pairwise-judging methods (two placements per item):
 - consistency: both placements name the same response;
 - pair_accuracy: both placements are right;
 - position_bias: share of parsed verdicts naming the first-shown response, ties left out (null when none);
+- length_preference: share of the verdicts naming a response, on pairs whose responses differ in length, that
+  name the longer one (pairwise methods; null when none; `judge-mcp stats` reports the same for the verdict log);
 - single_order_accuracy: the LWE paper's Accuracy, on one seeded random placement per item (`placement_for`);
 - judgebench_score: JudgeBench's official score (utils/metrics.py `compute_final_metrics`, reverse_order): per
   pair, +1 for each placement naming the chosen response, -1 for each naming the rejected one (a tie or an
@@ -51,7 +53,7 @@ PLACEMENT_SEED = 0  # the seed of the single-order placement draw (fixed, so run
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("n", "n"), ("accuracy", "accuracy"), ("single_order_accuracy", "single-order acc."), ("pair_accuracy", "pair acc."),
     ("judgebench_score", "JudgeBench score"), ("consistency", "consistency"),
-    ("position_bias", "position bias"), ("parse_failures", "parse fail."), ("ties", "ties"), ("reasked_verdicts", "re-asked"),
+    ("position_bias", "position bias"), ("length_preference", "longer picked"), ("parse_failures", "parse fail."), ("ties", "ties"), ("reasked_verdicts", "re-asked"),
     ("calls_per_item", "calls/item"), ("tokens_per_item", "tokens/item"), ("seconds_per_item", "s/item"),
 )
 
@@ -128,6 +130,9 @@ def item_outcome(done: dict[str, dict[str, Any]], placements: tuple[str, ...], i
         "parsed_verdicts": sum(r["parsed_verdicts"] for r in records),
         "parse_failures": sum(r["parse_failures"] for r in records),
         "first_shown_picks": None if any(p is None for p in picks) else sum(picks),
+        # verdicts naming a response, of pairs whose responses differ in length: how many named the longer one
+        "length_decided": sum(1 for r in records if r.get("longer") and r.get("names")),
+        "longer_picks": sum(1 for r in records if r.get("longer") and r.get("names") == r["longer"]),
         "seconds": seconds,
         **{k: sum(r.get(k, 0) for r in records) for k in COST_KEYS},
     }
@@ -149,6 +154,7 @@ def summarise_outcomes(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
         "single_order_accuracy": _ratio(sum(single), n) if single and len(single) == n else None,
         "judgebench_score": _ratio(sum(jb), n) if jb and len(jb) == n else None,
         "position_bias": _ratio(sum(o["first_shown_picks"] for o in with_position), parsed) if with_position and parsed else None,
+        "length_preference": _ratio(sum(o.get("longer_picks", 0) for o in outcomes), sum(o.get("length_decided", 0) for o in outcomes)),
         "parse_failures": sum(o["parse_failures"] for o in outcomes),
         "verdicts": sum(o["verdicts"] for o in outcomes),
         "ties": sum(o["tie"] for o in outcomes),

@@ -182,6 +182,8 @@ async def run(app: App, spec: RunSpec, *, progress_stream: TextIO | None = None,
                 stop.set()
             return False, None
         consecutive_errors = 0
+        if "names" in record:  # a pairwise verdict: which response was the longer (the length preference)
+            record["longer"] = item.longer
         results.put(item.id, placement, item.seq, item.category, "done", record=record)
         return True, record["correct"]
 
