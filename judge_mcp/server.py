@@ -33,7 +33,9 @@ INSTRUCTIONS = (
     "judge-mcp: LLM-as-a-judge tools. compare_pair judges two answers in both orders with goal-reversed "
     "prompting (winner only when both orders agree); infer_instruction_reward scores responses by how well the "
     "instruction can be recovered from them (FLIP); grade_score_options picks the best of 2-10 options over "
-    "every cyclic order and reports the Grade Score; lwe_judge judges a pair while refining a stored meta-prompt."
+    "every cyclic order and reports the Grade Score; lwe_judge judges a pair while refining a stored meta-prompt. "
+    "compare_pair and grade_score_options take a panel of backends (`backends`); judge_stats reports each judge's "
+    "position bias, inconsistency and parse failures from the verdict log: read it before trusting a judge."
 )
 
 # A judgment reads its inputs and asks a model: it changes nothing the caller owns (the verdict log only grows),
