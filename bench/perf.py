@@ -10,6 +10,7 @@ time of a method whose calls are independent is one backend call.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import math
 import os
@@ -25,6 +26,7 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import anyio
+import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -104,7 +106,27 @@ async def fan_out(server: "ExternalScripted", tmp: Path, repeats: int) -> float:
     async def cached(i: int) -> None:
         await pairwise.compare_pair(judge(), prompt="the same prompt", response_a="a", response_b="b")
 
+    # The floor beside ours: 16 concurrent requests of the same size sent by a bare httpx client (one pool of 16
+    # connections, response.json()), and the same 16 sent through the backend alone (no method, no cache).
+    bare = httpx.AsyncClient(limits=httpx.Limits(max_connections=16, max_keepalive_connections=16))
+    body = {"model": "scripted", "temperature": 0, "max_tokens": 1024}
+
+    async def bare_one() -> None:
+        (await bare.post(f"{server.base_url}/chat/completions", json={**body, "messages": [{"role": "user", "content": f"bare {fresh()}"}]})).json()
+
+    async def bare16(i: int) -> None:
+        async with anyio.create_task_group() as tg:
+            for _ in range(16):
+                tg.start_soon(bare_one)
+
+    async def direct16(i: int) -> None:
+        async with anyio.create_task_group() as tg:
+            for _ in range(16):
+                tg.start_soon(call, i)
+
     await call(-1)  # warm the connection pool
+    await bare16(-1)
+    await direct16(-1)
     await cached(-1)  # fill the cache
     one = await median_s(call, repeats)
     print(f"\n## Fan-out at the default concurrency ({backend.concurrency}; median of {repeats}; limit 1.0 = all calls of one judgment concurrent)")
@@ -113,24 +135,30 @@ async def fan_out(server: "ExternalScripted", tmp: Path, repeats: int) -> float:
                              ("grade_score_options (n = 10, largest)", grade10, 10), ("infer_instruction_reward (n = 16, largest)", flip16, 16)):
         t = await median_s(fn, repeats)
         print(f"{name:<36} {t * 1000:8.1f} ms   ratio {t / one:5.2f}   (sequential would be {calls:.1f})")
+    for name, fn in (("16 requests, bare httpx client (floor)", bare16), ("16 requests, backend only (no method)", direct16)):
+        start_cpu = time.process_time()
+        t = await median_s(fn, repeats)
+        print(f"{name:<36} {t * 1000:8.1f} ms   ratio {t / one:5.2f}   (client CPU {(time.process_time() - start_cpu) / repeats * 1000:.1f} ms per batch)")
+    await bare.aclose()
     hit = await median_s(cached, repeats)
     print(f"compare_pair answered from the cache {hit * 1000:8.1f} ms   ratio {hit / one:5.3f} of one backend call")
     await backend.aclose()
-    with one_pool():  # the same two rows with the session-4 client: all connections in one httpx pool
-        backend = OpenAICompatBackend("bench", "scripted", base_url=server.base_url, concurrency=DEFAULT_CONCURRENCY["openai"])
-    await call(-1)
-    for name, fn in (("grade_score_options (n = 10), one pool", grade10), ("infer_instruction_reward (n = 16), one pool", flip16)):
-        t = await median_s(fn, repeats)
-        print(f"{name:<36} {t * 1000:8.1f} ms   ratio {t / one:5.2f}")
-    await backend.aclose()
+    for label, shard in (("one pool", 1 << 30), ("pools of 8", 8)):  # the same two rows with earlier clients
+        with pool_shard(shard):  # one pool for all connections (sessions 3-4), pools of 8 (session 5, morning)
+            backend = OpenAICompatBackend("bench", "scripted", base_url=server.base_url, concurrency=DEFAULT_CONCURRENCY["openai"])
+        await call(-1)
+        for name, fn in ((f"grade_score_options (n = 10), {label}", grade10), (f"infer_instruction_reward (n = 16), {label}", flip16)):
+            t = await median_s(fn, repeats)
+            print(f"{name:<36} {t * 1000:8.1f} ms   ratio {t / one:5.2f}")
+        await backend.aclose()
     store.close()
     return one
 
 
 @contextmanager
-def one_pool() -> Iterator[None]:
-    """Backends built inside get one httpx pool for all their connections, as before issue 15's pool shards."""
-    saved, http.POOL_SHARD = http.POOL_SHARD, 1 << 30
+def pool_shard(size: int) -> Iterator[None]:
+    """Backends built inside spread their connections over httpx pools of `size` (http.POOL_SHARD)."""
+    saved, http.POOL_SHARD = http.POOL_SHARD, size
     try:
         yield
     finally:
@@ -273,7 +301,7 @@ async def throughput(server: "ExternalScripted", tmp: Path, call_s: float, n_cal
         app = App(settings)
         mcp_server = build_server(app)
         durations: list[float] = []
-        with one_pool() if pools == "one pool" else nullcontext():
+        with pool_shard(1 << 30) if pools == "one pool" else nullcontext():
             app.backend(None)  # built now, with the pools asked for
         async with Client(mcp_server) as client:
             start = time.perf_counter()
@@ -367,6 +395,8 @@ async def main(latency: float, repeats: int, n_calls: int, lwe_cases: int, overh
     kind = "threaded" if ExternalScripted.threaded else "asyncio"
     print(f"scripted backend (own process, {kind}): fixed latency {latency * 1000:.0f} ms on 127.0.0.1; python {sys.version.split()[0]}, "
           f"{os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    gc.collect()  # as `judge-mcp serve` does once it has started (app.settle_heap)
+    gc.freeze()
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         with ExternalScripted(universal_answer({}), latency) as server:

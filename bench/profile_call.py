@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import json
 import os
 import pstats
@@ -108,6 +109,14 @@ def child(out: str, argv: list[str]) -> None:
         sys.exit(main(argv[1:]))
 
 
+def trimmed_mean(values: list[float], cut: float = 0.1) -> float:
+    """The mean without the lowest and highest `cut` share of the values."""
+    ordered = sorted(values)
+    k = int(len(ordered) * cut)
+    kept = ordered[k : len(ordered) - k] or ordered
+    return sum(kept) / len(kept)
+
+
 # ---- judge-mcp's own CPU, in process --------------------------------------------------------------------------------
 async def ours_in_process(base_url: str, calls: int, rounds: int) -> dict[str, float]:
     """CPU per call (this process, all threads, in ms) of `App.run` for a default compare_pair, and of the same two
@@ -135,18 +144,23 @@ async def ours_in_process(base_url: str, calls: int, rounds: int) -> dict[str, f
                 for _ in range(2):
                     tg.start_soon(backend.complete, user(pairwise.user_prompt(f"q {uuid.uuid4().hex}", "a", "b"), system=system, json_schema=schema, max_tokens=4096))
 
-        out: dict[str, list[float]] = {"tool": [], "direct": []}
         for fn in (tool_call, two_calls):
             for _ in range(20):
                 await fn()
-        for _ in range(rounds):
+        gc.collect()  # as `judge-mcp serve` does after start-up (app.settle_heap), for every checkout measured
+        gc.freeze()
+        # Interleaved call by call, so a drift in the machine's load hits both alike; each kind's CPU per call is the
+        # mean of its calls without the slowest and fastest 10% (a preempted call, an unlucky hand-off), which keeps
+        # the garbage collector's and the worker threads' share but not the outliers of a shared machine.
+        out: dict[str, list[float]] = {"tool": [], "direct": []}
+        clock = time.process_time
+        for _ in range(rounds * calls):
             for name, fn in (("tool", tool_call), ("direct", two_calls)):
-                start = time.process_time()
-                for _ in range(calls):
-                    await fn()
-                out[name].append((time.process_time() - start) / calls * 1000)
+                start = clock()
+                await fn()
+                out[name].append(clock() - start)
         await app.aclose()
-    tool, direct = statistics.median(out["tool"]), statistics.median(out["direct"])
+    tool, direct = (trimmed_mean(out[k]) * 1000 for k in ("tool", "direct"))
     return {"tool": tool, "direct": direct, "ours": tool - direct}
 
 

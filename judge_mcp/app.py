@@ -10,6 +10,7 @@ the answers. It knows nothing about MCP.
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -30,6 +31,15 @@ from judge_mcp.verdict_log import VerdictLog
 
 log = logging.getLogger("judge_mcp")
 R = TypeVar("R", bound=BaseModel)
+
+
+def settle_heap() -> None:
+    """Call once start-up is done (imports, settings, the server's tools): one full collection, then what survived
+    moves to the permanent generation (gc.freeze), so the collector stops re-scanning the SDK's, pydantic's and our
+    long-lived objects in every older-generation collection (~0.05 ms of CPU per compare_pair, ~1.2 ms per 16-response
+    FLIP call, measured in process)."""
+    gc.collect()
+    gc.freeze()
 
 
 class App:

@@ -32,17 +32,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"judge-mcp: configuration error: {exc}", file=sys.stderr)
         return 2
-    from judge_mcp.app import App
+    from judge_mcp.app import App, settle_heap
 
     app = App(settings)
     server = build_server(app)
     if args.transport == "stdio":
         from judge_mcp.stdio import serve_stdio
 
+        settle_heap()
         anyio.run(serve_stdio, server)
         return 0
     from judge_mcp.http_transport import serve_http
 
+    settle_heap()
     anyio.run(lambda: serve_http(server, host=args.host, port=args.port, token=settings.http_token))
     return 0
 

@@ -25,7 +25,7 @@ RETRYABLE_STATUS = {408, 409, 429} | set(range(500, 600))
 CREDENTIAL_HEADERS = ("authorization", "x-api-key", "api-key", "proxy-authorization")
 DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024  # a chat completion is kilobytes; a reply past this is refused
 ERROR_BODY_BYTES = 64 * 1024
-POOL_SHARD = 8  # connections per httpx pool; a backend with a higher concurrency gets several pools (HTTPBackend)
+POOL_SHARD = 1  # connections per httpx pool; a backend gets one pool per POOL_SHARD of its concurrency (HTTPBackend)
 
 
 def secrets_in(headers: Mapping[str, str]) -> list[str]:
@@ -158,7 +158,7 @@ def split_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
 
 
 class HTTPBackend(Backend):
-    """An endpoint: base URL, optional key, one pooled httpx client. Subclasses add the wire format (`_send`)."""
+    """An endpoint: base URL, optional key, pooled httpx clients (POOL_SHARD). Subclasses add the wire format (`_send`)."""
 
     default_base_url = ""
 
@@ -188,12 +188,16 @@ class HTTPBackend(Backend):
         # above 20 in flight every call closed and reopened a connection. They are shards of at most POOL_SHARD
         # connections each (see `post`): httpcore re-examines every connection of a pool, for each of them, on every
         # request and every response (O(connections²) work, a socket poll included), which at 64 connections in one
-        # pool cost ~10 ms of CPU per request and capped throughput at ~50 requests/s.
+        # pool cost ~10 ms of CPU per request and capped throughput at ~50 requests/s; pools of 8 still spent ~0.5 ms
+        # per request there (16 concurrent FLIP requests), pools of one connection none. The pools share one TLS
+        # context (building one per client reads the CA bundle: ~30 ms each).
         shards = -(-self.concurrency // POOL_SHARD)
         per_shard = -(-self.concurrency // shards)
+        tls = httpx.create_ssl_context(trust_env=True) if transport is None else True
         self._clients = [
             httpx.AsyncClient(
                 transport=transport,
+                verify=tls,
                 timeout=httpx.Timeout(self.timeout_s + 5.0),
                 limits=httpx.Limits(max_connections=per_shard, max_keepalive_connections=per_shard, keepalive_expiry=60.0),
                 auth=httpx.BasicAuth(*auth) if auth else None,

@@ -24,6 +24,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from rapidfuzz import fuzz, utils
 
@@ -58,6 +59,7 @@ def field_order(answer_order: str) -> tuple[str, str]:
     return ("reasoning", "instruction") if answer_order == "reasoning_first" else ("instruction", "reasoning")
 
 
+@lru_cache(maxsize=64)  # static text per (key, structured, order); so are answer_schema and system_prompt
 def answer_format(key: str, *, structured: bool, answer_order: str = "reasoning_first") -> str:
     """The answer format the prompts show, in `answer_order`.
 
@@ -77,6 +79,7 @@ def answer_format(key: str, *, structured: bool, answer_order: str = "reasoning_
     return f"a JSON object with two string fields, in this order: {first} and {second}"
 
 
+@lru_cache(maxsize=8)
 def answer_schema(answer_order: str = "reasoning_first") -> dict:
     """The JSON schema for backends that constrain decoding: the fields in `answer_order`, each length-bounded."""
     keys = {"reasoning": REASONING_KEY, "instruction": SCHEMA_KEY}
@@ -95,6 +98,7 @@ _FENCE_WORDS = re.compile(r"(?i)\b(BEGIN|END)(\s+)(RESPONSE|CONTEXT)\b")
 _KEY_IN_TEXT = re.compile(r"""(?i)(["'])\s*(inferr*ed[ _]+instruction|reasoning)\s*\1(\s*):""")
 
 
+@lru_cache(maxsize=256)  # pure: a shared context is defused once per call, not once per response
 def defuse(text: str) -> str:
     """Judged content made safe to fence: verdict tokens neutralised, our fence lines and answer keys defused.
 
@@ -110,6 +114,7 @@ def defuse(text: str) -> str:
 _ORDER_BULLET = re.compile(r"(?m)^- (?:Begin|Start) with [^\n]*explanation[^\n]*$")
 
 
+@lru_cache(maxsize=64)
 def system_prompt(variant: int, *, with_context: bool, structured: bool, answer_order: str = "reasoning_first") -> str:
     """The paper's Prompt `variant`, verbatim with `reasoning_first`; with `instruction_first` its order bullet
     (explanation first) is replaced by `flip_order_instruction_first.txt`, so prompt and schema agree."""

@@ -27,7 +27,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 
 import anyio.to_thread
 
@@ -169,6 +169,7 @@ def parse_structured(text: str, n: int, variant: int) -> Selection | None:
 _MARKER = re.compile(r"\[\s*(\\?)\s*(Option\s*\d+|User\s+Instruction)\s*\]", re.I)
 
 
+@lru_cache(maxsize=256)  # pure: every option is shown in every rotation, defused once per call
 def defuse_markers(text: str) -> str:
     """Turn `[Option 2]`, `[\\Option 2]` and `[User Instruction]` inside judged text into `(Option 2)` etc., so
     content cannot fake the boundaries of the options; then neutralise verdict tokens (`Selection: Option 2`)."""
@@ -180,6 +181,7 @@ def choices(n: int) -> list[str]:
     return [f"Option {k}" for k in range(1, n + 1)]
 
 
+@lru_cache(maxsize=128)  # static per (variant, n): so are system_prompt and reminder
 def selection_schema(variant: int, n: int) -> dict:
     props: dict[str, dict] = {name: {"type": "string"} for name in REASONING_FIELDS[variant]}
     props["selection"] = {"type": "string", "enum": choices(n)}
@@ -191,6 +193,7 @@ def _quoted_choices(n: int) -> str:
     return ", ".join(f'"{c}"' for c in choices(n))
 
 
+@lru_cache(maxsize=128)
 def system_prompt(variant: int, structured: bool, n: int) -> str:
     text = prompts.load(f"grade_score_judge_{variant}.txt").rstrip("\n")
     if structured:
@@ -209,6 +212,7 @@ def user_prompt(instruction: str, shown: Sequence[str]) -> str:
     ).rstrip("\n")
 
 
+@lru_cache(maxsize=128)
 def reminder(structured: bool, n: int) -> str:
     if structured:
         return prompts.render("grade_score_reask_json.txt", choices=_quoted_choices(n)).rstrip("\n")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 
 from judge_mcp import prompts, validation
@@ -51,6 +52,7 @@ class Verdict:
     at: int | None = None  # text grammar: where the deciding label starts in the parsed text (None: JSON, the last label)
 
 
+@lru_cache(maxsize=8)  # static per template (a shared object: callers must not change it); so is system_prompt
 def verdict_schema(template: str) -> dict:
     """The structured answer's schema: the template's free-text fields (length-bounded), then the verdict."""
     props = {name: {"type": "string"} for name in JSON_FIELDS[template]}
@@ -59,6 +61,7 @@ def verdict_schema(template: str) -> dict:
     return bounded(schema, FIELD_MAX_CHARS)
 
 
+@lru_cache(maxsize=16)
 def system_prompt(goal: str, template: str, structured: bool) -> str:
     text = prompts.load(f"grp_{template}_{goal}.txt").rstrip("\n")
     if structured:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 
 def _top_level(text: str, decoder: json.JSONDecoder) -> Iterator[dict[str, Any]]:
@@ -121,6 +122,12 @@ def _defuse_fence(m: re.Match) -> str:
     return f'{_DEFUSED}{words}")'
 
 
+# Memoised (a pure function of its text): a judgment defuses the same texts again and again (compare_pair both orders'
+# three texts, Grade Score every option in every rotation, FLIP a shared context per response), ~30 us per 200 characters.
+DEFUSED_MEMO = 256  # texts remembered (the strings are shared with the caller's, not copied)
+
+
+@lru_cache(maxsize=DEFUSED_MEMO)
 def neutralise(text: str) -> str:
     """Defuse verdict tokens and fence markers inside judged content so they cannot be read as the judge's own
     verdict or as the prompt's own structure.
