@@ -14,7 +14,6 @@ import gc
 import json
 import math
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -69,12 +68,6 @@ async def median_s(fn, repeats: int) -> float:
         await fn(i)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 async def fan_out(server: "ExternalScripted", tmp: Path, repeats: int) -> float:
@@ -173,15 +166,6 @@ async def _round_trips(client, tool: str, args: dict, repeats: int) -> float:
         assert not r.is_error, r.content
 
     return await median_s(once, repeats)
-
-
-async def _wait_port(port: int) -> None:
-    for _ in range(300):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-            return
-        except OSError:
-            await anyio.sleep(0.1)
 
 
 async def stdio_round_trip(params, tool: str, args: dict, repeats: int) -> float:
