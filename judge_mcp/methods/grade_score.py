@@ -27,6 +27,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 from functools import lru_cache, partial
 
 import anyio.to_thread
@@ -233,6 +234,19 @@ class Summary:
     tied_indices: list[int]
 
 
+def score_fields(s: Summary) -> dict[str, Any]:
+    """The result fields that come from a Summary (one judge's trials, or a panel's pooled)."""
+    return dict(
+        position_counts=s.position_counts,
+        option_counts=s.option_counts,
+        parsed_trials=s.parsed,
+        unparsed_trials=s.unparsed,
+        llm_score=s.llm_score,
+        choice_score=s.choice_score,
+        grade_score=s.grade_score,
+    )
+
+
 def summarise(trials: Sequence[GradeTrial], n: int) -> Summary:
     """Counts and scores over the parsed trials; n = number of options shown (positions)."""
     positions = [0] * n
@@ -351,13 +365,7 @@ async def grade_score_options(
         winner_index=winner,
         tied_indices=s.tied_indices,
         trials=trials,
-        position_counts=s.position_counts,
-        option_counts=s.option_counts,
-        parsed_trials=s.parsed,
-        unparsed_trials=s.unparsed,
-        llm_score=s.llm_score,
-        choice_score=s.choice_score,
-        grade_score=s.grade_score,
+        **score_fields(s),
         unrelated_index=unrelated_index,
         unrelated_picked=unrelated_picked,
         unrelated_option=unrelated.text if unrelated is not None else None,
