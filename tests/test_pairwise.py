@@ -137,11 +137,11 @@ def test_order_mapping_and_strict_aggregation() -> None:
     def t(order: str, better: str | None) -> PairTrial:
         return PairTrial(order=order, better=better, label=None, rationale="", parse_ok=better is not None)
 
-    assert aggregate([t("AB", "B"), t("BA", "B")], True) == ("B", True)
-    assert aggregate([t("AB", "A"), t("BA", "B")], True) == (None, False)
-    assert aggregate([t("AB", "A"), t("BA", None)], True) == (None, False)
-    assert aggregate([t("AB", "A")], False) == ("A", None)  # one trial cannot be consistent or inconsistent
-    assert aggregate([t("AB", None)], False) == (None, None)
+    assert aggregate([t("AB", "B"), t("BA", "B")]) == ("B", True)
+    assert aggregate([t("AB", "A"), t("BA", "B")]) == (None, False)
+    assert aggregate([t("AB", "A"), t("BA", None)]) == (None, False)
+    assert aggregate([t("AB", "A")]) == ("A", None)  # one trial cannot be consistent or inconsistent
+    assert aggregate([t("AB", None)]) == (None, None)
 
 
 # ---- the method over a scripted OpenAI-compatible server (judges: tests/judge_script.py) -------------------------

@@ -207,11 +207,11 @@ def better_in_caller_order(label: str, order: str) -> str:
     return "B" if first_better else "A"
 
 
-def aggregate(trials: list[PairTrial], swap: bool) -> tuple[str | None, bool | None]:
+def aggregate(trials: list[PairTrial]) -> tuple[str | None, bool | None]:
     """(winner, consistent) under the strict criterion. One order (swap=False, or a confident swap="auto") cannot
     be consistent or not: `consistent` is None and the winner is that trial's verdict."""
     parsed = [t for t in trials if t.parse_ok]
-    if not swap or len(trials) == 1:
+    if len(trials) == 1:
         return (parsed[0].better if parsed else None), None
     if len(parsed) != len(trials) or not parsed:
         return None, False
@@ -345,7 +345,7 @@ async def compare_pair(
     else:
         orders = ["AB", "BA"] if swap else ["AB"]
         ordered = await run_each(judge, len(orders), lambda k: judge_one(orders[k]), lambda k, _: f"order {orders[k]} judged")
-    winner, consistent = aggregate(ordered, len(ordered) == 2)
+    winner, consistent = aggregate(ordered)
     return ComparePairResult(
         winner=winner,
         consistent=consistent,
