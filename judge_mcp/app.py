@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from judge_mcp.backends import Backend, build_backend
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.methods import panel
-from judge_mcp.methods.call_cache import CacheTable, CallCache
+from judge_mcp.methods.call_cache import CacheRow, CacheTable, CallCache
 from judge_mcp.config import Settings, load_settings
 from judge_mcp.methods.judge import Judge, ProgressFn
 from judge_mcp import retention
@@ -81,23 +81,36 @@ class App:
     ) -> R:
         chosen = self.backend(backend)
         found, warnings, _ = panel.guard(authors, [(chosen.name, chosen.model_id)])  # raises when it excludes the judge
-        judge = Judge(chosen, self.cache, self.store, progress=progress, defer_cache_writes=True)
-        rows = judge.cache_rows
-        assert rows is not None
+
+        async def judged(rows: list[CacheRow]) -> tuple[R, str, str, list[dict[str, Any]]]:
+            judge = Judge(chosen, self.cache, self.store, progress=progress, cache_rows=rows)
+            result = await method(judge)
+            if found is not None:
+                result = result.model_copy(update={"self_preference": found, "warnings": [*getattr(result, "warnings", []), *warnings]})
+            return result, chosen.name, judge.model_id, judge.records
+
+        return await self._logged(tool, inputs, judged)
+
+    async def _logged(
+        self, tool: str, inputs: dict[str, Any], judged: Callable[[list[CacheRow]], Awaitable[tuple[R, str, str, list[dict[str, Any]]]]]
+    ) -> R:
+        """Run `judged(rows)` -> (result, backend, model, call records), its Judges appending their new cache rows to
+        `rows`, then write the verdict row with those cache rows in one transaction: the tool call's only write.
+        If the judgment fails, the answers that did come back are still cached (best effort: the failure is what
+        counts). Until written, the call cache answers those requests from memory."""
+        rows: list[CacheRow] = []
         try:
             try:
-                result = await method(judge)
+                result, backend, model, records = await judged(rows)
             except Exception:
-                if rows:  # no verdict, but the answers that did come back stay cached (best effort: the failure is what counts)
+                if rows:
                     try:
                         await CacheTable(self.store).aio.put_many(rows)
                     except Exception:
                         log.warning("could not cache the answers of a failed %s call", tool, exc_info=True)
                 raise
-            if found is not None:
-                result = result.model_copy(update={"self_preference": found, "warnings": [*getattr(result, "warnings", []), *warnings]})
             output = result.model_dump(mode="json")
-            await VerdictLog(self.store).aio.log(tool, chosen.name, judge.model_id, inputs, output, output.get("usage", {}), judge.records, rows)
+            await VerdictLog(self.store).aio.log(tool, backend, model, inputs, output, output.get("usage", {}), records, rows)
         finally:
             self.cache.written(rows)  # written, or dropped with the failed write: later lookups read the table
         return result
@@ -116,7 +129,8 @@ class App:
         """Run `method` once per backend, concurrently, each with its own Judge (sharing the call cache), and
         `combine(members, latency_ms=..., warnings=...)` their outcomes. A member whose backend fails after its retries is
         reported as failed; when every member that ran failed, the first failure is raised. One verdict-log row
-        holds every member's call records (each tagged with `panel_member`)."""
+        holds every member's call records (each tagged with `panel_member`), written with every member's new cache
+        rows in one transaction, as App.run does."""
         chosen = [self.backend(name) for name in backends]  # ConfigError on an unknown name, before any call
         found, warnings, judging = panel.guard(authors, [(b.name, b.model_id) for b in chosen])
         members = [panel.Member(b.name, b.model_id, excluded=b.name not in judging) for b in chosen]
@@ -125,32 +139,33 @@ class App:
         started = time.perf_counter()
         done = 0
 
-        async def one(member: panel.Member, backend: Backend) -> None:
-            nonlocal done
-            judge = judges[member.backend] = Judge(backend, self.cache, self.store)
-            try:
-                member.result = await method(judge)
-            except BackendError as exc:
-                member.error = str(exc)
-                errors.append(exc)
-            member.usage = judge.usage()
-            done += 1
-            if progress is not None:
-                await progress(done, len(judging), f"panel member {member.backend} {'failed' if member.error else 'judged'}")
+        async def judged(rows: list[CacheRow]) -> tuple[R, str, str, list[dict[str, Any]]]:
+            async def one(member: panel.Member, backend: Backend) -> None:
+                nonlocal done
+                judge = judges[member.backend] = Judge(backend, self.cache, self.store, cache_rows=rows)
+                try:
+                    member.result = await method(judge)
+                except BackendError as exc:
+                    member.error = str(exc)
+                    errors.append(exc)
+                member.usage = judge.usage()
+                done += 1
+                if progress is not None:
+                    await progress(done, len(judging), f"panel member {member.backend} {'failed' if member.error else 'judged'}")
 
-        async with anyio.create_task_group() as tg:
-            for member, backend in zip(members, chosen):
-                if not member.excluded:
-                    tg.start_soon(one, member, backend)
-        if errors and len(errors) == len(judging):
-            raise errors[0]
-        result = combine(members, latency_ms=(time.perf_counter() - started) * 1000.0, warnings=warnings)
-        if found is not None:
-            result = result.model_copy(update={"self_preference": found})
-        records = [{**record, "panel_member": m.backend} for m in members if m.backend in judges for record in judges[m.backend].records]
-        output = result.model_dump(mode="json")
-        await VerdictLog(self.store).aio.log(tool, "+".join(backends), result.model, inputs, output, output.get("usage", {}), records)  # type: ignore[attr-defined]
-        return result
+            async with anyio.create_task_group() as tg:
+                for member, backend in zip(members, chosen):
+                    if not member.excluded:
+                        tg.start_soon(one, member, backend)
+            if errors and len(errors) == len(judging):
+                raise errors[0]
+            result = combine(members, latency_ms=(time.perf_counter() - started) * 1000.0, warnings=warnings)
+            if found is not None:
+                result = result.model_copy(update={"self_preference": found})
+            records = [{**record, "panel_member": m.backend} for m in members if m.backend in judges for record in judges[m.backend].records]
+            return result, "+".join(backends), result.model, records  # type: ignore[attr-defined]
+
+        return await self._logged(tool, inputs, judged)
 
     async def aclose(self) -> None:
         for backend in self._backends.values():

@@ -2,8 +2,8 @@
 
 It sends requests through the shared call cache, counts usage (calls sent vs answered from cache, tokens),
 keeps a typed record of every call for the verdict log (`call_records`; `records` is their log form), and forwards
-progress. With `defer_cache_writes` (App.run), new answers' cache rows are kept in `cache_rows` for App.run to write
-in the verdict's transaction. Methods never see the backend's transport, the database layout, or MCP.
+progress. Given a `cache_rows` list (App.run, App.run_panel), new answers' cache rows are appended to it for the App
+to write in the verdict's transaction. Methods never see the backend's transport, the database layout, or MCP.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class Judge:
         *,
         progress: ProgressFn | None = None,
         no_reask: bool = False,
-        defer_cache_writes: bool = False,
+        cache_rows: list[CacheRow] | None = None,
     ):
         self.backend = backend
         # The papers' strict rule: an answer that does not parse counts as it is (wrong); `ask` sends no re-ask.
@@ -43,7 +43,7 @@ class Judge:
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.call_records: list[CallRecord] = []
-        self.cache_rows: list[CacheRow] | None = [] if defer_cache_writes else None
+        self.cache_rows = cache_rows  # None: new answers are written to the cache at once
         self._started = time.perf_counter()
 
     @property
