@@ -18,9 +18,10 @@ from judge_mcp.verdicts import LweSessionResult, MetaPromptVersion
 # ---- sessions: show / reset / rollback, resources and the CLI -------------------------------------------------------
 def _session_or_error(store: Store, session: str) -> dict[str, Any]:
     validation.session_name(session)
-    row = LweRepository(store).session_row(session)
+    repo = LweRepository(store)
+    row = repo.session_row(session)
     if row is None:
-        known = [s["name"] for s in LweRepository(store).sessions()]
+        known = [s["name"] for s in repo.sessions()]
         hint = f"; known sessions: {', '.join(known)}" if known else "; no session exists yet (lwe_judge creates one)"
         raise InputError(f"unknown session {session!r}{hint}")
     return row
@@ -43,6 +44,7 @@ def lwe_session(store: Store, *, session: str, action: str, version: int | None 
     rollback to an earlier version's text (the buffer is kept). Reset and rollback add a version: history is
     never rewritten."""
     validation.choice("action", action, ACTIONS)
+    repo = LweRepository(store)
     row = _session_or_error(store, session)
     discarded = 0
     if action == "rollback":
@@ -50,9 +52,9 @@ def lwe_session(store: Store, *, session: str, action: str, version: int | None 
             raise InputError("'version' is required for action 'rollback'")
         if isinstance(version, bool) or not isinstance(version, int):
             raise InputError(f"'version' must be a whole number, got {version!r}")
-        target = LweRepository(store).version(session, version)
+        target = repo.version(session, version)
         if target is None:
-            raise InputError(f"session {session!r} has no version {version} (it has 1..{len(LweRepository(store).versions(session))})")
+            raise InputError(f"session {session!r} has no version {version} (it has 1..{len(repo.versions(session))})")
         if version == row["current_version"]:
             raise InputError(f"version {version} is already the current version of session {session!r}")
         _commit_admin(store, session, text=target["text"], reason="rollback", restored_from=version)
@@ -70,18 +72,19 @@ def lwe_session(store: Store, *, session: str, action: str, version: int | None 
         meta_prompt=row["text"],
         batch_size=row["batch_size"],
         pending_feedback=row["pending"],
-        versions=[_version_model(v) for v in LweRepository(store).versions(session)],
+        versions=[_version_model(v) for v in repo.versions(session)],
         discarded_feedback=discarded,
     )
 
 
 def _commit_admin(store: Store, session: str, *, text: str, reason: str, restored_from: int | None = None, discard: bool = False) -> int:
     """A reset or rollback version on top of whatever is current (no model call, so a conflict just re-reads)."""
+    repo = LweRepository(store)
     for _ in range(10):
-        row = LweRepository(store).session_row(session)
+        row = repo.session_row(session)
         assert row is not None
         try:
-            LweRepository(store).commit_version(
+            repo.commit_version(
                 session, expected_version=row["current_version"], text=text, reason=reason, restored_from=restored_from, discard_pending=discard
             )
             return row["pending"] if discard else 0
@@ -134,10 +137,11 @@ def session_history(store: Store, session: str) -> list[dict[str, Any]]:
 def export_session(store: Store, session: str) -> dict[str, Any]:
     """Everything about one session: every version with its text, and every feedback row (pending, used, discarded)."""
     row = _session_or_error(store, session)
-    versions = LweRepository(store).versions(session, with_text=True)
+    repo = LweRepository(store)
+    versions = repo.versions(session, with_text=True)
     for v in versions:
         v["time"] = _iso(v["created_at"])
-    feedback = LweRepository(store).feedback(session)
+    feedback = repo.feedback(session)
     for f in feedback:
         f["feedback_parse_ok"] = bool(f["feedback_parse_ok"])
         f["time"] = _iso(f["created_at"])
