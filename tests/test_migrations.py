@@ -115,12 +115,12 @@ def test_a_database_whose_option_pool_came_from_m001_core_keeps_its_options(tmp_
 def test_a_database_from_the_single_core_migration_keeps_its_cache_and_verdicts(tmp_path):
     """Databases made when one migration (m001_core) created the cache and the verdict log: the tables' own
     migrations find them (IF NOT EXISTS) and keep every row."""
-    from judge_mcp.methods.call_cache import CacheTable
+    from judge_mcp.methods.call_cache import CacheRow, CacheTable
     from judge_mcp.verdict_log import VerdictLog
 
     db = tmp_path / "core.db"
     store = Store(db)
-    CacheTable(store).put("k", "b", "m", {"r": 1}, {"text": "kept"})
+    CacheTable(store).put_many([CacheRow("k", "b", "m", {"r": 1}, {"text": "kept"})])
     VerdictLog(store).log("compare_pair", "b", "m", {"prompt": "p"}, {"winner": "A"}, {}, [])
     store.close()
     with sqlite3.connect(db) as conn:
@@ -128,6 +128,6 @@ def test_a_database_from_the_single_core_migration_keeps_its_cache_and_verdicts(
         conn.execute("INSERT INTO _migrations (name, applied_at) VALUES ('m001_core', 0)")
     reopened = Store(db)
     assert {"m001_core", "m001_call_cache", "m001_verdicts"} <= set(_applied(db))
-    assert CacheTable(reopened).get("k") == {"text": "kept"}
+    assert CacheTable(reopened).get_many(["k"]).get("k") == {"text": "kept"}
     assert [v["output"]["winner"] for v in VerdictLog(reopened).recent()] == ["A"]
     reopened.close()

@@ -22,7 +22,7 @@ from tests.helpers import clean_env
 from tests.judge_script import BAD, GOOD, UniversalJudge
 from tests.helpers import integrity_ok
 from judge_mcp.verdict_log import VerdictLog
-from judge_mcp.methods.call_cache import CacheTable
+from judge_mcp.methods.call_cache import CacheRow, CacheTable
 
 BIG = "x" * 20_000  # more than a few pages, so a write must grow the file
 
@@ -132,11 +132,11 @@ def test_tool_call_on_a_full_disk_is_a_clear_tool_error_and_the_server_recovers(
 def test_cache_hits_are_pure_reads_and_answer_when_every_write_fails(tmp_path: Path) -> None:
     store = Store(tmp_path / "judge.db")
     try:
-        CacheTable(store).put("k", "b", "m", {"r": 1}, {"text": "cached"})
+        CacheTable(store).put_many([CacheRow("k", "b", "m", {"r": 1}, {"text": "cached"})])
         store.conn.execute("PRAGMA query_only = ON")  # every write now fails, reads still work
-        assert CacheTable(store).get("k") == {"text": "cached"}
+        assert CacheTable(store).get_many(["k"]).get("k") == {"text": "cached"}
         with pytest.raises(StoreError, match="could not write"):
-            CacheTable(store).put("k2", "b", "m", {"r": 2}, {"text": "other"})
+            CacheTable(store).put_many([CacheRow("k2", "b", "m", {"r": 2}, {"text": "other"})])
     finally:
         store.conn.execute("PRAGMA query_only = OFF")
         store.close()

@@ -58,12 +58,9 @@ class CacheTable:
         self.store = store
         self.aio = OffLoop(self)
 
-    def get(self, key: str) -> dict[str, Any] | None:
-        """A pure read: a hit writes nothing, so it never waits for a lock."""
-        return self.get_many([key]).get(key)
-
     def get_many(self, keys: list[str]) -> dict[str, dict[str, Any]]:
-        """The stored answers among `keys`, by key, in one read."""
+        """The stored answers among `keys`, by key, in one read (a pure read: a hit writes nothing, so it never waits
+        for a lock)."""
         found: dict[str, dict[str, Any]] = {}
         unique = list(dict.fromkeys(keys))
         for start in range(0, len(unique), 500):  # well under SQLite's limit of bound parameters per statement
@@ -72,9 +69,6 @@ class CacheTable:
             for row in self.store.query(f"SELECT key, response FROM call_cache WHERE key IN ({marks})", chunk):
                 found[row["key"]] = json.loads(row["response"])
         return found
-
-    def put(self, *row: Any) -> None:
-        self.put_many([CacheRow(*row)])
 
     def put_many(self, rows: Iterable[CacheRow]) -> None:
         """Cache rows in one transaction."""
