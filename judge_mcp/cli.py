@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import sys
+from functools import partial
 from typing import TYPE_CHECKING
 
 import anyio
@@ -39,13 +40,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.transport == "stdio":
         from judge_mcp.stdio import serve_stdio
 
-        settle_heap()
-        anyio.run(serve_stdio, server)
-        return 0
-    from judge_mcp.http_transport import serve_http
+        main = partial(serve_stdio, server)
+    else:
+        from judge_mcp.http_transport import serve_http
 
-    settle_heap()
-    anyio.run(lambda: serve_http(server, host=args.host, port=args.port, token=settings.http_token))
+        main = partial(serve_http, server, host=args.host, port=args.port, token=settings.http_token)
+    settle_heap()  # once everything the server runs on is imported and built
+    anyio.run(main)
     return 0
 
 
