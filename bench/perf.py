@@ -20,10 +20,9 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
+import aiohttp
 import anyio
 import httpx
 
@@ -32,7 +31,6 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from judge_mcp.app import App  # noqa: E402
-from judge_mcp.backends import http  # noqa: E402
 from judge_mcp.backends.base import user  # noqa: E402
 from judge_mcp.methods.call_cache import CallCache  # noqa: E402
 from judge_mcp.backends.openai_compat import OpenAICompatBackend  # noqa: E402
@@ -99,18 +97,29 @@ async def fan_out(server: "ExternalScripted", tmp: Path, repeats: int) -> float:
     async def cached(i: int) -> None:
         await pairwise.compare_pair(judge(), prompt="the same prompt", response_a="a", response_b="b")
 
-    # The floor beside ours: 16 concurrent requests of the same size sent by a bare httpx client (one pool of 16
-    # connections, response.json()), and the same 16 sent through the backend alone (no method, no cache).
+    # The floor beside ours: 16 concurrent requests of the same size sent by bare clients (httpx with one pool of 16
+    # connections and response.json(), as sessions 3-5 sent them; aiohttp, the client the backends use now), and the
+    # same 16 sent through the backend alone (no method, no cache).
     bare = httpx.AsyncClient(limits=httpx.Limits(max_connections=16, max_keepalive_connections=16))
+    bare_aio = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=16), cookie_jar=aiohttp.DummyCookieJar())
     body = {"model": "scripted", "temperature": 0, "max_tokens": 1024}
 
     async def bare_one() -> None:
         (await bare.post(f"{server.base_url}/chat/completions", json={**body, "messages": [{"role": "user", "content": f"bare {fresh()}"}]})).json()
 
-    async def bare16(i: int) -> None:
-        async with anyio.create_task_group() as tg:
-            for _ in range(16):
-                tg.start_soon(bare_one)
+    async def bare_aio_one() -> None:
+        payload = json.dumps({**body, "messages": [{"role": "user", "content": f"bare {fresh()}"}]}).encode()
+        async with bare_aio.post(f"{server.base_url}/chat/completions", data=payload, headers={"content-type": "application/json"}) as reply:
+            json.loads(await reply.read())
+
+    def sixteen(one_request):
+        async def batch(i: int) -> None:
+            async with anyio.create_task_group() as tg:
+                for _ in range(16):
+                    tg.start_soon(one_request)
+        return batch
+
+    bare16, bare_aio16 = sixteen(bare_one), sixteen(bare_aio_one)
 
     async def direct16(i: int) -> None:
         async with anyio.create_task_group() as tg:
@@ -119,6 +128,7 @@ async def fan_out(server: "ExternalScripted", tmp: Path, repeats: int) -> float:
 
     await call(-1)  # warm the connection pool
     await bare16(-1)
+    await bare_aio16(-1)
     await direct16(-1)
     await cached(-1)  # fill the cache
     one = await median_s(call, repeats)
@@ -128,34 +138,18 @@ async def fan_out(server: "ExternalScripted", tmp: Path, repeats: int) -> float:
                              ("grade_score_options (n = 10, largest)", grade10, 10), ("infer_instruction_reward (n = 16, largest)", flip16, 16)):
         t = await median_s(fn, repeats)
         print(f"{name:<36} {t * 1000:8.1f} ms   ratio {t / one:5.2f}   (sequential would be {calls:.1f})")
-    for name, fn in (("16 requests, bare httpx client (floor)", bare16), ("16 requests, backend only (no method)", direct16)):
+    for name, fn in (("16 requests, bare httpx client", bare16), ("16 requests, bare aiohttp client", bare_aio16),
+                     ("16 requests, backend only (no method)", direct16)):
         start_cpu = time.process_time()
         t = await median_s(fn, repeats)
         print(f"{name:<36} {t * 1000:8.1f} ms   ratio {t / one:5.2f}   (client CPU {(time.process_time() - start_cpu) / repeats * 1000:.1f} ms per batch)")
     await bare.aclose()
+    await bare_aio.close()
     hit = await median_s(cached, repeats)
     print(f"compare_pair answered from the cache {hit * 1000:8.1f} ms   ratio {hit / one:5.3f} of one backend call")
     await backend.aclose()
-    for label, shard in (("one pool", 1 << 30), ("pools of 8", 8)):  # the same two rows with earlier clients
-        with pool_shard(shard):  # one pool for all connections (sessions 3-4), pools of 8 (session 5, morning)
-            backend = OpenAICompatBackend("bench", "scripted", base_url=server.base_url, concurrency=DEFAULT_CONCURRENCY["openai"])
-        await call(-1)
-        for name, fn in ((f"grade_score_options (n = 10), {label}", grade10), (f"infer_instruction_reward (n = 16), {label}", flip16)):
-            t = await median_s(fn, repeats)
-            print(f"{name:<36} {t * 1000:8.1f} ms   ratio {t / one:5.2f}")
-        await backend.aclose()
     store.close()
     return one
-
-
-@contextmanager
-def pool_shard(size: int) -> Iterator[None]:
-    """Backends built inside spread their connections over httpx pools of `size` (http.POOL_SHARD)."""
-    saved, http.POOL_SHARD = http.POOL_SHARD, size
-    try:
-        yield
-    finally:
-        http.POOL_SHARD = saved
 
 
 async def _round_trips(client, tool: str, args: dict, repeats: int) -> float:
@@ -277,7 +271,7 @@ async def throughput(server: "ExternalScripted", tmp: Path, call_s: float, n_cal
     from mcp import Client
 
     print(f"\n## Throughput: {n_calls} concurrent compare_pair tool calls (in-memory MCP client, {2 * n_calls} backend calls)")
-    for concurrency, pools in ((1, "shards"), (8, "shards"), (32, "shards"), (64, "shards"), (32, "one pool"), (64, "one pool")):
+    for concurrency in (1, 8, 32, 64):
         settings = load_settings(
             {"JUDGE_MCP_BACKEND": "openai", "JUDGE_MCP_BASE_URL": server.base_url, "JUDGE_MCP_MODEL": "scripted",
              "JUDGE_MCP_DB": str(tmp / f"tp{concurrency}.db"), "JUDGE_MCP_CONCURRENCY": str(concurrency)}
@@ -285,8 +279,6 @@ async def throughput(server: "ExternalScripted", tmp: Path, call_s: float, n_cal
         app = App(settings)
         mcp_server = build_server(app)
         durations: list[float] = []
-        with pool_shard(1 << 30) if pools == "one pool" else nullcontext():
-            app.backend(None)  # built now, with the pools asked for
         async with Client(mcp_server) as client:
             start = time.perf_counter()
             backend_cpu, my_cpu = cpu_s(server.proc.pid), time.process_time()
@@ -304,7 +296,7 @@ async def throughput(server: "ExternalScripted", tmp: Path, call_s: float, n_cal
             backend_cpu, my_cpu = cpu_s(server.proc.pid) - backend_cpu, time.process_time() - my_cpu
         ideal = math.ceil(2 * n_calls / concurrency) * call_s  # rounds of `concurrency` calls, each one backend call long
         print(
-            f"backend concurrency {concurrency:>2} ({pools:>8}): {wall:6.2f} s  ideal {ideal:5.2f} s  ratio {wall / ideal:5.2f}   "
+            f"backend concurrency {concurrency:>2}: {wall:6.2f} s  ideal {ideal:5.2f} s  ratio {wall / ideal:5.2f}   "
             f"{n_calls / wall:6.1f} calls/s   per-call latency median {statistics.median(durations):5.2f} s, max {max(durations):5.2f} s   "
             f"CPU per tool call: this process {my_cpu / n_calls * 1000:5.2f} ms, scripted backend {backend_cpu / n_calls * 1000:5.2f} ms"
         )

@@ -121,7 +121,7 @@ def trimmed_mean(values: list[float], cut: float = 0.1) -> float:
 async def ours_in_process(base_url: str, calls: int, rounds: int) -> dict[str, float]:
     """CPU per call (this process, all threads, in ms) of `App.run` for a default compare_pair, and of the same two
     requests sent straight to the backend, interleaved `rounds` times: the difference is judge-mcp's own work per
-    tool call (method, cache, call records, SQLite, tasks), without the MCP SDK and transport and without httpx's."""
+    tool call (method, cache, call records, SQLite, tasks), without the MCP SDK and transport and without the HTTP client's."""
     import tempfile
 
     from judge_mcp.app import App

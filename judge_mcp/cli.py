@@ -45,8 +45,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from judge_mcp.http_transport import serve_http
 
         main = partial(serve_http, server, host=args.host, port=args.port, token=settings.http_token)
+    async def serve() -> None:
+        try:
+            await main()
+        finally:  # the backends' HTTP sessions closed on the loop that made them, the store after them
+            with anyio.CancelScope(shield=True):
+                await app.aclose()
+
     settle_heap()  # once everything the server runs on is imported and built
-    anyio.run(main)
+    anyio.run(serve)
     return 0
 
 

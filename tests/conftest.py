@@ -72,21 +72,26 @@ async def make_backend(scripted) -> AsyncIterator[callable]:
 
 
 @pytest.fixture
-def make_judge(scripted, store):
-    """make_judge(responder, **backend_kwargs) -> (Judge, ScriptedServer): a real OpenAI-compatible backend over HTTP."""
+async def make_judge(scripted, store) -> AsyncIterator[callable]:
+    """make_judge(responder, **backend_kwargs) -> (Judge, ScriptedServer): a real OpenAI-compatible backend over HTTP,
+    closed after the test."""
     cache = CallCache(store)
+    judges: list[Judge] = []
 
     def make(responder: Responder, **kwargs) -> tuple[Judge, ScriptedServer]:
         server = scripted(responder)
         kwargs.setdefault("max_retries", 1)
         kwargs.setdefault("backoff_base_s", 0.01)
-        return Judge(http_backend(server, **kwargs), cache, store), server
+        judges.append(Judge(http_backend(server, **kwargs), cache, store))
+        return judges[-1], server
 
-    return make
+    yield make
+    for judge in judges:
+        await judge.backend.aclose()
 
 
 @pytest.fixture
-def mcp_app(scripted, tmp_path: Path):
+async def mcp_app(scripted, tmp_path: Path):
     """mcp_app(responder, kind="openai", **env) -> (MCPServer, ScriptedServer): the real server wired to a scripted
     backend of that wire format; `env` adds or overrides settings (JUDGE_MCP_MAX_RETRIES is 1 unless given).
 
@@ -104,5 +109,5 @@ def mcp_app(scripted, tmp_path: Path):
 
     yield make
     for app in apps:
-        app.store.close()
+        await app.aclose()  # the backends' HTTP sessions, then the store
 

@@ -95,17 +95,58 @@ async def test_a_reply_under_the_limit_is_read_whole(make_backend):
     assert completion.text == "y" * 200_000
 
 
-async def test_the_pool_keeps_one_connection_per_allowed_request_alive(make_backend):
-    """Issue 15, item 1: 32 in flight, twice over: 32 connections in all, none reopened (httpx's default pool kept
-    20 alive and reconnected above that)."""
+@pytest.mark.parametrize("concurrency", [1, 8, 32])
+async def test_the_pool_keeps_one_connection_per_allowed_request_alive(make_backend, concurrency: int):
+    """Issue 15, item 1: `concurrency` in flight, twice over: `concurrency` connections in all, every allowed
+    request on the wire at once, none reopened for the second burst (httpx's default pool kept 20 alive and
+    reconnected above that)."""
     import anyio
 
-    together = Rendezvous(32, lambda p: "ok")  # each burst is answered only once all 32 requests are in flight
-    backend, server = make_backend(together, name="pool", model="m", max_retries=0, concurrency=32)
+    together = Rendezvous(concurrency, lambda p: "ok")  # each burst is answered only once all its requests are in flight
+    backend, server = make_backend(together, name="pool", model="m", max_retries=0, concurrency=concurrency)
     for burst in range(2):
         async with anyio.create_task_group() as tg:
-            for k in range(32):
+            for k in range(concurrency):
                 tg.start_soon(backend.complete, user(f"burst {burst} call {k}"))
     await backend.aclose()
-    assert len(server.requests) == 64 and (together.met, together.broken) == (64, 0) and server.max_in_flight == 32
-    assert len(server.connections) == 32
+    assert len(server.requests) == 2 * concurrency and (together.met, together.broken) == (2 * concurrency, 0)
+    assert server.max_in_flight == concurrency and len(server.connections) == concurrency
+
+
+async def test_requests_are_utf8_json_named_judge_mcp_and_send_no_cookies(make_backend):
+    set_cookie = Reply(content="ok", headers={"set-cookie": "session=abc; Path=/"})
+    backend, server = make_backend(lambda p: set_cookie, name="ua", model="m", max_retries=0)
+    await backend.complete(user("héllo ✓"))
+    await backend.complete(user("again"))
+    await backend.aclose()
+    assert server.requests[0]["messages"][0]["content"] == "héllo ✓"
+    assert server.headers[0]["content-type"] == "application/json"
+    assert server.headers[0]["user-agent"].startswith("judge-mcp/")
+    assert "cookie" not in server.headers[1]  # a judge's requests are independent: no cookie is kept
+
+
+async def test_a_backend_serves_one_event_loop_after_another(scripted):
+    """A session belongs to one event loop: a backend closed and used again from a new loop (a CLI run after
+    another, a test) makes a new session instead of failing on the old loop's connections."""
+    import asyncio
+
+    server = scripted(lambda p: Reply(content="ok"))
+    backend = OpenAICompatBackend("loops", "m", base_url=server.base_url, max_retries=0)
+
+    def run_once() -> str:
+        async def go() -> str:
+            try:
+                return (await backend.complete(user("hi"))).text
+            finally:
+                await backend.aclose()
+
+        return asyncio.run(go())
+
+    import threading
+
+    results: list[str] = []
+    for _ in range(2):  # asyncio.run inside a running loop is refused: each run gets a thread of its own
+        thread = threading.Thread(target=lambda: results.append(run_once()))
+        thread.start()
+        thread.join(30)
+    assert results == ["ok", "ok"] and len(server.requests) == 2

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from tests.helpers import ACCEPT, INIT, HttpServer, server_env, token_client
 from tests.judge_script import GOOD, PAIR, correct_judge, first_position_judge
@@ -114,9 +114,14 @@ async def test_stdio_server_subprocess(scripted, tmp_path: Path) -> None:
     backend = scripted(correct_judge)
     env = server_env(backend.base_url, tmp_path / "judge.db")
     params = StdioServerParameters(command=sys.executable, args=["-m", "judge_mcp", "serve"], env=env)
-    async with Client(params, read_timeout_seconds=60) as client:
-        result = await client.call_tool("compare_pair", PAIR)
+    with open(tmp_path / "stderr.txt", "w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=60) as client:
+            result = await client.call_tool("compare_pair", PAIR)
     assert not result.is_error and result.structured_content["winner"] == "B"
+    # The server shut down cleanly when the client closed its stdin: its HTTP sessions and store closed, nothing
+    # left for the collector to complain about on the client's log.
+    stderr = (tmp_path / "stderr.txt").read_text()
+    assert "Unclosed" not in stderr and "Traceback" not in stderr, stderr
 
 
 async def test_http_transport_requires_the_bearer_token(scripted, tmp_path: Path) -> None:

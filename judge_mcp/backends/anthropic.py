@@ -1,4 +1,4 @@
-"""Anthropic Messages API over httpx (`POST {base_url}/v1/messages`).
+"""Anthropic Messages API over aiohttp (`POST {base_url}/v1/messages`).
 
 The wire format: `x-api-key` and `anthropic-version` headers, the system prompt as a top-level `system` field,
 `max_tokens` always sent, `temperature` sent (0 unless the request says otherwise; Anthropic's range is 0..1, so

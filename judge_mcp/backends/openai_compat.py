@@ -1,4 +1,4 @@
-"""OpenAI-compatible chat completions over httpx: OpenAI, vLLM, Ollama, llama.cpp's server, LM Studio.
+"""OpenAI-compatible chat completions over aiohttp: OpenAI, vLLM, Ollama, llama.cpp's server, LM Studio.
 
 The wire format lives here; the endpoint (base URL, key, HTTP client) is configuration. Structured output is
 requested as `response_format: {"type": "json_schema", ...}`, which OpenAI, vLLM, llama.cpp's server, Ollama and
