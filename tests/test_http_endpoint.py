@@ -150,3 +150,28 @@ async def test_a_backend_serves_one_event_loop_after_another(scripted):
         thread.start()
         thread.join(30)
     assert results == ["ok", "ok"] and len(server.requests) == 2
+
+
+async def test_the_environments_proxy_carries_the_requests_unless_no_proxy_names_the_host(scripted, monkeypatch):
+    """HTTP_PROXY is honoured (as httpx did), read once per session rather than in a worker thread per request:
+    the scripted server stands in for the proxy of a host that does not resolve."""
+    from judge_mcp.backends.errors import BackendError
+
+    proxy = scripted(lambda p: Reply(content="via the proxy"))
+    monkeypatch.setenv("HTTP_PROXY", proxy.base_url.rsplit("/v1", 1)[0])
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    backend = OpenAICompatBackend("proxied", "m", base_url="http://judge-upstream.invalid/v1", max_retries=0)
+    try:
+        assert (await backend.complete(user("hi"))).text == "via the proxy"
+    finally:
+        await backend.aclose()
+    assert len(proxy.requests) == 1
+    monkeypatch.setenv("NO_PROXY", "judge-upstream.invalid")
+    backend = OpenAICompatBackend("direct", "m", base_url="http://judge-upstream.invalid/v1", max_retries=0)
+    try:
+        with pytest.raises(BackendError, match="connection error"):
+            await backend.complete(user("hi"))
+    finally:
+        await backend.aclose()
+    assert len(proxy.requests) == 1
