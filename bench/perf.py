@@ -35,7 +35,7 @@ from judge_mcp.backends.base import user  # noqa: E402
 from judge_mcp.methods.call_cache import CallCache  # noqa: E402
 from judge_mcp.backends.openai_compat import OpenAICompatBackend  # noqa: E402
 from judge_mcp.config import DEFAULT_CONCURRENCY, load_settings  # noqa: E402
-from judge_mcp.methods import flip, grade_score, lwe, pairwise  # noqa: E402
+from judge_mcp.methods import lwe, pairwise, registry  # noqa: E402
 from judge_mcp.methods.judge import Judge  # noqa: E402
 from judge_mcp.server import build_server  # noqa: E402
 from judge_mcp.store import Store  # noqa: E402
@@ -69,33 +69,32 @@ async def median_s(fn, repeats: int) -> float:
 
 
 async def fan_out(server: "ExternalScripted", tmp: Path, repeats: int) -> float:
-    store = Store(tmp / "fanout.db")
-    backend = OpenAICompatBackend("bench", "scripted", base_url=server.base_url, concurrency=DEFAULT_CONCURRENCY["openai"])
-    cache = CallCache(store)
-
-    def judge() -> Judge:
-        return Judge(backend, cache, store)
+    """Each judgment as a tool call runs it (`registry.call` through `App.run`: the call cache, new answers' rows
+    written with the verdict in one transaction), at the default concurrency, against one backend call."""
+    app = App(load_settings({"JUDGE_MCP_BACKEND": "openai", "JUDGE_MCP_BASE_URL": server.base_url, "JUDGE_MCP_MODEL": "scripted",
+                             "JUDGE_MCP_DB": str(tmp / "fanout.db")}))
+    backend = app.backend(None)
 
     async def call(i: int) -> None:
         await backend.complete(user(f"direct call {fresh()}"))
 
     async def compare(i: int) -> None:
-        await pairwise.compare_pair(judge(), prompt=f"q {fresh()}", response_a="a", response_b="b")
+        await registry.call(app, "compare_pair", dict(prompt=f"q {fresh()}", response_a="a", response_b="b"))
 
     async def grade(i: int) -> None:
-        await grade_score.grade_score_options(judge(), instruction=f"q {fresh()}", options=[f"{c} {fresh()}" for c in "wxyz"])
+        await registry.call(app, "grade_score_options", dict(instruction=f"q {fresh()}", options=[f"{c} {fresh()}" for c in "wxyz"]))
 
     async def flip4(i: int) -> None:
-        await flip.infer_instruction_reward(judge(), instruction="Write a haiku", responses=[f"{c} {fresh()}" for c in "wxyz"])
+        await registry.call(app, "infer_instruction_reward", dict(instruction="Write a haiku", responses=[f"{c} {fresh()}" for c in "wxyz"]))
 
     async def grade10(i: int) -> None:
-        await grade_score.grade_score_options(judge(), instruction=f"q {fresh()}", options=[f"option {c} {fresh()}" for c in range(10)])
+        await registry.call(app, "grade_score_options", dict(instruction=f"q {fresh()}", options=[f"option {c} {fresh()}" for c in range(10)]))
 
     async def flip16(i: int) -> None:
-        await flip.infer_instruction_reward(judge(), instruction="Write a haiku", responses=[f"response {c} {fresh()}" for c in range(16)])
+        await registry.call(app, "infer_instruction_reward", dict(instruction="Write a haiku", responses=[f"response {c} {fresh()}" for c in range(16)]))
 
     async def cached(i: int) -> None:
-        await pairwise.compare_pair(judge(), prompt="the same prompt", response_a="a", response_b="b")
+        await registry.call(app, "compare_pair", dict(prompt="the same prompt", response_a="a", response_b="b"))
 
     # The floor beside ours: 16 concurrent requests of the same size sent by bare clients (httpx with one pool of 16
     # connections and response.json(), as sessions 3-5 sent them; aiohttp, the client the backends use now), and the
@@ -136,8 +135,10 @@ async def fan_out(server: "ExternalScripted", tmp: Path, repeats: int) -> float:
     print(f"one backend call                     {one * 1000:8.1f} ms")
     for name, fn, calls in (("compare_pair (2 orders)", compare, 2), ("grade_score_options (n = 4)", grade, 4), ("infer_instruction_reward (n = 4)", flip4, 4),
                              ("grade_score_options (n = 10, largest)", grade10, 10), ("infer_instruction_reward (n = 16, largest)", flip16, 16)):
+        start_cpu = time.process_time()
         t = await median_s(fn, repeats)
-        print(f"{name:<36} {t * 1000:8.1f} ms   ratio {t / one:5.2f}   (sequential would be {calls:.1f})")
+        print(f"{name:<36} {t * 1000:8.1f} ms   ratio {t / one:5.2f}   (sequential would be {calls:.1f}; "
+              f"client CPU {(time.process_time() - start_cpu) / repeats * 1000:.1f} ms per call)")
     for name, fn in (("16 requests, bare httpx client", bare16), ("16 requests, bare aiohttp client", bare_aio16),
                      ("16 requests, backend only (no method)", direct16)):
         start_cpu = time.process_time()
@@ -147,8 +148,7 @@ async def fan_out(server: "ExternalScripted", tmp: Path, repeats: int) -> float:
     await bare_aio.close()
     hit = await median_s(cached, repeats)
     print(f"compare_pair answered from the cache {hit * 1000:8.1f} ms   ratio {hit / one:5.3f} of one backend call")
-    await backend.aclose()
-    store.close()
+    await app.aclose()
     return one
 
 
