@@ -153,22 +153,26 @@ async def test_a_backend_serves_one_event_loop_after_another(scripted):
 
 
 async def test_the_environments_proxy_carries_the_requests_unless_no_proxy_names_the_host(scripted, monkeypatch):
-    """HTTP_PROXY is honoured (as httpx did), read once per session rather than in a worker thread per request:
-    the scripted server stands in for the proxy of a host that does not resolve."""
+    """HTTP_PROXY is honoured (as httpx did), read once per session rather than in a worker thread per request: the
+    scripted server stands in for the proxy of an endpoint where nothing listens (no DNS, no network)."""
     from judge_mcp.backends.errors import BackendError
+    from tests.helpers import free_port
 
     proxy = scripted(lambda p: Reply(content="via the proxy"))
-    monkeypatch.setenv("HTTP_PROXY", proxy.base_url.rsplit("/v1", 1)[0])
-    monkeypatch.delenv("NO_PROXY", raising=False)
-    monkeypatch.delenv("no_proxy", raising=False)
-    backend = OpenAICompatBackend("proxied", "m", base_url="http://judge-upstream.invalid/v1", max_retries=0)
+    for name in ("HTTP_PROXY", "http_proxy"):  # without a scheme, as curl and httpx accept it
+        monkeypatch.setenv(name, proxy.base_url.rsplit("/v1", 1)[0].removeprefix("http://"))
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    nowhere = f"http://127.0.0.1:{free_port()}/v1"
+    backend = OpenAICompatBackend("proxied", "m", base_url=nowhere, max_retries=0)
     try:
         assert (await backend.complete(user("hi"))).text == "via the proxy"
     finally:
         await backend.aclose()
     assert len(proxy.requests) == 1
-    monkeypatch.setenv("NO_PROXY", "judge-upstream.invalid")
-    backend = OpenAICompatBackend("direct", "m", base_url="http://judge-upstream.invalid/v1", max_retries=0)
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.setenv(name, "127.0.0.1")
+    backend = OpenAICompatBackend("direct", "m", base_url=nowhere, max_retries=0)
     try:
         with pytest.raises(BackendError, match="connection error"):
             await backend.complete(user("hi"))

@@ -174,7 +174,10 @@ def env_proxy(url: str) -> str | None:
     if parts.hostname and proxy_bypass(parts.hostname):
         return None
     proxies = getproxies()
-    return proxies.get(parts.scheme) or proxies.get("all")
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    if proxy and "://" not in proxy:  # `proxy.example:3128`, as curl and httpx read it
+        proxy = f"http://{proxy}"
+    return proxy or None
 
 
 @lru_cache(maxsize=1)
