@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 import logging
 import time
+from functools import partial
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -99,21 +100,35 @@ class App:
         If the judgment fails, the answers that did come back are still cached (best effort: the failure is what
         counts). Until written, the call cache answers those requests from memory."""
         rows: list[CacheRow] = []
+        handed = False  # the rows are with a write in the store's write lane, which lets go of them once done
         try:
             try:
                 result, backend, model, records = await judged(rows)
             except Exception:
                 if rows:
+                    handed = True
                     try:
-                        await CacheTable(self.store).aio.put_many(rows)
+                        await self.store.writes.run(self._write, partial(CacheTable(self.store).put_many, rows), rows)
                     except Exception:
                         log.warning("could not cache the answers of a failed %s call", tool, exc_info=True)
                 raise
             output = result.model_dump(mode="json")
-            await VerdictLog(self.store).aio.log(tool, backend, model, inputs, output, output.get("usage", {}), records, rows)
+            usage = output.get("usage", {})
+            handed = True
+            await self.store.writes.run(self._write, partial(VerdictLog(self.store).log, tool, backend, model, inputs, output, usage, records, rows), rows)
         finally:
-            self.cache.written(rows)  # written, or dropped with the failed write: later lookups read the table
+            if not handed:  # cancelled, or failed before anything was written: the rows are dropped
+                self.cache.written(rows)
         return result
+
+    def _write(self, write: Callable[[], Any], rows: list[CacheRow]) -> Any:
+        """In the store's write lane: `write()`, then the rows leave the call cache's memory (written, or dropped with
+        the failed write; later lookups read the table). Done in the lane, so a caller cancelled while its write waits
+        there leaves the rows answered from memory until they are in the table."""
+        try:
+            return write()
+        finally:
+            self.cache.written(rows)
 
     async def run_panel(
         self,

@@ -13,15 +13,23 @@ timeout; a lock held past it is a StoreError that says so).
 
 Async code never calls the store on the event loop: `await store.aio.NAME(...)` runs the method in a worker
 thread, so a write waiting for another process's lock stalls only the call that needs it, never other clients.
+The two trips of every tool call (the call cache's read, the verdict's write) take a cheaper road: each `Store` has
+two persistent threads of its own, `store.reads` and `store.writes` (`Lane`), which run their jobs in order. A read
+never queues behind a write (a write waiting for another process's lock holds up only later writes, which would
+wait for the writing connection's lock anyway). A job that has been handed to a lane runs to its end even if its
+caller stops waiting: a write transaction is committed or rolled back whole, never cut off.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import json
+import queue
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -100,6 +108,74 @@ class OffLoop:
         return call
 
 
+def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if future.cancelled():  # the caller stopped waiting; the job ran to its end all the same
+        return
+    if error is None:
+        future.set_result(result)
+    else:
+        future.set_exception(error)
+
+
+def _serve(jobs: queue.SimpleQueue[Any]) -> None:
+    """A lane's thread: run each job, hand its outcome to the caller's event loop; None stops the thread."""
+    while (job := jobs.get()) is not None:
+        fn, loop, then = job
+        try:
+            result, error = fn(), None
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller, whatever it is
+            result, error = None, exc
+        try:
+            loop.call_soon_threadsafe(then, result, error)
+        except RuntimeError:  # the caller's event loop has closed: nobody is left to tell
+            pass
+        del job, fn, loop, then, result, error
+
+
+class Lane:
+    """One persistent worker thread that runs a store's jobs in order, off the event loop: a cheaper trip than a
+    worker thread borrowed per call (anyio.to_thread): the caller's side is a queue entry and a future, the thread
+    answers through `loop.call_soon_threadsafe`. Started on first use; stopped by `close()` (after the jobs handed to
+    it before) or when its store is garbage collected. A job runs to its end even if its caller is cancelled, so a
+    write transaction is never cut off: it commits or rolls back whole."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._start = threading.Lock()
+
+    async def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """`fn(*args, **kwargs)` in the lane's thread; its result, or its exception raised here. A caller cancelled
+        while it waits stops waiting; the job still runs to its end."""
+        future = asyncio.get_running_loop().create_future()
+        self.submit(partial(fn, *args, **kwargs) if args or kwargs else fn, partial(_settle, future))
+        return await future
+
+    def submit(self, fn: Callable[[], Any], then: Callable[[Any, BaseException | None], None]) -> None:
+        """Hand `fn()` to the lane's thread; `then(result, None)` or `then(None, exception)` is called on this event
+        loop once it has run (call it on the event loop's thread)."""
+        if self._thread is None:
+            self._started()
+        self._jobs.put((fn, asyncio.get_running_loop(), then))
+
+    def _started(self) -> None:
+        with self._start:
+            if self._thread is None:
+                thread = threading.Thread(target=_serve, args=(self._jobs,), name=self.name, daemon=True)
+                thread.start()
+                self._thread = thread
+
+    def close(self) -> None:
+        """Stop the thread once the jobs handed to it so far are done (waits for them)."""
+        with self._start:
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            self._jobs.put(None)
+            if thread is not threading.current_thread():
+                thread.join()
+
+
 class Store:
     def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0):
         self.path = Path(path)
@@ -108,6 +184,10 @@ class Store:
         self._read_lock = threading.Lock()
         self._in_transaction = threading.local()  # this thread is inside transaction(): its reads see its writes
         self.aio = OffLoop(self)
+        self.reads = Lane(f"judge-mcp store reads {self.path.name}")
+        self.writes = Lane(f"judge-mcp store writes {self.path.name}")
+        for lane in (self.reads, self.writes):  # an idle lane's thread ends with its store even if close() is never called
+            weakref.finalize(self, lane._jobs.put, None)
         self._migrated: set[str] = set()
         self.reader: sqlite3.Connection | None = None
         conn: sqlite3.Connection | None = None
@@ -197,6 +277,8 @@ class Store:
         return applied
 
     def close(self) -> None:
+        self.reads.close()
+        self.writes.close()
         with self._lock:
             self.conn.close()
         if self.reader is not None:

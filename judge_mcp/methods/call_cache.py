@@ -15,6 +15,7 @@ import asyncio
 import json
 import time
 from collections.abc import Iterable
+from functools import partial
 from typing import Any, NamedTuple
 
 import sqlite_utils
@@ -89,11 +90,23 @@ class CacheTable:
 
 class _Lookup:
     """One read of the cache table for every key asked for while it was being scheduled: the concurrent requests of
-    one judgment (both orders, n FLIP responses, n rotations) cost one hop to a worker thread, not one each."""
+    one judgment (both orders, n FLIP responses, n rotations) cost one trip to the store's read lane, not one each.
+    The read is handed over by a callback of the event loop's next iteration, after the requests started with the
+    first one (a task group's siblings) have added their keys. Each caller waits on a future of its own, so a
+    cancelled caller stops waiting without touching the others'."""
 
-    def __init__(self) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
         self.keys: list[str] = []
-        self.task: asyncio.Task[dict[str, dict[str, Any]]] | None = None
+        self.waiting: list[asyncio.Future[dict[str, dict[str, Any]]]] = []
+
+    def settle(self, found: dict[str, dict[str, Any]] | None, error: BaseException | None) -> None:
+        for future in self.waiting:
+            if not future.done():
+                if error is None:
+                    future.set_result(found)
+                else:
+                    future.set_exception(error)
 
 
 class _Flight:
@@ -189,7 +202,7 @@ class CallCache:
         if self.store is not None and completion.text.strip():
             row = CacheRow(key, backend.identity(), completion.model, summary or request.summary(), _to_cached(completion))
             if defer is None:
-                await CacheTable(self.store).aio.put_many([row])
+                await self.store.writes.run(CacheTable(self.store).put_many, [row])
             else:
                 self._unwritten[key] = row.response
                 defer.append(row)
@@ -202,23 +215,24 @@ class CallCache:
 
     async def _stored(self, key: str) -> dict[str, Any] | None:
         """The stored answer for `key`, read together with every other key asked for in the same loop iteration."""
+        loop = asyncio.get_running_loop()
         lookup = self._lookup
-        if lookup is None or lookup.task is None or lookup.task.done():  # done: cancelled before it ran (its loop ended)
-            lookup = self._lookup = _Lookup()
-            lookup.task = asyncio.get_running_loop().create_task(self._read(lookup))
-            lookup.task.add_done_callback(_retrieved)
+        if lookup is None or lookup.loop is not loop:  # another loop's: that loop ended before its read was sent
+            lookup = self._lookup = _Lookup(loop)
+            loop.call_soon(self._send, lookup)
         lookup.keys.append(key)
-        found = await asyncio.shield(lookup.task)  # a cancelled caller stops waiting; the read goes on for the others
-        return found.get(key)
+        found = loop.create_future()
+        lookup.waiting.append(found)
+        return (await found).get(key)
 
-    async def _read(self, lookup: _Lookup) -> dict[str, dict[str, Any]]:
-        try:
-            await asyncio.sleep(0)  # the other requests started with this one (a task group's siblings) join the read
-        finally:
-            if self._lookup is lookup:
-                self._lookup = None
+    def _send(self, lookup: _Lookup) -> None:
+        if self._lookup is lookup:
+            self._lookup = None
         assert self.store is not None
-        return await CacheTable(self.store).aio.get_many(lookup.keys)
+        try:
+            self.store.reads.submit(partial(CacheTable(self.store).get_many, lookup.keys), lookup.settle)
+        except Exception as exc:  # the lane could not take it (no thread): every waiter gets the error
+            lookup.settle(None, exc)
 
     def _forget(self, key: str, flight: _Flight) -> None:
         if self._inflight.get(key) is flight:

@@ -13,11 +13,10 @@ is reported as truncated.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
-
-import anyio
 
 from judge_mcp import prompts
 from judge_mcp.backends.base import ChatRequest, Completion, Message
@@ -110,7 +109,10 @@ async def run_each(
 ) -> list[T]:
     """`one(k)` for every k in 0..count-1, all at once (the backend's concurrency limit applies); the results in k
     order. With `done_message`, progress is reported as each finishes (done, count, done_message(k, result)). One
-    failure cancels the rest and is raised as itself (a BackendError, say), not as an exception group."""
+    failure cancels the rest and is raised as itself (a BackendError, say), not as an exception group; the first to
+    fail is raised. Cancelled from outside, it cancels every one and waits for them to end before it stops, so none
+    outlives the call (structured, as a task group). Plain asyncio tasks rather than an anyio task group: the group
+    cost ~0.4 ms of CPU per compare_pair in process (docs/performance.md, session 6)."""
     results: list[T | None] = [None] * count
     finished = 0
 
@@ -121,10 +123,46 @@ async def run_each(
         if done_message is not None:
             await judge.progress(finished, count, done_message(k, result))
 
+    loop = asyncio.get_running_loop()
+    over = loop.create_future()  # set when every one has ended, or at the first failure
+    errors: list[BaseException] = []
+    running = count
+
+    def ended(task: asyncio.Task[None]) -> None:
+        nonlocal running
+        running -= 1
+        if task.cancelled():  # by _cancel_and_wait, after the first failure; else from elsewhere, which is a failure
+            error = None if over.done() else asyncio.CancelledError()
+        else:
+            error = task.exception()
+        if error is not None:
+            errors.append(error)
+        if (errors or running == 0) and not over.done():
+            over.set_result(None)
+
+    tasks = [loop.create_task(run(k)) for k in range(count)]
+    for task in tasks:
+        task.add_done_callback(ended)
     try:
-        async with anyio.create_task_group() as tg:
-            for k in range(count):
-                tg.start_soon(run, k)
-    except BaseExceptionGroup as group:
-        raise first_error(group)  # noqa: B904 - the group stays attached as its context
-    return results  # type: ignore[return-value]  # every slot is filled once the group exits without error
+        if count:
+            await over
+    finally:
+        if running:  # a failure, or this call was cancelled: the rest are cancelled, and waited for
+            await _cancel_and_wait(tasks)
+    if errors:
+        raise errors[0]
+    return results  # type: ignore[return-value]  # every slot is filled when none failed
+
+
+async def _cancel_and_wait(tasks: list[asyncio.Task[None]]) -> None:
+    """Cancel `tasks` and wait until each has ended, even if the caller is cancelled meanwhile (re-raised after)."""
+    for task in tasks:
+        task.cancel()
+    cancelled = False
+    while pending := [task for task in tasks if not task.done()]:
+        try:
+            await asyncio.wait(pending)
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
