@@ -33,7 +33,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -49,7 +48,8 @@ GROUPS = (
     ("ours (judge_mcp)", ("/judge_mcp/",)),
     ("mcp SDK", ("/mcp/", "/mcp_types/")),
     ("pydantic", ("/pydantic/", "/pydantic_core/", "pydantic_core")),
-    ("httpx/httpcore/h11 (backend client)", ("/httpx/", "/httpcore/", "/h11/")),
+    ("aiohttp (backend client; httpx before session 6)", ("/aiohttp/", "/yarl/", "/multidict/", "/aiohappyeyeballs/", "/propcache/",
+                                                          "/frozenlist/", "/aiosignal/", "/httpx/", "/httpcore/", "/h11/")),
     ("uvicorn/starlette (HTTP server)", ("/uvicorn/", "/starlette/", "/sse_starlette/")),
     ("sqlite3 (+ sqlite_utils, thread hand-off)", ("sqlite3", "/sqlite_utils/", "threading.py", "/concurrent/", "queue.py", "_thread")),
     ("json", ("/json/", "_json", "json.")),
