@@ -126,9 +126,12 @@ class App:
         the failed write; later lookups read the table). Done in the lane, so a caller cancelled while its write waits
         there leaves the rows answered from memory until they are in the table."""
         try:
-            return write()
-        finally:
+            done = write()
+        except BaseException:
             self.cache.written(rows)
+            raise
+        self.cache.written(rows, stored=True)
+        return done
 
     async def run_panel(
         self,

@@ -153,3 +153,67 @@ def test_new_and_older_judge_mcp_databases_are_marked(tmp_path):
     reopened = Store(tmp_path / "new.db")
     assert reopened.query("PRAGMA application_id")[0]["application_id"] == APPLICATION_ID
     reopened.close()
+
+
+async def test_a_read_that_began_before_a_write_committed_does_not_send_the_request_again(scripted, tmp_path, monkeypatch):
+    """The race a bench test hit under load: caller B's cache read takes its snapshot while caller A's identical
+    request is at the backend; A's answer is then written with A's verdict (App's write path), and only then does
+    B's read come back, empty. B must find the answer among the recently written ones, not call the backend again."""
+    import threading
+    from functools import partial
+
+    from judge_mcp.verdict_log import VerdictLog
+    from tests.helpers import app_env, make_app
+
+    hold = Hold(lambda p: "the answer")
+    server = scripted(hold)
+    app = make_app(app_env(server, tmp_path / "judge.db", JUDGE_MCP_MAX_RETRIES="0"))
+    backend, request = app.backend(None), user("judge this")
+    snapshot_taken, let_it_return = threading.Event(), threading.Event()
+    real_get_many = CacheTable.get_many
+
+    def stale_get_many(self, keys):
+        found = real_get_many(self, keys)  # read before A's write commits
+        if not snapshot_taken.is_set():
+            snapshot_taken.set()
+            let_it_return.wait(10)
+        return found
+
+    rows: list = []
+    first, second = Judge(backend, app.cache, app.store, cache_rows=rows), Judge(backend, app.cache, app.store)
+    got = {}
+
+    async def caller(name: str, judge: Judge) -> None:
+        got[name] = await judge.complete(request)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(caller, "first", first)
+            assert await anyio.to_thread.run_sync(hold.arrived.wait, 10)  # A's request is at the backend
+            monkeypatch.setattr(CacheTable, "get_many", stale_get_many)
+            tg.start_soon(caller, "second", second)
+            assert await anyio.to_thread.run_sync(snapshot_taken.wait, 10)  # B's read has its (empty) snapshot
+            hold.release()
+            await until(lambda: "first" in got)
+            write = partial(VerdictLog(app.store).log, "compare_pair", "b", "m", {}, {}, {}, [], rows)
+            await app.store.writes.run(app._write, write, rows)  # as App._logged writes a verdict
+            assert app.cache._unwritten == {}
+            let_it_return.set()
+    finally:
+        await app.aclose()
+    assert got["second"].text == "the answer" and (second.calls, second.cached_calls) == (0, 1)
+    assert len(server.requests) == 1
+
+
+def test_recently_written_answers_are_bounded_and_dropped_rows_are_not_kept(monkeypatch):
+    from judge_mcp.methods import call_cache
+    from judge_mcp.methods.call_cache import CacheRow
+
+    monkeypatch.setattr(call_cache, "RECENTLY_WRITTEN", 2)
+    cache = CallCache(None)
+    rows = [CacheRow(f"k{i}", "b", "m", {}, {"text": f"answer {i}"}) for i in range(4)]
+    for row in rows:
+        cache._unwritten[row.key] = row.response
+    cache.written(rows[:3], stored=True)
+    cache.written(rows[3:])  # dropped with a failed write: never answered from memory
+    assert cache._recent == {"k1": {"text": "answer 1"}, "k2": {"text": "answer 2"}} and cache._unwritten == {}

@@ -6,7 +6,8 @@ them (a hit answers with the same probabilities as the call did). Requests with 
 empty text are not stored (a later identical request goes to the backend again). A hit is a pure read: it writes
 nothing. The concurrent lookups of one judgment share one read of the table (`_Lookup`). A new answer is written at
 once, or, when the caller passes a `defer` list (App.run does), appended to it as a `CacheRow` for the caller to
-write with its verdict; until that write, identical requests are answered from memory.
+write with its verdict; until that write, identical requests are answered from memory, and for a while after it
+(the last RECENTLY_WRITTEN answers) a read that began before the write committed still finds them.
 """
 
 from __future__ import annotations
@@ -154,6 +155,9 @@ def _from_cached(data: dict[str, Any], request: ChatRequest) -> Completion:
     )
 
 
+RECENTLY_WRITTEN = 1024  # answers kept in memory after their write, for reads that began before it
+
+
 class CallCache:
     """One per store; shared by every tool call so that identical requests anywhere share one backend call."""
 
@@ -161,6 +165,9 @@ class CallCache:
         self.store = store
         self._inflight: dict[str, _Flight] = {}
         self._unwritten: dict[str, dict[str, Any]] = {}  # deferred rows' answers, by key, until written or dropped
+        # The answers written last (at most RECENTLY_WRITTEN): a table read that began before their write committed
+        # misses them, and without this a caller would send an identical request again (a test caught it under load).
+        self._recent: dict[str, dict[str, Any]] = {}
         self._lookup: _Lookup | None = None  # the read being gathered, if any
 
     async def complete(self, backend: Backend, request: ChatRequest) -> tuple[Completion, bool]:
@@ -180,6 +187,8 @@ class CallCache:
         hit = self._unwritten.get(key)
         if hit is None and self.store is not None:
             hit = await self._stored(key)
+            if hit is None:  # written while the read was under way (its snapshot predates the commit)?
+                hit = self._unwritten.get(key) or self._recent.get(key)
         if hit is not None:
             return _from_cached(hit, request), True, key
         flight = self._inflight.get(key)
@@ -208,9 +217,15 @@ class CallCache:
                 defer.append(row)
         return completion, False, key
 
-    def written(self, rows: Iterable[CacheRow]) -> None:
-        """Deferred rows that are now in the table (or were dropped): later lookups read the table again."""
+    def written(self, rows: Iterable[CacheRow], *, stored: bool = False) -> None:
+        """Deferred rows that are now in the table (`stored`) or were dropped: later lookups read the table again.
+        Stored rows' answers are also kept among the recent ones, for a read that was under way while they were
+        written. (Called in the store's write lane; it alone adds to the recent answers.)"""
         for row in rows:
+            if stored:
+                self._recent[row.key] = row.response  # before leaving _unwritten: a lookup always finds one of them
+                if len(self._recent) > RECENTLY_WRITTEN:
+                    self._recent.pop(next(iter(self._recent)), None)
             self._unwritten.pop(row.key, None)
 
     async def _stored(self, key: str) -> dict[str, Any] | None:
