@@ -45,6 +45,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from judge_mcp.http_transport import serve_http
 
         main = partial(serve_http, server, host=args.host, port=args.port, token=settings.http_token)
+
     async def serve() -> None:
         try:
             await main()

@@ -13,7 +13,7 @@ from typing import Any
 import sqlite_utils
 
 from judge_mcp.methods.call_cache import CacheRow, CacheTable
-from judge_mcp.store import OffLoop, Store, dumps, migration
+from judge_mcp.store import Store, dumps, migration
 
 
 @migration
@@ -36,11 +36,11 @@ def m001_verdicts(db: sqlite_utils.Database) -> None:
 
 
 class VerdictLog:
-    """The verdicts table (`log.aio.NAME(...)` runs a method in a worker thread)."""
+    """The verdicts table. Synchronous: async code runs `log` in the store's write lane (App._logged) and the
+    telemetry's reads in a worker thread (the judge_stats tool)."""
 
     def __init__(self, store: Store):
         self.store = store
-        self.aio = OffLoop(self)
 
     def log(
         self,

@@ -127,7 +127,6 @@ async def post_json(
     url: str,
     payload: dict[str, Any],
     headers: dict[str, str],
-    backend: str,
     max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     extra_secrets: Iterable[str] = (),
     proxy: str | None = None,
@@ -258,7 +257,7 @@ class HTTPBackend(Backend):
     async def post(self, url: str, payload: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
         """`post_json` with this endpoint's session, reply limit and credentials to redact."""
         session = self.session()
-        return await post_json(session, url, payload, headers, self.name, self.max_response_bytes, self._url_secrets, self._proxy)
+        return await post_json(session, url, payload, headers, self.max_response_bytes, self._url_secrets, self._proxy)
 
     def __repr__(self) -> str:  # never shows the key
         return f"{type(self).__name__}(name={self.name!r}, base_url={self.base_url!r}, model={self.model!r})"

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 import sqlite_utils
 
 from judge_mcp.backends.base import Backend, ChatRequest, Completion, TokenLogprob, Usage
-from judge_mcp.store import OffLoop, Store, dumps, migration
+from judge_mcp.store import Store, dumps, migration
 
 
 @migration
@@ -54,11 +54,10 @@ class CacheRow(NamedTuple):
 
 
 class CacheTable:
-    """The call_cache table's reads and writes (`table.aio.NAME(...)` runs one in a worker thread)."""
+    """The call_cache table's reads and writes. Synchronous: `CallCache` runs them in the store's lanes."""
 
     def __init__(self, store: Store):
         self.store = store
-        self.aio = OffLoop(self)
 
     def get_many(self, keys: list[str]) -> dict[str, dict[str, Any]]:
         """The stored answers among `keys`, by key, in one read (a pure read: a hit writes nothing, so it never waits
@@ -123,11 +122,6 @@ class _Flight:
     def claim(self) -> bool:
         first, self.claimed = not self.claimed, True
         return first
-
-
-def _retrieved(task: asyncio.Task[Any]) -> None:
-    if not task.cancelled():
-        task.exception()  # retrieved, so asyncio does not log it as never retrieved when every caller was cancelled
 
 
 def _to_cached(completion: Completion) -> dict[str, Any]:
