@@ -18,7 +18,7 @@ import anyio
 
 from mcp.server.mcpserver import MCPServer
 
-from judge_mcp.verdicts import ComparePairResult, PairTrial, UsageOut
+from judge_mcp.outputs import ComparePairResult, PairTrial, UsageOut
 
 server = MCPServer(name="noop", log_level="WARNING")
 

@@ -32,13 +32,13 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from judge_mcp.app import App  # noqa: E402
 from judge_mcp.backends.base import user  # noqa: E402
-from judge_mcp.methods.call_cache import CallCache  # noqa: E402
+from judge_mcp.calls.cache import CallCache  # noqa: E402
 from judge_mcp.backends.openai_compat import OpenAICompatBackend  # noqa: E402
 from judge_mcp.config import DEFAULT_CONCURRENCY, load_settings  # noqa: E402
 from judge_mcp.methods import lwe, pairwise, registry  # noqa: E402
-from judge_mcp.methods.judge import Judge  # noqa: E402
+from judge_mcp.calls.judge import Judge  # noqa: E402
 from judge_mcp.server import build_server  # noqa: E402
-from judge_mcp.store import Store  # noqa: E402
+from judge_mcp.storage.sqlite import Store  # noqa: E402
 from tests.lwe_script import LweScript  # noqa: E402
 from tests.scripted import Reply, ScriptedServer, prompt_text, server_env  # noqa: E402
 from profile_call import cpu_s, ours_of  # noqa: E402

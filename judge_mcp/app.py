@@ -23,12 +23,12 @@ from pydantic import BaseModel
 from judge_mcp.backends import Backend, build_backend
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.methods import panel
-from judge_mcp.methods.call_cache import CacheRow, CacheTable, CallCache
+from judge_mcp.calls.cache import CacheRow, CacheTable, CallCache
 from judge_mcp.config import Settings, load_settings
-from judge_mcp.methods.judge import Judge, ProgressFn
-from judge_mcp import retention
-from judge_mcp.store import Store
-from judge_mcp.verdict_log import VerdictLog
+from judge_mcp.calls.judge import Judge, ProgressFn
+from judge_mcp.storage import retention
+from judge_mcp.storage.sqlite import Store
+from judge_mcp.storage.verdict_log import VerdictLog
 
 log = logging.getLogger("judge_mcp")
 R = TypeVar("R", bound=BaseModel)

@@ -38,11 +38,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     app = App(settings)
     server = build_server(app)
     if args.transport == "stdio":
-        from judge_mcp.stdio import serve_stdio
+        from judge_mcp.transports.stdio import serve_stdio
 
         main = partial(serve_stdio, server)
     else:
-        from judge_mcp.http_transport import serve_http
+        from judge_mcp.transports.http import serve_http
 
         main = partial(serve_http, server, host=args.host, port=args.port, token=settings.http_token)
 
@@ -67,7 +67,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_sessions(args: argparse.Namespace) -> int:
     from judge_mcp.config import load_settings
     from judge_mcp.methods import lwe
-    from judge_mcp.store import Store
+    from judge_mcp.storage.sqlite import Store
     from judge_mcp.validation import InputError
 
     store = Store(load_settings().db_path)
@@ -98,7 +98,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from judge_mcp import stats
-    from judge_mcp.store import Store
+    from judge_mcp.storage.sqlite import Store
 
     if args.db is not None:
         path = Path(args.db)
@@ -213,8 +213,8 @@ def _version() -> str:
 
 def cmd_gc(args: argparse.Namespace) -> int:
     from judge_mcp.config import load_settings
-    from judge_mcp import retention
-    from judge_mcp.store import Store
+    from judge_mcp.storage import retention
+    from judge_mcp.storage.sqlite import Store
 
     settings = load_settings()
     cache_days = args.cache_days if args.cache_days is not None else settings.cache_max_age_days
@@ -313,7 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from judge_mcp.store import StoreError
+    from judge_mcp.storage.sqlite import StoreError
 
     args = build_parser().parse_args(argv)
     _setup_logging(args.verbose)

@@ -288,7 +288,7 @@ def _optional_days(env: Mapping[str, str], name: str) -> float | None:
     return None if value is None else _positive_float(value, name)
 
 
-MIN_REMOTE_TOKEN_CHARS = 16  # a shorter token is refused on a non-loopback bind (see http_transport.http_app)
+MIN_REMOTE_TOKEN_CHARS = 16  # a shorter token is refused on a non-loopback bind (see transports/http.http_app)
 
 
 def _http_token(env: Mapping[str, str]) -> str | None:

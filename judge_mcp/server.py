@@ -23,9 +23,9 @@ from judge_mcp.backends.errors import BackendError
 from judge_mcp.config import ConfigError
 from judge_mcp.methods import flip, grade_score, lwe, panel, registry
 from judge_mcp.validation import MAX_TEXT_CHARS, SESSION_PATTERN
-from judge_mcp.store import StoreError
+from judge_mcp.storage.sqlite import StoreError
 from judge_mcp.validation import InputError
-from judge_mcp.verdicts import ComparePairResult, FlipResult, GradeScoreResult, LweResult, LweSessionResult
+from judge_mcp.outputs import ComparePairResult, FlipResult, GradeScoreResult, LweResult, LweSessionResult
 
 log = logging.getLogger("judge_mcp.server")
 
@@ -81,7 +81,7 @@ ANTICIPATED = (InputError, ConfigError, BackendError, StoreError)
 
 
 def anticipated(exc: BaseException) -> BaseException | None:
-    """The anticipated failure in `exc`. Methods raise their concurrent calls' first error bare (common.run_each
+    """The anticipated failure in `exc`. Methods raise their concurrent calls' first error bare (fanout.run_each
     unwraps its task group); this still looks inside an exception group, should another task group raise one."""
     if isinstance(exc, ANTICIPATED):
         return exc

@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from judge_mcp.verdict_log import VerdictLog
+from judge_mcp.storage.verdict_log import VerdictLog
 
 if TYPE_CHECKING:
-    from judge_mcp.store import Store
+    from judge_mcp.storage.sqlite import Store
 
 DEFAULT_LAST = 100
 MAX_LAST = 1_000_000

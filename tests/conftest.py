@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from judge_mcp.methods.call_cache import CallCache
-from judge_mcp.methods.judge import Judge
-from judge_mcp.store import Store
+from judge_mcp.calls.cache import CallCache
+from judge_mcp.calls.judge import Judge
+from judge_mcp.storage.sqlite import Store
 from tests.helpers import app_env, http_backend, make_app, start_scripted
 from tests.scripted import Responder, ScriptedServer
 

@@ -2,7 +2,7 @@
 from the prompt's fences and answers as a correct judge would, by which shown answer holds a keyword.
 
 `UniversalJudge(good="Canberra")` prefers the answer containing `good`. With `gullible=ATTACK`, an answer holding
-the attack string wins instead (a judge that obeys injected text), which is how tests/test_injection.py checks the
+the attack string wins instead (a judge that obeys injected text), which is how tests/methods/test_injection.py checks the
 injection benchmark's arithmetic. LWE requests are answered by tests/lwe_script.LweScript("consistent") logic.
 
 Also here: `CASES` (each tool with arguments whose correct verdict is known), `Faulty` (a judge that fails in a chosen

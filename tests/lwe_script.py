@@ -1,5 +1,5 @@
 """A scripted LWE model for tests: it recognises each LWE request (vanilla, case prompt, case verdict, feedback,
-refine, condense) and answers according to a chosen behaviour. Shared by tests/test_lwe.py, tests/test_lwe_crash.py
+refine, condense) and answers according to a chosen behaviour. Shared by tests/methods/test_lwe.py, tests/storage/test_lwe_crash.py
 and bench/perf.py. To act while a refine call is in flight, wrap the script in tests/helpers.Hold with
 `when=lambda p: role_of(p) == "refine"`."""
 

@@ -19,7 +19,7 @@ from typing import Any
 from judge_mcp.backends.base import ChatRequest, Completion, Usage
 
 from judge_mcp.backends.errors import FatalError, RetryableError
-from judge_mcp.backends.http import HTTPBackend
+from judge_mcp.backends.client import HTTPBackend
 from judge_mcp.backends.openai_wire import token_count
 
 ANTHROPIC_VERSION = "2023-06-01"

@@ -228,7 +228,7 @@ def _thread_limiter(loaded: LoadedModel) -> anyio.CapacityLimiter:
 
 def cap_free_strings(schema: Any, max_length: int = STRING_MAX_LENGTH) -> Any:
     """A copy of `schema` where every free-text string (no enum, const, pattern, format or maxLength) has a
-    `maxLength`, so constrained decoding must close it. Caps the method set itself (methods/common.bounded) are kept;
+    `maxLength`, so constrained decoding must close it. Caps the method set itself (methods/ask.bounded) are kept;
     this only fills in the ones it did not set. The input is not modified."""
     schema = copy.deepcopy(schema)
     _cap(schema, max_length)

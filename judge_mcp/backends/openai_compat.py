@@ -4,7 +4,7 @@ The wire format lives here; the endpoint (base URL, key, HTTP client) is configu
 requested as `response_format: {"type": "json_schema", ...}`, which OpenAI, vLLM, llama.cpp's server, Ollama and
 LM Studio all accept.
 
-Length caps: a method's schema declares `maxLength` on its free-text fields (methods/common.bounded) so a looping
+Length caps: a method's schema declares `maxLength` on its free-text fields (methods/ask.bounded) so a looping
 model must close the JSON. llama.cpp's server, vLLM and LM Studio turn the schema into a grammar and honour it;
 OpenAI's hosted strict mode does not list `maxLength` among its supported keywords, so for api.openai.com the caps
 are left out of the schema sent. Any other server that refuses the schema with a 400 naming `maxLength`/`minLength`
@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 from judge_mcp.backends.base import ChatRequest, Completion
 from judge_mcp.backends.errors import FatalError
-from judge_mcp.backends.http import RETRYABLE_STATUS, HTTPBackend, classify_status, post_json
+from judge_mcp.backends.client import RETRYABLE_STATUS, HTTPBackend, classify_status, post_json
 from judge_mcp.backends.openai_wire import chat_messages, logprob_params, parse_chat_completion
 
 __all__ = ["OpenAICompatBackend", "parse_chat_completion", "RETRYABLE_STATUS", "classify_status", "post_json"]

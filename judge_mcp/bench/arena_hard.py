@@ -21,8 +21,8 @@ from typing import Literal
 from judge_mcp import prompts, validation
 from judge_mcp.backends.base import ChatRequest, Message
 from judge_mcp.methods import registry
-from judge_mcp.methods.judge import Judge
-from judge_mcp.verdicts import ArenaHardResult
+from judge_mcp.calls.judge import Judge
+from judge_mcp.outputs import ArenaHardResult
 
 MAX_TOKENS = 4096
 ATTEMPTS = 2  # JudgeBench's number_of_judgment_attempts: the first answer and one continuation

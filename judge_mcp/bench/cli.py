@@ -122,7 +122,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from judge_mcp.bench.methods import Options
     from judge_mcp.bench.runner import BenchError, RunSpec, run
     from judge_mcp.config import ConfigError, load_settings
-    from judge_mcp.store import Store
+    from judge_mcp.storage.sqlite import Store
 
     members: tuple[str, ...] = ()
     try:
@@ -243,7 +243,7 @@ def summaries_from_db(db: Path) -> list[dict[str, Any]]:
     from judge_mcp.bench.methods import METHODS
     from judge_mcp.bench.results import all_runs, run_rows
     from judge_mcp.bench.runner import run_summary
-    from judge_mcp.store import Store
+    from judge_mcp.storage.sqlite import Store
 
     store = Store(db)
     try:

@@ -100,7 +100,7 @@ def _usage(result: Any) -> dict[str, Any]:
     return {"calls": u.calls, "cached_calls": u.cached_calls, "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens}
 
 
-REASK_MARKS = (":reask", ":continu")  # purposes of re-asks and continuations (methods/common.ask, arena_hard)
+REASK_MARKS = (":reask", ":continu")  # purposes of re-asks and continuations (methods/ask.ask, arena_hard)
 
 
 def is_reask(purpose: str | None) -> bool:

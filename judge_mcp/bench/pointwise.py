@@ -13,11 +13,13 @@ import re
 
 from judge_mcp import prompts, validation
 from judge_mcp.backends.base import user
-from judge_mcp.methods.common import ask, rank_by_score, run_each
+from judge_mcp.methods.ask import ask
+from judge_mcp.calls.fanout import run_each
+from judge_mcp.methods.ranking import rank_by_score
 from judge_mcp.methods import registry
-from judge_mcp.methods.judge import Judge
+from judge_mcp.calls.judge import Judge
 from judge_mcp.methods.parsing import neutralise, parse_json_object
-from judge_mcp.verdicts import PointwiseItem, PointwiseResult
+from judge_mcp.outputs import PointwiseItem, PointwiseResult
 
 MAX_TOKENS = 512  # the FLIP paper's limit for every method (§3.1)
 MAX_RESPONSES = 16
@@ -110,7 +112,7 @@ def parse_rating(text: str) -> tuple[float, str] | None:
 
 
 def rank(items: list[PointwiseItem]) -> tuple[list[int], int | None, list[int]]:
-    """(ranking, best_index, tied_best) by score; unparsed responses last (see common.rank_by_score)."""
+    """(ranking, best_index, tied_best) by score; unparsed responses last (see ranking.rank_by_score)."""
     return rank_by_score([(it.index, it.score if it.parse_ok else None) for it in items])
 
 

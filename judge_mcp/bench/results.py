@@ -16,7 +16,7 @@ from typing import Any
 
 import sqlite_utils
 
-from judge_mcp.store import Store, migration
+from judge_mcp.storage.sqlite import Store, migration
 
 
 @migration

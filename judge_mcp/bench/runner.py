@@ -26,9 +26,9 @@ from judge_mcp.bench.data import Item, dataset_name, load_items
 from judge_mcp.bench.methods import METHODS, Method, Options, method_key
 from judge_mcp.bench.results import Results, methods_fingerprint, run_totals
 from judge_mcp.methods import lwe
-from judge_mcp.methods.lwe.repository import LweRepository
-from judge_mcp.methods.common import first_error
-from judge_mcp.methods.judge import Judge
+from judge_mcp.storage.lwe_sessions import LweRepository
+from judge_mcp.calls.fanout import first_error
+from judge_mcp.calls.judge import Judge
 
 log = logging.getLogger("judge_mcp.bench")
 MAX_CONSECUTIVE_ERRORS = 12  # stop a run whose backend keeps failing (a re-run resumes it)

@@ -15,7 +15,7 @@ every parsed response, and the best text extraction is still shown with the simi
 The paper's known weak spot, a response that opens by repeating the instruction, is detected (`detect_echo`) and
 reported as `echoes_instruction`; the reward itself is left as inferred (see the README).
 
-Pure functions (parsing, extraction, echo detection, ranking) are tested directly in tests/test_flip.py.
+Pure functions (parsing, extraction, echo detection, ranking) are tested directly in tests/methods/test_flip.py.
 """
 
 from __future__ import annotations
@@ -31,10 +31,12 @@ from rapidfuzz import fuzz, utils
 from judge_mcp import prompts, validation
 from judge_mcp.backends.base import user
 from judge_mcp.methods import similarity as sim
-from judge_mcp.methods.common import ask, bounded, rank_by_score, run_each
-from judge_mcp.methods.judge import Judge
+from judge_mcp.methods.ask import ask, bounded
+from judge_mcp.calls.fanout import run_each
+from judge_mcp.methods.ranking import rank_by_score
+from judge_mcp.calls.judge import Judge
 from judge_mcp.methods.parsing import json_objects, neutralise
-from judge_mcp.verdicts import FlipItem, FlipResult
+from judge_mcp.outputs import FlipItem, FlipResult
 
 PROMPT_VARIANTS = (1, 2, 3)
 MAX_RESPONSES = 16
@@ -281,7 +283,7 @@ def detect_echo(instruction: str, response: str) -> Echo:
 
     rapidfuzz partial matching of the instruction against the response's opening and its closing stretch (the
     first and the last len(instruction) + 60 characters, both lowercased with punctuation removed): the opening is
-    the paper's echo, the end is where an injected copy of the instruction goes (see judge_mcp/bench/injection.py). The
+    the paper's echo, the end is where an injected copy of the instruction goes (see judge_mcp/bench/attacks.py). The
     score is the partial-match ratio scaled down when the matched stretch of the instruction holds fewer than
     max(3, half its words) words; an echo scores >= 0.9. Instructions of fewer than 3 words are never flagged (too
     short to tell an echo from an answer).
@@ -304,7 +306,7 @@ def detect_echo(instruction: str, response: str) -> Echo:
 
 # ---- ranking ----------------------------------------------------------------------------------------------------
 def rank(items: list[FlipItem]) -> tuple[list[int], int | None, list[int]]:
-    """(ranking, best_index, tied_best) by reward; unparsed responses last (see common.rank_by_score)."""
+    """(ranking, best_index, tied_best) by reward; unparsed responses last (see ranking.rank_by_score)."""
     return rank_by_score([(it.index, it.reward if it.parse_ok else None) for it in items])
 
 

@@ -34,11 +34,12 @@ import anyio.to_thread
 
 from judge_mcp import prompts, validation
 from judge_mcp.backends.base import user
-from judge_mcp.methods.common import ask, run_each
-from judge_mcp.methods.judge import Judge
+from judge_mcp.methods.ask import ask
+from judge_mcp.calls.fanout import run_each
+from judge_mcp.calls.judge import Judge
 from judge_mcp.methods.parsing import neutralise, parse_json_object
 from judge_mcp.methods.unrelated_pool import OptionPool, call_seed, choose_unrelated, insertion_position
-from judge_mcp.verdicts import GradeScoreResult, GradeTrial
+from judge_mcp.outputs import GradeScoreResult, GradeTrial
 
 VARIANTS = (1, 2, 3, 4)
 MIN_OPTIONS, MAX_OPTIONS = 2, 10

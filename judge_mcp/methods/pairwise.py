@@ -23,10 +23,11 @@ from functools import lru_cache
 from judge_mcp import prompts, validation
 from judge_mcp.backends.base import user
 from judge_mcp.methods import label_probs
-from judge_mcp.methods.common import Parsed, ask, bounded, run_each
-from judge_mcp.methods.judge import Judge
+from judge_mcp.methods.ask import Parsed, ask, bounded
+from judge_mcp.calls.fanout import run_each
+from judge_mcp.calls.judge import Judge
 from judge_mcp.methods.parsing import neutralise, parse_json_object
-from judge_mcp.verdicts import ComparePairResult, PairTrial, PBetter
+from judge_mcp.outputs import ComparePairResult, PairTrial, PBetter
 
 GOALS = ("worse", "better")
 TEMPLATES = ("sop", "cot", "direct")

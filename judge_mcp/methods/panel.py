@@ -31,7 +31,7 @@ from typing import Any
 
 from judge_mcp import validation
 from judge_mcp.methods import grade_score
-from judge_mcp.verdicts import (
+from judge_mcp.outputs import (
     ComparePairResult,
     GradePanelMember,
     GradeScoreResult,

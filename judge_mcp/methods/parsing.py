@@ -1,6 +1,6 @@
 """Answer grammars shared by the methods: tolerant JSON extraction, and neutralising verdict tokens in judged text.
 
-Everything here is pure and tested in tests/test_parsing.py.
+Everything here is pure and tested in tests/methods/test_parsing.py.
 """
 
 from __future__ import annotations

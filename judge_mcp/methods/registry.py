@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from judge_mcp.methods import flip, grade_score, lwe, pairwise, panel
-from judge_mcp.verdicts import ComparePairResult, FlipResult, GradeScoreResult, LweResult
+from judge_mcp.outputs import ComparePairResult, FlipResult, GradeScoreResult, LweResult
 
 if TYPE_CHECKING:  # the App imports the methods, not the other way round
     from judge_mcp.app import App
-    from judge_mcp.methods.judge import ProgressFn
+    from judge_mcp.calls.judge import ProgressFn
 
 
 # combine(members, args, latency_ms=..., warnings=...) -> the panel's result

@@ -1,6 +1,6 @@
 """Similarity between an original and an inferred instruction: FLIP's reward function `s(x, x')`.
 
-Pure functions, tested against hand-computed values in tests/test_similarity.py.
+Pure functions, tested against hand-computed values in tests/methods/test_similarity.py.
 
 - `f1` (the default, the FLIP paper's best metric): word-level F1 after the usual answer normalisation (lowercase,
   drop ASCII punctuation, drop the articles a/an/the, collapse whitespace), computed on the multiset of words,

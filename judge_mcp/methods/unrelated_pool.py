@@ -20,7 +20,7 @@ from typing import Any
 
 import sqlite_utils
 
-from judge_mcp.store import OffLoop, Store, migration
+from judge_mcp.storage.sqlite import OffLoop, Store, migration
 
 
 @migration

@@ -32,11 +32,12 @@ from judge_mcp import prompts, validation
 from judge_mcp.backends.base import Message, user
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.methods.lwe import text as t
-from judge_mcp.methods.common import ask, run_each
-from judge_mcp.methods.judge import Judge
-from judge_mcp.methods.lwe.repository import LweConflict, LweRepository
-from judge_mcp.store import Store
-from judge_mcp.verdicts import LweResult, VanillaPair
+from judge_mcp.methods.ask import ask
+from judge_mcp.calls.fanout import run_each
+from judge_mcp.calls.judge import Judge
+from judge_mcp.storage.lwe_sessions import LweConflict, LweRepository
+from judge_mcp.storage.sqlite import Store
+from judge_mcp.outputs import LweResult, VanillaPair
 
 ACTIONS = ("show", "reset", "rollback")
 MAX_BATCH_SIZE = 64

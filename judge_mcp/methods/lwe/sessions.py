@@ -9,10 +9,10 @@ from typing import Any
 
 from judge_mcp import validation
 from judge_mcp.methods.lwe.judging import ACTIONS, initial_meta_prompt
-from judge_mcp.methods.lwe.repository import LweConflict, LweRepository
-from judge_mcp.store import Store
+from judge_mcp.storage.lwe_sessions import LweConflict, LweRepository
+from judge_mcp.storage.sqlite import Store
 from judge_mcp.validation import InputError
-from judge_mcp.verdicts import LweSessionResult, MetaPromptVersion
+from judge_mcp.outputs import LweSessionResult, MetaPromptVersion
 
 
 # ---- sessions: show / reset / rollback, resources and the CLI -------------------------------------------------------

@@ -2,7 +2,7 @@
 prompts of Figures 9-15, reading the judge's binary verdict (Appendix D, made stricter), reading the self-feedback
 of Figure 12, cleaning a generated prompt, and packing a feedback batch for RefineMetaPrompt (Figure 13).
 
-Everything here is a pure function, tested directly in tests/test_lwe.py; methods/lwe/ does the calling.
+Everything here is a pure function, tested directly in tests/methods/test_lwe.py; methods/lwe/ does the calling.
 """
 
 from __future__ import annotations

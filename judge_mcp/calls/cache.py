@@ -1,0 +1,250 @@
+"""The call cache: temperature-0 requests answered from SQLite, and identical requests in flight sharing one call.
+
+Keyed by `ChatRequest.cache_key(backend.identity())`: a hash of the exact request and the backend's kind, endpoint
+and model (never its key); a request asking for log-probabilities has its own key, and its cached completion keeps
+them (a hit answers with the same probabilities as the call did). Requests with temperature > 0 are samples and always go to the backend. Completions with
+empty text are not stored (a later identical request goes to the backend again). A hit is a pure read: it writes
+nothing. The concurrent lookups of one judgment share one read of the table (`_Lookup`). A new answer is written at
+once, or, when the caller passes a `defer` list (App.run does), appended to it as a `CacheRow` for the caller to
+write with its verdict; until that write, identical requests are answered from memory, and for a while after it
+(the last RECENTLY_WRITTEN answers) a read that began before the write committed still finds them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterable
+from functools import partial
+from typing import Any, NamedTuple
+
+import sqlite_utils
+
+from judge_mcp.backends.base import Backend, ChatRequest, Completion, TokenLogprob, Usage
+from judge_mcp.storage.sqlite import Store, dumps, migration
+
+
+@migration
+def m001_call_cache(db: sqlite_utils.Database) -> None:
+    """IF NOT EXISTS: databases made before the tables had their own migrations got it from m001_core. (`hits` is
+    no longer counted: a hit writes nothing.)"""
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS call_cache (
+            key TEXT PRIMARY KEY,
+            backend TEXT NOT NULL,
+            model TEXT NOT NULL,
+            request TEXT NOT NULL,
+            response TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            hits INTEGER NOT NULL DEFAULT 0
+        )"""
+    )
+
+
+class CacheRow(NamedTuple):
+    """A cache row not yet written. A tool call run through `App.run` writes its rows in the same transaction as its
+    verdict (one write per tool call, verdict_log.VerdictLog.log); until then `CallCache` answers from memory."""
+
+    key: str
+    backend: str
+    model: str
+    request: dict[str, Any]
+    response: dict[str, Any]
+
+
+class CacheTable:
+    """The call_cache table's reads and writes. Synchronous: `CallCache` runs them in the store's lanes."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def get_many(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        """The stored answers among `keys`, by key, in one read (a pure read: a hit writes nothing, so it never waits
+        for a lock)."""
+        found: dict[str, dict[str, Any]] = {}
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), 500):  # well under SQLite's limit of bound parameters per statement
+            chunk = unique[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in self.store.query(f"SELECT key, response FROM call_cache WHERE key IN ({marks})", chunk):
+                found[row["key"]] = json.loads(row["response"])
+        return found
+
+    def put_many(self, rows: Iterable[CacheRow]) -> None:
+        """Cache rows in one transaction."""
+        with self.store.transaction() as db:
+            self.insert(db, rows)
+
+    @staticmethod
+    def insert(db: sqlite_utils.Database, rows: Iterable[CacheRow]) -> None:
+        """The rows, inside the caller's transaction."""
+        now = time.time()
+        for key, backend, model, request, response in rows:
+            db.execute(
+                "INSERT OR REPLACE INTO call_cache (key, backend, model, request, response, created_at, hits)"
+                " VALUES (?, ?, ?, ?, ?, ?, 0)",
+                [key, backend, model, dumps(request), dumps(response), now],
+            )
+
+
+class _Lookup:
+    """One read of the cache table for every key asked for while it was being scheduled: the concurrent requests of
+    one judgment (both orders, n FLIP responses, n rotations) cost one trip to the store's read lane, not one each.
+    The read is handed over by a callback of the event loop's next iteration, after the requests started with the
+    first one (a task group's siblings) have added their keys. Each caller waits on a future of its own, so a
+    cancelled caller stops waiting without touching the others'."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.keys: list[str] = []
+        self.waiting: list[asyncio.Future[dict[str, dict[str, Any]]]] = []
+
+    def settle(self, found: dict[str, dict[str, Any]] | None, error: BaseException | None) -> None:
+        for future in self.waiting:
+            if not future.done():
+                if error is None:
+                    future.set_result(found)
+                else:
+                    future.set_exception(error)
+
+
+class _Flight:
+    """One backend call shared by every caller of an identical request. It runs in a task of its own, so a caller
+    that is cancelled (a client's `notifications/cancelled`, a timeout) stops waiting without cancelling it for the
+    others; it is cancelled only when no caller waits any more."""
+
+    def __init__(self, task: asyncio.Task[Completion]) -> None:
+        self.task = task
+        self.waiters = 0
+        self.claimed = False  # one caller, the first to receive the answer, counts the call as sent
+
+    def claim(self) -> bool:
+        first, self.claimed = not self.claimed, True
+        return first
+
+
+def _to_cached(completion: Completion) -> dict[str, Any]:
+    return {
+        "text": completion.text,
+        "model": completion.model,
+        "finish_reason": completion.finish_reason,
+        "structured": completion.structured,
+        "usage": dict(vars(completion.usage)),  # every field of the flat Usage dataclass (asdict deep-copies, ~20x slower)
+        "logprobs": None if completion.logprobs is None else [t.to_list() for t in completion.logprobs],
+    }
+
+
+def _from_cached(data: dict[str, Any], request: ChatRequest) -> Completion:
+    logprobs = data.get("logprobs")
+    return Completion(
+        text=data["text"],
+        model=data["model"],
+        usage=Usage(**data["usage"]),
+        finish_reason=data.get("finish_reason"),
+        structured=bool(data.get("structured")),
+        attempts=0,
+        logprobs=None if logprobs is None else tuple(TokenLogprob.from_list(t) for t in logprobs),
+        raw={"cached": True},
+    )
+
+
+RECENTLY_WRITTEN = 1024  # answers kept in memory after their write, for reads that began before it
+
+
+class CallCache:
+    """One per store; shared by every tool call so that identical requests anywhere share one backend call."""
+
+    def __init__(self, store: Store | None):
+        self.store = store
+        self._inflight: dict[str, _Flight] = {}
+        self._unwritten: dict[str, dict[str, Any]] = {}  # deferred rows' answers, by key, until written or dropped
+        # The answers written last (at most RECENTLY_WRITTEN): a table read that began before their write committed
+        # misses them, and without this a caller would send an identical request again (a test caught it under load).
+        self._recent: dict[str, dict[str, Any]] = {}
+        self._lookup: _Lookup | None = None  # the read being gathered, if any
+
+    async def complete(self, backend: Backend, request: ChatRequest) -> tuple[Completion, bool]:
+        """(completion, answered_without_a_backend_call)."""
+        completion, cached, _ = await self.lookup(backend, request)
+        return completion, cached
+
+    async def lookup(
+        self, backend: Backend, request: ChatRequest, *, summary: dict[str, Any] | None = None, defer: list[CacheRow] | None = None
+    ) -> tuple[Completion, bool, str | None]:
+        """(completion, answered_without_a_backend_call, cache key or None for a sample). `summary` is the request's
+        summary when the caller has it already; with `defer`, a new answer's cache row is appended there instead of
+        written (the caller must pass it to `written` once it is written or dropped)."""
+        if request.temperature != 0:
+            return await backend.complete(request), False, None
+        key = request.cache_key(backend.identity())
+        hit = self._unwritten.get(key)
+        if hit is None and self.store is not None:
+            hit = await self._stored(key)
+            if hit is None:  # written while the read was under way (its snapshot predates the commit)?
+                hit = self._unwritten.get(key) or self._recent.get(key)
+        if hit is not None:
+            return _from_cached(hit, request), True, key
+        flight = self._inflight.get(key)
+        if flight is None:
+            flight = self._inflight[key] = _Flight(asyncio.get_running_loop().create_task(backend.complete(request)))
+            flight.task.add_done_callback(lambda _, f=flight: self._forget(key, f))
+        flight.waiters += 1
+        try:
+            completion = await asyncio.shield(flight.task)
+        finally:
+            flight.waiters -= 1
+            if flight.waiters == 0 and not flight.task.done():
+                # Nobody waits for this answer any more: a caller arriving now starts a new flight, not this dying one.
+                self._forget(key, flight)
+                flight.task.cancel()
+        if not flight.claim():
+            return _from_cached(_to_cached(completion), request), True, key
+        # The first caller to receive a new answer stores it. An empty answer is a glitch worth asking again later,
+        # not an answer to replay: it is not stored.
+        if self.store is not None and completion.text.strip():
+            row = CacheRow(key, backend.identity(), completion.model, summary or request.summary(), _to_cached(completion))
+            if defer is None:
+                await self.store.writes.run(CacheTable(self.store).put_many, [row])
+            else:
+                self._unwritten[key] = row.response
+                defer.append(row)
+        return completion, False, key
+
+    def written(self, rows: Iterable[CacheRow], *, stored: bool = False) -> None:
+        """Deferred rows that are now in the table (`stored`) or were dropped: later lookups read the table again.
+        Stored rows' answers are also kept among the recent ones, for a read that was under way while they were
+        written. (Called in the store's write lane; it alone adds to the recent answers.)"""
+        for row in rows:
+            if stored:
+                self._recent[row.key] = row.response  # before leaving _unwritten: a lookup always finds one of them
+                if len(self._recent) > RECENTLY_WRITTEN:
+                    self._recent.pop(next(iter(self._recent)), None)
+            self._unwritten.pop(row.key, None)
+
+    async def _stored(self, key: str) -> dict[str, Any] | None:
+        """The stored answer for `key`, read together with every other key asked for in the same loop iteration."""
+        loop = asyncio.get_running_loop()
+        lookup = self._lookup
+        if lookup is None or lookup.loop is not loop:  # another loop's: that loop ended before its read was sent
+            lookup = self._lookup = _Lookup(loop)
+            loop.call_soon(self._send, lookup)
+        lookup.keys.append(key)
+        found = loop.create_future()
+        lookup.waiting.append(found)
+        return (await found).get(key)
+
+    def _send(self, lookup: _Lookup) -> None:
+        if self._lookup is lookup:
+            self._lookup = None
+        assert self.store is not None
+        try:
+            self.store.reads.submit(partial(CacheTable(self.store).get_many, lookup.keys), lookup.settle)
+        except Exception as exc:  # the lane could not take it (no thread): every waiter gets the error
+            lookup.settle(None, exc)
+
+    def _forget(self, key: str, flight: _Flight) -> None:
+        if self._inflight.get(key) is flight:
+            del self._inflight[key]
+        if flight.task.done() and not flight.task.cancelled():
+            flight.task.exception()  # retrieved, so asyncio does not log it as never retrieved when nobody waited

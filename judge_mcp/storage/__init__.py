@@ -1,0 +1,1 @@
+"""All state: connections and transactions (SQLite), the migrations, one repository per table."""

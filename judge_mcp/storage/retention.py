@@ -1,0 +1,23 @@
+"""Retention: deleting call-cache and verdict-log rows past an age (JUDGE_MCP_*_MAX_AGE_DAYS at App start, and
+`judge-mcp gc`). LWE sessions, their versions and feedback, and the option pool are never touched."""
+
+from __future__ import annotations
+
+import time
+
+from judge_mcp.storage.sqlite import Store
+
+
+def gc(store: Store, *, cache_older_than_s: float | None = None, verdicts_older_than_s: float | None = None, vacuum: bool = False) -> dict[str, int]:
+    """Delete the rows older than the given ages in one transaction; with `vacuum`, then give the space back to the
+    filesystem (SQLite otherwise reuses it for new rows). The number of rows deleted per table."""
+    now = time.time()
+    counts = {"call_cache": 0, "verdicts": 0}
+    with store.transaction() as db:
+        if cache_older_than_s is not None:
+            counts["call_cache"] = db.execute("DELETE FROM call_cache WHERE created_at < ?", [now - cache_older_than_s]).rowcount
+        if verdicts_older_than_s is not None:
+            counts["verdicts"] = db.execute("DELETE FROM verdicts WHERE created_at < ?", [now - verdicts_older_than_s]).rowcount
+    if vacuum:
+        store.vacuum()
+    return counts

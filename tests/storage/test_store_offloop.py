@@ -1,0 +1,93 @@
+"""Issue 14, item 3: the store never blocks the server. Another process holds the database's write lock; a tool call
+that must write waits for it in a worker thread while another client's read-only call is answered at once; a
+lock held past the busy timeout is a named tool error, and nothing of the waiting call is half-written."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+
+import anyio
+from mcp import Client
+
+from judge_mcp.server import build_server
+from judge_mcp.storage.sqlite import Store
+from tests.helpers import app_env, make_app
+from tests.judge_script import PAIR, UniversalJudge
+
+
+
+def _server(scripted, db: Path, busy_timeout_s: float):
+    backend = scripted(UniversalJudge())
+    app = make_app(app_env(backend, db, JUDGE_MCP_MAX_RETRIES="0"), store=Store(db, busy_timeout_s=busy_timeout_s))
+    return app, build_server(app), backend
+
+
+def _note_writes(store: Store) -> threading.Event:
+    """An event set when a write transaction starts (in whatever thread runs it), just before it asks for the lock."""
+    writing = threading.Event()
+    original = store.transaction
+
+    @contextmanager
+    def noted():
+        writing.set()
+        with original() as db:
+            yield db
+
+    store.transaction = noted
+    return writing
+
+
+async def test_a_read_is_answered_while_another_call_waits_for_a_foreign_write_lock(scripted, tmp_path: Path) -> None:
+    db = tmp_path / "judge.db"
+    app, server, backend = _server(scripted, db, busy_timeout_s=30)
+    other_process = sqlite3.connect(str(db), isolation_level=None)
+    try:
+        async with Client(server) as client:
+            assert not (await client.call_tool("lwe_judge", {**PAIR, "session": "s"})).is_error
+            writing = _note_writes(app.store)
+            other_process.execute("BEGIN IMMEDIATE")  # another process takes the write lock and keeps it
+            results: dict = {}
+
+            async def judging() -> None:
+                results["pair"] = await client.call_tool("compare_pair", {**PAIR, "prompt": "Which city is the capital of Australia?"})
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(judging)
+                # the judgment is in and its first write is waiting for the lock (no sleep: the write says so)
+                assert await anyio.to_thread.run_sync(writing.wait, 20)
+                with anyio.fail_after(10):  # on the event loop this read would wait out the whole 30 s lock
+                    shown = await client.call_tool("lwe_session", {"action": "show", "session": "s"})
+                assert "pair" not in results  # the writing call is still waiting: the read did not wait for it
+                other_process.execute("ROLLBACK")
+        assert not shown.is_error and shown.structured_content["session"] == "s"
+        assert not results["pair"].is_error and results["pair"].structured_content["winner"] == "B"
+    finally:
+        other_process.close()
+        await app.aclose()
+
+
+async def test_a_lock_held_past_the_busy_timeout_is_a_named_error_and_nothing_is_half_written(scripted, tmp_path: Path) -> None:
+    db = tmp_path / "judge.db"
+    app, server, backend = _server(scripted, db, busy_timeout_s=0.5)
+    other_process = sqlite3.connect(str(db), isolation_level=None)
+    try:
+        other_process.execute("BEGIN IMMEDIATE")
+        async with Client(server) as client:
+            result = await client.call_tool("compare_pair", PAIR)
+        other_process.execute("ROLLBACK")
+        assert result.is_error
+        text = result.content[0].text
+        assert f"could not write the database {str(db)!r}" in text
+        assert "another connection held its write lock past the 0.5 s busy timeout" in text
+        assert app.store.query("SELECT COUNT(*) AS n FROM verdicts")[0]["n"] == 0  # the failed call logged no verdict
+        # The other order's answer may still be cached once the lock is gone (its write was already waiting in a
+        # worker thread): that row is a whole answer, never a partial one.
+        for row in app.store.query("SELECT response FROM call_cache"):
+            assert json.loads(row["response"])["text"]
+    finally:
+        other_process.close()
+        await app.aclose()
