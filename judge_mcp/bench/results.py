@@ -1,9 +1,9 @@
 """Where bench results live: two tables of their own in the bench database (default state/bench.db).
 
-The bench database is an ordinary judge-mcp Store (its two tables come from the migrations m101/m102 below), so the call cache, the verdict log and the LWE sessions of a
-run live beside its results. `bench_results` holds one row per (dataset, method, backend, item, placement),
-written as soon as that judgment finishes, so a killed run loses at most the judgments in flight and a re-run
-skips every finished one. `bench_runs` holds each run's metadata and its accumulated wall time.
+The bench database is an ordinary judge-mcp Store (its two tables come from the migrations m101/m102 below), so
+the call cache, the verdict log and the LWE sessions of a run live beside its results. `bench_results` holds one
+row per (dataset, method, backend, item, placement), written as soon as that judgment finishes, so a killed run
+loses at most the judgments in flight and a re-run skips every finished one. `bench_runs` holds each run's metadata and its accumulated wall time.
 """
 
 from __future__ import annotations

@@ -4,9 +4,10 @@ instruction, to add to a `grade_score_options` call as a sanity check on the jud
 Candidates come from `BUILTIN_POOL` below. The option pool in SQLite (options of earlier calls for other
 instructions, from every client of the database) is drawn from only when the operator sets
 `JUDGE_MCP_SHARED_OPTION_POOL=1`: by default one client's option text is never shown to another client's judge
-(nor returned in its `unrelated_option`). Options are still stored, so enabling the setting later finds a pool. The pick is deterministic for a given call and pool: each candidate is ranked by a
-hash of (call seed, candidate text) and the lowest wins (rendezvous hashing), so a repeated call draws the same
-option, and hence sends the same requests and hits the call cache, unless a newer pool entry happens to rank lower.
+(nor returned in its `unrelated_option`). Options are still stored, so enabling the setting later finds a pool.
+The pick is deterministic for a given call and pool: each candidate is ranked by a hash of (call seed, candidate
+text) and the lowest wins (rendezvous hashing), so a repeated call draws the same option, and hence sends the same
+requests and hits the call cache, unless a newer pool entry happens to rank lower.
 """
 
 from __future__ import annotations
