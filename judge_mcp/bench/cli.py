@@ -189,9 +189,10 @@ def run_bench(args: argparse.Namespace, settings: Settings, spec: RunSpec) -> in
     from judge_mcp.bench.data import DatasetError
     from judge_mcp.bench.runner import BenchError, run
     from judge_mcp.config import ConfigError
-    from judge_mcp.storage.sqlite import Store
+    from judge_mcp.storage import open_store
+    from judge_mcp.storage.migrations import BENCH_MIGRATIONS
 
-    app = App(settings, store=Store(args.db))
+    app = App(settings, store=open_store(args.db, BENCH_MIGRATIONS))
 
     async def main() -> dict[str, Any]:
         try:
@@ -268,9 +269,10 @@ def summaries_from_db(db: Path) -> list[dict[str, Any]]:
     from judge_mcp.bench.methods import METHODS
     from judge_mcp.bench.results import all_runs, run_rows
     from judge_mcp.bench.runner import run_summary
-    from judge_mcp.storage.sqlite import Store
+    from judge_mcp.storage import open_store
+    from judge_mcp.storage.migrations import BENCH_MIGRATIONS
 
-    store = Store(db)
+    store = open_store(db, BENCH_MIGRATIONS)
     try:
         out = []
         for info in all_runs(store):

@@ -4,7 +4,7 @@
 - refine.py: the refinement of the session's meta-prompt (`refine_if_due`, `refine_pending`) and its condensing;
 - sessions.py: show / reset / rollback and the read-only views (resources, CLI);
 - text.py: the paper's prompts filled in, and reading the model's answers;
-- storage/lwe_sessions.py: the lwe_* tables and every read and write of them (`LweRepository`).
+- storage/lwe_sessions.py (outside this package): every read and write of the lwe_* tables (`LweRepository`).
 """
 
 from judge_mcp.methods.lwe.judging import ACTIONS, MAX_BATCH_SIZE, initial_meta_prompt, lwe_judge, vanilla_pair

@@ -28,7 +28,7 @@ from judge_mcp.methods.lwe import text as lwe_text
 from judge_mcp.methods.lwe.refine import Refinement, generate_text, refine_if_due
 from judge_mcp.outputs import LweResult, VanillaPair
 from judge_mcp.storage.lwe_sessions import LweRepository
-from judge_mcp.storage.sqlite import Store
+from judge_mcp.storage.engine import Engine
 
 ACTIONS = ("show", "reset", "rollback")
 MAX_BATCH_SIZE = 64
@@ -47,7 +47,7 @@ def _check_batch_size(value: Any) -> int:
     return validation.whole_number("batch_size", value, 1, MAX_BATCH_SIZE)
 
 
-def _require_store(judge: Judge) -> Store:
+def _require_store(judge: Judge) -> Engine:
     if judge.store is None:
         raise RuntimeError("lwe_judge needs a Store (judge.store is None)")
     return judge.store

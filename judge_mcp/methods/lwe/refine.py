@@ -24,7 +24,7 @@ from judge_mcp.calls.judge import Judge
 from judge_mcp.methods.ask import ask
 from judge_mcp.methods.lwe import text as lwe_text
 from judge_mcp.storage.lwe_sessions import LweConflict, LweRepository
-from judge_mcp.storage.sqlite import Store
+from judge_mcp.storage.engine import Engine
 
 MAX_REFINES_PER_CALL = 4  # refinements one call may commit (a backlog of several full batches)
 MAX_CONFLICTS_PER_CALL = 8  # re-reads after another client changed the session (each means that client progressed)
@@ -46,10 +46,9 @@ def condense_budget(meta_prompt: str) -> int:
 _LOCKS: weakref.WeakValueDictionary[tuple[Any, str, str], anyio.Lock] = weakref.WeakValueDictionary()
 
 
-def _session_lock(store: Store, session: str) -> anyio.Lock:
-    """One lock per (event loop, database file, session): every Store on the same file in this loop shares it."""
-    where = str(store.path.resolve()) if str(store.path) != ":memory:" else f"memory:{id(store)}"
-    key = (anyio.lowlevel.current_token(), where, session)
+def _session_lock(store: Engine, session: str) -> anyio.Lock:
+    """One lock per (event loop, database, session): every store open on the same database in this loop shares it."""
+    key = (anyio.lowlevel.current_token(), store.location, session)
     lock = _LOCKS.get(key)
     if lock is None:
         lock = _LOCKS[key] = anyio.Lock()
@@ -146,7 +145,7 @@ async def _refine_round(
 
 
 async def refine_if_due(
-    judge: Judge, store: Store, session: str, progress_at: tuple[float, float, float], *, partial: bool = False
+    judge: Judge, store: Engine, session: str, progress_at: tuple[float, float, float], *, partial: bool = False
 ) -> Refinement:
     """Refine the session's meta-prompt while its buffer holds a full batch (and condense what grew too long).
     With `partial`, a last batch smaller than `batch_size` is refined too (Algorithm 1's "or t = T").
@@ -168,7 +167,7 @@ async def refine_if_due(
     return out
 
 
-async def refine_pending(judge: Judge, store: Store, session: str) -> Refinement:
+async def refine_pending(judge: Judge, store: Engine, session: str) -> Refinement:
     """The end of a run (Algorithm 1, "t mod B = 0 or t = T"): refine the meta-prompt from whatever feedback is
     still buffered, even fewer than `batch_size` items. Nothing buffered: nothing happens."""
     validation.session_name(session)
