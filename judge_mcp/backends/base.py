@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 
-from judge_mcp.backends.errors import BackendError, FatalError, RetryableError
+from judge_mcp.backends.errors import AttemptTimeout, BackendError, FatalError, RetryableError
 from judge_mcp.backends.retry import RetryPolicy, run_with_retries
 
 
@@ -196,23 +196,45 @@ class Backend:
             self._limiter = anyio.CapacityLimiter(self.concurrency)
         return self._limiter
 
+    @property
+    def attempt_limit_s(self) -> float:
+        """The longest one attempt may take (HTTP backends add the time to read the reply after its first byte)."""
+        return self.timeout_s
+
+    @property
+    def call_bound_s(self) -> float:
+        """The longest one backend call takes once it has a slot, every attempt and wait included: two attempts'
+        worth (a timeout is retried once; faster failures fit more retries in the same time). Enforced."""
+        return 2 * self.attempt_limit_s
+
     async def complete(self, request: ChatRequest) -> Completion:
-        """Send one request with the concurrency limit, per-attempt timeout and bounded retries.
+        """Send one request with the concurrency limit, per-attempt timeout and bounded retries, within
+        `call_bound_s` of the first attempt getting its slot.
 
         Raises BackendError when every attempt failed or the failure is fatal.
         """
         errors: list[dict[str, Any]] = []
+        deadline: float | None = None
 
         async def attempt() -> Completion:
+            nonlocal deadline
             async with self.limiter:
                 start = time.perf_counter()
+                now = anyio.current_time()
+                if deadline is None:
+                    deadline = now + self.call_bound_s
+                limit = min(self.attempt_limit_s, deadline - now)
+                if limit <= 0:
+                    raise FatalError(f"no time left for another attempt within the call's bound of {self.call_bound_s:g}s")
                 try:
-                    with anyio.fail_after(self.timeout_s):
+                    with anyio.fail_after(limit):
                         completion = await self._send(request)
-                except TimeoutError:
+                except TimeoutError as exc:
+                    if limit < self.attempt_limit_s:  # cut by the call's bound, not by this attempt's own limit
+                        raise FatalError(f"gave up at the call's bound of {self.call_bound_s:g}s (all attempts included)") from None
                     if self.retry_timeouts:
                         raise
-                    raise FatalError(f"timed out after {self.timeout_s:g}s ({self.timeout_note})") from None
+                    raise FatalError(f"{_describe(exc, self.timeout_s)} ({self.timeout_note})") from None
                 if not completion.usage.latency_ms:
                     completion.usage.latency_ms = (time.perf_counter() - start) * 1000.0
                 return completion
@@ -221,7 +243,7 @@ class Backend:
             errors.append({"attempt": attempt_no, "error": _describe(exc, self.timeout_s), "retry_in_s": round(delay, 3)})
 
         try:
-            completion, attempts = await run_with_retries(attempt, self.policy, on_retry=on_retry)
+            completion, attempts = await run_with_retries(attempt, self.policy, on_retry=on_retry, deadline=lambda: deadline)
         except FatalError as exc:
             raise BackendError(self.name, exc.cause, status=exc.status, attempts=len(errors) + 1, where=self.describe()) from exc
         except (RetryableError, TimeoutError) as exc:
@@ -262,6 +284,6 @@ def valid_text(text: str) -> str:
 
 
 def _describe(exc: Exception, timeout_s: float) -> str:
-    if isinstance(exc, TimeoutError):
-        return f"timed out after {timeout_s:g}s"
+    if isinstance(exc, TimeoutError):  # an AttemptTimeout says which phase ran out; a bare one is the attempt's limit
+        return str(exc) if isinstance(exc, AttemptTimeout) else f"timed out after {timeout_s:g}s"
     return getattr(exc, "cause", None) or f"{type(exc).__name__}: {exc}"
