@@ -56,11 +56,19 @@ class Settings:
     # retention (None: kept for ever): applied when the server starts and by `judge-mcp gc`
     cache_max_age_days: float | None = None
     verdicts_max_age_days: float | None = None
+    # Set when the configuration could not be read (`settings_or_error`): the server starts anyway and every call
+    # that needs a backend fails with this message, so an MCP client shows it instead of "Failed to connect".
+    config_error: str | None = None
 
     def backend_names(self) -> list[str]:
         return [DEFAULT_BACKEND_NAME, *sorted(self.named_backends)]
 
     def backend(self, name: str | None) -> BackendConfig:
+        if self.config_error is not None:
+            raise ConfigError(
+                f"judge-mcp's configuration has an error: {self.config_error}. Fix it in the server's environment "
+                "(the MCP client's \"env\" block) or its JUDGE_MCP_CONFIG file, then restart the server"
+            )
         if name is None or name == DEFAULT_BACKEND_NAME:
             return self.default_backend
         try:
@@ -109,6 +117,11 @@ def _positive_int(value: Any, what: str) -> int:
     if number < 1:
         raise ConfigError(f"{what} must be >= 1, got {number}")
     return number
+
+
+def _optional_positive_int(env: Mapping[str, str], name: str) -> int | None:
+    value = _env(env, name, None)
+    return None if value is None else _positive_int(value, name)
 
 
 def _non_negative_int(value: Any, what: str) -> int:
@@ -177,6 +190,7 @@ def backend_from_env(env: Mapping[str, str]) -> BackendConfig:
         concurrency=_positive_int(_env(env, "JUDGE_MCP_CONCURRENCY", DEFAULT_CONCURRENCY[kind]), "JUDGE_MCP_CONCURRENCY"),
         timeout_s=_positive_float(_env(env, "JUDGE_MCP_TIMEOUT_S", 120), "JUDGE_MCP_TIMEOUT_S"),
         max_retries=_non_negative_int(_env(env, "JUDGE_MCP_MAX_RETRIES", 3), "JUDGE_MCP_MAX_RETRIES"),
+        max_output_tokens=_optional_positive_int(env, "JUDGE_MCP_MAX_OUTPUT_TOKENS") if kind == "local" else None,
     )
     if kind != "local":
         cfg = replace(cfg, api_key=explicit or _provider_key(kind, base_url, env))
@@ -204,6 +218,10 @@ def backends_from_toml(path: Path, env: Mapping[str, str]) -> dict[str, BackendC
         raise ConfigError(f"JUDGE_MCP_CONFIG points to {str(path)!r}, which does not exist") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"JUDGE_MCP_CONFIG file {str(path)!r} is not valid TOML: {exc}") from None
+    unknown_tables = sorted(set(data) - {"backends"})
+    if unknown_tables:
+        hint = " (did you mean [backends.NAME]?)" if any(t.lower().startswith("backend") for t in unknown_tables) else ""
+        raise ConfigError(f"{path}: unknown table or key {', '.join(map(repr, unknown_tables))}{hint}; the file holds only [backends.NAME] tables")
     tables = data.get("backends", {})
     if not isinstance(tables, dict):
         raise ConfigError(f"{path}: [backends] must be a table of [backends.NAME] tables")
@@ -270,17 +288,31 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     config_path = _env(env, "JUDGE_MCP_CONFIG", None)
     if config_path:
         named = backends_from_toml(Path(config_path).expanduser(), env)
-    # MCP clients pass env from JSON without a shell, so expand ~ here
-    explicit_db = _env(env, "JUDGE_MCP_DB", None)
-    db_path = Path(explicit_db).expanduser() if explicit_db else default_db_path(env)
     return Settings(
-        db_path=db_path,
+        db_path=_db_path(env),
         default_backend=default,
         named_backends=named,
         http_token=_http_token(env),
         cache_max_age_days=_optional_days(env, "JUDGE_MCP_CACHE_MAX_AGE_DAYS"),
         verdicts_max_age_days=_optional_days(env, "JUDGE_MCP_VERDICTS_MAX_AGE_DAYS"),
     )
+
+
+def _db_path(env: Mapping[str, str]) -> Path:
+    # MCP clients pass env from JSON without a shell, so expand ~ here
+    explicit_db = _env(env, "JUDGE_MCP_DB", None)
+    return Path(explicit_db).expanduser() if explicit_db else default_db_path(env)
+
+
+def settings_or_error(env: Mapping[str, str] | None = None) -> Settings:
+    """`load_settings`, or, when the configuration has an error, settings that carry it (`config_error`) with the
+    database path and the embedded backend in place of the rest: the server then starts and answers each call that
+    needs a backend with the error, where a user looks, instead of exiting before the MCP handshake."""
+    env = os.environ if env is None else env
+    try:
+        return load_settings(env)
+    except ConfigError as exc:
+        return Settings(db_path=_db_path(env), default_backend=BackendConfig(DEFAULT_BACKEND_NAME, "local"), named_backends={}, config_error=str(exc))
 
 
 def _optional_days(env: Mapping[str, str], name: str) -> float | None:

@@ -225,13 +225,15 @@ class Backend:
                     deadline = now + self.call_bound_s
                 limit = min(self.attempt_limit_s, deadline - now)
                 if limit <= 0:
-                    raise FatalError(f"no time left for another attempt within the call's bound of {self.call_bound_s:g}s")
+                    before = f"; before that, {errors[-1]['error']}" if errors else ""
+                    raise FatalError(f"no time left for another attempt within the call's bound of {self.call_bound_s:g}s{before}")
                 try:
                     with anyio.fail_after(limit):
                         completion = await self._send(request)
                 except TimeoutError as exc:
                     if limit < self.attempt_limit_s:  # cut by the call's bound, not by this attempt's own limit
-                        raise FatalError(f"gave up at the call's bound of {self.call_bound_s:g}s (all attempts included)") from None
+                        before = f"; before that, {errors[-1]['error']}" if errors else ""
+                        raise FatalError(f"gave up at the call's bound of {self.call_bound_s:g}s (all attempts included){before}") from None
                     if self.retry_timeouts:
                         raise
                     raise FatalError(f"{_describe(exc, self.timeout_s)} ({self.timeout_note})") from None

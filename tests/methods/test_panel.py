@@ -168,7 +168,7 @@ async def test_abstentions_count_in_the_denominator(panel_server) -> None:
     data = (await call(server, "compare_pair", {**PAIR, "backends": ["a", "b", "c"]})).structured_content
     assert [m["winner"] for m in data["panel"]] == ["B", None, None]
     assert data["winner"] is None and data["panel_votes"]["abstained"] == 2 and data["panel_votes"]["needed"] == 2
-    assert any("no answers has a majority" in w for w in data["warnings"])
+    assert any("no answer has a majority" in w for w in data["warnings"])  # one answer, singular
     # with one abstention of three, two votes carry it
     data = (await call(server, "compare_pair", {**PAIR, "backends": ["a", "default", "b"]})).structured_content
     assert data["winner"] == "B" and data["panel_votes"]["abstained"] == 1
