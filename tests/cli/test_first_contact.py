@@ -158,3 +158,34 @@ async def test_a_tool_on_a_hung_backend_fails_within_its_documented_bound(mcp_ap
     assert "failed after 2 attempt(s)" in result.content[0].text
     assert elapsed < bound + 1.5  # the two orders run at once; 4 attempts each took 4 x 0.4 s + backoff before
     assert len(backend.requests) == 4  # two orders, each tried twice
+
+
+# ---- smaller ------------------------------------------------------------------------------------------------------
+def test_serve_help_lists_every_variable_of_the_readme_configuration_table() -> None:
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## Configuration", 1)[1].split("\n\n", 2)[1]
+    variables = set(re.findall(r"`(JUDGE_MCP_[A-Z_]+)`", table))
+    proc = subprocess.run([sys.executable, "-m", "judge_mcp", "serve", "--help"], capture_output=True, text=True, timeout=60, env=clean_env())
+    assert "JUDGE_MCP_SHARED_OPTION_POOL" in variables and "JUDGE_MCP_MAX_OUTPUT_TOKENS" in variables
+    assert sorted(v for v in variables if v not in proc.stdout) == []
+
+
+def test_the_embedded_models_answer_cap_has_an_environment_variable(tmp_path: Path) -> None:
+    env = {"JUDGE_MCP_DB": str(tmp_path / "j.db")}
+    assert load_settings({**env, "JUDGE_MCP_MAX_OUTPUT_TOKENS": "128"}).default_backend.max_output_tokens == 128
+    assert load_settings(env).default_backend.max_output_tokens is None  # the backend's own default (1,024)
+    assert load_settings({**env, "JUDGE_MCP_BACKEND": "openai", "JUDGE_MCP_BASE_URL": "http://127.0.0.1:1/v1",
+                          "JUDGE_MCP_MAX_OUTPUT_TOKENS": "128"}).default_backend.max_output_tokens is None  # local only
+    with pytest.raises(ConfigError, match="JUDGE_MCP_MAX_OUTPUT_TOKENS must be a whole number"):
+        load_settings({**env, "JUDGE_MCP_MAX_OUTPUT_TOKENS": "lots"})
+
+
+def test_lwe_schemas_cap_every_free_text_field() -> None:
+    """Like every other method's: a looping model must close the JSON (the embedded model scales the caps down)."""
+    from judge_mcp.methods.lwe import text
+
+    for schema in (text.verdict_schema(), text.feedback_schema()):
+        free = {name: spec for name, spec in schema["properties"].items() if spec.get("type") == "string" and "enum" not in spec}
+        assert free and all(isinstance(spec.get("maxLength"), int) for spec in free.values()), schema
