@@ -309,7 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     stats_cmd.add_argument("--last", type=_last, default=100, metavar="N", help="size of the recent window, 1 to 1,000,000 (default: %(default)s)")
     stats_cmd.add_argument("--json", action="store_true", help="print the report as JSON (the resource's form) instead of tables")
-    stats_cmd.add_argument("--db", metavar="PATH", help="the database to read (default: JUDGE_MCP_DB or the per-user data directory); e.g. state/bench.db for a bench run's verdicts")
+    stats_cmd.add_argument("--db", metavar="PATH", help="the database to read (default: JUDGE_MCP_DB or the per-user data directory); e.g. the bench's bench.db beside it for a bench run's verdicts")
     stats_cmd.set_defaults(fn=cmd_stats)
 
     from judge_mcp.bench import add_parser as add_bench

@@ -298,6 +298,11 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     )
 
 
+def default_bench_db_path(env: Mapping[str, str] | None = None) -> Path:
+    """`judge-mcp bench`'s database: bench.db beside the server's default one, in the per-user data directory."""
+    return default_db_path(os.environ if env is None else env).parent / "bench.db"
+
+
 def _db_path(env: Mapping[str, str]) -> Path:
     # MCP clients pass env from JSON without a shell, so expand ~ here
     explicit_db = _env(env, "JUDGE_MCP_DB", None)
