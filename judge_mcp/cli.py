@@ -57,7 +57,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 await app.aclose()
 
     settle_heap()  # once everything the server runs on is imported and built
-    anyio.run(serve)
+    try:
+        anyio.run(serve)
+    except SystemExit as exc:  # uvicorn exits 3 when it cannot bind (it has logged why): exit 2, as a refused bind does
+        if args.transport != "http" or exc.code in (0, None):
+            raise
+        print(f"judge-mcp: could not serve HTTP on {args.host}:{args.port} (the reason is above; a port in use: choose another with --port)", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -82,6 +82,19 @@ def test_a_refused_http_bind_exits_2_like_any_configuration_error(tmp_path: Path
     assert "Traceback" not in proc.stderr
 
 
+def test_a_port_in_use_exits_2_with_a_message(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = clean_env(JUDGE_MCP_BACKEND="openai", JUDGE_MCP_BASE_URL="http://127.0.0.1:9/v1", JUDGE_MCP_DB=str(tmp_path / "judge.db"))
+        proc = _serve(env, "--transport", "http", "--port", str(port))
+    assert proc.returncode == 2, proc.stderr  # uvicorn's own exit code is 3
+    assert "address already in use" in proc.stderr and f"could not serve HTTP on 127.0.0.1:{port}" in proc.stderr
+
+
 # ---- the TOML file ------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("text, expected", [
     ('[backend.ollama]\nkind = "openai"\n', "unknown table or key 'backend' (did you mean [backends.NAME]?)"),
