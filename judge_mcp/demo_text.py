@@ -197,7 +197,7 @@ def small_model_note(tool: str, data: dict[str, Any]) -> str | None:
     if tool == "compare_pair" and not data.get("winner"):
         return SMALL_MODEL + "it mostly answers by position. A real judge agrees with itself in both orders on a case this clear and names B."
     if tool == "infer_instruction_reward" and data.get("best_index") is None:
-        return SMALL_MODEL + "it rarely recovers an instruction. A real judge infers about 'write a haiku about the sea' from response 0."
+        return SMALL_MODEL + "it rarely recovers an instruction. A real judge infers something close to 'write a haiku about the sea' from response 0."
     if tool == "grade_score_options" and (len(data.get("tied_indices") or []) > 1 or (data.get("grade_score") or 0) < 0.5):
         return SMALL_MODEL + "it mostly answers by position. A real judge picks option 1 in every order (Grade Score near 1)."
     return None

@@ -386,6 +386,6 @@ def test_report_shows_a_panel_run_with_each_member_beside_it() -> None:
     run = {"dataset": "llmbar_natural", "kind": "pairwise", "method_key": "grp", "backend": "a+b", "model": "panel: x, y",
            "overall": row, "categories": {}, "panel": {"a": {**row, "pair_accuracy": 0.233}, "b": row}}
     text = report.markdown([run])
-    assert "| grp (panel a+b) |" in text and "| grp · member a | 30 | 0.500 | – | 0.233 |" in text and "| grp · member b |" in text
+    assert "| grp (panel a+b) |" in text and "| grp · member a | 30 | 0.233 | – | – | 0.500 |" in text and "| grp · member b |" in text
     html = report.render([run])
     assert "grp · member a" in html and "grp (panel a+b)" in html
