@@ -3,9 +3,12 @@ on a scripted backend. What they build is made by tests/helpers.py (the one plac
 
 from __future__ import annotations
 
+import itertools
+import os
 import socket
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -111,3 +114,29 @@ async def mcp_app(scripted, tmp_path: Path):
     for app in apps:
         await app.aclose()  # the backends' HTTP sessions, then the store
 
+
+
+_DATABASES = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Any]:
+    """A real PostgreSQL server for the session (tests/postgres_server.py), stopped at the end. Skipped where no server
+    binaries exist, except under CI, where .ci/run installs them and a skip would hide a missing install step."""
+    from tests.postgres_server import PostgresServer, unavailable_reason
+
+    reason = unavailable_reason()
+    if reason is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"PostgreSQL tests cannot run under CI: {reason}")
+        pytest.skip(reason)
+    server = PostgresServer.start()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: Any, request: pytest.FixtureRequest) -> str:
+    """The URL of a new, empty database on the session's PostgreSQL server, one per test."""
+    name = "t_" + "".join(ch if ch.isalnum() else "_" for ch in request.node.name.lower())[:40] + f"_{os.getpid()}_{next(_DATABASES)}"
+    return postgres_server.create_database(name)
