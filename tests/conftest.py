@@ -16,7 +16,7 @@ from judge_mcp.calls.cache import CallCache
 from judge_mcp.calls.judge import Judge
 from judge_mcp.storage.sqlite import Store
 from tests.helpers import app_env, http_backend, make_app, start_scripted
-from tests.scripted import Responder, ScriptedServer
+from judge_mcp.bench.scripted import Responder, ScriptedServer
 
 
 @pytest.fixture(autouse=True)

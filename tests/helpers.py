@@ -1,9 +1,8 @@
 """What tests build, each made in one place. Where to look for each concern:
 
 - a scripted model server (real HTTP, real wire format): `start_scripted(responder, kind)` here, or the `scripted`
-  fixture (tests/conftest.py), which also stops it. The servers: tests/scripted.py (OpenAI-compatible; `Reply`),
-  tests/scripted_anthropic.py (Anthropic Messages). Scripted judges: tests/judge_script.py (every tool, plus the
-  fault wrapper and the known-verdict cases), tests/lwe_script.py (each LWE step).
+  fixture (tests/conftest.py), which also stops it. The servers (OpenAI-compatible and Anthropic Messages; `Reply`)
+  are judge_mcp/bench/scripted.py, the scripted judges judge_mcp/bench/scripted_judges.py: the benchmarks use them too.
 - shaping replies: `as_reply`, `delayed` (latency only; never to order events).
 - a remote backend on a scripted server: `http_backend(server, ...)` (fixtures: `make_backend`, `make_judge`).
 - an in-process App and its MCP server from environment values: `app_env`, `make_app` (fixture: `mcp_app`).
@@ -27,8 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.scripted import Reply, Responder, ScriptedServer
-from tests.scripted_anthropic import ScriptedAnthropicServer
+from judge_mcp.bench.scripted import Reply, Responder, ScriptedAnthropicServer, ScriptedServer
 
 __all__ = [
     "ACCEPT", "INIT", "ROOT", "Hold", "HttpServer", "Rendezvous", "app_env", "as_reply", "clean_env", "delayed", "free_port",

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
-from tests.judge_script import BAD, CAPITAL_Q, GOOD, RIGHT_INSTRUCTION
-from tests.scripted import Reply
+from judge_mcp.bench.scripted_judges import BAD, CAPITAL_Q, GOOD, RIGHT_INSTRUCTION
+from judge_mcp.bench.scripted import Reply
 
 PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large])
 DEEP = "[" * 50_000 + "]" * 50_000

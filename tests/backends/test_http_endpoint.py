@@ -16,7 +16,7 @@ from judge_mcp.backends.base import user
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.backends.openai_compat import OpenAICompatBackend
 from tests.helpers import Rendezvous
-from tests.scripted import Reply
+from judge_mcp.bench.scripted import Reply
 
 
 class EndlessServer:

@@ -31,99 +31,10 @@ from judge_mcp import prompts
 from judge_mcp.bench import report
 from judge_mcp.storage.sqlite import Store
 from judge_mcp.storage.lwe_sessions import LweRepository
-from tests.helpers import app_env, make_app, server_env
-from tests.judge_script import logprob_content
-from tests.scripted import Reply, prompt_text
-
-FIXTURES = Path(__file__).resolve().parent.parent / "bench_fixtures"
-PAIRS = FIXTURES / "pairs.jsonl"  # 6 pairs (alpha: p1-p3, beta: p4-p6) and one degenerate (p0)
-LISTS = FIXTURES / "lists.jsonl"  # 4 listwise items, best at 0, 2, 1, 3
-PAIR_ITEMS = {it.id: it for it in load_items(PAIRS)}
-LIST_ITEMS = {it.id: it for it in load_items(LISTS)}
-PROMPTS = {**{k: v.prompt for k, v in PAIR_ITEMS.items()}, **{k: v.prompt for k, v in LIST_ITEMS.items()}}
-TOKEN = re.compile(r"\b(GOOD|BAD)-([a-z]\d+)")
-FEEDBACK = json.dumps({"score": 4, "label": "Not sure", "learned tips": "compare carefully", "reasoning": "fine"})
-
-
-# ---- scripted judges ------------------------------------------------------------------------------------------------
-def schema_name(payload: dict[str, Any]) -> str | None:
-    return ((payload.get("response_format") or {}).get("json_schema") or {}).get("name")
-
-
-def item_of(text: str) -> str:
-    m = TOKEN.search(text)
-    assert m, f"no item token in {text[:200]!r}"
-    return m.group(2)
-
-
-def last_user(payload: dict[str, Any]) -> str:
-    return [m["content"] for m in payload["messages"] if m["role"] == "user"][0]
-
-
-def good_first(text: str) -> bool:
-    item = item_of(text)
-    return text.index(f"GOOD-{item}") < text.index(f"BAD-{item}")
-
-
-def option_blocks(text: str) -> list[str]:
-    return re.findall(r"\[Option (\d+)\]\n(.*?)\n\[\\Option \1\]", text, re.S)
-
-
-def is_arena_hard(payload: dict[str, Any]) -> bool:
-    return any(m["role"] == "system" and "[[A>>B]]" in m["content"] for m in payload["messages"])
-
-
-def correct_judge(payload: dict[str, Any]) -> str:
-    """Always right: it finds the item's GOOD answer wherever it is shown."""
-    name, text = schema_name(payload), last_user(payload)
-    if is_arena_hard(payload):  # ">>" labels: JudgeBench reads them as ">"
-        return "My own answer first. ... My final verdict is: " + ("[[A>>B]]" if good_first(text) else "[[B>>A]]")
-    if name == "pairwise_verdict":
-        return json.dumps({"own_answer": "x", "evaluation": "y", "verdict": "[[A>B]]" if good_first(text) else "[[B>A]]"})
-    if name in ("lwe_vanilla_verdict", "lwe_case_verdict"):
-        return json.dumps({"explanation": "e", "verdict": "A" if good_first(text) else "B"})
-    if name == "lwe_feedback":
-        return FEEDBACK
-    if name == "flip_inferred_instruction":
-        m = TOKEN.search(text)
-        inferred = PROMPTS[m.group(2)] if m.group(1) == "GOOD" else "Write a poem about the sea."
-        return json.dumps({"INFERRED INSTRUCTION": inferred, "REASONING": "r"})
-    if name == "pointwise_rating":
-        return json.dumps({"REASONING": "r", "SCORE": "9" if "GOOD-" in text.split("[AI Answer]")[1] else "3"})
-    if name == "grade_selection":
-        item = item_of(text.split("[User Instruction]")[1]) if TOKEN.search(text.split("[User Instruction]")[1]) else None
-        blocks = option_blocks(text)
-        pick = next(int(n) for n, body in blocks if "GOOD-" in body and (item is None or f"GOOD-{item}" in body))
-        return json.dumps({"evaluation": "e", "selection": f"Option {pick}", "explanation": "x"})
-    return "Judge which answer follows the instruction better."  # LWE's free-text prompts (build, refine)
-
-
-def first_shown_judge(payload: dict[str, Any]) -> str:
-    """Position-biased: always picks whatever is shown first."""
-    name = schema_name(payload)
-    if is_arena_hard(payload):
-        return "Assistant A is slightly better: [[A>B]]"
-    if name == "pairwise_verdict":
-        return json.dumps({"own_answer": "x", "evaluation": "y", "verdict": "[[A>B]]"})
-    if name in ("lwe_vanilla_verdict", "lwe_case_verdict"):
-        return json.dumps({"explanation": "e", "verdict": "A"})
-    if name == "lwe_feedback":
-        return FEEDBACK
-    if name == "grade_selection":
-        return json.dumps({"evaluation": "e", "selection": "Option 1", "explanation": "x"})
-    return "Judge which answer is better."
-
-
-async def bench(scripted, responder, dataset: Path, method: str, tmp_path: Path, db_name: str = "bench.db", **kw) -> tuple[dict, Any]:
-    server = kw.pop("server", None) or scripted(responder)
-    env = app_env(server, tmp_path / db_name, JUDGE_MCP_MAX_RETRIES="0", JUDGE_MCP_CONCURRENCY=str(kw.pop("app_concurrency", 4)))
-    app = make_app(env)
-    try:
-        summary = await run(app, RunSpec(dataset=dataset, method=method, **kw), progress_stream=io.StringIO())
-    finally:
-        await app.aclose()
-    return summary, server
-
+from tests.helpers import make_app, server_env
+from judge_mcp.bench.scripted_judges import ITEM_TOKEN, first_shown_judge, first_user, good_first, is_arena_hard, item_of, logprob_content, schema_name
+from tests.bench.datasets import LISTS, PAIRS, bench, right_judge
+from judge_mcp.bench.scripted import Reply, prompt_text
 
 # ---- pure pieces ---------------------------------------------------------------------------------------------------
 def test_placement_record_maps_shown_order_back_to_chosen():
@@ -319,7 +230,7 @@ async def test_first_shown_judge_scores_pair_accuracy_zero(scripted, tmp_path, m
 
 @pytest.mark.parametrize("method", PAIR_METHODS + ["flip", "pointwise", "grade"])
 async def test_correct_judge_scores_one_on_pairs(scripted, tmp_path, method):
-    summary, server = await bench(scripted, correct_judge, PAIRS, method, tmp_path)
+    summary, server = await bench(scripted, right_judge, PAIRS, method, tmp_path)
     o = summary["overall"]
     assert (o["n"], o["accuracy"], o["pair_accuracy"]) == (6, 1.0, 1.0)
     assert summary["categories"]["alpha"]["n"] == 3 and summary["categories"]["beta"]["n"] == 3
@@ -342,7 +253,7 @@ async def test_correct_judge_scores_one_on_pairs(scripted, tmp_path, method):
 
 @pytest.mark.parametrize("method, options", [("flip", Options()), ("pointwise", Options()), ("grade", Options()), ("grade", Options(unrelated=True))])
 async def test_correct_judge_scores_one_on_lists(scripted, tmp_path, method, options):
-    summary, _ = await bench(scripted, correct_judge, LISTS, method, tmp_path, options=options)
+    summary, _ = await bench(scripted, right_judge, LISTS, method, tmp_path, options=options)
     assert summary["overall"]["n"] == 4 and summary["overall"]["accuracy"] == 1.0
     if options.unrelated:
         assert summary["method_key"] == "grade+unrelated"
@@ -379,15 +290,15 @@ async def test_ties_and_parse_failures_count_as_wrong(scripted, tmp_path):
 
 async def test_pairwise_method_refuses_a_listwise_set(scripted, tmp_path):
     with pytest.raises(BenchError, match="listwise"):
-        await bench(scripted, correct_judge, LISTS, "grp", tmp_path)
+        await bench(scripted, right_judge, LISTS, "grp", tmp_path)
 
 
 async def test_rerun_skips_finished_items(scripted, tmp_path):
     seen: list[str] = []
 
     def counting(payload):
-        seen.append(item_of(last_user(payload)))
-        return correct_judge(payload)
+        seen.append(item_of(first_user(payload)))
+        return right_judge(payload)
 
     server = scripted(counting)
     first, _ = await bench(scripted, None, PAIRS, "vanilla", tmp_path, server=server, limit=3)
@@ -406,7 +317,7 @@ async def test_resuming_after_the_prompts_changed_warns(scripted, tmp_path, monk
     from judge_mcp.bench import runner
     from judge_mcp.bench.results import methods_fingerprint
 
-    server = scripted(correct_judge)
+    server = scripted(right_judge)
     first, _ = await bench(scripted, None, PAIRS, "vanilla", tmp_path, server=server, limit=2)
     assert first["run"]["fingerprint"] == methods_fingerprint() and "warnings" not in first
     monkeypatch.setattr(runner, "methods_fingerprint", lambda: "edited000000")
@@ -434,7 +345,7 @@ async def test_failing_backend_stores_errors_stops_and_is_retried(scripted, tmp_
     broken = {"on": True}
 
     def flaky(payload):
-        return Reply(status=400) if broken["on"] else correct_judge(payload)
+        return Reply(status=400) if broken["on"] else right_judge(payload)
 
     server = scripted(flaky)
     summary, _ = await bench(scripted, None, PAIRS, "vanilla", tmp_path, server=server, app_concurrency=1)
@@ -465,11 +376,11 @@ def test_killed_run_resumes_without_redoing_finished_items(scripted, tmp_path):
     release = threading.Event()
 
     def two_items_then_held(payload):
-        item = item_of(last_user(payload))
+        item = item_of(first_user(payload))
         seen.append(item)
         if item not in list(dict.fromkeys(seen))[:2]:
             release.wait(60)  # every item after the first two waits until the re-run: the kill surely lands mid-run
-        return correct_judge(payload)
+        return right_judge(payload)
 
     server = scripted(two_items_then_held)
     db = tmp_path / "bench.db"
@@ -613,7 +524,7 @@ def test_arena_hard_prompts_are_the_judgebench_texts():
 
 
 async def test_arena_hard_sends_judgebench_s_request(scripted, tmp_path):
-    summary, server = await bench(scripted, correct_judge, PAIRS, "arena-hard", tmp_path)
+    summary, server = await bench(scripted, right_judge, PAIRS, "arena-hard", tmp_path)
     assert summary["overall"]["judgebench_score"] == 1.0 and summary["overall"]["reasked_verdicts"] == 0
     first = server.requests[0]
     assert first["messages"][0] == {"role": "system", "content": prompts.load("arena_hard_system.txt")}
@@ -634,8 +545,8 @@ def late_labeller(payload: dict[str, Any]) -> str:
     if not any(m["role"] == "assistant" for m in payload["messages"]):
         return "Let me first write my own answer to the prompt."
     if is_arena_hard(payload):
-        return "Having compared them: " + ("[[A>B]]" if good_first(last_user(payload)) else "[[B>A]]")
-    return correct_judge(payload)
+        return "Having compared them: " + ("[[A>B]]" if good_first(first_user(payload)) else "[[B>A]]")
+    return right_judge(payload)
 
 
 async def test_arena_hard_continuation_counted_and_strict_mode_refuses_it(scripted, tmp_path):
@@ -663,7 +574,7 @@ async def test_no_reask_counts_unparsed_first_answers_wrong(scripted, tmp_path, 
     def garbled_first(payload):
         if not any(m["role"] == "assistant" for m in payload["messages"]):
             return "I would rather not say."
-        return correct_judge(payload)
+        return right_judge(payload)
 
     server = scripted(garbled_first)
     lenient, _ = await bench(scripted, None, PAIRS, method, tmp_path, server=server)
@@ -687,8 +598,8 @@ async def test_lwe_bench_follows_the_papers_protocol(scripted, tmp_path):
     is judged with the meta-prompt current at that point; the last partial batch is refined at the end."""
     summary, server = await bench(scripted, first_shown_judge, PAIRS, "selective-lwe", tmp_path, app_concurrency=4)
     # the order requests were sent in follows the file: p1's calls all come before p2's, and so on
-    judged = [p for p in server.requests if not last_user(p).startswith("Optimize your current meta prompt")]  # refines quote old items
-    order = [m.group(2) for p in judged if (m := TOKEN.search(last_user(p)))]
+    judged = [p for p in server.requests if not first_user(p).startswith("Optimize your current meta prompt")]  # refines quote old items
+    order = [m.group(2) for p in judged if (m := ITEM_TOKEN.search(first_user(p)))]
     firsts = [order.index(k) for k in ("p1", "p2", "p3", "p4", "p5", "p6")]
     lasts = [len(order) - 1 - order[::-1].index(k) for k in ("p1", "p2", "p3", "p4", "p5", "p6")]
     assert all(lasts[k] < firsts[k + 1] for k in range(5))
@@ -719,7 +630,7 @@ async def test_lwe_bench_follows_the_papers_protocol(scripted, tmp_path):
 async def test_lwe_cost_is_relative_to_one_vanilla_judgment(scripted, tmp_path):
     """Item 10: characters of prompts and completions relative to one vanilla (Figure 9) judgment of the item. A
     judge that is consistent on every vanilla pair costs exactly the pair, 2x."""
-    consistent, _ = await bench(scripted, correct_judge, PAIRS, "selective-lwe", tmp_path, db_name="c.db")
+    consistent, _ = await bench(scripted, right_judge, PAIRS, "selective-lwe", tmp_path, db_name="c.db")
     assert consistent["lwe"]["relative_cost"] == 2.0 and consistent["lwe"]["relative_cost_with_scoring"] == 2.0
     biased, _ = await bench(scripted, first_shown_judge, PAIRS, "selective-lwe", tmp_path, db_name="b.db")
     assert biased["lwe"]["relative_cost"] > 2.0
@@ -731,7 +642,7 @@ async def test_lwe_cost_is_relative_to_one_vanilla_judgment(scripted, tmp_path):
 def biased_prob_judge(payload: dict[str, Any]) -> Reply:
     """Always names the first-shown answer better: P(first) = 0.9 when it is the good one, 0.6 when it is the bad one."""
     assert schema_name(payload) == "pairwise_verdict"
-    p = 0.9 if good_first(last_user(payload)) else 0.6
+    p = 0.9 if good_first(first_user(payload)) else 0.6
     content = json.dumps({"own_answer": "x", "evaluation": "y", "verdict": "[[A>B]]"})
     return Reply(content=content, logprobs=logprob_content(content, p))
 
@@ -774,7 +685,7 @@ async def test_bench_reports_calibration_of_one_order_and_of_both(scripted, tmp_
 
 
 async def test_without_log_probabilities_the_columns_are_null(scripted, tmp_path) -> None:
-    summary, _ = await bench(scripted, correct_judge, PAIRS, "grp", tmp_path)
+    summary, _ = await bench(scripted, right_judge, PAIRS, "grp", tmp_path)
     c = summary["calibration"]
     assert c["single_order"]["coverage"] == 0.0 and c["single_order"]["ece"] is None and c["both_orders"]["brier"] is None
 

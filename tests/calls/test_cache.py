@@ -18,7 +18,7 @@ from judge_mcp.calls.cache import CallCache
 from judge_mcp.calls.judge import Judge
 from judge_mcp.storage.sqlite import Store
 from tests.helpers import Hold, Rendezvous, until
-from tests.scripted import Reply
+from judge_mcp.bench.scripted import Reply
 from judge_mcp.storage.verdict_log import VerdictLog
 
 KEY = "sk-cache-test-0d15ea5e-never-stored"

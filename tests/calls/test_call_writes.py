@@ -12,12 +12,11 @@ from judge_mcp.methods import flip, pairwise
 from judge_mcp.calls.cache import CallCache
 from judge_mcp.calls.judge import Judge
 from judge_mcp.backends.base import user
-from tests.judge_script import BAD, CAPITAL_Q, GOOD, PAIR_A, UniversalJudge
-from tests.scripted import Reply, prompt_text
+from judge_mcp.bench.scripted_judges import GOOD, PAIR, PAIR_A, UniversalJudge
+from judge_mcp.bench.scripted import Reply, prompt_text
 from judge_mcp.storage.verdict_log import VerdictLog
 from judge_mcp.calls.cache import CacheTable
 
-PAIR = {"prompt": CAPITAL_Q, "response_a": BAD, "response_b": GOOD}
 FRESH_KEYS = {"attempts", "cache_key", "cached", "completion_chars", "finish_reason", "latency_ms", "prompt_chars", "purpose",
               "request", "response", "structured", "text"}
 

@@ -16,8 +16,8 @@ from judge_mcp.methods import pairwise
 from judge_mcp.calls.judge import Judge
 from judge_mcp.storage.sqlite import APPLICATION_ID, Store, StoreError
 from tests.helpers import Hold, http_backend, until
-from tests.judge_script import UniversalJudge
-from tests.scripted import Reply, chat_body
+from judge_mcp.bench.scripted_judges import UniversalJudge
+from judge_mcp.bench.scripted import Reply, chat_body
 from judge_mcp.calls.cache import CacheTable
 
 

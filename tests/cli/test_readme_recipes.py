@@ -16,7 +16,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from judge_mcp.config import load_settings, missing_key
 from tests.helpers import clean_env
-from tests.judge_script import BAD, CAPITAL_Q, GOOD, UniversalJudge
+from judge_mcp.bench.scripted_judges import BAD, CAPITAL_Q, GOOD, UniversalJudge
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -3,7 +3,7 @@
 FLIP's answer order (the paper's reasoning-first by default, instruction-first as an option, every shipped
 prompt/schema pair consistent), the pairwise answer budget and the continuation of a cut-off answer, bounded
 schemas on every backend that honours them, and truncation reported as its own cause. Fake backends speak the real
-wire format over real HTTP (tests/scripted.py).
+wire format over real HTTP (judge_mcp/bench/scripted.py).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from judge_mcp.bench import pointwise
 from judge_mcp.methods import flip, pairwise
 from judge_mcp.methods.ask import CONTINUATIONS
 from judge_mcp.validation import InputError
-from tests.scripted import Reply
+from judge_mcp.bench.scripted import Reply
 
 # ---- item 1: every shipped prompt/schema pair asks for the order its schema allows ----------------------------
 _EXPLANATION_FIRST = re.compile(r"(?im)^- (?:begin|start) (?:with|your evaluation by providing) [^\n]*explanation")

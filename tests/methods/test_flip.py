@@ -17,7 +17,7 @@ from judge_mcp.calls.judge import Judge
 from judge_mcp.validation import InputError
 from judge_mcp.outputs import FlipItem
 from tests.helpers import Rendezvous
-from tests.scripted import Reply, prompt_text
+from judge_mcp.bench.scripted import Reply, prompt_text
 
 INSTRUCTION = "Write a haiku about autumn leaves."
 HAIKU = "Crimson leaves drift down,\nwhispering to the cold ground,\nautumn says goodbye."

@@ -26,7 +26,7 @@ from judge_mcp.methods.unrelated_pool import BUILTIN_POOL, call_seed, choose_unr
 from judge_mcp.validation import InputError
 from judge_mcp.outputs import GradeTrial
 from tests.helpers import Rendezvous
-from tests.judge_script import INSTRUCTION, OPTIONS, answer, picks_text, shown
+from judge_mcp.bench.scripted_judges import INSTRUCTION, OPTIONS, answer, picks_text, shown
 
 
 H = lambda *ps: -sum(p * math.log2(p) for p in ps if p)  # noqa: E731 - entropy, for hand-computed expectations

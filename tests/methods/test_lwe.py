@@ -18,8 +18,8 @@ from judge_mcp.storage.lwe_sessions import LweConflict, LweRepository
 from judge_mcp.storage.sqlite import Store
 from judge_mcp.validation import InputError
 from tests.helpers import Hold, Rendezvous, http_backend, until
-from tests.lwe_script import role_of, REFINED_MARK, LweScript
-from tests.scripted import Reply, ScriptedServer, prompt_text
+from judge_mcp.bench.scripted_judges import role_of, REFINED_MARK, LweScript
+from judge_mcp.bench.scripted import Reply, ScriptedServer, prompt_text
 from tests.helpers import integrity_ok
 
 

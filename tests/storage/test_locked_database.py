@@ -16,7 +16,7 @@ from mcp import Client
 from judge_mcp.server import build_server
 from judge_mcp.storage.sqlite import Store
 from tests.helpers import app_env, make_app
-from tests.judge_script import PAIR, UniversalJudge
+from judge_mcp.bench.scripted_judges import PAIR, UniversalJudge
 
 
 

@@ -17,7 +17,7 @@ from judge_mcp.methods import pairwise
 from judge_mcp.storage.sqlite import Store, StoreError
 from judge_mcp.storage.verdict_log import VerdictLog
 from tests.helpers import app_env, make_app, until
-from tests.judge_script import PAIR, UniversalJudge
+from judge_mcp.bench.scripted_judges import PAIR, UniversalJudge
 
 
 def _blocker(store: Store) -> tuple[threading.Event, threading.Event, Callable[[], None]]:

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from tests.judge_script import CASES, Faulty, UniversalJudge
-from tests.scripted import Reply
+from judge_mcp.bench.scripted_judges import CASES, Faulty, UniversalJudge
+from judge_mcp.bench.scripted import Reply
 from judge_mcp.storage.verdict_log import VerdictLog
 
 ENV = {"JUDGE_MCP_TIMEOUT_S": "0.5", "JUDGE_MCP_MAX_RETRIES": "1"}

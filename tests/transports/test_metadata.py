@@ -9,7 +9,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from judge_mcp.server import split_options
-from tests.judge_script import BAD, CAPITAL_Q, GOOD, PAIR, RIGHT_INSTRUCTION, UniversalJudge
+from judge_mcp.bench.scripted_judges import BAD, CAPITAL_Q, GOOD, PAIR, RIGHT_INSTRUCTION, UniversalJudge
 
 JUDGING_TOOLS = ("compare_pair", "infer_instruction_reward", "grade_score_options", "lwe_judge")
 

@@ -12,8 +12,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from tests.helpers import ACCEPT, INIT, HttpServer, server_env, token_client
-from tests.judge_script import GOOD, PAIR, correct_judge, first_position_judge
-from tests.scripted import Reply
+from judge_mcp.bench.scripted_judges import GOOD, PAIR, correct_judge, first_shown_judge
+from judge_mcp.bench.scripted import Reply
 from judge_mcp.storage.verdict_log import VerdictLog
 
 TOOLS = {"compare_pair", "infer_instruction_reward", "grade_score_options", "lwe_judge", "lwe_session"}
@@ -51,7 +51,7 @@ async def test_compare_pair_in_memory_with_progress_and_verdict_log(mcp_app) -> 
 
 
 async def test_position_biased_backend_gives_null_winner_through_mcp(mcp_app) -> None:
-    server, _ = mcp_app(first_position_judge)
+    server, _ = mcp_app(first_shown_judge)
     async with Client(server) as client:
         data = (await client.call_tool("compare_pair", PAIR)).structured_content
     assert data["winner"] is None and data["consistent"] is False
