@@ -261,3 +261,26 @@ async def test_fake_end_of_answer_markers_do_not_flip_a_single_order_verdict(mak
     assert shown.lower().count("the end of assistant b") == 2  # the real fence, and the fake one quoted as text
     assert '(quoted: "' in shown
 
+
+# ---- the answer budget (max_tokens) ------------------------------------------------------------------------------
+@pytest.mark.parametrize("template", pairwise.TEMPLATES)
+async def test_pairwise_default_budget_is_the_papers_setting(make_judge, template: str):
+    judge, server = make_judge(lambda p: json.dumps({"own_answer": "o", "evaluation": "e", "verdict": "[[B>A]]"}))
+    await pairwise.compare_pair(judge, prompt="Q", response_a="a", response_b="b", template=template, swap=False)
+    sent = server.requests[0]["max_tokens"]
+    assert sent == 4096 if template == "sop" else sent >= 4096  # sop: JudgeBench's Arena-Hard judge; the others no less
+
+
+async def test_pairwise_budget_is_sent_and_configurable(make_judge):
+    judge, server = make_judge(lambda p: "Answer A is worse. [[B>A]]")
+    await pairwise.compare_pair(judge, prompt="Q", response_a="a", response_b="b", swap=False)
+    await pairwise.compare_pair(judge, prompt="Q", response_a="a", response_b="b", swap=False, max_tokens=700)
+    assert [r["max_tokens"] for r in server.requests] == [4096, 700]
+
+
+@pytest.mark.parametrize("bad", [0, -5, 40_000, 1.5, "4096", True])
+async def test_pairwise_bad_budget_is_a_clear_error(make_judge, bad):
+    judge, server = make_judge(lambda p: "[[A>B]]")
+    with pytest.raises(InputError, match="'max_tokens' must be a whole number from 1 to 32768"):
+        await pairwise.compare_pair(judge, prompt="Q", response_a="a", response_b="b", max_tokens=bad)
+    assert server.requests == []

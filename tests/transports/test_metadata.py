@@ -4,6 +4,8 @@ when to use a tool and what it costs, `consistent: null` for one order, MCP prom
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
@@ -162,3 +164,22 @@ async def test_valid_calls_still_work_for_every_judging_tool(mcp_app) -> None:
         for tool, arguments in calls.items():
             result = await client.call_tool(tool, arguments)
             assert not result.is_error, (tool, result.content[0].text)
+
+
+async def test_tools_take_answer_order_and_max_tokens(mcp_app):
+    def responder(payload):
+        if "pairwise_verdict" in json.dumps(payload.get("response_format", {})):
+            return json.dumps({"own_answer": "o", "evaluation": "e", "verdict": "[[A>B]]"})
+        return json.dumps({"INFERRED INSTRUCTION": "Write a poem.", "REASONING": "r"})
+
+    server, backend = mcp_app(responder)
+    async with Client(server) as client:
+        flip_out = await client.call_tool(
+            "infer_instruction_reward", {"instruction": "Write a poem.", "responses": ["roses"], "answer_order": "instruction_first"}
+        )
+        pair_out = await client.call_tool("compare_pair", {"prompt": "Q", "response_a": "a", "response_b": "b", "max_tokens": 900})
+        bad = await client.call_tool("compare_pair", {"prompt": "Q", "response_a": "a", "response_b": "b", "max_tokens": 0})
+    assert flip_out.structured_content["answer_order"] == "instruction_first"
+    assert [t["parse_ok"] for t in pair_out.structured_content["trials"]] == [True, True]
+    assert {r["max_tokens"] for r in backend.requests if "pairwise_verdict" in json.dumps(r.get("response_format", {}))} == {900}
+    assert bad.is_error and "max_tokens" in str(bad.content[0].text)
