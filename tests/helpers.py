@@ -10,7 +10,8 @@
   `free_port`.
 - MCP over raw HTTP: `INIT`, `ACCEPT`, `token_client` (the official client with a bearer token).
 - concurrency: `Rendezvous` (a barrier inside a responder: the test knows the calls overlapped), `Hold` (answers
-  held until the test releases them: act while a call is surely in flight), `until` (wait for a state).
+  held until the test releases them: act while a call is surely in flight), `until` (wait for a state), `gather`
+  (n concurrent calls, each outcome kept), `WriteHold` (the store's write lane held inside a transaction).
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from typing import Any
 from judge_mcp.bench.scripted import Reply, Responder, ScriptedAnthropicServer, ScriptedServer
 
 __all__ = [
-    "ACCEPT", "INIT", "ROOT", "Hold", "HttpServer", "Rendezvous", "app_env", "as_reply", "clean_env", "delayed", "free_port",
-    "http_backend", "make_app", "server_env", "start_scripted", "token_client", "until",
+    "ACCEPT", "INIT", "ROOT", "Hold", "HttpServer", "Rendezvous", "WriteHold", "app_env", "as_reply", "clean_env", "delayed",
+    "free_port", "gather", "http_backend", "make_app", "server_env", "start_scripted", "token_client", "until",
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -274,6 +275,41 @@ async def until(predicate: Callable[[], bool], timeout_s: float = 10.0) -> None:
     with anyio.fail_after(timeout_s):
         while not predicate():
             await anyio.sleep(0.005)
+
+
+async def gather(n: int, fn: Callable[[], Any]) -> list[Any]:
+    """Run fn() n times concurrently; each result or raised exception, in completion order."""
+    import anyio
+
+    out: list[Any] = []
+
+    async def one() -> None:
+        try:
+            out.append(await fn())
+        except Exception as exc:  # noqa: BLE001 - collected for the assertions
+            out.append(exc)
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(n):
+            tg.start_soon(one)
+    return out
+
+
+class WriteHold:
+    """A job for a store's write lane (`store.writes.run(hold.job)`) that holds the lane inside a write transaction:
+    `entered` is set once it holds it, and it lets go at `release()` (or after `timeout_s`, failing)."""
+
+    def __init__(self, store: Any, timeout_s: float = 10.0):
+        self.store, self.timeout_s = store, timeout_s
+        self.entered, self._released = threading.Event(), threading.Event()
+
+    def job(self) -> None:
+        with self.store.transaction():
+            self.entered.set()
+            assert self._released.wait(self.timeout_s), "the write lane was never released"
+
+    def release(self) -> None:
+        self._released.set()
 
 
 def integrity_ok(store: Any) -> bool:

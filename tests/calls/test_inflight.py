@@ -1,24 +1,30 @@
-"""Issue 14, items 1, 4 and 9: a caller cancelled while it shares an in-flight call with others never breaks
-their call; a lone surrogate in a model's text is stored and returned, not an internal error; another
-application's SQLite file is refused untouched."""
+"""Identical temperature-0 requests in flight share one backend call (calls/cache.py): the callers of one call all get
+its answer (tokens counted once) or all get its failure, which is not cached; different requests are not shared; a
+caller cancelled while it shares a call never breaks the others' call, and a call nobody waits for any more is
+cancelled, so a new caller starts afresh (also when the event loop that started it ended)."""
 
 from __future__ import annotations
 
-import json
-import sqlite3
+import asyncio
+from collections.abc import Callable
+from typing import Any
 
 import anyio
 import pytest
 
-from judge_mcp.backends.base import user
-from judge_mcp.calls.cache import CallCache
-from judge_mcp.methods import pairwise
-from judge_mcp.calls.judge import Judge
-from judge_mcp.storage.sqlite import APPLICATION_ID, Store, StoreError
-from tests.helpers import Hold, http_backend, until
+from judge_mcp.backends.base import Completion, user
+from judge_mcp.backends.errors import BackendError
+from judge_mcp.bench.scripted import Reply
 from judge_mcp.bench.scripted_judges import UniversalJudge
-from judge_mcp.bench.scripted import Reply, chat_body
-from judge_mcp.calls.cache import CacheTable
+from judge_mcp.calls.cache import CacheTable, CallCache
+from judge_mcp.calls.judge import Judge
+from judge_mcp.methods import pairwise
+from judge_mcp.storage.sqlite import Store
+from tests.helpers import Hold, gather, http_backend, until
+
+
+def cache_rows(store: Store) -> int:
+    return store.query("SELECT COUNT(*) AS n FROM call_cache")[0]["n"]
 
 
 def backend_for(server):
@@ -117,103 +123,85 @@ async def test_cancelling_one_compare_pair_never_breaks_an_identical_one(scripte
     await backend.aclose()
 
 
-async def test_a_lone_surrogate_in_the_answer_is_replaced_and_stored(scripted, store):
-    body = json.dumps(chat_body("[[A>B]] fine")).replace("fine", "fine \\ud800 end").encode()
-    server = scripted(lambda p: Reply(raw_body=body))
-    backend = backend_for(server)
-    completion, cached = await CallCache(store).complete(backend, user("x"))
-    assert completion.text == "[[A>B]] fine \ufffd end" and not cached
-    again, cached = await CallCache(store).complete(backend, user("x"))
-    assert cached and again.text == completion.text
-    await backend.aclose()
+async def gather_while_held(n: int, fn: Callable[[], Any], hold: Hold, cache: CallCache) -> list[Any]:
+    """gather(n, fn) against a backend that holds the call until all n callers wait on that one call in flight (so
+    none of them can have been answered from SQLite instead)."""
+    out: list[Any] = []
+
+    async def run() -> None:
+        out.extend(await gather(n, fn))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        assert await anyio.to_thread.run_sync(hold.arrived.wait, 10)
+        await until(lambda: [f.waiters for f in cache._inflight.values()] == [n])
+        hold.release()
+    return out
 
 
-def test_another_applications_database_is_refused_untouched(tmp_path):
-    path = tmp_path / "other.db"
-    conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
-    conn.execute("INSERT INTO invoices (total) VALUES (9.5)")
-    conn.commit()
-    conn.close()
-    before = path.read_bytes()
-    with pytest.raises(StoreError, match="another application.*invoices"):
-        Store(path)
-    assert path.read_bytes() == before
-    conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
-    assert [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")] == ["invoices"]
-    conn.close()
+async def test_identical_requests_in_flight_share_one_call(http, store):
+    hold = Hold(lambda p: Reply(content="shared answer", prompt_tokens=12, completion_tokens=4))
+    backend, server = http(hold)
+    cache = CallCache(store)
+    judge = Judge(backend, cache, store)
+    request = user("judge this", system="be fair")
 
+    results: list[Completion] = await gather_while_held(5, lambda: judge.complete(request), hold, cache)
 
-def test_new_and_older_judge_mcp_databases_are_marked(tmp_path):
-    new = Store(tmp_path / "new.db")
-    assert new.query("PRAGMA application_id")[0]["application_id"] == APPLICATION_ID
-    new.conn.execute("PRAGMA application_id = 0")  # as a database made before the mark existed
-    new.close()
-    reopened = Store(tmp_path / "new.db")
-    assert reopened.query("PRAGMA application_id")[0]["application_id"] == APPLICATION_ID
-    reopened.close()
-
-
-async def test_a_read_that_began_before_a_write_committed_does_not_send_the_request_again(scripted, tmp_path, monkeypatch):
-    """The race a bench test hit under load: caller B's cache read takes its snapshot while caller A's identical
-    request is at the backend; A's answer is then written with A's verdict (App's write path), and only then does
-    B's read come back, empty. B must find the answer among the recently written ones, not call the backend again."""
-    import threading
-    from functools import partial
-
-    from judge_mcp.storage.verdict_log import VerdictLog
-    from tests.helpers import app_env, make_app
-
-    hold = Hold(lambda p: "the answer")
-    server = scripted(hold)
-    app = make_app(app_env(server, tmp_path / "judge.db", JUDGE_MCP_MAX_RETRIES="0"))
-    backend, request = app.backend(None), user("judge this")
-    snapshot_taken, let_it_return = threading.Event(), threading.Event()
-    real_get_many = CacheTable.get_many
-
-    def stale_get_many(self, keys):
-        found = real_get_many(self, keys)  # read before A's write commits
-        if not snapshot_taken.is_set():
-            snapshot_taken.set()
-            let_it_return.wait(10)
-        return found
-
-    rows: list = []
-    first, second = Judge(backend, app.cache, app.store, cache_rows=rows), Judge(backend, app.cache, app.store)
-    got = {}
-
-    async def caller(name: str, judge: Judge) -> None:
-        got[name] = await judge.complete(request)
-
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(caller, "first", first)
-            assert await anyio.to_thread.run_sync(hold.arrived.wait, 10)  # A's request is at the backend
-            monkeypatch.setattr(CacheTable, "get_many", stale_get_many)
-            tg.start_soon(caller, "second", second)
-            assert await anyio.to_thread.run_sync(snapshot_taken.wait, 10)  # B's read has its (empty) snapshot
-            hold.release()
-            await until(lambda: "first" in got)
-            write = partial(VerdictLog(app.store).log, "compare_pair", "b", "m", {}, {}, {}, [], rows)
-            await app.store.writes.run(app._write, write, rows)  # as App._logged writes a verdict
-            assert app.cache._unwritten == {}
-            let_it_return.set()
-    finally:
-        await app.aclose()
-    assert got["second"].text == "the answer" and (second.calls, second.cached_calls) == (0, 1)
     assert len(server.requests) == 1
+    assert [r.text for r in results] == ["shared answer"] * 5
+    assert (judge.calls, judge.cached_calls) == (1, 4)
+    assert (judge.prompt_tokens, judge.completion_tokens) == (12, 4)  # tokens counted once, for the one real call
+    assert sorted(rec["cached"] for rec in judge.records) == [False, True, True, True, True]
 
 
-def test_recently_written_answers_are_bounded_and_dropped_rows_are_not_kept(monkeypatch):
-    from judge_mcp.calls import cache as call_cache
-    from judge_mcp.calls.cache import CacheRow
+async def test_different_requests_are_not_shared(http, store):
+    backend, server = http(lambda p: Reply(content=p["messages"][-1]["content"].upper(), delay_s=0.2))
+    cache = CallCache(store)
+    a, b = await gather(1, lambda: cache.complete(backend, user("one"))), await gather(1, lambda: cache.complete(backend, user("two")))
+    c = await gather(1, lambda: cache.complete(backend, user("one", max_tokens=5)))
+    assert [x[0][0].text for x in (a, b, c)] == ["ONE", "TWO", "ONE"]
+    assert len(server.requests) == 3 and cache_rows(store) == 3
 
-    monkeypatch.setattr(call_cache, "RECENTLY_WRITTEN", 2)
-    cache = CallCache(None)
-    rows = [CacheRow(f"k{i}", "b", "m", {}, {"text": f"answer {i}"}) for i in range(4)]
-    for row in rows:
-        cache._unwritten[row.key] = row.response
-    cache.written(rows[:3], stored=True)
-    cache.written(rows[3:])  # dropped with a failed write: never answered from memory
-    assert cache._recent == {"k1": {"text": "answer 1"}, "k2": {"text": "answer 2"}} and cache._unwritten == {}
+
+@pytest.mark.parametrize("status, sent", [(400, 1), (503, 2)])  # fatal: one request; retryable: its retries, once
+async def test_a_failure_reaches_every_waiter_and_is_not_cached(http, store, status, sent):
+    state = {"fail": True}
+
+    def respond(payload: dict[str, Any]) -> Reply | str:
+        return Reply(status=status) if state["fail"] else "recovered"
+
+    hold = Hold(respond)
+    backend, server = http(hold)
+    cache = CallCache(store)
+    request = user("q")
+
+    outcomes = await gather_while_held(4, lambda: cache.complete(backend, request), hold, cache)
+
+    assert len(server.requests) == sent
+    assert len(outcomes) == 4 and all(isinstance(o, BackendError) for o in outcomes)
+    assert all(f"HTTP {status}" in str(o) and "cache-openai" in str(o) for o in outcomes)
+    assert cache_rows(store) == 0
+
+    state["fail"] = False
+    completion, cached = await cache.complete(backend, request)
+    assert completion.text == "recovered" and not cached
+    assert len(server.requests) == sent + 1
+
+
+def test_a_flight_cut_off_by_the_end_of_its_event_loop_is_forgotten_and_the_next_loop_calls_afresh(make_judge, store) -> None:
+    from judge_mcp.backends.base import user
+    from judge_mcp.calls.cache import CallCache
+
+    judge, server = make_judge(lambda p: "an answer")
+    cache = CallCache(None)  # no table: straight to the flight
+    request = user("asked in two event loops")
+
+    async def cut_off() -> None:
+        asyncio.get_running_loop().create_task(cache.lookup(judge.backend, request))
+        await asyncio.sleep(0)  # the flight's task exists; the loop ends before it ever runs
+
+    asyncio.run(cut_off())
+    assert cache._inflight == {}  # its last waiter, cancelled as the loop ended, let go of it
+    completion, cached = asyncio.run(asyncio.wait_for(cache.complete(judge.backend, request), 10))
+    assert completion.text == "an answer" and not cached and len(server.requests) == 1
