@@ -1,4 +1,4 @@
-"""Issue 14, item 4: the reply side fuzzed the way tests/transports/test_hostile_input.py fuzzes the input side. Whatever text
+"""Hostile model replies: the reply side fuzzed the way tests/transports/test_hostile_input.py fuzzes the input side. Whatever text
 the model answers (deep JSON nesting, lone surrogates, huge numbers, control characters, half objects, our own
 labels and fences), every tool ends in a result whose trials are parsed or honestly unparsed, or in a named tool
 error; never "internal error" and never a crash."""

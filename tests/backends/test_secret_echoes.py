@@ -1,4 +1,4 @@
-"""Issue 14, item 8: a key echoed in the forms a plain text search misses never reaches a tool output, the verdict
+"""A key echoed in the forms a plain text search misses never reaches a tool output, the verdict
 log, the cache or a log line: JSON-escaped in the reply body, in a response header printed by debug logging, and
 credentials written into the base URL itself."""
 

@@ -42,16 +42,16 @@ def _cost(**extra: Any) -> dict:
 
 def test_summarise_pairwise_by_hand():
     rows = [
-        # item 1: right in both placements
+        # i1: right in both placements
         _row("i1", "chosen_first", placement_record("chosen_first", "A") | _cost(), 0, "x"),
         _row("i1", "chosen_second", placement_record("chosen_second", "B") | _cost(), 0, "x"),
-        # item 2: always the first-shown answer (right once, inconsistent)
+        # i2: always the first-shown answer (right once, inconsistent)
         _row("i2", "chosen_first", placement_record("chosen_first", "A") | _cost(), 1, "y"),
         _row("i2", "chosen_second", placement_record("chosen_second", "A") | _cost(), 1, "y"),
-        # item 3: first placement unparsed, second wrong
+        # i3: first placement unparsed, second wrong
         _row("i3", "chosen_first", placement_record("chosen_first", None) | _cost(), 2, "y"),
         _row("i3", "chosen_second", placement_record("chosen_second", "A") | _cost(), 2, "y"),
-        # item 4: only one placement stored so far (incomplete), item 5 degenerate, item 6 failed
+        # i4: only one placement stored so far (incomplete), i5 degenerate, i6 failed
         _row("i4", "chosen_first", placement_record("chosen_first", "A") | _cost(), 3, "y"),
         {"item_id": "i5", "placement": "single", "seq": 4, "category": "y", "status": "skipped", "record": None},
         {"item_id": "i6", "placement": "chosen_first", "seq": 5, "category": "y", "status": "error", "record": None, "error": "boom"},

@@ -1,4 +1,4 @@
-"""Issue 12, items 2-4 and 7: the command line and the HTTP start as a user meets them (version, help, -v anywhere,
+"""The command line and the HTTP start as a user meets them (version, help, -v anywhere,
 the start line, bench's exit status, a database that cannot be opened, tokens at start, the 401 challenge)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 12, item 5: the README's client recipes work literally. Every JSON block parses; every server entry sets a
+"""The README's client recipes work literally. Every JSON block parses; every server entry sets a
 real backend (not the 135M default) whose configuration loads without a missing key; the uvx, pipx and checkout
 forms are all there, for JSON clients and for Claude Code; the HTTP form sends the token. The checkout recipe is
 then run as written (only the placeholder path and the model server's URL replaced) through the official client."""

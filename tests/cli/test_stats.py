@@ -1,4 +1,4 @@
-"""Issue 16, item 5: live bias telemetry. Tools run through the official MCP client against scripted
+"""Live bias telemetry (stats.py). Tools run through the official MCP client against scripted
 OpenAI-compatible judges with fixed habits (always the first-shown answer, always the longer answer, garbage,
 garbage then a readable re-ask, ...); the figures read back through the judge://stats resources, the judge_stats
 tool and `judge-mcp stats` must be exactly what those habits imply."""

@@ -1,4 +1,4 @@
-"""Issue 15 (session 5, round 2): the static parts of every method's prompts and schemas are built once per argument
+"""Prompt caching: the static parts of every method's prompts and schemas are built once per argument
 shape, and judged texts are defused once per text (functools.lru_cache). A cached value must equal a fresh build for
 every template and variant, and a judgment must not change the shared cached objects."""
 

@@ -1,4 +1,4 @@
-"""Issue 14, item 3: the store never blocks the server. Another process holds the database's write lock; a tool call
+"""A locked database never blocks the server. Another process holds the database's write lock; a tool call
 that must write waits for it in a worker thread while another client's read-only call is answered at once; a
 lock held past the busy timeout is a named tool error, and nothing of the waiting call is half-written."""
 

@@ -1,4 +1,4 @@
-"""Issue 14, item 10: each judged text is stored once (inputs), call records and cache rows keep the request's shape
+"""Retention: each judged text is stored once (inputs), call records and cache rows keep the request's shape
 and cache key, and old call-cache and verdict-log rows can be deleted (`judge-mcp gc`, or ages applied at start)
 without touching LWE sessions."""
 

@@ -1,4 +1,4 @@
-"""Issue 12, item 6: tool metadata an agent can act on, each bullet through the official MCP client: unknown
+"""Tool metadata an agent can act on, each bullet through the official MCP client: unknown
 arguments named, limits in the input schema, readable type errors, truthful annotations, descriptions that say
 when to use a tool and what it costs, `consistent: null` for one order, MCP prompts, resource-not-found."""
 
