@@ -7,6 +7,7 @@ import itertools
 import os
 import socket
 from collections.abc import AsyncIterator, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 from judge_mcp.calls.cache import CallCache
 from judge_mcp.calls.judge import Judge
 from judge_mcp.storage.sqlite import Store
+from tests.connect import TRANSPORTS, judged
 from tests.helpers import app_env, http_backend, make_app, start_scripted
 from judge_mcp.bench.scripted import Responder, ScriptedServer
 
@@ -91,6 +93,15 @@ async def make_judge(scripted, store) -> AsyncIterator[callable]:
     yield make
     for judge in judges:
         await judge.backend.aclose()
+
+
+@pytest.fixture(params=TRANSPORTS)
+def connect(request: pytest.FixtureRequest, scripted, tmp_path: Path) -> callable:
+    """connect(responder, kind="openai", **env) -> an async context manager yielding a `Judged` (tests/connect.py):
+    the official client connected to judge-mcp over this run's transport, the server wired to a scripted backend of
+    that wire format; `env` adds or overrides settings (JUDGE_MCP_MAX_RETRIES is 1 unless given). A test using this
+    fixture runs once per transport: in memory, over stdio, over streamable HTTP."""
+    return partial(judged, request.param, scripted, tmp_path)
 
 
 @pytest.fixture

@@ -409,17 +409,15 @@ async def test_bad_input_is_an_input_error_before_any_call(make_judge, kwargs, f
 
 
 # ---- through MCP -------------------------------------------------------------------------------------------------
-async def test_grade_score_options_through_mcp(mcp_app):
-    from mcp import Client
-
-    server, backend = mcp_app(picks_text(OPTIONS[1]))
+async def test_grade_score_options_through_mcp(connect):
     progress: list[tuple[float, float | None]] = []
 
     async def on_progress(done, total, message):
         progress.append((done, total))
 
     args = {"instruction": INSTRUCTION, "options": OPTIONS[:3], "unrelated_option": True}
-    async with Client(server) as client:
+    async with connect(picks_text(OPTIONS[1])) as judged:
+        client = judged.client
         tools = {t.name: t for t in (await client.list_tools()).tools}
         r = await client.call_tool("grade_score_options", args, progress_callback=on_progress)
         bad = await client.call_tool("grade_score_options", {"instruction": INSTRUCTION, "options": ["x", "x"]})
@@ -430,7 +428,7 @@ async def test_grade_score_options_through_mcp(mcp_app):
     data = r.structured_content
     assert data["winner_index"] == 1 and data["grade_score"] == 1.0
     assert data["unrelated_index"] == 3 and data["unrelated_picked"] == 0 and len(data["trials"]) == 4
-    assert data["usage"]["calls"] == 4 and len(backend.requests) == 4
+    assert data["usage"]["calls"] == 4 and len(judged.backend.requests) == 4
     assert sorted(progress) == [(1, 4), (2, 4), (3, 4), (4, 4)]
     assert bad.is_error and "options[1] is identical to options[0]" in bad.content[0].text
 
