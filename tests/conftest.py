@@ -3,6 +3,7 @@ on a scripted backend. What they build is made by tests/helpers.py (the one plac
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import os
 import socket
@@ -19,6 +20,16 @@ from judge_mcp.storage.sqlite import Store
 from tests.connect import TRANSPORTS, judged
 from tests.helpers import app_env, http_backend, make_app, start_scripted
 from judge_mcp.bench.scripted import Responder, ScriptedServer
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Tests marked `model` run the embedded model, which needs the optional `local` extra (xllamacpp): skipped, with
+    the reason, where it is not installed, except under CI, where a skip would hide a missing install step."""
+    if item.get_closest_marker("model") is not None and importlib.util.find_spec("xllamacpp") is None:
+        reason = "the embedded model needs the `local` extra (xllamacpp): pip install 'judge-mcp[local]'"
+        if os.environ.get("CI"):
+            pytest.fail(f"model tests cannot run under CI: {reason}")
+        pytest.skip(reason)
 
 
 @pytest.fixture(autouse=True)

