@@ -10,7 +10,8 @@
   `free_port`.
 - MCP over raw HTTP: `INIT`, `ACCEPT`, `token_client` (the official client with a bearer token).
 - concurrency: `Rendezvous` (a barrier inside a responder: the test knows the calls overlapped), `Hold` (answers
-  held until the test releases them: act while a call is surely in flight), `until` (wait for a state), `gather`
+  held until the test releases them: act while a call is surely in flight), `until` (wait for a state), `settled`
+  (every task waits on something only the test can release), `gather`
   (n concurrent calls, each outcome kept), `WriteHold` (the store's write lane held inside a transaction).
 """
 
@@ -31,7 +32,7 @@ from judge_mcp.bench.scripted import Reply, Responder, ScriptedAnthropicServer, 
 
 __all__ = [
     "ACCEPT", "INIT", "ROOT", "Hold", "HttpServer", "Rendezvous", "WriteHold", "app_env", "as_reply", "clean_env", "delayed",
-    "free_port", "gather", "http_backend", "make_app", "server_env", "start_scripted", "token_client", "until",
+    "free_port", "gather", "http_backend", "make_app", "server_env", "settled", "start_scripted", "token_client", "until",
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -275,6 +276,20 @@ async def until(predicate: Callable[[], bool], timeout_s: float = 10.0) -> None:
     with anyio.fail_after(timeout_s):
         while not predicate():
             await anyio.sleep(0.005)
+
+
+async def settled(store: Any = None) -> None:
+    """Wait until every other task on this event loop waits on something outside it: a backend answer the test holds
+    (Hold), a held write (WriteHold), or the test itself. With `store`, its read lane is drained in between, so a task
+    that was waiting for a read (the call cache's lookup) has had its answer and gone on to its next wait. This is how
+    a test knows that concurrent callers have all reached a shared call, or that a cancelled one has let go, without
+    reading the code's private state."""
+    import anyio
+
+    await anyio.wait_all_tasks_blocked()
+    if store is not None:
+        await store.reads.run(lambda: None)  # the lane runs its jobs in order: every read handed over before is answered
+        await anyio.wait_all_tasks_blocked()
 
 
 async def gather(n: int, fn: Callable[[], Any]) -> list[Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from judge_mcp.calls.judge import Judge
 from judge_mcp.methods import flip, pairwise
 from judge_mcp.storage.sqlite import Store
 from judge_mcp.storage.verdict_log import VerdictLog
-from tests.helpers import Hold, Rendezvous, WriteHold, app_env, gather, http_backend, make_app, until
+from tests.helpers import Hold, Rendezvous, WriteHold, app_env, gather, http_backend, make_app, settled, until
 
 
 def cache_rows(store: Store) -> int:
@@ -130,19 +131,13 @@ async def test_a_lone_surrogate_in_the_answer_is_replaced_and_stored(scripted, s
 
 
 async def test_a_read_that_began_before_a_write_committed_does_not_send_the_request_again(scripted, tmp_path, monkeypatch):
-    """The race a bench test hit under load: caller B's cache read takes its snapshot while caller A's identical
-    request is at the backend; A's answer is then written with A's verdict (App's write path), and only then does
-    B's read come back, empty. B must find the answer among the recently written ones, not call the backend again."""
-    import threading
-    from functools import partial
-
-    from judge_mcp.storage.verdict_log import VerdictLog
-    from tests.helpers import app_env, make_app
-
-    hold = Hold(lambda p: "the answer")
+    """The race a bench test hit under load: tool call B's cache read takes its snapshot while tool call A's identical
+    request is at the backend; A's answer is then written with A's verdict, and only then does B's read come back,
+    empty. B must find the answer among the recently written ones, not call the backend again."""
+    hold = Hold(UniversalJudge())
     server = scripted(hold)
     app = make_app(app_env(server, tmp_path / "judge.db", JUDGE_MCP_MAX_RETRIES="0"))
-    backend, request = app.backend(None), user("judge this")
+    args = {**PAIR, "swap": False}  # one request per call
     snapshot_taken, let_it_return = threading.Event(), threading.Event()
     real_get_many = CacheTable.get_many
 
@@ -153,44 +148,47 @@ async def test_a_read_that_began_before_a_write_committed_does_not_send_the_requ
             let_it_return.wait(10)
         return found
 
-    rows: list = []
-    first, second = Judge(backend, app.cache, app.store, cache_rows=rows), Judge(backend, app.cache, app.store)
     got = {}
 
-    async def caller(name: str, judge: Judge) -> None:
-        got[name] = await judge.complete(request)
+    async def tool_call(name: str) -> None:
+        got[name] = await app.run("compare_pair", args, lambda judge: pairwise.compare_pair(judge, **args))
 
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(caller, "first", first)
+            tg.start_soon(tool_call, "A")
             assert await anyio.to_thread.run_sync(hold.arrived.wait, 10)  # A's request is at the backend
             monkeypatch.setattr(CacheTable, "get_many", stale_get_many)
-            tg.start_soon(caller, "second", second)
+            tg.start_soon(tool_call, "B")
             assert await anyio.to_thread.run_sync(snapshot_taken.wait, 10)  # B's read has its (empty) snapshot
             hold.release()
-            await until(lambda: "first" in got)
-            write = partial(VerdictLog(app.store).log, "compare_pair", "b", "m", {}, {}, {}, [], rows)
-            await app.store.writes.run(app._write, write, rows)  # as App._logged writes a verdict
-            assert app.cache._unwritten == {}
+            await until(lambda: "A" in got)  # A's verdict and answer are written (App.run returns after its write)
             let_it_return.set()
     finally:
         await app.aclose()
-    assert got["second"].text == "the answer" and (second.calls, second.cached_calls) == (0, 1)
-    assert len(server.requests) == 1
+    assert got["A"].winner == got["B"].winner == "B"
+    assert (got["B"].usage.calls, got["B"].usage.cached_calls) == (0, 1) and len(server.requests) == 1
 
 
-def test_recently_written_answers_are_bounded_and_dropped_rows_are_not_kept(monkeypatch):
+async def test_recently_written_answers_are_bounded_and_dropped_rows_are_not_kept(scripted, store, monkeypatch):
+    """A lookup whose table read missed an answer (its snapshot predates the write) finds it among the last
+    RECENTLY_WRITTEN answers written; older ones, and the answers of a write that failed, are not kept in memory:
+    those requests go to the backend again."""
     from judge_mcp.calls import cache as call_cache
-    from judge_mcp.calls.cache import CacheRow
 
     monkeypatch.setattr(call_cache, "RECENTLY_WRITTEN", 2)
-    cache = CallCache(None)
-    rows = [CacheRow(f"k{i}", "b", "m", {}, {"text": f"answer {i}"}) for i in range(4)]
-    for row in rows:
-        cache._unwritten[row.key] = row.response
-    cache.written(rows[:3], stored=True)
-    cache.written(rows[3:])  # dropped with a failed write: never answered from memory
-    assert cache._recent == {"k1": {"text": "answer 1"}, "k2": {"text": "answer 2"}} and cache._unwritten == {}
+    server = scripted(lambda p: "from the backend")
+    backend = http_backend(server, max_retries=0)
+    cache = CallCache(store)  # its table stays empty: every read misses, as one that began before the write would
+    requests = [user(f"question {i}") for i in range(4)]
+    rows: list = []
+    for request in requests:
+        await cache.lookup(backend, request, defer=rows)
+    cache.written(rows[:3], stored=True)  # as the write lane reports a committed write...
+    cache.written(rows[3:])  # ...and a failed one
+    found = [(await cache.lookup(backend, request))[1] for request in requests]
+    assert found == [False, True, True, False]  # the two last written; the oldest pushed out, the failed write's dropped
+    assert len(server.requests) == 4 + 2
+    await backend.aclose()
 
 
 async def test_deferred_rows_answer_from_memory_until_written(make_judge, store) -> None:
@@ -204,8 +202,7 @@ async def test_deferred_rows_answer_from_memory_until_written(make_judge, store)
     second, cached, _ = await cache.lookup(judge.backend, request)
     assert cached and second.text == "an answer" and len(server.requests) == 1  # answered from memory
     VerdictLog(store).log("t", "b", "m", {}, {}, {}, [], rows)
-    cache.written(rows)
-    assert cache._unwritten == {}
+    cache.written(rows, stored=True)
     assert (await CallCache(store).lookup(judge.backend, request))[1]  # a fresh cache finds it in the table
     assert len(server.requests) == 1
 
@@ -250,24 +247,29 @@ async def test_a_call_cancelled_while_its_write_waits_keeps_its_answers_in_memor
     app = make_app(app_env(backend, tmp_path / "judge.db"))
     writes = WriteHold(app.store)
     blocked = asyncio.get_running_loop().create_task(app.store.writes.run(writes.job))
+    judged = asyncio.Event()
+
+    async def compare(judge: Judge):
+        result = await pairwise.compare_pair(judge, **PAIR)
+        judged.set()  # both answers are in; App.run goes straight on to its write
+        return result
+
     try:
         assert await anyio.to_thread.run_sync(writes.entered.wait, 10)
-        call = asyncio.get_running_loop().create_task(app.run("compare_pair", PAIR, lambda j: pairwise.compare_pair(j, **PAIR)))
-        await until(lambda: len(app.cache._unwritten) == 2)  # both answers are in; the write waits in the lane
-        await asyncio.sleep(0.01)
+        call = asyncio.get_running_loop().create_task(app.run("compare_pair", PAIR, compare))
+        await asyncio.wait_for(judged.wait(), 10)
+        await settled()  # the call waits for its write, queued behind the held one
         call.cancel()
         with pytest.raises(asyncio.CancelledError):
             await call
-        assert len(app.cache._unwritten) == 2  # not dropped while the write is still to come
-        again = asyncio.get_running_loop().create_task(app.run("compare_pair", PAIR, lambda j: pairwise.compare_pair(j, **PAIR)))
-        await asyncio.sleep(0.05)  # its write queues behind the others
+        # While that write still waits, the same judgment is answered from memory: nothing is in the table yet.
+        again = await pairwise.compare_pair(Judge(app.backend(None), app.cache, app.store), **PAIR)
+        assert (again.usage.calls, again.usage.cached_calls) == (0, 2) and len(backend.requests) == 2
     finally:
         writes.release()
         await blocked
-    result = await again
-    assert (result.usage.calls, result.usage.cached_calls) == (0, 2) and len(backend.requests) == 2  # from memory
-    await app.store.writes.run(lambda: None)
-    assert app.cache._unwritten == {}
-    assert app.store.query("SELECT COUNT(*) AS n FROM call_cache")[0]["n"] == 2
-    assert [r["tool"] for r in VerdictLog(app.store).recent()] == ["compare_pair", "compare_pair"]  # the cancelled one's too
+    await app.store.writes.run(lambda: None)  # every write handed over before this one has run
+    assert [r["tool"] for r in VerdictLog(app.store).recent()] == ["compare_pair"]  # the cancelled call's, written whole
+    fresh = await pairwise.compare_pair(Judge(app.backend(None), CallCache(app.store), app.store), **PAIR)
+    assert fresh.usage.cached_calls == 2 and len(backend.requests) == 2  # its answers are in the table
     await app.aclose()

@@ -20,7 +20,7 @@ from judge_mcp.calls.cache import CacheTable, CallCache
 from judge_mcp.calls.judge import Judge
 from judge_mcp.methods import pairwise
 from judge_mcp.storage.sqlite import Store
-from tests.helpers import Hold, gather, http_backend, until
+from tests.helpers import Hold, gather, http_backend, settled
 
 
 def cache_rows(store: Store) -> int:
@@ -36,7 +36,6 @@ async def test_a_cancelled_caller_leaves_the_shared_call_to_the_others(scripted,
     server = scripted(hold)
     backend, cache = backend_for(server), CallCache(store)
     request = user("judge this")
-    flights = lambda: list(cache._inflight.values())  # noqa: E731
     first, second = Judge(backend, cache, store), Judge(backend, cache, store)
     got = {}
 
@@ -53,9 +52,9 @@ async def test_a_cancelled_caller_leaves_the_shared_call_to_the_others(scripted,
         tg.start_soon(first_caller)
         assert await anyio.to_thread.run_sync(hold.arrived.wait, 10)  # the first caller's call is at the backend
         tg.start_soon(second_caller)
-        await until(lambda: [f.waiters for f in flights()] == [2])  # the second caller shares it
+        await settled(store)  # the second caller waits too: on the first one's call (it sent nothing, see below)
         first_scope.cancel()  # the first caller gives up while the call is in flight
-        await until(lambda: [f.waiters for f in flights()] == [1])
+        await settled(store)
         hold.release()
     assert first_scope.cancelled_caught and "first" not in got
     assert got["second"].text == "the shared answer"
@@ -66,11 +65,12 @@ async def test_a_cancelled_caller_leaves_the_shared_call_to_the_others(scripted,
     await backend.aclose()
 
 
-async def test_a_call_nobody_waits_for_is_cancelled_and_a_new_caller_starts_afresh(scripted, store):
+async def test_a_call_nobody_waits_for_is_cancelled_and_a_new_caller_starts_afresh(scripted):
     hold = Hold(lambda p: "late answer")  # only the first request is held; the new caller's is answered at once
     server = scripted(hold)
-    backend, cache = backend_for(server), CallCache(store)
+    backend, cache = backend_for(server), CallCache(None)  # no table: a lookup goes straight to the calls in flight
     request = user("judge this")
+    got = {}
     async with anyio.create_task_group() as tg:
         scope = anyio.CancelScope()
 
@@ -78,25 +78,24 @@ async def test_a_call_nobody_waits_for_is_cancelled_and_a_new_caller_starts_afre
             with scope:
                 await cache.complete(backend, request)
 
+        async def newcomer() -> None:
+            got["new"] = await cache.complete(backend, request)
+
         tg.start_soon(caller)
         assert await anyio.to_thread.run_sync(hold.arrived.wait, 10)
-        scope.cancel()
-    assert scope.cancelled_caught
-    assert cache._inflight == {}  # forgotten at once: a newcomer does not join the dying call
-    completion, cached = await cache.complete(backend, request)
+        scope.cancel()  # the call's only waiter leaves...
+        tg.start_soon(newcomer)  # ...and a new caller arrives at once, before the abandoned call has wound down
     hold.release()
-    assert (completion.text, cached) == ("late answer", False)
-    assert len(server.requests) == 2
+    assert scope.cancelled_caught
+    completion, cached = got["new"]  # its own call, answered while the abandoned one was still held at the backend
+    assert (completion.text, cached) == ("late answer", False) and len(server.requests) == 2
     await backend.aclose()
-
-
 async def test_cancelling_one_compare_pair_never_breaks_an_identical_one(scripted, store):
     """The reported failure: "'NoneType' object has no attribute 'parse_ok'" in the surviving call."""
     hold = Hold(UniversalJudge(), count=2)  # both orders of the first call stay in flight until released
     server = scripted(hold)
     backend, cache = backend_for(server), CallCache(store)
     args = dict(prompt="What is the capital of Australia?", response_a="Sydney.", response_b="Canberra.")
-    flights = lambda: list(cache._inflight.values())  # noqa: E731
     results = {}
 
     async with anyio.create_task_group() as tg:
@@ -112,9 +111,9 @@ async def test_cancelling_one_compare_pair_never_breaks_an_identical_one(scripte
         tg.start_soon(cancelled)
         assert await anyio.to_thread.run_sync(hold.arrived.wait, 10)  # both orders are at the backend
         tg.start_soon(survivor)
-        await until(lambda: sorted(f.waiters for f in flights()) == [2, 2])  # the survivor shares both calls
+        await settled(store)  # the survivor waits on both calls in flight
         doomed.cancel()
-        await until(lambda: sorted(f.waiters for f in flights()) == [1, 1])
+        await settled(store)
         hold.release()
     assert doomed.cancelled_caught
     result = results["b"]
@@ -123,9 +122,9 @@ async def test_cancelling_one_compare_pair_never_breaks_an_identical_one(scripte
     await backend.aclose()
 
 
-async def gather_while_held(n: int, fn: Callable[[], Any], hold: Hold, cache: CallCache) -> list[Any]:
-    """gather(n, fn) against a backend that holds the call until all n callers wait on that one call in flight (so
-    none of them can have been answered from SQLite instead)."""
+async def gather_while_held(n: int, fn: Callable[[], Any], hold: Hold, store: Store) -> list[Any]:
+    """gather(n, fn) against a backend that holds the call until all n callers wait (so none of them can have been
+    answered from SQLite instead)."""
     out: list[Any] = []
 
     async def run() -> None:
@@ -134,7 +133,7 @@ async def gather_while_held(n: int, fn: Callable[[], Any], hold: Hold, cache: Ca
     async with anyio.create_task_group() as tg:
         tg.start_soon(run)
         assert await anyio.to_thread.run_sync(hold.arrived.wait, 10)
-        await until(lambda: [f.waiters for f in cache._inflight.values()] == [n])
+        await settled(store)
         hold.release()
     return out
 
@@ -146,7 +145,7 @@ async def test_identical_requests_in_flight_share_one_call(http, store):
     judge = Judge(backend, cache, store)
     request = user("judge this", system="be fair")
 
-    results: list[Completion] = await gather_while_held(5, lambda: judge.complete(request), hold, cache)
+    results: list[Completion] = await gather_while_held(5, lambda: judge.complete(request), hold, store)
 
     assert len(server.requests) == 1
     assert [r.text for r in results] == ["shared answer"] * 5
@@ -176,7 +175,7 @@ async def test_a_failure_reaches_every_waiter_and_is_not_cached(http, store, sta
     cache = CallCache(store)
     request = user("q")
 
-    outcomes = await gather_while_held(4, lambda: cache.complete(backend, request), hold, cache)
+    outcomes = await gather_while_held(4, lambda: cache.complete(backend, request), hold, store)
 
     assert len(server.requests) == sent
     assert len(outcomes) == 4 and all(isinstance(o, BackendError) for o in outcomes)
@@ -201,7 +200,6 @@ def test_a_flight_cut_off_by_the_end_of_its_event_loop_is_forgotten_and_the_next
         asyncio.get_running_loop().create_task(cache.lookup(judge.backend, request))
         await asyncio.sleep(0)  # the flight's task exists; the loop ends before it ever runs
 
-    asyncio.run(cut_off())
-    assert cache._inflight == {}  # its last waiter, cancelled as the loop ended, let go of it
+    asyncio.run(cut_off())  # its last waiter, cancelled as the loop ended, let go of it: the next loop calls afresh
     completion, cached = asyncio.run(asyncio.wait_for(cache.complete(judge.backend, request), 10))
     assert completion.text == "an answer" and not cached and len(server.requests) == 1

@@ -254,7 +254,7 @@ async def test_progress_walks_the_meta_path_steps(make_judge, store):
     async def progress(done, total, message):
         seen.append((done, total, message))
 
-    judge._progress = progress
+    judge = Judge(judge.backend, judge.cache, store, progress=progress)
     await lwe.lwe_judge(judge, **case(1), session="p", batch_size=1)
     messages = [m for _, _, m in seen]
     for expected in ("vanilla", "case-specific evaluation prompt", "judging", "self-feedback", "buffering", "refining", "done"):

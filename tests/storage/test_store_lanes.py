@@ -14,7 +14,7 @@ import pytest
 
 from judge_mcp.storage.sqlite import Store, StoreError
 from judge_mcp.storage.verdict_log import VerdictLog
-from tests.helpers import WriteHold
+from tests.helpers import WriteHold, settled
 
 
 async def test_jobs_run_off_the_loop_in_one_persistent_thread_each(store: Store) -> None:
@@ -37,7 +37,7 @@ async def test_a_cancelled_caller_stops_waiting_and_its_write_still_commits_whol
     assert await anyio.to_thread.run_sync(writes.entered.wait, 10)
     log = VerdictLog(store)
     writer = asyncio.get_running_loop().create_task(store.writes.run(log.log, "t", "b", "m", {"x": 1}, {"y": 2}, {}, []))
-    await asyncio.sleep(0.01)
+    await settled()  # the writer has handed its job over and waits for it
     writer.cancel()  # while its write is queued behind the held transaction
     with pytest.raises(asyncio.CancelledError):
         await writer
@@ -76,15 +76,25 @@ def test_a_loop_that_ends_before_its_answer_breaks_nothing(store: Store) -> None
 
 def test_close_waits_for_the_jobs_handed_over_and_stops_the_threads(tmp_path) -> None:
     store = Store(tmp_path / "judge.db")
-    done = threading.Event()
+    started, release, done = threading.Event(), threading.Event(), threading.Event()
 
-    async def main() -> None:
-        await store.reads.run(lambda: None)
-        store.writes.submit(lambda: (threading.Event().wait(0.05), done.set()), lambda result, error: None)
+    def slow_write() -> None:
+        started.set()
+        assert release.wait(10)
+        done.set()
 
-    asyncio.run(main())
-    threads = [store.reads._thread, store.writes._thread]
-    assert all(t is not None and t.is_alive() for t in threads)
-    store.close()
-    assert done.is_set()  # the queued write ran before the store closed
-    assert not any(t.is_alive() for t in threads)
+    async def main() -> set[int]:
+        lanes = {await store.reads.run(threading.get_ident), await store.writes.run(threading.get_ident)}
+        store.writes.submit(slow_write, lambda result, error: None)
+        return lanes
+
+    lanes = asyncio.run(main())
+    assert started.wait(10) and lanes <= {t.ident for t in threading.enumerate()}  # both lanes' threads run
+    closer = threading.Thread(target=store.close)
+    closer.start()
+    closer.join(0.2)
+    assert closer.is_alive() and not done.is_set()  # close() waits while a job handed over before it still runs
+    release.set()
+    closer.join(10)
+    assert not closer.is_alive() and done.is_set()  # the queued write ran before the store closed
+    assert not lanes & {t.ident for t in threading.enumerate()}  # and both lanes' threads have stopped
