@@ -285,9 +285,11 @@ async def settled(store: Any = None) -> None:
     a test knows that concurrent callers have all reached a shared call, or that a cancelled one has let go, without
     reading the code's private state."""
     import anyio
+    import anyio.lowlevel
 
     await anyio.wait_all_tasks_blocked()
     if store is not None:
+        await anyio.lowlevel.checkpoint()  # what the loop has queued runs first (the cache hands its reads over that way)
         await store.reads.run(lambda: None)  # the lane runs its jobs in order: every read handed over before is answered
         await anyio.wait_all_tasks_blocked()
 

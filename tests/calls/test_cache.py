@@ -19,7 +19,8 @@ import pytest
 from judge_mcp.backends.base import user
 from judge_mcp.bench.scripted import Reply, chat_body
 from judge_mcp.bench.scripted_judges import GOOD, PAIR, UniversalJudge
-from judge_mcp.calls.cache import CacheTable, CallCache
+from judge_mcp.calls.cache import CallCache
+from judge_mcp.storage.call_cache import CacheTable
 from judge_mcp.calls.judge import Judge
 from judge_mcp.methods import flip, pairwise
 from judge_mcp.storage.sqlite import Store

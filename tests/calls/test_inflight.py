@@ -16,7 +16,8 @@ from judge_mcp.backends.base import Completion, user
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.bench.scripted import Reply
 from judge_mcp.bench.scripted_judges import UniversalJudge
-from judge_mcp.calls.cache import CacheTable, CallCache
+from judge_mcp.calls.cache import CallCache
+from judge_mcp.storage.call_cache import CacheTable
 from judge_mcp.calls.judge import Judge
 from judge_mcp.methods import pairwise
 from judge_mcp.storage.sqlite import Store
