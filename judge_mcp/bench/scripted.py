@@ -49,8 +49,9 @@ class Reply:
 Responder = Callable[[dict[str, Any]], "Reply | str"]
 
 
-def chat_body(content: str, model: str = "scripted", finish_reason: str = "stop", prompt_tokens: int = 10, completion_tokens: int = 5, logprobs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    body = {
+def chat_body(content: str, model: str = "scripted", finish_reason: str = "stop", prompt_tokens: int = 10, completion_tokens: int = 5,
+              logprobs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {
         "id": "chatcmpl-scripted",
         "object": "chat.completion",
         "created": int(time.time()),
@@ -69,7 +70,8 @@ class ScriptedServer:
     base_path = "/v1"
 
     def success_body(self, reply: Reply, payload: dict[str, Any]) -> dict[str, Any]:
-        return chat_body(reply.content or "", payload.get("model", "scripted"), reply.finish_reason, reply.prompt_tokens, reply.completion_tokens, reply.logprobs)
+        return chat_body(reply.content or "", payload.get("model", "scripted"), reply.finish_reason, reply.prompt_tokens,
+                         reply.completion_tokens, reply.logprobs)
 
     def error_body(self, status: int) -> dict[str, Any]:
         return {"error": {"message": f"scripted {status}"}}
