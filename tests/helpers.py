@@ -4,7 +4,8 @@
   fixture (tests/conftest.py), which also stops it. The servers (OpenAI-compatible and Anthropic Messages; `Reply`)
   are judge_mcp/bench/scripted.py, the scripted judges judge_mcp/bench/scripted_judges.py: the benchmarks use them too.
 - shaping replies: `as_reply`, `delayed` (latency only; never to order events).
-- a remote backend on a scripted server: `http_backend(server, ...)` (fixtures: `make_backend`, `make_judge`).
+- a remote backend on a scripted server: `http_backend(server, ...)` (fixtures: `make_backend`, `make_judge`); a Judge
+  on one with a call cache of its own: `judge_for(server, store)`.
 - an in-process App and its MCP server from environment values: `app_env`, `make_app` (fixture: `mcp_app`).
 - a `judge-mcp` subprocess: its environment `server_env` (or `clean_env`), `HttpServer` (serve --transport http),
   `free_port`.
@@ -32,7 +33,7 @@ from judge_mcp.bench.scripted import Reply, Responder, ScriptedAnthropicServer, 
 
 __all__ = [
     "ACCEPT", "INIT", "ROOT", "Hold", "HttpServer", "Rendezvous", "WriteHold", "app_env", "as_reply", "clean_env", "delayed",
-    "free_port", "gather", "http_backend", "make_app", "server_env", "settled", "start_scripted", "token_client", "until",
+    "free_port", "gather", "http_backend", "judge_for", "make_app", "server_env", "settled", "start_scripted", "token_client", "until",
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,6 +73,18 @@ def http_backend(server: ScriptedServer, *, name: str = "scripted", model: str =
 
     cls = AnthropicBackend if kind_of(server) == "anthropic" else OpenAICompatBackend
     return cls(name, model, base_url=server.base_url, **kwargs)
+
+
+def judge_for(server: ScriptedServer, store: Any, *, structured: bool = True):
+    """A Judge on a new remote backend for `server` (one retry) with a call cache of its own over `store`; with
+    `structured=False` the backend asks for no JSON schema (the papers' text grammars)."""
+    from judge_mcp.calls.cache import CallCache
+    from judge_mcp.calls.judge import Judge
+
+    backend = http_backend(server, max_retries=1, backoff_base_s=0.01)
+    if not structured:
+        backend.supports_json_schema = False
+    return Judge(backend, CallCache(store), store)
 
 
 def app_env(server: ScriptedServer, db: Path | str, **extra: str) -> dict[str, str]:

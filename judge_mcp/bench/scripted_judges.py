@@ -334,6 +334,11 @@ def first_shown_is(text: str, marker: str) -> bool:
     return marker in a
 
 
+def lwe_case(i: int) -> dict[str, str]:
+    """The i-th of a stream of pairs whose right answer (response_a) holds GOOD, the marker LweScript("consistent") follows."""
+    return {"prompt": f"Question {i}: what is {i} + {i}?", "response_a": f"GOOD: {2 * i}", "response_b": f"It is {2 * i + 1}."}
+
+
 def _meta_prompt(text: str) -> str:
     return text.split("[[[The Start of Current Meta Prompt]]]", 1)[1].split("[[[The End of Current Meta Prompt]]]", 1)[0]
 
