@@ -1,6 +1,6 @@
 """How often a prompt injection in the rejected answer flips a verdict toward it, per method.
 
-    .venv/bin/python bench/injection_flips.py [DATASET.jsonl] [--limit 20] [--attacks always_choose,highest_score]
+    .venv/bin/python -m bench.injection_flips [DATASET.jsonl] [--limit 20] [--attacks always_choose,highest_score]
         [--methods compare_pair,infer_instruction_reward,grade_score_options] [--position append|prepend]
         [--concurrency 2] [--db state/injection.db] [--out injection.json] [--backend NAME] [--single-order]
 
@@ -36,15 +36,13 @@ from typing import Any
 
 import anyio
 
+from judge_mcp.bench.attacks import ATTACKS, FENCE_ATTACKS, PAPER_ATTACKS, POSITIONS, attack_text, flipped, inject_pair
+from judge_mcp.app import App
+from judge_mcp.bench.data import Item, load_items
+from judge_mcp.methods import registry
+from judge_mcp.server import anticipated
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from judge_mcp.bench.attacks import ATTACKS, FENCE_ATTACKS, PAPER_ATTACKS, POSITIONS, attack_text, flipped, inject_pair  # noqa: E402
-from judge_mcp.app import App  # noqa: E402
-from judge_mcp.bench.data import Item, load_items  # noqa: E402
-from judge_mcp.methods import registry  # noqa: E402
-from judge_mcp.server import anticipated  # noqa: E402
-
 DEFAULT_DATASET = ROOT.parent / "shared" / "benchmarks" / "llmbar_natural.jsonl"
 METHODS = ("compare_pair", "infer_instruction_reward", "grade_score_options")
 CHOSEN, REJECTED = 0, 1

@@ -1,4 +1,4 @@
-"""Issue 16, item 5: live bias telemetry. Tools run through the official MCP client against scripted
+"""Live bias telemetry (stats.py). Tools run through the official MCP client against scripted
 OpenAI-compatible judges with fixed habits (always the first-shown answer, always the longer answer, garbage,
 garbage then a readable re-ask, ...); the figures read back through the judge://stats resources, the judge_stats
 tool and `judge-mcp stats` must be exactly what those habits imply."""
@@ -16,8 +16,8 @@ from mcp.shared.exceptions import MCPError
 
 from judge_mcp import cli, stats
 from judge_mcp.storage.sqlite import Store
-from tests.lwe_script import LweScript
-from tests.scripted import prompt_text
+from judge_mcp.bench.scripted_judges import LweScript, first_shown_judge
+from judge_mcp.bench.scripted import prompt_text
 from judge_mcp.storage.verdict_log import VerdictLog
 
 QUESTION = "What is the capital of Australia?"
@@ -37,10 +37,6 @@ def pair_label(first_is_better: bool) -> str:
     return json.dumps({"own_answer": "x", "evaluation": "y", "verdict": "[[A>B]]" if first_is_better else "[[B>A]]"})
 
 
-def first_shown_judge(payload: dict[str, Any]) -> str:
-    return pair_label(True)
-
-
 def longer_judge(payload: dict[str, Any]) -> str:
     """The longer answer is better; on equal lengths the one mentioning Canberra."""
     first, second = shown(payload)
@@ -57,13 +53,6 @@ def reask_judge(payload: dict[str, Any]) -> str:
     """Garbage first; a readable label (first shown wins) when re-asked (the re-ask carries the first answer)."""
     reasked = any(m.get("role") == "assistant" for m in payload.get("messages", []))
     return pair_label(True) if reasked else "Hmm."
-
-
-def grade_first_judge(payload: dict[str, Any]) -> str:
-    """grade_score_options: always the first shown option."""
-    if "response_format" in payload:
-        return json.dumps({"evaluation": "e", "selection": "Option 1", "explanation": "first"})
-    return "Evaluation: e\nSelection: Option 1\nExplanation: first"
 
 
 def flip_same_judge(payload: dict[str, Any]) -> str:
@@ -196,7 +185,7 @@ async def test_the_last_window_holds_only_the_newest_verdicts(mcp_app) -> None:
 
 # ---- the other tools --------------------------------------------------------------------------------------------
 async def test_grade_score_first_position_against_one_in_n(mcp_app) -> None:
-    server, _ = mcp_app(grade_first_judge)
+    server, _ = mcp_app(first_shown_judge)
     async with Client(server) as client:
         out = await call(client, "grade_score_options", {"instruction": QUESTION, "options": ["Canberra", "Sydney", "Melbourne"]})
         g = group((await read_stats(client))["all_time"], "grade_score_options")
