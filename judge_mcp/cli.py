@@ -68,7 +68,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     from judge_mcp.config import load_settings
     from judge_mcp.methods import lwe
     from judge_mcp.storage.sqlite import Store
-    from judge_mcp.validation import InputError
+    from judge_mcp.args import InputError
 
     store = Store(load_settings().db_path)
     try:

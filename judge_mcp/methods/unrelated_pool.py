@@ -137,7 +137,7 @@ def shared_pool_enabled(environ: Mapping[str, str] | None = None) -> bool:
         return True
     if raw in _FALSE:
         return False
-    from judge_mcp.validation import InputError
+    from judge_mcp.args import InputError
 
     raise InputError(f"{SHARED_POOL_ENV} must be 1 or 0 (true/false), got {raw!r}")
 

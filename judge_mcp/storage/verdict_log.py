@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import sqlite_utils
@@ -72,22 +72,26 @@ class VerdictLog:
                 row[col] = json.loads(row[col])
         return rows
 
-    def stats_page(self, *, before_id: int | None = None, limit: int = 500) -> list[dict[str, Any]]:
+    def stats_page(
+        self, *, before_id: int | None = None, limit: int = 500, pair_tools: Sequence[str] = (), answers: tuple[str, str] = ("", "")
+    ) -> list[dict[str, Any]]:
         """One page of the log for the bias telemetry (judge_mcp/stats.py), newest first, ids below `before_id`:
-        each row's output without LWE's long texts, its usage, the two judged answers' lengths in characters
-        (compare_pair, lwe_judge) and the purposes of lwe_judge's vanilla re-asks from its call records. JSON
-        columns come as text; one that is not valid JSON comes as None. A read (the read-only connection)."""
+        each row's output without LWE's long texts, its usage, for the `pair_tools` the lengths in characters of
+        the two judged answers (the input keys `answers`), and the purposes of lwe_judge's vanilla re-asks from its
+        call records. JSON columns come as text; one that is not valid JSON comes as None. A read (the read-only
+        connection)."""
         return self.store.query(
             "SELECT id, tool, backend, model, created_at,"
             " CASE WHEN json_valid(usage) THEN usage END AS usage,"
             " CASE WHEN json_valid(output) THEN json_remove(output, '$.eval_prompt', '$.judgment', '$.feedback') END AS output,"
-            " CASE WHEN tool IN ('compare_pair', 'lwe_judge') AND json_valid(inputs)"
-            "  THEN length(json_extract(inputs, '$.response_a')) END AS len_a,"
-            " CASE WHEN tool IN ('compare_pair', 'lwe_judge') AND json_valid(inputs)"
-            "  THEN length(json_extract(inputs, '$.response_b')) END AS len_b,"
+            " CASE WHEN tool IN (SELECT value FROM json_each(?)) AND json_valid(inputs)"
+            "  THEN length(json_extract(inputs, ?)) END AS len_a,"
+            " CASE WHEN tool IN (SELECT value FROM json_each(?)) AND json_valid(inputs)"
+            "  THEN length(json_extract(inputs, ?)) END AS len_b,"
             " CASE WHEN tool = 'lwe_judge' AND json_valid(calls) THEN"
             "  (SELECT json_group_array(json_extract(c.value, '$.purpose')) FROM json_each(verdicts.calls) AS c"
             "   WHERE json_extract(c.value, '$.purpose') LIKE 'lwe_judge:vanilla:%:reask') END AS vanilla_reasks"
             " FROM verdicts WHERE id < ? ORDER BY id DESC LIMIT ?",
-            [before_id if before_id is not None else 2**63 - 1, limit],
+            [json.dumps(list(pair_tools)), f"$.{answers[0]}", json.dumps(list(pair_tools)), f"$.{answers[1]}",
+             before_id if before_id is not None else 2**63 - 1, limit],
         )

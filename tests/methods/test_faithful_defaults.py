@@ -20,7 +20,7 @@ from judge_mcp.backends.openai_compat import OpenAICompatBackend, without_length
 from judge_mcp.bench import pointwise
 from judge_mcp.methods import flip, pairwise
 from judge_mcp.methods.ask import CONTINUATIONS
-from judge_mcp.validation import InputError
+from judge_mcp.args import InputError
 from tests.scripted import Reply
 
 # ---- item 1: every shipped prompt/schema pair asks for the order its schema allows ----------------------------

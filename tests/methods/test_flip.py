@@ -14,7 +14,7 @@ from judge_mcp.methods import flip
 from judge_mcp.methods import similarity as sim
 from judge_mcp.methods.flip import Inferred, detect_echo, extract_best, infer_instruction_reward, parse_inferred, rank
 from judge_mcp.calls.judge import Judge
-from judge_mcp.validation import InputError
+from judge_mcp.args import InputError
 from judge_mcp.outputs import FlipItem
 from tests.helpers import Rendezvous
 from tests.scripted import Reply, prompt_text

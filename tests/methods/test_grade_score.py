@@ -23,7 +23,7 @@ from judge_mcp.methods.grade_score import (
 )
 from judge_mcp.calls.judge import Judge
 from judge_mcp.methods.unrelated_pool import BUILTIN_POOL, call_seed, choose_unrelated, insertion_position, pick, shared_pool_enabled
-from judge_mcp.validation import InputError
+from judge_mcp.args import InputError
 from judge_mcp.outputs import GradeTrial
 from tests.helpers import Rendezvous
 from tests.judge_script import INSTRUCTION, OPTIONS, answer, picks_text, shown

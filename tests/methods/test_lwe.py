@@ -16,7 +16,7 @@ from judge_mcp.methods.lwe import text as t
 from judge_mcp.calls.judge import Judge
 from judge_mcp.storage.lwe_sessions import LweConflict, LweRepository
 from judge_mcp.storage.sqlite import Store
-from judge_mcp.validation import InputError
+from judge_mcp.args import InputError
 from tests.helpers import Hold, Rendezvous, http_backend, until
 from tests.lwe_script import role_of, REFINED_MARK, LweScript
 from tests.scripted import Reply, ScriptedServer, prompt_text

@@ -19,7 +19,7 @@ from judge_mcp.backends.local import LocalBackend
 from judge_mcp.methods import label_probs, pairwise
 from judge_mcp.calls.cache import CallCache
 from judge_mcp.calls.judge import Judge
-from judge_mcp.validation import InputError
+from judge_mcp.args import InputError
 from tests.scripted import Reply
 from tests.judge_script import BAD, GOOD, _shown_first, logprob_content, verdict_json
 from judge_mcp.storage.verdict_log import VerdictLog

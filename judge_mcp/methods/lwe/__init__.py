@@ -8,8 +8,6 @@
 """
 
 from judge_mcp.methods.lwe.judging import (
-    ACTIONS,
-    MAX_BATCH_SIZE,
     MAX_META_TOKENS,
     condense_budget,
     initial_meta_prompt,
@@ -22,8 +20,6 @@ from judge_mcp.methods.lwe.judging import (
 from judge_mcp.methods.lwe.sessions import export_session, list_sessions, lwe_session, meta_prompt_text, session_history
 
 __all__ = [
-    "ACTIONS",
-    "MAX_BATCH_SIZE",
     "MAX_META_TOKENS",
     "condense_budget",
     "export_session",

@@ -28,7 +28,8 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from judge_mcp import prompts, validation
+from judge_mcp import prompts
+from judge_mcp.args import InputError, LweJudgeArgs, check_session
 from judge_mcp.backends.base import Message, user
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.methods.lwe import text as t
@@ -39,8 +40,6 @@ from judge_mcp.storage.lwe_sessions import LweConflict, LweRepository
 from judge_mcp.storage.sqlite import Store
 from judge_mcp.outputs import LweResult, VanillaPair
 
-ACTIONS = ("show", "reset", "rollback")
-MAX_BATCH_SIZE = 64
 MAX_REFINES_PER_CALL = 4  # refinements one call may commit (a backlog of several full batches)
 MAX_CONFLICTS_PER_CALL = 8  # re-reads after another client changed the session (each means that client progressed)
 # Answer budgets in tokens. They bound what a looping model can cost (the bundled 135M model writes ~20 tokens/s
@@ -77,11 +76,6 @@ def _session_lock(store: Store, session: str) -> anyio.Lock:
     if lock is None:
         lock = _LOCKS[key] = anyio.Lock()
     return lock
-
-
-# ---- validation --------------------------------------------------------------------------------------------------
-def _check_batch_size(value: Any) -> int:
-    return validation.whole_number("batch_size", value, 1, MAX_BATCH_SIZE)
 
 
 def _require_store(judge: Judge) -> Store:
@@ -256,35 +250,22 @@ async def refine_if_due(
 async def refine_pending(judge: Judge, store: Store, session: str) -> _Refinement:
     """The end of a run (Algorithm 1, "t mod B = 0 or t = T"): refine the meta-prompt from whatever feedback is
     still buffered, even fewer than `batch_size` items. Nothing buffered: nothing happens."""
-    validation.session_name(session)
+    check_session(session)
     return await refine_if_due(judge, store, session, (0.0, 0.5, 1.0), partial=True)
 
 
-async def lwe_judge(
-    judge: Judge,
-    *,
-    prompt: str,
-    response_a: str,
-    response_b: str,
-    session: str = "default",
-    selective: bool = True,
-    batch_size: int = 4,
-    learn: bool = True,
-) -> LweResult:
-    """`learn=False` judges the case with the session's current meta-prompt for scoring only: no feedback is
-    written or buffered and nothing is refined (the bench's swapped placement, the paper's Appendix A protocol)."""
-    validation.text("prompt", prompt)
-    validation.text("response_a", response_a)
-    validation.text("response_b", response_b)
-    validation.total(prompt, response_a, response_b)
-    validation.session_name(session)
-    validation.flag("selective", selective)
-    _check_batch_size(batch_size)
-    validation.flag("learn", learn)
+async def lwe_judge(judge: Judge, args: LweJudgeArgs | None = None, /, *, learn: bool = True, **fields: Any) -> LweResult:
+    """`args`, or LweJudgeArgs's fields as keywords (checked the same way). `learn=False` judges the case with the
+    session's current meta-prompt for scoring only: no feedback is written or buffered and nothing is refined (the
+    bench's swapped placement, the paper's Appendix A protocol); it is not a tool argument."""
+    args = LweJudgeArgs.of(args, fields)
+    if not isinstance(learn, bool):
+        raise InputError(f"'learn' must be true or false, got {learn!r}")
+    prompt, response_a, response_b, session, selective = args.prompt, args.response_a, args.response_b, args.session, args.selective
     store = _require_store(judge)
     repo = LweRepository(store)
 
-    state = await repo.aio.ensure_session(session, batch_size, initial_meta_prompt())
+    state = await repo.aio.ensure_session(session, args.batch_size, initial_meta_prompt())
     # Progress steps: [vanilla pair], case prompt, judgment, feedback, buffering, refinement (+ condensing).
     base = 1.0 if selective else 0.0
     total = base + 5
