@@ -64,7 +64,7 @@ def anticipated(exc: BaseException) -> BaseException | None:
     return None
 
 
-async def judge(app: App, args: JudgingArgs, progress: ProgressFn | None = None) -> Any:
+async def run_method(app: App, args: JudgingArgs, progress: ProgressFn | None = None) -> Any:
     """Run the method registered under the arguments' tool, by one backend or a panel; anticipated failures
     become ToolErrors."""
     try:
@@ -101,7 +101,7 @@ async def compare_pair(app: App, args: ComparePairArgs, progress: ProgressFn | N
     infer_instruction_reward; for a stream of pairs in one domain where the judge should learn, lwe_judge.
     Cost: 2 backend calls (1 with swap=false, 1 or 2 with swap="auto"), plus one re-ask per unparsed answer; with
     `backends`, that per panel member (the verdict is the majority of the members that answered)."""
-    return await judge(app, args, progress)
+    return await run_method(app, args, progress)
 
 
 async def infer_instruction_reward(app: App, args: InferInstructionRewardArgs, progress: ProgressFn | None = None) -> FlipResult:
@@ -112,7 +112,7 @@ async def infer_instruction_reward(app: App, args: InferInstructionRewardArgs, p
     for best-of-n sampling; it holds up where small judges fail at direct judging, and text inside a response
     cannot address a judge. For a head-to-head verdict use compare_pair. Cost: n backend calls (one per
     response), plus one re-ask per unparsed answer."""
-    return await judge(app, args, progress)
+    return await run_method(app, args, progress)
 
 
 async def grade_score_options(app: App, args: GradeScoreOptionsArgs, progress: ProgressFn | None = None) -> GradeScoreResult:
@@ -124,7 +124,7 @@ async def grade_score_options(app: App, args: GradeScoreOptionsArgs, progress: P
     the judge's choice moves with the order). For two candidates compare_pair is cheaper. Cost: n backend
     calls for n options (n+1 with unrelated_option), plus one re-ask per unparsed answer; with `backends`, that
     per panel member (the winner is the majority of the members that answered)."""
-    return await judge(app, args, progress)
+    return await run_method(app, args, progress)
 
 
 async def lwe_judge(app: App, args: LweJudgeArgs, progress: ProgressFn | None = None) -> LweResult:
@@ -137,7 +137,7 @@ async def lwe_judge(app: App, args: LweJudgeArgs, progress: ProgressFn | None = 
     buffers feedback in the session and may trigger a refinement. Cost: 2 backend calls when both orders
     agree; up to 9 otherwise (evaluation prompt, judgment, feedback, and a refinement and condensation when a
     batch is due)."""
-    return await judge(app, args, progress)
+    return await run_method(app, args, progress)
 
 
 async def lwe_session_show(app: App, args: LweSessionShowArgs, progress: ProgressFn | None = None) -> LweSessionResult:

@@ -59,10 +59,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     bench.add_argument(
         "--flip-answer-order",
         choices=ANSWER_ORDERS,
-        help=f"flip: the answer's field order, the paper's ({InferInstructionRewardArgs.default('answer_order')}, default) or "
-        "instruction_first (small models); stored as flip[instruction_first]",
+        default=InferInstructionRewardArgs.default("answer_order"),
+        help="flip: the answer's field order, the paper's (%(default)s, default) or instruction_first (small models); stored as "
+        "flip[instruction_first]",
     )
-    bench.add_argument("--batch-size", type=_positive, help=f"lwe/selective-lwe: feedback batch size (default {LweJudgeArgs.default('batch_size')})")
+    bench.add_argument(
+        "--batch-size", type=_positive, default=LweJudgeArgs.default("batch_size"), help="lwe/selective-lwe: feedback batch size (default %(default)s)"
+    )
     bench.add_argument(
         "--no-reask",
         action="store_true",

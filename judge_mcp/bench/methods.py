@@ -41,14 +41,14 @@ PAIRWISE, LISTWISE = "pairwise", "listwise"
 
 @dataclass(frozen=True)
 class Options:
-    """A run's options; None leaves a tool argument at its default (judge_mcp/args.py)."""
+    """A run's options; a tool argument's default is its model's (judge_mcp/args.py), None leaves it to the tool."""
 
     template: str | None = None  # vanilla/grp/grp-better: override the template
     unrelated: bool = False  # grade: add the unrelated option
     prompt_variant: int | None = None  # grade / flip: the paper's prompt
-    batch_size: int | None = None  # lwe
+    batch_size: int = LweJudgeArgs.default("batch_size")  # lwe
     no_reask: bool = False  # every method: no re-ask or continuation; unparsed first answers count wrong
-    flip_answer_order: str | None = None  # flip: the answer's field order (the paper's, or instruction_first)
+    flip_answer_order: str = InferInstructionRewardArgs.default("answer_order")  # flip: the paper's order, or instruction_first
     session: str = "bench"  # lwe: the session the run learns in (set by the runner)
     adaptive_swap: bool = False  # vanilla/grp/grp-better: judge each placement with swap="auto" and, beside it, swap=true
     swap_margin: float | None = None  # adaptive_swap: compare_pair's swap_margin (None: its default)
@@ -263,8 +263,8 @@ def _lwe(selective: bool):
         learn = placement == PAIR_PLACEMENTS[0]
 
         args = LweJudgeArgs.parse(
-            dict(prompt=item.prompt, response_a=a, response_b=b, session=opts.session, selective=selective,
-                 **given(batch_size=opts.batch_size, backend=backend))
+            dict(prompt=item.prompt, response_a=a, response_b=b, session=opts.session, selective=selective, batch_size=opts.batch_size,
+                 **given(backend=backend))
         )
         result, timing, calls = await _run(app, args, item, placement, opts, learn=learn)
         record = placement_record(placement, result.winner)
@@ -307,7 +307,7 @@ def single_record(gold: int, predicted: int | None, tied: list[int], unparsed: i
 async def _flip(app: App, item: Item, placement: str, opts: Options, backend: str | None) -> dict[str, Any]:
     args = InferInstructionRewardArgs.parse(
         dict(instruction=item.prompt, responses=item.options,
-             **given(prompt_variant=opts.prompt_variant, answer_order=opts.flip_answer_order, backend=backend))
+             answer_order=opts.flip_answer_order, **given(prompt_variant=opts.prompt_variant, backend=backend))
     )
     result, timing, calls = await _run(app, args, item, placement, opts)
     record = single_record(item.gold, result.best_index, result.tied_best, len(result.unparsed), len(result.results))
@@ -388,11 +388,11 @@ def method_key(name: str, opts: Options) -> str:
         key += f"[{opts.template}]"
     if opts.prompt_variant and name in ("grade", "flip"):
         key += f"[v{opts.prompt_variant}]"
-    if name == "flip" and opts.flip_answer_order not in (None, InferInstructionRewardArgs.default("answer_order")):
+    if name == "flip" and opts.flip_answer_order != InferInstructionRewardArgs.default("answer_order"):
         key += f"[{opts.flip_answer_order}]"
     if name == "grade" and opts.unrelated:
         key += "+unrelated"
-    if name in ("lwe", "selective-lwe") and opts.batch_size not in (None, LweJudgeArgs.default("batch_size")):
+    if name in ("lwe", "selective-lwe") and opts.batch_size != LweJudgeArgs.default("batch_size"):
         key += f"[b{opts.batch_size}]"
     if opts.adaptive_swap and name in ("vanilla", "grp", "grp-better"):
         key += "+auto" + ("" if opts.swap_margin is None else f"{opts.swap_margin:g}")
