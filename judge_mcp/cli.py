@@ -67,10 +67,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_sessions(args: argparse.Namespace) -> int:
     from judge_mcp.config import load_settings
     from judge_mcp.methods import lwe
-    from judge_mcp.storage.sqlite import Store
     from judge_mcp.args import InputError
+    from judge_mcp.storage import open_store
+    from judge_mcp.storage.migrations import MIGRATIONS
 
-    store = Store(load_settings().db_path)
+    store = open_store(load_settings().db_path, MIGRATIONS)
     try:
         if args.action == "list":
             rows = lwe.list_sessions(store)
@@ -98,7 +99,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from judge_mcp import stats
-    from judge_mcp.storage.sqlite import Store
+    from judge_mcp.storage import open_store
+    from judge_mcp.storage.migrations import MIGRATIONS
 
     if args.db is not None:
         path = Path(args.db)
@@ -113,7 +115,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if not path.is_file():  # a reader never creates a database: a wrong path must not look like an empty log
         print(f"judge-mcp stats: no database at {str(path)!r} (nothing logged there yet, or a wrong --db / JUDGE_MCP_DB)", file=sys.stderr)
         return 2
-    store = Store(path)
+    store = open_store(path, MIGRATIONS)
     try:
         report = stats.from_store(store, args.last)
     finally:
@@ -213,8 +215,8 @@ def _version() -> str:
 
 def cmd_gc(args: argparse.Namespace) -> int:
     from judge_mcp.config import load_settings
-    from judge_mcp.storage import retention
-    from judge_mcp.storage.sqlite import Store
+    from judge_mcp.storage import open_store, retention
+    from judge_mcp.storage.migrations import MIGRATIONS
 
     settings = load_settings()
     cache_days = args.cache_days if args.cache_days is not None else settings.cache_max_age_days
@@ -222,7 +224,7 @@ def cmd_gc(args: argparse.Namespace) -> int:
     if cache_days is None and verdict_days is None and not args.vacuum:
         print("judge-mcp gc: nothing to do: give --cache-days and/or --verdict-days (or set JUDGE_MCP_CACHE_MAX_AGE_DAYS / JUDGE_MCP_VERDICTS_MAX_AGE_DAYS), or --vacuum", file=sys.stderr)
         return 2
-    store = Store(settings.db_path)
+    store = open_store(settings.db_path, MIGRATIONS)
     try:
         before = settings.db_path.stat().st_size
         counts = retention.gc(
@@ -231,7 +233,7 @@ def cmd_gc(args: argparse.Namespace) -> int:
             verdicts_older_than_s=None if verdict_days is None else verdict_days * 86400,
             vacuum=args.vacuum,
         )
-        store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        store.checkpoint()
         after = settings.db_path.stat().st_size
     finally:
         store.close()
@@ -313,7 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from judge_mcp.storage.sqlite import StoreError
+    from judge_mcp.storage.engine import StoreError
 
     args = build_parser().parse_args(argv)
     _setup_logging(args.verbose)

@@ -56,6 +56,8 @@ class Settings:
     # retention (None: kept for ever): applied when the server starts and by `judge-mcp gc`
     cache_max_age_days: float | None = None
     verdicts_max_age_days: float | None = None
+    # grade_score_options' unrelated option may come from options stored by earlier calls of any client
+    shared_option_pool: bool = False
 
     def backend_names(self) -> list[str]:
         return [DEFAULT_BACKEND_NAME, *sorted(self.named_backends)]
@@ -280,7 +282,18 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         http_token=_http_token(env),
         cache_max_age_days=_optional_days(env, "JUDGE_MCP_CACHE_MAX_AGE_DAYS"),
         verdicts_max_age_days=_optional_days(env, "JUDGE_MCP_VERDICTS_MAX_AGE_DAYS"),
+        shared_option_pool=_flag(env, "JUDGE_MCP_SHARED_OPTION_POOL"),
     )
+
+
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    """An on/off setting: 1/true/yes/on, or 0/false/no/off (unset: off); anything else is an error naming it."""
+    value = str(_env(env, name, "0")).strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name} must be 1 or 0 (true/false), got {value!r}")
 
 
 def _optional_days(env: Mapping[str, str], name: str) -> float | None:

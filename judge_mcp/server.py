@@ -12,7 +12,7 @@ from judge_mcp import __version__, prompts, stats
 from judge_mcp.app import App
 from judge_mcp.args import InputError
 from judge_mcp.methods import lwe
-from judge_mcp.storage.sqlite import StoreError
+from judge_mcp.storage.engine import StoreError
 from judge_mcp.tools import mcp_tools
 
 INSTRUCTIONS = (

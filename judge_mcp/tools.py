@@ -44,7 +44,7 @@ from judge_mcp.calls.judge import ProgressFn
 from judge_mcp.config import ConfigError
 from judge_mcp.methods import lwe, registry
 from judge_mcp.outputs import ComparePairResult, FlipResult, GradeScoreResult, LweResult, LweSessionResult
-from judge_mcp.storage.sqlite import StoreError
+from judge_mcp.storage.engine import StoreError
 
 log = logging.getLogger("judge_mcp.server")
 

@@ -132,7 +132,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from judge_mcp.bench.methods import Options
     from judge_mcp.bench.runner import BenchError, RunSpec, run
     from judge_mcp.config import ConfigError, load_settings
-    from judge_mcp.storage.sqlite import Store
+    from judge_mcp.storage import open_store
+    from judge_mcp.storage.migrations import BENCH_MIGRATIONS
 
     members: tuple[str, ...] = ()
     try:
@@ -176,7 +177,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print("judge-mcp bench: --template applies to vanilla, grp and grp-better", file=sys.stderr)
         return 2
     spec = RunSpec(dataset=args.dataset, method=args.method, limit=args.limit, sample=args.sample, backend=backend, options=options, concurrency=args.concurrency)
-    app = App(settings, store=Store(args.db))
+    app = App(settings, store=open_store(args.db, BENCH_MIGRATIONS))
 
     async def main() -> dict[str, Any]:
         try:
@@ -253,9 +254,10 @@ def summaries_from_db(db: Path) -> list[dict[str, Any]]:
     from judge_mcp.bench.methods import METHODS
     from judge_mcp.bench.results import all_runs, run_rows
     from judge_mcp.bench.runner import run_summary
-    from judge_mcp.storage.sqlite import Store
+    from judge_mcp.storage import open_store
+    from judge_mcp.storage.migrations import BENCH_MIGRATIONS
 
-    store = Store(db)
+    store = open_store(db, BENCH_MIGRATIONS)
     try:
         out = []
         for info in all_runs(store):

@@ -4,7 +4,7 @@
   session's meta-prompt (`refine_if_due`, `refine_pending`);
 - sessions.py: show / reset / rollback and the read-only views (resources, CLI);
 - text.py: the paper's prompts filled in, and reading the model's answers;
-- repository.py: the lwe_* tables (migration m002_lwe) and every read and write of them (`LweRepository`).
+- storage/lwe_sessions.py (outside this package): every read and write of the lwe_* tables (`LweRepository`).
 """
 
 from judge_mcp.methods.lwe.judging import (

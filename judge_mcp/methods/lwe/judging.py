@@ -37,7 +37,7 @@ from judge_mcp.methods.ask import ask
 from judge_mcp.calls.fanout import run_each
 from judge_mcp.calls.judge import Judge
 from judge_mcp.storage.lwe_sessions import LweConflict, LweRepository
-from judge_mcp.storage.sqlite import Store
+from judge_mcp.storage.engine import Engine
 from judge_mcp.outputs import LweResult, VanillaPair
 
 MAX_REFINES_PER_CALL = 4  # refinements one call may commit (a backlog of several full batches)
@@ -68,17 +68,16 @@ def initial_meta_prompt() -> str:
 _LOCKS: weakref.WeakValueDictionary[tuple[Any, str, str], anyio.Lock] = weakref.WeakValueDictionary()
 
 
-def _session_lock(store: Store, session: str) -> anyio.Lock:
-    """One lock per (event loop, database file, session): every Store on the same file in this loop shares it."""
-    where = str(store.path.resolve()) if str(store.path) != ":memory:" else f"memory:{id(store)}"
-    key = (anyio.lowlevel.current_token(), where, session)
+def _session_lock(store: Engine, session: str) -> anyio.Lock:
+    """One lock per (event loop, database, session): every store open on the same database in this loop shares it."""
+    key = (anyio.lowlevel.current_token(), store.location, session)
     lock = _LOCKS.get(key)
     if lock is None:
         lock = _LOCKS[key] = anyio.Lock()
     return lock
 
 
-def _require_store(judge: Judge) -> Store:
+def _require_store(judge: Judge) -> Engine:
     if judge.store is None:
         raise RuntimeError("lwe_judge needs a Store (judge.store is None)")
     return judge.store
@@ -179,7 +178,7 @@ class _Refinement:
 
 
 async def refine_if_due(
-    judge: Judge, store: Store, session: str, progress_at: tuple[float, float, float], *, partial: bool = False
+    judge: Judge, store: Engine, session: str, progress_at: tuple[float, float, float], *, partial: bool = False
 ) -> _Refinement:
     """Refine the session's meta-prompt while its buffer holds a full batch (and condense what grew too long).
     With `partial`, a last batch smaller than `batch_size` is refined too (Algorithm 1's "or t = T").
@@ -247,7 +246,7 @@ async def refine_if_due(
     return out
 
 
-async def refine_pending(judge: Judge, store: Store, session: str) -> _Refinement:
+async def refine_pending(judge: Judge, store: Engine, session: str) -> _Refinement:
     """The end of a run (Algorithm 1, "t mod B = 0 or t = T"): refine the meta-prompt from whatever feedback is
     still buffered, even fewer than `batch_size` items. Nothing buffered: nothing happens."""
     check_session(session)
@@ -302,8 +301,9 @@ async def lwe_judge(judge: Judge, args: LweJudgeArgs | None = None, /, *, learn:
     # first, so that this case is judged with the newest meta-prompt.
     early = await refine_if_due(judge, store, session, (base + 0.1, base + 0.15, total)) if learn else _Refinement()
 
-    state = await repo.aio.session_row(session)
-    assert state is not None
+    current = await repo.aio.session_row(session)
+    assert current is not None  # sessions are never deleted
+    state = current
     meta_version, meta_prompt = state["current_version"], state["text"]
     example = t.example_text(prompt, response_a, response_b)
 
