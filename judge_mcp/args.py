@@ -129,6 +129,12 @@ def _schema(model: type[BaseModel]) -> dict[str, Any]:
 
 
 @cache
+def _judged(model: type[BaseModel]) -> tuple[str, ...]:
+    """The arguments marked JUDGED: the text the judge reads, whose sizes add up to the call's."""
+    return tuple(name for name, field in model.model_fields.items() if JUDGED in field.metadata)
+
+
+@cache
 def _non_text(model: type[BaseModel]) -> frozenset[str]:
     """The arguments that take no free text (numbers, booleans, lists, enums): the ones parse_client may decode."""
     out = set()
@@ -210,10 +216,9 @@ class ToolArgs(BaseModel):
     @model_validator(mode="after")
     def _call_size(self) -> Self:
         size = 0
-        for name, field in type(self).model_fields.items():
-            if JUDGED in field.metadata:
-                value = getattr(self, name)
-                size += sum(len(v) for v in value) if isinstance(value, list) else len(value or "")
+        for name in _judged(type(self)):
+            value = getattr(self, name)
+            size += sum(len(v) for v in value) if isinstance(value, list) else len(value or "")
         if size > MAX_TOTAL_CHARS:
             raise PydanticCustomError("call", f"the inputs add up to {size:,} characters; the limit for one call is {MAX_TOTAL_CHARS:,}")
         return self
