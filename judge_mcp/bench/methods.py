@@ -363,7 +363,10 @@ METHODS: dict[str, Method] = {
     m.name: m
     for m in (
         Method("vanilla", (PAIRWISE,), True, _compare("better", "direct"), "plain better-answer prompt (compare_pair goal=better, template=direct)"),
-        Method("grp", (PAIRWISE,), True, _compare("worse", "sop"), "goal-reversed: which answer is worse (compare_pair defaults, SOP)"),
+        Method(
+            "grp", (PAIRWISE,), True, _compare(ComparePairArgs.default("goal"), ComparePairArgs.default("template")),
+            "goal-reversed: which answer is worse (compare_pair defaults, SOP)",
+        ),
         Method("grp-better", (PAIRWISE,), True, _compare("better", "sop"), "same SOP template, goal=better"),
         Method(
             "arena-hard",
