@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-v1
 
-.PHONY: demo test serve bench-perf clean setup
+.PHONY: demo test lint serve clean setup
 
 setup: $(STAMP)
 
@@ -22,8 +22,15 @@ CHECKOUT_DB := $(CURDIR)/state/judge.db
 demo: $(STAMP)
 	JUDGE_MCP_DB="$${JUDGE_MCP_DB:-$(CHECKOUT_DB)}" $(BIN)/judge-mcp demo
 
-test: $(STAMP)
+# The gates, in order: lint (ruff, with a complexity cap), types (mypy), module and function sizes, then the tests
+# with every warning an error apart from pyproject's named allow-list.
+test: lint
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+lint: $(STAMP)
+	$(BIN)/ruff check --no-cache judge_mcp
+	$(BIN)/mypy --cache-dir=/dev/null
+	$(BIN)/python tools/check_sizes.py judge_mcp
 
 serve: $(STAMP)
 	JUDGE_MCP_DB="$${JUDGE_MCP_DB:-$(CHECKOUT_DB)}" $(BIN)/judge-mcp serve

@@ -135,7 +135,10 @@ def _mean(mean: stats.Mean, places: int) -> str:
     return "-" if mean.mean is None else f"{mean.mean:.{places}f}"
 
 
-STATS_COLUMNS = ("backend", "model", "tool", "verdicts", "first-shown", "unbiased", "inconsistent", "unparsed", "re-asked", "ties", "longer wins", "calls", "cached", "latency ms")
+STATS_COLUMNS = (
+    "backend", "model", "tool", "verdicts", "first-shown", "unbiased", "inconsistent", "unparsed", "re-asked", "ties",
+    "longer wins", "calls", "cached", "latency ms",
+)
 
 
 def _stats_rows(window: stats.Window) -> list[list[str]]:
@@ -162,7 +165,11 @@ def render_stats(report: stats.StatsReport) -> str:
     if report.all_time.verdicts == 0:
         return "no verdicts in the log yet"
     parts = []
-    for title, window in ((f"all time: {report.all_time.verdicts} verdicts", report.all_time), (f"last {report.last_n}: {report.last.verdicts} verdicts", report.last)):
+    windows = (
+        (f"all time: {report.all_time.verdicts} verdicts", report.all_time),
+        (f"last {report.last_n}: {report.last.verdicts} verdicts", report.last),
+    )
+    for title, window in windows:
         skipped = f" ({window.skipped} unreadable rows skipped)" if window.skipped else ""
         parts.append(f"{title}{skipped}\n{_table(_stats_rows(window))}")
     parts.append(
@@ -222,7 +229,11 @@ def cmd_gc(args: argparse.Namespace) -> int:
     cache_days = args.cache_days if args.cache_days is not None else settings.cache_max_age_days
     verdict_days = args.verdict_days if args.verdict_days is not None else settings.verdicts_max_age_days
     if cache_days is None and verdict_days is None and not args.vacuum:
-        print("judge-mcp gc: nothing to do: give --cache-days and/or --verdict-days (or set JUDGE_MCP_CACHE_MAX_AGE_DAYS / JUDGE_MCP_VERDICTS_MAX_AGE_DAYS), or --vacuum", file=sys.stderr)
+        print(
+            "judge-mcp gc: nothing to do: give --cache-days and/or --verdict-days "
+            "(or set JUDGE_MCP_CACHE_MAX_AGE_DAYS / JUDGE_MCP_VERDICTS_MAX_AGE_DAYS), or --vacuum",
+            file=sys.stderr,
+        )
         return 2
     store = open_store(settings.db_path, MIGRATIONS)
     try:
@@ -267,7 +278,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=SERVE_ENVIRONMENT.format(db=default_db_path(os.environ)),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    serve.add_argument("--transport", choices=["stdio", "http"], default="stdio", help="stdio or streamable HTTP (default: %(default)s; no environment variable)")
+    serve.add_argument(
+        "--transport", choices=["stdio", "http"], default="stdio", help="stdio or streamable HTTP (default: %(default)s; no environment variable)"
+    )
     serve.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default: %(default)s; a non-loopback address needs JUDGE_MCP_HTTP_TOKEN)")
     serve.add_argument("--port", type=int, default=8765, help="HTTP port (default: %(default)s)")
     serve.set_defaults(fn=cmd_serve)
@@ -302,7 +315,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     stats_cmd.add_argument("--last", type=_last, default=100, metavar="N", help="size of the recent window, 1 to 1,000,000 (default: %(default)s)")
     stats_cmd.add_argument("--json", action="store_true", help="print the report as JSON (the resource's form) instead of tables")
-    stats_cmd.add_argument("--db", metavar="PATH", help="the database to read (default: JUDGE_MCP_DB or the per-user data directory); e.g. state/bench.db for a bench run's verdicts")
+    stats_cmd.add_argument(
+        "--db", metavar="PATH",
+        help="the database to read (default: JUDGE_MCP_DB or the per-user data directory); e.g. state/bench.db for a bench run's verdicts",
+    )
     stats_cmd.set_defaults(fn=cmd_stats)
 
     from judge_mcp.bench import add_parser as add_bench

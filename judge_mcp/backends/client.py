@@ -5,14 +5,15 @@ timeouts, 408/409/429/5xx including Anthropic's 529 "overloaded", a body that is
 `FatalError` (any other 4xx). Credentials sent in the request headers are blanked out of every error message, so
 a server that echoes the key back cannot leak it into logs, the verdict log or a tool error.
 
-The client is aiohttp (issue 15, item 1, chosen by measurement): 16 concurrent requests to a scripted server cost
-3.9 ms of client CPU with aiohttp against 14.6 ms through httpx as this module used it (pools of one connection),
-and httpx with one pool of 16 did worse (docs/performance.md, "Session 6").
+The client is aiohttp, chosen by measurement: 16 concurrent requests to a scripted server cost 3.9 ms of client
+CPU with a bare aiohttp session against 35.2 ms with a bare httpx client (one pool of 16), measured side by side by
+bench/perf.py (docs/performance.md).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import ssl
@@ -204,6 +205,11 @@ def split_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
     return clean, (unquote(parts.username or ""), unquote(parts.password or ""))
 
 
+def basic_auth(user: str, password: str) -> str:
+    """The Authorization header's value for HTTP basic auth (RFC 7617, UTF-8)."""
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode("utf-8")).decode("ascii")
+
+
 class HTTPBackend(Backend):
     """An endpoint: base URL, optional key, one pooled aiohttp session. Subclasses add the wire format (`_send`)."""
 
@@ -227,7 +233,8 @@ class HTTPBackend(Backend):
         # reaches the cache table, the verdict log, log lines and error messages.
         self.base_url, auth = split_userinfo((base_url or self.default_base_url).rstrip("/"))
         self._api_key = api_key
-        self._auth = aiohttp.BasicAuth(*auth) if auth else None
+        # basic auth as a default header (aiohttp.BasicAuth is deprecated); a request's own authorization header wins
+        self._auth_header = {"authorization": basic_auth(*auth)} if auth else {}
         self._url_secrets = tuple(s for s in (auth and auth[1], auth and f"{auth[0]}:{auth[1]}") if s)
         register(api_key, *self._url_secrets)
         self._session: aiohttp.ClientSession | None = None
@@ -247,8 +254,7 @@ class HTTPBackend(Backend):
                 connector=connector,
                 cookie_jar=aiohttp.DummyCookieJar(),
                 timeout=aiohttp.ClientTimeout(total=self.timeout_s + 5.0),
-                auth=self._auth,
-                headers={"user-agent": USER_AGENT},
+                headers={"user-agent": USER_AGENT, **self._auth_header},
             )
             self._session_loop = loop
             self._proxy = env_proxy(self.base_url)

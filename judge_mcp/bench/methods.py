@@ -33,6 +33,7 @@ from judge_mcp.bench.data import Item
 from judge_mcp.bench.arena_hard import ArenaHardArgs
 from judge_mcp.bench.pointwise import PointwiseArgs
 from judge_mcp.methods import registry
+from judge_mcp.outputs import ComparePairResult
 
 PAIR_PLACEMENTS = ("chosen_first", "chosen_second")
 SINGLE = ("single",)
@@ -214,11 +215,12 @@ def _authors(opts: Options) -> dict[str, Any]:
 
 async def _compare_panel(app: App, item: Item, placement: str, args: ComparePairArgs, opts: Options) -> dict[str, Any]:
     """One placement judged by the panel (each member one order, swap=False): the record is the panel's verdict,
-    with each member's own verdict as a record of its own under `members` (metrics.panel_extras scores them)."""
+    with each member's own verdict as a record of its own under `members` (metrics.member_rows scores them)."""
     started, t0 = time.time(), time.perf_counter()
     result, _ = await registry.call(
         app, args.tool, args, no_reask=opts.no_reask, log_extra={"bench_item": item.id, "placement": placement},
     )
+    assert isinstance(result, ComparePairResult)
     timing = {"started_at": started, "ended_at": time.time(), "seconds": round(time.perf_counter() - t0, 3)}
     # members voted but no verdict has a majority: a tie (no winner, wrong), not a parse failure
     voted = bool(result.panel_votes and result.panel_votes.votes)
@@ -239,7 +241,8 @@ async def _compare_panel(app: App, item: Item, placement: str, args: ComparePair
         members[m.backend] = own
     record["members"] = members
     record["self_preference"] = [p.backend for p in result.self_preference or []] if result.self_preference is not None else None
-    record["detail"] = {"goal": args.goal, "template": args.template, "votes": result.panel_votes.votes if result.panel_votes else {}, "warnings": result.warnings}
+    votes = result.panel_votes.votes if result.panel_votes else {}
+    record["detail"] = {"goal": args.goal, "template": args.template, "votes": votes, "warnings": result.warnings}
     return record
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from judge_mcp.bench import cli as bench_cli
-from judge_mcp.bench import metrics
+from judge_mcp.bench import calibration, metrics
 from judge_mcp.bench.data import DatasetError, load_items
 from judge_mcp.bench.methods import METHODS, Options, method_key, placement_record, single_record
 from judge_mcp.bench.results import run_rows
@@ -739,14 +739,14 @@ def biased_prob_judge(payload: dict[str, Any]) -> Reply:
 # ---- by hand --------------------------------------------------------------------------------------------------------
 def test_ece_and_brier_by_hand() -> None:
     # p_chosen 0.9 (right, confidence 0.9) x 2, 0.4 (wrong, confidence 0.6) x 2, one missing
-    figures = metrics.probability_figures([0.9, 0.9, 0.4, 0.4, None])
+    figures = calibration.probability_figures([0.9, 0.9, 0.4, 0.4, None])
     assert figures["n"] == 4 and figures["coverage"] == 0.8 and figures["accuracy"] == 0.5
     assert figures["ece"] == pytest.approx((2 * 0.1 + 2 * 0.6) / 4)
     assert figures["brier"] == pytest.approx((2 * 0.01 + 2 * 0.36) / 4)
     # one bin holding 0.71 and 0.79 (right, wrong): |0.5 - 0.75|
-    assert metrics.ece([0.71, 0.79], [True, False]) == pytest.approx(0.25)
-    assert metrics.ece([1.0], [True]) == 0.0  # confidence 1.0 falls in the last bin
-    assert metrics.probability_figures([None, None]) == {"n": 0, "coverage": 0.0, "accuracy": None, "ece": None, "brier": None}
+    assert calibration.ece([0.71, 0.79], [True, False]) == pytest.approx(0.25)
+    assert calibration.ece([1.0], [True]) == 0.0  # confidence 1.0 falls in the last bin
+    assert calibration.probability_figures([None, None]) == {"n": 0, "coverage": 0.0, "accuracy": None, "ece": None, "brier": None}
 
 
 def test_method_key_names_the_adaptive_variant() -> None:
@@ -759,7 +759,7 @@ def test_method_key_names_the_adaptive_variant() -> None:
 async def test_bench_reports_calibration_of_one_order_and_of_both(scripted, tmp_path) -> None:
     summary, _ = await bench(scripted, biased_prob_judge, PAIRS, "grp", tmp_path)
     c = summary["calibration"]
-    assert c["bins"] == metrics.ECE_BINS
+    assert c["bins"] == calibration.ECE_BINS
     # per placement: 0.9 (chosen first, right) and 0.4 (chosen second, wrong) on each of the 6 items
     one = c["single_order"]
     assert (one["n"], one["coverage"], one["accuracy"]) == (12, 1.0, 0.5)

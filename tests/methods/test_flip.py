@@ -12,7 +12,8 @@ import pytest
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.methods import flip
 from judge_mcp.methods import similarity as sim
-from judge_mcp.methods.flip import Inferred, detect_echo, extract_best, infer_instruction_reward, parse_inferred, rank
+from judge_mcp.methods.flip import detect_echo, infer_instruction_reward, rank
+from judge_mcp.methods.flip_answers import Inferred, extract_best, parse_inferred
 from judge_mcp.calls.judge import Judge
 from judge_mcp.args import InputError
 from judge_mcp.outputs import FlipItem
