@@ -7,12 +7,11 @@ Each model is at once
 - what judge_stats reads to know which tools judge two answers (`PairArgs.ANSWERS`).
 
 Types are strict, as the schema says: a JSON boolean is not a number (`max_tokens: true` is refused, not read as
-1), a number is not a boolean (`swap: 0`), a string is neither. Over MCP, `parse_client` first decodes a value a
-client sent as JSON text inside a string ("4096", "true", '["a", "b"]'), as some clients do, for arguments that
-take no free text. Checks a JSON Schema cannot state are validators here: NUL characters and blank text, the size
-of a whole call, repeated options, swap_margin without swap "auto", `backend` with `backends`, one author per
-answer, a rollback's version. A failed check is an InputError whose message arg_errors.py writes: one sentence
-per problem, naming the argument.
+1), a number is not a boolean (`swap: 0`), a string is neither (over MCP, tools.py first decodes a value a client
+sent as JSON text inside a string, "4096" or "true", for the arguments that take no free text). Checks a JSON
+Schema cannot state are validators here: NUL characters and blank text, the size of a whole call, repeated
+options, swap_margin without swap "auto", `backend` with `backends`, one author per answer, a rollback's version.
+A failed check is an InputError whose message arg_errors.py writes: one sentence per problem, naming the argument.
 
 Adding an argument is one field on one model, or on a base shared by several tools (`PairArgs`: the prompt and
 two answers of compare_pair and lwe_judge; `PanelArgs`: the panel of compare_pair and grade_score_options), plus
@@ -21,7 +20,6 @@ the method that reads it. A field the judge reads as text is marked `JUDGED`: it
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from functools import cache
@@ -134,28 +132,6 @@ def _judged(model: type[BaseModel]) -> tuple[str, ...]:
     return tuple(name for name, field in model.model_fields.items() if JUDGED in field.metadata)
 
 
-@cache
-def _non_text(model: type[BaseModel]) -> frozenset[str]:
-    """The arguments that take no free text (numbers, booleans, lists, enums): the ones parse_client may decode."""
-    out = set()
-    for name, prop in _schema(model).get("properties", {}).items():
-        members = prop.get("anyOf", [prop])
-        if not any(m.get("type") == "string" and "enum" not in m and "const" not in m for m in members):
-            out.add(name)
-    return frozenset(out)
-
-
-def _decoded(value: Any) -> Any:
-    """A value sent as JSON text inside a string ("4096", "true", '["a"]'), decoded; anything else as it is."""
-    if not isinstance(value, str):
-        return value
-    try:
-        decoded = json.loads(value)
-    except (ValueError, RecursionError):
-        return value
-    return value if isinstance(decoded, str) else decoded
-
-
 JUDGES = ("backend", "backends", "response_models", "exclude_same_family")  # listed last in every input schema
 
 
@@ -181,14 +157,7 @@ class ToolArgs(BaseModel):
         try:
             return cls.model_validate(dict(data))
         except ValidationError as exc:
-            raise InputError(arg_errors.describe(cls.tool, exc, cls.schema())) from None
-
-    @classmethod
-    def parse_client(cls, data: Mapping[str, Any]) -> Self:
-        """`parse` of an MCP client's arguments: values sent as JSON text in a string are decoded first, for the
-        arguments that take no free text."""
-        decode = _non_text(cls)
-        return cls.parse({k: _decoded(v) if k in decode else v for k, v in data.items()} if isinstance(data, Mapping) else data)
+            raise InputError(arg_errors.describe(cls.tool, exc, cls.input_schema())) from None
 
     @classmethod
     def of(cls, args: Self | None, fields: Mapping[str, Any]) -> Self:
@@ -204,7 +173,7 @@ class ToolArgs(BaseModel):
         return cls.model_fields[name].default
 
     @classmethod
-    def schema(cls) -> dict[str, Any]:
+    def input_schema(cls) -> dict[str, Any]:
         """The input schema (built once per model; a shared object: callers must not change it)."""
         return _schema(cls)
 
@@ -305,7 +274,8 @@ class ComparePairArgs(PairArgs, PanelArgs):
     ] = None
     max_tokens: Annotated[
         int | None,
-        Field(ge=1, le=MAX_TOKENS_LIMIT, description=f"answer budget in tokens, 1..{MAX_TOKENS_LIMIT} (default: {PAIR_MAX_TOKENS}, JudgeBench's Arena-Hard judge)"),
+        Field(ge=1, le=MAX_TOKENS_LIMIT,
+              description=f"answer budget in tokens, 1..{MAX_TOKENS_LIMIT} (default: {PAIR_MAX_TOKENS}, JudgeBench's Arena-Hard judge)"),
     ] = None
     response_models: Annotated[
         list[ModelName] | None,
@@ -348,12 +318,15 @@ class GradeScoreOptionsArgs(PanelArgs):
     ANSWERS_SAID: ClassVar[str] = "one per option"
 
     instruction: Annotated[Instruction, Field(description="the question or task the options answer")]
-    options: Annotated[list[Text], JUDGED, Field(min_length=MIN_OPTIONS, max_length=MAX_OPTIONS, description=f"{MIN_OPTIONS} to {MAX_OPTIONS} candidate options")]
+    options: Annotated[
+        list[Text], JUDGED, Field(min_length=MIN_OPTIONS, max_length=MAX_OPTIONS, description=f"{MIN_OPTIONS} to {MAX_OPTIONS} candidate options")
+    ]
     prompt_variant: Annotated[GradeVariant, Field(description="the Grade Score paper's judge prompt A.1-A.4 (1..4, default 2)")] = 2
     unrelated_option: Annotated[bool, Field(description="add an option answering a different instruction as a sanity check")] = False
     response_models: Annotated[
         list[ModelName] | None,
-        Field(min_length=MIN_OPTIONS, max_length=MAX_OPTIONS, description="the model that wrote each option, one per option: a judge of the same family gets a warning"),
+        Field(min_length=MIN_OPTIONS, max_length=MAX_OPTIONS,
+              description="the model that wrote each option, one per option: a judge of the same family gets a warning"),
     ] = None
 
     def answer_names(self) -> list[str]:

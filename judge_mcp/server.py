@@ -25,16 +25,26 @@ INSTRUCTIONS = (
 )
 
 
-def build_server(app: App | None = None) -> MCPServer:
+class JudgeServer(MCPServer):
+    """The MCP server, holding the App it serves (the CLI and the tests reach its store through `app`)."""
+
+    app: App
+
+
+def build_server(app: App | None = None) -> JudgeServer:
     app = app or App()
-    server = MCPServer(name="judge-mcp", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING", tools=mcp_tools(app))
-    server.app = app  # type: ignore[attr-defined]  (for the CLI and tests)
+    server = JudgeServer(name="judge-mcp", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING", tools=mcp_tools(app))
+    server.app = app
 
     @server.prompt(title="Compare two drafts", description="Judge which of two drafts better does a task (calls compare_pair)")
     def compare_drafts(task: str, draft_a: str, draft_b: str) -> str:
         return prompts.render("mcp_compare_drafts.txt", task=task, draft_a=draft_a, draft_b=draft_b)
 
-    @server.prompt(title="Pick the best option", description="Pick the best of several options, one per line or separated by a line with ---, and say how stable the pick is (calls grade_score_options)")
+    @server.prompt(
+        title="Pick the best option",
+        description="Pick the best of several options, one per line or separated by a line with ---, and say how stable the pick is "
+        "(calls grade_score_options)",
+    )
     def pick_best(question: str, options: str) -> str:
         listed = split_options(options)
         return prompts.render("mcp_pick_best.txt", question=question, options=json.dumps(listed, ensure_ascii=False))
@@ -50,7 +60,9 @@ def build_server(app: App | None = None) -> MCPServer:
         except InputError as exc:
             raise ResourceNotFoundError(str(exc)) from exc
 
-    @server.resource("lwe://sessions/{session}/history", name="lwe-history", description="every meta-prompt version with time and reason", mime_type="application/json")
+    @server.resource(
+        "lwe://sessions/{session}/history", name="lwe-history", description="every meta-prompt version with time and reason", mime_type="application/json"
+    )
     def history_resource(session: str) -> str:
         try:
             return json.dumps(lwe.session_history(app.store, session), indent=2)
@@ -89,7 +101,8 @@ def _stats_json(app: App, last: int) -> str:
 def split_options(text: str) -> list[str]:
     """The pick_best prompt's options: blocks separated by a line holding only ---, else one per non-empty line."""
     if any(line.strip() == "---" for line in text.splitlines()):
-        blocks, current = [], []
+        blocks: list[str] = []
+        current: list[str] = []
         for line in text.splitlines():
             if line.strip() == "---":
                 blocks.append("\n".join(current).strip())

@@ -119,7 +119,7 @@ def pair_facts(output: dict[str, Any], lengths: tuple[int, int] | None) -> Facts
         facts.answers.append((parsed, _flag(trial.get("reasked"))))
         if parsed and order in ("AB", "BA"):
             facts.first_picks.append(((order == "AB") == (better == "A"), 0.5))
-            by_order[order] = better
+            by_order[order] = better  # type: ignore[assignment]  # parsed: `better` is "A" or "B"
     if len(by_order) == 2:
         facts.orders_disagree = by_order["AB"] != by_order["BA"]
     _winner_facts(facts, output, lengths)
@@ -312,8 +312,8 @@ class WindowTally:
             return
         for one in [row, *panel_members(row)]:
             key = (str(one["backend"]), str(one["model"]), str(one["tool"]))
-            usage = one.get("usage") if isinstance(one.get("usage"), dict) else {}
-            self.groups.setdefault(key, Tally()).add(facts_of(one), usage)
+            usage = one.get("usage")
+            self.groups.setdefault(key, Tally()).add(facts_of(one), usage if isinstance(usage, dict) else {})
 
     def window(self) -> Window:
         return Window(

@@ -11,10 +11,11 @@ readably (`ArgsTool`), then calls the function. The judging tools run their meth
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 from typing import Any, get_type_hints
 
 import anyio.to_thread
@@ -219,6 +220,37 @@ def _progress(ctx: Context | None) -> ProgressFn | None:
     return report
 
 
+@cache
+def _non_text(model: type[ToolArgs]) -> frozenset[str]:
+    """The arguments that take no free text (numbers, booleans, lists, enums): the ones a client's JSON text is
+    decoded for."""
+    out = set()
+    for name, prop in model.input_schema().get("properties", {}).items():
+        members = prop.get("anyOf", [prop])
+        if not any(m.get("type") == "string" and "enum" not in m and "const" not in m for m in members):
+            out.add(name)
+    return frozenset(out)
+
+
+def _decoded(value: Any) -> Any:
+    """A value sent as JSON text inside a string ("4096", "true", '["a"]'), decoded; anything else as it is."""
+    if not isinstance(value, str):
+        return value
+    try:
+        decoded = json.loads(value)
+    except (ValueError, RecursionError):
+        return value
+    return value if isinstance(decoded, str) else decoded
+
+
+def client_args(model: type[ToolArgs], arguments: dict[str, Any]) -> ToolArgs:
+    """A client's arguments as `model`: a value some clients send as JSON text inside a string ("4096", "true",
+    '["a", "b"]') is read as that value for the arguments that take no free text (judged text is never decoded),
+    then `model.parse` checks everything strictly."""
+    decode = _non_text(model)
+    return model.parse({k: _decoded(v) if k in decode else v for k, v in arguments.items()})
+
+
 class ArgsTool(Tool):
     """An SDK tool whose arguments are one model of args.py: a client's arguments are checked against it strictly
     and reported readably (arg_errors.py), then the tool function gets the model (the SDK's own argument model
@@ -228,7 +260,7 @@ class ArgsTool(Tool):
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         try:
-            args = self.args_model.parse_client(arguments)
+            args = client_args(self.args_model, arguments)
         except InputError as exc:
             raise ToolError(f"Error executing tool {self.name}: {exc}") from None
         return await super().run({"args": args}, context, convert_result)
@@ -247,7 +279,7 @@ def mcp_tool(spec: ToolSpec, app: App) -> ArgsTool:
         name=spec.name,
         title=spec.title,
         description=reflow(spec.fn.__doc__ or ""),
-        parameters=args_model.schema(),
+        parameters=args_model.input_schema(),
         fn_metadata=FuncMetadata(arg_model=holder, output_model=result_model),
         is_async=True,
         context_kwarg="ctx",

@@ -41,9 +41,7 @@ PAIRWISE, LISTWISE = "pairwise", "listwise"
 
 
 @dataclass(frozen=True)
-class Options:
-    """A run's options; a tool argument's default is its model's (judge_mcp/args.py), None leaves it to the tool."""
-
+class Options:  # a tool argument's default is its model's (judge_mcp/args.py); None leaves it to the tool
     template: str | None = None  # vanilla/grp/grp-better: override the template
     unrelated: bool = False  # grade: add the unrelated option
     prompt_variant: int | None = None  # grade / flip: the paper's prompt
@@ -127,22 +125,18 @@ def given(**fields: Any) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
 
 
-async def _run(
-    app: App, args: JudgingArgs, item: Item, placement: str, opts: Options, **options: Any
-) -> tuple[Any, dict[str, Any], list[dict[str, Any]]]:
+async def _run(app: App, args: JudgingArgs, item: Item, placement: str, opts: Options, **options: Any) -> tuple[Any, dict[str, Any], list[dict[str, Any]]]:
     """Run one judgment through the method registry (logged like a tool call, with the item id and placement):
     (result, timing, the Judge's call records). `options`: the method's keywords beyond its arguments."""
     started = time.time()
     t0 = time.perf_counter()
-    result, calls = await registry.call(
-        app, args.tool, args, no_reask=opts.no_reask, log_extra={"bench_item": item.id, "placement": placement}, **options
-    )
+    result, calls = await registry.call(app, args.tool, args, no_reask=opts.no_reask, log_extra={"bench_item": item.id, "placement": placement}, **options)
     timing = {"started_at": started, "ended_at": time.time(), "seconds": round(time.perf_counter() - t0, 3)}
     return result, timing, calls
 
 
 # ---- pairwise-judging methods ----------------------------------------------------------------------------------------
-def _compare(goal: str, default_template: str):
+def _compare(goal: str = ComparePairArgs.default("goal"), default_template: str = ComparePairArgs.default("template")):
     async def judge(app: App, item: Item, placement: str, opts: Options, backend: str | None) -> dict[str, Any]:
         a, b = shown(item, placement)
         template = opts.template or default_template
@@ -366,10 +360,7 @@ METHODS: dict[str, Method] = {
     m.name: m
     for m in (
         Method("vanilla", (PAIRWISE,), True, _compare("better", "direct"), "plain better-answer prompt (compare_pair goal=better, template=direct)"),
-        Method(
-            "grp", (PAIRWISE,), True, _compare(ComparePairArgs.default("goal"), ComparePairArgs.default("template")),
-            "goal-reversed: which answer is worse (compare_pair defaults, SOP)",
-        ),
+        Method("grp", (PAIRWISE,), True, _compare(), "goal-reversed: which answer is worse (compare_pair defaults, SOP)"),
         Method("grp-better", (PAIRWISE,), True, _compare("better", "sop"), "same SOP template, goal=better"),
         Method(
             "arena-hard",

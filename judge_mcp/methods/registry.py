@@ -77,8 +77,10 @@ async def call(
     method = METHODS.get(name)
     if method is None:
         raise ValueError(f"unknown method {name!r}; known: {', '.join(sorted(METHODS))}")
-    if not isinstance(args, method.args):
+    if isinstance(args, Mapping):
         args = method.args.parse(args)
+    if not isinstance(args, method.args):
+        raise TypeError(f"{name} takes {method.args.__name__}, got {type(args).__name__}")
     records: list[dict[str, Any]] = []
 
     async def run(judge):
