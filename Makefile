@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-v1
 
-.PHONY: demo test lint serve clean setup
+.PHONY: demo test lint serve clean setup dist
 
 setup: $(STAMP)
 
@@ -35,5 +35,16 @@ lint: $(STAMP)
 serve: $(STAMP)
 	JUDGE_MCP_DB="$${JUDGE_MCP_DB:-$(CHECKOUT_DB)}" $(BIN)/judge-mcp serve
 
+# A release: dist/judge_mcp-VERSION.tar.gz, the wheel built from that sdist, and a check that the wheel installs
+# into a fresh venv and runs (what `pipx install dist/judge_mcp-*.whl` or `uvx --from dist/judge_mcp-*.whl` get).
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+	$(PY) -m venv dist/.check
+	dist/.check/bin/python -m pip install -q --disable-pip-version-check dist/judge_mcp-*.whl
+	cd dist && .check/bin/judge-mcp --version
+	rm -rf dist/.check
+	@ls -1 dist
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build dist *.egg-info

@@ -25,14 +25,17 @@ def _setup_logging(verbose: bool = False) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from judge_mcp.config import ConfigError, load_settings
+    from judge_mcp.config import settings_or_error
     from judge_mcp.server import build_server
 
-    try:
-        settings = load_settings()
-    except ConfigError as exc:
-        print(f"judge-mcp: configuration error: {exc}", file=sys.stderr)
-        return 2
+    settings = settings_or_error()
+    if settings.config_error is not None:
+        print(f"judge-mcp: configuration error: {settings.config_error}", file=sys.stderr)
+        if args.transport != "stdio":  # started by hand, in a terminal; and no network server runs half-configured
+            return 2
+        # An MCP client shows a server that exits before the handshake as "Failed to connect", without this message:
+        # serve, and answer every judging call with the error instead.
+        print("judge-mcp: serving anyway: every judging tool answers with this error until it is fixed", file=sys.stderr)
     from judge_mcp.app import App, settle_heap
 
     app = App(settings)
@@ -54,7 +57,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 await app.aclose()
 
     settle_heap()  # once everything the server runs on is imported and built
-    anyio.run(serve)
+    try:
+        anyio.run(serve)
+    except SystemExit as exc:  # uvicorn exits 3 when it cannot bind (it has logged why): exit 2, as a refused bind does
+        if args.transport != "http" or exc.code in (0, None):
+            raise
+        print(f"judge-mcp: could not serve HTTP on {args.host}:{args.port} (the reason is above; a port in use: choose another with --port)", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -202,10 +211,16 @@ environment (set by the MCP client's "env" block or the shell):
   JUDGE_MCP_HTTP_TOKEN   bearer token for --transport http       [default: none, then loopback binds only]
   JUDGE_MCP_CONCURRENCY  calls in flight per backend             [default: 16 for openai and anthropic,
                                                                  4 (its slots) for local]
-  JUDGE_MCP_TIMEOUT_S    seconds per backend attempt             [default: 120]
-  JUDGE_MCP_MAX_RETRIES  retries of a failed backend call        [default: 3]
+  JUDGE_MCP_TIMEOUT_S    seconds to wait for a reply to start    [default: 120; a local server on CPU: 600]
+                         (the rest of it: min(30, this); a backend call, retries included, ends within
+                         2 x (this + min(30, this)) seconds of getting its slot)
+  JUDGE_MCP_MAX_RETRIES  retries of a refused call (429, 5xx,    [default: 3; a timed-out attempt is
+                         connection errors)                      retried once at most]
+  JUDGE_MCP_MAX_OUTPUT_TOKENS  local only: cap on every answer's token budget   [default: 1024]
   JUDGE_MCP_CACHE_MAX_AGE_DAYS     cached answers older than this are deleted at start   [default: kept]
   JUDGE_MCP_VERDICTS_MAX_AGE_DAYS  verdict-log rows older than this are deleted at start [default: kept]
+  JUDGE_MCP_SHARED_OPTION_POOL     1: grade_score_options' unrelated option may come from  [default: 0, the
+                                   options stored by earlier calls of any client            built-in pool only]
 """
 
 
@@ -317,7 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
     stats_cmd.add_argument("--json", action="store_true", help="print the report as JSON (the resource's form) instead of tables")
     stats_cmd.add_argument(
         "--db", metavar="PATH",
-        help="the database to read (default: JUDGE_MCP_DB or the per-user data directory); e.g. state/bench.db for a bench run's verdicts",
+        help="the database to read (default: JUDGE_MCP_DB or the per-user data directory); e.g. the bench's bench.db beside it for a bench run's verdicts",
     )
     stats_cmd.set_defaults(fn=cmd_stats)
 
@@ -331,12 +346,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from judge_mcp.config import ConfigError
     from judge_mcp.storage.engine import StoreError
 
     args = build_parser().parse_args(argv)
     _setup_logging(args.verbose)
     try:
         return int(args.fn(args) or 0)
+    except ConfigError as exc:  # a setting, or an HTTP bind refused for want of a token: exit 2 either way
+        print(f"judge-mcp: configuration error: {exc}", file=sys.stderr)
+        return 2
     except StoreError as exc:
         print(f"judge-mcp: {exc}", file=sys.stderr)
         return 2

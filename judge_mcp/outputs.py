@@ -137,7 +137,8 @@ class FlipResult(_Judged):
         description="response indices, best first: parsed by reward (ties keep the lower index first), then unparsed"
     )
     best_index: int | None = Field(
-        description="index of the single highest reward; null when the top reward is tied or nothing parsed"
+        description="index of the single highest reward; null when the top reward is tied or any response stayed unparsed "
+        "(its reward is unknown, so none can be named best: see ranking)"
     )
     tied_best: list[int] = Field(default_factory=list, description="indices sharing the top reward when tied")
     similarity: str = Field(description="the similarity metric used: f1, rouge_l or token_sort")

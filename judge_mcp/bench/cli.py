@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from judge_mcp.bench.runner import RunSpec
     from judge_mcp.config import Settings
 
-DEFAULT_DB = "state/bench.db"
+# The bench database: beside the server's in the per-user data directory (config.default_bench_db_path), never a
+# path relative to wherever the command runs; --db puts it elsewhere (the checkout's docs use state/bench.db).
 # The method names, without importing the methods at CLI start-up (tests check they match bench.methods.METHODS).
 METHOD_NAMES = ("vanilla", "grp", "grp-better", "arena-hard", "lwe", "selective-lwe", "flip", "pointwise", "grade")
 METHOD_HELP = (
@@ -54,7 +55,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--exclude-same-family", action="store_true", help="with --backends and --response-model: leave same-family members out of the panel")
     bench.add_argument("--out", type=Path, help="write the JSON summary here")
     bench.add_argument("--report", type=Path, help="write an HTML report of every run in the bench database here")
-    bench.add_argument("--db", type=Path, default=Path(DEFAULT_DB), help=f"bench database (default {DEFAULT_DB})")
+    bench.add_argument("--db", type=Path, default=None, help=f"bench database (default: {_default_db()})")
     bench.add_argument("--template", choices=TEMPLATES, help="vanilla/grp/grp-better: use this template instead")
     bench.add_argument("--unrelated", action="store_true", help="grade: add the unrelated option")
     bench.add_argument(
@@ -95,6 +96,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--out", type=Path, required=True, help="the HTML file to write")
     report.add_argument("--markdown", type=Path, help="also write the tables as Markdown here")
     report.set_defaults(fn=cmd_report)
+
+
+def _default_db() -> Path:
+    from judge_mcp.config import default_bench_db_path
+
+    return default_bench_db_path()
 
 
 def _positive(value: str) -> int:
@@ -202,6 +209,7 @@ def run_bench(args: argparse.Namespace, settings: Settings, spec: RunSpec) -> in
     from judge_mcp.storage import open_store
     from judge_mcp.storage.migrations import BENCH_MIGRATIONS
 
+    args.db = args.db or _default_db()
     app = App(settings, store=open_store(args.db, BENCH_MIGRATIONS))
 
     async def main() -> dict[str, Any]:
@@ -304,17 +312,19 @@ def format_summary(s: dict[str, Any]) -> str:
     from judge_mcp.bench.metrics import COLUMNS
 
     cols = [key for key, _ in COLUMNS]
+    widths = [max(len(title), 7) + 2 for _, title in COLUMNS]  # each column as wide as its whole title
+    rows = [("overall", s["overall"]), *s.get("categories", {}).items()]
+    first = max(18, *(len(name) + 2 for name, _ in rows), *(len(name) + 4 for name in (s.get("panel") or {})))
     lines = [f"{s['dataset']} · {s['method_key']} · {s['model']}"]
-    header = f"{'':<18}" + "".join(f"{c[:13]:>14}" for c in cols)
-    lines.append(header)
-    for name, row in [("overall", s["overall"]), *s.get("categories", {}).items()]:
-        lines.append(f"{name[:18]:<18}" + "".join(f"{_f(row.get(c)):>14}" for c in cols))
+    lines.append(f"{'':<{first}}" + "".join(f"{title:>{w}}" for (_, title), w in zip(COLUMNS, widths)))
+    for name, row in rows:
+        lines.append(f"{name:<{first}}" + "".join(f"{_f(row.get(c)):>{w}}" for c, w in zip(cols, widths)))
     extra = [f"{k}: {s[k]}" for k in ("skipped_degenerate", "errors", "incomplete") if s.get(k)]
     extra += _method_lines(s)
     if s.get("panel"):
         extra.append("panel members, each scored alone on the same items:")
         for name, row in s["panel"].items():
-            extra.append(f"  {name[:16]:<16}" + "".join(f"{_f(row.get(c)):>14}" for c in cols))
+            extra.append(f"  {name:<{first - 2}}" + "".join(f"{_f(row.get(c)):>{w}}" for c, w in zip(cols, widths)))
     if s.get("self_preference") is not None:
         extra.append(f"judges of the responses' model family: {', '.join(s['self_preference']['same_family_judges']) or 'none'}")
     run = s.get("run", {})

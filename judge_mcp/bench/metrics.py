@@ -5,6 +5,7 @@ Pairwise-judging methods (two placements per item):
 - consistency: both placements name the same response;
 - pair_accuracy: both placements are right;
 - position_bias: share of parsed verdicts naming the first-shown response, ties left out (null when none);
+  position_bias_unbiased: the same for a judge without position bias (0.5; grade: the mean of 1/n shown options);
 - length_preference: share of the verdicts naming a response, on pairs whose responses differ in length, that
   name the longer one (pairwise methods; null when none; `judge-mcp stats` reports the same for the verdict log);
 - single_order_accuracy: the LWE paper's Accuracy, on one seeded random placement per item (`placement_for`);
@@ -46,9 +47,11 @@ PLACEMENT_SEED = 0  # the seed of the single-order placement draw (fixed, so run
 
 # The figures every view of a run shows (terminal, HTML report, Markdown), in this order: (key in a summary's
 # "overall"/"categories" rows, short title).
+# Pair accuracy and single-order accuracy lead: "accuracy" alone is the chosen-first placement, which a purely
+# position-biased judge scores 1.0 on (response-wise sets: the same figure as pair accuracy).
 COLUMNS: tuple[tuple[str, str], ...] = (
-    ("n", "n"), ("accuracy", "accuracy"), ("single_order_accuracy", "single-order acc."), ("pair_accuracy", "pair acc."),
-    ("judgebench_score", "JudgeBench score"), ("consistency", "consistency"),
+    ("n", "n"), ("pair_accuracy", "pair acc."), ("single_order_accuracy", "single-order acc."),
+    ("judgebench_score", "JudgeBench score"), ("accuracy", "chosen-first acc."), ("consistency", "consistency"),
     ("position_bias", "position bias"), ("length_preference", "longer picked"), ("parse_failures", "parse fail."),
     ("ties", "ties"), ("reasked_verdicts", "re-asked"),
     ("calls_per_item", "calls/item"), ("tokens_per_item", "tokens/item"), ("seconds_per_item", "s/item"),
@@ -132,6 +135,8 @@ def item_outcome(done: dict[str, dict[str, Any]], placements: tuple[str, ...], i
         "parsed_verdicts": sum(r["parsed_verdicts"] for r in records),
         "parse_failures": sum(r["parse_failures"] for r in records),
         "first_shown_picks": None if any(p is None for p in picks) else sum(picks),
+        # what first_shown_picks would be without position bias: 1/n of the parsed picks among n shown positions
+        "unbiased_picks": sum(r["parsed_verdicts"] / len(r["detail"]["position_counts"]) for r in records if (r.get("detail") or {}).get("position_counts")),
         # verdicts naming a response, of pairs whose responses differ in length: how many named the longer one
         "length_decided": sum(1 for r in records if r.get("longer") and r.get("names")),
         "longer_picks": sum(1 for r in records if r.get("longer") and r.get("names") == r["longer"]),
@@ -157,7 +162,9 @@ def _quality(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
         "pair_accuracy": _ratio(sum(o["pair_right"] for o in outcomes), n),
         "single_order_accuracy": _share_of_all([o["single_right"] for o in outcomes if o.get("single_right") is not None], n),
         "judgebench_score": _share_of_all([o["judgebench_right"] for o in outcomes if o.get("judgebench_right") is not None], n),
-        "position_bias": _ratio(sum(o["first_shown_picks"] for o in with_position), parsed) if with_position else None,
+        "position_bias": _ratio(sum(o["first_shown_picks"] for o in with_position), parsed) if with_position and parsed else None,
+        # the position_bias of a judge without one: 0.5 for pairs, the mean of 1/n over grade's parsed trials
+        "position_bias_unbiased": _unbiased(with_position, parsed),
         "length_preference": _ratio(longer, sum(o.get("length_decided", 0) for o in outcomes)),
         "parse_failures": sum(o["parse_failures"] for o in outcomes),
         "verdicts": sum(o["verdicts"] for o in outcomes),
@@ -185,6 +192,13 @@ def _cost(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
 
 def summarise_outcomes(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
     return {**_quality(outcomes), **_cost(outcomes)}
+
+
+def _unbiased(with_position: list[dict[str, Any]], parsed: int) -> float | None:
+    if not with_position or not parsed:
+        return None
+    listed = sum(o.get("unbiased_picks", 0) for o in with_position)
+    return _ratio(listed, parsed) if listed else 0.5
 
 
 def cumulative(flags: list[bool]) -> list[float]:

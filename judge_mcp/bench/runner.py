@@ -66,7 +66,7 @@ class Progress:
         filled = int(round(share * self.width))
         rate = elapsed / self.done if self.done else 0.0
         eta = rate * (self.total - self.done)
-        acc = f" first-placement acc {self.right / max(1, self.done - self.errors):.2f}" if self.done > self.errors else ""
+        acc = f" pair acc {self.right / max(1, self.done - self.errors):.2f}" if self.done > self.errors else ""
         err = f" errors {self.errors}" if self.errors else ""
         return (
             f"{self.label} [{'#' * filled}{'.' * (self.width - filled)}] {self.done}/{self.total}"
@@ -224,9 +224,8 @@ class _Run:
         self.results.add_time(now - self.last_mark, 1)
         self.last_mark = now
         if self.bar is not None:
-            first = outcome.get(self.placements[0])
-            failed = any(not ok for ok, _ in outcome.values())
-            self.bar.update(right=bool(first and first[1]) and not failed, error=failed)
+            failed = any(not ok for ok, _ in outcome.values())  # right: every placement judged now is right (pair accuracy)
+            self.bar.update(right=bool(outcome) and all(bool(correct) for _, correct in outcome.values()) and not failed, error=failed)
 
     async def judge_all(self, quiet: bool) -> None:
         todo = [it for it in self.items if not it.degenerate and any((it.id, p) not in self.finished for p in self.placements)]

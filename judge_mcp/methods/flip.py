@@ -184,8 +184,11 @@ def detect_echo(instruction: str, response: str) -> Echo:
 
 # ---- ranking ----------------------------------------------------------------------------------------------------
 def rank(items: list[FlipItem]) -> tuple[list[int], int | None, list[int]]:
-    """(ranking, best_index, tied_best) by reward; unparsed responses last (see ranking.rank_by_score)."""
-    return rank_by_score([(it.index, it.reward if it.parse_ok else None) for it in items])
+    """(ranking, best_index, tied_best) by reward; unparsed responses last (see ranking.rank_by_score). No response
+    is named best while any stayed unparsed: its reward is unknown (its 0.0 is no judgment), so a parsed response,
+    even one rewarded 0.0, may not be the best; `ranking` still orders the parsed ones."""
+    ranking, best, tied = rank_by_score([(it.index, it.reward if it.parse_ok else None) for it in items])
+    return ranking, best if all(it.parse_ok for it in items) else None, tied
 
 
 # ---- the tool ---------------------------------------------------------------------------------------------------

@@ -226,7 +226,7 @@ def _panel_warnings(t: Tally, members: Sequence[Member], what: str) -> list[str]
         out.append(f"the panel is tied between {what} {', '.join(t.tied)}: no winner")
     elif t.winner is None:
         out.append(
-            f"no {what} has a majority of the {t.answered} members that answered ({t.needed} needed; "
+            f"no {what.removesuffix('s')} has a majority of the {t.answered} members that answered ({t.needed} needed; "
             f"votes {t.counts or 'none'}, {t.abstained} abstained): no winner"
         )
     return out
