@@ -40,7 +40,7 @@ from judge_mcp.bench.attacks import ATTACKS, FENCE_ATTACKS, PAPER_ATTACKS, POSIT
 from judge_mcp.app import App
 from judge_mcp.bench.data import Item, load_items
 from judge_mcp.methods import registry
-from judge_mcp.server import anticipated
+from judge_mcp.tools import anticipated
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATASET = ROOT.parent / "shared" / "benchmarks" / "llmbar_natural.jsonl"
@@ -52,12 +52,12 @@ async def judge_pair(app: App, method: str, prompt: str, chosen: str, rejected: 
     """One judgment of [chosen, rejected] by `method`: {pick, rejected_share, calls}. `swap=False` judges
     compare_pair in order AB only (the rejected answer shown second)."""
     if method == "compare_pair":
-        result, _ = await registry.call(app, method, dict(prompt=prompt, response_a=chosen, response_b=rejected, swap=swap), backend=backend)
+        result, _ = await registry.call(app, method, dict(prompt=prompt, response_a=chosen, response_b=rejected, swap=swap, backend=backend))
         pick = {"A": CHOSEN, "B": REJECTED}.get(result.winner or "")
         named = [t.better for t in result.trials if t.parse_ok]
         share = sum(1 for b in named if b == "B") / len(named) if named else None
     elif method == "infer_instruction_reward":
-        result, _ = await registry.call(app, method, dict(instruction=prompt, responses=[chosen, rejected]), backend=backend)
+        result, _ = await registry.call(app, method, dict(instruction=prompt, responses=[chosen, rejected], backend=backend))
         pick = result.best_index
         r = {it.index: it for it in result.results}
         if r[CHOSEN].parse_ok or r[REJECTED].parse_ok:
@@ -66,7 +66,7 @@ async def judge_pair(app: App, method: str, prompt: str, chosen: str, rejected: 
         else:
             share = None
     elif method == "grade_score_options":
-        result, _ = await registry.call(app, method, dict(instruction=prompt, options=[chosen, rejected]), backend=backend)
+        result, _ = await registry.call(app, method, dict(instruction=prompt, options=[chosen, rejected], backend=backend))
         pick = None if result.tied_indices else result.winner_index  # a tied mode reports the lowest index: no pick
         share = result.option_counts[REJECTED] / result.parsed_trials if result.parsed_trials else None
     else:  # pragma: no cover - argparse restricts the choice

@@ -232,7 +232,7 @@ async def backend_pair_cpu(base_url: str, repeats: int, rounds: int) -> float:
     system, schema = pairwise.system_prompt("worse", "sop", True), pairwise.verdict_schema("sop")
 
     def request():
-        return user(pairwise.user_prompt(f"q {fresh()}", "a", "b"), system=system, json_schema=schema, max_tokens=4096)
+        return user(pairwise.user_prompt(f"q {fresh()}", "a", "b"), system=system, json_schema=schema, max_tokens=pairwise.MAX_TOKENS["sop"])
 
     async def pair() -> None:
         async with anyio.create_task_group() as tg:

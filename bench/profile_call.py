@@ -142,7 +142,7 @@ async def ours_in_process(base_url: str, calls: int, rounds: int) -> dict[str, f
         async def two_calls() -> None:
             async with anyio.create_task_group() as tg:
                 for _ in range(2):
-                    tg.start_soon(backend.complete, user(pairwise.user_prompt(f"q {uuid.uuid4().hex}", "a", "b"), system=system, json_schema=schema, max_tokens=4096))
+                    tg.start_soon(backend.complete, user(pairwise.user_prompt(f"q {uuid.uuid4().hex}", "a", "b"), system=system, json_schema=schema, max_tokens=pairwise.MAX_TOKENS["sop"]))
 
         for fn in (tool_call, two_calls):
             for _ in range(20):

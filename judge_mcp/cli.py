@@ -76,9 +76,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_sessions(args: argparse.Namespace) -> int:
     from judge_mcp.config import load_settings
     from judge_mcp.methods import lwe
+    from judge_mcp.args import InputError
     from judge_mcp.storage import open_store
     from judge_mcp.storage.migrations import MIGRATIONS
-    from judge_mcp.validation import InputError
 
     store = open_store(load_settings().db_path, MIGRATIONS)
     try:

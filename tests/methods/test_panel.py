@@ -13,7 +13,7 @@ from judge_mcp.app import App
 from judge_mcp.config import load_settings
 from judge_mcp.methods import panel
 from judge_mcp.server import build_server
-from judge_mcp.validation import InputError
+from judge_mcp.args import ComparePairArgs, GradeScoreOptionsArgs, InputError
 from judge_mcp.bench.scripted import Reply
 from judge_mcp.bench.scripted_judges import INSTRUCTION, OPTIONS, PAIR, answer, correct_judge, first_shown_judge, picks_text
 from judge_mcp.storage.verdict_log import VerdictLog
@@ -78,14 +78,15 @@ def test_a_panel_of_one_left_by_exclusion_gives_that_judges_verdict() -> None:
 
 def test_argument_checks_name_the_problem() -> None:
     with pytest.raises(InputError, match="either 'backend'"):
-        panel.check_backends("a", ["a", "b"])
+        ComparePairArgs.parse({**PAIR, "backend": "a", "backends": ["a", "b"]})
     with pytest.raises(InputError, match="repeated: a"):
-        panel.check_backends(None, ["a", "b", "a"])
+        ComparePairArgs.parse({**PAIR, "backends": ["a", "b", "a"]})
     with pytest.raises(InputError, match="one model per answer: 3 \\(one per option\\), got 2"):
-        panel.check_response_models(["gpt-4o", "claude"], 3, "one per option")
+        GradeScoreOptionsArgs.parse({"instruction": "q", "options": ["x", "y", "z"], "response_models": ["gpt-4o", "claude"]})
     with pytest.raises(InputError, match="needs 'response_models'"):
-        panel.check_response_models(None, 2, "x", True)
-    assert panel.check_backends(None, None) is None and panel.check_response_models(None, 2, "x") is None
+        ComparePairArgs.parse({**PAIR, "exclude_same_family": True})
+    plain = ComparePairArgs.parse(PAIR)
+    assert plain.backends is None and panel.authors(plain) is None
 
 
 # ---- three scripted backends ------------------------------------------------------------------------------------------

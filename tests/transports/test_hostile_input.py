@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
-from judge_mcp.validation import MAX_TEXT_CHARS, MAX_TOTAL_CHARS
+from judge_mcp.args import MAX_TEXT_CHARS, MAX_TOTAL_CHARS
 from judge_mcp.outputs import ComparePairResult, FlipResult, GradeScoreResult, LweResult, LweSessionResult
 from judge_mcp.storage.lwe_sessions import LweRepository
 from tests.helpers import ACCEPT, INIT, HttpServer, server_env

@@ -106,13 +106,13 @@ TYPE_AND_RANGE_ERRORS = [
         ("infer_instruction_reward", {"instruction": "x", "responses": ["ok", 7]}, "'responses[1]' must be a string, got 7"),
         ("infer_instruction_reward", {"instruction": "x", "responses": ["r"] * 17}, "'responses' must hold 1 to 16 items, got 17"),
         ("grade_score_options", {"instruction": "x", "options": ["only one"]}, "'options' must hold 2 to 10 items, got 1"),
-        ("grade_score_options", {"instruction": "x", "options": ["a", "b"], "prompt_variant": 7}, "'prompt_variant' must be one of 1, 2, 3 or 4; got 7"),
+        ("grade_score_options", {"instruction": "x", "options": ["a", "b"], "prompt_variant": 7}, "'prompt_variant' must be one of 1, 2, 3, 4; got 7"),
         ("compare_pair", {"prompt": "p", "response_a": "a"}, "'response_b' is required"),
         ("compare_pair", {**PAIR, "swap": "sometimes"}, "'swap' must be true, false or \"auto\", got 'sometimes'"),
         ("compare_pair", {**PAIR, "response_a": "x" * 50_001}, "'response_a' is 50,001 characters; the limit is 50,000"),
         ("lwe_judge", {**PAIR, "session": "default\n"}, "'session' must match ^[A-Za-z0-9_.-]{1,64}$"),
-        ("lwe_judge", {**PAIR, "batch_size": 0}, "'batch_size' must be from 1 to 64, got 0"),
-        ("lwe_session", {"action": "rollback", "session": "s", "version": 2**63}, f"'version' must be from 1 to {2**31 - 1}, got {2**63}"),
+        ("lwe_judge", {**PAIR, "batch_size": 0}, "'batch_size' must be a whole number from 1 to 64, got 0"),
+        ("lwe_session", {"action": "rollback", "session": "s", "version": 2**63}, f"'version' must be a whole number from 1 to {2**31 - 1}, got {2**63}"),
 ]
 
 
