@@ -71,7 +71,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     from judge_mcp.storage.migrations import MIGRATIONS
     from judge_mcp.validation import InputError
 
-    store = open_store(load_settings().db_path, MIGRATIONS)
+    store = open_store(load_settings().database, MIGRATIONS)
     try:
         if args.action == "list":
             rows = lwe.list_sessions(store)
@@ -102,17 +102,19 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from judge_mcp.storage import open_store
     from judge_mcp.storage.migrations import MIGRATIONS
 
+    from judge_mcp.storage.pg_url import is_postgres_url, shown
+
     if args.db is not None:
-        path = Path(args.db)
+        path: Path | str = args.db if is_postgres_url(args.db) else Path(args.db)
     else:
         from judge_mcp.config import ConfigError, load_settings
 
         try:
-            path = load_settings().db_path
+            path = load_settings().database
         except ConfigError as exc:
             print(f"judge-mcp stats: configuration error: {exc} (or give --db PATH)", file=sys.stderr)
             return 2
-    if not path.is_file():  # a reader never creates a database: a wrong path must not look like an empty log
+    if isinstance(path, Path) and not path.is_file():  # a reader never creates a database: a wrong path must not look like an empty log
         print(f"judge-mcp stats: no database at {str(path)!r} (nothing logged there yet, or a wrong --db / JUDGE_MCP_DB)", file=sys.stderr)
         return 2
     store = open_store(path, MIGRATIONS)
@@ -120,7 +122,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         report = stats.from_store(store, args.last)
     finally:
         store.close()
-    print(report.model_dump_json(indent=2) if args.json else f"{path}\n\n{render_stats(report)}")
+    print(report.model_dump_json(indent=2) if args.json else f"{shown(str(path))}\n\n{render_stats(report)}")
     return 0
 
 
@@ -190,9 +192,11 @@ environment (set by the MCP client's "env" block or the shell):
   JUDGE_MCP_BASE_URL     e.g. http://127.0.0.1:8000/v1           [default: the provider's public URL]
   JUDGE_MCP_API_KEY      the backend's key                       [default: OPENAI_API_KEY / ANTHROPIC_API_KEY,
                                                                  sent only to the provider's own URL]
-  JUDGE_MCP_DB           SQLite file holding all state           [default: {db}]
+  JUDGE_MCP_DB           SQLite file holding all state, or a postgresql://user:password@host/db URL
+                         (replicas sharing one database)         [default: {db}]
   JUDGE_MCP_CONFIG       TOML file with [backends.NAME] tables   [default: none]
   JUDGE_MCP_HTTP_TOKEN   bearer token for --transport http       [default: none, then loopback binds only]
+  JUDGE_MCP_HTTP_STATELESS  1: as serve --stateless              [default: 0]
   JUDGE_MCP_CONCURRENCY  calls in flight per backend             [default: 16 for openai and anthropic,
                                                                  4 (its slots) for local]
   JUDGE_MCP_TIMEOUT_S    seconds per backend attempt             [default: 120]
@@ -224,9 +228,10 @@ def cmd_gc(args: argparse.Namespace) -> int:
     if cache_days is None and verdict_days is None and not args.vacuum:
         print("judge-mcp gc: nothing to do: give --cache-days and/or --verdict-days (or set JUDGE_MCP_CACHE_MAX_AGE_DAYS / JUDGE_MCP_VERDICTS_MAX_AGE_DAYS), or --vacuum", file=sys.stderr)
         return 2
-    store = open_store(settings.db_path, MIGRATIONS)
+    store = open_store(settings.database, MIGRATIONS)
+    on_file = settings.db_url is None  # a PostgreSQL database has no file of its own to measure
     try:
-        before = settings.db_path.stat().st_size
+        before = settings.db_path.stat().st_size if on_file else 0
         counts = retention.gc(
             store,
             cache_older_than_s=None if cache_days is None else cache_days * 86400,
@@ -234,9 +239,14 @@ def cmd_gc(args: argparse.Namespace) -> int:
             vacuum=args.vacuum,
         )
         store.checkpoint()
-        after = settings.db_path.stat().st_size
+        after = settings.db_path.stat().st_size if on_file else 0
     finally:
         store.close()
+    if not on_file:
+        from judge_mcp.storage.pg_url import shown
+
+        print(f"{shown(settings.db_url or '')}: deleted {counts['call_cache']} call-cache rows and {counts['verdicts']} verdict rows")
+        return 0
     print(f"{settings.db_path}: deleted {counts['call_cache']} call-cache rows and {counts['verdicts']} verdict rows; {before:,} -> {after:,} bytes")
     return 0
 

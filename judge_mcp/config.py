@@ -58,6 +58,15 @@ class Settings:
     verdicts_max_age_days: float | None = None
     # grade_score_options' unrelated option may come from options stored by earlier calls of any client
     shared_option_pool: bool = False
+    # JUDGE_MCP_DB as a postgresql:// URL (then db_path is unused); its password is never shown (storage/pg_url.py)
+    db_url: str | None = field(default=None, repr=False)
+    # serve --transport http without sessions (replicas behind a load balancer): JUDGE_MCP_HTTP_STATELESS
+    http_stateless: bool = False
+
+    @property
+    def database(self) -> str | Path:
+        """What the store opens: the PostgreSQL URL, else the SQLite file."""
+        return self.db_url or self.db_path
 
     def backend_names(self) -> list[str]:
         return [DEFAULT_BACKEND_NAME, *sorted(self.named_backends)]
@@ -274,7 +283,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         named = backends_from_toml(Path(config_path).expanduser(), env)
     # MCP clients pass env from JSON without a shell, so expand ~ here
     explicit_db = _env(env, "JUDGE_MCP_DB", None)
-    db_path = Path(explicit_db).expanduser() if explicit_db else default_db_path(env)
+    db_url = _database_url(explicit_db)
+    db_path = Path(explicit_db).expanduser() if explicit_db and db_url is None else default_db_path(env)
     return Settings(
         db_path=db_path,
         default_backend=default,
@@ -283,7 +293,28 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         cache_max_age_days=_optional_days(env, "JUDGE_MCP_CACHE_MAX_AGE_DAYS"),
         verdicts_max_age_days=_optional_days(env, "JUDGE_MCP_VERDICTS_MAX_AGE_DAYS"),
         shared_option_pool=_flag(env, "JUDGE_MCP_SHARED_OPTION_POOL"),
+        db_url=db_url,
+        http_stateless=_flag(env, "JUDGE_MCP_HTTP_STATELESS"),
     )
+
+
+def _database_url(value: str | None) -> str | None:
+    """JUDGE_MCP_DB when it is a PostgreSQL URL (its password registered for redaction); None for a file path. Any
+    other `scheme://` is an error naming the two forms accepted."""
+    from judge_mcp.storage.pg_url import SCHEMES, register_secrets, scheme_of, shown
+
+    if value is None:
+        return None
+    scheme = scheme_of(value)
+    if scheme is None:
+        return None
+    value = value.strip()
+    register_secrets(value)
+    if scheme not in SCHEMES:
+        raise ConfigError(
+            f"JUDGE_MCP_DB must be an SQLite file path or a postgresql:// URL; got a {scheme}:// URL ({shown(value)!r})"
+        )
+    return value
 
 
 def _flag(env: Mapping[str, str], name: str) -> bool:

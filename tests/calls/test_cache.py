@@ -20,6 +20,7 @@ from judge_mcp.storage.sqlite import Store
 from tests.helpers import Hold, Rendezvous, until
 from tests.scripted import Reply
 from judge_mcp.storage.verdict_log import VerdictLog
+from tests.engines import on_both_engines
 
 KEY = "sk-cache-test-0d15ea5e-never-stored"
 
@@ -71,6 +72,7 @@ def cache_rows(store: Store) -> int:
     return store.query("SELECT COUNT(*) AS n FROM call_cache")[0]["n"]
 
 
+@on_both_engines
 async def test_identical_requests_in_flight_share_one_call(http, store):
     hold = Hold(lambda p: Reply(content="shared answer", prompt_tokens=12, completion_tokens=4))
     backend, server = http(hold)
@@ -87,6 +89,7 @@ async def test_identical_requests_in_flight_share_one_call(http, store):
     assert sorted(rec["cached"] for rec in judge.records) == [False, True, True, True, True]
 
 
+@on_both_engines
 async def test_different_requests_are_not_shared(http, store):
     backend, server = http(lambda p: Reply(content=p["messages"][-1]["content"].upper(), delay_s=0.2))
     cache = CallCache(store)
@@ -122,6 +125,7 @@ async def test_repeat_is_answered_from_sqlite_also_after_reopening(http, tmp_pat
         reopened.close()
 
 
+@on_both_engines
 async def test_cache_is_per_backend_identity(http, store):
     backend_a, server_a = http(lambda p: "from a", model="model-a")
     backend_b, server_b = http(lambda p: "from b", model="model-b")
@@ -132,6 +136,7 @@ async def test_cache_is_per_backend_identity(http, store):
     assert len(server_a.requests) == 1 and len(server_b.requests) == 1
 
 
+@on_both_engines
 async def test_samples_are_never_cached(http, store):
     counter = iter(range(100))
     together = Rendezvous(3, lambda p: f"sample {next(counter)}", rounds=1)  # the three concurrent samples all go out
@@ -149,6 +154,7 @@ async def test_samples_are_never_cached(http, store):
 
 
 @pytest.mark.parametrize("status, sent", [(400, 1), (503, 2)])  # fatal: one request; retryable: its retries, once
+@on_both_engines
 async def test_a_failure_reaches_every_waiter_and_is_not_cached(http, store, status, sent):
     state = {"fail": True}
 

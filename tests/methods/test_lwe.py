@@ -21,6 +21,7 @@ from tests.helpers import Hold, Rendezvous, http_backend, until
 from tests.lwe_script import role_of, REFINED_MARK, LweScript
 from tests.scripted import Reply, ScriptedServer, prompt_text
 from tests.helpers import integrity_ok
+from tests.engines import on_both_engines
 
 
 def case(i: int) -> dict[str, str]:
@@ -119,6 +120,7 @@ def test_meta_prompt_budgets_grow_with_the_text_and_stay_capped():
 
 
 # ---- the selective flow ----------------------------------------------------------------------------------------------
+@on_both_engines
 async def test_four_inconsistent_cases_refine_exactly_once(make_judge, store):
     script = LweScript("first")
     judge, server = make_judge(script)
@@ -149,6 +151,7 @@ async def test_four_inconsistent_cases_refine_exactly_once(make_judge, store):
     assert len(build_requests) == 1
 
 
+@on_both_engines
 async def test_a_failing_refinement_does_not_fail_the_judgment(make_judge, store):
     """E.g. a refine prompt past a small local model's context: the case is still answered, the batch stays buffered."""
     script = LweScript("first")
@@ -379,6 +382,7 @@ def test_two_processes_worth_of_clients_never_lose_or_reuse_feedback(scripted, t
     assert script.roles["refine"] > len(committed) == 3
 
 
+@on_both_engines
 async def test_refinement_restarts_from_the_version_it_read_when_the_session_changes(make_judge, store):
     script = LweScript("first")
     hold = Hold(script, when=lambda payload: role_of(payload) == "refine")  # the first refine call waits for release()
@@ -415,6 +419,7 @@ async def test_refinement_restarts_from_the_version_it_read_when_the_session_cha
     assert [(r["status"], r["used_in_version"]) for r in rows] == [("used", 4)] * 4
 
 
+@on_both_engines
 async def test_a_full_batch_left_buffered_is_refined_before_the_next_case(make_judge, store):
     script = LweScript("first")
     judge, _ = make_judge(script)
@@ -429,6 +434,7 @@ async def test_a_full_batch_left_buffered_is_refined_before_the_next_case(make_j
     assert result.pending_feedback == 1
 
 
+@on_both_engines
 async def test_learn_false_judges_with_the_current_meta_prompt_for_scoring_only(make_judge, store):
     """The bench's swapped placement (paper, Appendix A): the case is judged through the meta-prompt path, but no
     feedback is written or buffered and nothing is refined, even when a full batch is waiting."""
@@ -452,6 +458,7 @@ async def test_learn_false_judges_with_the_current_meta_prompt_for_scoring_only(
         await lwe.lwe_judge(judge, **case(9), session="score", learn="no")
 
 
+@on_both_engines
 async def test_refine_pending_refines_a_partial_last_batch(make_judge, store):
     """Algorithm 1: refine when t mod B = 0 *or t = T*: the run's last, partial batch is refined too."""
     script = LweScript("first")
@@ -472,6 +479,7 @@ async def test_refine_pending_refines_a_partial_last_batch(make_judge, store):
 
 
 # ---- condensing, reset, rollback -------------------------------------------------------------------------------------
+@on_both_engines
 async def test_condense_when_refined_meta_prompt_passes_10000_chars(make_judge, store):
     script = LweScript("first", refine_text=lambda n, meta: f"{REFINED_MARK} {n}\n" + "- a long learned tip\n" * 700)
     judge, _ = make_judge(script)
@@ -484,6 +492,7 @@ async def test_condense_when_refined_meta_prompt_passes_10000_chars(make_judge, 
     assert lwe.meta_prompt_text(store, "long").startswith("CONDENSED")
 
 
+@on_both_engines
 def test_reset_and_rollback_add_versions(store):
     LweRepository(store).ensure_session("adm", 4, lwe.initial_meta_prompt())
     v2 = LweRepository(store).commit_version("adm", expected_version=1, text="learned v2", reason="refine")
@@ -508,6 +517,7 @@ def test_reset_and_rollback_add_versions(store):
     assert shown.current_version == 5 and len(shown.versions) == 5
 
 
+@on_both_engines
 def test_session_errors_name_the_argument(store):
     with pytest.raises(InputError, match="unknown session"):
         lwe.lwe_session(store, session="nope", action="show")
