@@ -8,7 +8,7 @@ import logging
 import os
 import sys
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -35,6 +35,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 2
     from judge_mcp.app import App, settle_heap
 
+    if args.stateless and args.transport != "http":
+        print("judge-mcp: --stateless applies to --transport http only", file=sys.stderr)
+        return 2
     app = App(settings)
     server = build_server(app)
     if args.transport == "stdio":
@@ -42,9 +45,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         main = partial(serve_stdio, server)
     else:
-        from judge_mcp.transports.http import serve_http
-
-        main = partial(serve_http, server, host=args.host, port=args.port, token=settings.http_token)
+        main = _http_main(server, app, args, stateless=args.stateless or settings.http_stateless)
 
     async def serve() -> None:
         try:
@@ -56,6 +57,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settle_heap()  # once everything the server runs on is imported and built
     anyio.run(serve)
     return 0
+
+
+def _http_main(server: Any, app: Any, args: argparse.Namespace, *, stateless: bool) -> Any:
+    """serve --transport http: the streamable HTTP app (without sessions when `stateless`) behind /healthz and
+    /readyz (readiness: the store's database answers and is migrated)."""
+    from judge_mcp.storage.health import readiness
+    from judge_mcp.transports.http import serve_http
+
+    ready = partial(readiness, app.store)
+    return partial(serve_http, server, host=args.host, port=args.port, token=app.settings.http_token, stateless=stateless, ready=ready)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -280,6 +291,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--transport", choices=["stdio", "http"], default="stdio", help="stdio or streamable HTTP (default: %(default)s; no environment variable)")
     serve.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default: %(default)s; a non-loopback address needs JUDGE_MCP_HTTP_TOKEN)")
     serve.add_argument("--port", type=int, default=8765, help="HTTP port (default: %(default)s)")
+    serve.add_argument(
+        "--stateless",
+        action="store_true",
+        help="HTTP without MCP sessions, for replicas behind a load balancer with no session affinity (also "
+        "JUDGE_MCP_HTTP_STATELESS=1); a client's notifications/cancelled is then lost (closing the request still cancels)",
+    )
     serve.set_defaults(fn=cmd_serve)
 
     demo = sub.add_parser("demo", help="start the server, call every tool once through the MCP client, print the verdicts")
