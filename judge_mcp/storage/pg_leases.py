@@ -24,6 +24,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from typing import Any
 
@@ -64,42 +65,46 @@ class PgLeases:
     # ---- in the write lane --------------------------------------------------------------------------------------
     def claim(self, key: str, token: str) -> tuple[str, dict[str, Any] | None]:
         """(STORED, answer) when the key is answered; (MINE, None) when this call now holds its lease; (THEIRS, None)
-        while another live call holds it."""
-        with self.store.transaction() as tx:
-            claimed = tx.query(
-                f"INSERT INTO call_leases (key, owner, lease_until) VALUES (?, ?, {NOW} + ?)"
-                " ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, lease_until = excluded.lease_until"
-                f" WHERE call_leases.lease_until < {NOW} RETURNING owner",
-                [key, token, self.ttl_s],
-            )
-            if not claimed:
-                return THEIRS, None
-            # Read after claiming: a holder writes its answer and deletes its lease in one commit, so an answer
-            # written before this claim succeeded is seen here.
-            rows = tx.query("SELECT response FROM call_cache WHERE key = ?", [key])
-            if rows:
-                tx.execute("DELETE FROM call_leases WHERE key = ? AND owner = ?", [key, token])
-                return STORED, json.loads(rows[0]["response"])
+        while another live call holds it. Each statement commits on its own (no BEGIN/COMMIT round trips)."""
+        claimed = self.store.run(
+            f"INSERT INTO call_leases (key, owner, lease_until) VALUES (?, ?, {NOW} + ?)"
+            " ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, lease_until = excluded.lease_until"
+            f" WHERE call_leases.lease_until < {NOW} RETURNING owner",
+            [key, token, self.ttl_s],
+        )
+        if not claimed:
+            return THEIRS, None
         with self._lock:
             self._held[token] = key
             self._start_renewing()
+        # Read after the claim committed, in a statement of its own (a snapshot taken now): a holder writes its answer
+        # and deletes its lease in one commit, so an answer written before this claim succeeded is seen here.
+        rows = self.store.run("SELECT response FROM call_cache WHERE key = ?", [key])
+        if rows:
+            self.release(key, token, notify=False)
+            return STORED, json.loads(rows[0]["response"])
         return MINE, None
 
-    def finish(self, key: str, token: str, row: CacheRow | None) -> None:
-        """The answer's cache row (None: nothing to store), the lease deleted and the key notified, in one commit."""
+    def finish(self, key: str, token: str, row: CacheRow | None, *, notify: bool = True) -> None:
+        """The answer's cache row (None: nothing to store), the lease deleted and the key notified: one statement, so
+        one commit."""
+        parts, params = [], []
+        if row is not None:
+            parts.append(f"cached AS ({CacheTable.UPSERT})")
+            params += CacheTable.upsert_params(row, time.time())
+        parts.append("dropped AS (DELETE FROM call_leases WHERE key = ? AND owner = ?)")
+        params += [key, token]
+        tail = "SELECT pg_notify(?, ?)" if notify else "SELECT 1"
+        params += [CHANNEL, key] if notify else []
         try:
-            with self.store.transaction() as tx:
-                if row is not None:
-                    CacheTable.insert(tx, [row])
-                tx.execute("DELETE FROM call_leases WHERE key = ? AND owner = ?", [key, token])
-                tx.execute("SELECT pg_notify(?, ?)", [CHANNEL, key])
+            self.store.run("WITH " + ", ".join(parts) + " " + tail, params)
         finally:
             with self._lock:
                 self._held.pop(token, None)
 
-    def release(self, key: str, token: str) -> None:
+    def release(self, key: str, token: str, *, notify: bool = True) -> None:
         """Give the lease up without an answer (the call failed or nobody waits for it any more); waiters are told."""
-        self.finish(key, token, None)
+        self.finish(key, token, None, notify=notify)
 
     def renew(self) -> int:
         """Push back the end of every lease this process holds; how many rows."""
@@ -107,9 +112,9 @@ class PgLeases:
             tokens = list(self._held)
         if not tokens:
             return 0
-        with self.store.transaction() as tx:
-            marks = ",".join("?" * len(tokens))
-            return tx.execute(f"UPDATE call_leases SET lease_until = {NOW} + ? WHERE owner IN ({marks})", [self.ttl_s, *tokens])
+        marks = ",".join("?" * len(tokens))
+        rows = self.store.run(f"UPDATE call_leases SET lease_until = {NOW} + ? WHERE owner IN ({marks}) RETURNING key", [self.ttl_s, *tokens])
+        return len(rows)
 
     # ---- threads ------------------------------------------------------------------------------------------------
     def _start_renewing(self) -> None:

@@ -215,6 +215,19 @@ class PgStore:
                 raise self._failed(exc, "read") from None
         raise AssertionError("unreachable")
 
+    def run(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        """One statement on its own (autocommit: all of it or nothing, without BEGIN/COMMIT round trips); its rows.
+        Not retried. Inside a transaction (in this thread) it joins that transaction."""
+        tx = getattr(self._local, "tx", None)
+        if tx is not None:
+            return tx.query(sql, params)
+        try:
+            with self.pool.connection() as conn:
+                cursor = conn.execute(pg_sql(sql), tuple(params))
+                return cursor.fetchall() if cursor.description else []
+        except self._psycopg.Error as exc:
+            raise self._failed(exc, "write") from None
+
     def migrate(self, migrations: Sequence[Migration]) -> list[str]:
         """Apply the migrations this database has not had, in one transaction under an advisory lock: a replica
         migrating the same database at once waits, then finds them applied."""
