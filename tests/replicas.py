@@ -147,5 +147,8 @@ class Replicas:
         nginx = getattr(self, "nginx", None)
         if nginx is not None:
             nginx.stop()
+        for server in self.servers:  # all told at once, then each waited for
+            if server.proc.poll() is None:
+                server.proc.terminate()
         for server in self.servers:
             server.stop()
