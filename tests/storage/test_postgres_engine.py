@@ -57,6 +57,18 @@ def test_a_wrong_password_is_named_and_never_shown(postgres_server, caplog) -> N
     right.close()
 
 
+def test_serve_with_an_unreachable_database_stops_at_start_naming_it(postgres_server, monkeypatch, capsys) -> None:
+    from judge_mcp.cli import main
+
+    monkeypatch.setenv("JUDGE_MCP_DB", f"postgresql://judge:{PASSWORD}@127.0.0.1:{free_port()}/judge")
+    monkeypatch.setenv("JUDGE_MCP_BACKEND", "openai")
+    monkeypatch.setenv("JUDGE_MCP_BASE_URL", "http://127.0.0.1:9/v1")
+    assert main(["serve", "--transport", "http", "--stateless"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("judge-mcp: cannot open the database 'postgresql://judge:[redacted]@127.0.0.1:") and "Traceback" not in err
+    assert PASSWORD not in err
+
+
 def test_a_missing_database_is_named(postgres_server) -> None:
     with pytest.raises(StoreError, match='database "no_such_db" does not exist'):
         PgStore(postgres_server.url("no_such_db"))
