@@ -262,3 +262,17 @@ async def test_a_failed_holder_gives_its_lease_up_and_a_waiter_sends_the_request
 
 def test_the_sqlite_engine_offers_no_leases(store: Store) -> None:
     assert getattr(store, "leases", None) is None and CallCache(store).leases is None
+
+
+def test_a_url_is_shown_without_its_password_in_any_form() -> None:
+    from judge_mcp.redaction import known
+    from judge_mcp.storage.pg_url import is_postgres_url, register_secrets, shown
+
+    url = "postgresql://judge:p%40ss-w0rd-9@db.internal:5432/judge?sslmode=require"
+    assert shown(url) == "postgresql://judge:[redacted]@db.internal:5432/judge?sslmode=require"
+    in_query = "postgres://judge@db/judge?password=query-secret-77&sslmode=require"
+    assert "query-secret-77" not in shown(in_query) and "sslmode=require" in shown(in_query)
+    register_secrets(url)
+    register_secrets(in_query)
+    assert {"p%40ss-w0rd-9", "p@ss-w0rd-9", "query-secret-77"} <= set(known())  # blanked out of every log record
+    assert is_postgres_url(url) and is_postgres_url(in_query) and not is_postgres_url("/var/lib/judge.db")

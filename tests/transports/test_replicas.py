@@ -16,7 +16,6 @@ import json
 import os
 import random
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import anyio
