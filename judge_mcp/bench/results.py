@@ -1,4 +1,5 @@
-"""Where bench results live: two tables of their own in the bench database (default state/bench.db).
+"""Where bench results live: two tables of their own in the bench database (default bench.db in the per-user data
+directory, config.default_bench_db_path).
 
 The bench database is an ordinary judge-mcp store brought to `BENCH_MIGRATIONS` (storage/migrations.py: the
 judge's tables and the bench's two), so the call cache, the verdict log and the LWE sessions of a run live beside

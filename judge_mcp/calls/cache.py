@@ -46,7 +46,7 @@ class _Lookup:
         for future in self.waiting:
             if not future.done():
                 if error is None:
-                    future.set_result(found)
+                    future.set_result(found if found is not None else {})
                 else:
                     future.set_exception(error)
 
@@ -135,7 +135,7 @@ class CallCache:
             flight = self._inflight[key] = _Flight()
             call = backend.complete(request) if self.leases is None else self._once(flight, backend, request, key, summary)
             flight.task = asyncio.get_running_loop().create_task(call)
-            flight.task.add_done_callback(lambda _, f=flight: self._forget(key, f))
+            flight.task.add_done_callback(partial(self._forget, key, flight))
         flight.waiters += 1
         try:
             completion = await asyncio.shield(flight.task)
@@ -204,7 +204,7 @@ class CallCache:
         except Exception as exc:  # the lane could not take it (no thread): every waiter gets the error
             lookup.settle(None, exc)
 
-    def _forget(self, key: str, flight: _Flight) -> None:
+    def _forget(self, key: str, flight: _Flight, _task: object = None) -> None:
         if self._inflight.get(key) is flight:
             del self._inflight[key]
         if flight.task.done() and not flight.task.cancelled():

@@ -13,6 +13,7 @@ dropping a column on an SQLite older than 3.35.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -87,6 +88,32 @@ class SqliteTx:
             self.conn.execute(sql)
 
 
+def _path_problem(path: Path) -> str | None:
+    """Why a database cannot be created or opened at `path`, in words (SQLite only says "unable to open database
+    file"): a folder at the path, a file where a folder should be, a read-only filesystem, no write permission.
+    None when none of these is the cause."""
+    if str(path) == ":memory:":
+        return None
+    if path.is_dir():
+        return "that path is a folder, not a file (give JUDGE_MCP_DB a file name, e.g. .../judge.db)"
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"{str(folder)!r} is a file, so it cannot hold the folder the database goes in"
+    target = path if path.exists() else folder
+    try:
+        read_only_fs = bool(os.statvfs(target).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # AttributeError: no statvfs (Windows)
+        read_only_fs = False
+    if read_only_fs:
+        return f"{str(target)!r} is on a read-only filesystem; set JUDGE_MCP_DB to a writable place"
+    if not os.access(target, os.W_OK) or (path.exists() and not os.access(folder, os.W_OK)):
+        what = "the file" if target == path else "the folder"
+        return f"{what} {str(target)!r} is not writable by this user (SQLite also needs to write its -wal file beside it)"
+    return None
+
+
 class Store:
     """The SQLite engine. `migrations` is the schema to bring the file to (storage/migrations.py; App, the CLI and the
     bench pass theirs through `storage.open_store`)."""
@@ -126,7 +153,7 @@ class Store:
         except (OSError, sqlite3.Error, StoreError) as exc:
             if conn is not None:
                 conn.close()
-            reason = exc.args[0] if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
+            reason = exc.args[0] if isinstance(exc, StoreError) else (_path_problem(self.path) or f"{type(exc).__name__}: {exc}")
             raise StoreError(f"cannot open the database {str(path)!r} (JUDGE_MCP_DB): {reason}") from exc
 
     @property
