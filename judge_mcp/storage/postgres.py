@@ -124,7 +124,7 @@ class PgStore:
         self._psycopg = psycopg
         self._local = threading.local()  # .tx: this thread's open transaction
         self._migrated: set[str] = set()
-        options = {"autocommit": True, "row_factory": dict_row, "connect_timeout": max(2, int(connect_timeout_s))}
+        options: dict[str, Any] = {"autocommit": True, "row_factory": dict_row, "connect_timeout": max(2, int(connect_timeout_s))}
         self._options = options
         try:  # one connection of our own first: its failure says why (unreachable, password, no such database)
             with psycopg.connect(url, **options) as probe:
