@@ -2,10 +2,10 @@
 calls/s with 1, 2 and 4 stateless replicas behind nginx (round-robin) against a scripted backend of fixed latency,
 as a ratio to the ideal; backend calls per unique request across replicas (single-flight: must be 1.00).
 
-    .venv/bin/python bench/replicas.py [--latency 0.1] [--calls 200] [--rounds 3] [--per-replica 4]
+    .venv/bin/python -m bench.replicas [--latency 0.1] [--calls 200] [--rounds 3] [--per-replica 4]
 
 Not a test: it prints figures (docs/deployment.md keeps them). It starts its own PostgreSQL (the machine's server
-binaries, as the tests do: tests/postgres_server.py), nginx (tests/replicas.py), the replicas (`judge-mcp serve
+binaries, as the tests do: judge_mcp/bench/postgres_server.py), nginx (judge_mcp/bench/replicas.py), the replicas (`judge-mcp serve
 --transport http --stateless`) and a counting scripted backend in a process of its own, all on loopback. The load
 is sent as plain JSON-RPC POSTs from one aiohttp session (stateless mode needs no initialize), so the client's own
 CPU stays small next to the servers'. Server CPU comes from /proc (user + system time of each process).
@@ -26,8 +26,11 @@ import time
 import uuid
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from judge_mcp.bench.postgres_server import PostgresServer
+from judge_mcp.bench.replicas import Replicas
+from judge_mcp.bench.servers import HttpServer, server_env
+
+CHECKOUT = Path(__file__).resolve().parent.parent  # the backend process runs `python -m bench.replicas` from here
 
 ANSWER = json.dumps({"own_answer": "x", "evaluation": "y", "verdict": "[[A>B]]"})
 
@@ -74,7 +77,8 @@ async def serve_counting(delay_s: float) -> None:
 
 class Backend:
     def __init__(self, delay_s: float):
-        self.proc = subprocess.Popen([sys.executable, __file__, "--backend", str(delay_s)], stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen([sys.executable, "-m", "bench.replicas", "--backend", str(delay_s)], cwd=CHECKOUT,
+                                     stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         self.base_url = self.proc.stdout.readline().strip()
 
@@ -149,8 +153,6 @@ def tree_cpu_s(root_pid: int) -> dict[int, float]:
 
 # ---- the three measurements ----------------------------------------------------------------------------------------
 async def cpu_per_call(pg, backend: Backend, tmp: Path, calls: int, rounds: int) -> None:
-    from tests.helpers import HttpServer, server_env
-
     postmaster = int((pg.root / "data" / "postmaster.pid").read_text().split()[0])
     runs: dict[str, list[tuple[float, float]]] = {"sqlite": [], "postgresql": []}
     for r in range(rounds):  # interleaved, so drifts of the machine's load hit both engines alike
@@ -179,8 +181,6 @@ async def cpu_per_call(pg, backend: Backend, tmp: Path, calls: int, rounds: int)
 
 
 async def scaling(pg, backend: Backend, tmp: Path, latency: float, per_replica: int, calls_per_replica: int) -> None:
-    from tests.replicas import Replicas
-
     print(f"\n## Calls/s through nginx, backend latency {latency * 1000:.0f} ms, JUDGE_MCP_CONCURRENCY={per_replica} per replica")
     print("ideal = replicas x concurrency / (2 requests per compare_pair x latency); clients keep 2x that in flight")
     for n in (1, 2, 4):
@@ -200,8 +200,6 @@ async def scaling(pg, backend: Backend, tmp: Path, latency: float, per_replica: 
 
 async def single_flight(pg, latency: float, tmp: Path, replicas_n: int, unique: int, askers: int) -> None:
     import aiohttp
-
-    from tests.replicas import Replicas
 
     backend = Backend(latency)
     db = pg.create_database(f"flight_{uuid.uuid4().hex[:6]}")
@@ -225,8 +223,6 @@ async def single_flight(pg, latency: float, tmp: Path, replicas_n: int, unique: 
 
 
 async def main(args: argparse.Namespace) -> None:
-    from tests.postgres_server import PostgresServer
-
     print(f"machine: {os.cpu_count()} cores, load average before {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     pg = PostgresServer.start()
     tmp = Path(tempfile.mkdtemp(prefix="judge-mcp-replicas-"))

@@ -1,4 +1,4 @@
-"""The PostgreSQL engine on a real server (tests/postgres_server.py): bad configuration is a clear error at start with
+"""The PostgreSQL engine on a real server (judge_mcp/bench/postgres_server.py): bad configuration is a clear error at start with
 the password redacted, replicas starting at once migrate a new database once, a server restart fails what it cut
 and then recovers, LWE versions stay contiguous across processes, and the call cache's leases make identical
 requests in flight in two stores (two replicas) reach the backend once, a dead holder's lease being taken over."""
@@ -14,6 +14,8 @@ import anyio
 import pytest
 
 from judge_mcp.backends.base import user
+from judge_mcp.bench.scripted import Reply
+from judge_mcp.bench.servers import free_port
 from judge_mcp.calls.cache import CallCache
 from judge_mcp.config import ConfigError, load_settings
 from judge_mcp.redaction import RedactingFilter
@@ -25,8 +27,7 @@ from judge_mcp.storage.pg_leases import MINE, PgLeases
 from judge_mcp.storage.postgres import PgStore
 from judge_mcp.storage.sqlite import Store
 from tests.engines import on_both_engines
-from tests.helpers import free_port, http_backend
-from judge_mcp.bench.scripted import Reply
+from tests.helpers import http_backend
 
 PASSWORD = "s3cret-Pg-pass-31337"
 

@@ -1,5 +1,5 @@
 """End to end: two `judge-mcp serve --transport http` replicas (stateless) on one PostgreSQL database behind a real
-nginx (round-robin), driven by the official MCP client (tests/replicas.py, tests/postgres_server.py).
+nginx (round-robin), driven by the official MCP client (judge_mcp/bench/replicas.py, judge_mcp/bench/postgres_server.py).
 
 - calls spread over both replicas all succeed, each verdict logged once;
 - identical concurrent requests from several clients reach the scripted backend once each;
@@ -23,10 +23,10 @@ import httpx
 import pytest
 from mcp import Client
 
-from tests.helpers import delayed
-from judge_mcp.bench.scripted_judges import BAD, GOOD, UniversalJudge
-from tests.replicas import Replicas, nginx_binary
+from judge_mcp.bench.replicas import Replicas, nginx_binary
 from judge_mcp.bench.scripted import ScriptedServer, prompt_text
+from judge_mcp.bench.scripted_judges import BAD, GOOD, UniversalJudge
+from tests.helpers import delayed
 
 
 def pair(tag: str) -> dict[str, str]:

@@ -18,7 +18,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from tests.helpers import HttpServer, free_port, server_env
+from judge_mcp.bench.servers import HttpServer, free_port, server_env
 
 
 def nginx_binary() -> str | None:
