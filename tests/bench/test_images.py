@@ -18,6 +18,7 @@ from judge_mcp.bench.convert import ConvertError, convert
 from judge_mcp.bench.data import DatasetError, load_items
 from judge_mcp.bench.media import options_media, pair_media
 from judge_mcp.bench.runner import BenchError
+from judge_mcp.bench.scripted_judges import schema_name
 from judge_mcp.cli import main
 from tests.bench.datasets import bench
 
@@ -188,17 +189,21 @@ async def test_image_data_is_refused_while_the_tools_take_no_images(scripted, im
         await bench(scripted, lambda p: "x", image_set, "grp", tmp_path)
 
 
+JUDGING_SCHEMAS = ("pairwise_verdict", "lwe_vanilla_verdict", "lwe_case_verdict", "grade_selection")
+
+
 def image_parts(payload: dict) -> list[str]:
     return [part["image_url"]["url"] for m in payload.get("messages", []) if isinstance(m.get("content"), list)
             for part in m["content"] if isinstance(part, dict) and part.get("type") == "image_url"]
 
 
 def text_only(payload: dict) -> dict:
-    """The payload with each message's content parts joined to their text (what a text judge reads)."""
+    """The payload with each message's content as its first text part, the prompt (what a text judge reads; the
+    image groups' captions follow it)."""
     def text(content):
         if not isinstance(content, list):
             return content
-        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+        return next((part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text"), "")
 
     return {**payload, "messages": [{**m, "content": text(m.get("content"))} for m in payload.get("messages", [])]}
 
@@ -224,7 +229,9 @@ async def test_image_runs_send_the_images_and_report_the_lwe_papers_metrics(scri
     assert o["chars_per_item"] > 0
     if method == "selective-lwe":  # its vanilla pair is the unit (plain lwe has none: compare with a vanilla run)
         assert summary["lwe"]["relative_cost"] > 0
-    a1 = [p for p in server.requests if "GOOD-a1" in json.dumps(p)]
-    a2 = [p for p in server.requests if "GOOD-a2" in json.dumps(p)]
+    # every call that judges an item carries its images (LWE's meta-prompt refinement stays text)
+    judging = [p for p in server.requests if schema_name(p) in JUDGING_SCHEMAS]
+    a1 = [p for p in judging if "GOOD-a1" in json.dumps(p)]
+    a2 = [p for p in judging if "GOOD-a2" in json.dumps(p)]
     assert a1 and all(uri(png(4)) in image_parts(p) for p in a1)
     assert a2 and all({uri(png(9)), uri(png(1)), uri(png(2))} <= set(image_parts(p)) for p in a2)
