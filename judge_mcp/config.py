@@ -21,6 +21,7 @@ DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https:
 PROVIDER_KEY_ENV = {"openai": ("OPENAI_API_KEY", "api.openai.com"), "anthropic": ("ANTHROPIC_API_KEY", "api.anthropic.com")}
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5"}
 DEFAULT_BACKEND_NAME = "default"
+STRUCTURED_OUTPUT_MODES = ("auto", "json_schema", "off")
 # Requests in flight per backend, by kind. A remote API gets the largest single judgment's fan-out (16 FLIP
 # responses; grade_score's 10 options) at once, so one call costs about one backend round trip; the embedded model
 # gets its slot count (each slot holds a share of n_ctx and of 2 CPU cores).
@@ -41,6 +42,8 @@ class BackendConfig:
     concurrency: int = 4
     timeout_s: float = 120.0
     max_retries: int = 3
+    # auto: a schema, until the server refuses it (then the papers' text grammars); json_schema: always; off: never
+    structured_output: str = "auto"
     # local only
     n_ctx: int = 32768
     n_threads: int | None = None
@@ -161,6 +164,13 @@ def _check_kind(kind: Any, what: str) -> str:
     return kind
 
 
+def _check_structured_output(value: Any, what: str) -> str:
+    mode = value.strip().lower() if isinstance(value, str) else value
+    if mode not in STRUCTURED_OUTPUT_MODES:
+        raise ConfigError(f"{what} must be one of {', '.join(STRUCTURED_OUTPUT_MODES)}; got {value!r}")
+    return mode
+
+
 def _check_url(url: Any, what: str) -> str | None:
     if url is None or url == "":
         return None
@@ -201,6 +211,7 @@ def backend_from_env(env: Mapping[str, str]) -> BackendConfig:
         concurrency=_positive_int(_env(env, "JUDGE_MCP_CONCURRENCY", DEFAULT_CONCURRENCY[kind]), "JUDGE_MCP_CONCURRENCY"),
         timeout_s=_positive_float(_env(env, "JUDGE_MCP_TIMEOUT_S", 120), "JUDGE_MCP_TIMEOUT_S"),
         max_retries=_non_negative_int(_env(env, "JUDGE_MCP_MAX_RETRIES", 3), "JUDGE_MCP_MAX_RETRIES"),
+        structured_output=_check_structured_output(_env(env, "JUDGE_MCP_STRUCTURED_OUTPUT", "auto"), "JUDGE_MCP_STRUCTURED_OUTPUT"),
         max_output_tokens=_optional_positive_int(env, "JUDGE_MCP_MAX_OUTPUT_TOKENS") if kind == "local" else None,
     )
     if kind != "local":
@@ -219,7 +230,7 @@ def _provider_key(kind: str, base_url: str | None, env: Mapping[str, str]) -> st
     return _env(env, env_name, None)
 
 
-_TOML_KEYS = {"kind", "model", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries", "n_ctx", "n_threads", "max_output_tokens"}
+_TOML_KEYS = {"kind", "model", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries", "n_ctx", "n_threads", "max_output_tokens", "structured_output"}
 
 
 def backends_from_toml(path: Path, env: Mapping[str, str]) -> dict[str, BackendConfig]:
@@ -270,6 +281,7 @@ def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str
         concurrency=_positive_int(table.get("concurrency", DEFAULT_CONCURRENCY[kind]), f"{where} concurrency"),
         timeout_s=_positive_float(table.get("timeout_s", 120), f"{where} timeout_s"),
         max_retries=_non_negative_int(table.get("max_retries", 3), f"{where} max_retries"),
+        structured_output=_check_structured_output(table.get("structured_output", "auto"), f"{where} structured_output"),
         n_ctx=_positive_int(table.get("n_ctx", 32768), f"{where} n_ctx"),
         n_threads=None if table.get("n_threads") is None else _positive_int(table["n_threads"], f"{where} n_threads"),
         max_output_tokens=None

@@ -21,13 +21,20 @@ def build_backend(cfg: BackendConfig) -> Backend:
     if cfg.kind == "openai":
         from judge_mcp.backends.openai_compat import OpenAICompatBackend
 
-        return OpenAICompatBackend(cfg.name, cfg.model or "", base_url=cfg.base_url, api_key=cfg.api_key, **common)
+        return OpenAICompatBackend(
+            cfg.name, cfg.model or "", base_url=cfg.base_url, api_key=cfg.api_key, structured_output=cfg.structured_output, **common
+        )
     if cfg.kind == "anthropic":
         from judge_mcp.backends.anthropic import AnthropicBackend
 
-        return AnthropicBackend(cfg.name, cfg.model or "", base_url=cfg.base_url, api_key=cfg.api_key, **common)
+        return AnthropicBackend(
+            cfg.name, cfg.model or "", base_url=cfg.base_url, api_key=cfg.api_key, structured_output=cfg.structured_output, **common
+        )
     if cfg.kind == "local":
         from judge_mcp.backends.local import LocalBackend
 
-        return LocalBackend(cfg.name, cfg.model, n_ctx=cfg.n_ctx, n_threads=cfg.n_threads, max_output_tokens=cfg.max_output_tokens, **common)
+        backend = LocalBackend(cfg.name, cfg.model, n_ctx=cfg.n_ctx, n_threads=cfg.n_threads, max_output_tokens=cfg.max_output_tokens, **common)
+        if cfg.structured_output == "off":  # the embedded grammar is never refused, so only `off` changes anything
+            backend.supports_json_schema = False
+        return backend
     raise ValueError(f"unknown backend kind {cfg.kind!r}")

@@ -8,12 +8,15 @@ what Claude's constrained decoding accepts (see `anthropic_schema`).
 
 Two 400s are handled by dropping the refused parameter and sending again once, remembering it for this backend:
 newer models (Claude Opus 4.7 and later) refuse `temperature`, and older models refuse `output_config`; after the
-latter, `supports_json_schema` turns false so methods fall back to their text grammars.
+latter, `supports_json_schema` turns false so methods fall back to their text grammars (one warning in the log).
+The setting `structured_output` overrides this as for the OpenAI-compatible backend: `off` never sends a schema,
+`json_schema` always does (a refusal is then an error).
 """
 
 from __future__ import annotations
 
 import copy
+import logging
 from typing import Any
 
 from judge_mcp.backends.base import ChatRequest, Completion, Usage
@@ -21,6 +24,9 @@ from judge_mcp.backends.base import ChatRequest, Completion, Usage
 from judge_mcp.backends.errors import FatalError, RetryableError
 from judge_mcp.backends.client import HTTPBackend
 from judge_mcp.backends.openai_wire import token_count
+from judge_mcp.config import STRUCTURED_OUTPUT_MODES
+
+log = logging.getLogger(__name__)
 
 ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -100,8 +106,12 @@ class AnthropicBackend(HTTPBackend):
     supports_json_schema = True
     default_base_url = DEFAULT_BASE_URL
 
-    def __init__(self, name: str, model: str, **kwargs: Any):
+    def __init__(self, name: str, model: str, *, structured_output: str = "auto", **kwargs: Any):
         super().__init__(name, model, **kwargs)
+        if structured_output not in STRUCTURED_OUTPUT_MODES:
+            raise ValueError(f"backend '{name}': structured_output must be one of {', '.join(STRUCTURED_OUTPUT_MODES)}, got {structured_output!r}")
+        self.structured_output = structured_output
+        self.supports_json_schema = structured_output != "off"
         self.url = messages_url(self.base_url)
         self._send_temperature = True
 
@@ -154,7 +164,12 @@ class AnthropicBackend(HTTPBackend):
         if "temperature" in payload and "temperature" in cause:
             self._send_temperature = False
             return "temperature"
-        if "output_config" in payload and any(w in cause for w in ("output_config", "output_format", "output format", "structured output")):
+        if self.structured_output != "auto" or "output_config" not in payload:
+            return None
+        if any(w in cause for w in ("output_config", "output_format", "output format", "structured output")):
+            if self.supports_json_schema:
+                log.warning("backend '%s' (%s) refused structured output (%s); it gets the papers' text grammars from now on",
+                            self.name, self.describe(), exc.cause[:200])
             self.supports_json_schema = False  # instance-level: methods switch to their text grammars
             return "output_config"
         return None

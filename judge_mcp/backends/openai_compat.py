@@ -13,11 +13,18 @@ gets the same schema without caps once more, and no caps from then on (`dropped_
 Log-probabilities (`logprobs`, `top_logprobs`) are sent when a request asks for them; a server that refuses them
 with a 400 naming `logprobs` (some reasoning models) gets the request again without them, once, and none from then
 on: the completion then carries no log-probabilities (`logprobs` None), never a failed judgment.
+
+Structured output itself: a server that refuses `response_format` (a 400 or 422 naming `response_format`,
+`json_schema` or structured output; servers that take only `{"type": "json_object"}` answer so too) gets that call
+once more without it, and from then on `supports_json_schema` is false for this backend, so the methods use the
+papers' text grammars; one warning goes to the log. The setting `structured_output` (`auto`, the default; `off`:
+never send a schema; `json_schema`: always send it, a refusal is an error) overrides the detection.
 """
 
 from __future__ import annotations
 
 import copy
+import logging
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -25,11 +32,16 @@ from judge_mcp.backends.base import ChatRequest, Completion
 from judge_mcp.backends.errors import FatalError
 from judge_mcp.backends.client import RETRYABLE_STATUS, HTTPBackend, classify_status, post_json
 from judge_mcp.backends.openai_wire import chat_messages, logprob_params, parse_chat_completion
+from judge_mcp.config import STRUCTURED_OUTPUT_MODES
 
 __all__ = ["OpenAICompatBackend", "parse_chat_completion", "RETRYABLE_STATUS", "classify_status", "post_json"]
 
 
+log = logging.getLogger(__name__)
+
 LENGTH_KEYWORDS = ("maxLength", "minLength")
+# words in a refusal's cause that name structured output (checked lower-cased)
+STRUCTURED_OUTPUT_WORDS = ("response_format", "json_schema", "json schema", "structured output", "guided_json")
 NO_LENGTH_CAPS_HOSTS = ("api.openai.com",)  # strict structured outputs there refuse maxLength
 
 
@@ -55,8 +67,13 @@ class OpenAICompatBackend(HTTPBackend):
     supports_json_schema = True
     default_base_url = "https://api.openai.com/v1"
 
-    def __init__(self, name: str, model: str, **kwargs: Any):
+    def __init__(self, name: str, model: str, *, structured_output: str = "auto", **kwargs: Any):
         super().__init__(name, model, **kwargs)
+        if structured_output not in STRUCTURED_OUTPUT_MODES:
+            raise ValueError(f"backend '{name}': structured_output must be one of {', '.join(STRUCTURED_OUTPUT_MODES)}, got {structured_output!r}")
+        self.structured_output = structured_output
+        # instance-level: a refusal (auto) or the setting (off) turns it off, and methods use their text grammars
+        self.supports_json_schema = structured_output != "off"
         # whether schemas keep their maxLength caps (a server refusing them turns this off, see _send)
         self.send_length_caps = (urlsplit(self.base_url).hostname or "") not in NO_LENGTH_CAPS_HOSTS
         self.supports_logprobs = True  # until the server refuses them (see _send)
@@ -68,7 +85,7 @@ class OpenAICompatBackend(HTTPBackend):
             "temperature": request.temperature,
             "max_tokens": request.max_tokens,
         }
-        if request.json_schema is not None:
+        if request.json_schema is not None and self.supports_json_schema:
             schema = request.json_schema if self.send_length_caps else without_length_caps(request.json_schema)
             payload["response_format"] = {
                 "type": "json_schema",
@@ -84,7 +101,7 @@ class OpenAICompatBackend(HTTPBackend):
         if self._api_key:
             headers["authorization"] = f"Bearer {self._api_key}"
         dropped: list[str] = []
-        while True:  # each refused parameter is dropped once, so this sends at most three times
+        while True:  # each refused parameter is dropped once, so this sends at most four times
             try:
                 body = await self.post(f"{self.base_url}/chat/completions", payload, headers)
                 break
@@ -95,13 +112,33 @@ class OpenAICompatBackend(HTTPBackend):
                 elif self._refuses_logprobs(exc, payload) and "logprobs" not in dropped:
                     self.supports_logprobs = False
                     dropped.append("logprobs")
+                elif self._refuses_structured_output(exc, payload) and "response_format" not in dropped:
+                    self._stop_structured_output(exc)
+                    dropped.append("response_format")
                 else:
                     raise
                 payload = self.payload(request)
-        completion = parse_chat_completion(body, self.model, payload, structured=request.json_schema is not None)
+        completion = parse_chat_completion(body, self.model, payload, structured="response_format" in payload)
         if dropped:
             completion.raw["dropped_parameters"] = dropped
         return completion
+
+    def _refuses_structured_output(self, exc: FatalError, payload: dict[str, Any]) -> bool:
+        """A 400/422 naming structured output for a payload that asked for it, when the setting allows a fallback."""
+        if self.structured_output != "auto" or exc.status not in (400, 422) or "response_format" not in payload:
+            return False
+        cause = exc.cause.lower()
+        return any(word in cause for word in STRUCTURED_OUTPUT_WORDS)
+
+    def _stop_structured_output(self, exc: FatalError) -> None:
+        """From now on no schema is sent; the first call to see the refusal says so in the log, once."""
+        if self.supports_json_schema:
+            self.supports_json_schema = False
+            log.warning(
+                "backend '%s' (%s) refused structured output (%s); it gets the papers' text grammars from now on "
+                "(set structured_output = \"off\" for it to skip this first attempt)",
+                self.name, self.describe(), exc.cause[:200],
+            )
 
     @staticmethod
     def _refuses_logprobs(exc: FatalError, payload: dict[str, Any]) -> bool:

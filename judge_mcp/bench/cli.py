@@ -97,6 +97,31 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--markdown", type=Path, help="also write the tables as Markdown here")
     report.set_defaults(fn=cmd_report)
 
+    conv = sub.add_parser(
+        "bench-convert",
+        help="convert VL-RewardBench or Multimodal RewardBench (downloaded, with their images) to a bench JSONL",
+        description="Write SOURCE as a pairwise bench JSONL whose items carry their image as a path relative to OUT.",
+    )
+    conv.add_argument("format", choices=("vl-rewardbench", "multimodal-rewardbench"))
+    conv.add_argument("source", type=Path, help="VL-RewardBench's data/data.jsonl, or Multimodal RewardBench's data/all_data.json")
+    conv.add_argument("--images", type=Path, help="the folder the image paths are relative to (default: SOURCE's folder)")
+    conv.add_argument("--out", type=Path, required=True, help="the JSONL file to write")
+    conv.add_argument("--skip-missing", action="store_true", help="leave out items whose image is missing (counted) instead of stopping")
+    conv.set_defaults(fn=cmd_convert)
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    from judge_mcp.bench.convert import ConvertError, convert
+
+    try:
+        done = convert(args.format, args.source, args.images, args.out, skip_missing=args.skip_missing)
+    except ConvertError as exc:
+        print(f"judge-mcp bench-convert: {exc}", file=sys.stderr)
+        return 2
+    left_out = ", ".join(f"{n} {why}" for why, n in sorted(done.skipped.items())) or "none"
+    print(f"wrote {done.written} items to {args.out} (left out: {left_out})")
+    return 0
+
 
 def _default_db() -> Path:
     from judge_mcp.config import default_bench_db_path

@@ -1,12 +1,15 @@
 """Reading benchmark JSONL (shared/benchmarks/README.md): pairwise `{id, category, prompt, chosen, rejected}` and
 listwise `{id, category, prompt, responses, best}` items. The files store no A/B position; the harness places
-`chosen` itself."""
+`chosen` itself. Items may carry images (judge_mcp/bench/images.py): `images` (the prompt's), `chosen_images` and
+`rejected_images` (pairwise), `option_images` (listwise, one list per response)."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from judge_mcp.bench.images import ImageError, image_list, option_image_lists
 
 
 class DatasetError(ValueError):
@@ -25,6 +28,22 @@ class Item:
     responses: tuple[str, ...] = field(default_factory=tuple)
     best: int | None = None
     degenerate: bool = False
+    # images: data URIs or absolute file paths (checked at load, read when judged)
+    images: tuple[str, ...] = ()
+    chosen_images: tuple[str, ...] = ()
+    rejected_images: tuple[str, ...] = ()
+    option_images: tuple[tuple[str, ...], ...] = ()  # listwise: one tuple per response (empty: none for any)
+
+    @property
+    def has_images(self) -> bool:
+        return bool(self.images or self.chosen_images or self.rejected_images or any(self.option_images))
+
+    @property
+    def options_images(self) -> list[tuple[str, ...]]:
+        """Each response's images, in the order of `options` (empty tuples when it has none)."""
+        if self.kind == "pairwise":
+            return [self.chosen_images, self.rejected_images]
+        return list(self.option_images) if self.option_images else [() for _ in self.responses]
 
     @property
     def longer(self) -> str | None:
@@ -44,11 +63,42 @@ class Item:
         return 0 if self.kind == "pairwise" else int(self.best or 0)
 
 
-def _is_degenerate(options: list[str]) -> bool:
-    return any(not o.strip() for o in options) or len(set(options)) < len(options)
+def _is_degenerate(options: list[str], images: list[tuple[str, ...]] | None = None) -> bool:
+    """An empty response (text and images) or two identical ones: no judge can be right or wrong on it."""
+    shown = list(zip(options, images or [() for _ in options]))
+    return any(not text.strip() and not pics for text, pics in shown) or len(set(shown)) < len(shown)
 
 
-def parse_item(data: dict, seq: int, where: str) -> Item:
+def parse_item(data: dict, seq: int, where: str, base: Path | None = None) -> Item:
+    """One dataset line; image paths are relative to `base` (the JSONL file's folder; default: the working one)."""
+    item = _text_item(data, seq, where)
+    try:
+        media = _media(data, item, base or Path.cwd())
+    except ImageError as exc:
+        raise DatasetError(f"{where}: {exc}") from None
+    item = Item(**{**item.__dict__, **media})
+    degenerate = bool(data.get("degenerate")) or _is_degenerate(item.options, item.options_images)
+    return Item(**{**item.__dict__, "degenerate": degenerate})
+
+
+IMAGE_FIELDS = {"pairwise": ("images", "chosen_images", "rejected_images"), "listwise": ("images", "option_images")}
+
+
+def _media(data: dict, item: Item, base: Path) -> dict:
+    """The item's image fields, checked; a field of the other kind of item is an error, not ignored."""
+    stray = [k for k in ("chosen_images", "rejected_images", "option_images") if k in data and k not in IMAGE_FIELDS[item.kind]]
+    if stray:
+        raise ImageError(f"{', '.join(stray)} do not apply to a {item.kind} item (it takes {', '.join(IMAGE_FIELDS[item.kind])})")
+    media: dict = {"images": image_list(data.get("images"), base, "images")}
+    if item.kind == "pairwise":
+        media["chosen_images"] = image_list(data.get("chosen_images"), base, "chosen_images")
+        media["rejected_images"] = image_list(data.get("rejected_images"), base, "rejected_images")
+    else:
+        media["option_images"] = option_image_lists(data.get("option_images"), base, len(item.responses))
+    return media
+
+
+def _text_item(data: dict, seq: int, where: str) -> Item:
     if not isinstance(data, dict):
         raise DatasetError(f"{where}: expected a JSON object")
     missing = [k for k in ("id", "prompt") if k not in data]
@@ -67,8 +117,7 @@ def parse_item(data: dict, seq: int, where: str) -> Item:
         item = Item(seq, str(data["id"]), category, "listwise", str(data["prompt"]), responses=tuple(str(r) for r in responses), best=best)
     else:
         raise DatasetError(f"{where}: neither pairwise (chosen, rejected) nor listwise (responses, best)")
-    degenerate = bool(data.get("degenerate")) or _is_degenerate(item.options)
-    return Item(**{**item.__dict__, "degenerate": degenerate})
+    return item
 
 
 def load_items(path: str | Path, limit: int | None = None, sample: int | None = None) -> list[Item]:
@@ -93,7 +142,7 @@ def load_items(path: str | Path, limit: int | None = None, sample: int | None = 
             data = json.loads(line)
         except ValueError as exc:
             raise DatasetError(f"{where}: not JSON ({exc})") from None
-        items.append(parse_item(data, len(items), where))
+        items.append(parse_item(data, len(items), where, path.parent))
     if not items:
         raise DatasetError(f"dataset {str(path)!r} holds no items")
     kinds = {it.kind for it in items}

@@ -30,6 +30,7 @@ from typing import Any
 from judge_mcp.app import App
 from judge_mcp.args import ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, JudgingArgs, LweJudgeArgs
 from judge_mcp.bench.data import Item
+from judge_mcp.bench.media import options_media, pair_media
 from judge_mcp.bench.arena_hard import ArenaHardArgs
 from judge_mcp.bench.pointwise import PointwiseArgs
 from judge_mcp.methods import registry
@@ -142,7 +143,8 @@ def _compare(goal: str = ComparePairArgs.default("goal"), default_template: str 
         template = opts.template or default_template
         judges = dict(backends=list(opts.panel)) if opts.panel else given(backend=backend)
         args = ComparePairArgs.parse(
-            dict(prompt=item.prompt, response_a=a, response_b=b, goal=goal, template=template, swap=False, **judges, **_authors(opts))
+            dict(prompt=item.prompt, response_a=a, response_b=b, goal=goal, template=template, swap=False, **judges, **_authors(opts),
+                 **pair_media(item, placement))
         )
         if opts.panel:
             return await _compare_panel(app, item, placement, args, opts)
@@ -261,7 +263,7 @@ def _lwe(selective: bool):
 
         args = LweJudgeArgs.parse(
             dict(prompt=item.prompt, response_a=a, response_b=b, session=opts.session, selective=selective, batch_size=opts.batch_size,
-                 **given(backend=backend))
+                 **given(backend=backend), **pair_media(item, placement))
         )
         result, timing, calls = await _run(app, args, item, placement, opts, learn=learn)
         record = placement_record(placement, result.winner)
@@ -326,7 +328,8 @@ async def _pointwise(app: App, item: Item, placement: str, opts: Options, backen
 
 async def _grade(app: App, item: Item, placement: str, opts: Options, backend: str | None) -> dict[str, Any]:
     args = GradeScoreOptionsArgs.parse(
-        dict(instruction=item.prompt, options=item.options, unrelated_option=opts.unrelated, **given(prompt_variant=opts.prompt_variant, backend=backend))
+        dict(instruction=item.prompt, options=item.options, unrelated_option=opts.unrelated, **given(prompt_variant=opts.prompt_variant, backend=backend),
+             **options_media(item))
     )
     result, timing, calls = await _run(app, args, item, placement, opts)
     tied = result.tied_indices

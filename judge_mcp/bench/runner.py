@@ -23,6 +23,7 @@ import anyio
 from judge_mcp.app import App
 from judge_mcp.bench import metrics
 from judge_mcp.bench.data import Item, dataset_name, load_items
+from judge_mcp.bench.media import images_problem
 from judge_mcp.bench.methods import METHODS, Method, Options, method_key
 from judge_mcp.bench.results import Results, methods_fingerprint, run_totals
 from judge_mcp.methods import lwe
@@ -119,6 +120,9 @@ def session_name(dataset: str, method: str, backend_key_: str) -> str:
 
 
 def check_method(method: Method, items: list[Item], dataset: str) -> None:
+    problem = images_problem(method.name, items, dataset)
+    if problem is not None:
+        raise BenchError(problem)
     kind = items[0].kind
     if kind not in method.kinds:
         raise BenchError(
