@@ -230,7 +230,10 @@ def _provider_key(kind: str, base_url: str | None, env: Mapping[str, str]) -> st
     return _env(env, env_name, None)
 
 
-_TOML_KEYS = {"kind", "model", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries", "n_ctx", "n_threads", "max_output_tokens", "structured_output"}
+_TOML_KEYS = {
+    "kind", "model", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries", "n_ctx", "n_threads", "max_output_tokens",
+    "structured_output",
+}
 
 
 def backends_from_toml(path: Path, env: Mapping[str, str]) -> dict[str, BackendConfig]:
