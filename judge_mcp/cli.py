@@ -209,8 +209,9 @@ environment (set by the MCP client's "env" block or the shell):
   JUDGE_MCP_DB           SQLite file holding all state           [default: {db}]
   JUDGE_MCP_CONFIG       TOML file with [backends.NAME] tables   [default: none]
   JUDGE_MCP_HTTP_TOKEN   bearer token for --transport http       [default: none, then loopback binds only]
-  JUDGE_MCP_CONCURRENCY  calls in flight per backend             [default: 16 for openai and anthropic,
-                                                                 4 (its slots) for local]
+  JUDGE_MCP_CONCURRENCY  most calls in flight per backend; the   [default: 256 for openai and anthropic,
+                         limit adapts below it (429/503 lower    4 (its slots) for local]
+                         it, successes grow it back)
   JUDGE_MCP_TIMEOUT_S    seconds to wait for a reply to start    [default: 120; a local server on CPU: 600]
                          (the rest of it: min(30, this); a backend call, retries included, ends within
                          2 x (this + min(30, this)) seconds of getting its slot)
