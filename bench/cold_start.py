@@ -62,12 +62,12 @@ def _answer(proc: subprocess.Popen, request_id: int) -> dict:
             return message["result"]
 
 
-def one_start(argv: list[str], env: dict[str, str], tool: str, arguments: dict) -> tuple[float, float]:
+def one_start(argv: list[str], env: dict[str, str], tool: str, arguments: dict, stderr: int = subprocess.DEVNULL) -> tuple[float, float]:
     """(seconds to the first tools/list answer, seconds to the first tool answer) for one fresh process."""
     from mcp.types import LATEST_PROTOCOL_VERSION
 
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env, cwd=ROOT)
     try:
         _send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {}, "clientInfo": {"name": "cold-start", "version": "1"}}})
