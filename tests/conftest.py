@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
+from judge_mcp.bench.scripted import Responder, ScriptedServer
 from judge_mcp.calls.cache import CallCache
 from judge_mcp.calls.judge import Judge
 from judge_mcp.storage.sqlite import Store
 from tests.connect import TRANSPORTS, judged
 from tests.helpers import app_env, http_backend, make_app, start_scripted
-from judge_mcp.bench.scripted import Responder, ScriptedServer
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -48,8 +48,15 @@ def _no_real_network(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store(tmp_path / "judge.db")
+def store(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Store]:
+    """An SQLite store in a temp file; a test decorated `@on_both_engines` (tests/engines.py) also runs with a
+    PostgreSQL store on a new database of the session's server."""
+    if getattr(request, "param", "sqlite") == "postgresql":
+        from judge_mcp.storage.postgres import PgStore
+
+        s = PgStore(request.getfixturevalue("postgres_url"))
+    else:
+        s = Store(tmp_path / "judge.db")
     yield s
     s.close()
 
@@ -143,9 +150,9 @@ _DATABASES = itertools.count()
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[Any]:
-    """A real PostgreSQL server for the session (tests/postgres_server.py), stopped at the end. Skipped where no server
+    """A real PostgreSQL server for the session (judge_mcp/bench/postgres_server.py), stopped at the end. Skipped where no server
     binaries exist, except under CI, where .ci/run installs them and a skip would hide a missing install step."""
-    from tests.postgres_server import PostgresServer, unavailable_reason
+    from judge_mcp.bench.postgres_server import PostgresServer, unavailable_reason
 
     reason = unavailable_reason()
     if reason is not None:

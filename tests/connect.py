@@ -26,7 +26,8 @@ from typing import Any
 from mcp import Client
 
 from judge_mcp.bench.scripted import Responder, ScriptedServer
-from tests.helpers import ROOT, HttpServer, app_env, clean_env, make_app, token_client
+from judge_mcp.bench.servers import HttpServer, clean_env
+from tests.helpers import ROOT, app_env, make_app, token_client
 
 TRANSPORTS = ("memory", "stdio", "http")
 

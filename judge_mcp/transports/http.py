@@ -15,6 +15,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 
 from judge_mcp.config import MIN_REMOTE_TOKEN_CHARS, ConfigError
+from judge_mcp.transports.probes import Ready, with_probes
 
 LOOPBACK_NAMES = {"localhost"}
 
@@ -83,7 +84,7 @@ def rebinding_guard(host: str) -> TransportSecuritySettings:
     )
 
 
-def http_app(server: MCPServer, *, host: str, token: str | None) -> Any:
+def http_app(server: MCPServer, *, host: str, token: str | None, stateless: bool = False) -> Any:
     # Refusals are ConfigErrors: `judge-mcp serve` exits 2 with them, as with any other configuration error.
     if not token and not is_loopback(host):
         raise ConfigError(
@@ -96,8 +97,10 @@ def http_app(server: MCPServer, *, host: str, token: str | None) -> Any:
             f"characters; use at least {MIN_REMOTE_TOKEN_CHARS} (e.g. `export JUDGE_MCP_HTTP_TOKEN=$(openssl rand -hex 32)`)"
         )
     if token:
-        return BearerAuth(server.streamable_http_app(streamable_http_path="/mcp", host=host), token)
-    return server.streamable_http_app(streamable_http_path="/mcp", host=host, transport_security=rebinding_guard(host))
+        return BearerAuth(server.streamable_http_app(streamable_http_path="/mcp", host=host, stateless_http=stateless), token)
+    return server.streamable_http_app(
+        streamable_http_path="/mcp", host=host, transport_security=rebinding_guard(host), stateless_http=stateless
+    )
 
 
 HEADER_TIMEOUT_S = 10.0  # a connection must finish a request's headers within this (a slow-loris client is closed)
@@ -139,13 +142,17 @@ def endpoint_url(host: str, port: int) -> str:
     return f"http://{shown}:{port}/mcp"
 
 
-async def serve_http(server: MCPServer, *, host: str, port: int, token: str | None) -> None:
+async def serve_http(
+    server: MCPServer, *, host: str, port: int, token: str | None, stateless: bool = False, ready: Ready | None = None
+) -> None:
+    """Serve until stopped. `stateless`: no MCP sessions (replicas behind a load balancer; README "Replicas");
+    `ready`: the readiness check behind /readyz (transports/probes.py)."""
     import sys
 
     import uvicorn
 
     config = uvicorn.Config(
-        http_app(server, host=host, token=token),
+        with_probes(http_app(server, host=host, token=token, stateless=stateless), ready),
         host=host,
         port=port,
         log_level="warning",

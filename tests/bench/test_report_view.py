@@ -23,8 +23,9 @@ from judge_mcp.bench import cli as bench_cli
 from judge_mcp.bench import metrics, report
 from judge_mcp.bench.runner import RunSpec, run
 from judge_mcp.bench.scripted_judges import first_shown_judge
+from judge_mcp.bench.servers import clean_env
 from tests.bench.datasets import LISTS, PAIRS, right_judge
-from tests.helpers import app_env, clean_env, make_app
+from tests.helpers import app_env, make_app
 
 
 async def _run(scripted, responder, model: str, dataset: Path, method: str, db: Path) -> dict:

@@ -13,12 +13,11 @@ import threading
 import time
 from pathlib import Path
 
-
 from judge_mcp.bench.runner import MAX_CONSECUTIVE_ERRORS
-from tests.helpers import server_env
-from judge_mcp.bench.scripted_judges import first_user
-from tests.bench.datasets import PAIRS, bench, item_of, right_judge
 from judge_mcp.bench.scripted import Reply
+from judge_mcp.bench.scripted_judges import first_user
+from judge_mcp.bench.servers import server_env
+from tests.bench.datasets import PAIRS, bench, item_of, right_judge
 
 
 async def test_rerun_skips_finished_items(scripted, tmp_path):

@@ -12,9 +12,10 @@ import httpx
 import pytest
 
 from judge_mcp import cli
-from tests.helpers import ACCEPT, INIT, HttpServer, server_env
-from judge_mcp.bench.scripted_judges import UniversalJudge
 from judge_mcp.bench.scripted import Reply
+from judge_mcp.bench.scripted_judges import UniversalJudge
+from judge_mcp.bench.servers import HttpServer, server_env
+from tests.helpers import ACCEPT, INIT
 
 FIXTURES = Path(__file__).resolve().parent.parent / "bench_fixtures"
 CONTRACT_VARIABLES = ["JUDGE_MCP_BACKEND", "JUDGE_MCP_MODEL", "JUDGE_MCP_BASE_URL", "JUDGE_MCP_API_KEY", "JUDGE_MCP_DB", "JUDGE_MCP_CONFIG", "JUDGE_MCP_HTTP_TOKEN"]

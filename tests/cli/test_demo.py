@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
+from judge_mcp.bench.scripted_judges import UniversalJudge
+from judge_mcp.bench.servers import clean_env
 from judge_mcp.demo import DEMO_MAX_OUTPUT_TOKENS, STEPS, server_environment
 from judge_mcp.demo_text import flip_lines, grade_lines, pair_lines, small_model_note, stats_lines
 from judge_mcp.server import build_server
-from tests.helpers import clean_env, delayed, make_app
-from judge_mcp.bench.scripted_judges import UniversalJudge
+from tests.helpers import delayed, make_app
 
 
 async def test_the_demo_calls_every_tool_the_server_offers(tmp_path: Path) -> None:

@@ -18,8 +18,10 @@ from typing import Any
 import anyio
 from mcp import Client
 
-from tests.helpers import ROOT, Hold, HttpServer, clean_env, delayed, server_env
 from judge_mcp.bench.scripted_judges import REFINED_MARK, LweScript, role_of
+from judge_mcp.bench.servers import HttpServer, clean_env, server_env
+from tests.helpers import ROOT, Hold, delayed
+
 
 def case(i: int) -> dict[str, Any]:
     return {"prompt": f"Crash question {i}?", "response_a": f"answer one to {i}", "response_b": f"answer two to {i}"}

@@ -15,14 +15,14 @@ import anyio
 import pytest
 from mcp import Client
 
-from judge_mcp.methods import lwe
-from judge_mcp.storage.sqlite import Store, StoreError
-from judge_mcp.storage.lwe_sessions import LweRepository
-from tests.helpers import clean_env
 from judge_mcp.bench.scripted_judges import BAD, GOOD, UniversalJudge
-from tests.helpers import integrity_ok
-from judge_mcp.storage.verdict_log import VerdictLog
+from judge_mcp.bench.servers import clean_env
 from judge_mcp.calls.cache import CacheRow, CacheTable
+from judge_mcp.methods import lwe
+from judge_mcp.storage.lwe_sessions import LweRepository
+from judge_mcp.storage.sqlite import Store, StoreError
+from judge_mcp.storage.verdict_log import VerdictLog
+from tests.helpers import integrity_ok
 
 BIG = "x" * 20_000  # more than a few pages, so a write must grow the file
 

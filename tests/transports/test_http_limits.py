@@ -13,8 +13,9 @@ import httpx
 import pytest
 import uvicorn
 
+from judge_mcp.bench.servers import HttpServer, free_port, server_env
 from judge_mcp.transports.http import header_timeout_protocol, rebinding_guard
-from tests.helpers import ACCEPT, INIT, HttpServer, free_port, server_env
+from tests.helpers import ACCEPT, INIT
 
 
 def test_rebinding_guard_names_the_bound_address_and_loopback_names_only() -> None:

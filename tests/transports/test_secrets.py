@@ -17,9 +17,10 @@ import anyio
 import httpx
 import pytest
 
-from tests.helpers import ACCEPT, INIT, HttpServer, as_reply, server_env, token_client
-from judge_mcp.bench.scripted_judges import BAD, CAPITAL_Q, GOOD, PAIR, RIGHT_INSTRUCTION, UniversalJudge
 from judge_mcp.bench.scripted import Reply, chat_body
+from judge_mcp.bench.scripted_judges import BAD, CAPITAL_Q, GOOD, PAIR, RIGHT_INSTRUCTION, UniversalJudge
+from judge_mcp.bench.servers import HttpServer, server_env
+from tests.helpers import ACCEPT, INIT, as_reply, token_client
 
 KEY = "sk-live-SECRETKEY-4f7d2a9c81e0"
 TOKEN = "http-token-SECRETTOKEN-9b3e55"

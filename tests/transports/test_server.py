@@ -14,7 +14,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from judge_mcp.bench.scripted import Reply
 from judge_mcp.bench.scripted_judges import GOOD, PAIR, correct_judge, first_shown_judge
-from tests.helpers import ACCEPT, INIT, HttpServer, server_env, token_client
+from judge_mcp.bench.servers import HttpServer, server_env
+from tests.helpers import ACCEPT, INIT, token_client
 
 TOOLS = {"compare_pair", "infer_instruction_reward", "grade_score_options", "lwe_judge", "lwe_session"}
 

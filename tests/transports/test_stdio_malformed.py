@@ -8,7 +8,8 @@ import subprocess
 import sys
 import threading
 
-from tests.helpers import INIT, ROOT, server_env
+from judge_mcp.bench.servers import server_env
+from tests.helpers import INIT, ROOT
 
 
 def test_unreadable_lines_get_json_rpc_errors_and_the_server_keeps_serving(tmp_path):

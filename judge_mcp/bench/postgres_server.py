@@ -1,4 +1,4 @@
-"""A real PostgreSQL server for the tests, started from the server binaries found on this machine (Debian's
+"""A real PostgreSQL server for the tests and bench/replicas.py, started from the server binaries found on this machine (Debian's
 `postgresql` package puts them in /usr/lib/postgresql/N/bin) in a temporary folder, on a loopback port, and
 stopped when the tests are done. `initdb` and `postgres` refuse to run as root, so as root they run as the
 `postgres` user (its folder is handed to it); as anyone else they run as that user.
@@ -19,6 +19,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from judge_mcp.bench.servers import free_port
 
 SUPERUSER = "judge"  # the cluster's superuser (trust authentication on the loopback port only)
 
@@ -49,12 +51,6 @@ def unavailable_reason() -> str | None:
     return None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @dataclass
 class PostgresServer:
     """One PostgreSQL cluster in a temporary folder. `url(db)` is a connection URL for database `db`."""
@@ -77,7 +73,7 @@ class PostgresServer:
             entry = pwd.getpwnam(user)
             os.chmod(root, 0o700)
             os.chown(root, entry.pw_uid, entry.pw_gid)
-        server = cls(bindir, root, _free_port(), user)
+        server = cls(bindir, root, free_port(), user)
         server._run("initdb", "-D", str(root / "data"), "-U", SUPERUSER, "--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions")
         server._start()
         return server
@@ -103,7 +99,8 @@ class PostgresServer:
 
     def stop(self, mode: str = "fast") -> None:
         """Stop the server (`mode`: fast, or immediate for a crash-like stop)."""
-        subprocess.run(self._command("pg_ctl", "-D", str(self.root / "data"), "-m", mode, "-w", "-t", "60", "stop"), capture_output=True, cwd=self.root, timeout=90)
+        command = self._command("pg_ctl", "-D", str(self.root / "data"), "-m", mode, "-w", "-t", "60", "stop")
+        subprocess.run(command, capture_output=True, cwd=self.root, timeout=90)
 
     def restart(self) -> None:
         self.stop("immediate")
@@ -120,6 +117,17 @@ class PostgresServer:
         """A new, empty database `name`; its URL."""
         self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", SUPERUSER, name)
         return self.url(name)
+
+    def require_password(self, role: str, password: str) -> str:
+        """A login role that must give `password` (scram-sha-256 on the loopback port; every other role keeps trust);
+        the URL of database `postgres` for it, without the password."""
+        self._run("psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", SUPERUSER, "-d", "postgres", "-c",
+                  f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
+        hba = self.root / "data" / "pg_hba.conf"
+        hba.write_text(f"host all {role} 127.0.0.1/32 scram-sha-256\n" + hba.read_text())
+        self._run("pg_ctl", "-D", str(self.root / "data"), "reload")
+        time.sleep(0.3)  # the postmaster rereads pg_hba.conf on SIGHUP
+        return f"postgresql://{role}@127.0.0.1:{self.port}/postgres"
 
     def log(self) -> str:
         try:
