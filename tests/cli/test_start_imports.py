@@ -10,7 +10,7 @@ import json
 import subprocess
 import sys
 
-from tests.helpers import clean_env
+from judge_mcp.bench.servers import clean_env
 
 DEFERRED = ("aiohttp", "sqlite_utils", "rapidfuzz", "certifi", "judge_mcp.backends.client", "judge_mcp.bench.report")
 
