@@ -37,12 +37,14 @@ R = TypeVar("R", bound=BaseModel)
 
 
 def settle_heap() -> None:
-    """Call once start-up is done (imports, settings, the server's tools): one full collection, then what survived
-    moves to the permanent generation (gc.freeze), so the collector stops re-scanning the SDK's, pydantic's and our
-    long-lived objects in every older-generation collection (~0.05 ms of CPU per compare_pair, ~1.2 ms per 16-response
-    FLIP call, measured in process)."""
-    gc.collect()
+    """Call once start-up is done (imports, settings, the server's tools): what the heap holds moves to the permanent
+    generation (gc.freeze), so the collector stops re-scanning the SDK's, pydantic's and our long-lived objects in
+    every older-generation collection (~0.05 ms of CPU per compare_pair, ~1.2 ms per 16-response FLIP call, measured
+    in process). No full collection first: it took ~30-95 ms of the start (bench/cold_start.py) to free a few hundred
+    objects of start-up garbage (3,382 counted with the collector off during the imports, cli.main), which the
+    permanent generation now keeps, once. Turns the collector (back) on."""
     gc.freeze()
+    gc.enable()
 
 
 class App:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import logging
 import os
@@ -57,7 +58,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             with anyio.CancelScope(shield=True):
                 await app.aclose()
 
-    settle_heap()  # once everything the server runs on is imported and built
+    settle_heap()  # once everything the server runs on is imported and built; turns the collector back on
     try:
         anyio.run(serve)
     except SystemExit as exc:  # uvicorn exits 3 when it cannot bind (it has logged why): exit 2, as a refused bind does
@@ -224,8 +225,8 @@ environment (set by the MCP client's "env" block or the shell):
   JUDGE_MCP_CONFIG       TOML file with [backends.NAME] tables   [default: none]
   JUDGE_MCP_HTTP_TOKEN   bearer token for --transport http       [default: none, then loopback binds only]
   JUDGE_MCP_HTTP_STATELESS  1: as serve --stateless              [default: 0]
-  JUDGE_MCP_CONCURRENCY  calls in flight per backend             [default: 16 for openai and anthropic,
-                                                                 4 (its slots) for local]
+  JUDGE_MCP_CONCURRENCY  most calls in flight per backend (the   [default: 256 for openai and anthropic,
+                         limit adapts below it on 429/503)       4 (its slots) for local]
   JUDGE_MCP_TIMEOUT_S    seconds to wait for a reply to start    [default: 120; a local server on CPU: 600]
                          (the rest of it: min(30, this); a backend call, retries included, ends within
                          2 x (this + min(30, this)) seconds of getting its slot)
@@ -375,16 +376,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # No cyclic collection during the start-up imports (it re-scanned the SDK's, pydantic's and our long-lived objects:
+    # ~15% of the start); on again once `serve` froze them (app.settle_heap), for any other command at once.
+    gc.disable()
+    try:
+        return _run(argv)
+    finally:
+        gc.enable()
+
+
+def _run(argv: list[str] | None) -> int:
     from judge_mcp.config import ConfigError
     from judge_mcp.storage.engine import StoreError
 
     args = build_parser().parse_args(argv)
+    if args.fn is not cmd_serve:
+        gc.enable()
     _setup_logging(args.verbose)
     try:
         return int(args.fn(args) or 0)
-    except ConfigError as exc:  # a setting, or an HTTP bind refused for want of a token: exit 2 either way
-        print(f"judge-mcp: configuration error: {exc}", file=sys.stderr)
-        return 2
-    except StoreError as exc:
-        print(f"judge-mcp: {exc}", file=sys.stderr)
+    except (ConfigError, StoreError) as exc:  # a setting, an HTTP bind refused for want of a token, the store: exit 2
+        print(f"judge-mcp: {'configuration error: ' if isinstance(exc, ConfigError) else ''}{exc}", file=sys.stderr)
         return 2

@@ -22,10 +22,11 @@ PROVIDER_KEY_ENV = {"openai": ("OPENAI_API_KEY", "api.openai.com"), "anthropic":
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5"}
 DEFAULT_BACKEND_NAME = "default"
 STRUCTURED_OUTPUT_MODES = ("auto", "json_schema", "off")
-# Requests in flight per backend, by kind. A remote API gets the largest single judgment's fan-out (16 FLIP
-# responses; grade_score's 10 options) at once, so one call costs about one backend round trip; the embedded model
-# gets its slot count (each slot holds a share of n_ctx and of 2 CPU cores).
-DEFAULT_CONCURRENCY = {"local": 4, "openai": 16, "anthropic": 16}
+# Requests in flight per backend, by kind: the ceiling of the adaptive limit (backends/limiter.py), which starts
+# there, drops on 429/503/529 and timeouts and grows back while calls succeed. A remote API gets 256, so a burst of
+# 100 compare_pair calls (200 requests) goes out at once and a backend that takes fewer says so with 429; the
+# embedded model gets its slot count (each slot holds a share of n_ctx and of 2 CPU cores).
+DEFAULT_CONCURRENCY = {"local": 4, "openai": 256, "anthropic": 256}
 
 
 class ConfigError(ValueError):

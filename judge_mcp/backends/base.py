@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 
 from judge_mcp.backends.errors import AttemptTimeout, BackendError, FatalError, RetryableError
+from judge_mcp.backends.limiter import OVERLOAD_STATUS, AdaptiveLimit
 from judge_mcp.backends.retry import RetryPolicy, run_with_retries
 
 
@@ -173,7 +174,7 @@ class Backend:
         self.concurrency = concurrency
         self.timeout_s = timeout_s
         self.policy = RetryPolicy(max_retries=max_retries, base_s=backoff_base_s, max_s=backoff_max_s)
-        self._limiter: anyio.CapacityLimiter | None = None
+        self._limit: AdaptiveLimit | None = None
 
     # ---- identity -------------------------------------------------------------------------------------------
     @property
@@ -191,10 +192,16 @@ class Backend:
 
     # ---- calling --------------------------------------------------------------------------------------------
     @property
+    def limit(self) -> AdaptiveLimit:
+        """The calls in flight: up to `concurrency` (the ceiling), lowered on 429/503/529 and timeouts, grown back while
+        calls succeed (limiter.py)."""
+        if self._limit is None:
+            self._limit = AdaptiveLimit(self.concurrency)
+        return self._limit
+
+    @property
     def limiter(self) -> anyio.CapacityLimiter:
-        if self._limiter is None:
-            self._limiter = anyio.CapacityLimiter(self.concurrency)
-        return self._limiter
+        return self.limit.limiter
 
     @property
     def attempt_limit_s(self) -> float:
@@ -241,12 +248,18 @@ class Backend:
             try:
                 with anyio.fail_after(limit):
                     completion = await self._send(request)
+            except RetryableError as exc:
+                if exc.status in OVERLOAD_STATUS:
+                    self.limit.overloaded(exc.retry_after)
+                raise
             except TimeoutError as exc:
                 if limit < self.attempt_limit_s:  # cut by the call's bound, not by this attempt's own limit
                     raise FatalError(f"gave up at the call's bound of {self.call_bound_s:g}s (all attempts included){call.before()}") from None
                 if self.retry_timeouts:
+                    self.limit.overloaded(event="timeout")
                     raise
                 raise FatalError(f"{_describe(exc, self.timeout_s)} ({self.timeout_note})") from None
+            self.limit.success()
             if not completion.usage.latency_ms:
                 completion.usage.latency_ms = (time.perf_counter() - start) * 1000.0
             return completion

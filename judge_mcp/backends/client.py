@@ -324,7 +324,10 @@ class HTTPBackend(Backend):
         HTTP(S)_PROXY / ALL_PROXY / NO_PROXY are honoured, as httpx did (`env_proxy`; ~/.netrc is not read)."""
         loop = asyncio.get_running_loop()
         if self._session is None or self._session.closed or self._session_loop is not loop:
-            connector = aiohttp.TCPConnector(limit=self.concurrency, limit_per_host=0, keepalive_timeout=60.0, ssl=tls_context())
+            self._proxy = env_proxy(self.base_url)
+            # The CA bundles are read (tls_context) only when TLS is spoken: to an https URL or through an https proxy.
+            tls = tls_context() if any(u and u.lower().startswith("https:") for u in (self.base_url, self._proxy)) else True
+            connector = aiohttp.TCPConnector(limit=self.concurrency, limit_per_host=0, keepalive_timeout=60.0, ssl=tls)
             self._session = aiohttp.ClientSession(
                 connector=connector,
                 cookie_jar=aiohttp.DummyCookieJar(),
@@ -332,7 +335,6 @@ class HTTPBackend(Backend):
                 headers={"user-agent": USER_AGENT, **self._auth_header},
             )
             self._session_loop = loop
-            self._proxy = env_proxy(self.base_url)
         return self._session
 
     @property

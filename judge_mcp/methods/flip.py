@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from rapidfuzz import fuzz, utils
 
 from judge_mcp import prompts
 from judge_mcp.args import ANSWER_ORDERS as ANSWER_ORDERS  # the tool's choices, for this module's readers
@@ -151,6 +150,8 @@ class Echo:
 
 
 def _plain(text: str) -> str:
+    from rapidfuzz import utils  # imported at the first FLIP call, not at the server's start
+
     return " ".join(utils.default_process(text).split())
 
 
@@ -172,6 +173,8 @@ def detect_echo(instruction: str, response: str) -> Echo:
         return Echo(0.0, False)
     needed = max(ECHO_MIN_WORDS, math.ceil(words / 2))
     score = 0.0
+    from rapidfuzz import fuzz
+
     for stretch in {plain[:window], plain[-window:]}:
         alignment = fuzz.partial_ratio_alignment(inst, stretch)
         if alignment is None:  # only with a score_cutoff, which is not given: kept for the type

@@ -19,8 +19,6 @@ import string
 from collections import Counter
 from collections.abc import Callable
 
-from rapidfuzz import fuzz, utils
-
 from judge_mcp.args import SIMILARITIES
 
 _PUNCT = frozenset(string.punctuation)
@@ -80,6 +78,8 @@ def rouge_l(prediction: str, reference: str) -> float:
 
 def token_sort(prediction: str, reference: str) -> float:
     """rapidfuzz `token_sort_ratio` / 100, after rapidfuzz's default processing (lowercase, non-alphanumerics out)."""
+    from rapidfuzz import fuzz, utils  # imported at the first use, not at the server's start
+
     if not utils.default_process(prediction).strip() or not utils.default_process(reference).strip():
         return 0.0
     return fuzz.token_sort_ratio(prediction, reference, processor=utils.default_process) / 100.0

@@ -328,7 +328,7 @@ def test_bad_toml_gives_a_config_error_naming_the_place(tmp_path, toml, needle):
     assert "sk-literal" not in str(info.value)
 
 
-@pytest.mark.parametrize("kind, expected", [("openai", 16), ("anthropic", 16), ("local", 4)])
+@pytest.mark.parametrize("kind, expected", [("openai", 256), ("anthropic", 256), ("local", 4)])
 def test_default_concurrency_by_kind(kind, expected, tmp_path):
     env = {"JUDGE_MCP_BACKEND": kind, "JUDGE_MCP_API_KEY": "k"}
     assert load_settings(env).default_backend.concurrency == expected

@@ -1,0 +1,81 @@
+"""How many calls a backend has in flight: a limit that adapts to the backend's answers, under a ceiling.
+
+The limit starts at the ceiling (the configured `concurrency`, or the kind's default) and moves with what the
+backend says (additive increase, multiplicative decrease, as TCP's congestion control):
+
+- An overload answer (429, 503, Anthropic's 529) or a timed-out attempt lowers it, at once, to the number of other
+  calls still in flight (what the backend was holding when it refused one more), but by at most half per answer
+  (so one stray 503 on a quiet backend does not drop it to 1). A burst of 200 against a server that takes 16 thus
+  settles at about 16 as the refusals come back, and the refused calls are retried (after their backoff or the
+  server's Retry-After) under the lowered limit.
+- A success while every slot is taken counts towards growth: one more slot per `limit × probe` such successes, up to
+  the ceiling. `probe` doubles (up to PROBE_MAX) each time a slot just grown is taken back, so a backend that keeps
+  refusing at the same level is probed less and less often; a Retry-After also holds growth until it has passed.
+
+`history` keeps the limit's recent trajectory (time, event, limit) for tests and diagnostics.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+import anyio
+
+OVERLOAD_STATUS = frozenset({429, 503, 529})
+PROBE_MAX = 64
+HISTORY = 256
+
+
+class AdaptiveLimit:
+    """An anyio CapacityLimiter whose total follows the backend's answers (see the module doc)."""
+
+    def __init__(self, ceiling: int):
+        if ceiling < 1:
+            raise ValueError(f"concurrency ceiling must be >= 1, got {ceiling}")
+        self.ceiling = ceiling
+        self.limiter = anyio.CapacityLimiter(ceiling)
+        self.probe = 1
+        self.overloads = 0  # overload answers seen (429/503/529 and timeouts)
+        self._successes = 0  # saturated successes since the last change
+        self._hold_until = -math.inf
+        self._last_event = ""
+        self.history: deque[tuple[float, str, int]] = deque(maxlen=HISTORY)
+
+    @property
+    def limit(self) -> int:
+        return int(self.limiter.total_tokens)
+
+    @property
+    def in_flight(self) -> int:
+        return self.limiter.borrowed_tokens
+
+    def _set(self, value: int, event: str) -> None:
+        value = max(1, min(self.ceiling, value))
+        if value != self.limit:
+            self.limiter.total_tokens = value
+        self._successes = 0
+        self._last_event = event
+        self.history.append((anyio.current_time(), event, value))
+
+    def success(self) -> None:
+        """A call holding a slot succeeded (call before releasing the slot)."""
+        if self.limit >= self.ceiling or self.in_flight < self.limit or anyio.current_time() < self._hold_until:
+            return
+        self._successes += 1
+        if self._successes >= self.limit * self.probe:
+            self._set(self.limit + 1, "grow")
+
+    def overloaded(self, retry_after: float | None = None, event: str = "overload") -> None:
+        """The backend refused a call for load, or it timed out (call while the refused call still holds its slot)."""
+        self.overloads += 1
+        others = self.in_flight - 1
+        lowered = max(others, math.ceil(self.limit / 2))
+        if lowered < self.limit:
+            if self._last_event == "grow":  # the last probe above the settled limit failed: probe less often
+                self.probe = min(PROBE_MAX, self.probe * 2)
+            self._set(lowered, event)
+        else:
+            self._successes = 0
+        if retry_after:
+            self._hold_until = max(self._hold_until, anyio.current_time() + retry_after)
