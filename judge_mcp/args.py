@@ -32,6 +32,8 @@ from judge_mcp import arg_errors
 
 # ---- limits ------------------------------------------------------------------------------------------------------
 MAX_TEXT_CHARS = 50_000  # one prompt, response, option or instruction
+MAX_CRITERIA_CHARS = 10_000  # the caller's rubric (`criteria`)
+MAX_REFERENCE_CHARS = MAX_TEXT_CHARS  # a reference answer (`reference`)
 MAX_TOTAL_CHARS = 200_000  # all judged text of one call together
 MAX_RESPONSES = 16  # infer_instruction_reward
 MIN_OPTIONS, MAX_OPTIONS = 2, 10  # grade_score_options
@@ -111,6 +113,8 @@ JUDGED = _Judged()
 # ---- argument types ------------------------------------------------------------------------------------------------
 Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(_text)]
 OptionalText = Annotated[Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS)] | None, AfterValidator(_optional_text)]
+OptionalCriteria = Annotated[Annotated[str, Field(min_length=1, max_length=MAX_CRITERIA_CHARS)] | None, AfterValidator(_optional_text)]
+OptionalReference = Annotated[Annotated[str, Field(min_length=1, max_length=MAX_REFERENCE_CHARS)] | None, AfterValidator(_optional_text)]
 Prompt = Annotated[Text, JUDGED, Field(description="the user prompt both answers respond to")]
 Instruction = Annotated[Text, JUDGED]
 ModelName = Annotated[str, Field(min_length=1, max_length=MAX_MODEL_CHARS), AfterValidator(_text)]
@@ -201,6 +205,27 @@ class JudgingArgs(ToolArgs):
     ] = None
 
 
+class UserInputsArgs(JudgingArgs):
+    """What a caller brings besides the answers (compare_pair, grade_score_options, lwe_judge): a rubric and a
+    reference answer. Absent, the prompts are the papers'; present, they are fenced blocks in the user message."""
+
+    criteria: Annotated[
+        OptionalCriteria, JUDGED,
+        Field(description=f"optional: your evaluation criteria (a rubric), up to {MAX_CRITERIA_CHARS:,} characters; the judge "
+              "decides against them (goal worse: which answer is worse against them), e.g. \"Code review: correctness first, "
+              "then thread safety, then readability; ignore style nits\""),
+    ] = None
+    reference: Annotated[
+        OptionalReference, JUDGED,
+        Field(description=f"optional: a reference answer the judge compares the answers with, up to {MAX_REFERENCE_CHARS:,} characters, "
+              "e.g. for \"What is the sum of the first 100 positive integers?\" the reference \"5050 (n(n+1)/2 with n = 100)\""),
+    ] = None
+
+    def user_inputs(self) -> dict[str, str]:
+        """The criteria and reference given (absent ones left out)."""
+        return {k: v for k, v in (("criteria", self.criteria), ("reference", self.reference)) if v is not None}
+
+
 class PairArgs(JudgingArgs):
     """A prompt and two answers to it (compare_pair, lwe_judge, the bench's Arena-Hard baseline)."""
 
@@ -256,7 +281,7 @@ class PanelArgs(JudgingArgs):
         return self
 
 
-class ComparePairArgs(PairArgs, PanelArgs):
+class ComparePairArgs(PairArgs, UserInputsArgs, PanelArgs):
     tool: ClassVar[str] = "compare_pair"
     ANSWERS_SAID: ClassVar[str] = "response_a, response_b"
 
@@ -313,7 +338,7 @@ class InferInstructionRewardArgs(JudgingArgs):
     ] = "reasoning_first"
 
 
-class GradeScoreOptionsArgs(PanelArgs):
+class GradeScoreOptionsArgs(UserInputsArgs, PanelArgs):
     tool: ClassVar[str] = "grade_score_options"
     ANSWERS_SAID: ClassVar[str] = "one per option"
 
@@ -343,7 +368,7 @@ class GradeScoreOptionsArgs(PanelArgs):
         return options
 
 
-class LweJudgeArgs(PairArgs):
+class LweJudgeArgs(PairArgs, UserInputsArgs):
     tool: ClassVar[str] = "lwe_judge"
 
     session: Session = "default"

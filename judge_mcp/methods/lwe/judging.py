@@ -48,10 +48,12 @@ def _require_store(judge: Judge) -> Engine:
 
 
 # ---- the vanilla pair ----------------------------------------------------------------------------------------------
-async def _vanilla_order(judge: Judge, prompt: str, first: str, second: str, order: str) -> str | None:
+async def _vanilla_order(
+    judge: Judge, prompt: str, first: str, second: str, order: str, criteria: str | None = None, reference: str | None = None
+) -> str | None:
     structured = judge.structured
     request = user(
-        lwe_text.vanilla_prompt(prompt, first, second, structured),
+        lwe_text.vanilla_prompt(prompt, first, second, structured, criteria=criteria, reference=reference),
         max_tokens=MAX_TOKENS["vanilla"],
         json_schema=lwe_text.verdict_schema() if structured else None,
         schema_name="lwe_vanilla_verdict",
@@ -62,13 +64,15 @@ async def _vanilla_order(judge: Judge, prompt: str, first: str, second: str, ord
     return lwe_text.to_caller(result.value, order)
 
 
-async def vanilla_pair(judge: Judge, prompt: str, response_a: str, response_b: str) -> VanillaPair:
+async def vanilla_pair(
+    judge: Judge, prompt: str, response_a: str, response_b: str, *, criteria: str | None = None, reference: str | None = None
+) -> VanillaPair:
     """The vanilla prompt in both orders, concurrently; verdicts in the caller's A/B."""
 
     async def one(k: int) -> str | None:
         order = ("AB", "BA")[k]
         first, second = (response_a, response_b) if order == "AB" else (response_b, response_a)
-        return await _vanilla_order(judge, prompt, first, second, order)
+        return await _vanilla_order(judge, prompt, first, second, order, criteria, reference)
 
     ab, ba = await run_each(judge, 2, one)
     return VanillaPair(ab=ab, ba=ba, consistent=ab is not None and ab == ba)
@@ -129,6 +133,8 @@ class _Case:
     base: float  # progress steps: [vanilla pair], case prompt, judgment, feedback, buffering, refinement
     warnings: list[str] = field(default_factory=list)
     vanilla: VanillaPair | None = None
+    criteria: str | None = None  # the caller's rubric and reference answer, shown with the case in every prompt
+    reference: str | None = None
 
     @property
     def total(self) -> float:
@@ -161,7 +167,7 @@ async def _judge_with_meta_prompt(case: _Case, learn: bool) -> _MetaJudgment:
     state = await case.repo.aio.session_row(case.session)
     assert state is not None
     meta_version, meta_prompt = state["current_version"], state["text"]
-    example = lwe_text.example_text(case.prompt, case.response_a, case.response_b)
+    example = lwe_text.example_text(case.prompt, case.response_a, case.response_b, criteria=case.criteria, reference=case.reference)
     await case.progress(base + 0.2, f"writing the case-specific evaluation prompt from meta-prompt v{meta_version}")
     build = lwe_text.build_eval_prompt_request(meta_prompt, example)
     eval_prompt, cut = await generate_text(judge, build, "build", case.session, MAX_TOKENS["build"])
@@ -216,10 +222,12 @@ async def lwe_judge(judge: Judge, args: LweJudgeArgs | None = None, /, *, learn:
     prompt, response_a, response_b, session = args.prompt, args.response_a, args.response_b, args.session
     repo = LweRepository(_require_store(judge))
     state = await repo.aio.ensure_session(session, args.batch_size, initial_meta_prompt())
-    case = _Case(judge, repo, session, prompt, response_a, response_b, base=1.0 if args.selective else 0.0)
+    case = _Case(
+        judge, repo, session, prompt, response_a, response_b, base=1.0 if args.selective else 0.0, criteria=args.criteria, reference=args.reference
+    )
     if args.selective:
         await case.progress(0, "vanilla judgments in both orders")
-        vanilla = case.vanilla = await vanilla_pair(judge, prompt, response_a, response_b)
+        vanilla = case.vanilla = await vanilla_pair(judge, prompt, response_a, response_b, criteria=args.criteria, reference=args.reference)
         if vanilla.consistent:
             await case.progress(case.total, f"consistent in both orders ({vanilla.ab}): answered without the meta-prompt")
             return _vanilla_result(judge, session, (await repo.aio.session_row(session)) or state, vanilla)
