@@ -1,5 +1,5 @@
 """Live bias telemetry: figures an agent (or its operator) reads before trusting a judge, computed from the
-verdict log per (backend, model, tool), over all time and over the last N verdicts.
+verdict log per (backend, model, tool, inputs brought: text, criteria, reference, images), over all time and over the last N verdicts.
 
 Pure functions over verdict-log rows; `from_store` streams the rows from a Store page by page (newest first), so
 the all-time figure never holds the whole log in memory. What each figure counts, per tool:
@@ -65,6 +65,9 @@ class GroupStats(BaseModel):
     backend: str
     model: str
     tool: str
+    inputs: str = Field(
+        "text", description="what callers brought besides the judged texts: 'text' (nothing), or criteria, reference, images joined by '+'"
+    )
     verdicts: int
     position_bias: PositionBias = Field(description="parsed pairwise trials naming the first-shown answer (grade_score_options: picking the first position)")
     order_inconsistency: Rate = Field(description="verdicts with both orders parsed whose orders disagree (compare_pair, lwe_judge)")
@@ -82,7 +85,7 @@ class Window(BaseModel):
     oldest_at: float | None = Field(description="Unix time of the window's oldest verdict")
     newest_at: float | None = Field(description="Unix time of the window's newest verdict")
     skipped: int = Field(0, description="rows whose output could not be read (not counted anywhere else)")
-    groups: list[GroupStats] = Field(description="one entry per (backend, model, tool), sorted")
+    groups: list[GroupStats] = Field(description="one entry per (backend, model, tool, inputs), sorted")
 
 
 class StatsReport(BaseModel):
@@ -272,7 +275,7 @@ class Tally:
                 self.sums[key] += value
                 self.counts[key] += 1
 
-    def summary(self, backend: str, model: str, tool: str) -> GroupStats:
+    def summary(self, backend: str, model: str, tool: str, inputs: str = "text") -> GroupStats:
         def mean(key: str, places: int) -> dict[str, Any]:
             n = self.counts[key]
             return {"mean": round(self.sums[key] / n, places) if n else None, "of": n}
@@ -281,6 +284,7 @@ class Tally:
             backend=backend,
             model=model,
             tool=tool,
+            inputs=inputs,
             verdicts=self.verdicts,
             position_bias={**_rate(self.first, self.picks), "unbiased": round(self.unbiased_sum / self.picks, 4) if self.picks else None},
             order_inconsistency=_rate(self.disagree, self.both_orders),
@@ -311,7 +315,7 @@ class WindowTally:
             self.skipped += 1
             return
         for one in [row, *panel_members(row)]:
-            key = (str(one["backend"]), str(one["model"]), str(one["tool"]))
+            key = (str(one["backend"]), str(one["model"]), str(one["tool"]), brought_label(row.get("brought")))
             usage = one.get("usage")
             self.groups.setdefault(key, Tally()).add(facts_of(one), usage if isinstance(usage, dict) else {})
 
@@ -367,6 +371,15 @@ def from_store(store: "Engine", last: int = DEFAULT_LAST) -> StatsReport:
 
 
 # ---- decoding the store's rows ---------------------------------------------------------------------------------
+BROUGHT = ("criteria", "reference", "images")
+
+
+def brought_label(flags: Any) -> str:
+    """A group's `inputs`: the names of the inputs a caller brought (criteria, reference, images), or 'text'."""
+    names = [name for name, flag in zip(BROUGHT, flags) if flag] if isinstance(flags, (list, tuple)) else []
+    return "+".join(names) or "text"
+
+
 def row_from_json(row: dict[str, Any]) -> dict[str, Any]:
     """A `VerdictLog.stats_page` row with its JSON columns decoded (an unreadable output becomes None: skipped)."""
     def load(text: Any) -> Any:
@@ -386,5 +399,6 @@ def row_from_json(row: dict[str, Any]) -> dict[str, Any]:
         "output": load(row.get("output")),
         "usage": load(row.get("usage")) or {},
         "lengths": lengths,
+        "brought": load(row.get("brought")),
         "vanilla_reasks": {p.split(":")[2] for p in reasks if isinstance(p, str) and p.count(":") >= 3} if isinstance(reasks, list) else None,
     }
