@@ -95,7 +95,9 @@ async def compare_pair(app: App, args: ComparePairArgs, progress: ProgressFn | N
     with swap=false, `consistent` is null). Where the backend returns token log-probabilities (OpenAI-compatible
     servers, the embedded model), `p_better` gives each answer's probability of being the better one, averaged
     over both orders so position bias cancels; null where there are none. swap="auto" judges the second order
-    only when the first is not confident.
+    only when the first is not confident. Optional `criteria` (your rubric, e.g. for a code review "correctness
+    first, then thread safety, then readability") and `reference` (a reference answer, e.g. "5050" for the sum of
+    1..100) are shown to the judge in both orders; the verdict is then about them.
 
     Use it for exactly two candidates (two drafts, two patches, before/after). For 3-10 candidates use
     grade_score_options; to score responses against an instruction without a judge prompt, use
@@ -119,7 +121,8 @@ async def infer_instruction_reward(app: App, args: InferInstructionRewardArgs, p
 async def grade_score_options(app: App, args: GradeScoreOptionsArgs, progress: ProgressFn | None = None) -> GradeScoreResult:
     """Multiple-choice judging: one trial per cyclic rotation of the options (each option at each position
     once), reporting the winner, the position entropy (llm_score), the choice stability (choice_score) and
-    their harmonic mean, the Grade Score.
+    their harmonic mean, the Grade Score. Optional `criteria` and `reference` (as for compare_pair) are shown in
+    every rotation.
 
     Use it to pick the best of 2-10 options and to see how much to trust that pick (a low Grade Score means
     the judge's choice moves with the order). For two candidates compare_pair is cheaper. Cost: n backend
@@ -131,7 +134,9 @@ async def grade_score_options(app: App, args: GradeScoreOptionsArgs, progress: P
 async def lwe_judge(app: App, args: LweJudgeArgs, progress: ProgressFn | None = None) -> LweResult:
     """Learning While Evaluating: a vanilla judgment in both orders; inconsistent cases get a case-specific
     evaluation prompt written from the session's meta-prompt, and the judge's self-feedback refines that
-    meta-prompt every `batch_size` cases (stored, versioned, shared across calls and restarts).
+    meta-prompt every `batch_size` cases (stored, versioned, shared across calls and restarts). Optional
+    `criteria` and `reference` (as for compare_pair) go with the case into every call that judges it or writes
+    about it; the meta-prompt itself stays general.
 
     Use it for many pairwise judgments in one domain, where the judge should get better at that domain as it
     goes; for a one-off comparison compare_pair is cheaper and stateless. Not idempotent: an inconsistent case
