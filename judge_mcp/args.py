@@ -29,6 +29,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from pydantic_core import PydanticCustomError
 
 from judge_mcp import arg_errors
+from judge_mcp import images as imagelib
 
 # ---- limits ------------------------------------------------------------------------------------------------------
 MAX_TEXT_CHARS = 50_000  # one prompt, response, option or instruction
@@ -104,6 +105,15 @@ def check_session(value: Any) -> str:
     return value
 
 
+def _image(value: str) -> str:
+    """A data: URI of a PNG, JPEG, WebP or GIF image within the size limit (imagelib.decode says what is wrong)."""
+    try:
+        imagelib.decode(value)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    return value
+
+
 class _Judged:
     """Marks an argument the judge reads as text: it counts towards the call's size limit."""
 
@@ -115,6 +125,10 @@ Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValid
 OptionalText = Annotated[Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS)] | None, AfterValidator(_optional_text)]
 OptionalCriteria = Annotated[Annotated[str, Field(min_length=1, max_length=MAX_CRITERIA_CHARS)] | None, AfterValidator(_optional_text)]
 OptionalReference = Annotated[Annotated[str, Field(min_length=1, max_length=MAX_REFERENCE_CHARS)] | None, AfterValidator(_optional_text)]
+ImageUri = Annotated[str, Field(max_length=imagelib.MAX_IMAGE_CHARS), AfterValidator(_image)]
+_IMAGE_FORMAT = (f"data:image/(png|jpeg|webp|gif);base64,... URIs, at most {imagelib.MAX_IMAGE_BYTES // 2**20} MiB each decoded; "
+                 "http(s) URLs are refused")
+ImageList = Annotated[list[ImageUri] | None, Field(max_length=imagelib.MAX_IMAGES)]
 Prompt = Annotated[Text, JUDGED, Field(description="the user prompt both answers respond to")]
 Instruction = Annotated[Text, JUDGED]
 ModelName = Annotated[str, Field(min_length=1, max_length=MAX_MODEL_CHARS), AfterValidator(_text)]
@@ -221,9 +235,61 @@ class UserInputsArgs(JudgingArgs):
               "e.g. for \"What is the sum of the first 100 positive integers?\" the reference \"5050 (n(n+1)/2 with n = 100)\""),
     ] = None
 
+    images: Annotated[
+        ImageList,
+        Field(description=f"optional: images the judged prompt shows (e.g. the chart a question is about), up to {imagelib.MAX_IMAGES}: "
+              + _IMAGE_FORMAT),
+    ] = None
+
+    IMAGE_FIELDS: ClassVar[tuple[str, ...]] = ("images",)
+
     def user_inputs(self) -> dict[str, str]:
         """The criteria and reference given (absent ones left out)."""
         return {k: v for k, v in (("criteria", self.criteria), ("reference", self.reference)) if v is not None}
+
+    def image_list(self, name: str) -> tuple[imagelib.Image, ...]:
+        """An image argument's images, decoded (none when absent)."""
+        return tuple(imagelib.decode(uri) for uri in getattr(self, name) or ())
+
+    def logged(self) -> dict[str, Any]:
+        """As ToolArgs.logged, with every image as its SHA-256, media type and size: never its bytes."""
+        data = super().logged()
+        for name in self.IMAGE_FIELDS:
+            value = data.get(name)
+            if value is not None:
+                data[name] = [_described(v) for v in value]
+        return data
+
+    @model_validator(mode="after")
+    def _image_count(self) -> Self:
+        count = 0
+        for name in self.IMAGE_FIELDS:
+            for item in getattr(self, name) or ():
+                count += len(item or ()) if not isinstance(item, str) else 1  # option_images holds a list per option
+        if count > imagelib.MAX_CALL_IMAGES:
+            raise PydanticCustomError("call", f"the call brings {count} images; the limit for one call is {imagelib.MAX_CALL_IMAGES}")
+        return self
+
+
+def _described(value: Any) -> Any:
+    """An image URI (or a list of them) as the log keeps it."""
+    if value is None or isinstance(value, list):
+        return value and [_described(v) for v in value]
+    return imagelib.decode(value).described()
+
+
+class PairImagesArgs(UserInputsArgs):
+    """Images that belong to an answer (compare_pair, lwe_judge): they move with it when the order is swapped."""
+
+    IMAGE_FIELDS: ClassVar[tuple[str, ...]] = ("images", "response_a_images", "response_b_images")
+
+    response_a_images: Annotated[
+        ImageList, Field(description=f"optional: images that are part of answer A (e.g. a screenshot of UI A), up to {imagelib.MAX_IMAGES}: "
+                         + _IMAGE_FORMAT)
+    ] = None
+    response_b_images: Annotated[
+        ImageList, Field(description=f"optional: images that are part of answer B (e.g. a screenshot of UI B), up to {imagelib.MAX_IMAGES}")
+    ] = None
 
 
 class PairArgs(JudgingArgs):
@@ -281,7 +347,7 @@ class PanelArgs(JudgingArgs):
         return self
 
 
-class ComparePairArgs(PairArgs, UserInputsArgs, PanelArgs):
+class ComparePairArgs(PairArgs, PairImagesArgs, PanelArgs):
     tool: ClassVar[str] = "compare_pair"
     ANSWERS_SAID: ClassVar[str] = "response_a, response_b"
 
@@ -354,8 +420,24 @@ class GradeScoreOptionsArgs(UserInputsArgs, PanelArgs):
               description="the model that wrote each option, one per option: a judge of the same family gets a warning"),
     ] = None
 
+    option_images: Annotated[
+        list[ImageList] | None,
+        Field(max_length=MAX_OPTIONS, description="optional: images that are part of each option, one list per option (null or [] for "
+              f"none), up to {imagelib.MAX_IMAGES} each: " + _IMAGE_FORMAT),
+    ] = None
+
+    IMAGE_FIELDS: ClassVar[tuple[str, ...]] = ("images", "option_images")
+
     def answer_names(self) -> list[str]:
         return [f"options[{i}]" for i in range(len(self.options))]
+
+    @model_validator(mode="after")
+    def _one_list_per_option(self) -> Self:
+        if self.option_images is not None and len(self.option_images) != len(self.options):
+            raise PydanticCustomError(
+                "call", f"'option_images' must hold one list per option: {len(self.options)}, got {len(self.option_images)}"
+            )
+        return self
 
     @field_validator("options")
     @classmethod
@@ -368,7 +450,7 @@ class GradeScoreOptionsArgs(UserInputsArgs, PanelArgs):
         return options
 
 
-class LweJudgeArgs(PairArgs, UserInputsArgs):
+class LweJudgeArgs(PairArgs, PairImagesArgs):
     tool: ClassVar[str] = "lwe_judge"
 
     session: Session = "default"

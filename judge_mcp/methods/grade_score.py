@@ -32,6 +32,7 @@ from functools import lru_cache, partial
 
 import anyio.to_thread
 
+from judge_mcp import images as imagelib
 from judge_mcp import prompts
 from judge_mcp.args import GRADE_VARIANTS, GradeScoreOptionsArgs
 from judge_mcp.backends.base import user
@@ -279,11 +280,13 @@ def summarise(trials: Sequence[GradeTrial], n: int) -> Summary:
 # ---- the method --------------------------------------------------------------------------------------------------
 async def judge_rotation(
     judge: Judge, *, rotation: int, order: list[int], texts: Sequence[str], instruction: str, variant: int, structured: bool,
-    criteria: str | None = None, reference: str | None = None,
+    criteria: str | None = None, reference: str | None = None, images: tuple = (), answer_images: Sequence[tuple] = (),
 ) -> GradeTrial:
     n = len(order)
+    shown = [answer_images[i] if i < len(answer_images) else () for i in order]
     request = user(
         user_prompt(instruction, [texts[i] for i in order], criteria=criteria, reference=reference),
+        images=user_inputs.option_images(images, shown) if images or any(shown) else (),
         system=system_prompt(variant, structured, n),
         max_tokens=MAX_TOKENS[variant],
         json_schema=selection_schema(variant, n) if structured else None,
@@ -322,13 +325,15 @@ async def grade_score_options(judge: Judge, args: GradeScoreOptionsArgs | None =
     m = len(texts)
     orders = [[base[i] for i in rotation] for rotation in rotations(m)]
     structured = judge.structured
+    prompt_images = args.image_list("images")
+    answer_images = [tuple(imagelib.decode(uri) for uri in uris or ()) for uris in args.option_images or ()]  # the unrelated option has none
 
     trials = await run_each(
         judge,
         m,
         lambda k: judge_rotation(
             judge, rotation=k, order=orders[k], texts=texts, instruction=instruction, variant=prompt_variant, structured=structured,
-            criteria=args.criteria, reference=args.reference,
+            criteria=args.criteria, reference=args.reference, images=prompt_images, answer_images=answer_images,
         ),
         lambda k, _: f"rotation {k + 1} of {m} judged",
     )

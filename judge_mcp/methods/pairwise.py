@@ -260,11 +260,12 @@ def mean_probability(trials: list[PairTrial]) -> PBetter | None:
 
 async def judge_order(
     judge: Judge, *, prompt: str, first: str, second: str, order: str, goal: str, template: str, max_tokens: int | None = None,
-    criteria: str | None = None, reference: str | None = None,
+    criteria: str | None = None, reference: str | None = None, images: user_inputs.ImageGroups = (),
 ) -> PairTrial:
     structured = judge.structured
     request = user(
         user_prompt(prompt, first, second, criteria=criteria, reference=reference, goal=goal),
+        images=images,
         system=system_prompt(goal, template, structured),
         max_tokens=max_tokens or MAX_TOKENS[template],
         json_schema=verdict_schema(template) if structured else None,
@@ -304,11 +305,14 @@ async def compare_pair(judge: Judge, args: ComparePairArgs | None = None, /, **f
     args = ComparePairArgs.of(args, fields)
     threshold = args.margin()
 
+    shown, a_images, b_images = args.image_list("images"), args.image_list("response_a_images"), args.image_list("response_b_images")
+
     def judge_one(order: str):
         first, second = (args.response_a, args.response_b) if order == "AB" else (args.response_b, args.response_a)
+        images = user_inputs.pair_images(shown, a_images, b_images) if order == "AB" else user_inputs.pair_images(shown, b_images, a_images)
         return judge_order(
             judge, prompt=args.prompt, first=first, second=second, order=order, goal=args.goal, template=args.template, max_tokens=args.max_tokens,
-            criteria=args.criteria, reference=args.reference,
+            criteria=args.criteria, reference=args.reference, images=images,
         )
 
     if args.swap == "auto":
