@@ -75,3 +75,23 @@ async def test_bad_images_are_refused_naming_the_image(connect) -> None:
     assert fake.is_error and "'images[0]' is not an image" in fake.content[0].text
     assert flip.is_error and "unknown argument 'images'" in flip.content[0].text
     assert judged.backend.requests == []
+
+
+async def test_lwe_passes_the_case_images_to_every_call_about_the_case(connect) -> None:
+    from judge_mcp.bench.scripted_judges import LweScript, role_of
+
+    script = LweScript("first")  # position-biased: the vanilla orders disagree: the meta-prompt path writes and judges the case
+    async with connect(script) as judged:
+        result = await judged.client.call_tool("lwe_judge", {**SCREENSHOTS, "images": [uri(jpeg(4), "image/jpeg")], "session": "ui", "batch_size": 1})
+    assert not result.is_error, result.content
+    assert result.structured_content["path"] == "meta_prompt"
+    roles = [role_of(r) for r in judged.backend.requests]
+    about_case = [r for r, role in zip(judged.backend.requests, roles) if role not in ("refine", "condense")]
+    assert sorted(role_of(r) for r in about_case) == ["build", "feedback", "judge", "vanilla", "vanilla"]
+    for request in about_case:
+        groups = image_groups(request)
+        assert [jpeg(4)] in groups.values() and [UI_A] in groups.values() and [UI_B] in groups.values()
+    assert "refine" in roles
+    for request, role in zip(judged.backend.requests, roles):
+        if role == "refine":  # the meta-prompt stays text
+            assert all(isinstance(m["content"], str) for m in request["messages"])
