@@ -97,7 +97,9 @@ async def compare_pair(app: App, args: ComparePairArgs, progress: ProgressFn | N
     over both orders so position bias cancels; null where there are none. swap="auto" judges the second order
     only when the first is not confident. Optional `criteria` (your rubric, e.g. for a code review "correctness
     first, then thread safety, then readability") and `reference` (a reference answer, e.g. "5050" for the sum of
-    1..100) are shown to the judge in both orders; the verdict is then about them.
+    1..100) are shown to the judge in both orders; the verdict is then about them. Images as data: URIs: `images`
+    (what the prompt shows) and `response_a_images` / `response_b_images` (e.g. two UI screenshots), which move with
+    their answer when the order is swapped; for a vision model.
 
     Use it for exactly two candidates (two drafts, two patches, before/after). For 3-10 candidates use
     grade_score_options; to score responses against an instruction without a judge prompt, use
@@ -122,7 +124,7 @@ async def grade_score_options(app: App, args: GradeScoreOptionsArgs, progress: P
     """Multiple-choice judging: one trial per cyclic rotation of the options (each option at each position
     once), reporting the winner, the position entropy (llm_score), the choice stability (choice_score) and
     their harmonic mean, the Grade Score. Optional `criteria` and `reference` (as for compare_pair) are shown in
-    every rotation.
+    every rotation, as are `images` and `option_images` (one list per option, moving with it).
 
     Use it to pick the best of 2-10 options and to see how much to trust that pick (a low Grade Score means
     the judge's choice moves with the order). For two candidates compare_pair is cheaper. Cost: n backend
@@ -135,8 +137,8 @@ async def lwe_judge(app: App, args: LweJudgeArgs, progress: ProgressFn | None = 
     """Learning While Evaluating: a vanilla judgment in both orders; inconsistent cases get a case-specific
     evaluation prompt written from the session's meta-prompt, and the judge's self-feedback refines that
     meta-prompt every `batch_size` cases (stored, versioned, shared across calls and restarts). Optional
-    `criteria` and `reference` (as for compare_pair) go with the case into every call that judges it or writes
-    about it; the meta-prompt itself stays general.
+    `criteria`, `reference` and images (as for compare_pair) go with the case into every call that judges it or
+    writes about it; the meta-prompt itself stays text.
 
     Use it for many pairwise judgments in one domain, where the judge should get better at that domain as it
     goes; for a one-off comparison compare_pair is cheaper and stateless. Not idempotent: an inconsistent case
