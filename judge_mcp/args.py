@@ -262,10 +262,15 @@ class UserInputsArgs(JudgingArgs):
 
     @model_validator(mode="after")
     def _image_count(self) -> Self:
-        count = 0
+        uris = []
         for name in self.IMAGE_FIELDS:
             for item in getattr(self, name) or ():
-                count += len(item or ()) if not isinstance(item, str) else 1  # option_images holds a list per option
+                uris += [item] if isinstance(item, str) else list(item or ())  # option_images holds a list per option
+        count, size = len(uris), sum(len(imagelib.decode(uri).data) for uri in uris)
+        if size > imagelib.MAX_CALL_IMAGE_BYTES:
+            raise PydanticCustomError(
+                "call", f"the call's images add up to {size:,} bytes; the limit for one call is {imagelib.MAX_CALL_IMAGE_BYTES:,}"
+            )
         if count > imagelib.MAX_CALL_IMAGES:
             raise PydanticCustomError("call", f"the call brings {count} images; the limit for one call is {imagelib.MAX_CALL_IMAGES}")
         return self

@@ -47,7 +47,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     else:
         from judge_mcp.transports.http import serve_http
 
-        main = partial(serve_http, server, host=args.host, port=args.port, token=settings.http_token)
+        main = partial(serve_http, server, host=args.host, port=args.port, token=settings.http_token, max_body=settings.http_max_body_bytes)
 
     async def serve() -> None:
         try:

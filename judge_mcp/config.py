@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import urlparse
 
+from judge_mcp.images import HTTP_BODY_BYTES
+
 KINDS = ("local", "openai", "anthropic")
 DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 # Provider-wide keys are only ever sent to the provider's own host.
@@ -61,6 +63,8 @@ class Settings:
     config_error: str | None = None
     # grade_score_options' unrelated option may come from options stored by earlier calls of any client
     shared_option_pool: bool = False
+    # the HTTP transport's request-body limit (bytes): by default it fits a call's image limits
+    http_max_body_bytes: int = HTTP_BODY_BYTES
 
     def backend_names(self) -> list[str]:
         return [DEFAULT_BACKEND_NAME, *sorted(self.named_backends)]
@@ -300,6 +304,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         cache_max_age_days=_optional_days(env, "JUDGE_MCP_CACHE_MAX_AGE_DAYS"),
         verdicts_max_age_days=_optional_days(env, "JUDGE_MCP_VERDICTS_MAX_AGE_DAYS"),
         shared_option_pool=_flag(env, "JUDGE_MCP_SHARED_OPTION_POOL"),
+        http_max_body_bytes=_optional_positive_int(env, "JUDGE_MCP_HTTP_MAX_BODY_BYTES") or HTTP_BODY_BYTES,
     )
 
 

@@ -18,6 +18,10 @@ MAX_IMAGES = 8  # images in one list (`images`, `response_a_images`, one option'
 MAX_CALL_IMAGES = 16  # images in one call, all lists together
 MAX_IMAGE_BYTES = 5 * 1024 * 1024  # one image, decoded (Anthropic's per-image limit)
 MAX_IMAGE_CHARS = 64 + (MAX_IMAGE_BYTES + 2) // 3 * 4  # the data URI's length at that size
+MAX_CALL_IMAGE_BYTES = 20 * 1024 * 1024  # all images of one call together, decoded
+# The HTTP transport's request-body limit by default: a call's images as base64 plus room for its text (200,000
+# characters, up to 6 bytes each when JSON-escaped) and the envelope.
+HTTP_BODY_BYTES = (MAX_CALL_IMAGE_BYTES + 2) // 3 * 4 + 2 * 1024 * 1024
 MEDIA_TYPES = ("image/png", "image/jpeg", "image/webp", "image/gif")
 _PREFIX = "data:"
 _BASE64 = ";base64,"

@@ -15,6 +15,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 
 from judge_mcp.config import MIN_REMOTE_TOKEN_CHARS, ConfigError
+from judge_mcp.images import HTTP_BODY_BYTES
 
 LOOPBACK_NAMES = {"localhost"}
 
@@ -83,7 +84,7 @@ def rebinding_guard(host: str) -> TransportSecuritySettings:
     )
 
 
-def http_app(server: MCPServer, *, host: str, token: str | None) -> Any:
+def http_app(server: MCPServer, *, host: str, token: str | None, max_body: int = HTTP_BODY_BYTES) -> Any:
     # Refusals are ConfigErrors: `judge-mcp serve` exits 2 with them, as with any other configuration error.
     if not token and not is_loopback(host):
         raise ConfigError(
@@ -95,9 +96,12 @@ def http_app(server: MCPServer, *, host: str, token: str | None) -> Any:
             f"refusing to serve HTTP on non-loopback address {host!r} with a JUDGE_MCP_HTTP_TOKEN of {len(token)} "
             f"characters; use at least {MIN_REMOTE_TOKEN_CHARS} (e.g. `export JUDGE_MCP_HTTP_TOKEN=$(openssl rand -hex 32)`)"
         )
+    # The request-body limit (MCP's default is 4 MiB) fits a call's images by default (JUDGE_MCP_HTTP_MAX_BODY_BYTES).
     if token:
-        return BearerAuth(server.streamable_http_app(streamable_http_path="/mcp", host=host), token)
-    return server.streamable_http_app(streamable_http_path="/mcp", host=host, transport_security=rebinding_guard(host))
+        return BearerAuth(server.streamable_http_app(streamable_http_path="/mcp", host=host, max_request_body_size=max_body), token)
+    return server.streamable_http_app(
+        streamable_http_path="/mcp", host=host, transport_security=rebinding_guard(host), max_request_body_size=max_body
+    )
 
 
 HEADER_TIMEOUT_S = 10.0  # a connection must finish a request's headers within this (a slow-loris client is closed)
@@ -139,13 +143,13 @@ def endpoint_url(host: str, port: int) -> str:
     return f"http://{shown}:{port}/mcp"
 
 
-async def serve_http(server: MCPServer, *, host: str, port: int, token: str | None) -> None:
+async def serve_http(server: MCPServer, *, host: str, port: int, token: str | None, max_body: int = HTTP_BODY_BYTES) -> None:
     import sys
 
     import uvicorn
 
     config = uvicorn.Config(
-        http_app(server, host=host, token=token),
+        http_app(server, host=host, token=token, max_body=max_body),
         host=host,
         port=port,
         log_level="warning",

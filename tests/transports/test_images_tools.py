@@ -95,3 +95,19 @@ async def test_lwe_passes_the_case_images_to_every_call_about_the_case(connect) 
     for request, role in zip(judged.backend.requests, roles):
         if role == "refine":  # the meta-prompt stays text
             assert all(isinstance(m["content"], str) for m in request["messages"])
+
+
+async def test_images_past_mcps_default_body_limit_are_accepted_and_the_limit_is_configurable(connect) -> None:
+    big_a, big_b = png(11, size=3 * 2**20), png(12, size=3 * 2**20)  # ~8 MB of JSON: past the MCP SDK's 4 MiB default
+    args = {**SCREENSHOTS, "response_a_images": [uri(big_a)], "response_b_images": [uri(big_b)]}
+    async with connect(ScreenshotJudge(big_b)) as judged:
+        result = await judged.client.call_tool("compare_pair", args)
+    assert not result.is_error, result.content
+    assert result.structured_content["winner"] == "B"
+    if judged.transport == "http":
+        fits = []
+        with pytest.raises(Exception, match="error"):  # past the configured limit the server answers 413 unread
+            async with connect(ScreenshotJudge(UI_B), JUDGE_MCP_HTTP_MAX_BODY_BYTES=str(2**20)) as small:
+                fits.append(await small.client.call_tool("compare_pair", SCREENSHOTS))  # under it: judged
+                await small.client.call_tool("compare_pair", args)
+        assert len(fits) == 1 and not fits[0].is_error and len(small.backend.requests) == 2
