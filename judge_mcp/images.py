@@ -12,7 +12,7 @@ import base64
 import binascii
 import hashlib
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 MAX_IMAGES = 8  # images in one list (`images`, `response_a_images`, one option's list)
 MAX_CALL_IMAGES = 16  # images in one call, all lists together
@@ -49,7 +49,7 @@ class Image:
     def sha256(self) -> str:
         return hashlib.sha256(self.data).hexdigest()
 
-    @property
+    @cached_property
     def base64(self) -> str:
         return base64.b64encode(self.data).decode("ascii")
 
@@ -61,6 +61,7 @@ class Image:
         return {"sha256": self.sha256, "media_type": self.media_type, "bytes": len(self.data)}
 
 
+@lru_cache(maxsize=8)  # a URI is checked, logged and sent: decoded once (a few, since an image may be 5 MiB)
 def decode(value: str) -> Image:
     """The image of a data URI, or a ValueError saying what is wrong with it (the caller names the argument)."""
     head = value[:64].lower()
