@@ -48,7 +48,7 @@ def settle_heap() -> None:
 class App:
     def __init__(self, settings: Settings | None = None, *, store: Engine | None = None):
         self.settings = settings or load_settings()
-        self.store = store or open_store(self.settings.db_path, MIGRATIONS)
+        self.store = store or open_store(self.settings.database, MIGRATIONS)
         self.apply_retention()
         self.cache = CallCache(self.store)
         self._backends: dict[str, Backend] = {}

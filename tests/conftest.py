@@ -48,8 +48,15 @@ def _no_real_network(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store(tmp_path / "judge.db")
+def store(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Store]:
+    """An SQLite store in a temp file; a test decorated `@on_both_engines` (tests/engines.py) also runs with a
+    PostgreSQL store on a new database of the session's server."""
+    if getattr(request, "param", "sqlite") == "postgresql":
+        from judge_mcp.storage.postgres import PgStore
+
+        s = PgStore(request.getfixturevalue("postgres_url"))
+    else:
+        s = Store(tmp_path / "judge.db")
     yield s
     s.close()
 

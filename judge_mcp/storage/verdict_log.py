@@ -34,6 +34,27 @@ STATS_PAGE = {
         "  OR json_type(inputs, '$.response_b_images') IS NOT NULL OR json_type(inputs, '$.option_images') IS NOT NULL) END AS brought"
         " FROM verdicts WHERE id < ? ORDER BY id DESC LIMIT ?"
     ),
+    # judge_mcp_json(text): the text as jsonb, or NULL when it is not valid JSON (migrations.m007_json_or_null)
+    "postgresql": (
+        "SELECT id, tool, backend, model, created_at,"
+        " CASE WHEN judge_mcp_json(usage) IS NOT NULL THEN usage END AS usage,"
+        " CASE WHEN jsonb_typeof(judge_mcp_json(output)) = 'object'"
+        "  THEN (judge_mcp_json(output) - 'eval_prompt' - 'judgment' - 'feedback')::text"
+        "  WHEN judge_mcp_json(output) IS NOT NULL THEN output END AS output,"
+        " CASE WHEN tool IN (SELECT jsonb_array_elements_text(?::jsonb)) AND jsonb_typeof(judge_mcp_json(inputs)) = 'object'"
+        "  THEN length(judge_mcp_json(inputs) ->> ?) END AS len_a,"
+        " CASE WHEN tool IN (SELECT jsonb_array_elements_text(?::jsonb)) AND jsonb_typeof(judge_mcp_json(inputs)) = 'object'"
+        "  THEN length(judge_mcp_json(inputs) ->> ?) END AS len_b,"
+        " CASE WHEN tool = 'lwe_judge' AND jsonb_typeof(judge_mcp_json(calls)) = 'array' THEN"
+        "  (SELECT COALESCE(jsonb_agg(c.value ->> 'purpose'), '[]'::jsonb)::text FROM jsonb_array_elements(judge_mcp_json(verdicts.calls)) AS c"
+        "   WHERE jsonb_typeof(c.value) = 'object' AND c.value ->> 'purpose' LIKE 'lwe_judge:vanilla:%:reask') END AS vanilla_reasks"
+        " , CASE WHEN jsonb_typeof(judge_mcp_json(inputs)) = 'object' THEN jsonb_build_array("
+        "  (judge_mcp_json(inputs) -> 'criteria') IS NOT NULL, (judge_mcp_json(inputs) -> 'reference') IS NOT NULL,"
+        "  (judge_mcp_json(inputs) -> 'images') IS NOT NULL OR (judge_mcp_json(inputs) -> 'response_a_images') IS NOT NULL"
+        "  OR (judge_mcp_json(inputs) -> 'response_b_images') IS NOT NULL OR (judge_mcp_json(inputs) -> 'option_images') IS NOT NULL"
+        " )::text END AS brought"
+        " FROM verdicts WHERE id < ? ORDER BY id DESC LIMIT ?"
+    ),
 }
 
 
@@ -84,7 +105,9 @@ class VerdictLog:
         connection)."""
         tools, (a, b) = json.dumps(list(pair_tools)), answers
         before = before_id if before_id is not None else 2**63 - 1
-        return self.store.query(STATS_PAGE[self.store.dialect.name], [tools, f"$.{a}", tools, f"$.{b}", before, limit])
+        if self.store.dialect.name == "sqlite":  # a JSON path; PostgreSQL's ->> takes the key itself
+            a, b = f"$.{a}", f"$.{b}"
+        return self.store.query(STATS_PAGE[self.store.dialect.name], [tools, a, tools, b, before, limit])
 
     @staticmethod
     def delete_older_than(tx: Tx, cutoff: float) -> int:

@@ -16,6 +16,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from judge_mcp.config import MIN_REMOTE_TOKEN_CHARS, ConfigError
 from judge_mcp.images import HTTP_BODY_BYTES
+from judge_mcp.transports.probes import Ready, with_probes
 
 LOOPBACK_NAMES = {"localhost"}
 
@@ -84,7 +85,7 @@ def rebinding_guard(host: str) -> TransportSecuritySettings:
     )
 
 
-def http_app(server: MCPServer, *, host: str, token: str | None, max_body: int = HTTP_BODY_BYTES) -> Any:
+def http_app(server: MCPServer, *, host: str, token: str | None, stateless: bool = False, max_body: int = HTTP_BODY_BYTES) -> Any:
     # Refusals are ConfigErrors: `judge-mcp serve` exits 2 with them, as with any other configuration error.
     if not token and not is_loopback(host):
         raise ConfigError(
@@ -98,9 +99,12 @@ def http_app(server: MCPServer, *, host: str, token: str | None, max_body: int =
         )
     # The request-body limit (MCP's default is 4 MiB) fits a call's images by default (JUDGE_MCP_HTTP_MAX_BODY_BYTES).
     if token:
-        return BearerAuth(server.streamable_http_app(streamable_http_path="/mcp", host=host, max_request_body_size=max_body), token)
+        return BearerAuth(
+            server.streamable_http_app(streamable_http_path="/mcp", host=host, stateless_http=stateless, max_request_body_size=max_body), token
+        )
     return server.streamable_http_app(
-        streamable_http_path="/mcp", host=host, transport_security=rebinding_guard(host), max_request_body_size=max_body
+        streamable_http_path="/mcp", host=host, transport_security=rebinding_guard(host), stateless_http=stateless,
+        max_request_body_size=max_body,
     )
 
 
@@ -143,13 +147,18 @@ def endpoint_url(host: str, port: int) -> str:
     return f"http://{shown}:{port}/mcp"
 
 
-async def serve_http(server: MCPServer, *, host: str, port: int, token: str | None, max_body: int = HTTP_BODY_BYTES) -> None:
+async def serve_http(
+    server: MCPServer, *, host: str, port: int, token: str | None, stateless: bool = False, ready: Ready | None = None,
+    max_body: int = HTTP_BODY_BYTES,
+) -> None:
+    """Serve until stopped. `stateless`: no MCP sessions (replicas behind a load balancer; README "Replicas");
+    `ready`: the readiness check behind /readyz (transports/probes.py); `max_body`: the request-body limit in bytes."""
     import sys
 
     import uvicorn
 
     config = uvicorn.Config(
-        http_app(server, host=host, token=token, max_body=max_body),
+        with_probes(http_app(server, host=host, token=token, stateless=stateless, max_body=max_body), ready),
         host=host,
         port=port,
         log_level="warning",

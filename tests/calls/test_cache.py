@@ -26,6 +26,7 @@ from judge_mcp.methods import flip, pairwise
 from judge_mcp.storage.sqlite import Store
 from judge_mcp.storage.verdict_log import VerdictLog
 from tests.helpers import Hold, Rendezvous, WriteHold, app_env, gather, http_backend, make_app, settled, until
+from tests.engines import on_both_engines
 
 
 def cache_rows(store: Store) -> int:
@@ -58,6 +59,7 @@ async def test_repeat_is_answered_from_sqlite_also_after_reopening(http, tmp_pat
         reopened.close()
 
 
+@on_both_engines
 async def test_cache_is_per_backend_identity(http, store):
     backend_a, server_a = http(lambda p: "from a", model="model-a")
     backend_b, server_b = http(lambda p: "from b", model="model-b")
@@ -68,6 +70,7 @@ async def test_cache_is_per_backend_identity(http, store):
     assert len(server_a.requests) == 1 and len(server_b.requests) == 1
 
 
+@on_both_engines
 async def test_samples_are_never_cached(http, store):
     counter = iter(range(100))
     together = Rendezvous(3, lambda p: f"sample {next(counter)}", rounds=1)  # the three concurrent samples all go out

@@ -22,6 +22,7 @@ from judge_mcp.calls.judge import Judge
 from judge_mcp.methods import pairwise
 from judge_mcp.storage.sqlite import Store
 from tests.helpers import Hold, gather, http_backend, settled
+from tests.engines import on_both_engines
 
 
 def cache_rows(store: Store) -> int:
@@ -139,6 +140,7 @@ async def gather_while_held(n: int, fn: Callable[[], Any], hold: Hold, store: St
     return out
 
 
+@on_both_engines
 async def test_identical_requests_in_flight_share_one_call(http, store):
     hold = Hold(lambda p: Reply(content="shared answer", prompt_tokens=12, completion_tokens=4))
     backend, server = http(hold)
@@ -155,6 +157,7 @@ async def test_identical_requests_in_flight_share_one_call(http, store):
     assert sorted(rec["cached"] for rec in judge.records) == [False, True, True, True, True]
 
 
+@on_both_engines
 async def test_different_requests_are_not_shared(http, store):
     backend, server = http(lambda p: Reply(content=p["messages"][-1]["content"].upper(), delay_s=0.2))
     cache = CallCache(store)
@@ -165,6 +168,7 @@ async def test_different_requests_are_not_shared(http, store):
 
 
 @pytest.mark.parametrize("status, sent", [(400, 1), (503, 2)])  # fatal: one request; retryable: its retries, once
+@on_both_engines
 async def test_a_failure_reaches_every_waiter_and_is_not_cached(http, store, status, sent):
     state = {"fail": True}
 

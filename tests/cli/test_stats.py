@@ -19,6 +19,7 @@ from judge_mcp.storage.sqlite import Store
 from judge_mcp.bench.scripted_judges import LweScript, first_shown_judge
 from judge_mcp.bench.scripted import prompt_text
 from judge_mcp.storage.verdict_log import VerdictLog
+from tests.engines import on_both_engines
 
 QUESTION = "What is the capital of Australia?"
 SHORT, LONG = "Canberra.", "The capital of Australia is Canberra, chosen as a compromise between Sydney and Melbourne."
@@ -251,6 +252,7 @@ async def test_an_empty_log_has_null_rates_and_bad_n_is_named(mcp_app) -> None:
 
 
 # ---- rows the tools do not write: panels and unreadable output ----------------------------------------------------
+@on_both_engines
 def test_panel_members_with_trials_count_under_their_own_backend(store: Store) -> None:
     def member(name: str, ab_better: str) -> dict[str, Any]:  # its BA trial always names B (shown first there)
         trials = [{"order": "AB", "better": ab_better, "parse_ok": True}, {"order": "BA", "better": "B", "parse_ok": True}]
@@ -270,6 +272,7 @@ def test_panel_members_with_trials_count_under_their_own_backend(store: Store) -
     assert by_backend["small"].order_inconsistency.count == 1
 
 
+@on_both_engines
 def test_unreadable_rows_are_skipped_and_paging_changes_nothing(store: Store) -> None:
     for k in range(5):
         VerdictLog(store).log("compare_pair", "default", "m", {"response_a": "a" * (k + 1), "response_b": "b"},
@@ -321,6 +324,7 @@ def test_cli_stats_errors_and_the_empty_log(tmp_path: Path, capsys, monkeypatch)
     assert "no verdicts in the log yet" in capsys.readouterr().out
 
 
+@on_both_engines
 def test_lengths_are_characters_not_bytes(store: Store) -> None:
     """SQLite computes the answers' lengths; 'éé' is 2 characters (4 bytes in UTF-8) against 'abc''s 3."""
     VerdictLog(store).log("compare_pair", "default", "m", {"response_a": "éé", "response_b": "abc"},

@@ -17,9 +17,11 @@ from judge_mcp.args import InputError
 from tests.helpers import judge_for
 from judge_mcp.bench.scripted_judges import REFINED_MARK, LweScript, lwe_case, role_of
 from judge_mcp.bench.scripted import Reply, prompt_text
+from tests.engines import on_both_engines
 
 
 # ---- the selective flow ----------------------------------------------------------------------------------------------
+@on_both_engines
 async def test_four_inconsistent_cases_refine_exactly_once(make_judge, store):
     script = LweScript("first")
     judge, server = make_judge(script)
@@ -50,6 +52,7 @@ async def test_four_inconsistent_cases_refine_exactly_once(make_judge, store):
     assert len(build_requests) == 1
 
 
+@on_both_engines
 async def test_a_failing_refinement_does_not_fail_the_judgment(make_judge, store):
     """E.g. a refine prompt past a small local model's context: the case is still answered, the batch stays buffered."""
     script = LweScript("first")
@@ -164,6 +167,7 @@ async def test_progress_walks_the_meta_path_steps(make_judge, store):
     assert dones == sorted(dones) and dones[-1] == seen[-1][1] == 6
 
 
+@on_both_engines
 async def test_a_full_batch_left_buffered_is_refined_before_the_next_case(make_judge, store):
     script = LweScript("first")
     judge, _ = make_judge(script)
@@ -178,6 +182,7 @@ async def test_a_full_batch_left_buffered_is_refined_before_the_next_case(make_j
     assert result.pending_feedback == 1
 
 
+@on_both_engines
 async def test_learn_false_judges_with_the_current_meta_prompt_for_scoring_only(make_judge, store):
     """The bench's swapped placement (paper, Appendix A): the case is judged through the meta-prompt path, but no
     feedback is written or buffered and nothing is refined, even when a full batch is waiting."""
@@ -201,6 +206,7 @@ async def test_learn_false_judges_with_the_current_meta_prompt_for_scoring_only(
         await lwe.lwe_judge(judge, **lwe_case(9), session="score", learn="no")
 
 
+@on_both_engines
 async def test_refine_pending_refines_a_partial_last_batch(make_judge, store):
     """Algorithm 1: refine when t mod B = 0 *or t = T*: the run's last, partial batch is refined too."""
     script = LweScript("first")
@@ -221,6 +227,7 @@ async def test_refine_pending_refines_a_partial_last_batch(make_judge, store):
 
 
 # ---- condensing ------------------------------------------------------------------------------------------------------
+@on_both_engines
 async def test_condense_when_refined_meta_prompt_passes_10000_chars(make_judge, store):
     script = LweScript("first", refine_text=lambda n, meta: f"{REFINED_MARK} {n}\n" + "- a long learned tip\n" * 700)
     judge, _ = make_judge(script)

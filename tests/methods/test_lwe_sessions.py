@@ -16,6 +16,7 @@ from judge_mcp.storage.sqlite import Store
 from judge_mcp.args import InputError
 from judge_mcp.bench.scripted_judges import LweScript, lwe_case, role_of
 from tests.helpers import Hold, Rendezvous, integrity_ok, judge_for, until
+from tests.engines import on_both_engines
 
 
 # ---- persistence and concurrency ------------------------------------------------------------------------------------
@@ -134,6 +135,7 @@ def test_two_processes_worth_of_clients_never_lose_or_reuse_feedback(scripted, t
     assert script.roles["refine"] > len(committed) == 3
 
 
+@on_both_engines
 async def test_refinement_restarts_from_the_version_it_read_when_the_session_changes(make_judge, store):
     script = LweScript("first")
     hold = Hold(script, when=lambda payload: role_of(payload) == "refine")  # the first refine call waits for release()
@@ -171,6 +173,7 @@ async def test_refinement_restarts_from_the_version_it_read_when_the_session_cha
 
 
 # ---- reset, rollback, errors, listing ---------------------------------------------------------------------------------
+@on_both_engines
 def test_reset_and_rollback_add_versions(store):
     LweRepository(store).ensure_session("adm", 4, lwe.initial_meta_prompt())
     v2 = LweRepository(store).commit_version("adm", expected_version=1, text="learned v2", reason="refine")
@@ -195,6 +198,7 @@ def test_reset_and_rollback_add_versions(store):
     assert shown.current_version == 5 and len(shown.versions) == 5
 
 
+@on_both_engines
 def test_session_errors_name_the_argument(store):
     with pytest.raises(InputError, match="unknown session"):
         lwe.lwe_session(store, session="nope", action="show")

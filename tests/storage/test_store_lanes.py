@@ -15,8 +15,10 @@ import pytest
 from judge_mcp.storage.sqlite import Store, StoreError
 from judge_mcp.storage.verdict_log import VerdictLog
 from tests.helpers import WriteHold, settled
+from tests.engines import on_both_engines
 
 
+@on_both_engines
 async def test_jobs_run_off_the_loop_in_one_persistent_thread_each(store: Store) -> None:
     loop_thread = threading.get_ident()
     reads = {await store.reads.run(threading.get_ident) for _ in range(3)}
@@ -25,12 +27,14 @@ async def test_jobs_run_off_the_loop_in_one_persistent_thread_each(store: Store)
     assert await store.writes.run(lambda a, b=0: a + b, 2, b=3) == 5
 
 
+@on_both_engines
 async def test_a_jobs_error_is_raised_to_its_caller_and_the_lane_goes_on(store: Store) -> None:
     with pytest.raises(StoreError, match="could not read the database"):
         await store.reads.run(store.query, "SELECT nothing FROM no_such_table")
     assert await store.reads.run(store.query, "SELECT 1 AS one") == [{"one": 1}]
 
 
+@on_both_engines
 async def test_a_cancelled_caller_stops_waiting_and_its_write_still_commits_whole(store: Store) -> None:
     writes = WriteHold(store)
     blocked = asyncio.get_running_loop().create_task(store.writes.run(writes.job))
@@ -49,6 +53,7 @@ async def test_a_cancelled_caller_stops_waiting_and_its_write_still_commits_whol
     assert [(r["tool"], r["inputs"], r["output"]) for r in rows] == [("t", {"x": 1}, {"y": 2})]
 
 
+@on_both_engines
 async def test_a_read_never_queues_behind_a_write(store: Store) -> None:
     writes = WriteHold(store)
     blocked = asyncio.get_running_loop().create_task(store.writes.run(writes.job))
