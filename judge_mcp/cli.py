@@ -227,6 +227,7 @@ environment (set by the MCP client's "env" block or the shell):
   JUDGE_MCP_CONFIG       TOML file with [backends.NAME] tables   [default: none]
   JUDGE_MCP_HTTP_TOKEN   bearer token for --transport http       [default: none, then loopback binds only]
   JUDGE_MCP_HTTP_STATELESS  1: as serve --stateless              [default: 0]
+  JUDGE_MCP_HTTP_MAX_BODY_BYTES  request-body limit over HTTP   [default: fits one call's images, ~29 MiB]
   JUDGE_MCP_CONCURRENCY  calls in flight per backend             [default: 16 for openai and anthropic,
                                                                  4 (its slots) for local]
   JUDGE_MCP_TIMEOUT_S    seconds to wait for a reply to start    [default: 120; a local server on CPU: 600]
