@@ -153,10 +153,19 @@ def _judged(model: type[BaseModel]) -> tuple[str, ...]:
 JUDGES = ("backend", "backends", "response_models", "exclude_same_family")  # listed last in every input schema
 
 
+# what a caller brings besides the judged texts (UserInputsArgs): after the tool's own arguments, before who judges
+BROUGHT = ("criteria", "reference", "images", "response_a_images", "response_b_images", "option_images")
+
+
 def _judges_last(schema: dict[str, Any], model: type[BaseModel]) -> None:
-    """Schema properties in declaration order, who judges last; the title the SDK used to give (`<tool>Arguments`)."""
+    """Schema properties in declaration order, what a caller brings next to last, who judges last; the title the SDK
+    used to give (`<tool>Arguments`)."""
     props = schema.get("properties", {})
-    schema["properties"] = {k: props[k] for k in sorted(props, key=lambda k: JUDGES.index(k) + 1 if k in JUDGES else 0)}
+
+    def rank(k: str) -> int:
+        return 100 + JUDGES.index(k) if k in JUDGES else 50 + BROUGHT.index(k) if k in BROUGHT else 0
+
+    schema["properties"] = {k: props[k] for k in sorted(props, key=rank)}
     schema["title"] = f"{getattr(model, 'tool', model.__name__)}Arguments"
 
 
