@@ -12,6 +12,7 @@ time of a method whose calls are independent is one backend call.
 from __future__ import annotations
 
 import argparse
+import base64
 import gc
 import json
 import math
@@ -79,6 +80,13 @@ async def fan_out(server: "ExternalScripted", tmp: Path, repeats: int) -> float:
     async def flip16(i: int) -> None:
         await registry.call(app, "infer_instruction_reward", dict(instruction="Write a haiku", responses=[f"response {c} {fresh()}" for c in range(16)]))
 
+    def mib_png() -> str:  # a fresh 1 MiB image each time (PNG magic, random bytes: the server never decodes it)
+        return "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n" + os.urandom(2**20 - 8)).decode()
+
+    async def compare_images(i: int) -> None:
+        await registry.call(app, "compare_pair", dict(prompt=f"q {fresh()}", response_a="UI A", response_b="UI B",
+                                                      response_a_images=[mib_png()], response_b_images=[mib_png()]))
+
     async def cached(i: int) -> None:
         await registry.call(app, "compare_pair", dict(prompt="the same prompt", response_a="a", response_b="b"))
 
@@ -119,7 +127,7 @@ async def fan_out(server: "ExternalScripted", tmp: Path, repeats: int) -> float:
     one = await median_s(call, repeats)
     print(f"\n## Fan-out at the default concurrency ({backend.concurrency}; median of {repeats}; limit 1.0 = all calls of one judgment concurrent)")
     print(f"one backend call                     {one * 1000:8.1f} ms")
-    for name, fn, calls in (("compare_pair (2 orders)", compare, 2), ("grade_score_options (n = 4)", grade, 4), ("infer_instruction_reward (n = 4)", flip4, 4),
+    for name, fn, calls in (("compare_pair (2 orders)", compare, 2), ("compare_pair, two 1 MiB images", compare_images, 2), ("grade_score_options (n = 4)", grade, 4), ("infer_instruction_reward (n = 4)", flip4, 4),
                              ("grade_score_options (n = 10, largest)", grade10, 10), ("infer_instruction_reward (n = 16, largest)", flip16, 16)):
         start_cpu = time.process_time()
         t = await median_s(fn, repeats)

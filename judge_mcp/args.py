@@ -20,126 +20,21 @@ the method that reads it. A field the judge reads as text is marked `JUDGED`: it
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from functools import cache
-from typing import Annotated, Any, ClassVar, Literal, Self, get_args
+from typing import Annotated, Any, ClassVar, Literal, Self
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from judge_mcp import arg_errors
-
-# ---- limits ------------------------------------------------------------------------------------------------------
-MAX_TEXT_CHARS = 50_000  # one prompt, response, option or instruction
-MAX_TOTAL_CHARS = 200_000  # all judged text of one call together
-MAX_RESPONSES = 16  # infer_instruction_reward
-MIN_OPTIONS, MAX_OPTIONS = 2, 10  # grade_score_options
-MIN_MEMBERS, MAX_MEMBERS = 2, 8  # a judge panel (`backends`)
-MAX_BACKEND_CHARS = 64  # a backend name
-MAX_MODEL_CHARS = 200  # a model name in `response_models`
-MAX_TOKENS_LIMIT = 32768  # the largest compare_pair `max_tokens` a caller may ask for
-PAIR_MAX_TOKENS = 4096  # compare_pair's answer budget when `max_tokens` is omitted: JudgeBench's Arena-Hard judge setting
-DEFAULT_SWAP_MARGIN = 0.5  # swap "auto" without swap_margin: the second order runs unless |p_A - p_B| >= this (p >= 0.75)
-MAX_BATCH_SIZE = 64  # lwe_judge
-MAX_VERSION = 2**31 - 1  # lwe_session
-DEFAULT_LAST, MAX_LAST = 100, 1_000_000  # judge_stats' recent window
-SESSION_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"  # JSON Schema `pattern` (ECMA: `$` is the end of the text)
-_SESSION_RE = re.compile(SESSION_PATTERN[1:-1])  # used with fullmatch: "default\n" is refused
-
-# ---- choices -----------------------------------------------------------------------------------------------------
-Goal = Literal["worse", "better"]
-Template = Literal["sop", "cot", "direct"]
-Similarity = Literal["f1", "rouge_l", "token_sort"]
-AnswerOrder = Literal["reasoning_first", "instruction_first"]
-Action = Literal["show", "reset", "rollback"]
-GOALS: tuple[str, ...] = get_args(Goal)
-TEMPLATES: tuple[str, ...] = get_args(Template)
-SIMILARITIES: tuple[str, ...] = get_args(Similarity)
-ANSWER_ORDERS: tuple[str, ...] = get_args(AnswerOrder)
-ACTIONS: tuple[str, ...] = get_args(Action)
-
-
-class InputError(ValueError):
-    """Bad tool input; the message is shown to the caller as is."""
-
-
-# ---- checks a JSON Schema cannot state ---------------------------------------------------------------------------
-def _fail(message: str) -> PydanticCustomError:
-    """An argument's problem; arg_errors.py puts the argument's name in front ("'prompt' is empty")."""
-    return PydanticCustomError("argument", message)
-
-
-def _no_nul(value: str) -> str:
-    if "\x00" in value:
-        raise _fail("contains a NUL character")
-    return value
-
-
-def _text(value: str) -> str:
-    """Judged text: no NUL character, not blank (pydantic has refused lone surrogates and checked the length)."""
-    if not _no_nul(value).strip():
-        raise _fail("is empty")
-    return value
-
-
-def _optional_text(value: str | None) -> str | None:
-    """Optional text: blank means absent (a form-filling client sends an empty optional string)."""
-    return None if value is None or not _no_nul(value).strip() else value
-
-
-def _whole_number(value: Any) -> Any:
-    """An int choice (prompt_variant): a boolean or a float is not one of 1, 2, 3 even where Python says 1 == True."""
-    if type(value) is not int:
-        raise PydanticCustomError("literal_error", "not one of the choices")
-    return value
-
-
-def check_session(value: Any) -> str:
-    """A session name given outside an argument model (resources, the CLI)."""
-    if not isinstance(value, str) or not _SESSION_RE.fullmatch(value):
-        raise InputError(f"'session' must match {SESSION_PATTERN}; got {value!r}")
-    return value
-
-
-class _Judged:
-    """Marks an argument the judge reads as text: it counts towards the call's size limit."""
-
-
-JUDGED = _Judged()
-
-# ---- argument types ------------------------------------------------------------------------------------------------
-Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(_text)]
-OptionalText = Annotated[Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS)] | None, AfterValidator(_optional_text)]
-Prompt = Annotated[Text, JUDGED, Field(description="the user prompt both answers respond to")]
-Instruction = Annotated[Text, JUDGED]
-ModelName = Annotated[str, Field(min_length=1, max_length=MAX_MODEL_CHARS), AfterValidator(_text)]
-Session = Annotated[str, Field(pattern=SESSION_PATTERN, description="session name, [A-Za-z0-9_.-]{1,64}; each has its own meta-prompt")]
-FlipVariant = Annotated[Literal[1, 2, 3], BeforeValidator(_whole_number)]
-GradeVariant = Annotated[Literal[1, 2, 3, 4], BeforeValidator(_whole_number)]
-FLIP_VARIANTS: tuple[int, ...] = get_args(get_args(FlipVariant)[0])
-GRADE_VARIANTS: tuple[int, ...] = get_args(get_args(GradeVariant)[0])
-
-
-@cache
-def _schema(model: type[BaseModel]) -> dict[str, Any]:
-    return model.model_json_schema(by_alias=True)
-
-
-@cache
-def _judged(model: type[BaseModel]) -> tuple[str, ...]:
-    """The arguments marked JUDGED: the text the judge reads, whose sizes add up to the call's."""
-    return tuple(name for name, field in model.model_fields.items() if JUDGED in field.metadata)
-
-
-JUDGES = ("backend", "backends", "response_models", "exclude_same_family")  # listed last in every input schema
-
-
-def _judges_last(schema: dict[str, Any], model: type[BaseModel]) -> None:
-    """Schema properties in declaration order, who judges last; the title the SDK used to give (`<tool>Arguments`)."""
-    props = schema.get("properties", {})
-    schema["properties"] = {k: props[k] for k in sorted(props, key=lambda k: JUDGES.index(k) + 1 if k in JUDGES else 0)}
-    schema["title"] = f"{getattr(model, 'tool', model.__name__)}Arguments"
+from judge_mcp import images as imagelib
+from judge_mcp.arg_types import (
+    DEFAULT_LAST, MAX_LAST, MAX_MEMBERS, MAX_OPTIONS, MIN_MEMBERS, MIN_OPTIONS, _fail, _IMAGE_FORMAT, _judged, _judges_last,
+    _schema, Action, AnswerOrder, DEFAULT_SWAP_MARGIN, FlipVariant, Goal, GradeVariant, ImageList, InputError, Instruction,
+    JUDGED, MAX_BACKEND_CHARS, MAX_BATCH_SIZE, MAX_CRITERIA_CHARS, MAX_REFERENCE_CHARS, MAX_RESPONSES, MAX_TOKENS_LIMIT,
+    MAX_TOTAL_CHARS, MAX_VERSION, ModelName, OptionalCriteria, OptionalReference, OptionalText, PAIR_MAX_TOKENS, Prompt,
+    Session, Similarity, Template, Text,
+)
 
 
 # ---- the models ----------------------------------------------------------------------------------------------------
@@ -201,6 +96,84 @@ class JudgingArgs(ToolArgs):
     ] = None
 
 
+class UserInputsArgs(JudgingArgs):
+    """What a caller brings besides the answers (compare_pair, grade_score_options, lwe_judge): a rubric and a
+    reference answer. Absent, the prompts are the papers'; present, they are fenced blocks in the user message."""
+
+    criteria: Annotated[
+        OptionalCriteria, JUDGED,
+        Field(description=f"optional: your evaluation criteria (a rubric), up to {MAX_CRITERIA_CHARS:,} characters; the judge "
+              "decides against them (goal worse: which answer is worse against them), e.g. \"Code review: correctness first, "
+              "then thread safety, then readability; ignore style nits\""),
+    ] = None
+    reference: Annotated[
+        OptionalReference, JUDGED,
+        Field(description=f"optional: a reference answer the judge compares the answers with, up to {MAX_REFERENCE_CHARS:,} characters, "
+              "e.g. for \"What is the sum of the first 100 positive integers?\" the reference \"5050 (n(n+1)/2 with n = 100)\""),
+    ] = None
+
+    images: Annotated[
+        ImageList,
+        Field(description=f"optional: images the judged prompt shows (e.g. the chart a question is about), up to {imagelib.MAX_IMAGES}: "
+              + _IMAGE_FORMAT),
+    ] = None
+
+    IMAGE_FIELDS: ClassVar[tuple[str, ...]] = ("images",)
+
+    def user_inputs(self) -> dict[str, str]:
+        """The criteria and reference given (absent ones left out)."""
+        return {k: v for k, v in (("criteria", self.criteria), ("reference", self.reference)) if v is not None}
+
+    def image_list(self, name: str) -> tuple[imagelib.Image, ...]:
+        """An image argument's images, decoded (none when absent)."""
+        return tuple(imagelib.decode(uri) for uri in getattr(self, name) or ())
+
+    def logged(self) -> dict[str, Any]:
+        """As ToolArgs.logged, with every image as its SHA-256, media type and size: never its bytes."""
+        data = super().logged()
+        for name in self.IMAGE_FIELDS:
+            value = data.get(name)
+            if value is not None:
+                data[name] = [_described(v) for v in value]
+        return data
+
+    @model_validator(mode="after")
+    def _image_count(self) -> Self:
+        uris = []
+        for name in self.IMAGE_FIELDS:
+            for item in getattr(self, name) or ():
+                uris += [item] if isinstance(item, str) else list(item or ())  # option_images holds a list per option
+        count, size = len(uris), sum(len(imagelib.decode(uri).data) for uri in uris)
+        if size > imagelib.MAX_CALL_IMAGE_BYTES:
+            raise PydanticCustomError(
+                "call", f"the call's images add up to {size:,} bytes; the limit for one call is {imagelib.MAX_CALL_IMAGE_BYTES:,}"
+            )
+        if count > imagelib.MAX_CALL_IMAGES:
+            raise PydanticCustomError("call", f"the call brings {count} images; the limit for one call is {imagelib.MAX_CALL_IMAGES}")
+        return self
+
+
+def _described(value: Any) -> Any:
+    """An image URI (or a list of them) as the log keeps it."""
+    if value is None or isinstance(value, list):
+        return value and [_described(v) for v in value]
+    return imagelib.decode(value).described()
+
+
+class PairImagesArgs(UserInputsArgs):
+    """Images that belong to an answer (compare_pair, lwe_judge): they move with it when the order is swapped."""
+
+    IMAGE_FIELDS: ClassVar[tuple[str, ...]] = ("images", "response_a_images", "response_b_images")
+
+    response_a_images: Annotated[
+        ImageList, Field(description=f"optional: images that are part of answer A (e.g. a screenshot of UI A), up to {imagelib.MAX_IMAGES}: "
+                         + _IMAGE_FORMAT)
+    ] = None
+    response_b_images: Annotated[
+        ImageList, Field(description=f"optional: images that are part of answer B (e.g. a screenshot of UI B), up to {imagelib.MAX_IMAGES}")
+    ] = None
+
+
 class PairArgs(JudgingArgs):
     """A prompt and two answers to it (compare_pair, lwe_judge, the bench's Arena-Hard baseline)."""
 
@@ -256,7 +229,7 @@ class PanelArgs(JudgingArgs):
         return self
 
 
-class ComparePairArgs(PairArgs, PanelArgs):
+class ComparePairArgs(PairArgs, PairImagesArgs, PanelArgs):
     tool: ClassVar[str] = "compare_pair"
     ANSWERS_SAID: ClassVar[str] = "response_a, response_b"
 
@@ -313,7 +286,7 @@ class InferInstructionRewardArgs(JudgingArgs):
     ] = "reasoning_first"
 
 
-class GradeScoreOptionsArgs(PanelArgs):
+class GradeScoreOptionsArgs(UserInputsArgs, PanelArgs):
     tool: ClassVar[str] = "grade_score_options"
     ANSWERS_SAID: ClassVar[str] = "one per option"
 
@@ -329,8 +302,24 @@ class GradeScoreOptionsArgs(PanelArgs):
               description="the model that wrote each option, one per option: a judge of the same family gets a warning"),
     ] = None
 
+    option_images: Annotated[
+        list[ImageList] | None,
+        Field(max_length=MAX_OPTIONS, description="optional: images that are part of each option, one list per option (null or [] for "
+              f"none), up to {imagelib.MAX_IMAGES} each: " + _IMAGE_FORMAT),
+    ] = None
+
+    IMAGE_FIELDS: ClassVar[tuple[str, ...]] = ("images", "option_images")
+
     def answer_names(self) -> list[str]:
         return [f"options[{i}]" for i in range(len(self.options))]
+
+    @model_validator(mode="after")
+    def _one_list_per_option(self) -> Self:
+        if self.option_images is not None and len(self.option_images) != len(self.options):
+            raise PydanticCustomError(
+                "call", f"'option_images' must hold one list per option: {len(self.options)}, got {len(self.option_images)}"
+            )
+        return self
 
     @field_validator("options")
     @classmethod
@@ -343,7 +332,7 @@ class GradeScoreOptionsArgs(PanelArgs):
         return options
 
 
-class LweJudgeArgs(PairArgs):
+class LweJudgeArgs(PairArgs, PairImagesArgs):
     tool: ClassVar[str] = "lwe_judge"
 
     session: Session = "default"

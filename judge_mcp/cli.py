@@ -9,12 +9,10 @@ import logging
 import os
 import sys
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
-if TYPE_CHECKING:
-    from judge_mcp import stats
 
 
 def _setup_logging(verbose: bool = False) -> None:
@@ -76,7 +74,10 @@ def _http_main(server: Any, app: Any, args: argparse.Namespace, *, stateless: bo
     from judge_mcp.transports.http import serve_http
 
     ready = partial(readiness, app.store)
-    return partial(serve_http, server, host=args.host, port=args.port, token=app.settings.http_token, stateless=stateless, ready=ready)
+    return partial(
+        serve_http, server, host=args.host, port=args.port, token=app.settings.http_token, stateless=stateless, ready=ready,
+        max_body=app.settings.http_max_body_bytes,
+    )
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -120,6 +121,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from judge_mcp import stats
+    from judge_mcp.stats_text import render_stats
     from judge_mcp.storage import open_store
     from judge_mcp.storage.migrations import MIGRATIONS
 
@@ -148,61 +150,6 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 # ---- judge-mcp stats: the report as two tables ------------------------------------------------------------------
-def _pct(rate: stats.Rate) -> str:
-    if rate.rate is None:
-        return "-"
-    return f"{rate.rate:.2f} ({rate.count}/{rate.of})"
-
-
-def _mean(mean: stats.Mean, places: int) -> str:
-    return "-" if mean.mean is None else f"{mean.mean:.{places}f}"
-
-
-STATS_COLUMNS = (
-    "backend", "model", "tool", "verdicts", "first-shown", "unbiased", "inconsistent", "unparsed", "re-asked", "ties",
-    "longer wins", "calls", "cached", "latency ms",
-)
-
-
-def _stats_rows(window: stats.Window) -> list[list[str]]:
-    rows = []
-    for g in window.groups:
-        rows.append([
-            g.backend, g.model, g.tool, str(g.verdicts),
-            _pct(g.position_bias), "-" if g.position_bias.unbiased is None else f"{g.position_bias.unbiased:.2f}",
-            _pct(g.order_inconsistency), _pct(g.parse_failures), _pct(g.reasks), _pct(g.ties), _pct(g.length_preference),
-            _mean(g.calls, 2), _mean(g.cached_calls, 2), _mean(g.latency_ms, 0),
-        ])
-    return rows
-
-
-def _table(rows: list[list[str]]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(STATS_COLUMNS)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(STATS_COLUMNS, widths)).rstrip()]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    return "\n".join(lines)
-
-
-def render_stats(report: stats.StatsReport) -> str:
-    """The report as two readable tables (all time, last N); rates as `rate (count/of)`, `-` when undefined."""
-    if report.all_time.verdicts == 0:
-        return "no verdicts in the log yet"
-    parts = []
-    windows = (
-        (f"all time: {report.all_time.verdicts} verdicts", report.all_time),
-        (f"last {report.last_n}: {report.last.verdicts} verdicts", report.last),
-    )
-    for title, window in windows:
-        skipped = f" ({window.skipped} unreadable rows skipped)" if window.skipped else ""
-        parts.append(f"{title}{skipped}\n{_table(_stats_rows(window))}")
-    parts.append(
-        "first-shown: parsed trials naming the first-shown answer (a judge without position bias scores `unbiased`);\n"
-        "inconsistent: both orders parsed and disagreeing; unparsed / re-asked: per answer; ties: no winner (pairs),\n"
-        "tied top reward (FLIP) or tied mode (grade); longer wins: decided pairs won by the longer answer (0.5: no preference)."
-    )
-    return "\n\n".join(parts)
-
-
 def _last(value: str) -> int:
     from judge_mcp import stats
 
@@ -225,6 +172,7 @@ environment (set by the MCP client's "env" block or the shell):
   JUDGE_MCP_CONFIG       TOML file with [backends.NAME] tables   [default: none]
   JUDGE_MCP_HTTP_TOKEN   bearer token for --transport http       [default: none, then loopback binds only]
   JUDGE_MCP_HTTP_STATELESS  1: as serve --stateless              [default: 0]
+  JUDGE_MCP_HTTP_MAX_BODY_BYTES  request-body limit over HTTP   [default: fits one call's images, ~29 MiB]
   JUDGE_MCP_CONCURRENCY  most calls in flight per backend (the   [default: 256 for openai and anthropic,
                          limit adapts below it on 429/503)       4 (its slots) for local]
   JUDGE_MCP_TIMEOUT_S    seconds to wait for a reply to start    [default: 120; a local server on CPU: 600]

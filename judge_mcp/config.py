@@ -6,7 +6,6 @@ serialises its key (`api_key` is excluded from `public()` and from repr).
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 import tomllib
@@ -14,6 +13,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import urlparse
+
+from judge_mcp.images import HTTP_BODY_BYTES
+
+from judge_mcp.config_values import ConfigError, check_text, non_negative_int, positive_float, positive_int
 
 KINDS = ("local", "openai", "anthropic")
 DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
@@ -27,10 +30,6 @@ STRUCTURED_OUTPUT_MODES = ("auto", "json_schema", "off")
 # 100 compare_pair calls (200 requests) goes out at once and a backend that takes fewer says so with 429; the
 # embedded model gets its slot count (each slot holds a share of n_ctx and of 2 CPU cores).
 DEFAULT_CONCURRENCY = {"local": 4, "openai": 256, "anthropic": 256}
-
-
-class ConfigError(ValueError):
-    """A configuration problem, with a message that names the variable or table at fault."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +73,8 @@ class Settings:
     def database(self) -> str | Path:
         """What the store opens: the PostgreSQL URL, else the SQLite file."""
         return self.db_url or self.db_path
+    # the HTTP transport's request-body limit (bytes): by default it fits a call's image limits
+    http_max_body_bytes: int = HTTP_BODY_BYTES
 
     def backend_names(self) -> list[str]:
         return [DEFAULT_BACKEND_NAME, *sorted(self.named_backends)]
@@ -114,48 +115,9 @@ def _host(url: str) -> str:
     return (urlparse(url).hostname or "").lower()
 
 
-def _whole_number(value: Any, what: str) -> int:
-    if isinstance(value, bool):
-        raise ConfigError(f"{what} must be a whole number, got {value!r}")
-    if isinstance(value, float):
-        if not value.is_integer():
-            raise ConfigError(f"{what} must be a whole number, got {value!r}")
-        return int(value)
-    try:
-        return int(str(value).strip())
-    except (TypeError, ValueError):
-        raise ConfigError(f"{what} must be a whole number, got {value!r}") from None
-
-
-def _positive_int(value: Any, what: str) -> int:
-    number = _whole_number(value, what)
-    if number < 1:
-        raise ConfigError(f"{what} must be >= 1, got {number}")
-    return number
-
-
 def _optional_positive_int(env: Mapping[str, str], name: str) -> int | None:
     value = _env(env, name, None)
-    return None if value is None else _positive_int(value, name)
-
-
-def _non_negative_int(value: Any, what: str) -> int:
-    number = _whole_number(value, what)
-    if number < 0:
-        raise ConfigError(f"{what} must be >= 0, got {number}")
-    return number
-
-
-def _positive_float(value: Any, what: str) -> float:
-    if isinstance(value, bool):
-        raise ConfigError(f"{what} must be a number, got {value!r}")
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{what} must be a number, got {value!r}") from None
-    if not math.isfinite(number) or number <= 0:
-        raise ConfigError(f"{what} must be a finite number > 0, got {value!r}")
-    return number
+    return None if value is None else positive_int(value, name)
 
 
 def _check_kind(kind: Any, what: str) -> str:
@@ -184,14 +146,6 @@ def _check_url(url: Any, what: str) -> str | None:
     return url.rstrip("/")
 
 
-def _check_text(value: Any, what: str) -> str | None:
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise ConfigError(f"{what} must be a string, got {value!r}")
-    return value
-
-
 def _env(env: Mapping[str, str], name: str, default: Any) -> Any:
     """An environment value; set-but-empty counts as unset."""
     value = env.get(name)
@@ -209,9 +163,9 @@ def backend_from_env(env: Mapping[str, str]) -> BackendConfig:
         model=model,
         base_url=base_url if kind != "local" else None,
         api_key=None,
-        concurrency=_positive_int(_env(env, "JUDGE_MCP_CONCURRENCY", DEFAULT_CONCURRENCY[kind]), "JUDGE_MCP_CONCURRENCY"),
-        timeout_s=_positive_float(_env(env, "JUDGE_MCP_TIMEOUT_S", 120), "JUDGE_MCP_TIMEOUT_S"),
-        max_retries=_non_negative_int(_env(env, "JUDGE_MCP_MAX_RETRIES", 3), "JUDGE_MCP_MAX_RETRIES"),
+        concurrency=positive_int(_env(env, "JUDGE_MCP_CONCURRENCY", DEFAULT_CONCURRENCY[kind]), "JUDGE_MCP_CONCURRENCY"),
+        timeout_s=positive_float(_env(env, "JUDGE_MCP_TIMEOUT_S", 120), "JUDGE_MCP_TIMEOUT_S"),
+        max_retries=non_negative_int(_env(env, "JUDGE_MCP_MAX_RETRIES", 3), "JUDGE_MCP_MAX_RETRIES"),
         structured_output=_check_structured_output(_env(env, "JUDGE_MCP_STRUCTURED_OUTPUT", "auto"), "JUDGE_MCP_STRUCTURED_OUTPUT"),
         max_output_tokens=_optional_positive_int(env, "JUDGE_MCP_MAX_OUTPUT_TOKENS") if kind == "local" else None,
     )
@@ -268,7 +222,7 @@ def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str
         raise ConfigError(f"{where}: put the key in an environment variable and name it with api_key_env")
     kind = _check_kind(table.get("kind", ""), f"{where} kind")
     base_url = _check_url(table.get("base_url"), f"{where} base_url")
-    key_env = _check_text(table.get("api_key_env"), f"{where} api_key_env")
+    key_env = check_text(table.get("api_key_env"), f"{where} api_key_env")
     key = None
     if key_env:
         key = _env(env, key_env, None)
@@ -279,18 +233,18 @@ def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str
     return BackendConfig(
         name=name,
         kind=kind,
-        model=_check_text(table.get("model"), f"{where} model") or (DEFAULT_MODELS.get(kind) if kind != "local" else None),
+        model=check_text(table.get("model"), f"{where} model") or (DEFAULT_MODELS.get(kind) if kind != "local" else None),
         base_url=base_url,
         api_key=key,
-        concurrency=_positive_int(table.get("concurrency", DEFAULT_CONCURRENCY[kind]), f"{where} concurrency"),
-        timeout_s=_positive_float(table.get("timeout_s", 120), f"{where} timeout_s"),
-        max_retries=_non_negative_int(table.get("max_retries", 3), f"{where} max_retries"),
+        concurrency=positive_int(table.get("concurrency", DEFAULT_CONCURRENCY[kind]), f"{where} concurrency"),
+        timeout_s=positive_float(table.get("timeout_s", 120), f"{where} timeout_s"),
+        max_retries=non_negative_int(table.get("max_retries", 3), f"{where} max_retries"),
         structured_output=_check_structured_output(table.get("structured_output", "auto"), f"{where} structured_output"),
-        n_ctx=_positive_int(table.get("n_ctx", 32768), f"{where} n_ctx"),
-        n_threads=None if table.get("n_threads") is None else _positive_int(table["n_threads"], f"{where} n_threads"),
+        n_ctx=positive_int(table.get("n_ctx", 32768), f"{where} n_ctx"),
+        n_threads=None if table.get("n_threads") is None else positive_int(table["n_threads"], f"{where} n_threads"),
         max_output_tokens=None
         if table.get("max_output_tokens") is None
-        else _positive_int(table["max_output_tokens"], f"{where} max_output_tokens"),
+        else positive_int(table["max_output_tokens"], f"{where} max_output_tokens"),
     )
 
 
@@ -328,6 +282,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         shared_option_pool=_flag(env, "JUDGE_MCP_SHARED_OPTION_POOL"),
         db_url=db_url,
         http_stateless=_flag(env, "JUDGE_MCP_HTTP_STATELESS"),
+        http_max_body_bytes=_optional_positive_int(env, "JUDGE_MCP_HTTP_MAX_BODY_BYTES") or HTTP_BODY_BYTES,
     )
 
 
@@ -385,7 +340,7 @@ def _flag(env: Mapping[str, str], name: str) -> bool:
 
 def _optional_days(env: Mapping[str, str], name: str) -> float | None:
     value = _env(env, name, None)
-    return None if value is None else _positive_float(value, name)
+    return None if value is None else positive_float(value, name)
 
 
 MIN_REMOTE_TOKEN_CHARS = 16  # a shorter token is refused on a non-loopback bind (see transports/http.http_app)

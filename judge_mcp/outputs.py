@@ -6,7 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from judge_mcp.args import Action, AnswerOrder, GradeScoreOptionsArgs, Goal, InferInstructionRewardArgs, LweJudgeArgs, Template
+from judge_mcp.arg_types import Action, AnswerOrder, Goal, Template
+from judge_mcp.args import GradeScoreOptionsArgs, InferInstructionRewardArgs, LweJudgeArgs
 
 Side = Literal["A", "B"]
 
@@ -272,3 +273,52 @@ class PointwiseResult(_Judged):
     best_index: int | None = Field(description="the single highest-rated response; null when tied or nothing parsed")
     tied_best: list[int] = Field(default_factory=list)
     unparsed: list[int] = Field(default_factory=list)
+
+
+# ---- the report's shape (also the judge_stats tool's outputSchema) -------------------------------------------
+class Rate(BaseModel):
+    rate: float | None = Field(description="count / of, rounded to 4 places; null when `of` is 0")
+    count: int
+    of: int
+
+
+class PositionBias(Rate):
+    unbiased: float | None = Field(description="the rate of a judge without position bias: 0.5 for pairs, mean 1/n for grade_score_options")
+
+
+class Mean(BaseModel):
+    mean: float | None = Field(description="null when `of` is 0")
+    of: int = Field(description="verdicts whose usage held the value")
+
+
+class GroupStats(BaseModel):
+    backend: str
+    model: str
+    tool: str
+    inputs: str = Field(
+        "text", description="what callers brought besides the judged texts: 'text' (nothing), or criteria, reference, images joined by '+'"
+    )
+    verdicts: int
+    position_bias: PositionBias = Field(description="parsed pairwise trials naming the first-shown answer (grade_score_options: picking the first position)")
+    order_inconsistency: Rate = Field(description="verdicts with both orders parsed whose orders disagree (compare_pair, lwe_judge)")
+    parse_failures: Rate = Field(description="answers left unparsed, of all answers (trials, FLIP responses, LWE verdicts)")
+    reasks: Rate = Field(description="answers that needed the re-ask, of answers whose re-ask is recorded")
+    ties: Rate = Field(description="no winner (compare_pair, lwe_judge), tied top reward (FLIP), tied mode (grade_score_options)")
+    length_preference: Rate = Field(description="decided pairwise verdicts won by the longer answer, equal lengths left out")
+    calls: Mean
+    cached_calls: Mean
+    latency_ms: Mean
+
+
+class Window(BaseModel):
+    verdicts: int = Field(description="verdict-log rows in the window")
+    oldest_at: float | None = Field(description="Unix time of the window's oldest verdict")
+    newest_at: float | None = Field(description="Unix time of the window's newest verdict")
+    skipped: int = Field(0, description="rows whose output could not be read (not counted anywhere else)")
+    groups: list[GroupStats] = Field(description="one entry per (backend, model, tool, inputs), sorted")
+
+
+class StatsReport(BaseModel):
+    last_n: int = Field(description="the size of the `last` window asked for")
+    all_time: Window
+    last: Window = Field(description="the newest last_n verdicts of the whole log, grouped the same way")

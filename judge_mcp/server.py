@@ -10,7 +10,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
 from judge_mcp import __version__, prompts, stats
 from judge_mcp.app import App
-from judge_mcp.args import InputError
+from judge_mcp.arg_types import InputError
 from judge_mcp.methods import lwe
 from judge_mcp.storage.engine import StoreError
 from judge_mcp.tools import mcp_tools
@@ -36,18 +36,24 @@ def build_server(app: App | None = None) -> JudgeServer:
     server = JudgeServer(name="judge-mcp", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING", tools=mcp_tools(app))
     server.app = app
 
-    @server.prompt(title="Compare two drafts", description="Judge which of two drafts better does a task (calls compare_pair)")
-    def compare_drafts(task: str, draft_a: str, draft_b: str) -> str:
-        return prompts.render("mcp_compare_drafts.txt", task=task, draft_a=draft_a, draft_b=draft_b)
+    @server.prompt(
+        title="Compare two drafts",
+        description="Judge which of two drafts better does a task (calls compare_pair); optionally against your criteria "
+        "(e.g. 'correctness first, then readability' for a code review) or a reference answer",
+    )
+    def compare_drafts(task: str, draft_a: str, draft_b: str, criteria: str = "", reference: str = "") -> str:
+        text = prompts.render("mcp_compare_drafts.txt", task=task, draft_a=draft_a, draft_b=draft_b)
+        return text + with_inputs(criteria, reference)
 
     @server.prompt(
         title="Pick the best option",
         description="Pick the best of several options, one per line or separated by a line with ---, and say how stable the pick is "
-        "(calls grade_score_options)",
+        "(calls grade_score_options); optionally against your criteria or a reference answer",
     )
-    def pick_best(question: str, options: str) -> str:
+    def pick_best(question: str, options: str, criteria: str = "", reference: str = "") -> str:
         listed = split_options(options)
-        return prompts.render("mcp_pick_best.txt", question=question, options=json.dumps(listed, ensure_ascii=False))
+        text = prompts.render("mcp_pick_best.txt", question=question, options=json.dumps(listed, ensure_ascii=False))
+        return text + with_inputs(criteria, reference)
 
     @server.resource("lwe://sessions", name="lwe-sessions", description="LWE sessions with versions and counts", mime_type="application/json")
     def sessions_resource() -> str:
@@ -96,6 +102,16 @@ def _stats_json(app: App, last: int) -> str:
         return stats.from_store(app.store, last).model_dump_json(indent=2)
     except StoreError as exc:
         raise ResourceError(str(exc)) from exc
+
+
+def with_inputs(criteria: str, reference: str) -> str:
+    """What an MCP prompt adds when the user gave criteria or a reference answer: nothing when neither was given."""
+    text = ""
+    if criteria.strip():
+        text += "\n" + prompts.render("mcp_with_criteria.txt", criteria=criteria).strip("\n") + "\n"
+    if reference.strip():
+        text += "\n" + prompts.render("mcp_with_reference.txt", reference=reference).strip("\n") + "\n"
+    return text
 
 
 def split_options(text: str) -> list[str]:

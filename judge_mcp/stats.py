@@ -1,5 +1,5 @@
 """Live bias telemetry: figures an agent (or its operator) reads before trusting a judge, computed from the
-verdict log per (backend, model, tool), over all time and over the last N verdicts.
+verdict log per (backend, model, tool, inputs brought: text, criteria, reference, images), over all time and over the last N verdicts.
 
 Pure functions over verdict-log rows; `from_store` streams the rows from a Store page by page (newest first), so
 the all-time figure never holds the whole log in memory. What each figure counts, per tool:
@@ -31,9 +31,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field
 
-from judge_mcp.args import DEFAULT_LAST, MAX_LAST, ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, LweJudgeArgs
+from judge_mcp.arg_types import DEFAULT_LAST, MAX_LAST
+from judge_mcp.outputs import GroupStats, StatsReport, Window
+from judge_mcp.args import ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, LweJudgeArgs
 from judge_mcp.storage.verdict_log import VerdictLog
 
 if TYPE_CHECKING:
@@ -43,52 +44,6 @@ PAGE = 500
 # The tools whose verdicts judge two answers (position, order and length figures), and those two answers' arguments.
 PAIRWISE = (ComparePairArgs, LweJudgeArgs)
 ANSWERS = ComparePairArgs.ANSWERS
-
-
-# ---- the report's shape (also the judge_stats tool's outputSchema) -------------------------------------------
-class Rate(BaseModel):
-    rate: float | None = Field(description="count / of, rounded to 4 places; null when `of` is 0")
-    count: int
-    of: int
-
-
-class PositionBias(Rate):
-    unbiased: float | None = Field(description="the rate of a judge without position bias: 0.5 for pairs, mean 1/n for grade_score_options")
-
-
-class Mean(BaseModel):
-    mean: float | None = Field(description="null when `of` is 0")
-    of: int = Field(description="verdicts whose usage held the value")
-
-
-class GroupStats(BaseModel):
-    backend: str
-    model: str
-    tool: str
-    verdicts: int
-    position_bias: PositionBias = Field(description="parsed pairwise trials naming the first-shown answer (grade_score_options: picking the first position)")
-    order_inconsistency: Rate = Field(description="verdicts with both orders parsed whose orders disagree (compare_pair, lwe_judge)")
-    parse_failures: Rate = Field(description="answers left unparsed, of all answers (trials, FLIP responses, LWE verdicts)")
-    reasks: Rate = Field(description="answers that needed the re-ask, of answers whose re-ask is recorded")
-    ties: Rate = Field(description="no winner (compare_pair, lwe_judge), tied top reward (FLIP), tied mode (grade_score_options)")
-    length_preference: Rate = Field(description="decided pairwise verdicts won by the longer answer, equal lengths left out")
-    calls: Mean
-    cached_calls: Mean
-    latency_ms: Mean
-
-
-class Window(BaseModel):
-    verdicts: int = Field(description="verdict-log rows in the window")
-    oldest_at: float | None = Field(description="Unix time of the window's oldest verdict")
-    newest_at: float | None = Field(description="Unix time of the window's newest verdict")
-    skipped: int = Field(0, description="rows whose output could not be read (not counted anywhere else)")
-    groups: list[GroupStats] = Field(description="one entry per (backend, model, tool), sorted")
-
-
-class StatsReport(BaseModel):
-    last_n: int = Field(description="the size of the `last` window asked for")
-    all_time: Window
-    last: Window = Field(description="the newest last_n verdicts of the whole log, grouped the same way")
 
 
 # ---- what one verdict contributes ------------------------------------------------------------------------------
@@ -272,7 +227,7 @@ class Tally:
                 self.sums[key] += value
                 self.counts[key] += 1
 
-    def summary(self, backend: str, model: str, tool: str) -> GroupStats:
+    def summary(self, backend: str, model: str, tool: str, inputs: str = "text") -> GroupStats:
         def mean(key: str, places: int) -> dict[str, Any]:
             n = self.counts[key]
             return {"mean": round(self.sums[key] / n, places) if n else None, "of": n}
@@ -281,6 +236,7 @@ class Tally:
             backend=backend,
             model=model,
             tool=tool,
+            inputs=inputs,
             verdicts=self.verdicts,
             position_bias={**_rate(self.first, self.picks), "unbiased": round(self.unbiased_sum / self.picks, 4) if self.picks else None},
             order_inconsistency=_rate(self.disagree, self.both_orders),
@@ -296,7 +252,7 @@ class Tally:
 
 class WindowTally:
     def __init__(self) -> None:
-        self.groups: dict[tuple[str, str, str], Tally] = {}
+        self.groups: dict[tuple[str, str, str, str], Tally] = {}
         self.verdicts = self.skipped = 0
         self.oldest: float | None = None
         self.newest: float | None = None
@@ -311,7 +267,7 @@ class WindowTally:
             self.skipped += 1
             return
         for one in [row, *panel_members(row)]:
-            key = (str(one["backend"]), str(one["model"]), str(one["tool"]))
+            key = (str(one["backend"]), str(one["model"]), str(one["tool"]), brought_label(row.get("brought")))
             usage = one.get("usage")
             self.groups.setdefault(key, Tally()).add(facts_of(one), usage if isinstance(usage, dict) else {})
 
@@ -367,6 +323,15 @@ def from_store(store: "Engine", last: int = DEFAULT_LAST) -> StatsReport:
 
 
 # ---- decoding the store's rows ---------------------------------------------------------------------------------
+BROUGHT = ("criteria", "reference", "images")
+
+
+def brought_label(flags: Any) -> str:
+    """A group's `inputs`: the names of the inputs a caller brought (criteria, reference, images), or 'text'."""
+    names = [name for name, flag in zip(BROUGHT, flags) if flag] if isinstance(flags, (list, tuple)) else []
+    return "+".join(names) or "text"
+
+
 def row_from_json(row: dict[str, Any]) -> dict[str, Any]:
     """A `VerdictLog.stats_page` row with its JSON columns decoded (an unreadable output becomes None: skipped)."""
     def load(text: Any) -> Any:
@@ -386,5 +351,6 @@ def row_from_json(row: dict[str, Any]) -> dict[str, Any]:
         "output": load(row.get("output")),
         "usage": load(row.get("usage")) or {},
         "lengths": lengths,
+        "brought": load(row.get("brought")),
         "vanilla_reasks": {p.split(":")[2] for p in reasks if isinstance(p, str) and p.count(":") >= 3} if isinstance(reasks, list) else None,
     }

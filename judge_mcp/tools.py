@@ -28,23 +28,16 @@ from pydantic import BaseModel, Field, create_model
 
 from judge_mcp import stats
 from judge_mcp.app import App
+from judge_mcp.arg_types import InputError
 from judge_mcp.args import (
-    ComparePairArgs,
-    GradeScoreOptionsArgs,
-    InferInstructionRewardArgs,
-    InputError,
-    JudgeStatsArgs,
-    JudgingArgs,
-    LweJudgeArgs,
-    LweSessionArgs,
-    LweSessionShowArgs,
-    ToolArgs,
+    ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, JudgeStatsArgs, JudgingArgs, LweJudgeArgs, LweSessionArgs,
+    LweSessionShowArgs, ToolArgs,
 )
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.calls.judge import ProgressFn
 from judge_mcp.config import ConfigError
 from judge_mcp.methods import lwe, registry
-from judge_mcp.outputs import ComparePairResult, FlipResult, GradeScoreResult, LweResult, LweSessionResult
+from judge_mcp.outputs import ComparePairResult, FlipResult, GradeScoreResult, LweResult, LweSessionResult, StatsReport
 from judge_mcp.storage.engine import StoreError
 
 log = logging.getLogger("judge_mcp.server")
@@ -95,7 +88,11 @@ async def compare_pair(app: App, args: ComparePairArgs, progress: ProgressFn | N
     with swap=false, `consistent` is null). Where the backend returns token log-probabilities (OpenAI-compatible
     servers, the embedded model), `p_better` gives each answer's probability of being the better one, averaged
     over both orders so position bias cancels; null where there are none. swap="auto" judges the second order
-    only when the first is not confident.
+    only when the first is not confident. Optional `criteria` (your rubric, e.g. for a code review "correctness
+    first, then thread safety, then readability") and `reference` (a reference answer, e.g. "5050" for the sum of
+    1..100) are shown to the judge in both orders; the verdict is then about them. Images as data: URIs: `images`
+    (what the prompt shows) and `response_a_images` / `response_b_images` (e.g. two UI screenshots), which move with
+    their answer when the order is swapped; for a vision model.
 
     Use it for exactly two candidates (two drafts, two patches, before/after). For 3-10 candidates use
     grade_score_options; to score responses against an instruction without a judge prompt, use
@@ -119,7 +116,8 @@ async def infer_instruction_reward(app: App, args: InferInstructionRewardArgs, p
 async def grade_score_options(app: App, args: GradeScoreOptionsArgs, progress: ProgressFn | None = None) -> GradeScoreResult:
     """Multiple-choice judging: one trial per cyclic rotation of the options (each option at each position
     once), reporting the winner, the position entropy (llm_score), the choice stability (choice_score) and
-    their harmonic mean, the Grade Score.
+    their harmonic mean, the Grade Score. Optional `criteria` and `reference` (as for compare_pair) are shown in
+    every rotation, as are `images` and `option_images` (one list per option, moving with it).
 
     Use it to pick the best of 2-10 options and to see how much to trust that pick (a low Grade Score means
     the judge's choice moves with the order). For two candidates compare_pair is cheaper. Cost: n backend
@@ -131,7 +129,9 @@ async def grade_score_options(app: App, args: GradeScoreOptionsArgs, progress: P
 async def lwe_judge(app: App, args: LweJudgeArgs, progress: ProgressFn | None = None) -> LweResult:
     """Learning While Evaluating: a vanilla judgment in both orders; inconsistent cases get a case-specific
     evaluation prompt written from the session's meta-prompt, and the judge's self-feedback refines that
-    meta-prompt every `batch_size` cases (stored, versioned, shared across calls and restarts).
+    meta-prompt every `batch_size` cases (stored, versioned, shared across calls and restarts). Optional
+    `criteria`, `reference` and images (as for compare_pair) go with the case into every call that judges it or
+    writes about it; the meta-prompt itself stays text.
 
     Use it for many pairwise judgments in one domain, where the judge should get better at that domain as it
     goes; for a one-off comparison compare_pair is cheaper and stateless. Not idempotent: an inconsistent case
@@ -155,7 +155,7 @@ async def lwe_session(app: App, args: LweSessionArgs, progress: ProgressFn | Non
     return await _off_loop(partial(lwe.lwe_session, app.store, args))
 
 
-async def judge_stats(app: App, args: JudgeStatsArgs, progress: ProgressFn | None = None) -> stats.StatsReport:
+async def judge_stats(app: App, args: JudgeStatsArgs, progress: ProgressFn | None = None) -> StatsReport:
     """How far to trust each judge, from the verdict log, per backend/model/tool, over all time and the newest
     `last` verdicts: position_bias (share of parsed trials naming the first-shown answer; compare with
     `unbiased`, 0.5 for pairs), order_inconsistency (both orders parsed and disagreeing), parse_failures and

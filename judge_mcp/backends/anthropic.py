@@ -19,7 +19,7 @@ import copy
 import logging
 from typing import Any
 
-from judge_mcp.backends.base import ChatRequest, Completion, Usage
+from judge_mcp.backends.base import ChatRequest, Completion, Message, Usage
 
 from judge_mcp.backends.errors import FatalError, RetryableError
 from judge_mcp.backends.client import HTTPBackend
@@ -95,6 +95,16 @@ def _note_unsupported(node: dict[str, Any]) -> None:
         node["description"] = (described + " " if described else "") + "(" + ", ".join(notes) + ")"
 
 
+def content_blocks(m: Message) -> list[dict[str, Any]]:
+    """A message with images as Messages API content blocks: its text, then each group's caption and its base64
+    `image` blocks."""
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": m.content}]
+    for caption, group in m.images:
+        blocks.append({"type": "text", "text": caption})
+        blocks.extend({"type": "image", "source": {"type": "base64", "media_type": i.media_type, "data": i.base64}} for i in group)
+    return blocks
+
+
 def messages_url(base_url: str) -> str:
     """`{base}/v1/messages`; a base URL that already ends in /v1 is accepted as well."""
     base = base_url.rstrip("/")
@@ -123,12 +133,12 @@ class AnthropicBackend(HTTPBackend):
 
     def payload(self, request: ChatRequest) -> dict[str, Any]:
         system_parts = [request.system] if request.system else []
-        messages: list[dict[str, str]] = []
+        messages: list[dict[str, Any]] = []
         for m in request.messages:
             if m.role == "system":  # the Messages API has no system role inside `messages`
                 system_parts.append(m.content)
             else:
-                messages.append({"role": m.role, "content": m.content})
+                messages.append({"role": m.role, "content": content_blocks(m) if m.images else m.content})
         payload: dict[str, Any] = {"model": self.model, "max_tokens": request.max_tokens, "messages": messages}
         if system_parts:
             payload["system"] = "\n\n".join(system_parts)

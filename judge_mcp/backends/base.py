@@ -19,12 +19,22 @@ import anyio
 from judge_mcp.backends.errors import AttemptTimeout, BackendError, FatalError, RetryableError
 from judge_mcp.backends.limiter import OVERLOAD_STATUS, AdaptiveLimit
 from judge_mcp.backends.retry import RetryPolicy, run_with_retries
+from judge_mcp.images import Image
 
 
 @dataclass(frozen=True)
 class Message:
     role: str  # "user" | "assistant"
     content: str
+    # Images after the text, in groups, each group introduced by its caption ("Images in Assistant A's answer:").
+    images: tuple[tuple[str, tuple[Image, ...]], ...] = ()
+
+    def record(self) -> dict[str, Any]:
+        """The message for a cache key or a record: an image as its SHA-256, media type and size, never its bytes."""
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.images:
+            out["images"] = [[caption, [image.described() for image in group]] for caption, group in self.images]
+        return out
 
 
 @dataclass(frozen=True)
@@ -53,7 +63,7 @@ class ChatRequest:
         when asked for, so the cache keys of requests without them are what they always were."""
         record = {
             "system": self.system,
-            "messages": [{"role": m.role, "content": m.content} for m in self.messages],
+            "messages": [m.record() for m in self.messages],
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "json_schema": self.json_schema,
@@ -69,7 +79,10 @@ class ChatRequest:
         stored once, as the tool's inputs; the exact prompt is the templates applied to them (and `cache_key`)."""
         return {
             "system_chars": len(self.system or ""),
-            "messages": [{"role": m.role, "chars": len(m.content)} for m in self.messages],
+            "messages": [
+                {"role": m.role, "chars": len(m.content), **({"images": [i.described() for _, g in m.images for i in g]} if m.images else {})}
+                for m in self.messages
+            ],
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "schema_name": self.schema_name if self.json_schema is not None else None,
@@ -92,9 +105,13 @@ def response_summary(body: Any) -> dict[str, Any] | None:
     return {key: body[key] for key in RESPONSE_SUMMARY_KEYS if key in body}
 
 
-def user(content: str, system: str | None = None, **kwargs: Any) -> ChatRequest:
-    """Shorthand for the common single-user-message request."""
-    return ChatRequest(messages=(Message("user", content),), system=system, **kwargs)
+def user(content: str, system: str | None = None, *, images: tuple[tuple[str, tuple[Image, ...]], ...] = (), **kwargs: Any) -> ChatRequest:
+    """Shorthand for the common single-user-message request (with its images, if any)."""
+    return ChatRequest(messages=(Message("user", content, images),), system=system, **kwargs)
+
+
+def has_images(request: ChatRequest) -> bool:
+    return any(m.images for m in request.messages)
 
 
 @dataclass

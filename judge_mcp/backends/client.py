@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import io
 import json
 import os
 import ssl
@@ -181,6 +182,15 @@ def encode_json(payload: dict[str, Any]) -> bytes:
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 
+LARGE_BODY_BYTES = 1024 * 1024  # aiohttp writes a bytes body past this size in one blocking call (and warns)
+
+
+def request_body(payload: dict[str, Any]) -> bytes | io.BytesIO:
+    """The encoded request; a large one (images) as a stream aiohttp writes in chunks, with its Content-Length."""
+    body = encode_json(payload)
+    return io.BytesIO(body) if len(body) > LARGE_BODY_BYTES else body
+
+
 CONNECT_TIMEOUT_S = 10.0  # a host that does not accept the connection in this time is a connection error
 BODY_TIMEOUT_S = 30.0  # once the reply has started, the rest of it must arrive within this (or timeout_s if smaller)
 
@@ -206,7 +216,7 @@ async def post_json(
     try:
         try:
             with anyio.fail_after(first_byte_s):
-                response = await session.post(url, data=encode_json(payload), headers=headers, allow_redirects=False, proxy=proxy)
+                response = await session.post(url, data=request_body(payload), headers=headers, allow_redirects=False, proxy=proxy)
         except TimeoutError as exc:
             if isinstance(exc, aiohttp.ClientError):  # aiohttp's connect timeout: the host did not accept in time
                 raise

@@ -36,7 +36,7 @@ import anyio
 import anyio.to_thread
 from anyio.lowlevel import RunVar
 
-from judge_mcp.backends.base import Backend, ChatRequest, Completion
+from judge_mcp.backends.base import Backend, ChatRequest, Completion, has_images
 
 from judge_mcp.backends.errors import FatalError, RetryableError
 from judge_mcp.backends.openai_wire import chat_messages, logprob_params, parse_chat_completion
@@ -328,6 +328,11 @@ class LocalBackend(Backend):
         )
 
     async def _send(self, request: ChatRequest) -> Completion:
+        if has_images(request):
+            raise FatalError(
+                "the embedded model reads text only and cannot judge images (it has no multimodal projector); "
+                "use a vision model on an OpenAI-compatible or Anthropic backend for calls with images"
+            )
         loaded = await self.loaded()
         payload = self.payload(request)
         server = loaded.server

@@ -18,10 +18,19 @@ def token_count(value: Any) -> int:
         return 0
 
 
-def chat_messages(request: ChatRequest) -> list[dict[str, str]]:
-    """The request as OpenAI chat messages: the system prompt first, as a system message."""
-    messages = [{"role": "system", "content": request.system}] if request.system else []
-    messages.extend({"role": m.role, "content": m.content} for m in request.messages)
+def chat_messages(request: ChatRequest) -> list[dict[str, Any]]:
+    """The request as OpenAI chat messages: the system prompt first, as a system message; a message with images as
+    content parts (its text, then each group's caption and its `image_url` parts with data: URIs)."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": request.system}] if request.system else []
+    for m in request.messages:
+        if not m.images:
+            messages.append({"role": m.role, "content": m.content})
+            continue
+        parts: list[dict[str, Any]] = [{"type": "text", "text": m.content}]
+        for caption, group in m.images:
+            parts.append({"type": "text", "text": caption})
+            parts.extend({"type": "image_url", "image_url": {"url": image.data_uri()}} for image in group)
+        messages.append({"role": m.role, "content": parts})
     return messages
 
 

@@ -59,3 +59,10 @@ def calibration_extras(complete: list[tuple[int, str, str, dict[str, Any]]], pla
         "single_order": {**probability_figures(single), "p_first_shown": _ratio(sum(first), len(first))},
         "both_orders": probability_figures(both),
     }
+
+
+def p_chosen(p_better: Any, placement: str) -> float | None:
+    """The probability a verdict gave the chosen response (shown as A in chosen_first, as B in chosen_second)."""
+    if p_better is None:
+        return None
+    return p_better.A if placement == "chosen_first" else p_better.B

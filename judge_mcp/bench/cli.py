@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from judge_mcp.args import ANSWER_ORDERS, FLIP_VARIANTS, GRADE_VARIANTS, TEMPLATES, GradeScoreOptionsArgs, InferInstructionRewardArgs, LweJudgeArgs
+from judge_mcp.arg_types import ANSWER_ORDERS, FLIP_VARIANTS, GRADE_VARIANTS, TEMPLATES
+from judge_mcp.args import GradeScoreOptionsArgs, InferInstructionRewardArgs, LweJudgeArgs
 
 if TYPE_CHECKING:
     from judge_mcp.bench.runner import RunSpec

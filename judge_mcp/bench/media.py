@@ -52,15 +52,4 @@ def images_problem(method: str, items: list[Item], dataset: str) -> str | None:
         return None
     if method not in IMAGE_METHODS:
         return f"method {method!r} judges text only, but {dataset} carries images (methods for image data: {', '.join(IMAGE_METHODS)})"
-    from judge_mcp.args import ComparePairArgs, GradeScoreOptionsArgs, LweJudgeArgs
-
-    needed = {
-        ComparePairArgs: ("images", "response_a_images", "response_b_images"),
-        LweJudgeArgs: ("images", "response_a_images", "response_b_images"),
-        GradeScoreOptionsArgs: ("images", "option_images"),
-    }
-    for model, fields in needed.items():
-        missing = [f for f in fields if f not in model.model_fields]
-        if missing:
-            return f"{dataset} carries images, but this build's {model.tool} takes no {', '.join(missing)}"
     return None

@@ -29,6 +29,7 @@ from typing import Any
 
 from judge_mcp.app import App
 from judge_mcp.args import ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, JudgingArgs, LweJudgeArgs
+from judge_mcp.bench.calibration import p_chosen
 from judge_mcp.bench.data import Item
 from judge_mcp.bench.media import options_media, pair_media
 from judge_mcp.bench.arena_hard import ArenaHardArgs
@@ -163,13 +164,6 @@ def _compare(goal: str = ComparePairArgs.default("goal"), default_template: str 
         return record
 
     return judge
-
-
-def p_chosen(p_better: Any, placement: str) -> float | None:
-    """The probability a verdict gave the chosen response (shown as A in chosen_first, as B in chosen_second)."""
-    if p_better is None:
-        return None
-    return p_better.A if placement == "chosen_first" else p_better.B
 
 
 async def _adaptive(app: App, item: Item, placement: str, opts: Options, record: dict[str, Any], single: ComparePairArgs) -> None:

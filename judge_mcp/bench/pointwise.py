@@ -15,7 +15,8 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field
 
 from judge_mcp import prompts
-from judge_mcp.args import JUDGED, MAX_RESPONSES, JudgingArgs, Prompt, Text
+from judge_mcp.arg_types import JUDGED, MAX_RESPONSES, Prompt, Text
+from judge_mcp.args import JudgingArgs
 from judge_mcp.backends.base import user
 from judge_mcp.methods.ask import ask
 from judge_mcp.calls.fanout import run_each

@@ -159,9 +159,16 @@ class ScriptedServer:
         self.__exit__()
 
 
+def content_text(content: Any) -> str:
+    """A message's text: its content, or the text of its content parts (a message with images)."""
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return str(content if content is not None else "")
+
+
 def prompt_text(payload: dict[str, Any]) -> str:
     """All message contents of a request, joined (what a responder usually inspects)."""
-    return "\n".join(str(m.get("content", "")) for m in payload.get("messages", []))
+    return "\n".join(content_text(m.get("content", "")) for m in payload.get("messages", []))
 
 
 # ---- the Anthropic Messages wire format -----------------------------------------------------------------------------

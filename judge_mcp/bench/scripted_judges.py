@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from judge_mcp.bench.scripted import Reply, prompt_text
+from judge_mcp.bench.scripted import Reply, content_text, prompt_text
 
 Responder = Callable[[dict[str, Any]], "Reply | str"]
 
@@ -49,7 +49,7 @@ UNIVERSAL_ANSWER = json.dumps({"own_answer": "x", "evaluation": "y", "verdict": 
 
 # ---- reading a request -------------------------------------------------------------------------------------------------
 def first_user(payload: dict[str, Any]) -> str:
-    return next((m["content"] for m in payload.get("messages", []) if m.get("role") == "user"), "")
+    return next((content_text(m["content"]) for m in payload.get("messages", []) if m.get("role") == "user"), "")
 
 
 def schema_name(payload: dict[str, Any]) -> str | None:

@@ -29,8 +29,9 @@ from typing import Any
 
 
 from judge_mcp import prompts
-from judge_mcp.args import ANSWER_ORDERS as ANSWER_ORDERS  # the tool's choices, for this module's readers
-from judge_mcp.args import FLIP_VARIANTS, InferInstructionRewardArgs
+from judge_mcp.arg_types import ANSWER_ORDERS as ANSWER_ORDERS  # the tool's choices, for this module's readers
+from judge_mcp.arg_types import FLIP_VARIANTS
+from judge_mcp.args import InferInstructionRewardArgs
 from judge_mcp.backends.base import user
 from judge_mcp.methods.similarity import score as similarity_score
 from judge_mcp.methods.ask import ask, bounded

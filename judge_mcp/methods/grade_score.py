@@ -32,10 +32,13 @@ from functools import lru_cache, partial
 
 import anyio.to_thread
 
+from judge_mcp import images as imagelib
 from judge_mcp import prompts
-from judge_mcp.args import GRADE_VARIANTS, GradeScoreOptionsArgs
+from judge_mcp.arg_types import GRADE_VARIANTS
+from judge_mcp.args import GradeScoreOptionsArgs
 from judge_mcp.backends.base import user
 from judge_mcp.methods.ask import ask
+from judge_mcp.methods import user_inputs
 from judge_mcp.calls.fanout import run_each
 from judge_mcp.calls.judge import Judge
 from judge_mcp.methods.parsing import neutralise, parse_json_object
@@ -204,14 +207,25 @@ def system_prompt(variant: int, structured: bool, n: int) -> str:
     return text
 
 
-def user_prompt(instruction: str, shown: Sequence[str]) -> str:
-    """§4.5: the instruction, then the options numbered from 1 in the order shown."""
+def user_prompt(instruction: str, shown: Sequence[str], *, criteria: str | None = None, reference: str | None = None) -> str:
+    """§4.5: the instruction, then the options numbered from 1 in the order shown; the caller's reference and
+    criteria, when given, as fenced blocks between them (user_inputs.py)."""
     blocks = [
         prompts.render("grade_score_option.txt", number=str(k), content=defuse_markers(text).strip("\n")).rstrip("\n")
         for k, text in enumerate(shown, start=1)
     ]
+    if not user_inputs.given(criteria, reference):
+        return prompts.render(
+            "grade_score_user.txt", instruction=defuse_markers(instruction).strip("\n"), options="\n\n".join(blocks)
+        ).rstrip("\n")
     return prompts.render(
-        "grade_score_user.txt", instruction=defuse_markers(instruction).strip("\n"), options="\n\n".join(blocks)
+        "grade_score_user_inputs.txt",
+        instruction=defuse_markers(instruction).strip("\n"),
+        inputs=user_inputs.blocks(criteria, reference, defuse_markers),
+        options="\n\n".join(blocks),
+        notes=user_inputs.notes(
+            criteria, reference, reference_note="grade_score_reference_note.txt", criteria_note="grade_score_criteria_note.txt"
+        ),
     ).rstrip("\n")
 
 
@@ -266,11 +280,14 @@ def summarise(trials: Sequence[GradeTrial], n: int) -> Summary:
 
 # ---- the method --------------------------------------------------------------------------------------------------
 async def judge_rotation(
-    judge: Judge, *, rotation: int, order: list[int], texts: Sequence[str], instruction: str, variant: int, structured: bool
+    judge: Judge, *, rotation: int, order: list[int], texts: Sequence[str], instruction: str, variant: int, structured: bool,
+    criteria: str | None = None, reference: str | None = None, images: tuple = (), answer_images: Sequence[tuple] = (),
 ) -> GradeTrial:
     n = len(order)
+    shown = [answer_images[i] if i < len(answer_images) else () for i in order]
     request = user(
-        user_prompt(instruction, [texts[i] for i in order]),
+        user_prompt(instruction, [texts[i] for i in order], criteria=criteria, reference=reference),
+        images=user_inputs.option_images(images, shown) if images or any(shown) else (),
         system=system_prompt(variant, structured, n),
         max_tokens=MAX_TOKENS[variant],
         json_schema=selection_schema(variant, n) if structured else None,
@@ -309,12 +326,15 @@ async def grade_score_options(judge: Judge, args: GradeScoreOptionsArgs | None =
     m = len(texts)
     orders = [[base[i] for i in rotation] for rotation in rotations(m)]
     structured = judge.structured
+    prompt_images = args.image_list("images")
+    answer_images = [tuple(imagelib.decode(uri) for uri in uris or ()) for uris in args.option_images or ()]  # the unrelated option has none
 
     trials = await run_each(
         judge,
         m,
         lambda k: judge_rotation(
-            judge, rotation=k, order=orders[k], texts=texts, instruction=instruction, variant=prompt_variant, structured=structured
+            judge, rotation=k, order=orders[k], texts=texts, instruction=instruction, variant=prompt_variant, structured=structured,
+            criteria=args.criteria, reference=args.reference, images=prompt_images, answer_images=answer_images,
         ),
         lambda k, _: f"rotation {k + 1} of {m} judged",
     )

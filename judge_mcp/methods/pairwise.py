@@ -21,10 +21,11 @@ from functools import lru_cache
 from typing import Any
 
 from judge_mcp import prompts
-from judge_mcp.args import GOALS as GOALS  # the tool's goals, for this module's readers
-from judge_mcp.args import PAIR_MAX_TOKENS, TEMPLATES, ComparePairArgs
+from judge_mcp.arg_types import GOALS as GOALS  # the tool's goals, for this module's readers
+from judge_mcp.arg_types import PAIR_MAX_TOKENS, TEMPLATES
+from judge_mcp.args import ComparePairArgs
 from judge_mcp.backends.base import user
-from judge_mcp.methods import label_probs
+from judge_mcp.methods import label_probs, user_inputs
 from judge_mcp.methods.ask import Parsed, ask, bounded
 from judge_mcp.calls.fanout import run_each
 from judge_mcp.calls.judge import Judge
@@ -68,10 +69,22 @@ def system_prompt(goal: str, template: str, structured: bool) -> str:
     return text
 
 
-def user_prompt(prompt: str, first: str, second: str) -> str:
-    """The judged content, with verdict tokens inside it defused (see parsing.neutralise)."""
+def user_prompt(
+    prompt: str, first: str, second: str, *, criteria: str | None = None, reference: str | None = None, goal: str = "worse"
+) -> str:
+    """The judged content, with verdict tokens inside it defused (see parsing.neutralise); the caller's reference
+    and criteria, when given, as fenced blocks between the prompt and the answers (user_inputs.py)."""
+    if not user_inputs.given(criteria, reference):
+        return prompts.render(
+            "grp_user.txt", prompt=neutralise(prompt), answer_a=neutralise(first), answer_b=neutralise(second)
+        )
     return prompts.render(
-        "grp_user.txt", prompt=neutralise(prompt), answer_a=neutralise(first), answer_b=neutralise(second)
+        "grp_user_inputs.txt",
+        prompt=neutralise(prompt),
+        inputs=user_inputs.blocks(criteria, reference, neutralise),
+        answer_a=neutralise(first),
+        answer_b=neutralise(second),
+        notes=user_inputs.notes(criteria, reference, reference_note="grp_reference_note.txt", criteria_note=f"grp_criteria_{goal}.txt"),
     )
 
 
@@ -247,11 +260,13 @@ def mean_probability(trials: list[PairTrial]) -> PBetter | None:
 
 
 async def judge_order(
-    judge: Judge, *, prompt: str, first: str, second: str, order: str, goal: str, template: str, max_tokens: int | None = None
+    judge: Judge, *, prompt: str, first: str, second: str, order: str, goal: str, template: str, max_tokens: int | None = None,
+    criteria: str | None = None, reference: str | None = None, images: user_inputs.ImageGroups = (),
 ) -> PairTrial:
     structured = judge.structured
     request = user(
-        user_prompt(prompt, first, second),
+        user_prompt(prompt, first, second, criteria=criteria, reference=reference, goal=goal),
+        images=images,
         system=system_prompt(goal, template, structured),
         max_tokens=max_tokens or MAX_TOKENS[template],
         json_schema=verdict_schema(template) if structured else None,
@@ -260,7 +275,7 @@ async def judge_order(
         top_logprobs=TOP_LOGPROBS if judge.logprobs else 0,
         purpose=f"compare_pair:{order}",
     )
-    judged = [prompt, first, second]
+    judged = [t for t in (prompt, first, second, criteria, reference) if t is not None]
     references = judged + [request.system or ""]  # a judge echoing the template's list of labels is quoting it
     if structured:
         result = await ask(judge, request, lambda t: parse_structured(t, template, judged) or parse_label(t, references), prompts.load("grp_reask_json.txt"))
@@ -291,10 +306,14 @@ async def compare_pair(judge: Judge, args: ComparePairArgs | None = None, /, **f
     args = ComparePairArgs.of(args, fields)
     threshold = args.margin()
 
+    shown, a_images, b_images = args.image_list("images"), args.image_list("response_a_images"), args.image_list("response_b_images")
+
     def judge_one(order: str):
         first, second = (args.response_a, args.response_b) if order == "AB" else (args.response_b, args.response_a)
+        images = user_inputs.pair_images(shown, a_images, b_images) if order == "AB" else user_inputs.pair_images(shown, b_images, a_images)
         return judge_order(
-            judge, prompt=args.prompt, first=first, second=second, order=order, goal=args.goal, template=args.template, max_tokens=args.max_tokens
+            judge, prompt=args.prompt, first=first, second=second, order=order, goal=args.goal, template=args.template, max_tokens=args.max_tokens,
+            criteria=args.criteria, reference=args.reference, images=images,
         )
 
     if args.swap == "auto":

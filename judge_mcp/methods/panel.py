@@ -29,7 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge_mcp.args import MIN_MEMBERS, ComparePairArgs, GradeScoreOptionsArgs, InputError, PanelArgs, ToolArgs
+from judge_mcp.arg_types import MIN_MEMBERS, InputError
+from judge_mcp.args import ComparePairArgs, GradeScoreOptionsArgs, PanelArgs, ToolArgs
 from judge_mcp.methods import grade_score
 from judge_mcp.outputs import (
     ComparePairResult,

@@ -104,6 +104,8 @@ _PIPE_MARKER = re.compile(r"[<＜][" + re.escape(_BARS) + r"]([^<>\n" + re.escap
 _ANSWER_PHRASE = (
     rf"the{_SEP}+(?:start|end|beginning){_SEP}+of{_SEP}+(?:the{_SEP}+)?assistant{_SEP}*[AB12]"
     rf"{_SEP}*(?:{_APOS}?{_SEP}*s)?{_SEP}+answer"
+    # the fences of a caller's reference answer and criteria (methods/user_inputs.py)
+    rf"|the{_SEP}+(?:start|end|beginning){_SEP}+of{_SEP}+(?:the{_SEP}+)?(?:reference{_SEP}+answer|evaluation{_SEP}+criteria)"
 )
 _SECTION_PHRASE = rf"user{_SEP}+(?:prompt|question|instruction)"
 _DEFUSED = '(quoted: "'

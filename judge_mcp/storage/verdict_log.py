@@ -28,6 +28,10 @@ STATS_PAGE = {
         " CASE WHEN tool = 'lwe_judge' AND json_valid(calls) THEN"
         "  (SELECT json_group_array(json_extract(c.value, '$.purpose')) FROM json_each(verdicts.calls) AS c"
         "   WHERE json_extract(c.value, '$.purpose') LIKE 'lwe_judge:vanilla:%:reask') END AS vanilla_reasks"
+        " , CASE WHEN json_valid(inputs) THEN json_array("
+        "  json_type(inputs, '$.criteria') IS NOT NULL, json_type(inputs, '$.reference') IS NOT NULL,"
+        "  json_type(inputs, '$.images') IS NOT NULL OR json_type(inputs, '$.response_a_images') IS NOT NULL"
+        "  OR json_type(inputs, '$.response_b_images') IS NOT NULL OR json_type(inputs, '$.option_images') IS NOT NULL) END AS brought"
         " FROM verdicts WHERE id < ? ORDER BY id DESC LIMIT ?"
     ),
     # judge_mcp_json(text): the text as jsonb, or NULL when it is not valid JSON (migrations.m007_json_or_null)
@@ -44,6 +48,11 @@ STATS_PAGE = {
         " CASE WHEN tool = 'lwe_judge' AND jsonb_typeof(judge_mcp_json(calls)) = 'array' THEN"
         "  (SELECT COALESCE(jsonb_agg(c.value ->> 'purpose'), '[]'::jsonb)::text FROM jsonb_array_elements(judge_mcp_json(verdicts.calls)) AS c"
         "   WHERE jsonb_typeof(c.value) = 'object' AND c.value ->> 'purpose' LIKE 'lwe_judge:vanilla:%:reask') END AS vanilla_reasks"
+        " , CASE WHEN jsonb_typeof(judge_mcp_json(inputs)) = 'object' THEN jsonb_build_array("
+        "  (judge_mcp_json(inputs) -> 'criteria') IS NOT NULL, (judge_mcp_json(inputs) -> 'reference') IS NOT NULL,"
+        "  (judge_mcp_json(inputs) -> 'images') IS NOT NULL OR (judge_mcp_json(inputs) -> 'response_a_images') IS NOT NULL"
+        "  OR (judge_mcp_json(inputs) -> 'response_b_images') IS NOT NULL OR (judge_mcp_json(inputs) -> 'option_images') IS NOT NULL"
+        " )::text END AS brought"
         " FROM verdicts WHERE id < ? ORDER BY id DESC LIMIT ?"
     ),
 }
@@ -90,7 +99,8 @@ class VerdictLog:
     ) -> list[dict[str, Any]]:
         """One page of the log for the bias telemetry (judge_mcp/stats.py), newest first, ids below `before_id`:
         each row's output without LWE's long texts, its usage, for the `pair_tools` the lengths in characters of the
-        two judged answers (the input keys `answers`), and the purposes of lwe_judge's vanilla re-asks from its call
+        two judged answers (the input keys `answers`), which of criteria, reference and images the caller gave (`brought`,
+        three flags), and the purposes of lwe_judge's vanilla re-asks from its call
         records. JSON columns come as text; one that is not valid JSON comes as None. A read (the read-only
         connection)."""
         tools, (a, b) = json.dumps(list(pair_tools)), answers

@@ -15,6 +15,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 
 from judge_mcp.config import MIN_REMOTE_TOKEN_CHARS, ConfigError
+from judge_mcp.images import HTTP_BODY_BYTES
 from judge_mcp.transports.probes import Ready, with_probes
 
 LOOPBACK_NAMES = {"localhost"}
@@ -84,7 +85,7 @@ def rebinding_guard(host: str) -> TransportSecuritySettings:
     )
 
 
-def http_app(server: MCPServer, *, host: str, token: str | None, stateless: bool = False) -> Any:
+def http_app(server: MCPServer, *, host: str, token: str | None, stateless: bool = False, max_body: int = HTTP_BODY_BYTES) -> Any:
     # Refusals are ConfigErrors: `judge-mcp serve` exits 2 with them, as with any other configuration error.
     if not token and not is_loopback(host):
         raise ConfigError(
@@ -96,10 +97,14 @@ def http_app(server: MCPServer, *, host: str, token: str | None, stateless: bool
             f"refusing to serve HTTP on non-loopback address {host!r} with a JUDGE_MCP_HTTP_TOKEN of {len(token)} "
             f"characters; use at least {MIN_REMOTE_TOKEN_CHARS} (e.g. `export JUDGE_MCP_HTTP_TOKEN=$(openssl rand -hex 32)`)"
         )
+    # The request-body limit (MCP's default is 4 MiB) fits a call's images by default (JUDGE_MCP_HTTP_MAX_BODY_BYTES).
     if token:
-        return BearerAuth(server.streamable_http_app(streamable_http_path="/mcp", host=host, stateless_http=stateless), token)
+        return BearerAuth(
+            server.streamable_http_app(streamable_http_path="/mcp", host=host, stateless_http=stateless, max_request_body_size=max_body), token
+        )
     return server.streamable_http_app(
-        streamable_http_path="/mcp", host=host, transport_security=rebinding_guard(host), stateless_http=stateless
+        streamable_http_path="/mcp", host=host, transport_security=rebinding_guard(host), stateless_http=stateless,
+        max_request_body_size=max_body,
     )
 
 
@@ -143,16 +148,17 @@ def endpoint_url(host: str, port: int) -> str:
 
 
 async def serve_http(
-    server: MCPServer, *, host: str, port: int, token: str | None, stateless: bool = False, ready: Ready | None = None
+    server: MCPServer, *, host: str, port: int, token: str | None, stateless: bool = False, ready: Ready | None = None,
+    max_body: int = HTTP_BODY_BYTES,
 ) -> None:
     """Serve until stopped. `stateless`: no MCP sessions (replicas behind a load balancer; README "Replicas");
-    `ready`: the readiness check behind /readyz (transports/probes.py)."""
+    `ready`: the readiness check behind /readyz (transports/probes.py); `max_body`: the request-body limit in bytes."""
     import sys
 
     import uvicorn
 
     config = uvicorn.Config(
-        with_probes(http_app(server, host=host, token=token, stateless=stateless), ready),
+        with_probes(http_app(server, host=host, token=token, stateless=stateless, max_body=max_body), ready),
         host=host,
         port=port,
         log_level="warning",

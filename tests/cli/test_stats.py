@@ -286,6 +286,19 @@ def test_unreadable_rows_are_skipped_and_paging_changes_nothing(store: Store) ->
     assert (paged.last.verdicts, paged.last.skipped) == (3, 1)  # the unreadable row is the newest
 
 
+@on_both_engines
+def test_verdicts_are_grouped_by_the_inputs_callers_brought(store: Store) -> None:
+    image = {"sha256": "0" * 64, "media_type": "image/png", "bytes": 10}
+    brought = [{}, {"criteria": "c"}, {"reference": "r"}, {"criteria": "c", "reference": "r"}, {"response_b_images": [image]},
+               {"option_images": [[image], None]}, {"criteria": "c", "images": [image]}]
+    for extra in brought:
+        VerdictLog(store).log("compare_pair", "default", "m", {"response_a": "a", "response_b": "b", **extra},
+                              {"winner": "A", "trials": [{"order": "AB", "better": "A", "parse_ok": True}]}, {"calls": 1}, [])
+    groups = [g.inputs for g in stats.from_store(store, 10).all_time.groups]
+    assert sorted(groups) == sorted(["text", "criteria", "reference", "criteria+reference", "images", "criteria+images"])
+    assert next(g for g in stats.from_store(store, 10).all_time.groups if g.inputs == "images").verdicts == 2
+
+
 @pytest.mark.parametrize("value", [0, -1, True, 1.5, "x", "", stats.MAX_LAST + 1])
 def test_check_last_names_the_argument(value) -> None:
     with pytest.raises(ValueError, match="'last' must be a whole number from 1 to 1,000,000"):

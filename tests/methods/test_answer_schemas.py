@@ -12,7 +12,7 @@ import pytest
 from judge_mcp import prompts
 from judge_mcp.bench import pointwise
 from judge_mcp.methods import flip, pairwise
-from judge_mcp.args import InputError
+from judge_mcp.arg_types import InputError
 
 
 # ---- field order ---------------------------------------------------------------------------------------------------

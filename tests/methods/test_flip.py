@@ -15,7 +15,7 @@ from judge_mcp.methods import similarity as sim
 from judge_mcp.methods.flip import detect_echo, infer_instruction_reward, rank
 from judge_mcp.methods.flip_answers import Inferred, extract_best, parse_inferred
 from judge_mcp.calls.judge import Judge
-from judge_mcp.args import InputError
+from judge_mcp.arg_types import InputError
 from judge_mcp.outputs import FlipItem
 from tests.helpers import Rendezvous
 from judge_mcp.bench.scripted import Reply, prompt_text

@@ -22,7 +22,7 @@ from judge_mcp.methods.grade_score import (
     rotations,
 )
 from judge_mcp.calls.judge import Judge
-from judge_mcp.args import InputError
+from judge_mcp.arg_types import InputError
 from judge_mcp.outputs import GradeTrial
 from tests.helpers import Rendezvous
 from judge_mcp.bench.scripted_judges import INSTRUCTION, OPTIONS, answer, picks_text, shown

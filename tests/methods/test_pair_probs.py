@@ -19,7 +19,7 @@ from judge_mcp.backends.local import LocalBackend
 from judge_mcp.methods import label_probs, pairwise
 from judge_mcp.calls.cache import CallCache
 from judge_mcp.calls.judge import Judge
-from judge_mcp.args import InputError
+from judge_mcp.arg_types import InputError
 from judge_mcp.bench.scripted import Reply
 from judge_mcp.bench.scripted_judges import GOOD, PAIR, logprob_content, shown_first, verdict_json
 from judge_mcp.storage.verdict_log import VerdictLog

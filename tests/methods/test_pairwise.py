@@ -9,7 +9,7 @@ import pytest
 
 from judge_mcp.methods import pairwise
 from judge_mcp.methods.pairwise import aggregate, better_in_caller_order, parse_label, parse_structured
-from judge_mcp.args import InputError
+from judge_mcp.arg_types import InputError
 from judge_mcp.outputs import PairTrial
 from judge_mcp.bench.scripted_judges import BAD, GOOD, correct_judge, fence_follower, first_shown_judge
 from tests.helpers import Rendezvous

@@ -13,7 +13,8 @@ from judge_mcp.app import App
 from judge_mcp.config import load_settings
 from judge_mcp.methods import panel
 from judge_mcp.server import build_server
-from judge_mcp.args import ComparePairArgs, GradeScoreOptionsArgs, InputError
+from judge_mcp.arg_types import InputError
+from judge_mcp.args import ComparePairArgs, GradeScoreOptionsArgs
 from judge_mcp.bench.scripted import Reply
 from judge_mcp.bench.scripted_judges import INSTRUCTION, OPTIONS, PAIR, answer, correct_judge, first_shown_judge, picks_text
 from judge_mcp.storage.verdict_log import VerdictLog

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
-from judge_mcp.args import MAX_TEXT_CHARS, MAX_TOTAL_CHARS
+from judge_mcp.arg_types import MAX_TEXT_CHARS, MAX_TOTAL_CHARS
 from judge_mcp.bench.scripted_judges import BAD, CAPITAL_Q, GOOD, PAIR, RIGHT_INSTRUCTION, UniversalJudge
 from judge_mcp.bench.servers import HttpServer, server_env
 from judge_mcp.outputs import ComparePairResult, FlipResult, GradeScoreResult, LweResult, LweSessionResult
@@ -281,7 +281,9 @@ async def test_string_arguments_are_text_enums_or_looked_up_names(mcp_app) -> No
     server, _ = mcp_app(UniversalJudge())
     async with Client(server) as client:
         tools = (await client.list_tools()).tools
-    judged_text = {"prompt", "response_a", "response_b", "instruction", "context", "responses", "options"}
+    judged_text = {"prompt", "response_a", "response_b", "instruction", "context", "responses", "options", "criteria", "reference"}
+    # data: URIs only, decoded and checked by their magic bytes; a URL or a path is refused (tests/methods/test_images.py)
+    images = {"images", "response_a_images", "response_b_images", "option_images"}
     looked_up = {"backend", "backends", "session"}
     matched = {"response_models"}  # only matched against methods/panel.py's family patterns and quoted in warnings
     for tool in tools:
@@ -289,7 +291,7 @@ async def test_string_arguments_are_text_enums_or_looked_up_names(mcp_app) -> No
             kinds = json.dumps(schema)
             if '"string"' not in kinds:
                 continue
-            assert name in judged_text | looked_up | matched or "enum" in kinds or "const" in kinds, (tool.name, name, schema)
+            assert name in judged_text | looked_up | matched | images or "enum" in kinds or "const" in kinds, (tool.name, name, schema)
             assert not any(word in name for word in ("path", "file", "module", "url", "code", "import")), (tool.name, name)
 
 

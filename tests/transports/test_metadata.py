@@ -176,9 +176,11 @@ async def test_prompts_fill_the_matching_tool_call(connect) -> None:
         drafts = await client.get_prompt("compare_drafts", {"task": "Write a haiku", "draft_a": "first draft", "draft_b": "second draft"})
         best = await client.get_prompt("pick_best", {"question": "Capital of Australia?", "options": "Sydney\nCanberra\n\nMelbourne"})
     assert {"compare_drafts", "pick_best"} <= set(listed)
-    assert {a.name for a in listed["compare_drafts"].arguments} == {"task", "draft_a", "draft_b"}
+    assert {a.name for a in listed["compare_drafts"].arguments if a.required} == {"task", "draft_a", "draft_b"}
+    assert {a.name for a in listed["pick_best"].arguments if not a.required} == {"criteria", "reference"}
     text = drafts.messages[0].content.text
     assert "compare_pair" in text and "first draft" in text and "second draft" in text and "Write a haiku" in text
+    assert "criteria" not in text and "reference" not in text  # neither given: the prompt says nothing of them
     best_text = best.messages[0].content.text
     assert "grade_score_options" in best_text and '["Sydney", "Canberra", "Melbourne"]' in best_text
 

@@ -9,7 +9,8 @@ from mcp import Client
 from mcp.server.mcpserver.exceptions import ToolError
 
 from judge_mcp import tools
-from judge_mcp.args import ComparePairArgs, InferInstructionRewardArgs, InputError, LweJudgeArgs
+from judge_mcp.arg_types import InputError
+from judge_mcp.args import ComparePairArgs, InferInstructionRewardArgs, LweJudgeArgs
 from judge_mcp.methods import registry
 from judge_mcp.storage.verdict_log import VerdictLog
 from judge_mcp.bench.scripted_judges import BAD, CAPITAL_Q, GOOD, PAIR, RIGHT_INSTRUCTION, UniversalJudge

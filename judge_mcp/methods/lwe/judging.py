@@ -20,11 +20,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from judge_mcp import prompts
-from judge_mcp.args import InputError, LweJudgeArgs
+from judge_mcp.arg_types import InputError
+from judge_mcp.args import LweJudgeArgs
 from judge_mcp.backends.base import Message, user
 from judge_mcp.calls.fanout import run_each
 from judge_mcp.calls.judge import Judge
 from judge_mcp.methods.ask import ask
+from judge_mcp.methods import user_inputs
 from judge_mcp.methods.lwe import text as lwe_text
 from judge_mcp.methods.lwe.refine import Refinement, generate_text, refine_if_due
 from judge_mcp.outputs import LweResult, VanillaPair
@@ -48,10 +50,14 @@ def _require_store(judge: Judge) -> Engine:
 
 
 # ---- the vanilla pair ----------------------------------------------------------------------------------------------
-async def _vanilla_order(judge: Judge, prompt: str, first: str, second: str, order: str) -> str | None:
+async def _vanilla_order(
+    judge: Judge, prompt: str, first: str, second: str, order: str, criteria: str | None = None, reference: str | None = None,
+    images: user_inputs.ImageGroups = (),
+) -> str | None:
     structured = judge.structured
     request = user(
-        lwe_text.vanilla_prompt(prompt, first, second, structured),
+        lwe_text.vanilla_prompt(prompt, first, second, structured, criteria=criteria, reference=reference),
+        images=images,
         max_tokens=MAX_TOKENS["vanilla"],
         json_schema=lwe_text.verdict_schema() if structured else None,
         schema_name="lwe_vanilla_verdict",
@@ -62,23 +68,30 @@ async def _vanilla_order(judge: Judge, prompt: str, first: str, second: str, ord
     return lwe_text.to_caller(result.value, order)
 
 
-async def vanilla_pair(judge: Judge, prompt: str, response_a: str, response_b: str) -> VanillaPair:
-    """The vanilla prompt in both orders, concurrently; verdicts in the caller's A/B."""
+async def vanilla_pair(
+    judge: Judge, prompt: str, response_a: str, response_b: str, *, criteria: str | None = None, reference: str | None = None,
+    images: tuple[user_inputs.Images, user_inputs.Images, user_inputs.Images] = ((), (), ()),
+) -> VanillaPair:
+    """The vanilla prompt in both orders, concurrently; verdicts in the caller's A/B. `images`: the prompt's and each
+    answer's; an answer's images move with it."""
+    shown, a_images, b_images = images
 
     async def one(k: int) -> str | None:
         order = ("AB", "BA")[k]
         first, second = (response_a, response_b) if order == "AB" else (response_b, response_a)
-        return await _vanilla_order(judge, prompt, first, second, order)
+        groups = user_inputs.pair_images(shown, a_images, b_images) if order == "AB" else user_inputs.pair_images(shown, b_images, a_images)
+        return await _vanilla_order(judge, prompt, first, second, order, criteria, reference, groups)
 
     ab, ba = await run_each(judge, 2, one)
     return VanillaPair(ab=ab, ba=ba, consistent=ab is not None and ab == ba)
 
 
 # ---- the meta-prompt path --------------------------------------------------------------------------------------------
-async def _judge_case(judge: Judge, judge_prompt_text: str) -> tuple[str | None, str, bool]:
+async def _judge_case(judge: Judge, judge_prompt_text: str, images: user_inputs.ImageGroups = ()) -> tuple[str | None, str, bool]:
     structured = judge.structured
     request = user(
         judge_prompt_text,
+        images=images,
         max_tokens=MAX_TOKENS["judge"],
         json_schema=lwe_text.verdict_schema() if structured else None,
         schema_name="lwe_case_verdict",
@@ -89,10 +102,13 @@ async def _judge_case(judge: Judge, judge_prompt_text: str) -> tuple[str | None,
     return result.value, result.text, result.reasked
 
 
-async def _feedback(judge: Judge, meta_prompt: str, judge_prompt_text: str, judgment: str) -> tuple[str, bool]:
+async def _feedback(
+    judge: Judge, meta_prompt: str, judge_prompt_text: str, judgment: str, images: user_inputs.ImageGroups = ()
+) -> tuple[str, bool]:
     structured = judge.structured
     request = user(
         lwe_text.feedback_prompt(meta_prompt, judge_prompt_text, judgment),
+        images=images,
         max_tokens=MAX_TOKENS["feedback"],
         json_schema=lwe_text.feedback_schema() if structured else None,
         schema_name="lwe_feedback",
@@ -129,6 +145,9 @@ class _Case:
     base: float  # progress steps: [vanilla pair], case prompt, judgment, feedback, buffering, refinement
     warnings: list[str] = field(default_factory=list)
     vanilla: VanillaPair | None = None
+    criteria: str | None = None  # the caller's rubric and reference answer, shown with the case in every prompt
+    reference: str | None = None
+    images: user_inputs.ImageGroups = ()  # the case's images in the caller's order (the meta path shows that order)
 
     @property
     def total(self) -> float:
@@ -161,10 +180,10 @@ async def _judge_with_meta_prompt(case: _Case, learn: bool) -> _MetaJudgment:
     state = await case.repo.aio.session_row(case.session)
     assert state is not None
     meta_version, meta_prompt = state["current_version"], state["text"]
-    example = lwe_text.example_text(case.prompt, case.response_a, case.response_b)
+    example = lwe_text.example_text(case.prompt, case.response_a, case.response_b, criteria=case.criteria, reference=case.reference)
     await case.progress(base + 0.2, f"writing the case-specific evaluation prompt from meta-prompt v{meta_version}")
     build = lwe_text.build_eval_prompt_request(meta_prompt, example)
-    eval_prompt, cut = await generate_text(judge, build, "build", case.session, MAX_TOKENS["build"])
+    eval_prompt, cut = await generate_text(judge, build, "build", case.session, MAX_TOKENS["build"], case.images)
     case.warnings.extend(early.warnings)
     if cut:
         case.warnings.append(f"the case-specific evaluation prompt was cut at the {MAX_TOKENS['build']}-token limit")
@@ -172,7 +191,7 @@ async def _judge_with_meta_prompt(case: _Case, learn: bool) -> _MetaJudgment:
         case.warnings.append("the model wrote an empty evaluation prompt; the case was judged with the answer format only")
     await case.progress(base + 1, "judging with the case-specific prompt")
     judge_prompt_text = lwe_text.judge_prompt(eval_prompt or "", example, judge.structured)
-    winner, judgment, reasked = await _judge_case(judge, judge_prompt_text)
+    winner, judgment, reasked = await _judge_case(judge, judge_prompt_text, case.images)
     if winner is None:
         case.warnings.append("the meta-path judgment stayed unparsed after a re-ask: winner is null (the feedback still records it)")
     return _MetaJudgment(meta_version, meta_prompt, state["batch_size"], eval_prompt, judge_prompt_text, winner, judgment, reasked, early)
@@ -183,7 +202,7 @@ async def _learn(case: _Case, meta: _MetaJudgment) -> tuple[str, bool, Refinemen
     (feedback, whether it parsed, the refinement)."""
     judge, base, batch_size = case.judge, case.base, meta.batch_size
     await case.progress(base + 2, "writing self-feedback on the judgment")
-    feedback, feedback_ok = await _feedback(judge, meta.meta_prompt, meta.judge_prompt_text, meta.judgment)
+    feedback, feedback_ok = await _feedback(judge, meta.meta_prompt, meta.judge_prompt_text, meta.judgment, case.images)
     await case.progress(base + 3, "buffering the feedback")
     item = {
         "meta_version": meta.meta_version,
@@ -216,10 +235,16 @@ async def lwe_judge(judge: Judge, args: LweJudgeArgs | None = None, /, *, learn:
     prompt, response_a, response_b, session = args.prompt, args.response_a, args.response_b, args.session
     repo = LweRepository(_require_store(judge))
     state = await repo.aio.ensure_session(session, args.batch_size, initial_meta_prompt())
-    case = _Case(judge, repo, session, prompt, response_a, response_b, base=1.0 if args.selective else 0.0)
+    case_images = (args.image_list("images"), args.image_list("response_a_images"), args.image_list("response_b_images"))
+    case = _Case(
+        judge, repo, session, prompt, response_a, response_b, base=1.0 if args.selective else 0.0, criteria=args.criteria, reference=args.reference,
+        images=user_inputs.pair_images(*case_images),
+    )
     if args.selective:
         await case.progress(0, "vanilla judgments in both orders")
-        vanilla = case.vanilla = await vanilla_pair(judge, prompt, response_a, response_b)
+        vanilla = case.vanilla = await vanilla_pair(
+            judge, prompt, response_a, response_b, criteria=args.criteria, reference=args.reference, images=case_images
+        )
         if vanilla.consistent:
             await case.progress(case.total, f"consistent in both orders ({vanilla.ab}): answered without the meta-prompt")
             return _vanilla_result(judge, session, (await repo.aio.session_row(session)) or state, vanilla)

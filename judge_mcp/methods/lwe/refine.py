@@ -18,7 +18,7 @@ import anyio
 import anyio.lowlevel
 
 from judge_mcp import prompts
-from judge_mcp.args import check_session
+from judge_mcp.arg_types import check_session
 from judge_mcp.backends.base import user
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.calls.judge import Judge
@@ -57,10 +57,12 @@ def _session_lock(store: Engine, session: str) -> anyio.Lock:
 
 
 # ---- the model calls -----------------------------------------------------------------------------------------------
-async def generate_text(judge: Judge, content: str, kind: str, session: str, max_tokens: int) -> tuple[str | None, bool]:
-    """One free-text generation (a case prompt or a meta-prompt), re-asked once when it comes back empty.
-    (text or None, whether the answer was cut at `max_tokens`)."""
-    request = user(content, max_tokens=max_tokens, purpose=f"lwe_judge:{kind}:{session}")
+async def generate_text(
+    judge: Judge, content: str, kind: str, session: str, max_tokens: int, images: tuple = ()
+) -> tuple[str | None, bool]:
+    """One free-text generation (a case prompt, with the case's images, or a meta-prompt), re-asked once when it
+    comes back empty. (text or None, whether the answer was cut at `max_tokens`)."""
+    request = user(content, max_tokens=max_tokens, purpose=f"lwe_judge:{kind}:{session}", images=images)
     result = await ask(judge, request, lwe_text.clean_generated_prompt, prompts.load("lwe_text_reask.txt"))
     return result.value, result.completion.finish_reason == "length"
 

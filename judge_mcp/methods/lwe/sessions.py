@@ -7,7 +7,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from judge_mcp.args import InputError, LweSessionArgs, check_session
+from judge_mcp.arg_types import InputError, check_session
+from judge_mcp.args import LweSessionArgs
 from judge_mcp.methods.lwe.judging import initial_meta_prompt
 from judge_mcp.storage.lwe_sessions import LweConflict, LweRepository
 from judge_mcp.storage.engine import Engine

@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from judge_mcp import prompts
+from judge_mcp.methods import user_inputs
 from judge_mcp.methods.parsing import neutralise, parse_json_object
 
 SIDES = ("A", "B")
@@ -53,18 +54,31 @@ def feedback_schema() -> dict[str, Any]:
 
 
 # ---- prompts -------------------------------------------------------------------------------------------------------
-def example_text(prompt: str, first: str, second: str) -> str:
-    """Figure 14: the case as shown to the model (judged content neutralised), `first` as Assistant A."""
-    return prompts.render("lwe_example.txt", question=neutralise(prompt), answer_a=neutralise(first), answer_b=neutralise(second))
+def example_text(prompt: str, first: str, second: str, *, criteria: str | None = None, reference: str | None = None) -> str:
+    """Figure 14: the case as shown to the model (judged content neutralised), `first` as Assistant A; the caller's
+    reference and criteria, when given, as fenced blocks between the question and the answers (user_inputs.py)."""
+    if not user_inputs.given(criteria, reference):
+        return prompts.render("lwe_example.txt", question=neutralise(prompt), answer_a=neutralise(first), answer_b=neutralise(second))
+    return prompts.render(
+        "lwe_example_inputs.txt",
+        question=neutralise(prompt),
+        inputs=user_inputs.blocks(criteria, reference, neutralise, reference_block="lwe_reference.txt", criteria_block="lwe_criteria.txt"),
+        answer_a=neutralise(first),
+        answer_b=neutralise(second),
+        notes=user_inputs.notes(criteria, reference, reference_note="lwe_reference_note.txt", criteria_note="lwe_criteria_note.txt"),
+    )
 
 
 def verdict_instruction(structured: bool) -> str:
     return prompts.load("lwe_verdict_json.txt" if structured else "lwe_verdict_text.txt").strip()
 
 
-def vanilla_prompt(prompt: str, first: str, second: str, structured: bool) -> str:
+def vanilla_prompt(
+    prompt: str, first: str, second: str, structured: bool, *, criteria: str | None = None, reference: str | None = None
+) -> str:
     """Figure 9 (the vanilla prompt), plus the JSON answer format when the backend decodes under a schema."""
-    text = prompts.render("lwe_vanilla.txt", example=example_text(prompt, first, second)).rstrip("\n")
+    example = example_text(prompt, first, second, criteria=criteria, reference=reference)
+    text = prompts.render("lwe_vanilla.txt", example=example).rstrip("\n")
     return text + ("\n\n" + verdict_instruction(True) if structured else "")
 
 
