@@ -54,6 +54,7 @@ class App:
         self.apply_retention()
         self.cache = CallCache(self.store)
         self._backends: dict[str, Backend] = {}
+        self.stdio = False  # set by `serve --transport stdio`: only then may an image argument be a file path
 
     def apply_retention(self) -> dict[str, int]:
         """Delete cache and verdict-log rows past the configured ages (JUDGE_MCP_*_MAX_AGE_DAYS); none set: nothing."""

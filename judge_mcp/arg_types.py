@@ -7,7 +7,7 @@ import re
 from functools import cache
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, ValidationInfo
 from pydantic_core import PydanticCustomError
 
 from judge_mcp import images as imagelib
@@ -87,13 +87,17 @@ def check_session(value: Any) -> str:
     return value
 
 
-def _image(value: str) -> str:
-    """A data: URI of a PNG, JPEG, WebP or GIF image within the size limit (imagelib.decode says what is wrong)."""
+def _image(value: str, info: ValidationInfo) -> str:
+    """A data: URI of a PNG, JPEG, WebP or GIF image within the size limit (imagelib.decode says what is wrong); or,
+    where the validation context's `image_paths` policy allows it (stdio), a file path, read into such a URI."""
     try:
-        imagelib.decode(value)
+        if imagelib.is_data_or_url(value):
+            imagelib.decode(value)
+            return value
+        policy = (info.context or {}).get("image_paths", imagelib.NO_PATHS)
+        return imagelib.read_path(value, policy)
     except ValueError as exc:
         raise _fail(str(exc)) from None
-    return value
 
 
 class _Judged:
@@ -107,9 +111,10 @@ Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValid
 OptionalText = Annotated[Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS)] | None, AfterValidator(_optional_text)]
 OptionalCriteria = Annotated[Annotated[str, Field(min_length=1, max_length=MAX_CRITERIA_CHARS)] | None, AfterValidator(_optional_text)]
 OptionalReference = Annotated[Annotated[str, Field(min_length=1, max_length=MAX_REFERENCE_CHARS)] | None, AfterValidator(_optional_text)]
-ImageUri = Annotated[str, Field(max_length=imagelib.MAX_IMAGE_CHARS), AfterValidator(_image)]
+ImageUri = Annotated[str, Field(max_length=imagelib.MAX_IMAGE_CHARS, description="a data:image/...;base64 URI, or (over stdio only) "
+                                "a file path inside a folder listed in JUDGE_MCP_IMAGE_DIRS"), AfterValidator(_image)]
 _IMAGE_FORMAT = (f"data:image/(png|jpeg|webp|gif);base64,... URIs, at most {imagelib.MAX_IMAGE_BYTES // 2**20} MiB each decoded; "
-                 "http(s) URLs are refused")
+                 "http(s) URLs are refused; a file path is accepted only over stdio, inside a folder listed in JUDGE_MCP_IMAGE_DIRS")
 ImageList = Annotated[list[ImageUri] | None, Field(max_length=imagelib.MAX_IMAGES)]
 Prompt = Annotated[Text, JUDGED, Field(description="the user prompt both answers respond to")]
 Instruction = Annotated[Text, JUDGED]

@@ -45,12 +45,13 @@ class ToolArgs(BaseModel):
     tool: ClassVar[str] = ""
 
     @classmethod
-    def parse(cls, data: Mapping[str, Any]) -> Self:
-        """The model from a mapping of arguments, or an InputError naming each problem."""
+    def parse(cls, data: Mapping[str, Any], image_paths: imagelib.PathPolicy = imagelib.NO_PATHS) -> Self:
+        """The model from a mapping of arguments, or an InputError naming each problem. `image_paths`: where an image
+        argument may be a file path (over stdio only; none by default)."""
         if not isinstance(data, Mapping):
             raise InputError(f"{cls.tool} takes named arguments (an object), got {type(data).__name__}")
         try:
-            return cls.model_validate(dict(data))
+            return cls.model_validate(dict(data), context={"image_paths": image_paths})
         except ValidationError as exc:
             raise InputError(arg_errors.describe(cls.tool, exc, cls.input_schema())) from None
 

@@ -41,6 +41,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print("judge-mcp: --stateless applies to --transport http only", file=sys.stderr)
         return 2
     app = App(settings)
+    app.stdio = args.transport == "stdio"  # image arguments may name files (inside JUDGE_MCP_IMAGE_DIRS) over stdio only
     server = build_server(app)
     if args.transport == "stdio":
         from judge_mcp.transports.stdio import serve_stdio
@@ -173,6 +174,8 @@ environment (set by the MCP client's "env" block or the shell):
   JUDGE_MCP_HTTP_TOKEN   bearer token for --transport http       [default: none, then loopback binds only]
   JUDGE_MCP_HTTP_STATELESS  1: as serve --stateless              [default: 0]
   JUDGE_MCP_HTTP_MAX_BODY_BYTES  request-body limit over HTTP   [default: fits one call's images, ~29 MiB]
+  JUDGE_MCP_IMAGE_DIRS   folders (separated by '{sep}') an image    [default: none: data: URIs only]
+                         argument may name a file in; stdio only
   JUDGE_MCP_CONCURRENCY  most calls in flight per backend (the   [default: 256 for openai and anthropic,
                          limit adapts below it on 429/503)       4 (its slots) for local]
   JUDGE_MCP_TIMEOUT_S    seconds to wait for a reply to start    [default: 120; a local server on CPU: 600]
@@ -262,7 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the MCP server (stdio by default)",
         description="Run the MCP server. MCP clients start it as `judge-mcp serve` and speak JSON-RPC over stdio; "
         "`--transport http` serves streamable HTTP at http://HOST:PORT/mcp instead.",
-        epilog=SERVE_ENVIRONMENT.format(db=default_db_path(os.environ)),
+        epilog=SERVE_ENVIRONMENT.format(db=default_db_path(os.environ), sep=os.pathsep),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     serve.add_argument(

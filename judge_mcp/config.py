@@ -75,6 +75,8 @@ class Settings:
         return self.db_url or self.db_path
     # the HTTP transport's request-body limit (bytes): by default it fits a call's image limits
     http_max_body_bytes: int = HTTP_BODY_BYTES
+    # folders an image argument may name a file in, over stdio only (JUDGE_MCP_IMAGE_DIRS), resolved
+    image_dirs: tuple[Path, ...] = ()
 
     def backend_names(self) -> list[str]:
         return [DEFAULT_BACKEND_NAME, *sorted(self.named_backends)]
@@ -283,7 +285,22 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         db_url=db_url,
         http_stateless=_flag(env, "JUDGE_MCP_HTTP_STATELESS"),
         http_max_body_bytes=_optional_positive_int(env, "JUDGE_MCP_HTTP_MAX_BODY_BYTES") or HTTP_BODY_BYTES,
+        image_dirs=_image_dirs(env),
     )
+
+
+def _image_dirs(env: Mapping[str, str]) -> tuple[Path, ...]:
+    """JUDGE_MCP_IMAGE_DIRS: folders separated by os.pathsep, each an existing directory, resolved (symlinks too)."""
+    value = _env(env, "JUDGE_MCP_IMAGE_DIRS", None)
+    folders = []
+    for part in (value or "").split(os.pathsep):
+        if not part.strip():
+            continue
+        folder = Path(part).expanduser().resolve()
+        if not folder.is_dir():
+            raise ConfigError(f"JUDGE_MCP_IMAGE_DIRS lists {part!r}, which is not a folder")
+        folders.append(folder)
+    return tuple(folders)
 
 
 def default_bench_db_path(env: Mapping[str, str] | None = None) -> Path:

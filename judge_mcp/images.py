@@ -2,7 +2,9 @@
 
 An image argument is a `data:image/<type>;base64,<data>` URI (PNG, JPEG, WebP or GIF). It is checked by its magic
 bytes, not only its declared type, and by its decoded size. http(s) URLs are refused: the server never fetches on a
-client's behalf. What is logged or stored of an image is its SHA-256, media type and size (`Image.described`),
+client's behalf. Over stdio only, an image may also be a file path inside a folder the operator lists in
+JUDGE_MCP_IMAGE_DIRS (`read_path`): resolved (symlinks and `..` included), checked like a data: URI, then carried as
+one. What is logged or stored of an image is its SHA-256, media type and size (`Image.described`),
 never its bytes; the call cache keys an image by its SHA-256.
 """
 
@@ -11,8 +13,10 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import os
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
+from pathlib import Path
 
 MAX_IMAGES = 8  # images in one list (`images`, `response_a_images`, one option's list)
 MAX_CALL_IMAGES = 16  # images in one call, all lists together
@@ -90,3 +94,48 @@ def decode(value: str) -> Image:
     if actual != declared:
         raise ValueError(f"declares {declared} but its bytes are {actual}")
     return Image(actual, data)
+
+
+@dataclass(frozen=True)
+class PathPolicy:
+    """Where an image argument may be a file path: over stdio (`stdio`), inside one of `dirs`."""
+
+    stdio: bool = False
+    dirs: tuple[Path, ...] = ()
+
+
+NO_PATHS = PathPolicy()
+PATHS_ONLY = "a file path is accepted only over stdio, inside a folder listed in JUDGE_MCP_IMAGE_DIRS"
+
+
+def is_data_or_url(value: str) -> bool:
+    return value[:16].lower().startswith(("data:", "http://", "https://"))
+
+
+def read_path(value: str, policy: PathPolicy) -> str:
+    """The data: URI of the image file at `value`, or a ValueError saying why it is refused (never which files exist
+    outside the allowed folders)."""
+    if not policy.stdio:
+        raise ValueError(f"is not a data: URI (data:image/png;base64,...); {PATHS_ONLY}")
+    if not policy.dirs:
+        raise ValueError("is a file path, but no folder allows them: set JUDGE_MCP_IMAGE_DIRS (folders separated by "
+                         f"{os.pathsep!r}) in the server's environment, or send a data: URI")
+    if "\x00" in value:
+        raise ValueError("contains a NUL character")
+    try:
+        resolved = Path(value).expanduser().resolve()
+    except (OSError, RuntimeError) as exc:
+        raise ValueError(f"is not a readable path ({type(exc).__name__})") from None
+    if not any(resolved.is_relative_to(folder) for folder in policy.dirs):
+        raise ValueError("is outside the folders listed in JUDGE_MCP_IMAGE_DIRS (after resolving symlinks and '..')")
+    try:
+        with open(resolved, "rb") as f:
+            data = f.read(MAX_IMAGE_BYTES + 1)
+    except OSError as exc:
+        raise ValueError(f"cannot be read: {exc.strerror or type(exc).__name__}") from None
+    if len(data) > MAX_IMAGE_BYTES:
+        raise ValueError(f"is a file larger than {MAX_IMAGE_BYTES:,} bytes; the limit is {MAX_IMAGE_BYTES:,}")
+    actual = sniff(data)
+    if actual is None:
+        raise ValueError(f"is not an image: its bytes are not {', '.join(t.split('/')[1].upper() for t in MEDIA_TYPES)}")
+    return Image(actual, data).data_uri()

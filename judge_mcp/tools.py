@@ -26,7 +26,7 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetad
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field, create_model
 
-from judge_mcp import stats
+from judge_mcp import images as imagelib, stats
 from judge_mcp.app import App
 from judge_mcp.arg_types import InputError
 from judge_mcp.args import (
@@ -243,12 +243,17 @@ def _decoded(value: Any) -> Any:
     return value if isinstance(decoded, str) else decoded
 
 
-def client_args(model: type[ToolArgs], arguments: dict[str, Any]) -> ToolArgs:
+def client_args(model: type[ToolArgs], arguments: dict[str, Any], image_paths: imagelib.PathPolicy = imagelib.NO_PATHS) -> ToolArgs:
     """A client's arguments as `model`: a value some clients send as JSON text inside a string ("4096", "true",
     '["a", "b"]') is read as that value for the arguments that take no free text (judged text is never decoded),
-    then `model.parse` checks everything strictly."""
+    then `model.parse` checks everything strictly (an image may be a file path where `image_paths` allows it)."""
     decode = _non_text(model)
-    return model.parse({k: _decoded(v) if k in decode else v for k, v in arguments.items()})
+    return model.parse({k: _decoded(v) if k in decode else v for k, v in arguments.items()}, image_paths)
+
+
+def image_paths(app: App) -> imagelib.PathPolicy:
+    """Where the server's clients may name image files: over stdio only, inside JUDGE_MCP_IMAGE_DIRS."""
+    return imagelib.PathPolicy(stdio=app.stdio, dirs=app.settings.image_dirs)
 
 
 class ArgsTool(Tool):
@@ -257,10 +262,11 @@ class ArgsTool(Tool):
     holds that one value, so its validation has nothing left to check)."""
 
     args_model: Any = Field(exclude=True)
+    app: Any = Field(exclude=True)
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         try:
-            args = client_args(self.args_model, arguments)
+            args = client_args(self.args_model, arguments, image_paths(self.app))
         except InputError as exc:
             raise ToolError(f"Error executing tool {self.name}: {exc}") from None
         return await super().run({"args": args}, context, convert_result)
@@ -285,6 +291,7 @@ def mcp_tool(spec: ToolSpec, app: App) -> ArgsTool:
         context_kwarg="ctx",
         annotations=spec.annotations,
         args_model=args_model,
+        app=app,
     )
 
 
