@@ -184,6 +184,8 @@ environment (set by the MCP client's "env" block or the shell):
   JUDGE_MCP_MAX_RETRIES  retries of a refused call (429, 5xx,    [default: 3; a timed-out attempt is
                          connection errors)                      retried once at most]
   JUDGE_MCP_MAX_OUTPUT_TOKENS  local only: cap on every answer's token budget   [default: 1024]
+  JUDGE_MCP_MMPROJ       local only: the model's multimodal      [default: none: no images on local]
+                         projector (mmproj GGUF file)
   JUDGE_MCP_STRUCTURED_OUTPUT  auto: JSON schema until the server refuses it,   [default: auto]
                                then text grammars; json_schema: always; off: never
   JUDGE_MCP_CACHE_MAX_AGE_DAYS     cached answers older than this are deleted at start   [default: kept]

@@ -48,6 +48,7 @@ class BackendConfig:
     n_ctx: int = 32768
     n_threads: int | None = None
     max_output_tokens: int | None = None  # local only: plumbing cap on the answer budget (default backends.local.MAX_OUTPUT_TOKENS)
+    mmproj: str | None = None  # local only: the model's multimodal projector (a GGUF file); without it no images
 
 
 @dataclass(frozen=True)
@@ -170,6 +171,7 @@ def backend_from_env(env: Mapping[str, str]) -> BackendConfig:
         max_retries=non_negative_int(_env(env, "JUDGE_MCP_MAX_RETRIES", 3), "JUDGE_MCP_MAX_RETRIES"),
         structured_output=_check_structured_output(_env(env, "JUDGE_MCP_STRUCTURED_OUTPUT", "auto"), "JUDGE_MCP_STRUCTURED_OUTPUT"),
         max_output_tokens=_optional_positive_int(env, "JUDGE_MCP_MAX_OUTPUT_TOKENS") if kind == "local" else None,
+        mmproj=_env(env, "JUDGE_MCP_MMPROJ", None) if kind == "local" else None,
     )
     if kind != "local":
         cfg = replace(cfg, api_key=explicit or _provider_key(kind, base_url, env))
@@ -189,7 +191,7 @@ def _provider_key(kind: str, base_url: str | None, env: Mapping[str, str]) -> st
 
 _TOML_KEYS = {
     "kind", "model", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries", "n_ctx", "n_threads", "max_output_tokens",
-    "structured_output",
+    "structured_output", "mmproj",
 }
 
 
@@ -232,6 +234,8 @@ def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str
             raise ConfigError(f"{where}: api_key_env names {key_env!r}, which is not set")
     elif kind != "local":
         key = _provider_key(kind, base_url, env)
+    if kind != "local" and table.get("mmproj") is not None:
+        raise ConfigError(f"{where}: mmproj (a multimodal projector file) applies to kind = \"local\" only")
     return BackendConfig(
         name=name,
         kind=kind,
@@ -247,6 +251,7 @@ def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str
         max_output_tokens=None
         if table.get("max_output_tokens") is None
         else positive_int(table["max_output_tokens"], f"{where} max_output_tokens"),
+        mmproj=check_text(table.get("mmproj"), f"{where} mmproj"),
     )
 
 

@@ -125,6 +125,24 @@ def resolve_model_path(model_path: str | os.PathLike[str] | None) -> Path:
     return path
 
 
+def resolve_mmproj(mmproj: str) -> Path:
+    """The multimodal projector's GGUF file (`mmproj`); ModelNotFoundError naming the setting when it is not one."""
+    path = Path(mmproj).expanduser()
+    try:
+        with path.open("rb") as handle:
+            magic = handle.read(4)
+    except OSError as exc:
+        raise ModelNotFoundError(f"mmproj (JUDGE_MCP_MMPROJ) {mmproj!r} cannot be read: {exc.strerror or exc}") from exc
+    if magic != GGUF_MAGIC:
+        raise ModelNotFoundError(f"mmproj (JUDGE_MCP_MMPROJ) {mmproj!r} is not a GGUF file (a model's multimodal projector)")
+    return path.resolve()
+
+
+def _key(path: Path, mmproj: Path | None) -> str:
+    """A loaded model's registry key: the same file with a projector is another server."""
+    return str(path) if mmproj is None else f"{path}+mmproj={mmproj}"
+
+
 def default_threads() -> int:
     """Half the usable cores (1 on a 2-core machine), at most MAX_DEFAULT_THREADS.
 
@@ -168,13 +186,15 @@ def loaded_models() -> dict[str, LoadedModel]:
 def unload_model(path: str | os.PathLike[str]) -> bool:
     """Forget a loaded model; llama.cpp frees it once calls still running on it return. True if it was loaded."""
     with _registry_lock:
-        loaded = _registry.pop(str(Path(path).resolve()), None)
-    return loaded is not None
+        key = str(Path(path).resolve())
+        loaded = [_registry.pop(k) for k in list(_registry) if k == key or k.startswith(key + "+mmproj=")]
+    return bool(loaded)
 
 
-def _load(path: Path, n_parallel: int, n_ctx: int, n_threads: int) -> LoadedModel:
-    """Load `path` unless it is loaded already. Blocking; the lock makes racing first calls load once."""
-    key = str(path)
+def _load(path: Path, n_parallel: int, n_ctx: int, n_threads: int, mmproj: Path | None = None) -> LoadedModel:
+    """Load `path` (with its multimodal projector `mmproj`) unless it is loaded already. Blocking; the lock makes
+    racing first calls load once."""
+    key = _key(path, mmproj)
     with _registry_lock:
         loaded = _registry.get(key)
         if loaded is not None:
@@ -187,7 +207,9 @@ def _load(path: Path, n_parallel: int, n_ctx: int, n_threads: int) -> LoadedMode
                 + REMOTE_HINT
             ) from exc
         params = xllamacpp.CommonParams()
-        params.model.path = key
+        params.model.path = str(path)
+        if mmproj is not None:
+            params.mmproj.path = str(mmproj)
         params.n_parallel = n_parallel
         params.n_ctx = n_ctx
         params.cont_batching = True
@@ -248,6 +270,7 @@ class LocalBackend(Backend):
         timeout_s: float = 120.0,
         max_retries: int = 3,
         max_output_tokens: int | None = None,
+        mmproj: str | None = None,
         **kwargs: Any,
     ):
         if max_output_tokens is not None and max_output_tokens < 1:
@@ -265,6 +288,7 @@ class LocalBackend(Backend):
         self.n_ctx = max(n_ctx, MIN_SLOT_CTX * self.n_slots)
         self.n_threads = n_threads or default_threads()
         self._resolved: Path | None = None
+        self.mmproj = mmproj or None  # the multimodal projector: images reach the model only with one
 
     def __repr__(self) -> str:
         return f"LocalBackend(name={self.name!r}, model_path={self.model_path!r}, slots={self.n_slots})"
@@ -293,7 +317,7 @@ class LocalBackend(Backend):
             # Unresolvable: the call itself fails with the reason; nothing is cached under this identity.
             return f"{self.kind}|{self.model_path or 'bundled'}|unresolved"
         cap = "" if self.max_output_tokens == MAX_OUTPUT_TOKENS else f"|out{self.max_output_tokens}"
-        return f"{self.kind}|{path}|{size}{cap}"
+        return f"{self.kind}|{path}|{size}{cap}" + (f"|mmproj={self.mmproj}" if self.mmproj else "")
 
     def payload(self, request: ChatRequest) -> dict[str, Any]:
         """The request for llama.cpp: the budget lowered to `max_output_tokens` (a plumbing cap), the schema's
@@ -320,18 +344,20 @@ class LocalBackend(Backend):
     async def loaded(self) -> LoadedModel:
         """The shared loaded model, loading it (in a worker thread) on first use."""
         path = self.resolved_path()
-        existing = _registry.get(str(path))
+        mmproj = resolve_mmproj(self.mmproj) if self.mmproj else None
+        existing = _registry.get(_key(path, mmproj))
         if existing is not None:
             return existing
         return await anyio.to_thread.run_sync(
-            _load, path, self.n_slots, self.n_ctx, self.n_threads, abandon_on_cancel=True
+            _load, path, self.n_slots, self.n_ctx, self.n_threads, mmproj, abandon_on_cancel=True
         )
 
     async def _send(self, request: ChatRequest) -> Completion:
-        if has_images(request):
+        if has_images(request) and not self.mmproj:
             raise FatalError(
-                "the embedded model reads text only and cannot judge images (it has no multimodal projector); "
-                "use a vision model on an OpenAI-compatible or Anthropic backend for calls with images"
+                f"backend '{self.name}' (the embedded model) has no multimodal projector and cannot judge images: set "
+                "`mmproj` in its [backends.NAME] table (JUDGE_MCP_MMPROJ for the environment's backend) to the model's "
+                "mmproj GGUF file, or use a vision model on an OpenAI-compatible or Anthropic backend"
             )
         loaded = await self.loaded()
         payload = self.payload(request)
