@@ -128,6 +128,8 @@ def read_path(value: str, policy: PathPolicy) -> str:
         raise ValueError(f"is not a readable path ({type(exc).__name__})") from None
     if not any(resolved.is_relative_to(folder) for folder in policy.dirs):
         raise ValueError("is outside the folders listed in JUDGE_MCP_IMAGE_DIRS (after resolving symlinks and '..')")
+    if not resolved.is_file():  # a folder, a missing file, or a FIFO/device whose read could block
+        raise ValueError("is not a regular file inside JUDGE_MCP_IMAGE_DIRS")
     try:
         with open(resolved, "rb") as f:
             data = f.read(MAX_IMAGE_BYTES + 1)

@@ -92,7 +92,8 @@ async def compare_pair(app: App, args: ComparePairArgs, progress: ProgressFn | N
     first, then thread safety, then readability") and `reference` (a reference answer, e.g. "5050" for the sum of
     1..100) are shown to the judge in both orders; the verdict is then about them. Images as data: URIs: `images`
     (what the prompt shows) and `response_a_images` / `response_b_images` (e.g. two UI screenshots), which move with
-    their answer when the order is swapped; for a vision model.
+    their answer when the order is swapped; for a vision model (over stdio, also file paths inside the folders
+    of JUDGE_MCP_IMAGE_DIRS).
 
     Use it for exactly two candidates (two drafts, two patches, before/after). For 3-10 candidates use
     grade_score_options; to score responses against an instruction without a judge prompt, use

@@ -4,6 +4,7 @@ in memory with an error naming the image and the setting."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -77,8 +78,9 @@ def test_files_are_checked_as_data_uris_are(folders) -> None:
     (allowed / "huge.png").write_bytes(png(3, size=imagelib.MAX_IMAGE_BYTES + 100))
     assert _refusal(str(allowed / "notes.png"), stdio, "response_b_images").startswith("'response_b_images[0]' is not an image")
     assert "larger than 5,242,880 bytes" in _refusal(str(allowed / "huge.png"), stdio)
-    assert "cannot be read" in _refusal(str(allowed / "missing.png"), stdio)
-    assert "cannot be read" in _refusal(str(allowed), stdio)  # a folder
+    os.mkfifo(allowed / "pipe.png")  # opening it to read would wait for a writer
+    for value in (allowed / "missing.png", allowed, allowed / "pipe.png"):
+        assert "is not a regular file" in _refusal(str(value), stdio), value
 
 
 def test_without_stdio_or_folders_the_error_says_what_to_do(folders) -> None:
@@ -92,8 +94,6 @@ def test_without_stdio_or_folders_the_error_says_what_to_do(folders) -> None:
 
 def test_the_setting_lists_existing_folders(folders, tmp_path: Path) -> None:
     allowed, outside = folders
-    import os
-
     env = {"JUDGE_MCP_DB": str(tmp_path / "j.db")}
     assert load_settings(env).image_dirs == ()
     both = load_settings({**env, "JUDGE_MCP_IMAGE_DIRS": f"{allowed}{os.pathsep}{outside}{os.pathsep}"}).image_dirs
