@@ -31,6 +31,7 @@ from rapidfuzz import fuzz, utils
 from judge_mcp import prompts, validation
 from judge_mcp.backends.base import user
 from judge_mcp.methods import similarity as sim
+from judge_mcp.methods import text_work
 from judge_mcp.methods.ask import ask, bounded
 from judge_mcp.calls.fanout import run_each
 from judge_mcp.methods.ranking import rank_by_score
@@ -97,7 +98,7 @@ def answer_schema(answer_order: str = "reasoning_first") -> dict:
 
 # ---- prompts ----------------------------------------------------------------------------------------------------
 _FENCE_WORDS = re.compile(r"(?i)\b(BEGIN|END)(\s+)(RESPONSE|CONTEXT)\b")
-_KEY_IN_TEXT = re.compile(r"""(?i)(["'])\s*(inferr*ed[ _]+instruction|reasoning)\s*\1(\s*):""")
+_KEY_IN_TEXT = re.compile(r"""(?i)(["'])\s*+(inferr*+ed[ _]++instruction|reasoning)\s*+\1(\s*+):""")
 
 
 @lru_cache(maxsize=256)  # pure: a shared context is defused once per call, not once per response
@@ -189,11 +190,15 @@ def _from_dict(data: dict, depth: int = 0) -> Inferred | None:
     return None
 
 
+# A quoted value: escapes and characters other than the backslash and the closing quote, taken possessively (a
+# backslash is only ever the start of an escape), so a value without its closing quote costs one pass, not a
+# backtracking search.
 _KEYED_VALUE = re.compile(
-    r"""(["'])\s*(inferr*ed[ _]+instruction|inferred[ _]+system[ _]+prompt|instruction)\s*\1\s*:\s*(["'])((?:\\.|(?!\3).)*)\3""",
+    r"""(["'])\s*+(inferr*+ed[ _]++instruction|inferred[ _]++system[ _]++prompt|instruction)\s*+\1\s*+:\s*+(["'])"""
+    r"""((?:\\.|(?!\3)[^\\])*+)\3""",
     re.I | re.S,
 )
-_KEYED_REASONING = re.compile(r"""(["'])\s*reasoning\s*\1\s*:\s*(["'])((?:\\.|(?!\2).)*)\2""", re.I | re.S)
+_KEYED_REASONING = re.compile(r"""(["'])\s*+reasoning\s*+\1\s*+:\s*+(["'])((?:\\.|(?!\2)[^\\])*+)\2""", re.I | re.S)
 
 
 def _unescape(value: str, quote: str) -> str:
@@ -231,11 +236,18 @@ def parse_inferred(text: str) -> Inferred | None:
 
 _CHAT_TOKENS = re.compile(r"<\|[^|>]{1,30}\|>|</?think>|</?s>|\[/?INST\]", re.I)
 _ROLE_PREFIX = re.compile(r"^\s*(?:assistant|answer)\s*:?\s+", re.I)
-_TRUNCATED_VALUE = re.compile(r"""(["'])\s*(?:inferr*ed[ _]+instruction|inferred[ _]+system[ _]+prompt|instruction)\s*\1\s*:\s*(["'])(.+)$""", re.I | re.S)
-_LABELLED = re.compile(
-    r"""(?im)^[\s>*#_-]*(?:the\s+)?(?:inferr*ed\s+|reconstructed\s+|likely\s+|original\s+)?(?:system\s+prompt|instruction|prompt)\s*(?:is)?[*_]*\s*[:\-]\s*[*_]*\s*(.+)$"""
+_TRUNCATED_VALUE = re.compile(
+    r"""(["'])\s*+(?:inferr*+ed[ _]++instruction|inferred[ _]++system[ _]++prompt|instruction)\s*+\1\s*+:\s*+(["'])(.+)$""", re.I | re.S
 )
-_QUOTED_AFTER = re.compile(r"""(?is)\b(?:instruction|prompt)\b[^"“\n]{0,60}["“]([^"”]{8,})["”]""")
+# A labelled line ("**Inferred instruction:** ..."). The marks before the label stay on its line ([ \t], not \s: a
+# run of blank lines is not re-read from each of its line starts); the spacing around the colon is possessive.
+_LABELLED = re.compile(
+    r"""(?im)^[ \t>*#_-]*+(?:the\s++)?+(?:inferr*+ed\s++|reconstructed\s++|likely\s++|original\s++)?+"""
+    r"""(?:system\s++prompt|instruction|prompt)\s*+(?:is)?+[*_]*+\s*+[:\-][*_\s]*+(.+)$"""
+)
+# A quoted instruction: the quoted run stops at any quote mark, opening ones included, so a run of openers without
+# a closer is read once, not once per opener.
+_QUOTED_AFTER = re.compile(r"""(?is)\b(?:instruction|prompt)\b[^"“\n]{0,60}+["“]([^"“”]{8,}+)["”]""")
 
 
 def _clip(text: str) -> str:
@@ -266,6 +278,10 @@ def extract_best(text: str) -> str:
 ECHO_THRESHOLD = 0.9
 ECHO_SLACK_CHARS = 60  # room for a preface such as "Sure! You asked me to ..."
 ECHO_MIN_WORDS = 3
+# Partial matching costs about len(instruction) ** 3 / 64 steps (every alignment of the instruction against a window
+# of its own length): 0.1 s at 2,000 characters, hours at 50,000. A longer instruction is represented by its first
+# ECHO_MAX_CHARS characters when the response's opening is checked and by its last ones when its end is.
+ECHO_MAX_CHARS = 600
 
 
 @dataclass(frozen=True)
@@ -278,6 +294,15 @@ def _plain(text: str) -> str:
     return " ".join(utils.default_process(text).split())
 
 
+def _echo_score(inst: str, stretch: str) -> float:
+    if not inst or not stretch:
+        return 0.0
+    needed = max(ECHO_MIN_WORDS, math.ceil(len(inst.split()) / 2))
+    alignment = fuzz.partial_ratio_alignment(inst, stretch)
+    matched_words = len(inst[alignment.src_start : alignment.src_end].split())
+    return alignment.score / 100.0 * min(1.0, matched_words / needed)
+
+
 def detect_echo(instruction: str, response: str) -> Echo:
     """Does the response repeat the instruction (fully, or at least half of its words) at its opening or its end?
 
@@ -286,20 +311,19 @@ def detect_echo(instruction: str, response: str) -> Echo:
     the paper's echo, the end is where an injected copy of the instruction goes (see judge_mcp/bench/attacks.py). The
     score is the partial-match ratio scaled down when the matched stretch of the instruction holds fewer than
     max(3, half its words) words; an echo scores >= 0.9. Instructions of fewer than 3 words are never flagged (too
-    short to tell an echo from an answer).
+    short to tell an echo from an answer). An instruction longer than ECHO_MAX_CHARS (600) characters is compared by
+    its first 600 characters with the response's opening and by its last 600 with the response's end (the time of
+    partial matching grows with the cube of the instruction's length).
     """
     inst = _plain(instruction)
     words = len(inst.split())
     plain = _plain(response)
-    window = len(inst) + ECHO_SLACK_CHARS
     if not inst or not plain:
         return Echo(0.0, False)
-    needed = max(ECHO_MIN_WORDS, math.ceil(words / 2))
-    score = 0.0
-    for stretch in {plain[:window], plain[-window:]}:
-        alignment = fuzz.partial_ratio_alignment(inst, stretch)
-        matched_words = len(inst[alignment.src_start : alignment.src_end].split())
-        score = max(score, alignment.score / 100.0 * min(1.0, matched_words / needed))
+    head, tail = inst[:ECHO_MAX_CHARS], inst[-ECHO_MAX_CHARS:]
+    opening = plain[: len(head) + ECHO_SLACK_CHARS]
+    closing = plain[-(len(tail) + ECHO_SLACK_CHARS) :]
+    score = max(_echo_score(head, opening), _echo_score(tail, closing) if closing != opening or tail != head else 0.0)
     score = round(score, 4)
     return Echo(score, score >= ECHO_THRESHOLD and words >= ECHO_MIN_WORDS)
 
@@ -338,8 +362,9 @@ async def infer_one(
 ) -> FlipItem:
     """Infer the instruction behind one response and score it."""
     structured = judge.structured
+    size = text_work.chars(response, context)
     request = user(
-        user_prompt(response, context=context, structured=structured, answer_order=answer_order),
+        await text_work.run(user_prompt, response, context=context, structured=structured, answer_order=answer_order, size=size),
         system=system_prompt(prompt_variant, with_context=context is not None, structured=structured, answer_order=answer_order),
         max_tokens=MAX_TOKENS,
         json_schema=answer_schema(answer_order) if structured else None,
@@ -348,9 +373,11 @@ async def infer_one(
     )
     reminder = prompts.render("flip_reask.txt", answer_format=answer_format(SCHEMA_KEY, structured=True, answer_order=answer_order))
     result = await ask(judge, request, parse_inferred, reminder)
-    echo = detect_echo(instruction, response)
+    echo = await text_work.run(detect_echo, instruction, response, size=text_work.chars(instruction, response))
     if result.value is not None:
-        reward = round(sim.score(similarity, result.value.instruction, instruction), REWARD_DIGITS)
+        inferred = result.value.instruction
+        score = await text_work.run(sim.score, similarity, inferred, instruction, size=text_work.chars(inferred, instruction))
+        reward = round(score, REWARD_DIGITS)
         return FlipItem(
             index=index,
             inferred_instruction=result.value.instruction,

@@ -34,6 +34,7 @@ import anyio.to_thread
 
 from judge_mcp import prompts, validation
 from judge_mcp.backends.base import user
+from judge_mcp.methods import text_work
 from judge_mcp.methods.ask import ask
 from judge_mcp.calls.fanout import run_each
 from judge_mcp.calls.judge import Judge
@@ -107,9 +108,10 @@ class Selection:
     explanation: str
 
 
-_TEXT_SELECTION = re.compile(r"\bSelection\b[*_ \t]*:[*_\s]*\[?[ \t]*Option[ \t]*(\d{1,4})(?!\d)", re.I)
-_JSON_SELECTION = re.compile(r'"selection"\s*:\s*"\s*Option\s*(\d{1,4})\s*"', re.I)
-_STRUCT_VALUE = re.compile(r"^\s*(?:Option\s*)?(\d{1,4})\s*$", re.I)
+# Possessive quantifiers, each followed by a character it cannot take: no match attempt backtracks (linear time).
+_TEXT_SELECTION = re.compile(r"\bSelection\b[*_ \t]*+:[*_\s]*+(?:\[[ \t]*+)?+Option[ \t]*+(\d{1,4})(?!\d)", re.I)
+_JSON_SELECTION = re.compile(r'"selection"\s*+:\s*+"\s*+Option\s*+(\d{1,4})\s*+"', re.I)
+_STRUCT_VALUE = re.compile(r"^\s*+(?:Option\s*+)?+(\d{1,4})\s*+$", re.I)
 
 
 def _single(numbers: list[int], n: int) -> int | None:
@@ -168,7 +170,7 @@ def parse_structured(text: str, n: int, variant: int) -> Selection | None:
 
 
 # ---- prompts -----------------------------------------------------------------------------------------------------
-_MARKER = re.compile(r"\[\s*(\\?)\s*(Option\s*\d+|User\s+Instruction)\s*\]", re.I)
+_MARKER = re.compile(r"\[\s*+(?:(\\)\s*+)?+(Option\s*+\d++|User\s++Instruction)\s*+\]", re.I)
 
 
 @lru_cache(maxsize=256)  # pure: every option is shown in every rotation, defused once per call
@@ -285,8 +287,9 @@ async def judge_rotation(
     judge: Judge, *, rotation: int, order: list[int], texts: Sequence[str], instruction: str, variant: int, structured: bool
 ) -> GradeTrial:
     n = len(order)
+    shown = [texts[i] for i in order]
     request = user(
-        user_prompt(instruction, [texts[i] for i in order]),
+        await text_work.run(user_prompt, instruction, shown, size=text_work.chars(instruction, *shown)),
         system=system_prompt(variant, structured, n),
         max_tokens=MAX_TOKENS[variant],
         json_schema=selection_schema(variant, n) if structured else None,

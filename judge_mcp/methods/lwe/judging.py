@@ -32,6 +32,7 @@ from judge_mcp import prompts, validation
 from judge_mcp.backends.base import Message, user
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.methods.lwe import text as t
+from judge_mcp.methods import text_work
 from judge_mcp.methods.ask import ask
 from judge_mcp.calls.fanout import run_each
 from judge_mcp.calls.judge import Judge
@@ -94,7 +95,7 @@ def _require_store(judge: Judge) -> Store:
 async def _vanilla_order(judge: Judge, prompt: str, first: str, second: str, order: str) -> str | None:
     structured = judge.structured
     request = user(
-        t.vanilla_prompt(prompt, first, second, structured),
+        await text_work.run(t.vanilla_prompt, prompt, first, second, structured, size=text_work.chars(prompt, first, second)),
         max_tokens=MAX_TOKENS["vanilla"],
         json_schema=t.verdict_schema() if structured else None,
         schema_name="lwe_vanilla_verdict",

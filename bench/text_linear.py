@@ -1,0 +1,44 @@
+"""Linear-time text functions: each function that reads caller or model text, timed on hostile texts (runs of every
+special character, grammar openings followed by such runs) against plain prose of the same length, side by side in
+this run. One row per function: its prose baseline, its worst hostile text and time, and the ratio.
+
+    .venv/bin/python bench/text_linear.py [--size 50000] [--only parsing.neutralise ...]
+
+Not a test (tests/methods/test_linear_text.py asserts a bound on the same ratio). The baseline is the function's
+time on prose or one plain Python pass over the text, whichever is longer (see tests/text_attacks.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.text_attacks import FUNCTIONS, SIZE, hostile_texts, worst_ratio  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=SIZE, help="characters per text (default: the input limit)")
+    parser.add_argument("--only", nargs="*", default=None, help="function names to time (default: all)")
+    args = parser.parse_args()
+    texts = hostile_texts(args.size)
+    names = args.only or sorted(FUNCTIONS)
+    started = time.perf_counter()
+    print(f"{len(texts)} hostile texts of {args.size:,} characters per function")
+    print(f"| function | prose baseline ms | worst hostile ms | worst text | ratio |")
+    print("|---|---|---|---|---|")
+    worst_overall = 0.0
+    for name in names:
+        ratio, text, worst_s, base_s = worst_ratio(FUNCTIONS[name], args.size, texts)
+        worst_overall = max(worst_overall, ratio)
+        print(f"| {name} | {base_s * 1000:.2f} | {worst_s * 1000:.1f} | {text} | {ratio:.1f} |", flush=True)
+    print(f"worst ratio over all functions: {worst_overall:.1f} ({time.perf_counter() - started:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
