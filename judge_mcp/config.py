@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -137,15 +138,24 @@ def _check_kind(kind: Any, what: str) -> str:
     return kind
 
 
+def shown_url(url: str) -> str:
+    """`url` as an error message may show it: any userinfo (`user:KEY@`) replaced by `***@`, parseable or not."""
+    return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*:/*)[^/?#]*@", r"\1***@", url)
+
+
 def _check_url(url: Any, what: str) -> str | None:
     if url is None or url == "":
         return None
     if not isinstance(url, str):
-        raise ConfigError(f"{what} must be an http(s) URL, got {url!r}")
+        raise ConfigError(f"{what} must be an http(s) URL, got {type(url).__name__}")
     url = url.strip()
-    parsed = urlparse(url)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise ConfigError(f"{what} must be an http(s) URL, got {url!r}")
+    try:
+        parsed = urlparse(url)
+        host, _ = parsed.hostname, parsed.port  # both raise ValueError on a malformed host or port
+    except ValueError as exc:
+        raise ConfigError(f"{what} is not a valid URL ({exc}): {shown_url(url)!r}") from None
+    if parsed.scheme not in ("http", "https") or not host:
+        raise ConfigError(f"{what} must be an http(s) URL, got {shown_url(url)!r}")
     return url.rstrip("/")
 
 

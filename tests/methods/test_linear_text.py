@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.text_attacks import FUNCTIONS, hostile_texts, worst_ratio
+from tests.text_attacks import FUNCTIONS, hostile_texts, prose_s, python_pass_s, worst_ratio
 
-MAX_RATIO = 150  # linear functions measure up to ~40 on the 2-core machine; the old quadratic ones 800 to 60,000
+MAX_RATIO = 150  # linear functions measure up to ~50 on the 2-core machine; the old quadratic ones 600 to 60,000
+MAX_PROSE_PASSES = 400  # prose: up to ~50 plain passes (rapidfuzz's token_sort); the old rouge_l ~7,000
 TEXTS = hostile_texts()
 
 
@@ -18,6 +19,12 @@ TEXTS = hostile_texts()
 def test_no_hostile_text_costs_more_than_a_multiple_of_prose(name: str) -> None:
     ratio, text, worst_s, base_s = worst_ratio(FUNCTIONS[name], texts=TEXTS)
     assert ratio < MAX_RATIO, f"{name}: {text} took {worst_s * 1000:.1f} ms, {ratio:.0f}x its prose baseline ({base_s * 1000:.2f} ms)"
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_prose_at_the_input_limit_costs_a_bounded_number_of_plain_passes(name: str) -> None:
+    passes = prose_s(FUNCTIONS[name]) / python_pass_s()
+    assert passes < MAX_PROSE_PASSES, f"{name}: prose took {passes:.0f} plain Python passes over the same text"
 
 
 # ---- the rewritten readers answer as the quadratic ones did ----------------------------------------------------------
