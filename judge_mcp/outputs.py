@@ -167,8 +167,8 @@ class GradePanelMember(_PanelMember):
 
 class GradeScoreResult(_Judged):
     winner_index: int | None = Field(
-        description="mode of the chosen options (caller's indices); lowest index on a tie; null when no trial parsed "
-        "or when the mode is the unrelated option"
+        description="mode of the chosen options (caller's indices); null when the mode is tied (see tied_indices), "
+        "when no trial parsed, or when the mode is the unrelated option"
     )
     tied_indices: list[int] = Field(default_factory=list, description="all indices sharing the mode when tied")
     trials: list[GradeTrial]
@@ -204,6 +204,12 @@ class LweResult(_Judged):
     winner: Side | None = Field(description="the vanilla verdict when consistent, else the meta-prompt path's; null when unparsed")
     path: Literal["vanilla_consistent", "meta_prompt"]
     vanilla: VanillaPair | None = Field(description="the two vanilla verdicts (null when selective is false)")
+    orders_disagreed: bool | None = Field(
+        None,
+        description="this call's own vanilla verdicts in the two orders both parsed and named different answers: the "
+        "winner then comes from the meta-prompt path's one judgment in one order (the paper's design), so position "
+        "bias may decide it; false when they agreed; null when selective is false or an order was unparsed",
+    )
     eval_prompt: str | None = Field(description="the case-specific evaluation prompt written from the meta-prompt (meta path only)")
     judgment: str | None = Field(None, description="the judge's answer to the case-specific prompt (meta path only)")
     parse_ok: bool = Field(True, description="the verdict that decided `winner` was parsed (false: winner is null)")

@@ -363,8 +363,9 @@ async def grade_score_options(
     if winner is not None and winner == unrelated_index:
         winner = None
         warnings.append("the most chosen option is the unrelated one, so winner_index is null")
-    if s.tied_indices:
-        warnings.append(f"the mode is tied between options {s.tied_indices}; winner_index is the lowest of them")
+    if s.tied_indices:  # no option won: the lowest index would hand a purely position-biased judge option 0
+        winner = None
+        warnings.append(f"the mode is tied between options {s.tied_indices}; winner_index is null (no option won)")
     return GradeScoreResult(
         winner_index=winner,
         tied_indices=s.tied_indices,

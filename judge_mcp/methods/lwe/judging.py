@@ -302,6 +302,7 @@ async def lwe_judge(
                 winner=vanilla.ab,
                 path="vanilla_consistent",
                 vanilla=vanilla,
+                orders_disagreed=False,
                 eval_prompt=None,
                 feedback=None,
                 meta_prompt_version=state["current_version"],
@@ -316,6 +317,9 @@ async def lwe_judge(
         unparsed = [order for order, side in (("AB", vanilla.ab), ("BA", vanilla.ba)) if side is None]
         if unparsed:
             warnings.append(f"the vanilla judgment stayed unparsed in order {' and '.join(unparsed)}: treated as inconsistent")
+        else:
+            warnings.append(f"the vanilla verdicts disagreed between the orders (AB: {vanilla.ab}, BA: {vanilla.ba}): the "
+                            "winner is the meta-prompt path's judgment in one order, which position bias may decide")
         await judge.progress(base, total, f"inconsistent vanilla verdicts (AB: {vanilla.ab}, BA: {vanilla.ba}): meta-prompt path")
 
     # A full batch left buffered (by a crash mid-refinement, or a refinement that produced no text) is refined
@@ -388,6 +392,7 @@ def _meta_path_result(
         winner=winner,
         path="meta_prompt",
         vanilla=vanilla,
+        orders_disagreed=None if vanilla is None or vanilla.ab is None or vanilla.ba is None else vanilla.ab != vanilla.ba,
         eval_prompt=eval_prompt,
         judgment=judgment,
         parse_ok=winner is not None,
