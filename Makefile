@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-v1
 
-.PHONY: demo test serve bench-perf clean setup
+.PHONY: demo test lint serve clean setup dist
 
 setup: $(STAMP)
 
@@ -22,11 +22,29 @@ CHECKOUT_DB := $(CURDIR)/state/judge.db
 demo: $(STAMP)
 	JUDGE_MCP_DB="$${JUDGE_MCP_DB:-$(CHECKOUT_DB)}" $(BIN)/judge-mcp demo
 
-test: $(STAMP)
+# The gates, in order: lint (ruff, with a complexity cap), types (mypy), module and function sizes, then the tests
+# with every warning an error apart from pyproject's named allow-list.
+test: lint
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+lint: $(STAMP)
+	$(BIN)/ruff check --no-cache judge_mcp
+	$(BIN)/mypy --cache-dir=/dev/null
+	$(BIN)/python tools/check_sizes.py judge_mcp
 
 serve: $(STAMP)
 	JUDGE_MCP_DB="$${JUDGE_MCP_DB:-$(CHECKOUT_DB)}" $(BIN)/judge-mcp serve
 
+# A release: dist/judge_mcp-VERSION.tar.gz, the wheel built from that sdist, and a check that the wheel installs
+# into a fresh venv and runs (what `pipx install dist/judge_mcp-*.whl` or `uvx --from dist/judge_mcp-*.whl` get).
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+	$(PY) -m venv dist/.check
+	dist/.check/bin/python -m pip install -q --disable-pip-version-check dist/judge_mcp-*.whl
+	cd dist && .check/bin/judge-mcp --version
+	rm -rf dist/.check
+	@ls -1 dist
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build dist *.egg-info

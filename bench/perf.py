@@ -97,7 +97,7 @@ async def fan_out(server: "ExternalScripted", tmp: Path, repeats: int) -> float:
         await registry.call(app, "compare_pair", dict(prompt="the same prompt", response_a="a", response_b="b"))
 
     # The floor beside ours: 16 concurrent requests of the same size sent by bare clients (httpx with one pool of 16
-    # connections and response.json(), as sessions 3-5 sent them; aiohttp, the client the backends use now), and the
+    # connections and response.json(), as the backends once sent them; aiohttp, the client the backends use now), and the
     # same 16 sent through the backend alone (no method, no cache).
     bare = httpx.AsyncClient(limits=httpx.Limits(max_connections=16, max_keepalive_connections=16))
     bare_aio = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=16), cookie_jar=aiohttp.DummyCookieJar())

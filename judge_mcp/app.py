@@ -23,11 +23,13 @@ from pydantic import BaseModel
 from judge_mcp.backends import Backend, build_backend
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.methods import panel
-from judge_mcp.calls.cache import CacheRow, CacheTable, CallCache
+from judge_mcp.calls.cache import CacheRow, CallCache
 from judge_mcp.config import Settings, load_settings
 from judge_mcp.calls.judge import Judge, ProgressFn
-from judge_mcp.storage import retention
-from judge_mcp.storage.sqlite import Store
+from judge_mcp.storage import open_store, retention
+from judge_mcp.storage.call_cache import CacheTable
+from judge_mcp.storage.engine import Engine
+from judge_mcp.storage.migrations import MIGRATIONS
 from judge_mcp.storage.verdict_log import VerdictLog
 
 log = logging.getLogger("judge_mcp")
@@ -44,9 +46,9 @@ def settle_heap() -> None:
 
 
 class App:
-    def __init__(self, settings: Settings | None = None, *, store: Store | None = None):
+    def __init__(self, settings: Settings | None = None, *, store: Engine | None = None):
         self.settings = settings or load_settings()
-        self.store = store or Store(self.settings.db_path)
+        self.store = store or open_store(self.settings.db_path, MIGRATIONS)
         self.apply_retention()
         self.cache = CallCache(self.store)
         self._backends: dict[str, Backend] = {}
@@ -84,7 +86,7 @@ class App:
         found, warnings, _ = panel.guard(authors, [(chosen.name, chosen.model_id)])  # raises when it excludes the judge
 
         async def judged(rows: list[CacheRow]) -> tuple[R, str, str, list[dict[str, Any]]]:
-            judge = Judge(chosen, self.cache, self.store, progress=progress, cache_rows=rows)
+            judge = Judge(chosen, self.cache, self.store, progress=progress, cache_rows=rows, shared_option_pool=self.settings.shared_option_pool)
             result = await method(judge)
             if found is not None:
                 result = result.model_copy(update={"self_preference": found, "warnings": [*getattr(result, "warnings", []), *warnings]})
@@ -160,7 +162,9 @@ class App:
         async def judged(rows: list[CacheRow]) -> tuple[R, str, str, list[dict[str, Any]]]:
             async def one(member: panel.Member, backend: Backend) -> None:
                 nonlocal done
-                judge = judges[member.backend] = Judge(backend, self.cache, self.store, cache_rows=rows)
+                judge = judges[member.backend] = Judge(
+                    backend, self.cache, self.store, cache_rows=rows, shared_option_pool=self.settings.shared_option_pool
+                )
                 try:
                     member.result = await method(judge)
                 except BackendError as exc:

@@ -25,14 +25,17 @@ def _setup_logging(verbose: bool = False) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from judge_mcp.config import ConfigError, load_settings
+    from judge_mcp.config import settings_or_error
     from judge_mcp.server import build_server
 
-    try:
-        settings = load_settings()
-    except ConfigError as exc:
-        print(f"judge-mcp: configuration error: {exc}", file=sys.stderr)
-        return 2
+    settings = settings_or_error()
+    if settings.config_error is not None:
+        print(f"judge-mcp: configuration error: {settings.config_error}", file=sys.stderr)
+        if args.transport != "stdio":  # started by hand, in a terminal; and no network server runs half-configured
+            return 2
+        # An MCP client shows a server that exits before the handshake as "Failed to connect", without this message:
+        # serve, and answer every judging call with the error instead.
+        print("judge-mcp: serving anyway: every judging tool answers with this error until it is fixed", file=sys.stderr)
     from judge_mcp.app import App, settle_heap
 
     app = App(settings)
@@ -54,7 +57,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 await app.aclose()
 
     settle_heap()  # once everything the server runs on is imported and built
-    anyio.run(serve)
+    try:
+        anyio.run(serve)
+    except SystemExit as exc:  # uvicorn exits 3 when it cannot bind (it has logged why): exit 2, as a refused bind does
+        if args.transport != "http" or exc.code in (0, None):
+            raise
+        print(f"judge-mcp: could not serve HTTP on {args.host}:{args.port} (the reason is above; a port in use: choose another with --port)", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -67,10 +76,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_sessions(args: argparse.Namespace) -> int:
     from judge_mcp.config import load_settings
     from judge_mcp.methods import lwe
-    from judge_mcp.storage.sqlite import Store
+    from judge_mcp.storage import open_store
+    from judge_mcp.storage.migrations import MIGRATIONS
     from judge_mcp.validation import InputError
 
-    store = Store(load_settings().db_path)
+    store = open_store(load_settings().db_path, MIGRATIONS)
     try:
         if args.action == "list":
             rows = lwe.list_sessions(store)
@@ -98,7 +108,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from judge_mcp import stats
-    from judge_mcp.storage.sqlite import Store
+    from judge_mcp.storage import open_store
+    from judge_mcp.storage.migrations import MIGRATIONS
 
     if args.db is not None:
         path = Path(args.db)
@@ -113,7 +124,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if not path.is_file():  # a reader never creates a database: a wrong path must not look like an empty log
         print(f"judge-mcp stats: no database at {str(path)!r} (nothing logged there yet, or a wrong --db / JUDGE_MCP_DB)", file=sys.stderr)
         return 2
-    store = Store(path)
+    store = open_store(path, MIGRATIONS)
     try:
         report = stats.from_store(store, args.last)
     finally:
@@ -133,7 +144,10 @@ def _mean(mean: stats.Mean, places: int) -> str:
     return "-" if mean.mean is None else f"{mean.mean:.{places}f}"
 
 
-STATS_COLUMNS = ("backend", "model", "tool", "verdicts", "first-shown", "unbiased", "inconsistent", "unparsed", "re-asked", "ties", "longer wins", "calls", "cached", "latency ms")
+STATS_COLUMNS = (
+    "backend", "model", "tool", "verdicts", "first-shown", "unbiased", "inconsistent", "unparsed", "re-asked", "ties",
+    "longer wins", "calls", "cached", "latency ms",
+)
 
 
 def _stats_rows(window: stats.Window) -> list[list[str]]:
@@ -160,7 +174,11 @@ def render_stats(report: stats.StatsReport) -> str:
     if report.all_time.verdicts == 0:
         return "no verdicts in the log yet"
     parts = []
-    for title, window in ((f"all time: {report.all_time.verdicts} verdicts", report.all_time), (f"last {report.last_n}: {report.last.verdicts} verdicts", report.last)):
+    windows = (
+        (f"all time: {report.all_time.verdicts} verdicts", report.all_time),
+        (f"last {report.last_n}: {report.last.verdicts} verdicts", report.last),
+    )
+    for title, window in windows:
         skipped = f" ({window.skipped} unreadable rows skipped)" if window.skipped else ""
         parts.append(f"{title}{skipped}\n{_table(_stats_rows(window))}")
     parts.append(
@@ -193,10 +211,16 @@ environment (set by the MCP client's "env" block or the shell):
   JUDGE_MCP_HTTP_TOKEN   bearer token for --transport http       [default: none, then loopback binds only]
   JUDGE_MCP_CONCURRENCY  calls in flight per backend             [default: 16 for openai and anthropic,
                                                                  4 (its slots) for local]
-  JUDGE_MCP_TIMEOUT_S    seconds per backend attempt             [default: 120]
-  JUDGE_MCP_MAX_RETRIES  retries of a failed backend call        [default: 3]
+  JUDGE_MCP_TIMEOUT_S    seconds to wait for a reply to start    [default: 120; a local server on CPU: 600]
+                         (the rest of it: min(30, this); a backend call, retries included, ends within
+                         2 x (this + min(30, this)) seconds of getting its slot)
+  JUDGE_MCP_MAX_RETRIES  retries of a refused call (429, 5xx,    [default: 3; a timed-out attempt is
+                         connection errors)                      retried once at most]
+  JUDGE_MCP_MAX_OUTPUT_TOKENS  local only: cap on every answer's token budget   [default: 1024]
   JUDGE_MCP_CACHE_MAX_AGE_DAYS     cached answers older than this are deleted at start   [default: kept]
   JUDGE_MCP_VERDICTS_MAX_AGE_DAYS  verdict-log rows older than this are deleted at start [default: kept]
+  JUDGE_MCP_SHARED_OPTION_POOL     1: grade_score_options' unrelated option may come from  [default: 0, the
+                                   options stored by earlier calls of any client            built-in pool only]
 """
 
 
@@ -213,16 +237,20 @@ def _version() -> str:
 
 def cmd_gc(args: argparse.Namespace) -> int:
     from judge_mcp.config import load_settings
-    from judge_mcp.storage import retention
-    from judge_mcp.storage.sqlite import Store
+    from judge_mcp.storage import open_store, retention
+    from judge_mcp.storage.migrations import MIGRATIONS
 
     settings = load_settings()
     cache_days = args.cache_days if args.cache_days is not None else settings.cache_max_age_days
     verdict_days = args.verdict_days if args.verdict_days is not None else settings.verdicts_max_age_days
     if cache_days is None and verdict_days is None and not args.vacuum:
-        print("judge-mcp gc: nothing to do: give --cache-days and/or --verdict-days (or set JUDGE_MCP_CACHE_MAX_AGE_DAYS / JUDGE_MCP_VERDICTS_MAX_AGE_DAYS), or --vacuum", file=sys.stderr)
+        print(
+            "judge-mcp gc: nothing to do: give --cache-days and/or --verdict-days "
+            "(or set JUDGE_MCP_CACHE_MAX_AGE_DAYS / JUDGE_MCP_VERDICTS_MAX_AGE_DAYS), or --vacuum",
+            file=sys.stderr,
+        )
         return 2
-    store = Store(settings.db_path)
+    store = open_store(settings.db_path, MIGRATIONS)
     try:
         before = settings.db_path.stat().st_size
         counts = retention.gc(
@@ -231,7 +259,7 @@ def cmd_gc(args: argparse.Namespace) -> int:
             verdicts_older_than_s=None if verdict_days is None else verdict_days * 86400,
             vacuum=args.vacuum,
         )
-        store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        store.checkpoint()
         after = settings.db_path.stat().st_size
     finally:
         store.close()
@@ -265,7 +293,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=SERVE_ENVIRONMENT.format(db=default_db_path(os.environ)),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    serve.add_argument("--transport", choices=["stdio", "http"], default="stdio", help="stdio or streamable HTTP (default: %(default)s; no environment variable)")
+    serve.add_argument(
+        "--transport", choices=["stdio", "http"], default="stdio", help="stdio or streamable HTTP (default: %(default)s; no environment variable)"
+    )
     serve.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default: %(default)s; a non-loopback address needs JUDGE_MCP_HTTP_TOKEN)")
     serve.add_argument("--port", type=int, default=8765, help="HTTP port (default: %(default)s)")
     serve.set_defaults(fn=cmd_serve)
@@ -300,7 +330,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     stats_cmd.add_argument("--last", type=_last, default=100, metavar="N", help="size of the recent window, 1 to 1,000,000 (default: %(default)s)")
     stats_cmd.add_argument("--json", action="store_true", help="print the report as JSON (the resource's form) instead of tables")
-    stats_cmd.add_argument("--db", metavar="PATH", help="the database to read (default: JUDGE_MCP_DB or the per-user data directory); e.g. state/bench.db for a bench run's verdicts")
+    stats_cmd.add_argument(
+        "--db", metavar="PATH",
+        help="the database to read (default: JUDGE_MCP_DB or the per-user data directory); e.g. the bench's bench.db beside it for a bench run's verdicts",
+    )
     stats_cmd.set_defaults(fn=cmd_stats)
 
     from judge_mcp.bench import add_parser as add_bench
@@ -313,12 +346,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from judge_mcp.storage.sqlite import StoreError
+    from judge_mcp.config import ConfigError
+    from judge_mcp.storage.engine import StoreError
 
     args = build_parser().parse_args(argv)
     _setup_logging(args.verbose)
     try:
         return int(args.fn(args) or 0)
+    except ConfigError as exc:  # a setting, or an HTTP bind refused for want of a token: exit 2 either way
+        print(f"judge-mcp: configuration error: {exc}", file=sys.stderr)
+        return 2
     except StoreError as exc:
         print(f"judge-mcp: {exc}", file=sys.stderr)
         return 2

@@ -57,11 +57,21 @@ class Settings:
     # retention (None: kept for ever): applied when the server starts and by `judge-mcp gc`
     cache_max_age_days: float | None = None
     verdicts_max_age_days: float | None = None
+    # Set when the configuration could not be read (`settings_or_error`): the server starts anyway and every call
+    # that needs a backend fails with this message, so an MCP client shows it instead of "Failed to connect".
+    config_error: str | None = None
+    # grade_score_options' unrelated option may come from options stored by earlier calls of any client
+    shared_option_pool: bool = False
 
     def backend_names(self) -> list[str]:
         return [DEFAULT_BACKEND_NAME, *sorted(self.named_backends)]
 
     def backend(self, name: str | None) -> BackendConfig:
+        if self.config_error is not None:
+            raise ConfigError(
+                f"judge-mcp's configuration has an error: {self.config_error}. Fix it in the server's environment "
+                "(the MCP client's \"env\" block) or its JUDGE_MCP_CONFIG file, then restart the server"
+            )
         if name is None or name == DEFAULT_BACKEND_NAME:
             return self.default_backend
         try:
@@ -110,6 +120,11 @@ def _positive_int(value: Any, what: str) -> int:
     if number < 1:
         raise ConfigError(f"{what} must be >= 1, got {number}")
     return number
+
+
+def _optional_positive_int(env: Mapping[str, str], name: str) -> int | None:
+    value = _env(env, name, None)
+    return None if value is None else _positive_int(value, name)
 
 
 def _non_negative_int(value: Any, what: str) -> int:
@@ -187,6 +202,7 @@ def backend_from_env(env: Mapping[str, str]) -> BackendConfig:
         concurrency=_positive_int(_env(env, "JUDGE_MCP_CONCURRENCY", DEFAULT_CONCURRENCY[kind]), "JUDGE_MCP_CONCURRENCY"),
         timeout_s=_positive_float(_env(env, "JUDGE_MCP_TIMEOUT_S", 120), "JUDGE_MCP_TIMEOUT_S"),
         max_retries=_non_negative_int(_env(env, "JUDGE_MCP_MAX_RETRIES", 3), "JUDGE_MCP_MAX_RETRIES"),
+        max_output_tokens=_optional_positive_int(env, "JUDGE_MCP_MAX_OUTPUT_TOKENS") if kind == "local" else None,
     )
     if kind != "local":
         cfg = replace(cfg, api_key=explicit or _provider_key(kind, base_url, env))
@@ -214,47 +230,53 @@ def backends_from_toml(path: Path, env: Mapping[str, str]) -> dict[str, BackendC
         raise ConfigError(f"JUDGE_MCP_CONFIG points to {str(path)!r}, which does not exist") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"JUDGE_MCP_CONFIG file {str(path)!r} is not valid TOML: {exc}") from None
+    unknown_tables = sorted(set(data) - {"backends"})
+    if unknown_tables:
+        hint = " (did you mean [backends.NAME]?)" if any(t.lower().startswith("backend") for t in unknown_tables) else ""
+        raise ConfigError(f"{path}: unknown table or key {', '.join(map(repr, unknown_tables))}{hint}; the file holds only [backends.NAME] tables")
     tables = data.get("backends", {})
     if not isinstance(tables, dict):
         raise ConfigError(f"{path}: [backends] must be a table of [backends.NAME] tables")
-    out: dict[str, BackendConfig] = {}
-    for name, table in tables.items():
-        where = f"{path}: [backends.{name}]"
-        if name == DEFAULT_BACKEND_NAME:
-            raise ConfigError(f"{where}: the name 'default' is reserved for the environment's backend")
-        if not isinstance(table, dict):
-            raise ConfigError(f"{where} must be a table")
-        unknown = set(table) - _TOML_KEYS
-        if unknown:
-            raise ConfigError(f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(_TOML_KEYS)}")
-        if "api_key" in table:
-            raise ConfigError(f"{where}: put the key in an environment variable and name it with api_key_env")
-        kind = _check_kind(table.get("kind", ""), f"{where} kind")
-        base_url = _check_url(table.get("base_url"), f"{where} base_url")
-        key_env = _check_text(table.get("api_key_env"), f"{where} api_key_env")
-        key = None
-        if key_env:
-            key = _env(env, key_env, None)
-            if not key:
-                raise ConfigError(f"{where}: api_key_env names {key_env!r}, which is not set")
-        elif kind != "local":
-            key = _provider_key(kind, base_url, env)
-        out[name] = BackendConfig(
-            name=name,
-            kind=kind,
-            model=_check_text(table.get("model"), f"{where} model") or (DEFAULT_MODELS.get(kind) if kind != "local" else None),
-            base_url=base_url,
-            api_key=key,
-            concurrency=_positive_int(table.get("concurrency", DEFAULT_CONCURRENCY[kind]), f"{where} concurrency"),
-            timeout_s=_positive_float(table.get("timeout_s", 120), f"{where} timeout_s"),
-            max_retries=_non_negative_int(table.get("max_retries", 3), f"{where} max_retries"),
-            n_ctx=_positive_int(table.get("n_ctx", 32768), f"{where} n_ctx"),
-            n_threads=None if table.get("n_threads") is None else _positive_int(table["n_threads"], f"{where} n_threads"),
-            max_output_tokens=None
-            if table.get("max_output_tokens") is None
-            else _positive_int(table["max_output_tokens"], f"{where} max_output_tokens"),
-        )
-    return out
+    return {name: _backend_from_table(name, table, path, env) for name, table in tables.items()}
+
+
+def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str]) -> BackendConfig:
+    """One [backends.NAME] table as a BackendConfig; a ConfigError naming the table and the problem."""
+    where = f"{path}: [backends.{name}]"
+    if name == DEFAULT_BACKEND_NAME:
+        raise ConfigError(f"{where}: the name 'default' is reserved for the environment's backend")
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where} must be a table")
+    unknown = set(table) - _TOML_KEYS
+    if unknown:
+        raise ConfigError(f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(_TOML_KEYS)}")
+    if "api_key" in table:
+        raise ConfigError(f"{where}: put the key in an environment variable and name it with api_key_env")
+    kind = _check_kind(table.get("kind", ""), f"{where} kind")
+    base_url = _check_url(table.get("base_url"), f"{where} base_url")
+    key_env = _check_text(table.get("api_key_env"), f"{where} api_key_env")
+    key = None
+    if key_env:
+        key = _env(env, key_env, None)
+        if not key:
+            raise ConfigError(f"{where}: api_key_env names {key_env!r}, which is not set")
+    elif kind != "local":
+        key = _provider_key(kind, base_url, env)
+    return BackendConfig(
+        name=name,
+        kind=kind,
+        model=_check_text(table.get("model"), f"{where} model") or (DEFAULT_MODELS.get(kind) if kind != "local" else None),
+        base_url=base_url,
+        api_key=key,
+        concurrency=_positive_int(table.get("concurrency", DEFAULT_CONCURRENCY[kind]), f"{where} concurrency"),
+        timeout_s=_positive_float(table.get("timeout_s", 120), f"{where} timeout_s"),
+        max_retries=_non_negative_int(table.get("max_retries", 3), f"{where} max_retries"),
+        n_ctx=_positive_int(table.get("n_ctx", 32768), f"{where} n_ctx"),
+        n_threads=None if table.get("n_threads") is None else _positive_int(table["n_threads"], f"{where} n_threads"),
+        max_output_tokens=None
+        if table.get("max_output_tokens") is None
+        else _positive_int(table["max_output_tokens"], f"{where} max_output_tokens"),
+    )
 
 
 def default_db_path(env: Mapping[str, str], platform: str | None = None) -> Path:
@@ -280,17 +302,45 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     config_path = _env(env, "JUDGE_MCP_CONFIG", None)
     if config_path:
         named = backends_from_toml(Path(config_path).expanduser(), env)
-    # MCP clients pass env from JSON without a shell, so expand ~ here
-    explicit_db = _env(env, "JUDGE_MCP_DB", None)
-    db_path = Path(explicit_db).expanduser() if explicit_db else default_db_path(env)
     return Settings(
-        db_path=db_path,
+        db_path=_db_path(env),
         default_backend=default,
         named_backends=named,
         http_token=_http_token(env),
         cache_max_age_days=_optional_days(env, "JUDGE_MCP_CACHE_MAX_AGE_DAYS"),
         verdicts_max_age_days=_optional_days(env, "JUDGE_MCP_VERDICTS_MAX_AGE_DAYS"),
+        shared_option_pool=_flag(env, "JUDGE_MCP_SHARED_OPTION_POOL"),
     )
+
+
+def default_bench_db_path(env: Mapping[str, str] | None = None) -> Path:
+    """`judge-mcp bench`'s database: bench.db beside the server's default one, in the per-user data directory."""
+    return default_db_path(os.environ if env is None else env).parent / "bench.db"
+
+
+def _db_path(env: Mapping[str, str]) -> Path:
+    # MCP clients pass env from JSON without a shell, so expand ~ here
+    explicit_db = _env(env, "JUDGE_MCP_DB", None)
+    return Path(explicit_db).expanduser() if explicit_db else default_db_path(env)
+
+
+def settings_or_error(env: Mapping[str, str] | None = None) -> Settings:
+    """`load_settings`, or, when the configuration has an error, settings that carry it (`config_error`) with the
+    database path and the embedded backend in place of the rest: the server then starts and answers each call that
+    needs a backend with the error, where a user looks, instead of exiting before the MCP handshake."""
+    env = os.environ if env is None else env
+    try:
+        return load_settings(env)
+    except ConfigError as exc:
+        return Settings(db_path=_db_path(env), default_backend=BackendConfig(DEFAULT_BACKEND_NAME, "local"), named_backends={}, config_error=str(exc))
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    """An on/off setting: 1/true/yes/on, or 0/false/no/off (unset: off); anything else is an error naming it."""
+    value = str(_env(env, name, "0")).strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name} must be 1 or 0 (true/false), got {value!r}")
 
 
 def _optional_days(env: Mapping[str, str], name: str) -> float | None:

@@ -82,7 +82,9 @@ class PairPanelMember(_PanelMember):
 
 class ComparePairResult(_Judged):
     winner: Side | None = Field(description="A or B only when every trial parsed and all agree")
-    consistent: bool | None = Field(description="both orders parsed and agree; null when only one order was judged (swap=false, or swap=auto without the second)")
+    consistent: bool | None = Field(
+        description="both orders parsed and agree; null when only one order was judged (swap=false, or swap=auto without the second)"
+    )
     p_better: PBetter | None = Field(
         None,
         description="label probabilities averaged over the orders judged (both orders: position bias cancels; one order, "
@@ -92,7 +94,7 @@ class ComparePairResult(_Judged):
     trials: list[PairTrial]
     goal: Literal["worse", "better"]
     template: Literal["sop", "cot", "direct"]
-    # panels and the self-preference guard (issue 16, items 3-4); null/empty for a single backend without response_models
+    # panels and the self-preference guard; null/empty for a single backend without response_models
     warnings: list[str] = Field(default_factory=list, description="signals worth a look: a judge of an author's model family, a failed panel member")
     self_preference: list[SelfPreference] | None = Field(None, description="with response_models: each judge of the same model family as an answer's author")
     panel: list[PairPanelMember] | None = Field(None, description="with backends: each member's own judgment, in the order given")
@@ -133,7 +135,8 @@ class FlipResult(_Judged):
         description="response indices, best first: parsed by reward (ties keep the lower index first), then unparsed"
     )
     best_index: int | None = Field(
-        description="index of the single highest reward; null when the top reward is tied or nothing parsed"
+        description="index of the single highest reward; null when the top reward is tied or any response stayed unparsed "
+        "(its reward is unknown, so none can be named best: see ranking)"
     )
     tied_best: list[int] = Field(default_factory=list, description="indices sharing the top reward when tied")
     similarity: str = Field(description="the similarity metric used: f1, rouge_l or token_sort")
@@ -187,7 +190,7 @@ class GradeScoreResult(_Judged):
     )
     prompt_variant: int = Field(2, description="the paper's judge prompt used (1..4)")
     warnings: list[str] = Field(default_factory=list, description="signals worth a look: unparsed trials, unrelated option picked, tied mode")
-    # panels and the self-preference guard (issue 16, items 3-4); null for a single backend without response_models
+    # panels and the self-preference guard; null for a single backend without response_models
     self_preference: list[SelfPreference] | None = Field(None, description="with response_models: each judge of the same model family as an option's author")
     panel: list[GradePanelMember] | None = Field(None, description="with backends: each member's own judgment, in the order given")
     panel_votes: PanelVotes | None = Field(None, description="with backends: how the members voted")

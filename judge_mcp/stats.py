@@ -36,7 +36,7 @@ from pydantic import BaseModel, Field
 from judge_mcp.storage.verdict_log import VerdictLog
 
 if TYPE_CHECKING:
-    from judge_mcp.storage.sqlite import Store
+    from judge_mcp.storage.engine import Engine
 
 DEFAULT_LAST = 100
 MAX_LAST = 1_000_000
@@ -348,7 +348,7 @@ def compute(rows_newest_first: Iterable[dict[str, Any]], last: int = DEFAULT_LAS
     return StatsReport(last_n=last, all_time=everything.window(), last=recent.window())
 
 
-def iter_rows(store: "Store", page: int = PAGE) -> Iterator[dict[str, Any]]:
+def iter_rows(store: "Engine", page: int = PAGE) -> Iterator[dict[str, Any]]:
     """Every verdict-log row, newest first, read `page` rows at a time (one short read per page, no lock held
     between pages: rows logged meanwhile are newer than the first page and are not included)."""
     before: int | None = None
@@ -360,7 +360,7 @@ def iter_rows(store: "Store", page: int = PAGE) -> Iterator[dict[str, Any]]:
         before = rows[-1]["id"]
 
 
-def from_store(store: "Store", last: int = DEFAULT_LAST) -> StatsReport:
+def from_store(store: "Engine", last: int = DEFAULT_LAST) -> StatsReport:
     """The report over the store's verdict log. Blocking: from async code run it in a worker thread."""
     return compute(iter_rows(store), last)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from judge_mcp.backends.base import Backend, ChatRequest, Completion, Message, Usage, user
 
 from judge_mcp.backends.errors import BackendError
@@ -15,7 +17,7 @@ def build_backend(cfg: BackendConfig) -> Backend:
     problem = missing_key(cfg)
     if problem:
         raise ConfigError(problem)
-    common = dict(concurrency=cfg.concurrency, timeout_s=cfg.timeout_s, max_retries=cfg.max_retries)
+    common: dict[str, Any] = dict(concurrency=cfg.concurrency, timeout_s=cfg.timeout_s, max_retries=cfg.max_retries)
     if cfg.kind == "openai":
         from judge_mcp.backends.openai_compat import OpenAICompatBackend
 

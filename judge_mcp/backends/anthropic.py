@@ -63,15 +63,7 @@ def anthropic_schema(schema: dict[str, Any]) -> dict[str, Any]:
 def _fix_node(node: Any) -> Any:
     if not isinstance(node, dict):
         return node
-    notes = []
-    for key in UNSUPPORTED_KEYWORDS:
-        if key in node:
-            notes.append(f"{key}: {node.pop(key)}")
-    if isinstance(node.get("minItems"), int) and node["minItems"] > 1:
-        notes.append(f"minItems: {node.pop('minItems')}")
-    if notes:
-        described = str(node.get("description") or "").strip()
-        node["description"] = (described + " " if described else "") + "(" + ", ".join(notes) + ")"
+    _note_unsupported(node)
     is_object = node.get("type") == "object" or (isinstance(node.get("type"), list) and "object" in node["type"]) or "properties" in node
     if is_object:
         node["additionalProperties"] = False
@@ -85,6 +77,16 @@ def _fix_node(node: Any) -> Any:
         if isinstance(node.get(key), dict):
             node[key] = _fix_node(node[key])
     return node
+
+
+def _note_unsupported(node: dict[str, Any]) -> None:
+    """Drop the node's unsupported constraints, noting them at the end of its description."""
+    notes = [f"{key}: {node.pop(key)}" for key in UNSUPPORTED_KEYWORDS if key in node]
+    if isinstance(node.get("minItems"), int) and node["minItems"] > 1:
+        notes.append(f"minItems: {node.pop('minItems')}")
+    if notes:
+        described = str(node.get("description") or "").strip()
+        node["description"] = (described + " " if described else "") + "(" + ", ".join(notes) + ")"
 
 
 def messages_url(base_url: str) -> str:

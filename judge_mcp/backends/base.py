@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 
-from judge_mcp.backends.errors import BackendError, FatalError, RetryableError
+from judge_mcp.backends.errors import AttemptTimeout, BackendError, FatalError, RetryableError
 from judge_mcp.backends.retry import RetryPolicy, run_with_retries
 
 
@@ -196,45 +196,74 @@ class Backend:
             self._limiter = anyio.CapacityLimiter(self.concurrency)
         return self._limiter
 
+    @property
+    def attempt_limit_s(self) -> float:
+        """The longest one attempt may take (HTTP backends add the time to read the reply after its first byte)."""
+        return self.timeout_s
+
+    @property
+    def call_bound_s(self) -> float:
+        """The longest one backend call takes once it has a slot, every attempt and wait included: two attempts'
+        worth (a timeout is retried once; faster failures fit more retries in the same time). Enforced."""
+        return 2 * self.attempt_limit_s
+
     async def complete(self, request: ChatRequest) -> Completion:
-        """Send one request with the concurrency limit, per-attempt timeout and bounded retries.
+        """Send one request with the concurrency limit, per-attempt timeout and bounded retries, within
+        `call_bound_s` of the first attempt getting its slot.
 
         Raises BackendError when every attempt failed or the failure is fatal.
         """
-        errors: list[dict[str, Any]] = []
-
-        async def attempt() -> Completion:
-            async with self.limiter:
-                start = time.perf_counter()
-                try:
-                    with anyio.fail_after(self.timeout_s):
-                        completion = await self._send(request)
-                except TimeoutError:
-                    if self.retry_timeouts:
-                        raise
-                    raise FatalError(f"timed out after {self.timeout_s:g}s ({self.timeout_note})") from None
-                if not completion.usage.latency_ms:
-                    completion.usage.latency_ms = (time.perf_counter() - start) * 1000.0
-                return completion
+        call = _Call()
 
         def on_retry(exc: Exception, attempt_no: int, delay: float) -> None:
-            errors.append({"attempt": attempt_no, "error": _describe(exc, self.timeout_s), "retry_in_s": round(delay, 3)})
+            call.errors.append({"attempt": attempt_no, "error": _describe(exc, self.timeout_s), "retry_in_s": round(delay, 3)})
 
         try:
-            completion, attempts = await run_with_retries(attempt, self.policy, on_retry=on_retry)
-        except FatalError as exc:
-            raise BackendError(self.name, exc.cause, status=exc.status, attempts=len(errors) + 1, where=self.describe()) from exc
-        except (RetryableError, TimeoutError) as exc:
-            raise BackendError(
-                self.name, _describe(exc, self.timeout_s), status=getattr(exc, "status", None), attempts=len(errors) + 1,
-                where=self.describe(),
-            ) from exc
+            completion, attempts = await run_with_retries(
+                lambda: self._attempt(request, call), self.policy, on_retry=on_retry, deadline=lambda: call.deadline
+            )
         except BackendError:
             raise
-        except Exception as exc:  # an unforeseen failure is still a BackendError naming the backend and the cause
-            raise BackendError(
-                self.name, f"unexpected {type(exc).__name__}: {exc}", attempts=len(errors) + 1, where=self.describe()
-            ) from exc
+        except Exception as exc:
+            raise self._backend_error(exc, len(call.errors) + 1) from exc
+        return self._finished(completion, request, attempts, call.errors)
+
+    async def _attempt(self, request: ChatRequest, call: _Call) -> Completion:
+        """One attempt, holding a concurrency slot, within its own limit and what is left of the call's bound."""
+        async with self.limiter:
+            start = time.perf_counter()
+            now = anyio.current_time()
+            if call.deadline is None:
+                call.deadline = now + self.call_bound_s
+            limit = min(self.attempt_limit_s, call.deadline - now)
+            if limit <= 0:
+                raise FatalError(f"no time left for another attempt within the call's bound of {self.call_bound_s:g}s{call.before()}")
+            try:
+                with anyio.fail_after(limit):
+                    completion = await self._send(request)
+            except TimeoutError as exc:
+                if limit < self.attempt_limit_s:  # cut by the call's bound, not by this attempt's own limit
+                    raise FatalError(f"gave up at the call's bound of {self.call_bound_s:g}s (all attempts included){call.before()}") from None
+                if self.retry_timeouts:
+                    raise
+                raise FatalError(f"{_describe(exc, self.timeout_s)} ({self.timeout_note})") from None
+            if not completion.usage.latency_ms:
+                completion.usage.latency_ms = (time.perf_counter() - start) * 1000.0
+            return completion
+
+    def _backend_error(self, exc: Exception, attempts: int) -> BackendError:
+        """The BackendError a failed call raises, naming the backend and the cause."""
+        if isinstance(exc, FatalError):
+            return BackendError(self.name, exc.cause, status=exc.status, attempts=attempts, where=self.describe())
+        if isinstance(exc, (RetryableError, TimeoutError)):
+            return BackendError(
+                self.name, _describe(exc, self.timeout_s), status=getattr(exc, "status", None), attempts=attempts, where=self.describe()
+            )
+        # an unforeseen failure is still a BackendError naming the backend and the cause
+        return BackendError(self.name, f"unexpected {type(exc).__name__}: {exc}", attempts=attempts, where=self.describe())
+
+    @staticmethod
+    def _finished(completion: Completion, request: ChatRequest, attempts: int, errors: list[dict[str, Any]]) -> Completion:
         completion.attempts = attempts
         # A model's text may hold lone surrogates (JSON "\ud800" escapes): they cannot be encoded to UTF-8, so they
         # would fail the cache and verdict-log writes; each becomes U+FFFD here, once, for every backend.
@@ -253,6 +282,18 @@ class Backend:
         """Release connections or the loaded model."""
 
 
+class _Call:
+    """One backend call's state across its attempts: the deadline set when the first attempt gets a slot, and the
+    errors of the attempts before."""
+
+    def __init__(self) -> None:
+        self.deadline: float | None = None
+        self.errors: list[dict[str, Any]] = []
+
+    def before(self) -> str:
+        return f"; before that, {self.errors[-1]['error']}" if self.errors else ""
+
+
 _SURROGATE = re.compile("[\ud800-\udfff]")  # in a Python str every surrogate is a lone one (pairs decode to one character)
 
 
@@ -262,6 +303,6 @@ def valid_text(text: str) -> str:
 
 
 def _describe(exc: Exception, timeout_s: float) -> str:
-    if isinstance(exc, TimeoutError):
-        return f"timed out after {timeout_s:g}s"
+    if isinstance(exc, TimeoutError):  # an AttemptTimeout says which phase ran out; a bare one is the attempt's limit
+        return str(exc) if isinstance(exc, AttemptTimeout) else f"timed out after {timeout_s:g}s"
     return getattr(exc, "cause", None) or f"{type(exc).__name__}: {exc}"

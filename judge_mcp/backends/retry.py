@@ -1,4 +1,8 @@
-"""Bounded retries with exponential backoff, full jitter and `Retry-After`."""
+"""Bounded retries with exponential backoff, full jitter and `Retry-After`.
+
+A timed-out attempt is retried fewer times than a refused one (`max_timeout_retries`): a server that sent nothing
+for a whole timeout is more likely hung than busy, and every retry of it costs another full timeout, where a 429 or
+a 5xx comes back at once. A deadline, when given, bounds the whole loop: no wait or attempt starts past it."""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class RetryPolicy:
     max_retries: int = 3  # attempts = max_retries + 1
+    max_timeout_retries: int = 1  # of those retries, how many may follow a timed-out attempt
     base_s: float = 0.5
     max_s: float = 20.0
 
@@ -56,20 +61,27 @@ async def run_with_retries(
     policy: RetryPolicy,
     *,
     on_retry: Callable[[Exception, int, float], None] | None = None,
+    deadline: Callable[[], float | None] = lambda: None,
 ) -> tuple[T, int]:
     """Run `fn` until it succeeds, raises a non-retryable error, or the attempts run out.
 
-    Retryable: `RetryableError` and `TimeoutError` (a per-attempt timeout). Returns (result, attempts used).
+    Retryable: `RetryableError` and `TimeoutError` (a per-attempt timeout; at most `policy.max_timeout_retries` of
+    them are retried). `deadline()`: the anyio clock time past which no retry starts (None: no deadline); a retry
+    whose wait would end past it is not made, and the last error is raised. Returns (result, attempts used).
     """
-    attempt = 0
+    attempt = timeouts = 0
     while True:
         attempt += 1
         try:
             return await fn(), attempt
         except (RetryableError, TimeoutError) as exc:
-            if attempt > policy.max_retries:
+            timeouts += isinstance(exc, TimeoutError)
+            if attempt > policy.max_retries or timeouts > policy.max_timeout_retries:
                 raise
             delay = policy.delay(attempt, getattr(exc, "retry_after", None))
+            end = deadline()
+            if end is not None and anyio.current_time() + delay >= end:
+                raise
             if on_retry is not None:
                 on_retry(exc, attempt, delay)
             await anyio.sleep(delay)

@@ -8,11 +8,16 @@ import re
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-DEFAULT_DB = "state/bench.db"
+if TYPE_CHECKING:
+    from judge_mcp.bench.runner import RunSpec
+    from judge_mcp.config import Settings
+
+# The bench database: beside the server's in the per-user data directory (config.default_bench_db_path), never a
+# path relative to wherever the command runs; --db puts it elsewhere (the checkout's docs use state/bench.db).
 # The method names, without importing the methods at CLI start-up (tests check they match bench.methods.METHODS).
 METHOD_NAMES = ("vanilla", "grp", "grp-better", "arena-hard", "lwe", "selective-lwe", "flip", "pointwise", "grade")
 METHOD_HELP = (
@@ -41,11 +46,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="vanilla/grp/grp-better: a judge panel, 2-8 comma-separated backend names (e.g. a,b,c); the summary's "
         "`panel` scores each member alone on the same items",
     )
-    bench.add_argument("--response-model", help="vanilla/grp/grp-better: the model that wrote every response (e.g. gpt-4o for judgebench_gpt-4o): flags same-family judges")
+    bench.add_argument(
+        "--response-model",
+        help="vanilla/grp/grp-better: the model that wrote every response (e.g. gpt-4o for judgebench_gpt-4o): flags same-family judges",
+    )
     bench.add_argument("--exclude-same-family", action="store_true", help="with --backends and --response-model: leave same-family members out of the panel")
     bench.add_argument("--out", type=Path, help="write the JSON summary here")
     bench.add_argument("--report", type=Path, help="write an HTML report of every run in the bench database here")
-    bench.add_argument("--db", type=Path, default=Path(DEFAULT_DB), help=f"bench database (default {DEFAULT_DB})")
+    bench.add_argument("--db", type=Path, default=None, help=f"bench database (default: {_default_db()})")
     bench.add_argument("--template", choices=["sop", "cot", "direct"], help="vanilla/grp/grp-better: use this template instead")
     bench.add_argument("--unrelated", action="store_true", help="grade: add the unrelated option")
     bench.add_argument("--prompt-variant", type=_positive, help="grade: the paper's prompt 1..4 (default 2); flip: 1..3 (default 1)")
@@ -64,7 +72,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     bench.add_argument(
         "--adaptive-swap",
         action="store_true",
-        help='vanilla/grp/grp-better: also judge each placement with compare_pair swap="auto" and swap=true (over the call cache) and report calls and accuracy of both; stored as METHOD+auto',
+        help='vanilla/grp/grp-better: also judge each placement with compare_pair swap="auto" and swap=true (over the call cache) '
+        "and report calls and accuracy of both; stored as METHOD+auto",
     )
     bench.add_argument("--swap-margin", type=float, help="with --adaptive-swap: compare_pair's swap_margin, 0..1 (default: the tool's)")
     bench.add_argument("--concurrency", type=_positive, help="items in flight (default: the backend's concurrency)")
@@ -77,6 +86,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--out", type=Path, required=True, help="the HTML file to write")
     report.add_argument("--markdown", type=Path, help="also write the tables as Markdown here")
     report.set_defaults(fn=cmd_report)
+
+
+def _default_db() -> Path:
+    from judge_mcp.config import default_bench_db_path
+
+    return default_bench_db_path()
 
 
 def _positive(value: str) -> int:
@@ -116,13 +131,37 @@ def parse_backends(args: argparse.Namespace) -> tuple[str, ...]:
     return names
 
 
+PAIRWISE_METHODS = ("vanilla", "grp", "grp-better")
+
+
+def option_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the combination of bench options given, or None."""
+    pairwise = args.method in PAIRWISE_METHODS
+    if (args.backends or args.response_model) and not pairwise:
+        return "--backends and --response-model apply to vanilla, grp and grp-better"
+    if args.exclude_same_family and not (args.backends and args.response_model):
+        return "--exclude-same-family needs --backends and --response-model"
+    if args.adaptive_swap and not pairwise:
+        return "--adaptive-swap applies to vanilla, grp and grp-better"
+    if args.adaptive_swap and args.backends:
+        return "--adaptive-swap and --backends do not combine (a panel judges one order per member)"
+    if args.swap_margin is not None and (not args.adaptive_swap or not 0.0 <= args.swap_margin <= 1.0):
+        return "--swap-margin is a number from 0 to 1, used with --adaptive-swap"
+    if args.unrelated and args.method != "grade":
+        return "--unrelated applies to --method grade only"
+    if args.prompt_variant is not None:
+        allowed = {"grade": 4, "flip": 3}.get(args.method)
+        if allowed is None or args.prompt_variant > allowed:
+            return "--prompt-variant is 1..4 for grade and 1..3 for flip"
+    if args.template and not pairwise:
+        return "--template applies to vanilla, grp and grp-better"
+    return None
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
-    from judge_mcp.app import App
-    from judge_mcp.bench.data import DatasetError
     from judge_mcp.bench.methods import Options
-    from judge_mcp.bench.runner import BenchError, RunSpec, run
+    from judge_mcp.bench.runner import RunSpec
     from judge_mcp.config import ConfigError, load_settings
-    from judge_mcp.storage.sqlite import Store
 
     members: tuple[str, ...] = ()
     try:
@@ -134,39 +173,34 @@ def cmd_bench(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError) as exc:
         print(f"judge-mcp bench: configuration error: {exc}", file=sys.stderr)
         return 2
-    if (args.backends or args.response_model) and args.method not in ("vanilla", "grp", "grp-better"):
-        print("judge-mcp bench: --backends and --response-model apply to vanilla, grp and grp-better", file=sys.stderr)
-        return 2
-    if args.exclude_same_family and not (args.backends and args.response_model):
-        print("judge-mcp bench: --exclude-same-family needs --backends and --response-model", file=sys.stderr)
-        return 2
-    if args.adaptive_swap and args.method not in ("vanilla", "grp", "grp-better"):
-        print("judge-mcp bench: --adaptive-swap applies to vanilla, grp and grp-better", file=sys.stderr)
-        return 2
-    if args.adaptive_swap and args.backends:
-        print("judge-mcp bench: --adaptive-swap and --backends do not combine (a panel judges one order per member)", file=sys.stderr)
-        return 2
-    if args.swap_margin is not None and (not args.adaptive_swap or not 0.0 <= args.swap_margin <= 1.0):
-        print("judge-mcp bench: --swap-margin is a number from 0 to 1, used with --adaptive-swap", file=sys.stderr)
+    problem = option_problem(args)
+    if problem is not None:
+        print(f"judge-mcp bench: {problem}", file=sys.stderr)
         return 2
     options = Options(
         template=args.template, unrelated=args.unrelated, prompt_variant=args.prompt_variant, batch_size=args.batch_size,
-        no_reask=args.no_reask, flip_answer_order=args.flip_answer_order, adaptive_swap=args.adaptive_swap, swap_margin=args.swap_margin,
-        panel=members, response_model=args.response_model, exclude_same_family=args.exclude_same_family,
+        no_reask=args.no_reask, flip_answer_order=args.flip_answer_order, adaptive_swap=args.adaptive_swap,
+        swap_margin=args.swap_margin, panel=members, response_model=args.response_model,
+        exclude_same_family=args.exclude_same_family,
     )
-    if args.unrelated and args.method != "grade":
-        print("judge-mcp bench: --unrelated applies to --method grade only", file=sys.stderr)
-        return 2
-    if args.prompt_variant is not None:
-        allowed = {"grade": 4, "flip": 3}.get(args.method)
-        if allowed is None or args.prompt_variant > allowed:
-            print("judge-mcp bench: --prompt-variant is 1..4 for grade and 1..3 for flip", file=sys.stderr)
-            return 2
-    if args.template and args.method not in ("vanilla", "grp", "grp-better"):
-        print("judge-mcp bench: --template applies to vanilla, grp and grp-better", file=sys.stderr)
-        return 2
-    spec = RunSpec(dataset=args.dataset, method=args.method, limit=args.limit, sample=args.sample, backend=backend, options=options, concurrency=args.concurrency)
-    app = App(settings, store=Store(args.db))
+    spec = RunSpec(
+        dataset=args.dataset, method=args.method, limit=args.limit, sample=args.sample, backend=backend, options=options,
+        concurrency=args.concurrency,
+    )
+    return run_bench(args, settings, spec)
+
+
+def run_bench(args: argparse.Namespace, settings: Settings, spec: RunSpec) -> int:
+    """Run the bench as `spec` says, print its summary (and write --out, --report); the exit status."""
+    from judge_mcp.app import App
+    from judge_mcp.bench.data import DatasetError
+    from judge_mcp.bench.runner import BenchError, run
+    from judge_mcp.config import ConfigError
+    from judge_mcp.storage import open_store
+    from judge_mcp.storage.migrations import BENCH_MIGRATIONS
+
+    args.db = args.db or _default_db()
+    app = App(settings, store=open_store(args.db, BENCH_MIGRATIONS))
 
     async def main() -> dict[str, Any]:
         try:
@@ -243,13 +277,15 @@ def summaries_from_db(db: Path) -> list[dict[str, Any]]:
     from judge_mcp.bench.methods import METHODS
     from judge_mcp.bench.results import all_runs, run_rows
     from judge_mcp.bench.runner import run_summary
-    from judge_mcp.storage.sqlite import Store
+    from judge_mcp.storage import open_store
+    from judge_mcp.storage.migrations import BENCH_MIGRATIONS
 
-    store = Store(db)
+    store = open_store(db, BENCH_MIGRATIONS)
     try:
         out = []
         for info in all_runs(store):
-            method = METHODS.get(re.match(r"[a-z-]+", info["method"]).group(0))
+            name = re.match(r"[a-z-]*", info["method"])
+            method = METHODS.get(name.group(0)) if name else None
             if method is not None:
                 out.append(run_summary(info, method, run_rows(store, info["dataset"], info["method"], info["backend"])))
         return out
@@ -257,29 +293,51 @@ def summaries_from_db(db: Path) -> list[dict[str, Any]]:
         store.close()
 
 
+def _f(v: Any) -> str:
+    return "-" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
+
+
 def format_summary(s: dict[str, Any]) -> str:
     """A few readable lines for the terminal."""
-    def f(v: Any) -> str:
-        return "-" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
-
     from judge_mcp.bench.metrics import COLUMNS
 
     cols = [key for key, _ in COLUMNS]
+    widths = [max(len(title), 7) + 2 for _, title in COLUMNS]  # each column as wide as its whole title
+    rows = [("overall", s["overall"]), *s.get("categories", {}).items()]
+    first = max(18, *(len(name) + 2 for name, _ in rows), *(len(name) + 4 for name in (s.get("panel") or {})))
     lines = [f"{s['dataset']} · {s['method_key']} · {s['model']}"]
-    header = f"{'':<18}" + "".join(f"{c[:13]:>14}" for c in cols)
-    lines.append(header)
-    for name, row in [("overall", s["overall"]), *s.get("categories", {}).items()]:
-        lines.append(f"{name[:18]:<18}" + "".join(f"{f(row.get(c)):>14}" for c in cols))
+    lines.append(f"{'':<{first}}" + "".join(f"{title:>{w}}" for (_, title), w in zip(COLUMNS, widths)))
+    for name, row in rows:
+        lines.append(f"{name:<{first}}" + "".join(f"{_f(row.get(c)):>{w}}" for c, w in zip(cols, widths)))
     extra = [f"{k}: {s[k]}" for k in ("skipped_degenerate", "errors", "incomplete") if s.get(k)]
+    extra += _method_lines(s)
+    if s.get("panel"):
+        extra.append("panel members, each scored alone on the same items:")
+        for name, row in s["panel"].items():
+            extra.append(f"  {name:<{first - 2}}" + "".join(f"{_f(row.get(c)):>{w}}" for c, w in zip(cols, widths)))
+    if s.get("self_preference") is not None:
+        extra.append(f"judges of the responses' model family: {', '.join(s['self_preference']['same_family_judges']) or 'none'}")
+    run = s.get("run", {})
+    extra.append(
+        f"wall time this invocation {run.get('wall_seconds_this_invocation')} s for {run.get('judged_this_invocation')} items; "
+        f"total {run.get('wall_seconds_total')} s"
+    )
+    return "\n".join(lines + extra)
+
+
+def _method_lines(s: dict[str, Any]) -> list[str]:
+    """The summary's method-specific figures (LWE, Grade Score, calibration, adaptive swap), one line each."""
+    extra = []
     if s.get("lwe"):
+        lwe = s["lwe"]
         extra.append(
-            f"lwe meta-path share {f(s['lwe'].get('meta_path_share'))}, refinements {s['lwe'].get('refinements')}, "
-            f"relative cost (characters, vs one vanilla judgment) {f(s['lwe'].get('relative_cost'))}"
+            f"lwe meta-path share {_f(lwe.get('meta_path_share'))}, refinements {lwe.get('refinements')}, "
+            f"relative cost (characters, vs one vanilla judgment) {_f(lwe.get('relative_cost'))}"
         )
-        if s["lwe"].get("final_refinement"):
-            extra.append(f"final partial batch refined: {s['lwe']['final_refinement']}")
-        if s["lwe"].get("vanilla_fig9"):
-            extra.append(f"vanilla (Figure 9) pair: {s['lwe']['vanilla_fig9']}")
+        if lwe.get("final_refinement"):
+            extra.append(f"final partial batch refined: {lwe['final_refinement']}")
+        if lwe.get("vanilla_fig9"):
+            extra.append(f"vanilla (Figure 9) pair: {lwe['vanilla_fig9']}")
     if s.get("grade"):
         extra.append(f"grade: {s['grade']}")
     if s.get("calibration"):
@@ -287,19 +345,12 @@ def format_summary(s: dict[str, Any]) -> str:
         for name in ("single_order", "both_orders"):
             extra.append(f"probabilities, {name.replace('_', ' ')}: {c[name]} (ECE over {c['bins']} bins)")
     if s.get("adaptive"):
-        a = s["adaptive"]
+        a, auto, both = s["adaptive"], s["adaptive"]["auto"], s["adaptive"]["swap_true"]
         extra.append(
-            f"swap auto: second order in {f(a['second_order_share'])} of {a['judgments']} judgments; "
-            f"calls/judgment {f(a['auto']['calls_per_judgment'])} vs {f(a['swap_true']['calls_per_judgment'])} (swap true); "
-            f"accuracy {f(a['auto']['accuracy'])} vs {f(a['swap_true']['accuracy'])}; pair accuracy {f(a['auto']['pair_accuracy'])} vs {f(a['swap_true']['pair_accuracy'])}; "
-            f"one-order judgments right {f(a['one_order_accuracy'])}"
+            f"swap auto: second order in {_f(a['second_order_share'])} of {a['judgments']} judgments; "
+            f"calls/judgment {_f(auto['calls_per_judgment'])} vs {_f(both['calls_per_judgment'])} (swap true); "
+            f"accuracy {_f(auto['accuracy'])} vs {_f(both['accuracy'])}; "
+            f"pair accuracy {_f(auto['pair_accuracy'])} vs {_f(both['pair_accuracy'])}; "
+            f"one-order judgments right {_f(a['one_order_accuracy'])}"
         )
-    if s.get("panel"):
-        extra.append("panel members, each scored alone on the same items:")
-        for name, row in s["panel"].items():
-            extra.append(f"  {name[:16]:<16}" + "".join(f"{f(row.get(c)):>14}" for c in cols))
-    if s.get("self_preference") is not None:
-        extra.append(f"judges of the responses' model family: {', '.join(s['self_preference']['same_family_judges']) or 'none'}")
-    run = s.get("run", {})
-    extra.append(f"wall time this invocation {run.get('wall_seconds_this_invocation')} s for {run.get('judged_this_invocation')} items; total {run.get('wall_seconds_total')} s")
-    return "\n".join(lines + extra)
+    return extra

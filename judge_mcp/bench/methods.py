@@ -31,6 +31,7 @@ from judge_mcp.app import App
 from judge_mcp.bench.data import Item
 from judge_mcp.bench import arena_hard, pointwise  # noqa: F401  (importing them registers the baselines)
 from judge_mcp.methods import panel, registry
+from judge_mcp.outputs import ComparePairResult
 
 PAIR_PLACEMENTS = ("chosen_first", "chosen_second")
 SINGLE = ("single",)
@@ -172,7 +173,7 @@ async def _adaptive(app: App, item: Item, placement: str, opts: Options, backend
     a, b = shown(item, placement)
     outcomes = {}
     for swap in ("auto", True):
-        args = dict(prompt=item.prompt, response_a=a, response_b=b, goal=goal, template=template, swap=swap)
+        args: dict[str, Any] = dict(prompt=item.prompt, response_a=a, response_b=b, goal=goal, template=template, swap=swap)
         if swap == "auto" and opts.swap_margin is not None:
             args["swap_margin"] = opts.swap_margin
         result, timing, calls = await _run(app, "compare_pair", args, item, placement, backend, opts)
@@ -204,12 +205,13 @@ def _authors(opts: Options) -> panel.Authors | None:
 
 async def _compare_panel(app: App, item: Item, placement: str, args: dict[str, Any], opts: Options) -> dict[str, Any]:
     """One placement judged by the panel (each member one order, swap=False): the record is the panel's verdict,
-    with each member's own verdict as a record of its own under `members` (metrics.panel_extras scores them)."""
+    with each member's own verdict as a record of its own under `members` (metrics.member_rows scores them)."""
     started, t0 = time.time(), time.perf_counter()
     result, _ = await registry.call(
         app, "compare_pair", args, backends=opts.panel, authors=_authors(opts), no_reask=opts.no_reask,
         log_extra={"bench_item": item.id, "placement": placement, "backends": list(opts.panel)},
     )
+    assert isinstance(result, ComparePairResult)
     timing = {"started_at": started, "ended_at": time.time(), "seconds": round(time.perf_counter() - t0, 3)}
     # members voted but no verdict has a majority: a tie (no winner, wrong), not a parse failure
     voted = bool(result.panel_votes and result.panel_votes.votes)
@@ -230,7 +232,8 @@ async def _compare_panel(app: App, item: Item, placement: str, args: dict[str, A
         members[m.backend] = own
     record["members"] = members
     record["self_preference"] = [p.backend for p in result.self_preference or []] if result.self_preference is not None else None
-    record["detail"] = {"goal": args["goal"], "template": args["template"], "votes": result.panel_votes.votes if result.panel_votes else {}, "warnings": result.warnings}
+    votes = result.panel_votes.votes if result.panel_votes else {}
+    record["detail"] = {"goal": args["goal"], "template": args["template"], "votes": votes, "warnings": result.warnings}
     return record
 
 

@@ -5,6 +5,7 @@ Pairwise-judging methods (two placements per item):
 - consistency: both placements name the same response;
 - pair_accuracy: both placements are right;
 - position_bias: share of parsed verdicts naming the first-shown response, ties left out (null when none);
+  position_bias_unbiased: the same for a judge without position bias (0.5; grade: the mean of 1/n shown options);
 - length_preference: share of the verdicts naming a response, on pairs whose responses differ in length, that
   name the longer one (pairwise methods; null when none; `judge-mcp stats` reports the same for the verdict log);
 - single_order_accuracy: the LWE paper's Accuracy, on one seeded random placement per item (`placement_for`);
@@ -18,21 +19,16 @@ Pairwise-judging methods (two placements per item):
 Response-wise methods (flip, pointwise) and grade (one row per item): accuracy = pair_accuracy = the gold response
 is the single best (ties and any unparsed response wrong); consistency and position_bias only for grade (every
 rotation picked the same option; share of parsed trials picking the first-shown option), else null.
-Verdict probabilities (pairwise methods whose backend returns log-probabilities; `calibration` in the summary):
-each placement record keeps `p_chosen`, the probability its single-order verdict gave the chosen response.
-`single_order` scores those per placement; `both_orders` scores their mean per item (compare_pair's debiased
-`p_better` with swap=true). Per set: `coverage` (share with a probability), `accuracy` (p_chosen > 0.5; exactly
-0.5 counts wrong), `ece` (expected calibration error of the predicted side's confidence max(p, 1 - p) against
-being right, ECE_BINS equal-width bins over [0, 1]; binary confidences fill the upper half) and `brier`
-(mean (1 - p_chosen)^2: 0 is perfect, 0.25 is always saying 0.5).
+Verdict probabilities (`calibration` in the summary): see calibration.py.
 Adaptive swap (`+auto` runs, `adaptive` in the summary): each placement judged with compare_pair swap="auto" and
 with swap=true on the same items; per judgment the calls each needed (sent + answered from the cache), the share
 where the second order ran, accuracy (the verdict names the chosen response) and pair accuracy (right in both
 placements) side by side, and the accuracy of the judgments auto settled on one order.
 Panels (`--backends`): the run's rows hold the panel's verdict, and each member's own verdict under
 `members`; `panel` in the summary scores every member alone over the same items (`member_rows`).
-Cost: calls, cached calls, tokens and characters (prompts + completions, cached calls included) per item; seconds_per_item = mean wall time of one item (its placements run
-concurrently, so with several items in flight the run's throughput is `wall_seconds / judged`, reported apart).
+Cost: calls, cached calls, tokens and characters (prompts + completions, cached calls included) per item;
+seconds_per_item = mean wall time of one item (its placements run concurrently, so with several items in flight the
+run's throughput is `wall_seconds / judged`, reported apart).
 """
 
 from __future__ import annotations
@@ -42,18 +38,22 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from judge_mcp.bench.calibration import calibration_extras
+
 FIELDS = ("n", "accuracy", "consistency", "pair_accuracy", "position_bias", "parse_failures", "calls_per_item", "seconds_per_item")
 COST_KEYS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "prompt_chars", "completion_chars")
-ECE_BINS = 10  # equal-width confidence bins of the expected calibration error
 PLACEMENT_SEED = 0  # the seed of the single-order placement draw (fixed, so runs compare on the same placements)
 
 
 # The figures every view of a run shows (terminal, HTML report, Markdown), in this order: (key in a summary's
 # "overall"/"categories" rows, short title).
+# Pair accuracy and single-order accuracy lead: "accuracy" alone is the chosen-first placement, which a purely
+# position-biased judge scores 1.0 on (response-wise sets: the same figure as pair accuracy).
 COLUMNS: tuple[tuple[str, str], ...] = (
-    ("n", "n"), ("accuracy", "accuracy"), ("single_order_accuracy", "single-order acc."), ("pair_accuracy", "pair acc."),
-    ("judgebench_score", "JudgeBench score"), ("consistency", "consistency"),
-    ("position_bias", "position bias"), ("length_preference", "longer picked"), ("parse_failures", "parse fail."), ("ties", "ties"), ("reasked_verdicts", "re-asked"),
+    ("n", "n"), ("pair_accuracy", "pair acc."), ("single_order_accuracy", "single-order acc."),
+    ("judgebench_score", "JudgeBench score"), ("accuracy", "chosen-first acc."), ("consistency", "consistency"),
+    ("position_bias", "position bias"), ("length_preference", "longer picked"), ("parse_failures", "parse fail."),
+    ("ties", "ties"), ("reasked_verdicts", "re-asked"),
     ("calls_per_item", "calls/item"), ("tokens_per_item", "tokens/item"), ("seconds_per_item", "s/item"),
 )
 
@@ -98,26 +98,31 @@ def group_items(rows: Iterable[dict[str, Any]], placements: tuple[str, ...]) -> 
     return {"complete": complete, "skipped": skipped, "errors": errors, "incomplete": incomplete}
 
 
+def _order_figures(records: list[dict[str, Any]], item_id: str) -> tuple[bool | None, bool, bool | None, bool | None]:
+    """(consistent, pair right, single-order right, JudgeBench right) of an item's placement records; the last two
+    only for an item judged in both placements."""
+    first = records[0]
+    if len(records) == 2:
+        consistent = first["names"] is not None and first["names"] == records[1]["names"]
+        return consistent, bool(first["correct"] and records[1]["correct"]), bool(records[placement_for(item_id)]["correct"]), judgebench_right(records)
+    return first.get("consistent"), bool(first["correct"]), None, None
+
+
+def _item_seconds(records: list[dict[str, Any]]) -> float:
+    """An item's wall time: from its first placement's start to its last one's end (placements run concurrently),
+    else the sum of their own times (records stored before the start and end were kept)."""
+    starts = [r["started_at"] for r in records if r.get("started_at") is not None]
+    ends = [r["ended_at"] for r in records if r.get("ended_at") is not None]
+    return (max(ends) - min(starts)) if starts and ends else sum(r.get("seconds", 0.0) for r in records)
+
+
 def item_outcome(done: dict[str, dict[str, Any]], placements: tuple[str, ...], item_id: str = "") -> dict[str, Any]:
     """One item's contribution: right/consistent/both-right, verdict counts, cost and wall time."""
     records = [done[p] for p in placements]
-    first = records[0]
-    if len(placements) == 2:
-        second = records[1]
-        consistent: bool | None = first["names"] is not None and first["names"] == second["names"]
-        pair_right = bool(first["correct"] and second["correct"])
-        single_right: bool | None = bool(records[placement_for(item_id)]["correct"])
-        jb_right: bool | None = judgebench_right(records)
-    else:
-        consistent = first.get("consistent")
-        pair_right = bool(first["correct"])
-        single_right = jb_right = None
+    consistent, pair_right, single_right, jb_right = _order_figures(records, item_id)
     picks = [r["first_shown_picks"] for r in records]
-    starts = [r.get("started_at") for r in records if r.get("started_at") is not None]
-    ends = [r.get("ended_at") for r in records if r.get("ended_at") is not None]
-    seconds = (max(ends) - min(starts)) if starts and ends else sum(r.get("seconds", 0.0) for r in records)
     return {
-        "right": bool(first["correct"]),
+        "right": bool(records[0]["correct"]),
         "consistent": consistent,
         "pair_right": pair_right,
         "single_right": single_right,
@@ -130,43 +135,70 @@ def item_outcome(done: dict[str, dict[str, Any]], placements: tuple[str, ...], i
         "parsed_verdicts": sum(r["parsed_verdicts"] for r in records),
         "parse_failures": sum(r["parse_failures"] for r in records),
         "first_shown_picks": None if any(p is None for p in picks) else sum(picks),
+        # what first_shown_picks would be without position bias: 1/n of the parsed picks among n shown positions
+        "unbiased_picks": sum(r["parsed_verdicts"] / len(r["detail"]["position_counts"]) for r in records if (r.get("detail") or {}).get("position_counts")),
         # verdicts naming a response, of pairs whose responses differ in length: how many named the longer one
         "length_decided": sum(1 for r in records if r.get("longer") and r.get("names")),
         "longer_picks": sum(1 for r in records if r.get("longer") and r.get("names") == r["longer"]),
-        "seconds": seconds,
+        "seconds": _item_seconds(records),
         **{k: sum(r.get(k, 0) for r in records) for k in COST_KEYS},
     }
 
 
-def summarise_outcomes(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
+def _share_of_all(flags: list[Any], n: int) -> float | None:
+    """The share of true flags, only when every one of the n items has one (else null)."""
+    return _ratio(sum(flags), n) if flags and len(flags) == n else None
+
+
+def _quality(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
     n = len(outcomes)
-    consistent = [o["consistent"] for o in outcomes if o["consistent"] is not None]
     with_position = [o for o in outcomes if o["first_shown_picks"] is not None]
     parsed = sum(o["parsed_verdicts"] - o.get("tie_verdicts", 0) for o in with_position)
-    tokens = sum(o["prompt_tokens"] + o["completion_tokens"] for o in outcomes)
-    single = [o["single_right"] for o in outcomes if o.get("single_right") is not None]
-    jb = [o["judgebench_right"] for o in outcomes if o.get("judgebench_right") is not None]
+    longer = sum(o.get("longer_picks", 0) for o in outcomes)
     return {
         "n": n,
         "accuracy": _ratio(sum(o["right"] for o in outcomes), n),
-        "consistency": _ratio(sum(consistent), len(consistent)) if consistent and len(consistent) == n else None,
+        "consistency": _share_of_all([o["consistent"] for o in outcomes if o["consistent"] is not None], n),
         "pair_accuracy": _ratio(sum(o["pair_right"] for o in outcomes), n),
-        "single_order_accuracy": _ratio(sum(single), n) if single and len(single) == n else None,
-        "judgebench_score": _ratio(sum(jb), n) if jb and len(jb) == n else None,
+        "single_order_accuracy": _share_of_all([o["single_right"] for o in outcomes if o.get("single_right") is not None], n),
+        "judgebench_score": _share_of_all([o["judgebench_right"] for o in outcomes if o.get("judgebench_right") is not None], n),
         "position_bias": _ratio(sum(o["first_shown_picks"] for o in with_position), parsed) if with_position and parsed else None,
-        "length_preference": _ratio(sum(o.get("longer_picks", 0) for o in outcomes), sum(o.get("length_decided", 0) for o in outcomes)),
+        # the position_bias of a judge without one: 0.5 for pairs, the mean of 1/n over grade's parsed trials
+        "position_bias_unbiased": _unbiased(with_position, parsed),
+        "length_preference": _ratio(longer, sum(o.get("length_decided", 0) for o in outcomes)),
         "parse_failures": sum(o["parse_failures"] for o in outcomes),
         "verdicts": sum(o["verdicts"] for o in outcomes),
         "ties": sum(o["tie"] for o in outcomes),
         "reasked_verdicts": sum(o.get("reasked", 0) for o in outcomes),
-        "calls_per_item": _ratio(sum(o["calls"] for o in outcomes), n, 3),
-        "cached_calls_per_item": _ratio(sum(o["cached_calls"] for o in outcomes), n, 3),
-        "tokens_per_item": _ratio(tokens, n, 1),
-        "prompt_tokens_per_item": _ratio(sum(o["prompt_tokens"] for o in outcomes), n, 1),
-        "completion_tokens_per_item": _ratio(sum(o["completion_tokens"] for o in outcomes), n, 1),
-        "chars_per_item": _ratio(sum(o["prompt_chars"] + o["completion_chars"] for o in outcomes), n, 1),
-        "seconds_per_item": _ratio(sum(o["seconds"] for o in outcomes), n, 2),
     }
+
+
+def _cost(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
+    n = len(outcomes)
+
+    def per_item(keys: tuple[str, ...], digits: int) -> float | None:
+        return _ratio(sum(o[k] for o in outcomes for k in keys), n, digits)
+
+    return {
+        "calls_per_item": per_item(("calls",), 3),
+        "cached_calls_per_item": per_item(("cached_calls",), 3),
+        "tokens_per_item": per_item(("prompt_tokens", "completion_tokens"), 1),
+        "prompt_tokens_per_item": per_item(("prompt_tokens",), 1),
+        "completion_tokens_per_item": per_item(("completion_tokens",), 1),
+        "chars_per_item": per_item(("prompt_chars", "completion_chars"), 1),
+        "seconds_per_item": per_item(("seconds",), 2),
+    }
+
+
+def summarise_outcomes(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
+    return {**_quality(outcomes), **_cost(outcomes)}
+
+
+def _unbiased(with_position: list[dict[str, Any]], parsed: int) -> float | None:
+    if not with_position or not parsed:
+        return None
+    listed = sum(o.get("unbiased_picks", 0) for o in with_position)
+    return _ratio(listed, parsed) if listed else 0.5
 
 
 def cumulative(flags: list[bool]) -> list[float]:
@@ -178,88 +210,56 @@ def cumulative(flags: list[bool]) -> list[float]:
     return out
 
 
+def _lwe_cost(complete: list[tuple[int, str, str, dict[str, Any]]], placements: tuple[str, ...]) -> dict[str, Any]:
+    """Cost as the paper counts it (Table 1): characters of every prompt and completion, relative to one vanilla
+    (Figure 9) judgment of the item, i.e. half its vanilla pair (Selective LWE = 2 vanilla passes + the LWE path)."""
+    vanilla = [done[placements[0]].get("vanilla_chars") for _, _, _, done in complete]
+    if not vanilla or not all(v for v in vanilla):
+        return {}
+
+    def chars(record: dict[str, Any]) -> int:
+        return record.get("prompt_chars", 0) + record.get("completion_chars", 0)
+
+    one_pass = sum(vanilla) / 2
+    learning = sum(chars(done[placements[0]]) for _, _, _, done in complete)
+    scoring = sum(chars(done[p]) - done[p].get("vanilla_chars", 0) for _, _, _, done in complete for p in placements[1:])
+    return {"relative_cost": _ratio(learning, one_pass, 2), "relative_cost_with_scoring": _ratio(learning + scoring, one_pass, 2)}
+
+
+def _vanilla_fig9(complete: list[tuple[int, str, str, dict[str, Any]]], placements: tuple[str, ...]) -> dict[str, Any] | None:
+    """Selective LWE's vanilla (Figure 9) pair of the chosen-first placement, judged in both orders, scored alone."""
+    details = [done[placements[0]].get("detail", {}) for _, _, _, done in complete]
+    pairs = [(d.get("vanilla_ab"), d.get("vanilla_ba")) for d in details if "vanilla_ab" in d and d.get("path") is not None]
+    if not pairs or all(ab is None and ba is None for ab, ba in pairs):
+        return None
+    n = len(pairs)
+    verdicts = [v for pair in pairs for v in pair if v is not None]
+    return {
+        "n": n,
+        "accuracy": _ratio(sum(ab == "A" for ab, _ in pairs), n),
+        "consistency": _ratio(sum(ab is not None and ab == ba for ab, ba in pairs), n),
+        "pair_accuracy": _ratio(sum(ab == "A" and ba == "A" for ab, ba in pairs), n),
+        # ab == "A": chosen (shown first) named; ba == "B": rejected (shown first in the swapped order) named
+        "position_bias": _ratio(sum(ab == "A" for ab, _ in pairs) + sum(ba == "B" for _, ba in pairs), len(verdicts)),
+        "parse_failures": 2 * n - len(verdicts),
+    }
+
+
 def lwe_extras(complete: list[tuple[int, str, str, dict[str, Any]]], placements: tuple[str, ...]) -> dict[str, Any]:
-    records = [done[p] for _, _, _, done in complete for p in placements]
-    paths = [r.get("detail", {}).get("path") for r in records]
-    firsts = [done[placements[0]] for _, _, _, done in complete]
-    details = [r.get("detail", {}) for r in records]
+    details = [done[p].get("detail", {}) for _, _, _, done in complete for p in placements]
     versions = [v for d in details for v in (d.get("meta_prompt_version"), d.get("new_meta_prompt_version")) if v]
     extras: dict[str, Any] = {
-        "cumulative_accuracy": cumulative([r["correct"] for r in firsts]),
+        "cumulative_accuracy": cumulative([done[placements[0]]["correct"] for _, _, _, done in complete]),
         "cumulative_pair_accuracy": cumulative([all(done[p]["correct"] for p in placements) for _, _, _, done in complete]),
-        "meta_path_share": _ratio(sum(p == "meta_prompt" for p in paths), len(paths)),
-        "refinements": sum(1 for r in records if r.get("detail", {}).get("refined")),
+        "meta_path_share": _ratio(sum(d.get("path") == "meta_prompt" for d in details), len(details)),
+        "refinements": sum(1 for d in details if d.get("refined")),
         "last_meta_prompt_version": max(versions) if versions else None,
+        **_lwe_cost(complete, placements),
     }
-    # selective: the vanilla (Figure 9) pair of the chosen-first placement, judged in both orders
-    pairs = [done[placements[0]].get("detail", {}) for _, _, _, done in complete]
-    pairs = [(d.get("vanilla_ab"), d.get("vanilla_ba")) for d in pairs if "vanilla_ab" in d and d.get("path") is not None]
-    # cost as the paper counts it (Table 1): characters of every prompt and completion, relative to one vanilla
-    # (Figure 9) judgment of the item, i.e. half its vanilla pair (Selective LWE = 2 vanilla passes + the LWE path)
-    vanilla = [done[placements[0]].get("vanilla_chars") for _, _, _, done in complete]
-    if vanilla and all(v for v in vanilla):
-        one_pass = sum(vanilla) / 2
-        learning = sum(done[placements[0]].get("prompt_chars", 0) + done[placements[0]].get("completion_chars", 0) for _, _, _, done in complete)
-        scoring = sum(
-            done[p].get("prompt_chars", 0) + done[p].get("completion_chars", 0) - done[p].get("vanilla_chars", 0)
-            for _, _, _, done in complete
-            for p in placements[1:]
-        )
-        extras["relative_cost"] = _ratio(learning, one_pass, 2)
-        extras["relative_cost_with_scoring"] = _ratio(learning + scoring, one_pass, 2)
-    if pairs and any(ab is not None or ba is not None for ab, ba in pairs):
-        n = len(pairs)
-        verdicts = [v for pair in pairs for v in pair if v is not None]
-        extras["vanilla_fig9"] = {
-            "n": n,
-            "accuracy": _ratio(sum(ab == "A" for ab, _ in pairs), n),
-            "consistency": _ratio(sum(ab is not None and ab == ba for ab, ba in pairs), n),
-            "pair_accuracy": _ratio(sum(ab == "A" and ba == "A" for ab, ba in pairs), n),
-            # ab == "A": chosen (shown first) named; ba == "B": rejected (shown first in the swapped order) named
-            "position_bias": _ratio(sum(ab == "A" for ab, _ in pairs) + sum(ba == "B" for _, ba in pairs), len(verdicts)),
-            "parse_failures": 2 * n - len(verdicts),
-        }
+    fig9 = _vanilla_fig9(complete, placements)
+    if fig9 is not None:
+        extras["vanilla_fig9"] = fig9
     return extras
-
-
-def ece(confidences: list[float], right: list[bool], bins: int = ECE_BINS) -> float | None:
-    """Expected calibration error: sum over equal-width confidence bins of |bin accuracy - bin mean confidence|,
-    weighted by the bin's share of the judgments."""
-    if not confidences:
-        return None
-    groups: dict[int, list[tuple[float, bool]]] = defaultdict(list)
-    for c, r in zip(confidences, right):
-        groups[min(int(c * bins), bins - 1)].append((c, r))
-    total = sum(abs(sum(r for _, r in g) / len(g) - sum(c for c, _ in g) / len(g)) * len(g) for g in groups.values())
-    return round(total / len(confidences), 4)
-
-
-def probability_figures(p_chosen: list[float | None]) -> dict[str, Any]:
-    """coverage, n, accuracy, ECE and Brier score of probabilities given to the chosen response (None: none given)."""
-    ps = [p for p in p_chosen if p is not None]
-    return {
-        "n": len(ps),
-        "coverage": _ratio(len(ps), len(p_chosen)),
-        "accuracy": _ratio(sum(p > 0.5 for p in ps), len(ps)),
-        "ece": ece([max(p, 1.0 - p) for p in ps], [p > 0.5 for p in ps]),
-        "brier": _ratio(sum((1.0 - p) ** 2 for p in ps), len(ps)),
-    }
-
-
-def calibration_extras(complete: list[tuple[int, str, str, dict[str, Any]]], placements: tuple[str, ...]) -> dict[str, Any] | None:
-    """Calibration of the verdict probabilities (see the module doc); None when the records carry none at all."""
-    records = [[done[p] for p in placements] for _, _, _, done in complete]
-    if not any("p_chosen" in r for rs in records for r in rs):
-        return None
-    single = [r.get("p_chosen") for rs in records for r in rs]
-    both = [None if any(r.get("p_chosen") is None for r in rs) else sum(r["p_chosen"] for r in rs) / len(rs) for rs in records]
-    # the probability-level position bias: the mean probability given to the first-shown response (0.5 = none)
-    first = [r["p_chosen"] if r.get("shown_first") == "chosen" else 1.0 - r["p_chosen"] for rs in records for r in rs if r.get("p_chosen") is not None]
-    return {
-        "bins": ECE_BINS,
-        "single_order": {**probability_figures(single), "p_first_shown": _ratio(sum(first), len(first))},
-        "both_orders": probability_figures(both),
-    }
 
 
 def adaptive_extras(complete: list[tuple[int, str, str, dict[str, Any]]], placements: tuple[str, ...]) -> dict[str, Any] | None:

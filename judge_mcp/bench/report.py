@@ -16,11 +16,12 @@ from judge_mcp.bench import metrics
 
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac")
 CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem;color:#222;max-width:1100px}
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem;color:#222;max-width:1280px}
 h1{font-size:1.5rem}h2{font-size:1.25rem;margin-top:2.5rem;border-bottom:1px solid #ddd}h3{font-size:1rem;margin-bottom:.3rem}
 table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0 1rem}th,td{border:1px solid #ddd;padding:.25rem .5rem;text-align:right}
 th:first-child,td:first-child{text-align:left}th{background:#f5f5f5}.note{color:#666;font-size:.85rem}
 .charts{display:flex;flex-wrap:wrap;gap:1.5rem}.chart{flex:0 0 auto}svg text{font-family:inherit}
+.wide{overflow-x:auto;max-width:100%}
 """
 
 
@@ -36,11 +37,18 @@ def _fmt(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
-def _label(summary: dict[str, Any]) -> str:
+def _label(summary: dict[str, Any], with_model: bool = False) -> str:
+    """The run's method (and panel); with `with_model`, also the model it used (a section that mixes models)."""
     label = summary.get("method_key") or summary.get("method", "?")
     if summary.get("panel"):
         label += f" (panel {summary.get('backend', '?')})"
+    if with_model and summary.get("model"):
+        label += f" · {summary['model']}"
     return label
+
+
+def mixes_models(runs: list[dict[str, Any]]) -> bool:
+    return len({s.get("model") for s in runs}) > 1
 
 
 def with_members(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -55,20 +63,34 @@ def with_members(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 # ---- SVG charts -----------------------------------------------------------------------------------------------------
 def bar_chart(title: str, groups: list[tuple[str, list[tuple[str, float | None]]]], *, vmax: float | None = None,
-              reference: float | None = None, width: int = 520, unit: str = "") -> str:
-    """Horizontal grouped bars: one group per label, one bar per (series, value). None values are drawn as 'n/a'."""
+              reference: float | None = None, marks: dict[str, float | None] | None = None, width: int = 520, unit: str = "") -> str:
+    """Horizontal grouped bars: one group per label, one bar per (series, value). None values are drawn as 'n/a'.
+    `reference`: a dashed line across the chart; `marks`: a dashed tick per group label (its own reference value)."""
     values = [v for _, bars in groups for _, v in bars if v is not None]
     if not groups or not values:
         return ""
     top = vmax if vmax is not None else (max(values) or 1.0) * 1.1
     series = list(dict.fromkeys(name for _, bars in groups for name, _ in bars))
     colours = {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(series)}
-    left, right, bar_h, gap = 150, 60, 14, 10
+    left, right, bar_h, gap = 180, 60, 14, 12
     plot_w = width - left - right
     y = 28
     parts = [f'<text x="0" y="16" font-size="13" font-weight="600">{_esc(title)}</text>']
     for label, bars in groups:
-        parts.append(f'<text x="{left - 6}" y="{y + bar_h * len(bars) / 2 + 4:.0f}" font-size="11" text-anchor="end">{_esc(label[:24])}</text>')
+        lines = label.split(" · ", 1) if len(label) > 26 else [label]  # "method · model" on two lines
+        if len(lines) > 1 and bar_h * len(bars) < 26:
+            y += 6  # room for the second line above and below a single bar
+        middle = y + bar_h * len(bars) / 2
+        for k, text in enumerate(lines):
+            at = middle + 4 + (k - (len(lines) - 1) / 2) * 12
+            parts.append(f'<text x="{left - 6}" y="{at:.0f}" font-size="{11 if k == 0 else 10}" text-anchor="end">{_esc(_cut(text, 30))}<title>{_esc(label)}</title></text>')
+        mark = (marks or {}).get(label)
+        if mark is not None and top:
+            x = left + min(1.0, mark / top) * plot_w
+            parts.append(
+                f'<line class="mark" x1="{x:.1f}" y1="{y - 2}" x2="{x:.1f}" y2="{y + bar_h * len(bars)}" stroke="#333" stroke-width="1.5" stroke-dasharray="2,2">'
+                f"<title>without position bias: {_fmt(mark, 2)}</title></line>"
+            )
         for name, value in bars:
             if value is None:
                 parts.append(f'<text x="{left + 4}" y="{y + bar_h - 3}" font-size="10" fill="#999">n/a</text>')
@@ -88,12 +110,19 @@ def bar_chart(title: str, groups: list[tuple[str, list[tuple[str, float | None]]
     parts.append(f'<line x1="{left}" y1="24" x2="{left}" y2="{y - gap + 2}" stroke="#444"/>')
     legend_y = y + 6
     lx = left
-    for name in series:
+    for name in series:  # left to right, wrapping to a new row where the next entry would not fit
+        needed = 20 + 7 * len(name)
+        if lx > left and lx + needed > width:
+            lx, legend_y = left, legend_y + 16
         parts.append(f'<rect x="{lx}" y="{legend_y}" width="10" height="10" fill="{colours[name]}"/>')
         parts.append(f'<text x="{lx + 14}" y="{legend_y + 9}" font-size="11">{_esc(name)}</text>')
-        lx += 20 + 7 * len(name)
+        lx += needed
     height = legend_y + 20
     return f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" aria-label="{_esc(title)}">{"".join(parts)}</svg>'
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def line_chart(title: str, series: list[tuple[str, list[float]]], *, width: int = 520, height: int = 260, vmax: float = 1.0) -> str:
@@ -124,7 +153,7 @@ def line_chart(title: str, series: list[tuple[str, list[float]]], *, width: int 
 
 
 # ---- the page -------------------------------------------------------------------------------------------------------
-def _table(runs: list[dict[str, Any]]) -> str:
+def _table(runs: list[dict[str, Any]], with_model: bool = False) -> str:
     head = "".join(f"<th>{_esc(title)}</th>" for _, title in metrics.COLUMNS)
     rows = []
     for s in runs:
@@ -137,83 +166,96 @@ def _table(runs: list[dict[str, Any]]) -> str:
             extra.append(f"{s['errors']} errors")
         if s.get("incomplete"):
             extra.append(f"{s['incomplete']} incomplete")
-        rows.append(f"<tr><td>{_esc(_label(s))}</td>{cells}<td>{_esc(', '.join(extra))}</td></tr>")
-    return f"<table><tr><th>method</th>{head}<th>notes</th></tr>{''.join(rows)}</table>"
+        rows.append(f"<tr><td>{_esc(_label(s, with_model))}</td>{cells}<td>{_esc(', '.join(extra))}</td></tr>")
+    first = "method · model" if with_model else "method"
+    return f"<div class='wide'><table><tr><th>{first}</th>{head}<th>notes</th></tr>{''.join(rows)}</table></div>"
 
 
-def _category_table(runs: list[dict[str, Any]], categories: list[str]) -> str:
+def _category_table(runs: list[dict[str, Any]], categories: list[str], with_model: bool = False) -> str:
     head = "".join(f"<th>{_esc(c)}</th>" for c in categories)
     rows = []
     for s in runs:
         cats = s.get("categories", {})
         cells = "".join(
-            f"<td>{_esc(_fmt(cats.get(c, {}).get('accuracy')))} <span class='note'>(n={_esc(cats.get(c, {}).get('n', 0))})</span></td>"
+            f"<td>{_esc(_fmt(_strict(cats.get(c, {}))))} <span class='note'>(n={_esc(cats.get(c, {}).get('n', 0))})</span></td>"
             for c in categories
         )
-        rows.append(f"<tr><td>{_esc(_label(s))}</td>{cells}</tr>")
-    return f"<table><tr><th>accuracy by category</th>{head}</tr>{''.join(rows)}</table>"
+        rows.append(f"<tr><td>{_esc(_label(s, with_model))}</td>{cells}</tr>")
+    return f"<table><tr><th>pair accuracy by category</th>{head}</tr>{''.join(rows)}</table>"
 
 
 def dataset_section(dataset: str, runs: list[dict[str, Any]]) -> str:
     kind = runs[0].get("kind", "")
     models = sorted({s.get("model", "?") for s in runs})
-    parts = [f"<h2>{_esc(dataset)} <span class='note'>({_esc(kind)}; {_esc(', '.join(models))})</span></h2>", _table(with_members(runs))]
+    mixed = mixes_models(runs)
+
+    def label(s: dict[str, Any]) -> str:
+        return _label(s, mixed)
+
+    parts = [f"<h2>{_esc(dataset)} <span class='note'>({_esc(kind)}; {_esc(', '.join(models))})</span></h2>", _table(with_members(runs), mixed)]
     charts = []
-    chance = 0.5 if kind == "pairwise" else None
+    if kind == "pairwise":
+        charts.append(bar_chart(
+            "Pair accuracy and single-order accuracy",  # dashed: 0.5, chance for one order
+            [(label(s), [("pair accuracy", s["overall"].get("pair_accuracy")), ("single-order accuracy", s["overall"].get("single_order_accuracy"))]) for s in runs],
+            vmax=1.0, reference=0.5,
+        ))
+    else:
+        charts.append(bar_chart("Accuracy (the gold response alone is best)", [(label(s), [("accuracy", s["overall"].get("pair_accuracy"))]) for s in runs], vmax=1.0))
     charts.append(bar_chart(
-        "Accuracy (first placement) and pair accuracy",
-        [(_label(s), [("accuracy", s["overall"].get("accuracy")), ("pair accuracy", s["overall"].get("pair_accuracy"))]) for s in runs],
-        vmax=1.0, reference=chance,
-    ))
-    charts.append(bar_chart(
-        "Consistency and position bias",
-        [(_label(s), [("consistency", s["overall"].get("consistency")), ("position bias", s["overall"].get("position_bias"))]) for s in runs],
-        vmax=1.0, reference=0.5,
+        "Consistency and position bias (dashed: no bias)",
+        [(label(s), [("consistency", s["overall"].get("consistency")), ("position bias", s["overall"].get("position_bias"))]) for s in runs],
+        vmax=1.0, marks={label(s): s["overall"].get("position_bias_unbiased", 0.5 if kind == "pairwise" else None) for s in runs},
     ))
     categories = sorted({c for s in runs for c in s.get("categories", {})})
     if categories:
         charts.append(bar_chart(
-            "Accuracy by category",
-            [(c, [(_label(s), s.get("categories", {}).get(c, {}).get("accuracy")) for s in runs]) for c in categories],
-            vmax=1.0, reference=chance,
+            "Pair accuracy by category",
+            [(c, [(label(s), s.get("categories", {}).get(c, {}).get("pair_accuracy")) for s in runs]) for c in categories],
+            vmax=1.0,
         ))
-    charts.append(bar_chart("Model calls per item", [(_label(s), [("calls", s["overall"].get("calls_per_item")), ("cached", s["overall"].get("cached_calls_per_item"))]) for s in runs]))
-    charts.append(bar_chart("Seconds per item", [(_label(s), [("seconds", s["overall"].get("seconds_per_item"))]) for s in runs], unit=" s"))
-    charts.append(bar_chart("Tokens per item", [(_label(s), [("prompt", s["overall"].get("prompt_tokens_per_item")), ("completion", s["overall"].get("completion_tokens_per_item"))]) for s in runs]))
-    lwe = [(f"{_label(s)} accuracy", s["lwe"]["cumulative_accuracy"]) for s in runs if s.get("lwe", {}).get("cumulative_accuracy")]
-    lwe += [(f"{_label(s)} pair acc.", s["lwe"]["cumulative_pair_accuracy"]) for s in runs if s.get("lwe", {}).get("cumulative_pair_accuracy")]
+    charts.append(bar_chart("Model calls per item", [(label(s), [("calls", s["overall"].get("calls_per_item")), ("cached", s["overall"].get("cached_calls_per_item"))]) for s in runs]))
+    charts.append(bar_chart("Seconds per item", [(label(s), [("seconds", s["overall"].get("seconds_per_item"))]) for s in runs], unit=" s"))
+    charts.append(bar_chart("Tokens per item", [(label(s), [("prompt", s["overall"].get("prompt_tokens_per_item")), ("completion", s["overall"].get("completion_tokens_per_item"))]) for s in runs]))
+    lwe = [(f"{label(s)} pair acc.", s["lwe"]["cumulative_pair_accuracy"]) for s in runs if s.get("lwe", {}).get("cumulative_pair_accuracy")]
+    lwe += [(f"{label(s)} chosen-first acc.", s["lwe"]["cumulative_accuracy"]) for s in runs if s.get("lwe", {}).get("cumulative_accuracy")]
     if lwe:
         charts.append(line_chart("LWE: cumulative accuracy over the sequence", lwe))
     parts.append("<div class='charts'>" + "".join(f"<div class='chart'>{c}</div>" for c in charts if c) + "</div>")
     if len(categories) > 1:
-        parts.append(_category_table(runs, categories))
-    notes = []
-    for s in runs:
-        if s.get("lwe"):
-            l = s["lwe"]
-            text = f"{_label(s)}: meta-prompt path for {_fmt(l.get('meta_path_share'), 2)} of the judgments, {l.get('refinements', 0)} refinements, last meta-prompt version {l.get('last_meta_prompt_version')}"
-            if l.get("relative_cost") is not None:
-                text += f"; relative cost {_fmt(l['relative_cost'], 2)}x one vanilla judgment in characters ({_fmt(l.get('relative_cost_with_scoring'), 2)}x with the swapped scoring placement)"
-            if l.get("vanilla_fig9"):
-                v = l["vanilla_fig9"]
-                text += f"; its vanilla (Figure 9) pair alone: accuracy {_fmt(v['accuracy'], 2)}, consistency {_fmt(v['consistency'], 2)}, pair accuracy {_fmt(v['pair_accuracy'], 2)}"
-            notes.append(text)
-        if s.get("grade"):
-            g = s["grade"]
-            text = f"{_label(s)}: mean Grade Score {_fmt(g.get('mean_grade_score'), 3)} (LLM Score {_fmt(g.get('mean_llm_score'), 3)}, Choice Score {_fmt(g.get('mean_choice_score'), 3)})"
-            if "unrelated_pick_rate" in g:
-                text += f"; unrelated option picked in {_fmt(g['unrelated_pick_rate'], 3)} of parsed trials ({g['unrelated_picked_items']} items)"
-            notes.append(text)
-        notes.extend(probability_notes(s))
-        run = s.get("run", {})
-        if run.get("wall_seconds_total"):
-            notes.append(f"{_label(s)}: {run.get('judged_total')} items judged in {_fmt(run.get('wall_seconds_total'), 0)} s of wall time in total")
+        parts.append(_category_table(runs, categories, mixed))
+    notes = [note for s in runs for note in run_notes(s, label(s), mixed)]
     if notes:
         parts.append("<ul class='note'>" + "".join(f"<li>{_esc(n)}</li>" for n in notes) + "</ul>")
     return "\n".join(parts)
 
 
-def probability_notes(s: dict[str, Any]) -> list[str]:
+def run_notes(s: dict[str, Any], name: str, mixed: bool) -> list[str]:
+    """The notes under a dataset's charts for one run (LWE, Grade Score, probabilities, wall time)."""
+    notes: list[str] = []
+    if s.get("lwe"):
+        lwe = s["lwe"]
+        text = f"{name}: meta-prompt path for {_fmt(lwe.get('meta_path_share'), 2)} of the judgments, {lwe.get('refinements', 0)} refinements, last meta-prompt version {lwe.get('last_meta_prompt_version')}"
+        if lwe.get("relative_cost") is not None:
+            text += f"; relative cost {_fmt(lwe['relative_cost'], 2)}x one vanilla judgment in characters ({_fmt(lwe.get('relative_cost_with_scoring'), 2)}x with the swapped scoring placement)"
+        if lwe.get("vanilla_fig9"):
+            v = lwe["vanilla_fig9"]
+            text += f"; its vanilla (Figure 9) pair alone: accuracy {_fmt(v['accuracy'], 2)}, consistency {_fmt(v['consistency'], 2)}, pair accuracy {_fmt(v['pair_accuracy'], 2)}"
+        notes.append(text)
+    if s.get("grade"):
+        g = s["grade"]
+        text = f"{name}: mean Grade Score {_fmt(g.get('mean_grade_score'), 3)} (LLM Score {_fmt(g.get('mean_llm_score'), 3)}, Choice Score {_fmt(g.get('mean_choice_score'), 3)})"
+        if "unrelated_pick_rate" in g:
+            text += f"; unrelated option picked in {_fmt(g['unrelated_pick_rate'], 3)} of parsed trials ({g['unrelated_picked_items']} items)"
+        notes.append(text)
+    notes.extend(probability_notes(s, mixed))
+    run = s.get("run", {})
+    if run.get("wall_seconds_total"):
+        notes.append(f"{name}: {run.get('judged_total')} items judged in {_fmt(run.get('wall_seconds_total'), 0)} s of wall time in total")
+    return notes
+
+
+def probability_notes(s: dict[str, Any], with_model: bool = False) -> list[str]:
     """One line each for a run's verdict-probability calibration and its adaptive-swap comparison."""
     notes = []
     c = s.get("calibration")
@@ -223,11 +265,11 @@ def probability_notes(s: dict[str, Any]) -> list[str]:
             for k, label in (("single_order", "one order"), ("both_orders", "mean of both orders"))
         ]
         lean = c["single_order"].get("p_first_shown")
-        notes.append(f"{_label(s)}: verdict probabilities ({c['bins']}-bin ECE); " + "; ".join(parts) + f"; mean probability given to the first-shown answer {_fmt(lean)}")
+        notes.append(f"{_label(s, with_model)}: verdict probabilities ({c['bins']}-bin ECE); " + "; ".join(parts) + f"; mean probability given to the first-shown answer {_fmt(lean)}")
     a = s.get("adaptive")
     if a:
         notes.append(
-            f"{_label(s)}: swap auto vs swap true on the same {a['judgments']} judgments: calls/judgment "
+            f"{_label(s, with_model)}: swap auto vs swap true on the same {a['judgments']} judgments: calls/judgment "
             f"{_fmt(a['auto']['calls_per_judgment'])} vs {_fmt(a['swap_true']['calls_per_judgment'])}, accuracy "
             f"{_fmt(a['auto']['accuracy'])} vs {_fmt(a['swap_true']['accuracy'])}, pair accuracy {_fmt(a['auto']['pair_accuracy'])} vs "
             f"{_fmt(a['swap_true']['pair_accuracy'])}; second order ran in {_fmt(a['second_order_share'], 2)}, the one-order verdicts were right in {_fmt(a['one_order_accuracy'])}"
@@ -244,11 +286,15 @@ def render(summaries: list[dict[str, Any]], title: str = "judge-mcp benchmark re
     machine = next((s.get("run", {}).get("machine") for s in summaries if s.get("run", {}).get("machine")), None)
     intro = (
         "<p class='note'>Pairwise sets: every pair is judged with the chosen answer shown first and shown second. "
-        "Accuracy = the chosen-first placement is right; single-order accuracy = right on one seeded random placement per "
-        "item (the LWE paper's Accuracy); pair accuracy = both placements right; JudgeBench score = its official rule "
-        "(+1 per placement naming the chosen answer, -1 per placement naming the rejected one, right when > 0); consistency = both "
-        "placements name the same answer; position bias = share of parsed verdicts naming the first-shown answer "
-        "(0.5 = none). Ties and parse failures count as wrong. Dashed lines mark 0.5.</p>"
+        "Pair accuracy = right in both placements (a judge that follows positions scores 0); single-order accuracy = "
+        "right on one seeded random placement per item (the LWE paper's Accuracy; chance is 0.5); JudgeBench score = its "
+        "official rule (+1 per placement naming the chosen answer, -1 per placement naming the rejected one, right when "
+        "> 0); chosen-first acc. = the placement with the chosen answer shown first only, which a judge that always names "
+        "the first-shown answer scores 1.0 on: never read it alone. Consistency = both placements name the same answer; "
+        "position bias = share of parsed verdicts naming the first-shown answer (dashed tick: a judge without bias, 0.5 "
+        "for pairs and 1/n for n options). Response-wise sets (FLIP, pointwise, grade): right when the gold response alone "
+        "is best (the columns' accuracies are the same figure). Ties and parse failures count as wrong. When a dataset's "
+        "runs used different models, each row names its model.</p>"
     )
     if machine:
         intro += f"<p class='note'>Machine: {_esc(machine.get('platform'))}, {_esc(machine.get('cpus'))} CPUs, Python {_esc(machine.get('python'))}.</p>"
@@ -277,20 +323,21 @@ def markdown(summaries: list[dict[str, Any]]) -> str:
     out = []
     for dataset, runs in sorted(by_dataset.items()):
         runs = sorted(runs, key=_label)
+        mixed = mixes_models(runs)
         out.append(f"#### {dataset}\n")
-        out.append("| method | " + " | ".join(title for _, title in metrics.COLUMNS) + " |")
+        out.append(f"| {'method · model' if mixed else 'method'} | " + " | ".join(title for _, title in metrics.COLUMNS) + " |")
         out.append("|---|" + "---:|" * len(metrics.COLUMNS))
         for s in with_members(runs):
             o = s.get("overall", {})
-            out.append(f"| {_label(s)} | " + " | ".join(_fmt(o.get(key)) for key, _ in metrics.COLUMNS) + " |")
+            out.append(f"| {_label(s, mixed)} | " + " | ".join(_fmt(o.get(key)) for key, _ in metrics.COLUMNS) + " |")
         for s in runs:
-            for note in probability_notes(s):
+            for note in probability_notes(s, mixed):
                 out.append(f"\n{note}")
         for s in runs:
             lwe = s.get("lwe") or {}
             if lwe.get("relative_cost") is not None:
                 out.append(
-                    f"\n{_label(s)}: relative cost {_fmt(lwe['relative_cost'])}x one vanilla (Figure 9) judgment in characters "
+                    f"\n{_label(s, mixed)}: relative cost {_fmt(lwe['relative_cost'])}x one vanilla (Figure 9) judgment in characters "
                     f"({_fmt(lwe.get('relative_cost_with_scoring'))}x with the swapped scoring placement)"
                 )
         categories = sorted({c for s in runs for c in s.get("categories", {})})
@@ -300,7 +347,7 @@ def markdown(summaries: list[dict[str, Any]]) -> str:
             out.append("|---|" + "---:|" * len(categories))
             for s in runs:
                 cats = s.get("categories", {})
-                out.append(f"| {_label(s)} | " + " | ".join(
+                out.append(f"| {_label(s, mixed)} | " + " | ".join(
                     f"{_fmt(_strict(cats.get(c, {})))} ({cats.get(c, {}).get('n', 0)})" for c in categories) + " |")
         out.append("")
     return "\n".join(out)

@@ -1,69 +1,21 @@
-"""Where bench results live: two tables of their own in the bench database (default state/bench.db).
+"""Where bench results live: two tables of their own in the bench database (default bench.db in the per-user data
+directory, config.default_bench_db_path).
 
-The bench database is an ordinary judge-mcp Store (its two tables come from the migrations m101/m102 below), so the call cache, the verdict log and the LWE sessions of a
-run live beside its results. `bench_results` holds one row per (dataset, method, backend, item, placement),
-written as soon as that judgment finishes, so a killed run loses at most the judgments in flight and a re-run
-skips every finished one. `bench_runs` holds each run's metadata and its accumulated wall time.
+The bench database is an ordinary judge-mcp store brought to `BENCH_MIGRATIONS` (storage/migrations.py: the
+judge's tables and the bench's two), so the call cache, the verdict log and the LWE sessions of a run live beside
+its results. A result is written as soon as its judgment finishes, so a killed run loses at most the judgments in
+flight and a re-run skips every finished one. The tables' SQL is in storage/bench_results.py.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import time
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
-
-from judge_mcp.storage.sqlite import Store, migration
-
-
-@migration
-def m101_bench_tables(db: sqlite_utils.Database) -> None:
-    """The bench's two tables (IF NOT EXISTS: bench databases made before the registry already have them)."""
-    db.execute(
-        """CREATE TABLE IF NOT EXISTS bench_results (
-        dataset TEXT NOT NULL,
-        method TEXT NOT NULL,
-        backend TEXT NOT NULL,
-        item_id TEXT NOT NULL,
-        placement TEXT NOT NULL,
-        seq INTEGER NOT NULL,
-        category TEXT NOT NULL,
-        status TEXT NOT NULL CHECK (status IN ('done', 'error', 'skipped')),
-        record TEXT,
-        error TEXT,
-        created_at REAL NOT NULL,
-        PRIMARY KEY (dataset, method, backend, item_id, placement)
-    )"""
-    )
-    db.execute(
-        """CREATE TABLE IF NOT EXISTS bench_runs (
-        dataset TEXT NOT NULL,
-        method TEXT NOT NULL,
-        backend TEXT NOT NULL,
-        backend_name TEXT NOT NULL,
-        model TEXT NOT NULL,
-        dataset_path TEXT NOT NULL,
-        kind TEXT NOT NULL,
-        options TEXT NOT NULL,
-        wall_seconds REAL NOT NULL DEFAULT 0,
-        judged INTEGER NOT NULL DEFAULT 0,
-        invocations INTEGER NOT NULL DEFAULT 0,
-        created_at REAL NOT NULL,
-        updated_at REAL NOT NULL,
-        PRIMARY KEY (dataset, method, backend)
-    )"""
-    )
-
-
-@migration
-def m102_bench_fingerprint(db: sqlite_utils.Database) -> None:
-    """The methods fingerprint of each run (bench databases written before it was kept lack the column)."""
-    columns = {row["name"] for row in db.query("PRAGMA table_info(bench_runs)")}
-    if "fingerprint" not in columns:
-        db.execute("ALTER TABLE bench_runs ADD COLUMN fingerprint TEXT")
+from judge_mcp.storage.bench_results import BenchResults
+from judge_mcp.storage.engine import Engine
+from judge_mcp.storage.migrations import BENCH_MIGRATIONS
 
 
 def methods_fingerprint() -> str:
@@ -77,59 +29,43 @@ def methods_fingerprint() -> str:
     return digest.hexdigest()[:12]
 
 
-class Results:
-    """The results of one run (dataset, method, backend) inside a bench Store."""
+def ensure_schema(store: Engine) -> BenchResults:
+    """The bench tables of `store`: applies the bench's migrations if the database has not had them (a no-op,
+    without a transaction, once it has)."""
+    store.migrate(BENCH_MIGRATIONS)
+    return BenchResults(store)
 
-    def __init__(self, store: Store, dataset: str, method: str, backend: str):
+
+class Results:
+    """The results of one run (dataset, method, backend) inside a bench store."""
+
+    def __init__(self, store: Engine, dataset: str, method: str, backend: str):
         self.store = store
         self.key = (dataset, method, backend)
-        ensure_schema(store)
+        self.table = ensure_schema(store)
 
     def finished(self) -> set[tuple[str, str]]:
         """(item_id, placement) pairs that need no more work: done, or skipped as degenerate."""
-        rows = self.store.query(
-            "SELECT item_id, placement FROM bench_results WHERE dataset = ? AND method = ? AND backend = ? AND status IN ('done', 'skipped')",
-            list(self.key),
-        )
-        return {(r["item_id"], r["placement"]) for r in rows}
+        return self.table.finished(self.key)
 
     def put(self, item_id: str, placement: str, seq: int, category: str, status: str, record: dict[str, Any] | None = None, error: str | None = None) -> None:
-        with self.store.transaction() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO bench_results (dataset, method, backend, item_id, placement, seq, category, status, record, error, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [*self.key, item_id, placement, seq, category, status, json.dumps(record) if record is not None else None, error, time.time()],
-            )
+        self.table.put(self.key, item_id, placement, seq, category, status, record, error)
 
     def rows(self, item_ids: set[str] | None = None) -> list[dict[str, Any]]:
-        return run_rows(self.store, *self.key, item_ids=item_ids)
+        return self.table.rows(self.key, item_ids)
 
     def start(self, *, backend_name: str, model: str, dataset_path: str, kind: str, options: dict[str, Any], fingerprint: str | None = None) -> str | None:
         """Record (or update) the run's metadata; returns the methods fingerprint the run was started with (None
         for runs stored before fingerprints were kept)."""
-        now = time.time()
-        with self.store.transaction() as db:
-            db.execute(
-                "INSERT INTO bench_runs (dataset, method, backend, backend_name, model, dataset_path, kind, options, created_at, updated_at, fingerprint)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dataset, method, backend) DO UPDATE SET"
-                " backend_name = excluded.backend_name, model = excluded.model, dataset_path = excluded.dataset_path,"
-                " options = excluded.options, updated_at = excluded.updated_at, invocations = invocations + 1",
-                [*self.key, backend_name, model, dataset_path, kind, json.dumps(options, sort_keys=True), now, now, fingerprint],
-            )
-            db.execute("UPDATE bench_runs SET invocations = MAX(invocations, 1) WHERE dataset = ? AND method = ? AND backend = ?", list(self.key))
-            row = list(db.query("SELECT fingerprint FROM bench_runs WHERE dataset = ? AND method = ? AND backend = ?", list(self.key)))
-        return row[0]["fingerprint"] if row else None
+        return self.table.start(
+            self.key, backend_name=backend_name, model=model, dataset_path=dataset_path, kind=kind, options=options, fingerprint=fingerprint
+        )
 
     def add_time(self, seconds: float, judged: int) -> None:
-        with self.store.transaction() as db:
-            db.execute(
-                "UPDATE bench_runs SET wall_seconds = wall_seconds + ?, judged = judged + ?, updated_at = ? WHERE dataset = ? AND method = ? AND backend = ?",
-                [seconds, judged, time.time(), *self.key],
-            )
+        self.table.add_time(self.key, seconds, judged)
 
     def run_info(self) -> dict[str, Any] | None:
-        rows = self.store.query("SELECT * FROM bench_runs WHERE dataset = ? AND method = ? AND backend = ?", list(self.key))
-        return _decode_run(rows[0]) if rows else None
+        return self.table.run_info(self.key)
 
 
 def run_totals(info: dict[str, Any]) -> dict[str, Any]:
@@ -142,33 +78,9 @@ def run_totals(info: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def ensure_schema(store: Store) -> None:
-    """The bench tables in `store`: applies this module's migrations if the database has not had them (a no-op,
-    without a transaction, once it has)."""
-    store.migrate()
+def run_rows(store: Engine, dataset: str, method: str, backend: str, item_ids: set[str] | None = None) -> list[dict[str, Any]]:
+    return BenchResults(store).rows((dataset, method, backend), item_ids)
 
 
-def _decode_run(row: dict[str, Any]) -> dict[str, Any]:
-    row = dict(row)
-    row["options"] = json.loads(row["options"])
-    return row
-
-
-def run_rows(store: Store, dataset: str, method: str, backend: str, item_ids: set[str] | None = None) -> list[dict[str, Any]]:
-    rows = store.query(
-        "SELECT item_id, placement, seq, category, status, record, error FROM bench_results"
-        " WHERE dataset = ? AND method = ? AND backend = ? ORDER BY seq, placement",
-        [dataset, method, backend],
-    )
-    out = []
-    for row in rows:
-        if item_ids is not None and row["item_id"] not in item_ids:
-            continue
-        row["record"] = json.loads(row["record"]) if row["record"] else None
-        out.append(row)
-    return out
-
-
-def all_runs(store: Store) -> list[dict[str, Any]]:
-    ensure_schema(store)
-    return [_decode_run(r) for r in store.query("SELECT * FROM bench_runs ORDER BY dataset, method, backend")]
+def all_runs(store: Engine) -> list[dict[str, Any]]:
+    return ensure_schema(store).runs()

@@ -66,7 +66,7 @@ class Progress:
         filled = int(round(share * self.width))
         rate = elapsed / self.done if self.done else 0.0
         eta = rate * (self.total - self.done)
-        acc = f" first-placement acc {self.right / max(1, self.done - self.errors):.2f}" if self.done > self.errors else ""
+        acc = f" pair acc {self.right / max(1, self.done - self.errors):.2f}" if self.done > self.errors else ""
         err = f" errors {self.errors}" if self.errors else ""
         return (
             f"{self.label} [{'#' * filled}{'.' * (self.width - filled)}] {self.done}/{self.total}"
@@ -131,121 +131,145 @@ async def run(app: App, spec: RunSpec, *, progress_stream: TextIO | None = None,
     """Judge every unfinished (item, placement) of the run and return the summary of all its stored results."""
     if spec.method not in METHODS:
         raise BenchError(f"unknown method {spec.method!r}; choose one of {', '.join(METHODS)}")
-    method = METHODS[spec.method]
-    items = load_items(spec.dataset, spec.limit, spec.sample)
-    dataset = dataset_name(spec.dataset)
-    check_method(method, items, dataset)
-    key, backend_name, model = panel_key(app, spec.options.panel) if spec.options.panel else backend_key(app, spec.backend)
-    mkey = method_key(method.name, spec.options)
-    options = spec.options
-    sequential = method.name in LWE_METHODS
-    if sequential:
-        options = Options(**{**asdict(options), "session": session_name(dataset, mkey, key)})
-    results = Results(app.store, dataset, mkey, key)
-    fingerprint = methods_fingerprint()
-    started_with = results.start(backend_name=backend_name, model=model, dataset_path=str(spec.dataset), kind=items[0].kind, options=asdict(options), fingerprint=fingerprint)
+    bench = _Run(app, spec, progress_stream)
+    bench.skip_degenerate()
+    await bench.judge_all(quiet)
+    return await bench.summary()
 
-    placements = method.placements()
-    finished = results.finished()
-    warnings = []
-    if started_with is not None and started_with != fingerprint and finished:
-        warnings.append(
-            f"this run's {len(finished)} stored judgment(s) were made by another version of the prompts or judging code "
-            f"(fingerprint {started_with}, now {fingerprint}); they are reused as stored: use a new --db to measure the current version"
+
+class _Run:
+    """One invocation of a run: what it judges (fixed at the start), the judging, and the summary."""
+
+    def __init__(self, app: App, spec: RunSpec, progress_stream: TextIO | None) -> None:
+        self.app, self.spec, self.stream = app, spec, progress_stream or sys.stderr
+        self.method = METHODS[spec.method]
+        self.items = load_items(spec.dataset, spec.limit, spec.sample)
+        self.dataset = dataset_name(spec.dataset)
+        check_method(self.method, self.items, self.dataset)
+        panel = spec.options.panel
+        key, backend_name, model = panel_key(app, panel) if panel else backend_key(app, spec.backend)
+        self.mkey = method_key(self.method.name, spec.options)
+        self.sequential = self.method.name in LWE_METHODS
+        self.options = spec.options
+        if self.sequential:
+            self.options = Options(**{**asdict(self.options), "session": session_name(self.dataset, self.mkey, key)})
+        self.results = Results(app.store, self.dataset, self.mkey, key)
+        self.fingerprint = methods_fingerprint()
+        self.started_with = self.results.start(
+            backend_name=backend_name, model=model, dataset_path=str(spec.dataset), kind=self.items[0].kind,
+            options=asdict(self.options), fingerprint=self.fingerprint,
         )
-        print(f"judge-mcp bench: warning: {warnings[-1]}", file=progress_stream or sys.stderr)
-    for item in items:
-        if item.degenerate and (item.id, "single") not in finished:
-            results.put(item.id, "single", item.seq, item.category, "skipped", error="degenerate: identical or empty responses")
-    todo = [it for it in items if not it.degenerate and any((it.id, p) not in finished for p in placements)]
-    default_in_flight = min(app.backend(n).concurrency for n in spec.options.panel) if spec.options.panel else app.backend(spec.backend).concurrency
-    in_flight = 1 if sequential else (spec.concurrency or default_in_flight)
-    bar = Progress(len(todo), f"{dataset} {mkey}", stream=progress_stream) if not quiet else None
-    started = time.perf_counter()
-    judged = 0
-    last_mark = started  # wall time is stored as items finish, so a killed run keeps its accounting
-    consecutive_errors = 0
-    stop = anyio.Event()
-    queue = iter(todo)
+        self.placements = self.method.placements()
+        self.finished = self.results.finished()
+        self.warnings: list[str] = []
+        if self.started_with is not None and self.started_with != self.fingerprint and self.finished:
+            self.warnings.append(
+                f"this run's {len(self.finished)} stored judgment(s) were made by another version of the prompts or judging "
+                f"code (fingerprint {self.started_with}, now {self.fingerprint}); they are reused as stored: use a new --db "
+                "to measure the current version"
+            )
+            print(f"judge-mcp bench: warning: {self.warnings[-1]}", file=self.stream)
+        self.judged = 0
+        self.consecutive_errors = 0
+        self.stop = anyio.Event()
+        self.bar: Progress | None = None
+        self.started = self.last_mark = time.perf_counter()  # wall time is stored as items finish (a killed run keeps it)
 
-    async def judge_placement(item: Item, placement: str) -> tuple[bool, bool | None]:
+    def skip_degenerate(self) -> None:
+        for item in self.items:
+            if item.degenerate and (item.id, "single") not in self.finished:
+                self.results.put(item.id, "single", item.seq, item.category, "skipped", error="degenerate: identical or empty responses")
+
+    def in_flight(self) -> int:
+        """Items judged at once: one for LWE (file order), else --concurrency or the backend's (panel: the smallest)."""
+        if self.sequential:
+            return 1
+        names = self.spec.options.panel or (self.spec.backend,)
+        return self.spec.concurrency or min(self.app.backend(n).concurrency for n in names)
+
+    async def judge_placement(self, item: Item, placement: str) -> tuple[bool, bool | None]:
         """(ok, correct) for one placement; failures are stored as error rows (retried on the next run)."""
-        nonlocal consecutive_errors
         try:
-            record = await method.judge(app, item, placement, options, spec.backend)
+            record = await self.method.judge(self.app, item, placement, self.options, self.spec.backend)
         except Exception as exc:  # a backend failure, a context overflow, bad input: keep the run going
             cause = _cause(exc)
-            log.warning("%s %s %s: %s", mkey, item.id, placement, cause)
-            results.put(item.id, placement, item.seq, item.category, "error", error=cause)
-            consecutive_errors += 1
-            if consecutive_errors >= MAX_CONSECUTIVE_ERRORS:
-                stop.set()
+            log.warning("%s %s %s: %s", self.mkey, item.id, placement, cause)
+            self.results.put(item.id, placement, item.seq, item.category, "error", error=cause)
+            self.consecutive_errors += 1
+            if self.consecutive_errors >= MAX_CONSECUTIVE_ERRORS:
+                self.stop.set()
             return False, None
-        consecutive_errors = 0
+        self.consecutive_errors = 0
         if "names" in record:  # a pairwise verdict: which response was the longer (the length preference)
             record["longer"] = item.longer
-        results.put(item.id, placement, item.seq, item.category, "done", record=record)
+        self.results.put(item.id, placement, item.seq, item.category, "done", record=record)
         return True, record["correct"]
 
-    async def judge_item(item: Item) -> None:
-        nonlocal judged, last_mark
+    async def judge_item(self, item: Item) -> None:
         outcome: dict[str, tuple[bool, bool | None]] = {}
+        todo = [p for p in self.placements if (item.id, p) not in self.finished]
 
         async def one(placement: str) -> None:
-            outcome[placement] = await judge_placement(item, placement)
+            outcome[placement] = await self.judge_placement(item, placement)
 
-        if sequential:  # LWE: the learning placement first, then the scoring-only one
-            for placement in placements:
-                if (item.id, placement) not in finished:
-                    await one(placement)
+        if self.sequential:  # LWE: the learning placement first, then the scoring-only one
+            for placement in todo:
+                await one(placement)
         else:
             async with anyio.create_task_group() as tg:
-                for placement in placements:
-                    if (item.id, placement) not in finished:
-                        tg.start_soon(one, placement)
-        judged += 1
+                for placement in todo:
+                    tg.start_soon(one, placement)
+        self.judged += 1
         now = time.perf_counter()
-        results.add_time(now - last_mark, 1)
-        last_mark = now
-        if bar is not None:
-            first = outcome.get(placements[0])
-            failed = any(not ok for ok, _ in outcome.values())
-            bar.update(right=bool(first and first[1]) and not failed, error=failed)
+        self.results.add_time(now - self.last_mark, 1)
+        self.last_mark = now
+        if self.bar is not None:
+            failed = any(not ok for ok, _ in outcome.values())  # right: every placement judged now is right (pair accuracy)
+            self.bar.update(right=bool(outcome) and all(bool(correct) for _, correct in outcome.values()) and not failed, error=failed)
 
-    async def worker() -> None:
-        for item in queue:
-            if stop.is_set():
-                return
-            await judge_item(item)
+    async def judge_all(self, quiet: bool) -> None:
+        todo = [it for it in self.items if not it.degenerate and any((it.id, p) not in self.finished for p in self.placements)]
+        self.bar = Progress(len(todo), f"{self.dataset} {self.mkey}", stream=self.stream) if not quiet else None
+        queue = iter(todo)
 
-    try:
-        async with anyio.create_task_group() as tg:
-            for _ in range(max(1, min(in_flight, len(todo)))):
-                tg.start_soon(worker)
-    finally:
-        results.add_time(time.perf_counter() - last_mark, 0)
-    if stop.is_set():
-        print(
-            f"bench: stopped after {MAX_CONSECUTIVE_ERRORS} failures in a row (see the errors in the summary); "
-            "fix the backend and run the same command again to resume",
-            file=progress_stream or sys.stderr,
-        )
-    final_refine = None
-    if sequential and not stop.is_set():
-        t0 = time.perf_counter()
-        final_refine = await refine_last_batch(app, spec.backend, options.session, results, items, placements)
-        results.add_time(time.perf_counter() - t0, 0)  # the run's wall time includes its last refinement
-    wall = time.perf_counter() - started
-    summary = build_summary(results, items, method, spec, wall, judged)
-    summary["run"]["fingerprint"] = fingerprint
-    summary["run"]["started_with_fingerprint"] = started_with
-    if final_refine is not None and "lwe" in summary:
-        summary["lwe"]["final_refinement"] = final_refine
-        if final_refine["versions"]:
-            summary["lwe"]["last_meta_prompt_version"] = final_refine["versions"][-1]
-    if warnings:
-        summary["warnings"] = warnings
-    return summary
+        async def worker() -> None:
+            for item in queue:
+                if self.stop.is_set():
+                    return
+                await self.judge_item(item)
+
+        try:
+            async with anyio.create_task_group() as tg:
+                for _ in range(max(1, min(self.in_flight(), len(todo)))):
+                    tg.start_soon(worker)
+        finally:
+            self.results.add_time(time.perf_counter() - self.last_mark, 0)
+        if self.stop.is_set():
+            print(
+                f"bench: stopped after {MAX_CONSECUTIVE_ERRORS} failures in a row (see the errors in the summary); "
+                "fix the backend and run the same command again to resume",
+                file=self.stream,
+            )
+
+    async def summary(self) -> dict[str, Any]:
+        final_refine = None
+        if self.sequential and not self.stop.is_set():
+            t0 = time.perf_counter()
+            final_refine = await refine_last_batch(
+                self.app, self.spec.backend, self.options.session, self.results, self.items, self.placements
+            )
+            self.results.add_time(time.perf_counter() - t0, 0)  # the run's wall time includes its last refinement
+        wall = time.perf_counter() - self.started
+        summary = build_summary(self.results, self.items, self.method, self.spec, wall, self.judged)
+        summary["run"]["fingerprint"] = self.fingerprint
+        summary["run"]["started_with_fingerprint"] = self.started_with
+        if final_refine is not None and "lwe" in summary:
+            summary["lwe"]["final_refinement"] = final_refine
+            if final_refine["versions"]:
+                summary["lwe"]["last_meta_prompt_version"] = final_refine["versions"][-1]
+        if self.warnings:
+            summary["warnings"] = self.warnings
+        return summary
 
 
 async def refine_last_batch(
@@ -320,6 +344,7 @@ def build_summary(results: Results, items: list[Item], method: Method, spec: Run
 def machine() -> dict[str, Any]:
     import os
 
+    cores: int | None
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):

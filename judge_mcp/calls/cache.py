@@ -1,4 +1,5 @@
-"""The call cache: temperature-0 requests answered from SQLite, and identical requests in flight sharing one call.
+"""The call cache: temperature-0 requests answered from the store (its table: storage/call_cache.py), and identical
+requests in flight sharing one call.
 
 Keyed by `ChatRequest.cache_key(backend.identity())`: a hash of the exact request and the backend's kind, endpoint
 and model (never its key); a request asking for log-probabilities has its own key, and its cached completion keeps
@@ -13,79 +14,15 @@ write with its verdict; until that write, identical requests are answered from m
 from __future__ import annotations
 
 import asyncio
-import json
-import time
 from collections.abc import Iterable
 from functools import partial
-from typing import Any, NamedTuple
-
-import sqlite_utils
+from typing import Any
 
 from judge_mcp.backends.base import Backend, ChatRequest, Completion, TokenLogprob, Usage
-from judge_mcp.storage.sqlite import Store, dumps, migration
+from judge_mcp.storage.call_cache import CacheRow, CacheTable
+from judge_mcp.storage.engine import Engine
 
-
-@migration
-def m001_call_cache(db: sqlite_utils.Database) -> None:
-    """IF NOT EXISTS: databases made before the tables had their own migrations got it from m001_core. (`hits` is
-    no longer counted: a hit writes nothing.)"""
-    db.execute(
-        """CREATE TABLE IF NOT EXISTS call_cache (
-            key TEXT PRIMARY KEY,
-            backend TEXT NOT NULL,
-            model TEXT NOT NULL,
-            request TEXT NOT NULL,
-            response TEXT NOT NULL,
-            created_at REAL NOT NULL,
-            hits INTEGER NOT NULL DEFAULT 0
-        )"""
-    )
-
-
-class CacheRow(NamedTuple):
-    """A cache row not yet written. A tool call run through `App.run` writes its rows in the same transaction as its
-    verdict (one write per tool call, verdict_log.VerdictLog.log); until then `CallCache` answers from memory."""
-
-    key: str
-    backend: str
-    model: str
-    request: dict[str, Any]
-    response: dict[str, Any]
-
-
-class CacheTable:
-    """The call_cache table's reads and writes. Synchronous: `CallCache` runs them in the store's lanes."""
-
-    def __init__(self, store: Store):
-        self.store = store
-
-    def get_many(self, keys: list[str]) -> dict[str, dict[str, Any]]:
-        """The stored answers among `keys`, by key, in one read (a pure read: a hit writes nothing, so it never waits
-        for a lock)."""
-        found: dict[str, dict[str, Any]] = {}
-        unique = list(dict.fromkeys(keys))
-        for start in range(0, len(unique), 500):  # well under SQLite's limit of bound parameters per statement
-            chunk = unique[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for row in self.store.query(f"SELECT key, response FROM call_cache WHERE key IN ({marks})", chunk):
-                found[row["key"]] = json.loads(row["response"])
-        return found
-
-    def put_many(self, rows: Iterable[CacheRow]) -> None:
-        """Cache rows in one transaction."""
-        with self.store.transaction() as db:
-            self.insert(db, rows)
-
-    @staticmethod
-    def insert(db: sqlite_utils.Database, rows: Iterable[CacheRow]) -> None:
-        """The rows, inside the caller's transaction."""
-        now = time.time()
-        for key, backend, model, request, response in rows:
-            db.execute(
-                "INSERT OR REPLACE INTO call_cache (key, backend, model, request, response, created_at, hits)"
-                " VALUES (?, ?, ?, ?, ?, ?, 0)",
-                [key, backend, model, dumps(request), dumps(response), now],
-            )
+__all__ = ["RECENTLY_WRITTEN", "CacheRow", "CacheTable", "CallCache"]
 
 
 class _Lookup:
@@ -104,7 +41,7 @@ class _Lookup:
         for future in self.waiting:
             if not future.done():
                 if error is None:
-                    future.set_result(found)
+                    future.set_result(found if found is not None else {})
                 else:
                     future.set_exception(error)
 
@@ -155,7 +92,7 @@ RECENTLY_WRITTEN = 1024  # answers kept in memory after their write, for reads t
 class CallCache:
     """One per store; shared by every tool call so that identical requests anywhere share one backend call."""
 
-    def __init__(self, store: Store | None):
+    def __init__(self, store: Engine | None):
         self.store = store
         self._inflight: dict[str, _Flight] = {}
         self._unwritten: dict[str, dict[str, Any]] = {}  # deferred rows' answers, by key, until written or dropped
@@ -188,7 +125,7 @@ class CallCache:
         flight = self._inflight.get(key)
         if flight is None:
             flight = self._inflight[key] = _Flight(asyncio.get_running_loop().create_task(backend.complete(request)))
-            flight.task.add_done_callback(lambda _, f=flight: self._forget(key, f))
+            flight.task.add_done_callback(partial(self._forget, key, flight))
         flight.waiters += 1
         try:
             completion = await asyncio.shield(flight.task)
@@ -243,7 +180,7 @@ class CallCache:
         except Exception as exc:  # the lane could not take it (no thread): every waiter gets the error
             lookup.settle(None, exc)
 
-    def _forget(self, key: str, flight: _Flight) -> None:
+    def _forget(self, key: str, flight: _Flight, _task: object = None) -> None:
         if self._inflight.get(key) is flight:
             del self._inflight[key]
         if flight.task.done() and not flight.task.cancelled():

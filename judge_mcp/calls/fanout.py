@@ -26,7 +26,7 @@ async def run_each(
     failure cancels the rest and is raised as itself (a BackendError, say), not as an exception group; the first to
     fail is raised. Cancelled from outside, it cancels every one and waits for them to end before it stops, so none
     outlives the call (structured, as a task group). Plain asyncio tasks rather than an anyio task group: the group
-    cost ~0.4 ms of CPU per compare_pair in process (docs/performance.md, session 6)."""
+    cost ~0.4 ms of CPU per compare_pair in process."""
     results: list[T | None] = [None] * count
     finished = 0
 
@@ -45,6 +45,7 @@ async def run_each(
     def ended(task: asyncio.Task[None]) -> None:
         nonlocal running
         running -= 1
+        error: BaseException | None
         if task.cancelled():  # by _cancel_and_wait, after the first failure; else from elsewhere, which is a failure
             error = None if over.done() else asyncio.CancelledError()
         else:

@@ -15,7 +15,7 @@ from typing import Any
 from judge_mcp.backends.base import Backend, ChatRequest, Completion
 from judge_mcp.calls.cache import CacheRow, CallCache
 from judge_mcp.calls.record import CallRecord
-from judge_mcp.storage.sqlite import Store
+from judge_mcp.storage.engine import Engine
 from judge_mcp.outputs import UsageOut
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -26,17 +26,20 @@ class Judge:
         self,
         backend: Backend,
         cache: CallCache,
-        store: Store | None = None,
+        store: Engine | None = None,
         *,
         progress: ProgressFn | None = None,
         no_reask: bool = False,
         cache_rows: list[CacheRow] | None = None,
+        shared_option_pool: bool = False,
     ):
         self.backend = backend
         # The papers' strict rule: an answer that does not parse counts as it is (wrong); `ask` sends no re-ask.
         self.no_reask = no_reask
         self.cache = cache
         self.store = store
+        # Settings.shared_option_pool: grade_score_options may draw its unrelated option from other calls' options
+        self.shared_option_pool = shared_option_pool
         self._progress = progress
         self.calls = 0
         self.cached_calls = 0

@@ -15,12 +15,12 @@ every parsed response, and the best text extraction is still shown with the simi
 The paper's known weak spot, a response that opens by repeating the instruction, is detected (`detect_echo`) and
 reported as `echoes_instruction`; the reward itself is left as inferred (see the README).
 
-Pure functions (parsing, extraction, echo detection, ranking) are tested directly in tests/methods/test_flip.py.
+Reading the answers (the JSON grammar, the best extraction of an unparsed one) is in flip_answers.py. Pure
+functions (parsing, extraction, echo detection, ranking) are tested directly in tests/methods/test_flip.py.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -30,19 +30,19 @@ from rapidfuzz import fuzz, utils
 
 from judge_mcp import prompts, validation
 from judge_mcp.backends.base import user
-from judge_mcp.methods import similarity as sim
 from judge_mcp.methods import text_work
+from judge_mcp.methods.similarity import NAMES as SIMILARITY_NAMES, score as similarity_score
 from judge_mcp.methods.ask import ask, bounded
 from judge_mcp.calls.fanout import run_each
 from judge_mcp.methods.ranking import rank_by_score
 from judge_mcp.calls.judge import Judge
-from judge_mcp.methods.parsing import json_objects, neutralise
+from judge_mcp.methods.flip_answers import MAX_EXTRACTION_CHARS, extract_best, parse_inferred
+from judge_mcp.methods.parsing import neutralise
 from judge_mcp.outputs import FlipItem, FlipResult
 
 PROMPT_VARIANTS = (1, 2, 3)
 MAX_RESPONSES = 16
 MAX_TOKENS = 512  # the paper's token limit for every method (§3.1)
-MAX_EXTRACTION_CHARS = 2000
 REWARD_DIGITS = 6  # rewards are rounded to this many digits; equal rounded rewards are ties
 
 # The paper prints the key as "INFERRRED INSTRUCTION" (sic); the authors' code and our schema use the correct one.
@@ -138,142 +138,6 @@ def user_prompt(response: str, *, context: str | None, structured: bool, answer_
     return prompts.render("flip_context_user.txt", context=defuse(context), response=defuse(response), answer_format=fmt)
 
 
-# ---- the answer grammar -----------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Inferred:
-    instruction: str
-    reasoning: str = ""
-
-
-def _key_kind(key: str) -> str | None:
-    """'instruction' for any spelling of the inferred-instruction key, 'reasoning' for the explanation key."""
-    k = re.sub(r"[^a-z]", "", key.lower())
-    if "reason" in k or "explanation" in k:
-        return "reasoning"
-    if "instruc" in k or "prompt" in k:  # INFERRRED INSTRUCTION, inferred_instruction, Instructcion, system_prompt
-        return "instruction"
-    return None
-
-
-_PLACEHOLDER = re.compile(
-    r"^\s*(<[^<>]{0,60}>|\[[^\[\]]{0,60}\]|\.{2,}|…|instruction|n/?a|none|null|\(?the single instruction you inferred\)?)\s*$",
-    re.I,
-)
-
-
-def _usable(value: object) -> str | None:
-    """A non-empty instruction string that is not the prompt's placeholder copied back (`<instruction>`, `[...]`)."""
-    if not isinstance(value, str):
-        return None
-    value = value.strip()
-    if not value or _PLACEHOLDER.match(value):
-        return None
-    return value
-
-
-def _from_dict(data: dict, depth: int = 0) -> Inferred | None:
-    instruction = reasoning = None
-    for key, value in data.items():
-        kind = _key_kind(str(key))
-        if kind == "instruction" and instruction is None:
-            instruction = _usable(value)
-        elif kind == "reasoning" and reasoning is None and isinstance(value, str):
-            reasoning = value.strip()
-    if instruction is not None:
-        return Inferred(instruction, reasoning or "")
-    if depth < 2:  # {"answer": {"INFERRED INSTRUCTION": ...}}
-        for value in data.values():
-            if isinstance(value, dict):
-                found = _from_dict(value, depth + 1)
-                if found is not None:
-                    return found
-    return None
-
-
-# A quoted value: escapes and characters other than the backslash and the closing quote, taken possessively (a
-# backslash is only ever the start of an escape), so a value without its closing quote costs one pass, not a
-# backtracking search.
-_KEYED_VALUE = re.compile(
-    r"""(["'])\s*+(inferr*+ed[ _]++instruction|inferred[ _]++system[ _]++prompt|instruction)\s*+\1\s*+:\s*+(["'])"""
-    r"""((?:\\.|(?!\3)[^\\])*+)\3""",
-    re.I | re.S,
-)
-_KEYED_REASONING = re.compile(r"""(["'])\s*+reasoning\s*+\1\s*+:\s*+(["'])((?:\\.|(?!\2)[^\\])*+)\2""", re.I | re.S)
-
-
-def _unescape(value: str, quote: str) -> str:
-    """A quoted value as text: JSON escapes decoded (a single-quoted value's \\' and bare " allowed too)."""
-    if quote == "'":
-        value = value.replace("\\'", "'").replace('"', '\\"')
-    try:
-        return json.loads(f'"{value}"', strict=False)
-    except ValueError:
-        return value
-
-
-def parse_inferred(text: str) -> Inferred | None:
-    """The inferred instruction from a JSON answer, or None when there is no complete instruction value.
-
-    Accepts the paper's key (`INFERRRED INSTRUCTION`), the correct spelling and other spellings/cases
-    (`inferred_instruction`, `Instruction`, `INFERRED SYSTEM PROMPT`), a fenced or prose-wrapped object, raw newlines
-    in strings, and a single-quoted or unterminated object as long as the instruction value itself is complete.
-    """
-    if not text or not text.strip():
-        return None
-    # The last top-level object first (the answer ends the reply); small models put raw newlines inside strings.
-    for data in reversed(list(json_objects(text, strict=False))):
-        found = _from_dict(data)
-        if found is not None:
-            return found
-    m = _KEYED_VALUE.search(text)
-    if m:
-        value = _usable(_unescape(m.group(4), m.group(3)))
-        if value is not None:
-            r = _KEYED_REASONING.search(text)
-            return Inferred(value, _unescape(r.group(3), r.group(2)).strip() if r else "")
-    return None
-
-
-_CHAT_TOKENS = re.compile(r"<\|[^|>]{1,30}\|>|</?think>|</?s>|\[/?INST\]", re.I)
-_ROLE_PREFIX = re.compile(r"^\s*(?:assistant|answer)\s*:?\s+", re.I)
-_TRUNCATED_VALUE = re.compile(
-    r"""(["'])\s*+(?:inferr*+ed[ _]++instruction|inferred[ _]++system[ _]++prompt|instruction)\s*+\1\s*+:\s*+(["'])(.+)$""", re.I | re.S
-)
-# A labelled line ("**Inferred instruction:** ..."). The marks before the label stay on its line ([ \t], not \s: a
-# run of blank lines is not re-read from each of its line starts); the spacing around the colon is possessive.
-_LABELLED = re.compile(
-    r"""(?im)^[ \t>*#_-]*+(?:the\s++)?+(?:inferr*+ed\s++|reconstructed\s++|likely\s++|original\s++)?+"""
-    r"""(?:system\s++prompt|instruction|prompt)\s*+(?:is)?+[*_]*+\s*+[:\-][*_\s]*+(.+)$"""
-)
-# A quoted instruction: the quoted run stops at any quote mark, opening ones included, so a run of openers without
-# a closer is read once, not once per opener.
-_QUOTED_AFTER = re.compile(r"""(?is)\b(?:instruction|prompt)\b[^"“\n]{0,60}+["“]([^"“”]{8,}+)["”]""")
-
-
-def _clip(text: str) -> str:
-    text = " ".join(text.split())
-    return text[:MAX_EXTRACTION_CHARS]
-
-
-def extract_best(text: str) -> str:
-    """Best effort for an unparsed answer: a truncated JSON value, a labelled line ("Instruction: ..."), a quoted
-    instruction, else the whole answer without chat-template tokens (what the FLIP authors' code falls back to)."""
-    if not text:
-        return ""
-    cleaned = _CHAT_TOKENS.sub(" ", text).replace("```json", " ").replace("```", " ")
-    cleaned = _ROLE_PREFIX.sub("", cleaned)
-    m = _TRUNCATED_VALUE.search(cleaned)
-    if m and m.group(3).strip():
-        return _clip(m.group(3).rstrip().rstrip('"}\'').replace('\\"', '"'))
-    m = _LABELLED.search(cleaned)
-    if m and m.group(1).strip(" *\"'“”"):
-        return _clip(m.group(1).strip(" *\"'“”"))
-    m = _QUOTED_AFTER.search(cleaned)
-    if m:
-        return _clip(m.group(1))
-    return _clip(cleaned)
-
-
 # ---- echo detection ---------------------------------------------------------------------------------------------
 ECHO_THRESHOLD = 0.9
 ECHO_SLACK_CHARS = 60  # room for a preface such as "Sure! You asked me to ..."
@@ -330,8 +194,11 @@ def detect_echo(instruction: str, response: str) -> Echo:
 
 # ---- ranking ----------------------------------------------------------------------------------------------------
 def rank(items: list[FlipItem]) -> tuple[list[int], int | None, list[int]]:
-    """(ranking, best_index, tied_best) by reward; unparsed responses last (see ranking.rank_by_score)."""
-    return rank_by_score([(it.index, it.reward if it.parse_ok else None) for it in items])
+    """(ranking, best_index, tied_best) by reward; unparsed responses last (see ranking.rank_by_score). No response
+    is named best while any stayed unparsed: its reward is unknown (its 0.0 is no judgment), so a parsed response,
+    even one rewarded 0.0, may not be the best; `ranking` still orders the parsed ones."""
+    ranking, best, tied = rank_by_score([(it.index, it.reward if it.parse_ok else None) for it in items])
+    return ranking, best if all(it.parse_ok for it in items) else None, tied
 
 
 # ---- the tool ---------------------------------------------------------------------------------------------------
@@ -343,7 +210,7 @@ def _check(instruction, responses, context, similarity, prompt_variant, answer_o
         if not context.strip():
             context = None  # an empty optional string from a form-filling client means "no context"
     validation.total(instruction, responses, context)
-    validation.choice("similarity", similarity, sim.NAMES)
+    validation.choice("similarity", similarity, SIMILARITY_NAMES)
     validation.choice("prompt_variant", prompt_variant, PROMPT_VARIANTS)
     validation.choice("answer_order", answer_order, ANSWER_ORDERS)
     return responses, context
@@ -376,7 +243,7 @@ async def infer_one(
     echo = await text_work.run(detect_echo, instruction, response, size=text_work.chars(instruction, response))
     if result.value is not None:
         inferred = result.value.instruction
-        score = await text_work.run(sim.score, similarity, inferred, instruction, size=text_work.chars(inferred, instruction))
+        score = await text_work.run(similarity_score, similarity, inferred, instruction, size=text_work.chars(inferred, instruction))
         reward = round(score, REWARD_DIGITS)
         return FlipItem(
             index=index,
@@ -400,7 +267,7 @@ async def infer_one(
         echo_score=echo.score,
         reasoning="",
         reasked=result.reasked,
-        extraction_reward=round(sim.score(similarity, extracted, instruction), REWARD_DIGITS) if extracted else 0.0,
+        extraction_reward=round(similarity_score(similarity, extracted, instruction), REWARD_DIGITS) if extracted else 0.0,
         raw_answer=result.text[-MAX_EXTRACTION_CHARS:],
         continued=result.continued,
         truncated=result.truncated,

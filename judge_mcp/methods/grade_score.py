@@ -39,7 +39,8 @@ from judge_mcp.methods.ask import ask
 from judge_mcp.calls.fanout import run_each
 from judge_mcp.calls.judge import Judge
 from judge_mcp.methods.parsing import neutralise, parse_json_object
-from judge_mcp.methods.unrelated_pool import OptionPool, call_seed, choose_unrelated, insertion_position
+from judge_mcp.methods.unrelated_pool import call_seed, choose_unrelated, insertion_position
+from judge_mcp.storage.option_pool import OptionPool
 from judge_mcp.outputs import GradeScoreResult, GradeTrial
 
 VARIANTS = (1, 2, 3, 4)
@@ -327,7 +328,7 @@ async def grade_score_options(
     base = list(range(n))
     unrelated = None
     if unrelated_option:
-        unrelated = await anyio.to_thread.run_sync(partial(choose_unrelated, judge.store, instruction, options))
+        unrelated = await anyio.to_thread.run_sync(partial(choose_unrelated, judge.store, instruction, options, shared=judge.shared_option_pool))
         texts.append(unrelated.text)
         base.insert(insertion_position(call_seed(instruction, options), n), n)
     m = len(texts)

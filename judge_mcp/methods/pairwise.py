@@ -56,7 +56,7 @@ class Verdict:
 @lru_cache(maxsize=8)  # static per template (a shared object: callers must not change it); so is system_prompt
 def verdict_schema(template: str) -> dict:
     """The structured answer's schema: the template's free-text fields (length-bounded), then the verdict."""
-    props = {name: {"type": "string"} for name in JSON_FIELDS[template]}
+    props: dict[str, dict] = {name: {"type": "string"} for name in JSON_FIELDS[template]}
     props["verdict"] = {"type": "string", "enum": list(LABELS)}
     schema = {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
     return bounded(schema, FIELD_MAX_CHARS)
@@ -138,7 +138,7 @@ def _is_echo(text: str, m: re.Match, index: _EchoIndex) -> bool:
     return index.holds(label, before, after)
 
 
-def parse_label(text: str, judged: list[str] = ()) -> Verdict | None:
+def parse_label(text: str, judged: tuple[str, ...] | list[str] = ()) -> Verdict | None:
     """The judge's binary label, or None (unparsed).
 
     JudgeBench's Arena-Hard rule (collect every `[[...]]` label; if they differ, the judgment is unparseable),
@@ -186,7 +186,7 @@ def parse_label(text: str, judged: list[str] = ()) -> Verdict | None:
     return Verdict(label, text[: last.start()].strip(), last.start())
 
 
-def parse_structured(text: str, template: str, judged: list[str] = ()) -> Verdict | None:
+def parse_structured(text: str, template: str, judged: tuple[str, ...] | list[str] = ()) -> Verdict | None:
     """The `verdict` field of the JSON answer; anything but one of the two labels is unparsed.
 
     The answer is the object parsing.answer_object picks: the last top-level object carrying the schema's keys,

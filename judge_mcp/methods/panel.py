@@ -1,4 +1,4 @@
-"""Judge panels and the self-preference guard (issue 16, items 3 and 4), as pure functions.
+"""Judge panels and the self-preference guard, as pure functions.
 
 A *panel* is 2-8 named backends judging the same input, each with the unchanged method (compare_pair or
 grade_score_options); App.run_panel runs them concurrently and hands their outcomes to `combine_pairs` /
@@ -256,7 +256,7 @@ def _panel_warnings(t: Tally, members: Sequence[Member], what: str) -> list[str]
         out.append(f"the panel is tied between {what} {', '.join(t.tied)}: no winner")
     elif t.winner is None:
         out.append(
-            f"no {what} has a majority of the {t.answered} members that answered ({t.needed} needed; "
+            f"no {what.removesuffix('s')} has a majority of the {t.answered} members that answered ({t.needed} needed; "
             f"votes {t.counts or 'none'}, {t.abstained} abstained): no winner"
         )
     return out
@@ -305,6 +305,32 @@ def _grade_vote(result: GradeScoreResult) -> str | None:
     return str(result.winner_index)
 
 
+def _grade_entry(m: Member) -> GradePanelMember:
+    """A member's line in the panel's grade_score_options result (its own result's figures, if it answered)."""
+    r = m.result
+    return GradePanelMember(
+        backend=m.backend, model=m.model, status=m.status, error=m.error, usage=m.usage,
+        winner_index=r.winner_index if r else None,
+        tied_indices=r.tied_indices if r else [],
+        grade_score=r.grade_score if r else None,
+        llm_score=r.llm_score if r else None,
+        choice_score=r.choice_score if r else None,
+        trials=r.trials if r else [],
+        warnings=r.warnings if r else [],
+    )
+
+
+def _unrelated_fields(first: GradeScoreResult | None, option_counts: Sequence[int]) -> dict[str, Any]:
+    """The unrelated option's fields, from the first member that answered (every member was shown the same one)."""
+    index = first.unrelated_index if first else None
+    return {
+        "unrelated_index": index,
+        "unrelated_picked": option_counts[index] if index is not None and option_counts else 0,
+        "unrelated_option": first.unrelated_option if first else None,
+        "unrelated_source": first.unrelated_source if first else None,
+    }
+
+
 def combine_grades(members: Sequence[Member], *, prompt_variant: int, latency_ms: float, warnings: Sequence[str] = ()) -> GradeScoreResult:
     """The panel's grade_score_options result: `winner_index` by the members' vote; the counts and scores
     (position_counts, option_counts, llm_score, choice_score, grade_score) over every member's trials pooled."""
@@ -312,36 +338,17 @@ def combine_grades(members: Sequence[Member], *, prompt_variant: int, latency_ms
     selected = [m for m in members if not m.excluded]
     t = tally([_grade_vote(m.result) for m in answered], quorum(len(selected)))
     pooled = [trial for m in answered for trial in m.result.trials]
-    shown = len(pooled[0].order) if pooled else 0
-    s = grade_score.summarise(pooled, shown)
-    first = answered[0].result if answered else None
-    unrelated_index = first.unrelated_index if first else None
-    entries = [
-        GradePanelMember(
-            backend=m.backend, model=m.model, status=m.status, error=m.error, usage=m.usage,
-            winner_index=m.result.winner_index if m.result else None,
-            tied_indices=m.result.tied_indices if m.result else [],
-            grade_score=m.result.grade_score if m.result else None,
-            llm_score=m.result.llm_score if m.result else None,
-            choice_score=m.result.choice_score if m.result else None,
-            trials=m.result.trials if m.result else [],
-            warnings=m.result.warnings if m.result else [],
-        )
-        for m in members
-    ]
+    s = grade_score.summarise(pooled, len(pooled[0].order) if pooled else 0)
     return GradeScoreResult(
         winner_index=int(t.winner) if t.winner is not None else None,
         tied_indices=[int(i) for i in t.tied],
         trials=[],
         **grade_score.score_fields(s),
-        unrelated_index=unrelated_index,
-        unrelated_picked=s.option_counts[unrelated_index] if unrelated_index is not None and s.option_counts else 0,
-        unrelated_option=first.unrelated_option if first else None,
-        unrelated_source=first.unrelated_source if first else None,
+        **_unrelated_fields(answered[0].result if answered else None, s.option_counts),
         prompt_variant=prompt_variant,
         warnings=[*warnings, *_panel_warnings(t, members, "options")],
         model=panel_model(members),
         usage=sum_usage(members, latency_ms),
-        panel=entries,
+        panel=[_grade_entry(m) for m in members],
         panel_votes=_votes(t, members),
     )

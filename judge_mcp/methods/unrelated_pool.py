@@ -1,70 +1,23 @@
 """Unrelated-option sampling (shared/papers/grade_score.txt §4.6): pick one option that answers a *different*
 instruction, to add to a `grade_score_options` call as a sanity check on the judge.
 
-Candidates come from `BUILTIN_POOL` below. The option pool in SQLite (options of earlier calls for other
-instructions, from every client of the database) is drawn from only when the operator sets
-`JUDGE_MCP_SHARED_OPTION_POOL=1`: by default one client's option text is never shown to another client's judge
-(nor returned in its `unrelated_option`). Options are still stored, so enabling the setting later finds a pool. The pick is deterministic for a given call and pool: each candidate is ranked by a
-hash of (call seed, candidate text) and the lowest wins (rendezvous hashing), so a repeated call draws the same
-option, and hence sends the same requests and hits the call cache, unless a newer pool entry happens to rank lower.
+Candidates come from `BUILTIN_POOL` below. The stored option pool (storage/option_pool.py: options of earlier calls
+for other instructions, from every client of the database) is drawn from only when the operator sets
+`JUDGE_MCP_SHARED_OPTION_POOL=1` (read by config.py, passed down as `Judge.shared_option_pool`): by default one
+client's option text is never shown to another client's judge (nor returned in its `unrelated_option`). Options
+are still stored, so enabling the setting later finds a pool. The pick is deterministic for a given call and pool:
+each candidate is ranked by a hash of (call seed, candidate text) and the lowest wins (rendezvous hashing), so a
+repeated call draws the same option, and hence sends the same requests and hits the call cache, unless a newer
+pool entry happens to rank lower.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
-import time
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-import sqlite_utils
-
-from judge_mcp.storage.sqlite import OffLoop, Store, migration
-
-
-@migration
-def m003_option_pool(db: sqlite_utils.Database) -> None:
-    """The option pool: each grade_score_options call's options under its instruction's hash (databases made before
-    this migration got the table from m001_core: IF NOT EXISTS)."""
-    db.execute(
-        """CREATE TABLE IF NOT EXISTS option_pool (
-            id INTEGER PRIMARY KEY,
-            instruction_hash TEXT NOT NULL,
-            instruction TEXT NOT NULL,
-            option TEXT NOT NULL,
-            created_at REAL NOT NULL,
-            UNIQUE(instruction_hash, option)
-        )"""
-    )
-
-
-def _instruction_hash(instruction: str) -> str:
-    return hashlib.sha256(instruction.strip().encode("utf-8")).hexdigest()
-
-
-class OptionPool:
-    """The option pool's reads and writes (`pool.aio.NAME(...)` runs one in a worker thread)."""
-
-    def __init__(self, store: Store):
-        self.store = store
-        self.aio = OffLoop(self)
-
-    def add(self, instruction: str, options: list[str]) -> None:
-        digest, now = _instruction_hash(instruction), time.time()
-        with self.store.transaction() as db:
-            for option in options:
-                db.execute(
-                    "INSERT OR IGNORE INTO option_pool (instruction_hash, instruction, option, created_at) VALUES (?, ?, ?, ?)",
-                    [digest, instruction, option, now],
-                )
-
-    def others(self, exclude_instruction: str, limit: int = 200) -> list[dict[str, Any]]:
-        """Stored options that answer a different instruction (newest first)."""
-        return self.store.query(
-            "SELECT instruction, option FROM option_pool WHERE instruction_hash != ? ORDER BY id DESC LIMIT ?",
-            [_instruction_hash(exclude_instruction), limit],
-        )
+from judge_mcp.storage.engine import Engine
+from judge_mcp.storage.option_pool import OptionPool
 
 # (instruction, answer) pairs on everyday topics: each is a plausible answer, but to its own instruction only.
 BUILTIN_POOL: tuple[tuple[str, str], ...] = (
@@ -125,21 +78,6 @@ BUILTIN_POOL: tuple[tuple[str, str], ...] = (
 
 # How many of the newest pool entries are considered (the store returns newest first).
 POOL_LIMIT = 1000
-SHARED_POOL_ENV = "JUDGE_MCP_SHARED_OPTION_POOL"
-_TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
-
-
-def shared_pool_enabled(environ: Mapping[str, str] | None = None) -> bool:
-    """Whether the stored option pool (earlier calls of any client) may be drawn from: JUDGE_MCP_SHARED_OPTION_POOL
-    = 1/true/yes/on; unset or 0/false/no/off: built-in pool only. Any other value is an error naming the variable."""
-    raw = (os.environ if environ is None else environ).get(SHARED_POOL_ENV, "").strip().lower()
-    if raw in _TRUE:
-        return True
-    if raw in _FALSE:
-        return False
-    from judge_mcp.validation import InputError
-
-    raise InputError(f"{SHARED_POOL_ENV} must be 1 or 0 (true/false), got {raw!r}")
 
 
 @dataclass(frozen=True)
@@ -176,13 +114,11 @@ def pick(seed: bytes, instruction: str, options: list[str], candidates: list[tup
     return min(usable, key=lambda c: _rank(seed, c[1]))
 
 
-def choose_unrelated(store: Store | None, instruction: str, options: list[str], shared: bool | None = None) -> UnrelatedOption:
-    """Draw the unrelated option: from the SQLite option pool when sharing it is enabled (`shared`, by default the
-    JUDGE_MCP_SHARED_OPTION_POOL setting) and it has a usable entry, else the built-in pool. Reads the database:
-    async callers run it in a worker thread."""
+def choose_unrelated(store: Engine | None, instruction: str, options: list[str], *, shared: bool) -> UnrelatedOption:
+    """Draw the unrelated option: from the stored option pool when sharing it is enabled (`shared`: the operator's
+    JUDGE_MCP_SHARED_OPTION_POOL, `Settings.shared_option_pool`) and it has a usable entry, else the built-in pool.
+    Reads the database: async callers run it in a worker thread."""
     seed = call_seed(instruction, options)
-    if shared is None:
-        shared = shared_pool_enabled()
     if store is not None and shared:
         rows = OptionPool(store).others(instruction, limit=POOL_LIMIT)
         chosen = pick(seed, instruction, options, [(r["instruction"], r["option"]) for r in rows])

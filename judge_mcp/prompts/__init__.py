@@ -7,14 +7,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from importlib import resources
-from importlib.resources.abc import Traversable
 
 _PLACEHOLDER = re.compile(r"\{\{([a-z_][a-z0-9_]*)\}\}")
-
-
-def template_files() -> list[Traversable]:
-    """Every template file, sorted by name."""
-    return sorted((f for f in resources.files(__name__).iterdir() if f.name.endswith(".txt")), key=lambda f: f.name)
 
 
 @lru_cache(maxsize=None)

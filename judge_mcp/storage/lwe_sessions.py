@@ -1,9 +1,10 @@
-"""The LWE repository: its tables (migration m002_lwe) and every read and write of sessions, meta-prompt versions
-and the feedback buffer. The algorithm that uses them is in judging.py, the administration in sessions.py.
+"""The LWE repository: every read and write of sessions, meta-prompt versions and the feedback buffer (tables made
+by migrations.m003_lwe). The algorithm that uses them is in methods/lwe/judging.py, the administration in
+methods/lwe/sessions.py.
 
-Writes that must be all-or-nothing run in one `Store.transaction()`; a version is committed only if the session is
-still at the version the caller read (else `LweConflict`, nothing written). Async code calls `repo.aio.NAME(...)`,
-which runs the method in a worker thread like `store.aio`.
+Writes that must be all-or-nothing run in one `transaction()`; a version is committed only if the session is
+still at the version the caller read (else `LweConflict`, nothing written). Async code awaits `repo.aio.NAME(...)`
+(`LweOffLoop`), which runs the method in a worker thread.
 """
 
 from __future__ import annotations
@@ -12,9 +13,8 @@ import json
 import time
 from typing import Any
 
-import sqlite_utils
-
-from judge_mcp.storage.sqlite import OffLoop, Store, migration
+from judge_mcp.storage.engine import Engine
+from judge_mcp.storage.lanes import in_thread
 
 
 class LweConflict(Exception):
@@ -24,64 +24,12 @@ class LweConflict(Exception):
 LWE_REASONS = ("initial", "refine", "condense", "reset", "rollback")
 
 
-@migration
-def m002_lwe(db: sqlite_utils.Database) -> None:
-    """LWE sessions: one row per session, every meta-prompt version ever made, and the feedback buffer.
-
-    A version's `parent` is the version that was current when it was made (the one it replaced); a rollback also
-    records `restored_from`. Feedback rows are `pending` until one refinement uses them (`used`, with the version
-    they produced) or a reset drops them (`discarded`, with the reset version); they are never deleted.
-    """
-    db.execute(
-        """CREATE TABLE IF NOT EXISTS lwe_sessions (
-            name TEXT PRIMARY KEY,
-            current_version INTEGER NOT NULL,
-            batch_size INTEGER NOT NULL CHECK (batch_size BETWEEN 1 AND 64),
-            created_at REAL NOT NULL,
-            updated_at REAL NOT NULL
-        )"""
-    )
-    db.execute(
-        """CREATE TABLE IF NOT EXISTS lwe_versions (
-            session TEXT NOT NULL REFERENCES lwe_sessions(name),
-            version INTEGER NOT NULL CHECK (version >= 1),
-            parent INTEGER,
-            reason TEXT NOT NULL CHECK (reason IN ('initial', 'refine', 'condense', 'reset', 'rollback')),
-            text TEXT NOT NULL,
-            restored_from INTEGER,
-            feedback_ids TEXT NOT NULL DEFAULT '[]',
-            created_at REAL NOT NULL,
-            PRIMARY KEY (session, version)
-        )"""
-    )
-    db.execute(
-        """CREATE TABLE IF NOT EXISTS lwe_feedback (
-            id INTEGER PRIMARY KEY,
-            session TEXT NOT NULL REFERENCES lwe_sessions(name),
-            meta_version INTEGER NOT NULL,
-            prompt TEXT NOT NULL,
-            response_a TEXT NOT NULL,
-            response_b TEXT NOT NULL,
-            eval_prompt TEXT NOT NULL,
-            judgment TEXT NOT NULL,
-            winner TEXT CHECK (winner IN ('A', 'B')),
-            feedback TEXT NOT NULL,
-            feedback_parse_ok INTEGER NOT NULL,
-            status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'used', 'discarded')),
-            used_in_version INTEGER,
-            created_at REAL NOT NULL,
-            used_at REAL
-        )"""
-    )
-    db.execute("CREATE INDEX IF NOT EXISTS lwe_feedback_status ON lwe_feedback(session, status, id)")
-
-
 class LweRepository:
     """Sessions, versions and feedback of every LWE session in one Store."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Engine):
         self.store = store
-        self.aio = OffLoop(self)
+        self.aio = LweOffLoop(self)
 
     def session_row(self, session: str) -> dict[str, Any] | None:
         """The session with its current meta-prompt text and pending-feedback count, or None."""
@@ -101,14 +49,13 @@ class LweRepository:
         if row is not None:
             return row
         now = time.time()
-        with self.store.transaction() as db:
-            exists = list(db.query("SELECT 1 FROM lwe_sessions WHERE name = ?", [session]))
-            if not exists:
-                db.execute(
+        with self.store.transaction() as tx:
+            if not tx.query("SELECT 1 FROM lwe_sessions WHERE name = ?", [session]):
+                tx.execute(
                     "INSERT INTO lwe_sessions (name, current_version, batch_size, created_at, updated_at) VALUES (?, 1, ?, ?, ?)",
                     [session, batch_size, now, now],
                 )
-                db.execute(
+                tx.execute(
                     "INSERT INTO lwe_versions (session, version, parent, reason, text, created_at) VALUES (?, 1, NULL, 'initial', ?, ?)",
                     [session, initial_text, now],
                 )
@@ -143,8 +90,8 @@ class LweRepository:
 
     def add_feedback(self, session: str, item: dict[str, Any]) -> tuple[int, int]:
         """Buffer one feedback item; (its id, pending items in the session after the insert)."""
-        with self.store.transaction() as db:
-            cursor = db.execute(
+        with self.store.transaction() as tx:
+            feedback_id = tx.insert(
                 "INSERT INTO lwe_feedback (session, meta_version, prompt, response_a, response_b, eval_prompt, judgment,"
                 " winner, feedback, feedback_parse_ok, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
                 [
@@ -161,8 +108,8 @@ class LweRepository:
                     time.time(),
                 ],
             )
-            pending = list(db.query("SELECT COUNT(*) AS n FROM lwe_feedback WHERE session = ? AND status = 'pending'", [session]))
-            return int(cursor.lastrowid), int(pending[0]["n"])
+            pending = tx.query("SELECT COUNT(*) AS n FROM lwe_feedback WHERE session = ? AND status = 'pending'", [session])
+            return feedback_id, int(pending[0]["n"])
 
     def pending(self, session: str, limit: int | None = None) -> list[dict[str, Any]]:
         """Buffered feedback items, oldest first."""
@@ -194,31 +141,72 @@ class LweRepository:
             raise ValueError(f"unknown meta-prompt version reason {reason!r}")
         now = time.time()
         ids = [int(i) for i in use_feedback]
-        with self.store.transaction() as db:
-            rows = list(db.query("SELECT current_version FROM lwe_sessions WHERE name = ?", [session]))
+        with self.store.transaction() as tx:
+            rows = tx.query("SELECT current_version FROM lwe_sessions WHERE name = ?", [session])
             if not rows:
                 raise LweConflict(f"session {session!r} does not exist")
             if rows[0]["current_version"] != expected_version:
                 raise LweConflict(f"session {session!r} is at version {rows[0]['current_version']}, not {expected_version}")
-            version = list(db.query("SELECT MAX(version) AS v FROM lwe_versions WHERE session = ?", [session]))[0]["v"] + 1
-            db.execute(
+            version = tx.query("SELECT MAX(version) AS v FROM lwe_versions WHERE session = ?", [session])[0]["v"] + 1
+            tx.execute(
                 "INSERT INTO lwe_versions (session, version, parent, reason, text, restored_from, feedback_ids, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [session, version, expected_version, reason, text, restored_from, json.dumps(ids), now],
             )
             if ids:
                 marks = ",".join("?" * len(ids))
-                cursor = db.execute(
+                marked = tx.execute(
                     f"UPDATE lwe_feedback SET status = 'used', used_in_version = ?, used_at = ?"
                     f" WHERE session = ? AND status = 'pending' AND id IN ({marks})",
                     [version, now, session, *ids],
                 )
-                if cursor.rowcount != len(set(ids)):
+                if marked != len(set(ids)):
                     raise LweConflict(f"feedback items {ids} of session {session!r} are no longer all pending")
             if discard_pending:
-                db.execute(
+                tx.execute(
                     "UPDATE lwe_feedback SET status = 'discarded', used_in_version = ?, used_at = ? WHERE session = ? AND status = 'pending'",
                     [version, now, session],
                 )
-            db.execute("UPDATE lwe_sessions SET current_version = ?, updated_at = ? WHERE name = ?", [version, now, session])
+            tx.execute("UPDATE lwe_sessions SET current_version = ?, updated_at = ? WHERE name = ?", [version, now, session])
         return version
+
+
+class LweOffLoop:
+    """`LweRepository.aio`: the repository's methods that async code needs, each awaited in a worker thread."""
+
+    def __init__(self, repo: LweRepository):
+        self._repo = repo
+
+    async def session_row(self, session: str) -> dict[str, Any] | None:
+        return await in_thread(self._repo.session_row, session)
+
+    async def ensure_session(self, session: str, batch_size: int, initial_text: str) -> dict[str, Any]:
+        return await in_thread(self._repo.ensure_session, session, batch_size, initial_text)
+
+    async def pending(self, session: str, limit: int | None = None) -> list[dict[str, Any]]:
+        return await in_thread(self._repo.pending, session, limit)
+
+    async def add_feedback(self, session: str, item: dict[str, Any]) -> tuple[int, int]:
+        return await in_thread(self._repo.add_feedback, session, item)
+
+    async def commit_version(
+        self,
+        session: str,
+        *,
+        expected_version: int,
+        text: str,
+        reason: str,
+        use_feedback: list[int] | tuple[int, ...] = (),
+        restored_from: int | None = None,
+        discard_pending: bool = False,
+    ) -> int:
+        return await in_thread(
+            self._repo.commit_version,
+            session,
+            expected_version=expected_version,
+            text=text,
+            reason=reason,
+            use_feedback=use_feedback,
+            restored_from=restored_from,
+            discard_pending=discard_pending,
+        )

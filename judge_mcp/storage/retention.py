@@ -5,19 +5,21 @@ from __future__ import annotations
 
 import time
 
-from judge_mcp.storage.sqlite import Store
+from judge_mcp.storage.call_cache import CacheTable
+from judge_mcp.storage.engine import Engine
+from judge_mcp.storage.verdict_log import VerdictLog
 
 
-def gc(store: Store, *, cache_older_than_s: float | None = None, verdicts_older_than_s: float | None = None, vacuum: bool = False) -> dict[str, int]:
+def gc(store: Engine, *, cache_older_than_s: float | None = None, verdicts_older_than_s: float | None = None, vacuum: bool = False) -> dict[str, int]:
     """Delete the rows older than the given ages in one transaction; with `vacuum`, then give the space back to the
     filesystem (SQLite otherwise reuses it for new rows). The number of rows deleted per table."""
     now = time.time()
     counts = {"call_cache": 0, "verdicts": 0}
-    with store.transaction() as db:
+    with store.transaction() as tx:
         if cache_older_than_s is not None:
-            counts["call_cache"] = db.execute("DELETE FROM call_cache WHERE created_at < ?", [now - cache_older_than_s]).rowcount
+            counts["call_cache"] = CacheTable.delete_older_than(tx, now - cache_older_than_s)
         if verdicts_older_than_s is not None:
-            counts["verdicts"] = db.execute("DELETE FROM verdicts WHERE created_at < ?", [now - verdicts_older_than_s]).rowcount
+            counts["verdicts"] = VerdictLog.delete_older_than(tx, now - verdicts_older_than_s)
     if vacuum:
         store.vacuum()
     return counts

@@ -1,75 +1,34 @@
-"""All state in one SQLite file (WAL) through sqlite-utils: the connections, transactions and the migration registry
-(each module that owns tables registers its migrations and holds its SQL: the call cache in methods/call_cache.py,
-the verdict log in verdict_log.py, LWE in methods/lwe/repository.py, the option pool in methods/unrelated_pool.py,
-the bench in bench/results.py).
+"""The SQLite engine (`engine.Engine`): all state in one file (WAL), its connections and transactions.
 
 Every write that must be all-or-nothing runs inside `Store.transaction()` (BEGIN IMMEDIATE ... COMMIT), so a process
 killed at any moment leaves either the whole change or none of it. A database that cannot be opened, read or written
 (a directory or a non-SQLite file at the path, a full disk, a lock held past the busy timeout) raises `StoreError`,
-naming the file and SQLite's reason; a failed write is rolled back first, so nothing of it is kept. One `Store` may be shared by threads and tasks:
-writes go through one connection under a re-entrant lock, reads outside a transaction through a second, read-only
-one (in WAL mode a read never waits for a writer), and other processes are serialised by SQLite itself (busy
-timeout; a lock held past it is a StoreError that says so).
-
-Async code never calls the store on the event loop: `await store.aio.NAME(...)` runs the method in a worker
-thread, so a write waiting for another process's lock stalls only the call that needs it, never other clients.
-The two trips of every tool call (the call cache's read, the verdict's write) take a cheaper road: each `Store` has
-two persistent threads of its own, `store.reads` and `store.writes` (`Lane`), which run their jobs in order. A read
-never queues behind a write (a write waiting for another process's lock holds up only later writes, which would
-wait for the writing connection's lock anyway). A job that has been handed to a lane runs to its end even if its
-caller stops waiting: a write transaction is committed or rolled back whole, never cut off.
+naming the file and SQLite's reason; a failed write is rolled back first, so nothing of it is kept. One `Store` may
+be shared by threads and tasks: writes go through one connection under a re-entrant lock, reads outside a
+transaction through a second, read-only one (in WAL mode a read never waits for a writer), and other processes are
+serialised by SQLite itself (busy timeout; a lock held past it is a StoreError that says so). Async code never
+calls it on the event loop: see lanes.py. What is SQLite's own stays here: the PRAGMAs, the application_id mark,
+dropping a column on an SQLite older than 3.35.
 """
 
 from __future__ import annotations
 
-import asyncio
-import importlib
-import json
-import queue
+import os
 import sqlite3
 import threading
-import time
-import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from functools import partial
 from pathlib import Path
 from typing import Any
 
-import anyio
-import anyio.to_thread
-import sqlite_utils
+from judge_mcp.storage import migrations as schema
+from judge_mcp.storage.engine import Dialect, Migration, StoreError
+from judge_mcp.storage.lanes import Lane
 
-Migration = Callable[[sqlite_utils.Database], None]
-MIGRATIONS: dict[str, Migration] = {}
+__all__ = ["APPLICATION_ID", "SQLITE", "SqliteTx", "Store", "StoreError"]
 
-# The migration registry. Each module that owns tables registers its forward-only migrations with @migration;
-# `Store.migrate()` applies every registered one not yet recorded in `_migrations`, in name order (m001..., m002...,
-# m101... for the bench), each in the same transaction as its record. Every judge-mcp database has the tables of
-# the modules below (imported before migrating); the bench's tables exist in the databases the bench opens
-# (judge_mcp.bench.results registers them and migrates on use).
-SCHEMA_MODULES = (
-    "judge_mcp.calls.cache",
-    "judge_mcp.storage.verdict_log",
-    "judge_mcp.storage.lwe_sessions",
-    "judge_mcp.methods.unrelated_pool",
-)
-
-
-def migration(fn: Migration) -> Migration:
-    """Register a forward-only migration under its function name (which fixes its order); it runs once per database."""
-    if fn.__name__ in MIGRATIONS and MIGRATIONS[fn.__name__] is not fn:
-        raise ValueError(f"two migrations are named {fn.__name__!r}")
-    MIGRATIONS[fn.__name__] = fn
-    return fn
-
-class StoreError(Exception):
-    """The database could not be opened, read or written (the message names the file and the reason)."""
-
-
-def dumps(value: Any) -> str:
-    """A JSON column's text: the one encoding every table uses (sorted keys, non-ASCII kept)."""
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+SQLITE = Dialect(name="sqlite", auto_id="INTEGER PRIMARY KEY", real="REAL")
+DROP_COLUMN = sqlite3.sqlite_version_info >= (3, 35, 0)  # ALTER TABLE ... DROP COLUMN; older: the table is rebuilt
 
 # `PRAGMA application_id` of every judge-mcp database ("JMCP"): a non-empty SQLite file without it is another
 # application's, and is refused rather than migrated.
@@ -92,102 +51,85 @@ def _claim(conn: sqlite3.Connection) -> None:
     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
 
 
-class OffLoop:
-    """`x.aio.NAME(...)`: the method NAME of `x` (the store or a repository over it), awaited in a worker thread
-    (see the module docstring)."""
-
-    def __init__(self, target: Any):
-        self._target = target
-
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        method = getattr(self._target, name)
-
-        async def call(*args: Any, **kwargs: Any) -> Any:
-            return await anyio.to_thread.run_sync(partial(method, *args, **kwargs))
-
-        return call
+def _rows(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
+    names = [column[0] for column in cursor.description or ()]
+    return [dict(zip(names, row)) for row in cursor.fetchall()]
 
 
-def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
-    if future.cancelled():  # the caller stopped waiting; the job ran to its end all the same
-        return
-    if error is None:
-        future.set_result(result)
-    else:
-        future.set_exception(error)
+class SqliteTx:
+    """`engine.Tx` over the writing connection, inside `Store.transaction()`."""
+
+    dialect = SQLITE
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return self.conn.execute(sql, params).rowcount
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        return _rows(self.conn.execute(sql, params))
+
+    def insert(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return int(self.conn.execute(sql, params).lastrowid or 0)
+
+    def columns(self, table: str) -> set[str]:
+        return {row[1] for row in self.conn.execute("SELECT * FROM pragma_table_info(?)", [table])}
+
+    def drop_column(self, table: str, column: str) -> None:
+        if DROP_COLUMN:
+            self.conn.execute(f'ALTER TABLE "{table}" DROP COLUMN "{column}"')
+            return
+        # SQLite before 3.35: sqlite-utils writes the rebuild (a new table, the rows copied, the old one dropped,
+        # the new one renamed), run here inside this transaction (its `transform` would commit on its own)
+        import sqlite_utils
+
+        for sql in sqlite_utils.Database(self.conn, recursive_triggers=False).table(table).transform_sql(drop={column}):
+            self.conn.execute(sql)
 
 
-def _serve(jobs: queue.SimpleQueue[Any]) -> None:
-    """A lane's thread: run each job, hand its outcome to the caller's event loop; None stops the thread."""
-    while (job := jobs.get()) is not None:
-        fn, loop, then = job
-        try:
-            result, error = fn(), None
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller, whatever it is
-            result, error = None, exc
-        try:
-            loop.call_soon_threadsafe(then, result, error)
-        except RuntimeError:  # the caller's event loop has closed: nobody is left to tell
-            pass
-        del job, fn, loop, then, result, error
-
-
-class Lane:
-    """One persistent worker thread that runs a store's jobs in order, off the event loop: a cheaper trip than a
-    worker thread borrowed per call (anyio.to_thread): the caller's side is a queue entry and a future, the thread
-    answers through `loop.call_soon_threadsafe`. Started on first use; stopped by `close()` (after the jobs handed to
-    it before) or when its store is garbage collected. A job runs to its end even if its caller is cancelled, so a
-    write transaction is never cut off: it commits or rolls back whole."""
-
-    def __init__(self, name: str):
-        self.name = name
-        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._start = threading.Lock()
-
-    async def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """`fn(*args, **kwargs)` in the lane's thread; its result, or its exception raised here. A caller cancelled
-        while it waits stops waiting; the job still runs to its end."""
-        future = asyncio.get_running_loop().create_future()
-        self.submit(partial(fn, *args, **kwargs) if args or kwargs else fn, partial(_settle, future))
-        return await future
-
-    def submit(self, fn: Callable[[], Any], then: Callable[[Any, BaseException | None], None]) -> None:
-        """Hand `fn()` to the lane's thread; `then(result, None)` or `then(None, exception)` is called on this event
-        loop once it has run (call it on the event loop's thread)."""
-        if self._thread is None:
-            self._started()
-        self._jobs.put((fn, asyncio.get_running_loop(), then))
-
-    def _started(self) -> None:
-        with self._start:
-            if self._thread is None:
-                thread = threading.Thread(target=_serve, args=(self._jobs,), name=self.name, daemon=True)
-                thread.start()
-                self._thread = thread
-
-    def close(self) -> None:
-        """Stop the thread once the jobs handed to it so far are done (waits for them)."""
-        with self._start:
-            thread, self._thread = self._thread, None
-        if thread is not None:
-            self._jobs.put(None)
-            if thread is not threading.current_thread():
-                thread.join()
+def _path_problem(path: Path) -> str | None:
+    """Why a database cannot be created or opened at `path`, in words (SQLite only says "unable to open database
+    file"): a folder at the path, a file where a folder should be, a read-only filesystem, no write permission.
+    None when none of these is the cause."""
+    if str(path) == ":memory:":
+        return None
+    if path.is_dir():
+        return "that path is a folder, not a file (give JUDGE_MCP_DB a file name, e.g. .../judge.db)"
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"{str(folder)!r} is a file, so it cannot hold the folder the database goes in"
+    target = path if path.exists() else folder
+    try:
+        read_only_fs = bool(os.statvfs(target).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # AttributeError: no statvfs (Windows)
+        read_only_fs = False
+    if read_only_fs:
+        return f"{str(target)!r} is on a read-only filesystem; set JUDGE_MCP_DB to a writable place"
+    if not os.access(target, os.W_OK) or (path.exists() and not os.access(folder, os.W_OK)):
+        what = "the file" if target == path else "the folder"
+        return f"{what} {str(target)!r} is not writable by this user (SQLite also needs to write its -wal file beside it)"
+    return None
 
 
 class Store:
-    def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0):
+    """The SQLite engine. `migrations` is the schema to bring the file to (storage/migrations.py; App, the CLI and the
+    bench pass theirs through `storage.open_store`)."""
+
+    dialect = SQLITE
+
+    def __init__(self, path: str | Path, migrations: Sequence[Migration] = schema.MIGRATIONS, *, busy_timeout_s: float = 30.0):
         self.path = Path(path)
         self.busy_timeout_s = busy_timeout_s
         self._lock = threading.RLock()
         self._read_lock = threading.Lock()
         self._in_transaction = threading.local()  # this thread is inside transaction(): its reads see its writes
-        self.aio = OffLoop(self)
         self.reads = Lane(f"judge-mcp store reads {self.path.name}")
         self.writes = Lane(f"judge-mcp store writes {self.path.name}")
-        for lane in (self.reads, self.writes):  # an idle lane's thread ends with its store even if close() is never called
-            weakref.finalize(self, lane._jobs.put, None)
+        for lane in (self.reads, self.writes):
+            lane.stop_when_collected(self)
         self._migrated: set[str] = set()
         self.reader: sqlite3.Connection | None = None
         conn: sqlite3.Connection | None = None
@@ -201,8 +143,8 @@ class Store:
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
             self.conn = conn
-            self.db = sqlite_utils.Database(conn)
-            self.migrate()
+            self._tx = SqliteTx(conn)
+            self.migrate(migrations)
             if str(path) != ":memory:":  # a second connection to ":memory:" would be another database
                 self.reader = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=busy_timeout_s)
                 self.reader.execute("PRAGMA query_only=ON")
@@ -211,16 +153,20 @@ class Store:
         except (OSError, sqlite3.Error, StoreError) as exc:
             if conn is not None:
                 conn.close()
-            reason = exc.args[0] if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
+            reason = exc.args[0] if isinstance(exc, StoreError) else (_path_problem(self.path) or f"{type(exc).__name__}: {exc}")
             raise StoreError(f"cannot open the database {str(path)!r} (JUDGE_MCP_DB): {reason}") from exc
+
+    @property
+    def location(self) -> str:
+        return str(self.path.resolve()) if str(self.path) != ":memory:" else f"memory:{id(self)}"
 
     # ---- plumbing -----------------------------------------------------------------------------------------------
     @contextmanager
-    def transaction(self) -> Iterator[sqlite_utils.Database]:
+    def transaction(self) -> Iterator[SqliteTx]:
         """An all-or-nothing write. Re-entrant within a thread (the inner block joins the outer transaction)."""
         with self._lock:
             if self.conn.in_transaction:
-                yield self.db
+                yield self._tx
                 return
             try:
                 self.conn.execute("BEGIN IMMEDIATE")
@@ -228,7 +174,7 @@ class Store:
                 raise StoreError(f"could not write the database {str(self.path)!r}: {self._why(exc)}") from exc
             self._in_transaction.active = True
             try:
-                yield self.db
+                yield self._tx
                 self.conn.execute("COMMIT")
             except BaseException as exc:
                 if self.conn.in_transaction:  # SQLite may already have rolled back (e.g. on a full disk)
@@ -247,33 +193,28 @@ class Store:
             return f"{exc}: another connection held its write lock past the {self.busy_timeout_s:g} s busy timeout"
         return str(exc)
 
-    def query(self, sql: str, params: Any = ()) -> list[dict[str, Any]]:
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         """Rows as dicts. Outside a transaction through the read-only connection, which never waits for a writer;
         inside one (in this thread) through the writer, so the transaction sees its own changes."""
         try:
             if self.reader is None or getattr(self._in_transaction, "active", False):
                 with self._lock:
-                    return list(self.db.query(sql, params))
+                    return self._tx.query(sql, params)
             with self._read_lock:
                 return [dict(row) for row in self.reader.execute(sql, params).fetchall()]
         except sqlite3.Error as exc:
             raise StoreError(f"could not read the database {str(self.path)!r}: {self._why(exc)}") from exc
 
-    def migrate(self) -> list[str]:
-        """Apply every registered migration this database has not had yet; returns their names."""
-        for module in SCHEMA_MODULES:
-            importlib.import_module(module)
-        if MIGRATIONS.keys() <= self._migrated:
+    def migrate(self, migrations: Sequence[Migration]) -> list[str]:
+        """Apply the migrations this database has not had yet, in order, in one transaction (BEGIN IMMEDIATE: another
+        process migrating the same file at once waits, then finds them applied); their names. Once a list is
+        applied, asking again costs no transaction."""
+        wanted = schema.names(migrations)
+        if self._migrated.issuperset(wanted):
             return []
-        with self.transaction() as db:
-            db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
-            done = {row["name"] for row in db.query("SELECT name FROM _migrations")}
-            applied = []
-            for name in sorted(MIGRATIONS.keys() - done):
-                MIGRATIONS[name](db)
-                db.execute("INSERT INTO _migrations (name, applied_at) VALUES (?, ?)", [name, time.time()])
-                applied.append(name)
-        self._migrated = done | set(applied)
+        with self.transaction() as tx:
+            applied = schema.apply(tx, migrations)
+        self._migrated.update(wanted)
         return applied
 
     def close(self) -> None:
@@ -284,6 +225,14 @@ class Store:
         if self.reader is not None:
             with self._read_lock:
                 self.reader.close()
+
+    def checkpoint(self) -> None:
+        """Fold the write-ahead log into the file and truncate it (`judge-mcp gc` reports the file's size after)."""
+        with self._lock:
+            try:
+                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error as exc:
+                raise StoreError(f"could not checkpoint the database {str(self.path)!r}: {self._why(exc)}") from exc
 
     def vacuum(self) -> None:
         """Rewrite the file to give the space of deleted rows back to the filesystem (retention.gc)."""

@@ -14,7 +14,7 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 
-from judge_mcp.config import MIN_REMOTE_TOKEN_CHARS
+from judge_mcp.config import MIN_REMOTE_TOKEN_CHARS, ConfigError
 
 LOOPBACK_NAMES = {"localhost"}
 
@@ -84,13 +84,14 @@ def rebinding_guard(host: str) -> TransportSecuritySettings:
 
 
 def http_app(server: MCPServer, *, host: str, token: str | None) -> Any:
+    # Refusals are ConfigErrors: `judge-mcp serve` exits 2 with them, as with any other configuration error.
     if not token and not is_loopback(host):
-        raise SystemExit(
+        raise ConfigError(
             f"refusing to serve HTTP on non-loopback address {host!r} without JUDGE_MCP_HTTP_TOKEN; "
             "set a token or bind 127.0.0.1"
         )
     if token and len(token) < MIN_REMOTE_TOKEN_CHARS and not is_loopback(host):
-        raise SystemExit(
+        raise ConfigError(
             f"refusing to serve HTTP on non-loopback address {host!r} with a JUDGE_MCP_HTTP_TOKEN of {len(token)} "
             f"characters; use at least {MIN_REMOTE_TOKEN_CHARS} (e.g. `export JUDGE_MCP_HTTP_TOKEN=$(openssl rand -hex 32)`)"
         )

@@ -245,7 +245,7 @@ async def test_timeout_then_fast_answer_succeeds(wire, kind):
     backend, _ = wire(kind, seq(Reply(content="slow", delay_s=2.0), "fast"), timeout_s=0.3, max_retries=1)
     completion = await backend.complete(user("q"))
     assert completion.text == "fast"
-    assert statuses(completion) == ["timed out after 0.3s"]
+    assert statuses(completion) == ["timed out after 0.3s waiting for the reply to start (no first byte)"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -412,7 +412,8 @@ def test_error_detail_reads_both_error_shapes(body, expected):
 
 
 def test_error_detail_falls_back_to_text():
-    assert error_detail("<html>\nBad Gateway\n</html>") == "<html> Bad Gateway </html>"
+    assert error_detail("Bad\nGateway\n") == "Bad Gateway"
+    assert error_detail("<html>\nBad Gateway\n</html>") == "an HTML page ('Bad Gateway', 26 characters)"  # summarised, not dumped
 
 
 def test_classify_status_kinds():

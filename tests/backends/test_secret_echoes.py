@@ -4,6 +4,7 @@ credentials written into the base URL itself."""
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 
@@ -42,8 +43,18 @@ async def test_credentials_in_the_base_url_are_sent_as_basic_auth_and_stored_now
     completion, _ = await CallCache(store).complete(backend, user("hi"))
     await backend.aclose()
     assert completion.text == "fine"
-    assert server.headers[0]["authorization"].startswith("Basic ")  # the credentials still reached the server
+    assert server.headers[0]["authorization"] == "Basic " + base64.b64encode(f"judge:{KEY}".encode()).decode()
     assert KEY not in json.dumps(store.query("SELECT key, backend, request, response FROM call_cache"))
+
+
+async def test_an_api_key_beside_credentials_in_the_base_url_is_the_one_sent(scripted, store):
+    server = scripted(lambda p: "fine")
+    host_url = server.base_url.replace("http://", "http://judge:url-secret@")
+    backend = OpenAICompatBackend("both", "m", base_url=host_url, api_key=KEY, max_retries=0)
+    completion, _ = await CallCache(store).complete(backend, user("hi"))
+    await backend.aclose()
+    assert completion.text == "fine"
+    assert server.headers[0]["authorization"] == f"Bearer {KEY}"
 
 
 def test_split_userinfo_keeps_host_port_path_and_decodes_escapes():

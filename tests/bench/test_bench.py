@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from judge_mcp.bench import cli as bench_cli
-from judge_mcp.bench import metrics
+from judge_mcp.bench import calibration, metrics
 from judge_mcp.bench.data import DatasetError, load_items
 from judge_mcp.bench.methods import METHODS, Options, method_key, placement_record, single_record
 from judge_mcp.bench.results import run_rows
@@ -510,7 +510,7 @@ def test_cli_writes_json_and_an_html_report(scripted, tmp_path):
         )
         assert done.returncode == 0, done.stderr
         assert "6/6" in done.stderr  # the progress bar
-        assert "pairs" in done.stdout and "position_bias" in done.stdout
+        assert "pairs" in done.stdout and "position bias" in done.stdout
         data = json.loads(out.read_text())
         for key in metrics.FIELDS:
             assert key in data["overall"] and key in data["categories"]["alpha"]
@@ -529,7 +529,8 @@ def test_cli_writes_json_and_an_html_report(scripted, tmp_path):
     table = (tmp_path / "t.md").read_text()
     # the always-first judge is right exactly on the items whose seeded single placement shows the chosen answer first
     single = sum(metrics.placement_for(f"p{i}") == 0 for i in range(1, 7)) / 6
-    row = rf"^\| vanilla \| 6 \| 1\.000 \| {single:.3f} \| 0\.000 \| 0\.000 \| 0\.000 \| 1\.000 \|"
+    # pair acc., single-order acc., JudgeBench score, chosen-first acc., consistency, position bias
+    row = rf"^\| vanilla \| 6 \| 0\.000 \| {single:.3f} \| 0\.000 \| 1\.000 \| 0\.000 \| 1\.000 \|"
     assert re.search(row, table, re.M), table
     # by category the strict figure is shown: the always-first judge is right in neither category
     assert "Pair accuracy by category" in table
@@ -544,7 +545,7 @@ def test_cli_writes_json_and_an_html_report(scripted, tmp_path):
 
 def test_report_is_self_contained_with_the_charts():
     def run_summary(method: str, acc: float, lwe: bool = False) -> dict:
-        o = {"n": 10, "accuracy": acc, "pair_accuracy": acc / 2, "consistency": 0.4, "position_bias": 0.7, "parse_failures": 1,
+        o = {"n": 10, "accuracy": acc, "pair_accuracy": acc / 2, "single_order_accuracy": acc, "consistency": 0.4, "position_bias": 0.7, "parse_failures": 1,
              "ties": 0, "calls_per_item": 2.0, "cached_calls_per_item": 0.5, "tokens_per_item": 900.0, "prompt_tokens_per_item": 800.0,
              "completion_tokens_per_item": 100.0, "seconds_per_item": 3.5}
         s = {"dataset": "set<x>", "kind": "pairwise", "method": method, "method_key": method, "model": "m", "overall": o,
@@ -555,7 +556,7 @@ def test_report_is_self_contained_with_the_charts():
 
     page = report.render([run_summary("vanilla", 0.6), run_summary("lwe", 0.8, lwe=True)])
     assert page.startswith("<!DOCTYPE html>")
-    for title in ("Accuracy (first placement) and pair accuracy", "Consistency and position bias", "Accuracy by category",
+    for title in ("Pair accuracy and single-order accuracy", "Consistency and position bias", "Pair accuracy by category",
                   "Model calls per item", "Seconds per item", "LWE: cumulative accuracy over the sequence"):
         assert title in page
     assert page.count('class="bar"') >= 2 * 2 + 2 * 2 + 2 * 2  # accuracy, consistency, categories
@@ -563,10 +564,10 @@ def test_report_is_self_contained_with_the_charts():
     assert re.search(r"\b(src|href)=", page) is None  # nothing loaded from anywhere
     for svg in re.findall(r"<svg.*?</svg>", page, re.S):
         ET.fromstring(svg)  # every chart is well-formed SVG
-    # bar widths follow the values on one scale, whatever the chart's size (runs sorted by name: lwe's accuracy and
-    # pair accuracy 0.8 / 0.4, then vanilla's 0.6 / 0.3)
+    # bar widths follow the values on one scale, whatever the chart's size (runs sorted by name: lwe's pair accuracy
+    # and single-order accuracy 0.4 / 0.8, then vanilla's 0.3 / 0.6)
     widths = [float(w) for w in re.findall(r'class="bar" x="\d+" y="\d+" width="([\d.]+)"', page)[:4]]
-    values = [0.8, 0.4, 0.6, 0.3]
+    values = [0.4, 0.8, 0.3, 0.6]
     scale = widths[0] / values[0]
     assert scale > 0 and widths == [pytest.approx(scale * v, abs=0.1) for v in values]
 
@@ -739,14 +740,14 @@ def biased_prob_judge(payload: dict[str, Any]) -> Reply:
 # ---- by hand --------------------------------------------------------------------------------------------------------
 def test_ece_and_brier_by_hand() -> None:
     # p_chosen 0.9 (right, confidence 0.9) x 2, 0.4 (wrong, confidence 0.6) x 2, one missing
-    figures = metrics.probability_figures([0.9, 0.9, 0.4, 0.4, None])
+    figures = calibration.probability_figures([0.9, 0.9, 0.4, 0.4, None])
     assert figures["n"] == 4 and figures["coverage"] == 0.8 and figures["accuracy"] == 0.5
     assert figures["ece"] == pytest.approx((2 * 0.1 + 2 * 0.6) / 4)
     assert figures["brier"] == pytest.approx((2 * 0.01 + 2 * 0.36) / 4)
     # one bin holding 0.71 and 0.79 (right, wrong): |0.5 - 0.75|
-    assert metrics.ece([0.71, 0.79], [True, False]) == pytest.approx(0.25)
-    assert metrics.ece([1.0], [True]) == 0.0  # confidence 1.0 falls in the last bin
-    assert metrics.probability_figures([None, None]) == {"n": 0, "coverage": 0.0, "accuracy": None, "ece": None, "brier": None}
+    assert calibration.ece([0.71, 0.79], [True, False]) == pytest.approx(0.25)
+    assert calibration.ece([1.0], [True]) == 0.0  # confidence 1.0 falls in the last bin
+    assert calibration.probability_figures([None, None]) == {"n": 0, "coverage": 0.0, "accuracy": None, "ece": None, "brier": None}
 
 
 def test_method_key_names_the_adaptive_variant() -> None:
@@ -759,7 +760,7 @@ def test_method_key_names_the_adaptive_variant() -> None:
 async def test_bench_reports_calibration_of_one_order_and_of_both(scripted, tmp_path) -> None:
     summary, _ = await bench(scripted, biased_prob_judge, PAIRS, "grp", tmp_path)
     c = summary["calibration"]
-    assert c["bins"] == metrics.ECE_BINS
+    assert c["bins"] == calibration.ECE_BINS
     # per placement: 0.9 (chosen first, right) and 0.4 (chosen second, wrong) on each of the 6 items
     one = c["single_order"]
     assert (one["n"], one["coverage"], one["accuracy"]) == (12, 1.0, 0.5)

@@ -73,6 +73,7 @@ def test_claude_code_recipes_cover_the_three_forms_and_http_with_the_token() -> 
     assert words[words.index("--header") + 1] == "Authorization: Bearer $JUDGE_MCP_HTTP_TOKEN"
     inspector = [line for line in SHELL_LINES if "@modelcontextprotocol/inspector" in line]
     assert inspector and '--header "Authorization: Bearer $JUDGE_MCP_HTTP_TOKEN"' in inspector[0]
+    assert "'@modelcontextprotocol/inspector@>=0.16'" in inspector[0]  # 0.15 (what Node 20 resolves) has no --header
     assert any("openssl rand -hex" in line for line in SHELL_LINES) and any(line.startswith("export JUDGE_MCP_HTTP_TOKEN=") for line in SHELL_LINES)
 
 
@@ -88,3 +89,18 @@ async def test_the_checkout_recipe_runs_as_written(scripted, tmp_path: Path) -> 
     assert not result.is_error and result.structured_content["winner"] == "B"
     assert backend.requests[0]["model"] == recipe["env"]["JUDGE_MCP_MODEL"]
     assert (tmp_path / "data" / "judge-mcp" / "judge.db").is_file()
+
+
+def test_no_recipe_leads_with_a_registry_form_that_fails_until_the_package_is_published() -> None:
+    """`uvx judge-mcp`, `pipx install judge-mcp` and `pip install 'judge-mcp[local]'` fail today ("not found in the
+    package registry"): every runnable recipe installs from a checkout or a built wheel instead."""
+    for server in _servers():
+        if server["command"] == "uvx":
+            assert server["args"][:2] == ["--from", "/path/to/judge-mcp"], server
+    for line in SHELL_LINES:
+        words = shlex.split(line.split("#", 1)[0]) if not line.startswith("#") else []
+        if "uvx" in words:
+            assert words[words.index("uvx") + 1] == "--from", line
+        for tool in ("pip", "pipx"):
+            if words[:2] == [tool, "install"]:
+                assert words[2].startswith(("/path/to/judge-mcp", "dist/")), line

@@ -12,7 +12,8 @@ import pytest
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.methods import flip
 from judge_mcp.methods import similarity as sim
-from judge_mcp.methods.flip import Inferred, detect_echo, extract_best, infer_instruction_reward, parse_inferred, rank
+from judge_mcp.methods.flip import detect_echo, infer_instruction_reward, rank
+from judge_mcp.methods.flip_answers import Inferred, extract_best, parse_inferred
 from judge_mcp.calls.judge import Judge
 from judge_mcp.validation import InputError
 from judge_mcp.outputs import FlipItem
@@ -147,7 +148,8 @@ def _item(index: int, reward: float, parse_ok: bool = True) -> FlipItem:
 
 def test_rank_orders_by_reward_with_unparsed_last():
     items = [_item(0, 0.2), _item(1, 0.0, parse_ok=False), _item(2, 0.9), _item(3, 0.0)]
-    assert rank(items) == ([2, 0, 3, 1], 2, [])
+    assert rank(items) == ([2, 0, 3, 1], None, [])  # ranked, but none named best while response 1's reward is unknown
+    assert rank([_item(0, 0.2), _item(2, 0.9), _item(3, 0.0)]) == ([2, 0, 3], 2, [])
 
 
 def test_rank_ties_keep_index_order_and_leave_best_index_null():
@@ -286,8 +288,8 @@ async def test_an_answer_that_stays_unparsed_is_reported_not_scored(make_judge):
     assert unparsed.inferred_instruction == "Write a haiku about autumn leaves."  # the best extraction is shown
     assert unparsed.extraction_reward == 1.0 and unparsed.raw_answer.startswith("Instruction:")
     assert parsed.parse_ok and parsed.reward == 0.0 and parsed.extraction_reward is None
-    # a parsed 0.0 still ranks above an unparsed one, and the unparsed one is never best
-    assert result.ranking == [1, 0] and result.best_index == 1 and result.unparsed == [0]
+    # a parsed 0.0 still ranks above an unparsed one, but neither is named best: the unparsed one's reward is unknown
+    assert result.ranking == [1, 0] and result.best_index is None and result.unparsed == [0]
     assert len(server.requests) == 3
 
 

@@ -22,7 +22,8 @@ from judge_mcp.methods.grade_score import (
     rotations,
 )
 from judge_mcp.calls.judge import Judge
-from judge_mcp.methods.unrelated_pool import BUILTIN_POOL, call_seed, choose_unrelated, insertion_position, pick, shared_pool_enabled
+from judge_mcp.methods.unrelated_pool import BUILTIN_POOL, call_seed, choose_unrelated, insertion_position, pick
+from judge_mcp.config import ConfigError, load_settings
 from judge_mcp.validation import InputError
 from judge_mcp.outputs import GradeTrial
 from tests.helpers import Rendezvous
@@ -188,9 +189,9 @@ def test_pick_skips_same_instruction_and_repeated_options_and_is_deterministic()
 
 
 def test_choose_unrelated_without_store_uses_the_builtin_pool():
-    u = choose_unrelated(None, "Name a colour.", ["Red", "Blue"])
+    u = choose_unrelated(None, "Name a colour.", ["Red", "Blue"], shared=True)
     assert u.source == "builtin" and (u.instruction, u.text) in BUILTIN_POOL
-    assert choose_unrelated(None, "Name a colour.", ["Red", "Blue"]) == u
+    assert choose_unrelated(None, "Name a colour.", ["Red", "Blue"], shared=True) == u
     positions = {insertion_position(call_seed(f"q{i}", ["x", "y"]), 2) for i in range(40)}
     assert positions == {0, 1, 2}  # every slot of the cycle is used across inputs
 
@@ -353,8 +354,7 @@ async def test_a_judge_that_picks_the_unrelated_option_is_flagged(make_judge):
     assert any("unrelated" in w for w in result.warnings)
 
 
-async def test_unrelated_option_comes_from_earlier_calls_and_repeats_hit_the_cache(make_judge, store, monkeypatch):
-    monkeypatch.setenv("JUDGE_MCP_SHARED_OPTION_POOL", "1")  # the operator opted in to the shared pool
+async def test_unrelated_option_comes_from_earlier_calls_and_repeats_hit_the_cache(make_judge, store):
     judge, _ = make_judge(lambda p: answer(p, 1))
     first = await grade_score_options(judge, instruction="Name a primary colour.", options=["Red.", "Blue."])
     assert first.unrelated_index is None
@@ -362,12 +362,13 @@ async def test_unrelated_option_comes_from_earlier_calls_and_repeats_hit_the_cac
     assert stored == {"Red.", "Blue."}
 
     judge, server = make_judge(lambda p: answer(p, 1))
+    judge.shared_option_pool = True  # the operator opted in to the shared pool (Settings.shared_option_pool)
     kwargs = dict(instruction=INSTRUCTION, options=OPTIONS[:2], unrelated_option=True)
     second = await grade_score_options(judge, **kwargs)
     assert second.unrelated_source == "pool" and second.unrelated_option in {"Red.", "Blue."}
     assert second.usage.calls == 3 and len(server.requests) == 3
 
-    fresh = Judge(judge.backend, judge.cache, judge.store)  # same backend (the cache key includes its URL)
+    fresh = Judge(judge.backend, judge.cache, judge.store, shared_option_pool=True)  # same backend (the cache key includes its URL)
     again = await grade_score_options(fresh, **kwargs)
     assert again.unrelated_option == second.unrelated_option
     assert [t.order for t in again.trials] == [t.order for t in second.trials]
@@ -473,8 +474,7 @@ async def test_embedded_model_returns_a_well_formed_result(tmp_path, monkeypatch
     assert result.usage.calls >= 2 and result.usage.completion_tokens > 0
 
 
-async def test_stored_options_of_other_calls_are_not_shown_unless_the_shared_pool_is_enabled(make_judge, store, monkeypatch):
-    monkeypatch.delenv("JUDGE_MCP_SHARED_OPTION_POOL", raising=False)
+async def test_stored_options_of_other_calls_are_not_shown_unless_the_shared_pool_is_enabled(make_judge, store):
     judge, _ = make_judge(lambda p: answer(p, 1))
     await grade_score_options(judge, instruction="Name a primary colour.", options=["Secret red.", "Secret blue."])
     assert {r["option"] for r in store.query("SELECT option FROM option_pool")} == {"Secret red.", "Secret blue."}
@@ -485,16 +485,29 @@ async def test_stored_options_of_other_calls_are_not_shown_unless_the_shared_poo
     assert result.unrelated_option in [a for _, a in BUILTIN_POOL]
     assert not any("Secret" in json.dumps(p) for p in server.requests)  # the other call's text never reaches the judge
 
-    monkeypatch.setenv("JUDGE_MCP_SHARED_OPTION_POOL", "0")
-    assert choose_unrelated(store, INSTRUCTION, OPTIONS[:2]).source == "builtin"
-    monkeypatch.setenv("JUDGE_MCP_SHARED_OPTION_POOL", "true")
-    assert choose_unrelated(store, INSTRUCTION, OPTIONS[:2]).source == "pool"
+    assert choose_unrelated(store, INSTRUCTION, OPTIONS[:2], shared=False).source == "builtin"
+    assert choose_unrelated(store, INSTRUCTION, OPTIONS[:2], shared=True).source == "pool"
 
 
-def test_a_bad_shared_pool_setting_is_an_error_naming_it():
-    with pytest.raises(InputError, match="JUDGE_MCP_SHARED_OPTION_POOL"):
-        shared_pool_enabled({"JUDGE_MCP_SHARED_OPTION_POOL": "maybe"})
-    assert shared_pool_enabled({}) is False and shared_pool_enabled({"JUDGE_MCP_SHARED_OPTION_POOL": " ON "}) is True
+async def test_the_shared_pool_setting_reaches_grade_score_through_the_server(mcp_app):
+    """JUDGE_MCP_SHARED_OPTION_POOL is read with the other settings and handed to the method by the App: off by
+    default, on when the operator sets it."""
+    from mcp import Client
+
+    for setting, source in ((None, "builtin"), ("1", "pool")):
+        server, _ = mcp_app(lambda p: answer(p, 1), **({} if setting is None else {"JUDGE_MCP_SHARED_OPTION_POOL": setting}))
+        async with Client(server) as client:
+            await client.call_tool("grade_score_options", {"instruction": "Name a primary colour.", "options": ["Red.", "Blue."]})
+            result = await client.call_tool("grade_score_options", {"instruction": INSTRUCTION, "options": OPTIONS[:2], "unrelated_option": True})
+        assert not result.is_error and result.structured_content["unrelated_source"] == source
+
+
+def test_a_bad_shared_pool_setting_is_a_configuration_error_naming_it():
+    with pytest.raises(ConfigError, match="JUDGE_MCP_SHARED_OPTION_POOL"):
+        load_settings({"JUDGE_MCP_SHARED_OPTION_POOL": "maybe"})
+    assert load_settings({}).shared_option_pool is False
+    assert load_settings({"JUDGE_MCP_SHARED_OPTION_POOL": " ON "}).shared_option_pool is True
+    assert load_settings({"JUDGE_MCP_SHARED_OPTION_POOL": "off"}).shared_option_pool is False
 
 
 def test_parse_structured_reads_the_judges_object_not_one_quoted_from_an_option():

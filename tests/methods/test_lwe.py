@@ -307,7 +307,7 @@ def _check_every_item_used_once(store: Store, session: str, n_items: int, batch:
 async def test_two_judges_in_one_loop_share_the_session_safely(scripted, tmp_path):
     """The first refinement is held in flight until the other client, whose next item is due for refinement too, is
     waiting for the session's lock: the window where a second refinement of the same batch could start is hit."""
-    from judge_mcp.methods.lwe import judging
+    from judge_mcp.methods.lwe import refine
 
     script = LweScript("first")
     hold = Hold(script, when=lambda payload: role_of(payload) == "refine")
@@ -321,7 +321,7 @@ async def test_two_judges_in_one_loop_share_the_session_safely(scripted, tmp_pat
             await lwe.lwe_judge(judges[k], **case(i), session="shared", batch_size=4)
 
     def waiting_for_the_lock() -> int:
-        return sum(lock.statistics().tasks_waiting for lock in list(judging._LOCKS.values()))
+        return sum(lock.statistics().tasks_waiting for lock in list(refine._LOCKS.values()))
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(client, 0)

@@ -168,7 +168,7 @@ async def test_abstentions_count_in_the_denominator(panel_server) -> None:
     data = (await call(server, "compare_pair", {**PAIR, "backends": ["a", "b", "c"]})).structured_content
     assert [m["winner"] for m in data["panel"]] == ["B", None, None]
     assert data["winner"] is None and data["panel_votes"]["abstained"] == 2 and data["panel_votes"]["needed"] == 2
-    assert any("no answers has a majority" in w for w in data["warnings"])
+    assert any("no answer has a majority" in w for w in data["warnings"])  # one answer, singular
     # with one abstention of three, two votes carry it
     data = (await call(server, "compare_pair", {**PAIR, "backends": ["a", "default", "b"]})).structured_content
     assert data["winner"] == "B" and data["panel_votes"]["abstained"] == 1
@@ -386,6 +386,6 @@ def test_report_shows_a_panel_run_with_each_member_beside_it() -> None:
     run = {"dataset": "llmbar_natural", "kind": "pairwise", "method_key": "grp", "backend": "a+b", "model": "panel: x, y",
            "overall": row, "categories": {}, "panel": {"a": {**row, "pair_accuracy": 0.233}, "b": row}}
     text = report.markdown([run])
-    assert "| grp (panel a+b) |" in text and "| grp · member a | 30 | 0.500 | – | 0.233 |" in text and "| grp · member b |" in text
+    assert "| grp (panel a+b) |" in text and "| grp · member a | 30 | 0.233 | – | – | 0.500 |" in text and "| grp · member b |" in text
     html = report.render([run])
     assert "grp · member a" in html and "grp (panel a+b)" in html

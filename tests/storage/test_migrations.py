@@ -1,4 +1,5 @@
-"""The migration registry: each module that owns tables registers its migrations; a Store applies each once."""
+"""The one ordered list of migrations (judge_mcp/storage/migrations.py), given to the store by whoever opens it: each
+runs once per database, all of them in one transaction, and databases made before the list keep their rows."""
 
 from __future__ import annotations
 
@@ -10,12 +11,45 @@ import sys
 import pytest
 
 from judge_mcp.bench.results import Results, all_runs
-from judge_mcp.storage.sqlite import MIGRATIONS, Store, migration
+from judge_mcp.storage import migrations, sqlite as sqlite_engine
+from judge_mcp.storage.call_cache import CacheRow, CacheTable
+from judge_mcp.storage.lwe_sessions import LweRepository
+from judge_mcp.storage.migrations import BENCH_MIGRATIONS, MIGRATIONS
+from judge_mcp.storage.option_pool import OptionPool
+from judge_mcp.storage.sqlite import APPLICATION_ID, Store
+from judge_mcp.storage.verdict_log import VerdictLog
+
+NAMES = ["m001_call_cache", "m002_verdicts", "m003_lwe", "m004_option_pool", "m005_call_cache_without_hits"]
+
+# The schema as judge-mcp wrote it before the list existed (each table's migration in its own module, ordered by
+# name), with the names those migrations were recorded under.
+BEFORE = [
+    """CREATE TABLE call_cache (key TEXT PRIMARY KEY, backend TEXT NOT NULL, model TEXT NOT NULL, request TEXT NOT NULL,
+        response TEXT NOT NULL, created_at REAL NOT NULL, hits INTEGER NOT NULL DEFAULT 0)""",
+    """CREATE TABLE verdicts (id INTEGER PRIMARY KEY, tool TEXT NOT NULL, backend TEXT NOT NULL, model TEXT NOT NULL,
+        inputs TEXT NOT NULL, output TEXT NOT NULL, usage TEXT NOT NULL, calls TEXT NOT NULL, created_at REAL NOT NULL)""",
+    "CREATE INDEX verdicts_tool ON verdicts(tool, created_at)",
+    """CREATE TABLE lwe_sessions (name TEXT PRIMARY KEY, current_version INTEGER NOT NULL,
+        batch_size INTEGER NOT NULL CHECK (batch_size BETWEEN 1 AND 64), created_at REAL NOT NULL, updated_at REAL NOT NULL)""",
+    """CREATE TABLE lwe_versions (session TEXT NOT NULL REFERENCES lwe_sessions(name), version INTEGER NOT NULL CHECK (version >= 1),
+        parent INTEGER, reason TEXT NOT NULL CHECK (reason IN ('initial', 'refine', 'condense', 'reset', 'rollback')), text TEXT NOT NULL,
+        restored_from INTEGER, feedback_ids TEXT NOT NULL DEFAULT '[]', created_at REAL NOT NULL, PRIMARY KEY (session, version))""",
+    """CREATE TABLE lwe_feedback (id INTEGER PRIMARY KEY, session TEXT NOT NULL REFERENCES lwe_sessions(name), meta_version INTEGER NOT NULL,
+        prompt TEXT NOT NULL, response_a TEXT NOT NULL, response_b TEXT NOT NULL, eval_prompt TEXT NOT NULL, judgment TEXT NOT NULL,
+        winner TEXT CHECK (winner IN ('A', 'B')), feedback TEXT NOT NULL, feedback_parse_ok INTEGER NOT NULL,
+        status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'used', 'discarded')), used_in_version INTEGER,
+        created_at REAL NOT NULL, used_at REAL)""",
+    "CREATE INDEX lwe_feedback_status ON lwe_feedback(session, status, id)",
+    """CREATE TABLE option_pool (id INTEGER PRIMARY KEY, instruction_hash TEXT NOT NULL, instruction TEXT NOT NULL,
+        option TEXT NOT NULL, created_at REAL NOT NULL, UNIQUE(instruction_hash, option))""",
+    "CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)",
+]
+BEFORE_NAMES = ["m001_call_cache", "m001_verdicts", "m002_lwe", "m003_option_pool"]
 
 
 def _applied(path) -> list[str]:
     with sqlite3.connect(path) as conn:
-        return [row[0] for row in conn.execute("SELECT name FROM _migrations ORDER BY name")]
+        return sorted(row[0] for row in conn.execute("SELECT name FROM _migrations"))
 
 
 def _tables(path) -> set[str]:
@@ -23,16 +57,63 @@ def _tables(path) -> set[str]:
         return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
 
-def test_a_store_opened_alone_has_the_core_and_lwe_tables_and_not_the_bench_tables(tmp_path):
-    """In a fresh interpreter that imports only the store (as `judge-mcp gc` does), the LWE repository's migration
-    still runs (store.SCHEMA_MODULES), while the bench's tables appear only where the bench opens the database."""
+def _columns(path, table: str) -> list[str]:
+    with sqlite3.connect(path) as conn:
+        return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+
+
+def _database_from_before(path, names: list[str] = BEFORE_NAMES) -> None:
+    """A database as the code before the list left it, with one row in every table."""
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        for sql in BEFORE:
+            conn.execute(sql)
+        conn.executemany("INSERT INTO _migrations VALUES (?, 1.0)", [[name] for name in names])
+        conn.execute("INSERT INTO call_cache VALUES ('k', 'b', 'm', '{\"r\": 1}', '{\"text\": \"kept\"}', 1.0, 3)")
+        conn.execute("INSERT INTO verdicts (tool, backend, model, inputs, output, usage, calls, created_at)"
+                     " VALUES ('compare_pair', 'b', 'm', '{\"prompt\": \"p\"}', '{\"winner\": \"A\"}', '{}', '[]', 1.0)")
+        conn.execute("INSERT INTO lwe_sessions VALUES ('s', 1, 2, 1.0, 1.0)")
+        conn.execute("INSERT INTO lwe_versions (session, version, reason, text, created_at) VALUES ('s', 1, 'initial', 'M0', 1.0)")
+        conn.execute("INSERT INTO lwe_feedback (session, meta_version, prompt, response_a, response_b, eval_prompt, judgment, winner,"
+                     " feedback, feedback_parse_ok, created_at) VALUES ('s', 1, 'q', 'a', 'b', 'e', 'j', 'A', 'f', 1, 1.0)")
+        conn.execute("INSERT INTO option_pool (instruction_hash, instruction, option, created_at) VALUES ('h', 'Name a colour.', 'Red', 1.0)")
+    conn.close()
+
+
+def _rows_are_all_there(store: Store) -> None:
+    assert CacheTable(store).get_many(["k"]) == {"k": {"text": "kept"}}
+    assert [(v["tool"], v["output"]) for v in VerdictLog(store).recent()] == [("compare_pair", {"winner": "A"})]
+    lwe = LweRepository(store)
+    assert (lwe.session_row("s")["text"], [f["feedback"] for f in lwe.pending("s")]) == ("M0", ["f"])
+    assert [r["option"] for r in OptionPool(store).others("Another instruction.")] == ["Red"]
+
+
+def test_a_store_opened_alone_has_the_judges_tables_and_storage_imports_no_layer_above_it(tmp_path):
+    """In a fresh interpreter that imports only the store (as `judge-mcp gc` does), every table of MIGRATIONS is
+    made and recorded in list order, the bench's are not, and nothing above storage/ was imported."""
     db = tmp_path / "alone.db"
-    code = "import sys; from judge_mcp.storage.sqlite import Store; Store(sys.argv[1]).close()"
-    subprocess.run([sys.executable, "-c", code, str(db)], check=True)
+    code = (
+        "import sys\n"
+        "from judge_mcp.storage import bench_results, call_cache, lwe_sessions, option_pool, retention, verdict_log\n"
+        "from judge_mcp.storage.sqlite import Store\n"
+        "Store(sys.argv[1]).close()\n"
+        "print(sorted({m.split('.')[1] for m in sys.modules if m.startswith('judge_mcp.')}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(db)], check=True, capture_output=True, text=True)
+    assert done.stdout.strip() == "['storage']"
     tables = _tables(db)
     assert {"call_cache", "verdicts", "option_pool", "lwe_sessions", "lwe_versions", "lwe_feedback"} <= tables
     assert not {"bench_results", "bench_runs"} & tables
-    assert _applied(db) == ["m001_call_cache", "m001_verdicts", "m002_lwe", "m003_option_pool"]
+    with sqlite3.connect(db) as conn:
+        assert [row[0] for row in conn.execute("SELECT name FROM _migrations ORDER BY applied_at, rowid")] == NAMES
+    assert "hits" not in _columns(db, "call_cache")
+
+
+def test_the_list_is_in_order_with_unique_names():
+    assert [fn.__name__ for fn in MIGRATIONS] == NAMES
+    assert [fn.__name__ for fn in BENCH_MIGRATIONS] == [*NAMES, "m101_bench_tables", "m102_bench_fingerprint"]
+    assert migrations.names(BENCH_MIGRATIONS) == [fn.__name__ for fn in BENCH_MIGRATIONS]
 
 
 def test_the_bench_migrations_run_once_on_first_use_and_record_themselves(tmp_path):
@@ -40,21 +121,19 @@ def test_the_bench_migrations_run_once_on_first_use_and_record_themselves(tmp_pa
     store = Store(db)
     Results(store, "ds", "grp", "local")
     assert {"bench_results", "bench_runs"} <= _tables(db)
-    assert _applied(db) == ["m001_call_cache", "m001_verdicts", "m002_lwe", "m003_option_pool", "m101_bench_tables", "m102_bench_fingerprint"]
+    assert _applied(db) == sorted([*NAMES, "m101_bench_tables", "m102_bench_fingerprint"])
     store.close()
-    reopened = Store(db)
-    assert reopened.migrate() == []  # nothing left to apply
+    reopened = Store(db, BENCH_MIGRATIONS)
+    assert reopened.migrate(BENCH_MIGRATIONS) == [] and reopened.migrate(MIGRATIONS) == []  # nothing left to apply
     reopened.close()
 
 
-def test_a_bench_database_from_before_the_registry_gains_the_fingerprint_column_and_keeps_its_rows(tmp_path):
-    """Bench databases written before fingerprints (and before the registry) have bench_runs without the column and
+def test_a_bench_database_from_before_the_migrations_gains_the_fingerprint_column_and_keeps_its_rows(tmp_path):
+    """Bench databases written before fingerprints (and before the migrations) have bench_runs without the column and
     no m101/m102 rows: the migrations add the column and keep every row."""
     db = tmp_path / "old.db"
     Store(db).close()
     with sqlite3.connect(db) as conn:  # as such a database was: no bench migrations recorded, the old bench_runs
-        conn.execute("DROP TABLE IF EXISTS bench_runs")
-        conn.execute("DELETE FROM _migrations WHERE name LIKE 'm1%'")
         conn.execute(
             "CREATE TABLE bench_runs (dataset TEXT NOT NULL, method TEXT NOT NULL, backend TEXT NOT NULL, backend_name TEXT NOT NULL,"
             " model TEXT NOT NULL, dataset_path TEXT NOT NULL, kind TEXT NOT NULL, options TEXT NOT NULL, wall_seconds REAL NOT NULL DEFAULT 0,"
@@ -69,65 +148,81 @@ def test_a_bench_database_from_before_the_registry_gains_the_fingerprint_column_
     store.close()
 
 
+def m900_test_half_done(tx) -> None:
+    tx.execute("CREATE TABLE half_done (x INTEGER)")
+    raise RuntimeError("boom")
+
+
 def test_a_failing_migration_leaves_no_record_and_no_half_schema(tmp_path):
     db = tmp_path / "fail.db"
     Store(db).close()
-
-    @migration
-    def m900_test_half_done(conn) -> None:
-        conn.execute("CREATE TABLE half_done (x INTEGER)")
-        raise RuntimeError("boom")
-
-    try:
-        with pytest.raises(RuntimeError, match="boom"):
-            Store(db)
-        assert "half_done" not in _tables(db)
-        assert "m900_test_half_done" not in _applied(db)
-    finally:
-        del MIGRATIONS["m900_test_half_done"]
+    with pytest.raises(RuntimeError, match="boom"):
+        Store(db, [*MIGRATIONS, m900_test_half_done])
+    assert "half_done" not in _tables(db)
+    assert _applied(db) == sorted(NAMES)
 
 
-def test_two_migrations_with_one_name_are_refused():
-    def m002_lwe(db) -> None:  # the same name as LWE's migration, another function
+def test_a_failing_migration_undoes_the_migrations_before_it_in_the_same_run(tmp_path):
+    """On a new database the whole list runs in one transaction: a failure at its end leaves no table at all."""
+    db = tmp_path / "new.db"
+    with pytest.raises(RuntimeError, match="boom"):
+        Store(db, [*MIGRATIONS, m900_test_half_done])
+    assert _tables(db) == set()
+    store = Store(db)  # a later start with a list that works migrates the file from the beginning
+    assert _applied(db) == sorted(NAMES) and "call_cache" in _tables(db)
+    store.close()
+
+
+def test_two_migrations_with_one_name_are_refused(tmp_path):
+    def m003_lwe(tx) -> None:  # the same name as LWE's migration, another function
         pass
 
-    with pytest.raises(ValueError, match="m002_lwe"):
-        migration(m002_lwe)
+    with pytest.raises(ValueError, match="m003_lwe"):
+        Store(tmp_path / "twice.db", [*MIGRATIONS, m003_lwe])
 
 
-def test_a_database_whose_option_pool_came_from_m001_core_keeps_its_options(tmp_path):
-    """Before the option pool had its own migration, m001_core made the table: m003 finds it and keeps its rows."""
-    from judge_mcp.methods.unrelated_pool import OptionPool
-
-    db = tmp_path / "pool.db"
+@pytest.mark.parametrize("drop_column", [True, False], ids=["alter-table-drop-column", "table-rebuilt-before-sqlite-3.35"])
+def test_a_database_made_before_the_list_opens_keeps_its_rows_and_gets_the_new_migration_once(tmp_path, monkeypatch, drop_column):
+    """Its migrations were recorded under the names of their old modules: they are renamed, not run again; only the
+    new migration runs, once. Every row is kept and reachable through the repositories; `hits` is gone."""
+    monkeypatch.setattr(sqlite_engine, "DROP_COLUMN", drop_column)
+    db = tmp_path / "before.db"
+    _database_from_before(db)
     store = Store(db)
-    OptionPool(store).add("Name a colour.", ["Red", "Blue"])
-    store.close()
+    assert _applied(db) == sorted(NAMES)
     with sqlite3.connect(db) as conn:
-        conn.execute("DELETE FROM _migrations WHERE name = 'm003_option_pool'")
+        assert [row[0] for row in conn.execute("SELECT name FROM _migrations WHERE applied_at > 1.0")] == ["m005_call_cache_without_hits"]
+    assert _columns(db, "call_cache") == ["key", "backend", "model", "request", "response", "created_at"]
+    _rows_are_all_there(store)
+    CacheTable(store).put_many([CacheRow("k", "b", "m", {"r": 1}, {"text": "replaced"}), CacheRow("k2", "b", "m", {}, {"text": "new"})])
+    assert CacheTable(store).get_many(["k", "k2"]) == {"k": {"text": "replaced"}, "k2": {"text": "new"}}  # the key is still unique
+    with pytest.raises(Exception, match="NOT NULL"):
+        with store.transaction() as tx:
+            tx.execute("INSERT INTO call_cache (key, backend, model, request, response, created_at) VALUES ('k3', 'b', NULL, '{}', '{}', 0)")
+    store.close()
     reopened = Store(db)
-    assert "m003_option_pool" in _applied(db)
-    assert {r["option"] for r in OptionPool(reopened).others("Another instruction.")} == {"Red", "Blue"}
-    assert OptionPool(reopened).others("Name a colour.") == []
+    assert reopened.migrate(MIGRATIONS) == [] and _applied(db) == sorted(NAMES)
+    assert CacheTable(reopened).get_many(["k"]) == {"k": {"text": "replaced"}}
     reopened.close()
 
 
-def test_a_database_from_the_single_core_migration_keeps_its_cache_and_verdicts(tmp_path):
-    """Databases made when one migration (m001_core) created the cache and the verdict log: the tables' own
-    migrations find them (IF NOT EXISTS) and keep every row."""
-    from judge_mcp.calls.cache import CacheRow, CacheTable
-    from judge_mcp.storage.verdict_log import VerdictLog
-
+def test_a_database_from_the_single_core_migration_keeps_its_rows(tmp_path):
+    """Databases made when one migration (m001_core) created the cache, the verdict log and the option pool: the
+    tables' own migrations find them (IF NOT EXISTS) and keep every row."""
     db = tmp_path / "core.db"
+    _database_from_before(db, names=["m001_core"])
     store = Store(db)
-    CacheTable(store).put_many([CacheRow("k", "b", "m", {"r": 1}, {"text": "kept"})])
-    VerdictLog(store).log("compare_pair", "b", "m", {"prompt": "p"}, {"winner": "A"}, {}, [])
+    assert _applied(db) == sorted(["m001_core", *NAMES])
+    _rows_are_all_there(store)
     store.close()
-    with sqlite3.connect(db) as conn:
-        conn.execute("DELETE FROM _migrations WHERE name IN ('m001_call_cache', 'm001_verdicts')")
-        conn.execute("INSERT INTO _migrations (name, applied_at) VALUES ('m001_core', 0)")
-    reopened = Store(db)
-    assert {"m001_core", "m001_call_cache", "m001_verdicts"} <= set(_applied(db))
-    assert CacheTable(reopened).get_many(["k"]).get("k") == {"text": "kept"}
-    assert [v["output"]["winner"] for v in VerdictLog(reopened).recent()] == ["A"]
-    reopened.close()
+
+
+def test_a_database_opened_by_older_code_after_the_renames_keeps_one_record_per_migration(tmp_path):
+    """Older code re-records its names (its migrations find their tables and change nothing); the next start with the
+    list drops the old records instead of running anything twice."""
+    db = tmp_path / "both.db"
+    _database_from_before(db, names=[*BEFORE_NAMES, "m002_verdicts", "m003_lwe", "m004_option_pool"])
+    store = Store(db)
+    assert _applied(db) == sorted(NAMES)
+    _rows_are_all_there(store)
+    store.close()

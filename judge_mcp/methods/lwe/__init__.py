@@ -1,24 +1,14 @@
 """Learning While Evaluating (shared/papers/learning_while_evaluating.txt), in one place:
 
-- judging.py: `lwe_judge` (Selective LWE for one case, the meta-prompt path, feedback) and the refinement of the
-  session's meta-prompt (`refine_if_due`, `refine_pending`);
+- judging.py: `lwe_judge` (Selective LWE for one case, the meta-prompt path, feedback);
+- refine.py: the refinement of the session's meta-prompt (`refine_if_due`, `refine_pending`) and its condensing;
 - sessions.py: show / reset / rollback and the read-only views (resources, CLI);
 - text.py: the paper's prompts filled in, and reading the model's answers;
-- repository.py: the lwe_* tables (migration m002_lwe) and every read and write of them (`LweRepository`).
+- storage/lwe_sessions.py (outside this package): every read and write of the lwe_* tables (`LweRepository`).
 """
 
-from judge_mcp.methods.lwe.judging import (
-    ACTIONS,
-    MAX_BATCH_SIZE,
-    MAX_META_TOKENS,
-    condense_budget,
-    initial_meta_prompt,
-    lwe_judge,
-    refine_budget,
-    refine_if_due,
-    refine_pending,
-    vanilla_pair,
-)
+from judge_mcp.methods.lwe.judging import ACTIONS, MAX_BATCH_SIZE, initial_meta_prompt, lwe_judge, vanilla_pair
+from judge_mcp.methods.lwe.refine import MAX_META_TOKENS, condense_budget, refine_budget, refine_if_due, refine_pending
 from judge_mcp.methods.lwe.sessions import export_session, list_sessions, lwe_session, meta_prompt_text, session_history
 
 __all__ = [

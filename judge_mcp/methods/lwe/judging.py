@@ -7,58 +7,35 @@ need it:
    answered at once, the meta-prompt and the feedback buffer are not touched.
 2. otherwise the meta-prompt path, judged once in the caller's order (Algorithm 1 is one-sided):
    BuildEvalPrompt (meta-prompt + example) -> Judge (case prompt + example) -> Feedback (Figure 12) -> buffer.
-3. when the session's buffer holds `batch_size` items, RefineMetaPrompt (Figure 13) makes a new version from
-   exactly the oldest `batch_size` items; past 10,000 characters it is condensed (Figure 15, Appendix A) into a
-   further version.
+3. when the session's buffer holds `batch_size` items, RefineMetaPrompt (Figure 13) makes a new version
+   (refine.py).
 
 State lives in the Store (tables lwe_sessions / lwe_versions / lwe_feedback). Model calls never run inside a
-database transaction. A refinement reads (current version, oldest batch) and later writes (new version, items
-marked used) in one transaction that first checks the session is still at the version it read and the items are
-still pending; otherwise nothing is written and it re-reads. Within a process, refinements of one session are
-serialised by a per-session lock (other sessions run in parallel); across processes the check above keeps every
-item used exactly once. A process killed at any moment leaves either the whole new version or none of it.
+database transaction. A process killed at any moment leaves either the whole new version or none of it.
 """
 
 from __future__ import annotations
 
-import weakref
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
-
-import anyio
-import anyio.lowlevel
 
 from judge_mcp import prompts, validation
 from judge_mcp.backends.base import Message, user
-from judge_mcp.backends.errors import BackendError
-from judge_mcp.methods.lwe import text as t
-from judge_mcp.methods import text_work
-from judge_mcp.methods.ask import ask
 from judge_mcp.calls.fanout import run_each
 from judge_mcp.calls.judge import Judge
-from judge_mcp.storage.lwe_sessions import LweConflict, LweRepository
-from judge_mcp.storage.sqlite import Store
+from judge_mcp.methods import text_work
+from judge_mcp.methods.ask import ask
+from judge_mcp.methods.lwe import text as lwe_text
+from judge_mcp.methods.lwe.refine import Refinement, generate_text, refine_if_due
 from judge_mcp.outputs import LweResult, VanillaPair
+from judge_mcp.storage.lwe_sessions import LweRepository
+from judge_mcp.storage.engine import Engine
 
 ACTIONS = ("show", "reset", "rollback")
 MAX_BATCH_SIZE = 64
-MAX_REFINES_PER_CALL = 4  # refinements one call may commit (a backlog of several full batches)
-MAX_CONFLICTS_PER_CALL = 8  # re-reads after another client changed the session (each means that client progressed)
 # Answer budgets in tokens. They bound what a looping model can cost (the bundled 135M model writes ~20 tokens/s
 # on 2 cores and often runs to the limit on free text); a strong model's answers fit well inside them.
 MAX_TOKENS = {"vanilla": 512, "build": 768, "judge": 768, "feedback": 1024}
-MAX_META_TOKENS = 4096
-
-
-def refine_budget(meta_prompt: str) -> int:
-    """Tokens for a refined meta-prompt: room to grow by half plus ~2,000 characters of new tips per batch
-    (4 characters ~ 1 token), never more than MAX_META_TOKENS."""
-    return min(MAX_META_TOKENS, max(768, len(meta_prompt) * 3 // 8 + 512))
-
-
-def condense_budget(meta_prompt: str) -> int:
-    """Tokens for the condensed meta-prompt (asked to be about half as long): up to three quarters of it."""
-    return min(MAX_META_TOKENS, max(512, len(meta_prompt) * 3 // 16))
 
 
 def initial_meta_prompt() -> str:
@@ -66,26 +43,12 @@ def initial_meta_prompt() -> str:
     return prompts.load("lwe_initial_meta_prompt.txt").strip()
 
 
-# ---- per-session serialisation within a process ----------------------------------------------------------------
-_LOCKS: weakref.WeakValueDictionary[tuple[Any, str, str], anyio.Lock] = weakref.WeakValueDictionary()
-
-
-def _session_lock(store: Store, session: str) -> anyio.Lock:
-    """One lock per (event loop, database file, session): every Store on the same file in this loop shares it."""
-    where = str(store.path.resolve()) if str(store.path) != ":memory:" else f"memory:{id(store)}"
-    key = (anyio.lowlevel.current_token(), where, session)
-    lock = _LOCKS.get(key)
-    if lock is None:
-        lock = _LOCKS[key] = anyio.Lock()
-    return lock
-
-
 # ---- validation --------------------------------------------------------------------------------------------------
 def _check_batch_size(value: Any) -> int:
     return validation.whole_number("batch_size", value, 1, MAX_BATCH_SIZE)
 
 
-def _require_store(judge: Judge) -> Store:
+def _require_store(judge: Judge) -> Engine:
     if judge.store is None:
         raise RuntimeError("lwe_judge needs a Store (judge.store is None)")
     return judge.store
@@ -95,15 +58,15 @@ def _require_store(judge: Judge) -> Store:
 async def _vanilla_order(judge: Judge, prompt: str, first: str, second: str, order: str) -> str | None:
     structured = judge.structured
     request = user(
-        await text_work.run(t.vanilla_prompt, prompt, first, second, structured, size=text_work.chars(prompt, first, second)),
+        await text_work.run(lwe_text.vanilla_prompt, prompt, first, second, structured, size=text_work.chars(prompt, first, second)),
         max_tokens=MAX_TOKENS["vanilla"],
-        json_schema=t.verdict_schema() if structured else None,
+        json_schema=lwe_text.verdict_schema() if structured else None,
         schema_name="lwe_vanilla_verdict",
         purpose=f"lwe_judge:vanilla:{order}",
     )
     reminder = prompts.load("lwe_reask_json.txt" if structured else "lwe_reask_text.txt")
-    result = await ask(judge, request, t.parse_verdict, reminder)
-    return t.to_caller(result.value, order)
+    result = await ask(judge, request, lwe_text.parse_verdict, reminder)
+    return lwe_text.to_caller(result.value, order)
 
 
 async def vanilla_pair(judge: Judge, prompt: str, response_a: str, response_b: str) -> VanillaPair:
@@ -119,39 +82,31 @@ async def vanilla_pair(judge: Judge, prompt: str, response_a: str, response_b: s
 
 
 # ---- the meta-prompt path --------------------------------------------------------------------------------------------
-async def _generate_text(judge: Judge, content: str, kind: str, session: str, max_tokens: int) -> tuple[str | None, bool]:
-    """One free-text generation (a case prompt or a meta-prompt), re-asked once when it comes back empty.
-    (text or None, whether the answer was cut at `max_tokens`)."""
-    request = user(content, max_tokens=max_tokens, purpose=f"lwe_judge:{kind}:{session}")
-    result = await ask(judge, request, t.clean_generated_prompt, prompts.load("lwe_text_reask.txt"))
-    return result.value, result.completion.finish_reason == "length"
-
-
 async def _judge_case(judge: Judge, judge_prompt_text: str) -> tuple[str | None, str, bool]:
     structured = judge.structured
     request = user(
         judge_prompt_text,
         max_tokens=MAX_TOKENS["judge"],
-        json_schema=t.verdict_schema() if structured else None,
+        json_schema=lwe_text.verdict_schema() if structured else None,
         schema_name="lwe_case_verdict",
         purpose="lwe_judge:judge",
     )
     reminder = prompts.load("lwe_reask_json.txt" if structured else "lwe_reask_text.txt")
-    result = await ask(judge, request, t.parse_verdict, reminder)
+    result = await ask(judge, request, lwe_text.parse_verdict, reminder)
     return result.value, result.text, result.reasked
 
 
 async def _feedback(judge: Judge, meta_prompt: str, judge_prompt_text: str, judgment: str) -> tuple[str, bool]:
     structured = judge.structured
     request = user(
-        t.feedback_prompt(meta_prompt, judge_prompt_text, judgment),
+        lwe_text.feedback_prompt(meta_prompt, judge_prompt_text, judgment),
         max_tokens=MAX_TOKENS["feedback"],
-        json_schema=t.feedback_schema() if structured else None,
+        json_schema=lwe_text.feedback_schema() if structured else None,
         schema_name="lwe_feedback",
         purpose="lwe_judge:feedback",
     )
     first = await judge.complete(request)
-    parsed = t.parse_feedback(first.text)
+    parsed = lwe_text.parse_feedback(first.text)
     if parsed is not None:
         return parsed, True
     if first.finish_reason == "length":  # cut at the limit: a re-ask would run into it again; keep the raw text
@@ -162,103 +117,100 @@ async def _feedback(judge: Judge, meta_prompt: str, judge_prompt_text: str, judg
         purpose=f"{request.purpose}:reask",
     )
     second = await judge.complete(follow_up)
-    parsed = t.parse_feedback(second.text)
+    parsed = lwe_text.parse_feedback(second.text)
     if parsed is not None:
         return parsed, True
     return (second.text.strip() or first.text.strip() or "(the model wrote no feedback)"), False
 
 
-async def _condense(judge: Judge, text: str, session: str) -> str | None:
-    """Figure 15; the condensed text only when it is non-empty and shorter (no re-ask: a re-ask could not help)."""
-    completion = await judge.complete(
-        user(t.condense_prompt(text), max_tokens=condense_budget(text), purpose=f"lwe_judge:condense:{session}")
-    )
-    condensed = t.clean_generated_prompt(completion.text)
-    return condensed if condensed and len(condensed) < len(text) else None
+@dataclass
+class _Case:
+    """One lwe_judge call: its arguments, where it reports progress, and the warnings it collects."""
+
+    judge: Judge
+    repo: LweRepository
+    session: str
+    prompt: str
+    response_a: str
+    response_b: str
+    base: float  # progress steps: [vanilla pair], case prompt, judgment, feedback, buffering, refinement
+    warnings: list[str] = field(default_factory=list)
+    vanilla: VanillaPair | None = None
+
+    @property
+    def total(self) -> float:
+        return self.base + 5
+
+    async def progress(self, done: float, message: str) -> None:
+        await self.judge.progress(done, self.total, message)
 
 
-class _Refinement:
-    def __init__(self) -> None:
-        self.versions: list[int] = []
-        self.refined = False
-        self.condensed = False
-        self.warnings: list[str] = []
+@dataclass
+class _MetaJudgment:
+    """The case judged with a case-specific prompt built from the meta-prompt version current at the time."""
+
+    meta_version: int
+    meta_prompt: str
+    batch_size: int  # the session's, as read with the version
+    eval_prompt: str | None
+    judge_prompt_text: str
+    winner: str | None
+    judgment: str
+    reasked: bool
+    early: Refinement
 
 
-async def refine_if_due(
-    judge: Judge, store: Store, session: str, progress_at: tuple[float, float, float], *, partial: bool = False
-) -> _Refinement:
-    """Refine the session's meta-prompt while its buffer holds a full batch (and condense what grew too long).
-    With `partial`, a last batch smaller than `batch_size` is refined too (Algorithm 1's "or t = T").
-
-    Serialised per session within the process. Each round reads the current version and the oldest batch,
-    calls the model outside any transaction, then commits version + used items atomically if the session is
-    still at the version read; after a concurrent change it re-reads (the items stay buffered meanwhile).
-    `progress_at` = (done value while refining, done value while condensing, total).
-    """
-    out = _Refinement()
-    repo = LweRepository(store)
-    at_refine, at_condense, total = progress_at
-    state = await repo.aio.session_row(session)
-    if state is None or state["pending"] < (1 if partial else state["batch_size"]):
-        return out  # nothing due: do not wait behind another task's refinement
-    refines = conflicts = 0
-    async with _session_lock(store, session):
-        while refines < MAX_REFINES_PER_CALL and conflicts <= MAX_CONFLICTS_PER_CALL:
-            state = await repo.aio.session_row(session)
-            assert state is not None
-            batch = await repo.aio.pending(session, limit=state["batch_size"])
-            if not batch or (len(batch) < state["batch_size"] and not partial):
-                break
-            await judge.progress(at_refine, total, f"refining the meta-prompt (v{state['current_version']}) from {len(batch)} feedback items")
-            budget = refine_budget(state["text"])
-            try:
-                refined, cut = await _generate_text(judge, t.refine_prompt(state["text"], t.batch_text(batch)), "refine", session, budget)
-            except BackendError as exc:
-                # The case itself was judged; a refinement that fails (e.g. a prompt past a small local model's
-                # context) must not fail it. The items stay buffered for the next attempt.
-                out.warnings.append(f"the refinement of v{state['current_version']} failed ({exc}); its {len(batch)} feedback items stay buffered")
-                break
-            if refined is None:
-                out.warnings.append(
-                    f"the refinement of v{state['current_version']} produced no text; its {len(batch)} feedback items stay buffered"
-                )
-                break
-            try:
-                version = await repo.aio.commit_version(
-                    session,
-                    expected_version=state["current_version"],
-                    text=refined,
-                    reason="refine",
-                    use_feedback=[item["id"] for item in batch],
-                )
-            except LweConflict:
-                conflicts += 1
-                continue  # another client refined (or reset) meanwhile: re-read and, if a batch is still due, retry
-            refines += 1
-            out.versions.append(version)
-            out.refined = True
-            if cut:
-                out.warnings.append(f"the refined meta-prompt v{version} was cut at the {budget}-token limit")
-            if len(refined) > t.CONDENSE_AT:
-                await judge.progress(at_condense, total, f"condensing the meta-prompt (v{version}, {len(refined):,} characters)")
-                condensed = await _condense(judge, refined, session)
-                if condensed is None:
-                    out.warnings.append(f"v{version} has {len(refined):,} characters and condensing it did not shorten it")
-                    continue
-                try:
-                    out.versions.append(await repo.aio.commit_version(session, expected_version=version, text=condensed, reason="condense"))
-                    out.condensed = True
-                except LweConflict:
-                    conflicts += 1
-    return out
+async def _judge_with_meta_prompt(case: _Case, learn: bool) -> _MetaJudgment:
+    """BuildEvalPrompt -> Judge. A full batch left buffered (by a crash mid-refinement, or a refinement that produced
+    no text) is refined first, so that this case is judged with the newest meta-prompt."""
+    judge, base = case.judge, case.base
+    early = await refine_if_due(judge, case.repo.store, case.session, (base + 0.1, base + 0.15, case.total)) if learn else Refinement()
+    state = await case.repo.aio.session_row(case.session)
+    assert state is not None
+    meta_version, meta_prompt = state["current_version"], state["text"]
+    example = lwe_text.example_text(case.prompt, case.response_a, case.response_b)
+    await case.progress(base + 0.2, f"writing the case-specific evaluation prompt from meta-prompt v{meta_version}")
+    build = lwe_text.build_eval_prompt_request(meta_prompt, example)
+    eval_prompt, cut = await generate_text(judge, build, "build", case.session, MAX_TOKENS["build"])
+    case.warnings.extend(early.warnings)
+    if cut:
+        case.warnings.append(f"the case-specific evaluation prompt was cut at the {MAX_TOKENS['build']}-token limit")
+    if eval_prompt is None:
+        case.warnings.append("the model wrote an empty evaluation prompt; the case was judged with the answer format only")
+    await case.progress(base + 1, "judging with the case-specific prompt")
+    judge_prompt_text = lwe_text.judge_prompt(eval_prompt or "", example, judge.structured)
+    winner, judgment, reasked = await _judge_case(judge, judge_prompt_text)
+    if winner is None:
+        case.warnings.append("the meta-path judgment stayed unparsed after a re-ask: winner is null (the feedback still records it)")
+    return _MetaJudgment(meta_version, meta_prompt, state["batch_size"], eval_prompt, judge_prompt_text, winner, judgment, reasked, early)
 
 
-async def refine_pending(judge: Judge, store: Store, session: str) -> _Refinement:
-    """The end of a run (Algorithm 1, "t mod B = 0 or t = T"): refine the meta-prompt from whatever feedback is
-    still buffered, even fewer than `batch_size` items. Nothing buffered: nothing happens."""
-    validation.session_name(session)
-    return await refine_if_due(judge, store, session, (0.0, 0.5, 1.0), partial=True)
+async def _learn(case: _Case, meta: _MetaJudgment) -> tuple[str, bool, Refinement]:
+    """Feedback (Figure 12) on the judgment, buffered; the meta-prompt refined when the buffer holds a full batch.
+    (feedback, whether it parsed, the refinement)."""
+    judge, base, batch_size = case.judge, case.base, meta.batch_size
+    await case.progress(base + 2, "writing self-feedback on the judgment")
+    feedback, feedback_ok = await _feedback(judge, meta.meta_prompt, meta.judge_prompt_text, meta.judgment)
+    await case.progress(base + 3, "buffering the feedback")
+    item = {
+        "meta_version": meta.meta_version,
+        "prompt": case.prompt,
+        "response_a": case.response_a,
+        "response_b": case.response_b,
+        "eval_prompt": meta.eval_prompt or "",
+        "judgment": meta.judgment,
+        "winner": meta.winner,
+        "feedback": feedback,
+        "feedback_parse_ok": feedback_ok,
+    }
+    _, pending = await case.repo.aio.add_feedback(case.session, item)
+    late = Refinement()
+    if pending >= batch_size:
+        late = await refine_if_due(judge, case.repo.store, case.session, (base + 4, base + 4.5, case.total))
+    case.warnings.extend(late.warnings)
+    done = " (meta-prompt refined)" if late.refined else f" ({pending} of {batch_size} feedback items buffered)"
+    await case.progress(case.total, "done" + done)
+    return feedback, feedback_ok, late
 
 
 async def lwe_judge(
@@ -282,132 +234,87 @@ async def lwe_judge(
     validation.flag("selective", selective)
     _check_batch_size(batch_size)
     validation.flag("learn", learn)
-    store = _require_store(judge)
-    repo = LweRepository(store)
-
+    repo = LweRepository(_require_store(judge))
     state = await repo.aio.ensure_session(session, batch_size, initial_meta_prompt())
-    # Progress steps: [vanilla pair], case prompt, judgment, feedback, buffering, refinement (+ condensing).
-    base = 1.0 if selective else 0.0
-    total = base + 5
-    vanilla: VanillaPair | None = None
-    warnings: list[str] = []
-
+    case = _Case(judge, repo, session, prompt, response_a, response_b, base=1.0 if selective else 0.0)
     if selective:
-        await judge.progress(0, total, "vanilla judgments in both orders")
-        vanilla = await vanilla_pair(judge, prompt, response_a, response_b)
+        await case.progress(0, "vanilla judgments in both orders")
+        vanilla = case.vanilla = await vanilla_pair(judge, prompt, response_a, response_b)
         if vanilla.consistent:
-            await judge.progress(total, total, f"consistent in both orders ({vanilla.ab}): answered without the meta-prompt")
-            state = (await repo.aio.session_row(session)) or state
-            return LweResult(
-                winner=vanilla.ab,
-                path="vanilla_consistent",
-                vanilla=vanilla,
-                orders_disagreed=False,
-                eval_prompt=None,
-                feedback=None,
-                meta_prompt_version=state["current_version"],
-                refined=False,
-                new_meta_prompt_version=None,
-                pending_feedback=state["pending"],
-                batch_size=state["batch_size"],
-                session=session,
-                model=judge.model_id,
-                usage=judge.usage(),
-            )
+            await case.progress(case.total, f"consistent in both orders ({vanilla.ab}): answered without the meta-prompt")
+            return _vanilla_result(judge, session, (await repo.aio.session_row(session)) or state, vanilla)
         unparsed = [order for order, side in (("AB", vanilla.ab), ("BA", vanilla.ba)) if side is None]
         if unparsed:
-            warnings.append(f"the vanilla judgment stayed unparsed in order {' and '.join(unparsed)}: treated as inconsistent")
+            case.warnings.append(f"the vanilla judgment stayed unparsed in order {' and '.join(unparsed)}: treated as inconsistent")
         else:
-            warnings.append(f"the vanilla verdicts disagreed between the orders (AB: {vanilla.ab}, BA: {vanilla.ba}): the "
-                            "winner is the meta-prompt path's judgment in one order, which position bias may decide")
-        await judge.progress(base, total, f"inconsistent vanilla verdicts (AB: {vanilla.ab}, BA: {vanilla.ba}): meta-prompt path")
-
-    # A full batch left buffered (by a crash mid-refinement, or a refinement that produced no text) is refined
-    # first, so that this case is judged with the newest meta-prompt.
-    early = await refine_if_due(judge, store, session, (base + 0.1, base + 0.15, total)) if learn else _Refinement()
-
-    state = await repo.aio.session_row(session)
-    assert state is not None
-    meta_version, meta_prompt = state["current_version"], state["text"]
-    example = t.example_text(prompt, response_a, response_b)
-
-    await judge.progress(base + 0.2, total, f"writing the case-specific evaluation prompt from meta-prompt v{meta_version}")
-    build = t.build_eval_prompt_request(meta_prompt, example)
-    eval_prompt, cut = await _generate_text(judge, build, "build", session, MAX_TOKENS["build"])
-    warnings.extend(early.warnings)
-    if cut:
-        warnings.append(f"the case-specific evaluation prompt was cut at the {MAX_TOKENS['build']}-token limit")
-    if eval_prompt is None:
-        warnings.append("the model wrote an empty evaluation prompt; the case was judged with the answer format only")
-    await judge.progress(base + 1, total, "judging with the case-specific prompt")
-    judge_prompt_text = t.judge_prompt(eval_prompt or "", example, judge.structured)
-    winner, judgment, reasked = await _judge_case(judge, judge_prompt_text)
-    if winner is None:
-        warnings.append("the meta-path judgment stayed unparsed after a re-ask: winner is null (the feedback still records it)")
+            case.warnings.append(f"the vanilla verdicts disagreed between the orders (AB: {vanilla.ab}, BA: {vanilla.ba}): the "
+                                 "winner is the meta-prompt path's judgment in one order, which position bias may decide")
+        await case.progress(case.base, f"inconsistent vanilla verdicts (AB: {vanilla.ab}, BA: {vanilla.ba}): meta-prompt path")
+    meta = await _judge_with_meta_prompt(case, learn)
     if not learn:
-        await judge.progress(total, total, "done (scoring only: no feedback, no refinement)")
+        await case.progress(case.total, "done (scoring only: no feedback, no refinement)")
         state = (await repo.aio.session_row(session)) or state
-        return _meta_path_result(judge, session, state, warnings, winner=winner, vanilla=vanilla, eval_prompt=eval_prompt, judgment=judgment, reasked=reasked, meta_version=meta_version)
-    await judge.progress(base + 2, total, "writing self-feedback on the judgment")
-    feedback, feedback_ok = await _feedback(judge, meta_prompt, judge_prompt_text, judgment)
-    await judge.progress(base + 3, total, "buffering the feedback")
-    _, pending = await repo.aio.add_feedback(
-        session,
-        {
-            "meta_version": meta_version,
-            "prompt": prompt,
-            "response_a": response_a,
-            "response_b": response_b,
-            "eval_prompt": eval_prompt or "",
-            "judgment": judgment,
-            "winner": winner,
-            "feedback": feedback,
-            "feedback_parse_ok": feedback_ok,
-        },
-    )
-    late = _Refinement()
-    if pending >= state["batch_size"]:
-        late = await refine_if_due(judge, store, session, (base + 4, base + 4.5, total))
-    warnings.extend(late.warnings)
-    await judge.progress(total, total, "done" + (" (meta-prompt refined)" if late.refined else f" ({pending} of {state['batch_size']} feedback items buffered)"))
-
-    versions = early.versions + late.versions
+        return _meta_path_result(case, state, meta)
+    feedback, feedback_ok, late = await _learn(case, meta)
     final = await repo.aio.session_row(session)
     assert final is not None
     return _meta_path_result(
-        judge, session, final, warnings, winner=winner, vanilla=vanilla, eval_prompt=eval_prompt, judgment=judgment, reasked=reasked,
-        meta_version=meta_version, feedback=feedback, feedback_parse_ok=feedback_ok, versions=versions,
-        condensed=early.condensed or late.condensed,
+        case, final, meta, feedback=feedback, feedback_parse_ok=feedback_ok, versions=meta.early.versions + late.versions,
+        condensed=meta.early.condensed or late.condensed,
     )
 
 
+def _vanilla_result(judge: Judge, session: str, state: dict[str, Any], vanilla: VanillaPair) -> LweResult:
+    """The result of a case whose vanilla verdicts agree: the meta-prompt and the feedback buffer untouched."""
+    return LweResult(
+        winner=vanilla.ab,
+        path="vanilla_consistent",
+        vanilla=vanilla,
+        orders_disagreed=False,
+        eval_prompt=None,
+        feedback=None,
+        meta_prompt_version=state["current_version"],
+        refined=False,
+        new_meta_prompt_version=None,
+        pending_feedback=state["pending"],
+        batch_size=state["batch_size"],
+        session=session,
+        model=judge.model_id,
+        usage=judge.usage(),
+    )
+
+
+def _disagreed(vanilla: VanillaPair | None) -> bool | None:
+    """Both vanilla orders parsed and named different answers; None when not run or an order was unparsed."""
+    return None if vanilla is None or vanilla.ab is None or vanilla.ba is None else vanilla.ab != vanilla.ba
+
+
 def _meta_path_result(
-    judge: Judge, session: str, state: dict[str, Any], warnings: list[str], *, winner: str | None, vanilla: Any,
-    eval_prompt: str | None, judgment: str, reasked: bool, meta_version: int, feedback: str | None = None,
+    case: _Case, state: dict[str, Any], meta: _MetaJudgment, *, feedback: str | None = None,
     feedback_parse_ok: bool | None = None, versions: list[int] | None = None, condensed: bool = False,
 ) -> LweResult:
     """The result of a meta-prompt-path case; `feedback` None when the case was judged for scoring only."""
     versions = versions or []
     return LweResult(
-        winner=winner,
+        winner=meta.winner,
         path="meta_prompt",
-        vanilla=vanilla,
-        orders_disagreed=None if vanilla is None or vanilla.ab is None or vanilla.ba is None else vanilla.ab != vanilla.ba,
-        eval_prompt=eval_prompt,
-        judgment=judgment,
-        parse_ok=winner is not None,
-        reasked=reasked,
+        vanilla=case.vanilla,
+        orders_disagreed=_disagreed(case.vanilla),
+        eval_prompt=meta.eval_prompt,
+        judgment=meta.judgment,
+        parse_ok=meta.winner is not None,
+        reasked=meta.reasked,
         feedback=feedback,
         feedback_parse_ok=feedback_parse_ok,
-        meta_prompt_version=meta_version,
+        meta_prompt_version=meta.meta_version,
         refined=bool(versions),
         new_meta_prompt_version=versions[-1] if versions else None,
         new_meta_prompt_versions=versions,
         condensed=condensed,
         pending_feedback=state["pending"],
         batch_size=state["batch_size"],
-        session=session,
-        warnings=warnings,
-        model=judge.model_id,
-        usage=judge.usage(),
+        session=case.session,
+        warnings=case.warnings,
+        model=case.judge.model_id,
+        usage=case.judge.usage(),
     )

@@ -10,13 +10,13 @@ from typing import Any
 from judge_mcp import validation
 from judge_mcp.methods.lwe.judging import ACTIONS, initial_meta_prompt
 from judge_mcp.storage.lwe_sessions import LweConflict, LweRepository
-from judge_mcp.storage.sqlite import Store
+from judge_mcp.storage.engine import Engine
 from judge_mcp.validation import InputError
 from judge_mcp.outputs import LweSessionResult, MetaPromptVersion
 
 
 # ---- sessions: show / reset / rollback, resources and the CLI -------------------------------------------------------
-def _session_or_error(store: Store, session: str) -> dict[str, Any]:
+def _session_or_error(store: Engine, session: str) -> dict[str, Any]:
     validation.session_name(session)
     repo = LweRepository(store)
     row = repo.session_row(session)
@@ -39,7 +39,7 @@ def _version_model(row: dict[str, Any]) -> MetaPromptVersion:
     )
 
 
-def lwe_session(store: Store, *, session: str, action: str, version: int | None = None) -> LweSessionResult:
+def lwe_session(store: Engine, *, session: str, action: str, version: int | None = None) -> LweSessionResult:
     """show the session; reset to the initial meta-prompt (buffered feedback is dropped, kept as discarded); or
     rollback to an earlier version's text (the buffer is kept). Reset and rollback add a version: history is
     never rewritten."""
@@ -77,7 +77,7 @@ def lwe_session(store: Store, *, session: str, action: str, version: int | None 
     )
 
 
-def _commit_admin(store: Store, session: str, *, text: str, reason: str, restored_from: int | None = None, discard: bool = False) -> int:
+def _commit_admin(store: Engine, session: str, *, text: str, reason: str, restored_from: int | None = None, discard: bool = False) -> int:
     """A reset or rollback version on top of whatever is current (no model call, so a conflict just re-reads)."""
     repo = LweRepository(store)
     for _ in range(10):
@@ -93,7 +93,7 @@ def _commit_admin(store: Store, session: str, *, text: str, reason: str, restore
     raise InputError(f"session {session!r} kept changing; try the {reason} again")
 
 
-def list_sessions(store: Store) -> list[dict[str, Any]]:
+def list_sessions(store: Engine) -> list[dict[str, Any]]:
     return [
         {
             "name": s["name"],
@@ -107,7 +107,7 @@ def list_sessions(store: Store) -> list[dict[str, Any]]:
     ]
 
 
-def meta_prompt_text(store: Store, session: str) -> str:
+def meta_prompt_text(store: Engine, session: str) -> str:
     return _session_or_error(store, session)["text"]
 
 
@@ -115,7 +115,7 @@ def _iso(ts: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
 
 
-def session_history(store: Store, session: str) -> list[dict[str, Any]]:
+def session_history(store: Engine, session: str) -> list[dict[str, Any]]:
     """Every version, oldest first, with time, reason and parent."""
     row = _session_or_error(store, session)
     return [
@@ -134,7 +134,7 @@ def session_history(store: Store, session: str) -> list[dict[str, Any]]:
     ]
 
 
-def export_session(store: Store, session: str) -> dict[str, Any]:
+def export_session(store: Engine, session: str) -> dict[str, Any]:
     """Everything about one session: every version with its text, and every feedback row (pending, used, discarded)."""
     row = _session_or_error(store, session)
     repo = LweRepository(store)

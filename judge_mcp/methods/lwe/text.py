@@ -21,10 +21,17 @@ MAX_BATCH_CHARS = 48_000  # the refine prompt's batch section, all items togethe
 
 
 # ---- schemas (used when the backend decodes under a JSON schema) -------------------------------------------------
+# Free-text caps (characters), as every method's schema has them: each fits its request's budget (vanilla/judge 512+
+# tokens, feedback 1024; ~4 characters a token), so a model that loops must still close the JSON.
+EXPLANATION_MAX_CHARS = 1500
+TIPS_MAX_CHARS = 2000
+REASONING_MAX_CHARS = 1500
+
+
 def verdict_schema() -> dict[str, Any]:
     return {
         "type": "object",
-        "properties": {"explanation": {"type": "string"}, "verdict": {"type": "string", "enum": list(SIDES)}},
+        "properties": {"explanation": {"type": "string", "maxLength": EXPLANATION_MAX_CHARS}, "verdict": {"type": "string", "enum": list(SIDES)}},
         "required": ["explanation", "verdict"],
         "additionalProperties": False,
     }
@@ -37,8 +44,8 @@ def feedback_schema() -> dict[str, Any]:
         "properties": {
             "score": {"type": "integer", "enum": [1, 2, 3, 4, 5]},
             "label": {"type": "string", "enum": [CONFIDENT, NOT_SURE]},
-            "learned tips": {"type": "string"},
-            "reasoning": {"type": "string"},
+            "learned tips": {"type": "string", "maxLength": TIPS_MAX_CHARS},
+            "reasoning": {"type": "string", "maxLength": REASONING_MAX_CHARS},
         },
         "required": ["score", "label", "learned tips", "reasoning"],
         "additionalProperties": False,

@@ -1,0 +1,117 @@
+"""The seam between judge-mcp and a database engine: what the repositories, the migrations, the call cache and App
+use of a store. SQLite (`storage/sqlite.py`) is the one implementation; a second engine (PostgreSQL through
+psycopg 3, say) is one more class that provides `Engine` and `Tx`, with its own `Dialect`. Nothing above this
+layer changes for it: the repositories (`call_cache.py`, `verdict_log.py`, `lwe_sessions.py`, `option_pool.py`,
+`bench_results.py`) and the migrations (`migrations.py`) are written against these protocols.
+
+What the repositories' SQL may assume of an engine:
+- `?` placeholders (an engine whose driver takes another style rewrites them; psycopg's is `%s`);
+- the SQL that SQLite (3.24+) and PostgreSQL share: `INSERT ... ON CONFLICT (...) DO NOTHING / DO UPDATE SET
+  col = excluded.col`, `CASE`, `COUNT`, `LENGTH`, subqueries; no `INSERT OR IGNORE/REPLACE`, no `PRAGMA`;
+- a new row's integer id comes from `Tx.insert` (SQLite: the cursor's lastrowid; a server engine: `RETURNING id`);
+- column types that differ between engines come from the `Dialect` (an engine-assigned id, a float);
+- a statement that has no shared form (the verdict log's JSON functions) is kept in its repository once per
+  engine, chosen by `Dialect.name`.
+
+Everything else an engine does for itself: connections, transactions (all-or-nothing, re-entrant within a
+thread), the read and write lanes (`lanes.Lane`), marking a database as judge-mcp's (SQLite's application_id),
+serialising migrations between processes, and turning its driver's errors into `StoreError` naming the database.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from judge_mcp.storage.lanes import Lane
+
+
+class StoreError(Exception):
+    """The database could not be opened, read or written (the message names the database and the reason)."""
+
+
+def dumps(value: Any) -> str:
+    """A JSON column's text: the one encoding every table uses (sorted keys, non-ASCII kept)."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What differs in the text of SQL between engines, as the migrations and repositories need it."""
+
+    name: str  # "sqlite"; chooses a repository's per-engine statement where there is no shared form
+    auto_id: str  # an integer primary key the database assigns ("INTEGER PRIMARY KEY" in SQLite)
+    real: str  # a double-precision float column ("REAL" in SQLite, "DOUBLE PRECISION" in PostgreSQL)
+
+
+class Tx(Protocol):
+    """One open transaction (`Engine.transaction()`): every statement in it is committed together or not at all."""
+
+    dialect: Dialect
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement; the number of rows it changed."""
+        ...
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        """Rows as dicts, seeing this transaction's own changes."""
+        ...
+
+    def insert(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one INSERT of one row into a table whose key is an engine-assigned integer `id`; that id."""
+        ...
+
+    def columns(self, table: str) -> set[str]:
+        """The names of the table's columns (for migrations that must look before they change a table)."""
+        ...
+
+    def drop_column(self, table: str, column: str) -> None:
+        """Remove a column and its values, keeping every row and the table's other columns and constraints."""
+        ...
+
+
+Migration = Callable[[Tx], None]
+
+
+class Engine(Protocol):
+    """A database judge-mcp keeps its state in. Safe to share between threads and tasks; its methods block, so async
+    code runs them in the store's lanes (`reads`, `writes`) or in a worker thread, never on the event loop."""
+
+    dialect: Dialect
+    reads: Lane  # one thread running reads in order; a read never waits for a write
+    writes: Lane  # one thread running writes in order
+
+    @property
+    def location(self) -> str:
+        """Names the database, the same string for every Engine open on it (per-database locks in one process)."""
+        ...
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        """Rows as dicts. Outside a transaction a read never waits for a writer; inside one (in this thread) it sees
+        the transaction's changes."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[Tx]:
+        """An all-or-nothing write; re-entrant within a thread (an inner block joins the outer transaction). A
+        database error inside it rolls it back and is raised as StoreError."""
+        ...
+
+    def migrate(self, migrations: Sequence[Migration]) -> list[str]:
+        """Apply, in order and each once, the migrations this database has not had (storage/migrations.py); their
+        names. One transaction: a failing migration leaves nothing of itself or of those after it."""
+        ...
+
+    def vacuum(self) -> None:
+        """Give the space of deleted rows back (retention)."""
+        ...
+
+    def checkpoint(self) -> None:
+        """Fold any write-ahead log into the database (SQLite's WAL); nothing for an engine without one."""
+        ...
+
+    def close(self) -> None:
+        """Finish the jobs handed to the lanes, then close every connection."""
+        ...

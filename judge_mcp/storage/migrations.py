@@ -1,0 +1,221 @@
+"""Every table's schema, as one ordered list of forward-only migrations.
+
+`MIGRATIONS` is the schema of every judge-mcp database; `BENCH_MIGRATIONS` adds the bench's two tables, in the
+databases the bench opens. Whoever opens a store passes the list (`storage.open_store(path, MIGRATIONS)`: App, the
+CLI, the bench); `Engine.migrate` applies, in list order, each migration the database has not had yet and records
+its name in `_migrations`, all in one transaction: a migration that fails leaves neither its record nor any of its
+changes, nor anything of the migrations after it.
+
+A migration is a function of an open transaction (`engine.Tx`) named `mNNN_what_it_does`; it runs once per
+database, is never edited once released (a change is a new migration at the end), and finds its SQL's
+engine-specific column types in `tx.dialect`. Creating migrations say IF NOT EXISTS: databases made before a
+table had its own migration already have it (an earlier `m001_core` made the call cache, the verdict log and the
+option pool), and keep their rows.
+
+Three migrations were recorded under other names before this list existed (the list was then ordered by name,
+and two began with m001); `FORMER_NAMES` maps them, and a database that has them is given the new names in the
+same transaction, so nothing runs twice.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from judge_mcp.storage.engine import Migration, Tx
+
+
+def m001_call_cache(tx: Tx) -> None:
+    """The call cache: one temperature-0 answer per request key (`hits` was a counter; m005 drops it)."""
+    tx.execute(
+        f"""CREATE TABLE IF NOT EXISTS call_cache (
+            key TEXT PRIMARY KEY,
+            backend TEXT NOT NULL,
+            model TEXT NOT NULL,
+            request TEXT NOT NULL,
+            response TEXT NOT NULL,
+            created_at {tx.dialect.real} NOT NULL,
+            hits INTEGER NOT NULL DEFAULT 0
+        )"""
+    )
+
+
+def m002_verdicts(tx: Tx) -> None:
+    """The verdict log: one row per judgment, with its inputs, output, usage and call records (JSON text)."""
+    tx.execute(
+        f"""CREATE TABLE IF NOT EXISTS verdicts (
+            id {tx.dialect.auto_id},
+            tool TEXT NOT NULL,
+            backend TEXT NOT NULL,
+            model TEXT NOT NULL,
+            inputs TEXT NOT NULL,
+            output TEXT NOT NULL,
+            usage TEXT NOT NULL,
+            calls TEXT NOT NULL,
+            created_at {tx.dialect.real} NOT NULL
+        )"""
+    )
+    tx.execute("CREATE INDEX IF NOT EXISTS verdicts_tool ON verdicts(tool, created_at)")
+
+
+def m003_lwe(tx: Tx) -> None:
+    """LWE sessions: one row per session, every meta-prompt version ever made, and the feedback buffer.
+
+    A version's `parent` is the version that was current when it was made (the one it replaced); a rollback also
+    records `restored_from`. Feedback rows are `pending` until one refinement uses them (`used`, with the version
+    they produced) or a reset drops them (`discarded`, with the reset version); they are never deleted.
+    """
+    real = tx.dialect.real
+    tx.execute(
+        f"""CREATE TABLE IF NOT EXISTS lwe_sessions (
+            name TEXT PRIMARY KEY,
+            current_version INTEGER NOT NULL,
+            batch_size INTEGER NOT NULL CHECK (batch_size BETWEEN 1 AND 64),
+            created_at {real} NOT NULL,
+            updated_at {real} NOT NULL
+        )"""
+    )
+    tx.execute(
+        f"""CREATE TABLE IF NOT EXISTS lwe_versions (
+            session TEXT NOT NULL REFERENCES lwe_sessions(name),
+            version INTEGER NOT NULL CHECK (version >= 1),
+            parent INTEGER,
+            reason TEXT NOT NULL CHECK (reason IN ('initial', 'refine', 'condense', 'reset', 'rollback')),
+            text TEXT NOT NULL,
+            restored_from INTEGER,
+            feedback_ids TEXT NOT NULL DEFAULT '[]',
+            created_at {real} NOT NULL,
+            PRIMARY KEY (session, version)
+        )"""
+    )
+    tx.execute(
+        f"""CREATE TABLE IF NOT EXISTS lwe_feedback (
+            id {tx.dialect.auto_id},
+            session TEXT NOT NULL REFERENCES lwe_sessions(name),
+            meta_version INTEGER NOT NULL,
+            prompt TEXT NOT NULL,
+            response_a TEXT NOT NULL,
+            response_b TEXT NOT NULL,
+            eval_prompt TEXT NOT NULL,
+            judgment TEXT NOT NULL,
+            winner TEXT CHECK (winner IN ('A', 'B')),
+            feedback TEXT NOT NULL,
+            feedback_parse_ok INTEGER NOT NULL,
+            status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'used', 'discarded')),
+            used_in_version INTEGER,
+            created_at {real} NOT NULL,
+            used_at {real}
+        )"""
+    )
+    tx.execute("CREATE INDEX IF NOT EXISTS lwe_feedback_status ON lwe_feedback(session, status, id)")
+
+
+def m004_option_pool(tx: Tx) -> None:
+    """The option pool: each grade_score_options call's options under its instruction's hash."""
+    tx.execute(
+        f"""CREATE TABLE IF NOT EXISTS option_pool (
+            id {tx.dialect.auto_id},
+            instruction_hash TEXT NOT NULL,
+            instruction TEXT NOT NULL,
+            option TEXT NOT NULL,
+            created_at {tx.dialect.real} NOT NULL,
+            UNIQUE(instruction_hash, option)
+        )"""
+    )
+
+
+def m005_call_cache_without_hits(tx: Tx) -> None:
+    """The call cache's `hits` column goes: a hit is a pure read and writes nothing, so nothing ever counted it."""
+    if "hits" in tx.columns("call_cache"):
+        tx.drop_column("call_cache", "hits")
+
+
+def m101_bench_tables(tx: Tx) -> None:
+    """The bench's results (one row per dataset, method, backend, item and placement) and runs (each run's
+    metadata and accumulated wall time). IF NOT EXISTS: bench databases made before the migrations have them."""
+    real = tx.dialect.real
+    tx.execute(
+        f"""CREATE TABLE IF NOT EXISTS bench_results (
+        dataset TEXT NOT NULL,
+        method TEXT NOT NULL,
+        backend TEXT NOT NULL,
+        item_id TEXT NOT NULL,
+        placement TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        category TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('done', 'error', 'skipped')),
+        record TEXT,
+        error TEXT,
+        created_at {real} NOT NULL,
+        PRIMARY KEY (dataset, method, backend, item_id, placement)
+    )"""
+    )
+    tx.execute(
+        f"""CREATE TABLE IF NOT EXISTS bench_runs (
+        dataset TEXT NOT NULL,
+        method TEXT NOT NULL,
+        backend TEXT NOT NULL,
+        backend_name TEXT NOT NULL,
+        model TEXT NOT NULL,
+        dataset_path TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        options TEXT NOT NULL,
+        wall_seconds {real} NOT NULL DEFAULT 0,
+        judged INTEGER NOT NULL DEFAULT 0,
+        invocations INTEGER NOT NULL DEFAULT 0,
+        created_at {real} NOT NULL,
+        updated_at {real} NOT NULL,
+        PRIMARY KEY (dataset, method, backend)
+    )"""
+    )
+
+
+def m102_bench_fingerprint(tx: Tx) -> None:
+    """The methods fingerprint of each run (bench databases written before it was kept lack the column)."""
+    if "fingerprint" not in tx.columns("bench_runs"):
+        tx.execute("ALTER TABLE bench_runs ADD COLUMN fingerprint TEXT")
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    m001_call_cache,
+    m002_verdicts,
+    m003_lwe,
+    m004_option_pool,
+    m005_call_cache_without_hits,
+)
+BENCH_MIGRATIONS: tuple[Migration, ...] = (*MIGRATIONS, m101_bench_tables, m102_bench_fingerprint)
+
+# name recorded before the list existed -> the migration's name now
+FORMER_NAMES = {"m001_verdicts": "m002_verdicts", "m002_lwe": "m003_lwe", "m003_option_pool": "m004_option_pool"}
+
+
+def names(migrations: Sequence[Migration]) -> list[str]:
+    """The migrations' names, in order; two with one name are refused (the second would never run)."""
+    seen: list[str] = []
+    for fn in migrations:
+        if fn.__name__ in seen:
+            raise ValueError(f"two migrations are named {fn.__name__!r}")
+        seen.append(fn.__name__)
+    return seen
+
+
+def apply(tx: Tx, migrations: Sequence[Migration]) -> list[str]:
+    """Inside the caller's transaction: record the table of applied migrations if it is new, rename the records of
+    FORMER_NAMES, then run each migration not yet recorded, in order, and record it. The names applied."""
+    order = names(migrations)
+    tx.execute(f"CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at {tx.dialect.real} NOT NULL)")
+    done = {row["name"] for row in tx.query("SELECT name FROM _migrations")}
+    for old in sorted(done & FORMER_NAMES.keys()):
+        new = FORMER_NAMES[old]
+        if new in done:
+            tx.execute("DELETE FROM _migrations WHERE name = ?", [old])
+        else:
+            tx.execute("UPDATE _migrations SET name = ? WHERE name = ?", [new, old])
+        done = (done - {old}) | {new}
+    applied = []
+    for fn, name in zip(migrations, order):
+        if name not in done:
+            fn(tx)
+            tx.execute("INSERT INTO _migrations (name, applied_at) VALUES (?, ?)", [name, time.time()])
+            applied.append(name)
+    return applied

@@ -1,0 +1,51 @@
+"""The option pool's table: each grade_score_options call's options, under its instruction's hash (made by
+migrations.m004_option_pool). methods/unrelated_pool.py decides whether and how the pool is drawn from."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Any
+
+from judge_mcp.storage.engine import Engine
+from judge_mcp.storage.lanes import in_thread
+
+
+def instruction_hash(instruction: str) -> str:
+    return hashlib.sha256(instruction.strip().encode("utf-8")).hexdigest()
+
+
+class OptionPool:
+    """The option pool's reads and writes (`pool.aio.add(...)` runs `add` in a worker thread)."""
+
+    def __init__(self, store: Engine):
+        self.store = store
+        self.aio = OptionPoolOffLoop(self)
+
+    def add(self, instruction: str, options: list[str]) -> None:
+        """Store the options under the instruction, each once (an option already stored for it is left as it is)."""
+        digest, now = instruction_hash(instruction), time.time()
+        with self.store.transaction() as tx:
+            for option in options:
+                tx.execute(
+                    "INSERT INTO option_pool (instruction_hash, instruction, option, created_at) VALUES (?, ?, ?, ?)"
+                    " ON CONFLICT (instruction_hash, option) DO NOTHING",
+                    [digest, instruction, option, now],
+                )
+
+    def others(self, exclude_instruction: str, limit: int = 200) -> list[dict[str, Any]]:
+        """Stored options that answer a different instruction (newest first)."""
+        return self.store.query(
+            "SELECT instruction, option FROM option_pool WHERE instruction_hash != ? ORDER BY id DESC LIMIT ?",
+            [instruction_hash(exclude_instruction), limit],
+        )
+
+
+class OptionPoolOffLoop:
+    """`OptionPool.aio`: the write async code needs, awaited in a worker thread."""
+
+    def __init__(self, pool: OptionPool):
+        self._pool = pool
+
+    async def add(self, instruction: str, options: list[str]) -> None:
+        await in_thread(self._pool.add, instruction, options)

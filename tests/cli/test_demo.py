@@ -1,0 +1,126 @@
+"""`judge-mcp demo`: every tool the server offers is called once, each verdict is said in words (what "no verdict"
+means included), progress is printed while a call runs, and on the embedded model the answers are capped by a
+setting of the demo's own server (not by a changed default)."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from judge_mcp.demo import DEMO_MAX_OUTPUT_TOKENS, STEPS, server_environment
+from judge_mcp.demo_text import flip_lines, grade_lines, pair_lines, small_model_note, stats_lines
+from judge_mcp.server import build_server
+from tests.helpers import clean_env, delayed, make_app
+from tests.judge_script import UniversalJudge
+
+
+async def test_the_demo_calls_every_tool_the_server_offers(tmp_path: Path) -> None:
+    app = make_app({"JUDGE_MCP_DB": str(tmp_path / "judge.db")})
+    try:
+        async with Client(build_server(app)) as client:
+            tools = {t.name for t in (await client.list_tools()).tools}
+    finally:
+        await app.aclose()
+    assert [s.tool for s in STEPS] and sorted(s.tool for s in STEPS) == sorted(tools)  # each once
+
+
+def _demo(env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "judge_mcp", "demo"], capture_output=True, text=True, env=env, cwd=cwd, timeout=600)
+
+
+def test_the_demo_says_each_tools_inputs_and_verdict_and_exits_0(scripted, tmp_path: Path) -> None:
+    backend = scripted(delayed(UniversalJudge(), 1.2))  # slow enough for the server's progress to show
+    env = clean_env(JUDGE_MCP_BACKEND="openai", JUDGE_MCP_BASE_URL=backend.base_url, JUDGE_MCP_MODEL="scripted-model",
+                    JUDGE_MCP_DB=str(tmp_path / "judge.db"))
+    proc = _demo(env, tmp_path)
+    out = proc.stdout
+    assert proc.returncode == 0, out + proc.stderr
+    for n, step in enumerate(STEPS, 1):
+        assert f"[{n}/{len(STEPS)}] {step.tool}:" in out
+    assert "question: What is the capital of Australia?" in out and "answer B: Canberra." in out
+    assert "VERDICT: B is better (both orders agree)." in out
+    assert "... order AB judged" in out or "... order BA judged" in out  # progress while the call ran
+    assert f"{len(STEPS)} of {len(STEPS)} tool calls succeeded" in out
+    assert "Answers are capped" not in out and "JUDGE_MCP_MAX_OUTPUT_TOKENS" not in str(backend.requests)  # a real judge keeps its budgets
+    assert max(r["max_tokens"] for r in backend.requests) > DEMO_MAX_OUTPUT_TOKENS
+
+
+def test_the_demo_exits_1_when_a_call_fails(scripted, tmp_path: Path) -> None:
+    from tests.scripted import Reply
+
+    backend = scripted(lambda p: Reply(status=400))
+    env = clean_env(JUDGE_MCP_BACKEND="openai", JUDGE_MCP_BASE_URL=backend.base_url, JUDGE_MCP_DB=str(tmp_path / "judge.db"))
+    proc = _demo(env, tmp_path)
+    assert proc.returncode == 1
+    assert "FAILED after" in proc.stdout and "HTTP 400" in proc.stdout
+    assert f"3 of {len(STEPS)} tool calls succeeded" in proc.stdout  # the sessions and the stats need no backend
+
+
+def test_the_answer_cap_is_the_demos_own_setting_for_the_embedded_model_only(monkeypatch) -> None:
+    monkeypatch.delenv("JUDGE_MCP_MAX_OUTPUT_TOKENS", raising=False)
+    env, note = server_environment("local")
+    assert env["JUDGE_MCP_MAX_OUTPUT_TOKENS"] == str(DEMO_MAX_OUTPUT_TOKENS) and "capped" in note
+    env, note = server_environment("openai")
+    assert "JUDGE_MCP_MAX_OUTPUT_TOKENS" not in env and note is None
+    monkeypatch.setenv("JUDGE_MCP_MAX_OUTPUT_TOKENS", "512")  # the user's own setting wins
+    env, note = server_environment("local")
+    assert env["JUDGE_MCP_MAX_OUTPUT_TOKENS"] == "512" and note is None
+
+
+# ---- the words ----------------------------------------------------------------------------------------------------
+def _trial(order: str, better: str | None, parse_ok: bool = True, reason: str | None = None) -> dict:
+    return {"order": order, "better": better, "label": None, "parse_ok": parse_ok, "unparsed_reason": reason}
+
+
+def test_no_verdict_is_explained_as_a_position_habit_or_an_unreadable_answer() -> None:
+    biased = {"winner": None, "consistent": False, "goal": "worse", "trials": [_trial("AB", "A"), _trial("BA", "B")]}
+    text = " ".join(pair_lines(biased))
+    assert "VERDICT: none (winner: null, consistent: false)" in text and "named the answer shown first both times" in text
+    assert "the model called B the worse answer, so A is better" in text
+    assert "135 million parameters" in small_model_note("compare_pair", biased) and "names B" in small_model_note("compare_pair", biased)
+    unread = {"winner": None, "consistent": False, "goal": "worse", "trials": [_trial("AB", None, False, "truncated"), _trial("BA", "B")]}
+    text = " ".join(pair_lines(unread))
+    assert "could not be read (it was cut off at the token limit)" in text and "never guesses" in text
+    assert small_model_note("compare_pair", {"winner": "B"}) is None
+
+
+def test_a_tied_grade_is_no_pick_whatever_winner_index_says() -> None:
+    trials = [{"order": o, "selected_position": 0, "selected_index": o[0], "parse_ok": True} for o in ([0, 1, 2], [2, 0, 1], [1, 2, 0])]
+    data = {"trials": trials, "parsed_trials": 3, "tied_indices": [0, 1, 2], "winner_index": 0, "option_counts": [1, 1, 1],
+            "position_counts": [3, 0, 0], "grade_score": 0.0, "llm_score": 0.0, "choice_score": 0.3333}
+    text = " ".join(grade_lines(data))
+    assert "PICK: none: options 0, 1, 2 were each picked equally often (winner_index: 0, the lowest of them" in text
+    assert "Every pick was the first option shown" in text and "it picked the first one shown, option 2" in text
+    assert "null" in " ".join(grade_lines({**data, "winner_index": None}))
+
+
+def test_flip_without_a_best_says_why() -> None:
+    results = [{"index": 0, "inferred_instruction": "Write a poem.", "reward": 0.5, "parse_ok": True},
+               {"index": 1, "inferred_instruction": "", "reward": 0.0, "parse_ok": False}]
+    text = " ".join(flip_lines({"results": results, "best_index": None, "tied_best": [], "unparsed": [1], "ranking": [0, 1]}))
+    assert "the 0.00 is no judgment" in text and "response 1 could not be read, so its reward is unknown" in text
+
+
+def test_stats_lines_leave_out_what_a_tool_does_not_count() -> None:
+    rate = lambda c, o: {"rate": c / o if o else None, "count": c, "of": o}  # noqa: E731
+    group = {"tool": "infer_instruction_reward", "model": "m", "position_bias": {**rate(0, 0), "unbiased": None},
+             "ties": rate(1, 1), "parse_failures": rate(0, 2)}
+    text = " ".join(stats_lines({"all_time": {"verdicts": 1, "groups": [group]}}))
+    assert "first-shown" not in text and "no single winner in 1 of 1" in text and "unreadable answers: 0 of 2" in text
+
+
+@pytest.mark.model
+def test_the_demo_on_the_embedded_model_calls_every_tool_with_small_budgets(tmp_path: Path) -> None:
+    db = tmp_path / "judge.db"
+    proc = _demo(clean_env(JUDGE_MCP_DB=str(db)), tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"{len(STEPS)} of {len(STEPS)} tool calls succeeded" in proc.stdout and "Answers are capped at" in proc.stdout
+    assert "judge-mcp demo" in proc.stdout.splitlines()[-2]  # the one line that points it at a real model
+    with sqlite3.connect(db) as conn:
+        written = [row[0] for row in conn.execute("SELECT json_extract(value, '$.response.usage.completion_tokens') FROM verdicts, json_each(verdicts.calls)")]
+    assert written and max(n for n in written if n is not None) <= DEMO_MAX_OUTPUT_TOKENS  # every answer within the demo's cap
