@@ -42,14 +42,14 @@ async def test_compare_pair_defuses_and_parses_large_texts_off_the_loop(make_jud
 async def test_flip_echo_test_and_similarity_of_large_texts_run_off_the_loop(make_judge, monkeypatch) -> None:
     judge, _ = make_judge(lambda p: '{"REASONING": "r", "INFERRED INSTRUCTION": "Name the capital of Australia."}')
     seen = _recording(monkeypatch, flip, ["user_prompt", "detect_echo"])
-    seen_sim = _recording(monkeypatch, flip.sim, ["score"])
+    seen_sim = _recording(monkeypatch, flip, ["similarity_score"])
     await flip.infer_instruction_reward(judge, instruction=CAPITAL_Q, responses=[f"{GOOD} {LONG}", BAD])
     assert seen == {"user_prompt": {False, True}, "detect_echo": {False, True}}  # the long response off, the short on
-    assert seen_sim["score"] == {True}  # the inferred and the given instruction are short
+    assert seen_sim["similarity_score"] == {True}  # the inferred and the given instruction are short
 
-    seen_sim = _recording(monkeypatch, flip.sim, ["score"])
+    seen_sim = _recording(monkeypatch, flip, ["similarity_score"])
     await flip.infer_instruction_reward(judge, instruction=f"{CAPITAL_Q} {LONG}", responses=[BAD])
-    assert seen_sim["score"] == {False}
+    assert seen_sim["similarity_score"] == {False}
 
 
 def test_the_threshold_is_a_size_of_text() -> None:
