@@ -270,7 +270,8 @@ def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str
         api_key=key,
         concurrency=_positive_int(table.get("concurrency", DEFAULT_CONCURRENCY[kind]), f"{where} concurrency"),
         timeout_s=_positive_float(table.get("timeout_s", 120), f"{where} timeout_s"),
-        max_retries=_non_negative_int(table.get("max_retries", 3), f"{where} max_retries"),
+        # a table without its own max_retries follows JUDGE_MCP_MAX_RETRIES, as the environment's backend does
+        max_retries=_non_negative_int(table.get("max_retries", _env(env, "JUDGE_MCP_MAX_RETRIES", 3)), f"{where} max_retries"),
         n_ctx=_positive_int(table.get("n_ctx", 32768), f"{where} n_ctx"),
         n_threads=None if table.get("n_threads") is None else _positive_int(table["n_threads"], f"{where} n_threads"),
         max_output_tokens=None

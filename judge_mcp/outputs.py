@@ -77,6 +77,8 @@ class PairTrial(BaseModel):
 class PairPanelMember(_PanelMember):
     winner: Side | None = Field(None, description="the member's verdict (its vote); null: an abstention, or not judged")
     consistent: bool | None = Field(None, description="the member's two orders agreed (null with swap=false)")
+    p_better: PBetter | None = Field(None, description="the member's own p_better (null without log-probabilities, or not judged)")
+    swapped: bool | None = Field(None, description="the member judged the swapped order (null: not judged)")
     trials: list[PairTrial] = Field(default_factory=list)
 
 
@@ -88,9 +90,10 @@ class ComparePairResult(_Judged):
     p_better: PBetter | None = Field(
         None,
         description="label probabilities averaged over the orders judged (both orders: position bias cancels; one order, "
-        "swap=false or a confident swap=auto: that order's, not debiased); null when any judged order has none",
+        "swap=false or a confident swap=auto: that order's, not debiased); null when any judged order has none. A panel: "
+        "the mean of the members' p_better, null when any member that answered has none",
     )
-    swapped: bool = Field(True, description="the swapped order (BA) was judged")
+    swapped: bool = Field(True, description="the swapped order (BA) was judged (a panel: by every member that answered)")
     trials: list[PairTrial]
     goal: Literal["worse", "better"]
     template: Literal["sop", "cot", "direct"]

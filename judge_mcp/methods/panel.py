@@ -30,13 +30,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge_mcp import validation
-from judge_mcp.methods import grade_score
+from judge_mcp.methods import grade_score, pairwise
 from judge_mcp.outputs import (
     ComparePairResult,
     GradePanelMember,
     GradeScoreResult,
     PairPanelMember,
     PanelVotes,
+    PBetter,
     SelfPreference,
     UsageOut,
 )
@@ -262,15 +263,25 @@ def _panel_warnings(t: Tally, members: Sequence[Member], what: str) -> list[str]
     return out
 
 
+def pooled_probability(results: Sequence[ComparePairResult]) -> PBetter | None:
+    """The members' p_better averaged (each already averaged over its own orders); None when any member that
+    answered has none, as one judge's is None when any judged order has none."""
+    if not results or any(r.p_better is None for r in results):
+        return None
+    return pairwise.probability(sum(r.p_better.A for r in results) / len(results))  # type: ignore[union-attr]
+
+
 def combine_pairs(
-    members: Sequence[Member], *, goal: str, template: str, swap: bool, latency_ms: float, warnings: Sequence[str] = ()
+    members: Sequence[Member], *, goal: str, template: str, swap: bool | str, latency_ms: float, warnings: Sequence[str] = ()
 ) -> ComparePairResult:
-    """The panel's compare_pair result. `consistent`: every member that was asked answered, consistently, and
-    all named the same answer (null with swap=false, as for one judge)."""
+    """The panel's compare_pair result. `consistent`: every member that was asked answered, in both orders,
+    consistently, and all named the same answer (null when any member judged one order, as for one judge).
+    `swapped` is true only when every member that answered judged the swapped order; `p_better` pools theirs."""
     answered = [m for m in members if m.status == "ok"]
     selected = [m for m in members if not m.excluded]
     t = tally([m.result.winner for m in answered], quorum(len(selected)))
-    if swap:
+    swapped = bool(answered) and all(m.result.swapped for m in answered)
+    if swap and swapped:
         consistent = len(answered) == len(selected) and t.abstained == 0 and len(t.counts) == 1
     else:
         consistent = None
@@ -279,6 +290,8 @@ def combine_pairs(
             backend=m.backend, model=m.model, status=m.status, error=m.error, usage=m.usage,
             winner=m.result.winner if m.result else None,
             consistent=m.result.consistent if m.result else None,
+            p_better=m.result.p_better if m.result else None,
+            swapped=m.result.swapped if m.result else None,
             trials=m.result.trials if m.result else [],
             warnings=list(getattr(m.result, "warnings", []) or []) if m.result else [],
         )
@@ -287,6 +300,8 @@ def combine_pairs(
     return ComparePairResult(
         winner=t.winner,  # type: ignore[arg-type]
         consistent=consistent,
+        p_better=pooled_probability([m.result for m in answered]),
+        swapped=swapped,
         trials=[],
         goal=goal,  # type: ignore[arg-type]
         template=template,  # type: ignore[arg-type]
