@@ -148,6 +148,7 @@ class FlipResult(_Judged):
         "reasoning_first", description="the answer's field order: the paper's (reasoning first) or instruction first"
     )
     context_mode: bool = Field(False, description="true when context was given: the system prompt was inferred")
+    warnings: list[str] = Field(default_factory=list, description="signals worth a look, e.g. a verdict log row not written yet")
     unparsed: list[int] = Field(default_factory=list, description="indices whose answer stayed unparsed")
     echoes: list[int] = Field(default_factory=list, description="indices of responses that echo the instruction")
 

@@ -347,7 +347,8 @@ def build_server(app: App | None = None) -> MCPServer:
         Use it before relying on a judge's verdicts, or to see whether a backend's habits changed lately. Read-only,
         the same report as the judge://stats resources. No backend calls."""
         try:
-            return await anyio.to_thread.run_sync(lambda: stats.from_store(app.store, last))
+            report = await anyio.to_thread.run_sync(lambda: stats.from_store(app.store, last))
+            return report.model_copy(update={"verdict_log": app.verdict_writes.health()})
         except StoreError as exc:
             raise ToolError(str(exc)) from exc
 
@@ -357,7 +358,8 @@ def build_server(app: App | None = None) -> MCPServer:
 
 def _stats_json(app: App, last: int) -> str:
     try:
-        return stats.from_store(app.store, last).model_dump_json(indent=2)
+        report = stats.from_store(app.store, last)
+        return report.model_copy(update={"verdict_log": app.verdict_writes.health()}).model_dump_json(indent=2)
     except StoreError as exc:
         raise ResourceError(str(exc)) from exc
 

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from judge_mcp.storage.verdict_log import VerdictLog
+from judge_mcp.verdict_writes import VerdictLogHealth
 
 if TYPE_CHECKING:
     from judge_mcp.storage.engine import Engine
@@ -88,6 +89,9 @@ class StatsReport(BaseModel):
     last_n: int = Field(description="the size of the `last` window asked for")
     all_time: Window
     last: Window = Field(description="the newest last_n verdicts of the whole log, grouped the same way")
+    verdict_log: VerdictLogHealth | None = Field(
+        None, description="this server process: verdict rows written after their answer, still pending, or lost (null: not a server)"
+    )
 
 
 # ---- what one verdict contributes ------------------------------------------------------------------------------
