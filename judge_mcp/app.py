@@ -4,9 +4,10 @@
 use). `App.run` executes one judging method: it builds a `Judge`, runs the method, and writes the verdict log
 row (inputs, output, model, usage, every call record) and the call's new cache rows in one transaction, the tool
 call's only write; an answer waits at most a second for it (verdict_writes.py: the row follows in the background
-when the database is busy or failing, and a database that takes no writes is refused at start). `App.run_panel` runs one method on several backends at once (a judge panel) and combines their
-results with a function of methods/panel.py; both apply the self-preference guard when the caller says who wrote
-the answers. It knows nothing about MCP.
+when the database is busy or failing, and a database that takes no writes is refused at start). `App.run_panel`
+runs one method on several backends at once (a judge panel) and combines their results with a function of
+methods/panel.py; both apply the self-preference guard when the caller says who wrote the answers. It knows
+nothing about MCP.
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ class App:
             if not handed:  # cancelled, or failed before anything was written: the rows are dropped
                 self.cache.written(rows)
         if warning is not None and "warnings" in type(result).model_fields:
-            result = result.model_copy(update={"warnings": [*getattr(result, "warnings"), warning]})
+            result = result.model_copy(update={"warnings": [*getattr(result, "warnings", []), warning]})
         return result
 
     def _write_kept(self, write: Callable[[], Any], rows: list[CacheRow]) -> Any:

@@ -71,7 +71,8 @@ def variants(secrets: Iterable[str]) -> list[str]:
 def _pattern(secrets: tuple[str, ...]) -> re.Pattern | None:
     """One pattern for every variant of `secrets`, each allowing line breaks and spaces between its characters.
     Every gap is possessive and followed by a literal character, so a search never backtracks: linear time."""
-    forms = variants(secrets)
+    # A form's own whitespace is left to the gaps (a possessive gap would take it from the literal space after it).
+    forms = [squeezed for squeezed in ("".join(form.split()) for form in variants(secrets)) if squeezed]
     if not forms:
         return None
     return re.compile("|".join(_GAP.join(re.escape(c) for c in form) for form in forms))

@@ -28,7 +28,7 @@ def ece(confidences: list[float], right: list[float], bins: int = ECE_BINS) -> f
     (a coin flip is right half the time)."""
     if not confidences:
         return None
-    groups: dict[int, list[tuple[float, bool]]] = defaultdict(list)
+    groups: dict[int, list[tuple[float, float]]] = defaultdict(list)
     for c, r in zip(confidences, right):
         groups[min(int(c * bins), bins - 1)].append((c, r))
     total = sum(abs(sum(r for _, r in g) / len(g) - sum(c for c, _ in g) / len(g)) * len(g) for g in groups.values())

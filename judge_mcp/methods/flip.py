@@ -163,6 +163,8 @@ def _echo_score(inst: str, stretch: str) -> float:
         return 0.0
     needed = max(ECHO_MIN_WORDS, math.ceil(len(inst.split()) / 2))
     alignment = fuzz.partial_ratio_alignment(inst, stretch)
+    if alignment is None:
+        return 0.0
     matched_words = len(inst[alignment.src_start : alignment.src_end].split())
     return alignment.score / 100.0 * min(1.0, matched_words / needed)
 

@@ -68,79 +68,78 @@ def _scalar_end(text: str, pos: int, strict: bool) -> int | None:
     return None
 
 
-def _scan(text: str, start: int, strict: bool, fate: dict[int, int]) -> None:
-    """Read the value starting at the `{` at `start`; record in `fate` the end of every object start it closes
-    (this one included) or _FAILED for every one still open where the reading fails."""
-    stack: list[tuple[str, int]] = [("{", start)]
-    pos, n = start + 1, len(text)
-    state = "key_or_close"
-    while True:
-        pos = _WS.match(text, pos).end()
-        if pos >= n:
-            break
-        c = text[pos]
-        if state in ("value", "value_or_close"):
-            if state == "value_or_close" and c == "]":
-                state, pos = _close(stack, fate, pos)
-                if state == "done":
-                    return
-                continue
-            if c == "{":
-                known = fate.get(pos)
-                if known == _FAILED:
-                    break
-                if known is not None:
-                    pos, state = known, "after"
-                    continue
-                if len(stack) >= MAX_DEPTH:
-                    raise TooDeep
-                stack.append(("{", pos))
-                pos, state = pos + 1, "key_or_close"
-                continue
-            if c == "[":
-                if len(stack) >= MAX_DEPTH:
-                    raise TooDeep
-                stack.append(("[", pos))
-                pos, state = pos + 1, "value_or_close"
-                continue
-            end = _scalar_end(text, pos, strict)
-            if end is None:
-                break
-            pos, state = end, "after"
-        elif state in ("key", "key_or_close"):
-            if state == "key_or_close" and c == "}":
-                state, pos = _close(stack, fate, pos)
-                if state == "done":
-                    return
-                continue
-            m = _STRING[strict].match(text, pos) if c == '"' else None
-            if m is None:
-                break
-            pos, state = m.end(), "colon"
-        elif state == "colon":
-            if c != ":":
-                break
-            pos, state = pos + 1, "value"
-        else:  # after a value inside a container
-            top = stack[-1][0]
-            if c == ",":
-                pos, state = pos + 1, ("key" if top == "{" else "value")
-            elif c == ("}" if top == "{" else "]"):
-                state, pos = _close(stack, fate, pos)
-                if state == "done":
-                    return
-            else:
-                break
-    for kind, at in stack:
+Step = tuple[int, str] | None  # (where reading goes on, in which state), or None: the reading fails here
+
+
+class _Pass:
+    """One validating pass from one `{` (see the module doc): a pushdown reader of Python's JSON grammar whose
+    states are the method names in STATES; each step reads the token at `pos` (first character `c`)."""
+
+    STATES = ("value", "value_or_close", "key", "key_or_close", "colon", "after")
+
+    def __init__(self, text: str, strict: bool, fate: dict[int, int]) -> None:
+        self.text, self.strict, self.fate = text, strict, fate
+        self.stack: list[tuple[str, int]] = []
+
+    def run(self, start: int) -> None:
+        """Read the object at `start`; record in `fate` the end of every object start it closes (this one included)
+        or _FAILED for every one still open where the reading fails."""
+        text, n = self.text, len(self.text)
+        self.stack = [("{", start)]
+        pos, state = start + 1, "key_or_close"
+        while state != "done":
+            m = _WS.match(text, pos)
+            pos = m.end() if m else pos
+            step = getattr(self, state)(pos, text[pos]) if pos < n else None
+            if step is None:
+                for kind, at in self.stack:
+                    if kind == "{":
+                        self.fate[at] = _FAILED
+                return
+            pos, state = step
+
+    def _open(self, kind: str, pos: int) -> Step:
+        if len(self.stack) >= MAX_DEPTH:
+            raise TooDeep
+        self.stack.append((kind, pos))
+        return pos + 1, ("key_or_close" if kind == "{" else "value_or_close")
+
+    def _close(self, pos: int) -> Step:
+        kind, at = self.stack.pop()
         if kind == "{":
-            fate[at] = _FAILED
+            self.fate[at] = pos + 1
+        return pos + 1, ("after" if self.stack else "done")
 
+    def value(self, pos: int, c: str) -> Step:
+        if c == "{":
+            known = self.fate.get(pos)  # an object another pass has read: the same tokens, the same fate
+            if known is None:
+                return self._open("{", pos)
+            return None if known == _FAILED else (known, "after")
+        if c == "[":
+            return self._open("[", pos)
+        end = _scalar_end(self.text, pos, self.strict)
+        return None if end is None else (end, "after")
 
-def _close(stack: list[tuple[str, int]], fate: dict[int, int], pos: int) -> tuple[str, int]:
-    kind, at = stack.pop()
-    if kind == "{":
-        fate[at] = pos + 1
-    return ("done" if not stack else "after"), pos + 1
+    def value_or_close(self, pos: int, c: str) -> Step:
+        return self._close(pos) if c == "]" else self.value(pos, c)
+
+    def key(self, pos: int, c: str) -> Step:
+        m = _STRING[self.strict].match(self.text, pos) if c == '"' else None
+        return None if m is None else (m.end(), "colon")
+
+    def key_or_close(self, pos: int, c: str) -> Step:
+        return self._close(pos) if c == "}" else self.key(pos, c)
+
+    def colon(self, pos: int, c: str) -> Step:
+        return (pos + 1, "value") if c == ":" else None
+
+    def after(self, pos: int, c: str) -> Step:
+        """After a value inside a container: a comma, or the container's own closing bracket."""
+        top = self.stack[-1][0]
+        if c == ",":
+            return pos + 1, ("key" if top == "{" else "value")
+        return self._close(pos) if c == ("}" if top == "{" else "]") else None
 
 
 def top_level_objects(text: str, *, strict: bool = True) -> Iterator[dict[str, Any]]:
@@ -154,7 +153,7 @@ def top_level_objects(text: str, *, strict: bool = True) -> Iterator[dict[str, A
         i = m.start()
         if i not in fate:
             try:
-                _scan(text, i, strict, fate)
+                _Pass(text, strict, fate).run(i)
             except TooDeep:
                 return
         end = fate[i]

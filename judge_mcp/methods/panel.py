@@ -266,9 +266,10 @@ def _panel_warnings(t: Tally, members: Sequence[Member], what: str) -> list[str]
 def pooled_probability(results: Sequence[ComparePairResult]) -> PBetter | None:
     """The members' p_better averaged (each already averaged over its own orders); None when any member that
     answered has none, as one judge's is None when any judged order has none."""
-    if not results or any(r.p_better is None for r in results):
+    values = [r.p_better.A for r in results if r.p_better is not None]
+    if not results or len(values) != len(results):
         return None
-    return pairwise.probability(sum(r.p_better.A for r in results) / len(results))  # type: ignore[union-attr]
+    return pairwise.probability(sum(values) / len(values))
 
 
 def combine_pairs(

@@ -130,9 +130,10 @@ def _fence_spans(text: str, phrase: re.Pattern, *, delimited_only: bool) -> list
             opened = any(c in _OPENERS for c in text[left:s])
             closed = any(c in _CLOSERS for c in text[e:right])
             if not (opened and closed):
-                left, right = s, _alone_on_line(text, s, e, floor)
-                if right is None:
+                line_end = _alone_on_line(text, s, e, floor)
+                if line_end is None:
                     continue
+                left, right = s, line_end
         spans.append((left, right, m))
         floor = right
     return spans

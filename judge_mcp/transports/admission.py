@@ -27,6 +27,7 @@ import hmac
 import json
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -194,7 +195,7 @@ class Admission:
             protocol.transport.close()
 
 
-def _reply(status: int, message: str, extra: list[tuple[bytes, bytes]] = ()) -> tuple[dict, dict]:
+def _reply(status: int, message: str, extra: Sequence[tuple[bytes, bytes]] = ()) -> tuple[dict, dict]:
     body = json.dumps({"error": message}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), (b"connection", b"close"), *extra]
     return {"type": "http.response.start", "status": status, "headers": headers}, {"type": "http.response.body", "body": body}

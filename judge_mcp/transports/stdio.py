@@ -17,7 +17,7 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from io import TextIOWrapper
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import mcp_types as types
@@ -149,7 +149,7 @@ async def serve_stdio(server: MCPServer) -> None:
     """`server.run_stdio_async()`, with every unreadable line answered (see the module docstring)."""
     lowlevel = server._lowlevel_server  # as MCPServer.run_stdio_async does
     screened_send, screened_receive = anyio.create_memory_object_stream[types.JSONRPCError](16)
-    async with _stdin_lines() as stdin, stdio_server(stdin=_ScreenedLines(stdin, screened_send)) as (read_stream, write_stream):
+    async with _stdin_lines() as stdin, stdio_server(stdin=cast(Any, _ScreenedLines(stdin, screened_send))) as (read_stream, write_stream):
         send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
 
         async def pump() -> None:
