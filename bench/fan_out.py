@@ -1,9 +1,10 @@
 """Fan-out of the largest judgments, this checkout against another, in alternating fresh processes.
 
-    .venv/bin/python bench/fan_out.py [--base OLD_CHECKOUT] [--rounds 4] [--repeats 9] [--latency 0.2]
+    .venv/bin/python -m bench.fan_out [--base OLD_CHECKOUT] [--rounds 4] [--repeats 9] [--latency 0.2]   (from the checkout's root)
 
-Not a test: it prints figures. Each round runs every checkout in a process of its own (so each imports its own
-`judge_mcp`) against the same scripted backend (tests/scripted.py in a third process, fixed latency). A process
+Not a test: it prints figures. Each round runs every checkout in a process of its own (`python bench/fan_out.py
+--child` with the checkout first on PYTHONPATH, so each imports its own `judge_mcp`) against the same scripted backend
+(judge_mcp/bench/scripted.py in a third process, fixed latency). A process
 runs, `--repeats` times and interleaved call by call: one backend call, `infer_instruction_reward` with 16
 responses and `grade_score_options` with 10 options as a tool call runs them (`registry.call` through `App.run`,
 default concurrency), and 16 requests through the backend alone. Printed per round and checkout: the median wall
@@ -33,7 +34,7 @@ def fresh() -> str:
 
 
 async def measure(base_url: str, repeats: int) -> dict[str, dict[str, float]]:
-    """In the child: the rows above for the judge_mcp on sys.path[0]."""
+    """In the child: the rows above for the judge_mcp its PYTHONPATH names."""
     from judge_mcp.app import App
     from judge_mcp.backends.base import user
     from judge_mcp.config import load_settings
@@ -89,16 +90,15 @@ def main() -> None:
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        sys.path.insert(0, os.getcwd())  # the checkout this child measures, before any installed judge_mcp
         print(json.dumps(asyncio.run(measure(args.child[0], int(args.child[1])))))
         return
-    sys.path.insert(0, str(HERE / "bench"))
-    from perf import ExternalScripted, universal_answer
+    from judge_mcp.bench.scripted import ExternalScripted  # this checkout's scripted server, whatever the children run
+    from judge_mcp.bench.scripted_judges import UNIVERSAL_ANSWER
 
     roots = {"this checkout": HERE} | ({"base": args.base.resolve()} if args.base else {})
     print(f"fan-out at the default concurrency; scripted backend latency {args.latency * 1000:.0f} ms; {args.rounds} rounds of "
           f"{args.repeats}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    with ExternalScripted(universal_answer({}), args.latency) as server:
+    with ExternalScripted(UNIVERSAL_ANSWER, args.latency) as server:
         for r in range(args.rounds):
             for label, root in roots.items():
                 rows = run_child(root, server.base_url, args.repeats)

@@ -1,7 +1,7 @@
 """Throughput of the embedded model at 1, 2 and 4 concurrent requests, measured side by side in one run.
 
-    .venv/bin/python bench/local_throughput.py [--requests 8] [--max-tokens 48] [--levels 1,2,4] [--model PATH]
-                                                [--distinct] [--threads N | --threads 1,2]
+    .venv/bin/python -m bench.local_throughput [--requests 8] [--max-tokens 48] [--levels 1,2,4] [--model PATH]
+                                                 [--distinct] [--threads N | --threads 1,2]
 
 One model is loaded with as many slots as the highest level (continuous batching), warmed up with one request,
 then each level sends the same judging-style request `--requests` times with at most `level` in flight, through
@@ -14,17 +14,14 @@ the whole measurement for each thread count (a fresh load each).
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
 import anyio
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from judge_mcp.backends import user  # noqa: E402
-from judge_mcp.backends import local  # noqa: E402
-from judge_mcp.backends.local import LocalBackend  # noqa: E402
+from judge_mcp.backends import user
+from judge_mcp.backends import local
+from judge_mcp.backends.local import LocalBackend
 
 PROMPT = """You are judging two answers to a user's question.
 

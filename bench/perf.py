@@ -1,6 +1,8 @@
 """Performance and cost ratios against a scripted OpenAI-compatible backend with fixed latency on 127.0.0.1.
 
-    .venv/bin/python bench/perf.py [--latency 0.2] [--repeats 5] [--calls 100] [--rounds 3] [--base OLD_CHECKOUT]
+    .venv/bin/python -m bench.perf [--latency 0.2] [--repeats 5] [--calls 100] [--rounds 3] [--base OLD_CHECKOUT]
+
+(from the checkout's root). The scripted backend is judge_mcp/bench/scripted.py in a process of its own.
 
 Not a test: it prints figures. Every figure is a ratio of things measured side by side in this one run, so machine
 noise mostly cancels. The scripted backend answers every request after `--latency` seconds, so the ideal wall
@@ -15,7 +17,6 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,33 +27,18 @@ import aiohttp
 import anyio
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from judge_mcp.app import App  # noqa: E402
-from judge_mcp.backends.base import user  # noqa: E402
-from judge_mcp.calls.cache import CallCache  # noqa: E402
-from judge_mcp.backends.openai_compat import OpenAICompatBackend  # noqa: E402
-from judge_mcp.config import DEFAULT_CONCURRENCY, load_settings  # noqa: E402
-from judge_mcp.methods import lwe, pairwise, registry  # noqa: E402
-from judge_mcp.calls.judge import Judge  # noqa: E402
-from judge_mcp.server import build_server  # noqa: E402
-from judge_mcp.storage.sqlite import Store  # noqa: E402
-from tests.lwe_script import LweScript  # noqa: E402
-from tests.scripted import Reply, ScriptedServer, prompt_text, server_env  # noqa: E402
-from profile_call import cpu_s, ours_of  # noqa: E402
-
-
-def universal_answer(payload: dict) -> str:
-    """One JSON object every method's parser accepts (compare_pair, FLIP, Grade Score)."""
-    return json.dumps(
-        {
-            "own_answer": "x", "evaluation": "y", "verdict": "[[A>B]]",
-            "REASONING": "r", "INFERRED INSTRUCTION": "Write a haiku about the sea.",
-            "explanation": "e", "selection": 1, "Selection": "Option 1",
-        }
-    )
+from bench.profile_call import ROOT, cpu_s, measure, ours_of, server_env
+from judge_mcp.app import App
+from judge_mcp.backends.base import user
+from judge_mcp.backends.openai_compat import OpenAICompatBackend
+from judge_mcp.bench.scripted import ExternalScripted, Reply, ScriptedServer, prompt_text
+from judge_mcp.bench.scripted_judges import UNIVERSAL_ANSWER, LweScript
+from judge_mcp.calls.cache import CallCache
+from judge_mcp.calls.judge import Judge
+from judge_mcp.config import DEFAULT_CONCURRENCY, load_settings
+from judge_mcp.methods import lwe, pairwise, registry
+from judge_mcp.server import build_server
+from judge_mcp.storage.sqlite import Store
 
 
 def fresh() -> str:
@@ -177,11 +163,9 @@ async def server_overhead(tmp: Path, repeats: int, rounds: int, base: Path | Non
     of `rounds` interleaved runs); with `base`, the same server from an older checkout in the same rounds."""
     from mcp.client.stdio import StdioServerParameters
 
-    from profile_call import measure
-
     args = {"response_a": "a", "response_b": "b"}
     noop = str(ROOT / "bench" / "noop_server.py")
-    with ExternalScripted(universal_answer({}), 0.0) as zero:
+    with ExternalScripted(UNIVERSAL_ANSWER, 0.0) as zero:
         backend = OpenAICompatBackend("bench", "scripted", base_url=zero.base_url, concurrency=DEFAULT_CONCURRENCY["openai"])
         await backend.complete(user("warm"))
 
@@ -248,7 +232,7 @@ async def backend_pair_cpu(base_url: str, repeats: int, rounds: int) -> float:
     system, schema = pairwise.system_prompt("worse", "sop", True), pairwise.verdict_schema("sop")
 
     def request():
-        return user(pairwise.user_prompt(f"q {fresh()}", "a", "b"), system=system, json_schema=schema, max_tokens=4096)
+        return user(pairwise.user_prompt(f"q {fresh()}", "a", "b"), system=system, json_schema=schema, max_tokens=pairwise.MAX_TOKENS["sop"])
 
     async def pair() -> None:
         async with anyio.create_task_group() as tg:
@@ -344,28 +328,6 @@ async def lwe_cost(tmp: Path, cases: int) -> None:
     print("(prompt characters sent; the paper reports Selective LWE at 3.9x vanilla's cost on its data)")
 
 
-class ExternalScripted:
-    """tests/scripted.py run in its own process, so the backend does not share this process's GIL: by default its
-    asyncio server (serve_fixed); `threaded` runs the thread-per-connection ScriptedServer the tests use."""
-
-    threaded = False  # bench/perf.py --threaded-backend sets it for every server this run starts
-
-    def __init__(self, answer: str, latency: float):
-        self.proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "tests" / "scripted.py"), "--answer", answer, "--delay", str(latency)]
-            + (["--threaded"] if self.threaded else []),
-            stdout=subprocess.PIPE, text=True, cwd=str(ROOT),
-        )
-        self.base_url = self.proc.stdout.readline().strip()
-
-    def __enter__(self) -> "ExternalScripted":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=10)
-
-
 async def main(latency: float, repeats: int, n_calls: int, lwe_cases: int, overhead_calls: int, rounds: int, base: Path | None) -> None:
     load = os.getloadavg()
     kind = "threaded" if ExternalScripted.threaded else "asyncio"
@@ -375,7 +337,7 @@ async def main(latency: float, repeats: int, n_calls: int, lwe_cases: int, overh
     gc.freeze()
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        with ExternalScripted(universal_answer({}), latency) as server:
+        with ExternalScripted(UNIVERSAL_ANSWER, latency) as server:
             one = await fan_out(server, tmp, repeats)
             await throughput(server, tmp, one, n_calls)
         await server_overhead(tmp, overhead_calls, rounds, base)
@@ -393,7 +355,7 @@ if __name__ == "__main__":
     parser.add_argument("--overhead-calls", type=int, default=200, help="sequential calls per measurement of the per-call section")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved server runs per row of the per-call section")
     parser.add_argument("--base", type=Path, help="an older checkout (e.g. `git archive` of a commit) measured side by side in the per-call section")
-    parser.add_argument("--threaded-backend", action="store_true", help="use the tests' thread-per-connection scripted server")
+    parser.add_argument("--threaded-backend", action="store_true", help="use the thread-per-connection scripted server the tests use")
     args = parser.parse_args()
     ExternalScripted.threaded = args.threaded_backend
     anyio.run(main, args.latency, args.repeats, args.calls, args.lwe_cases, args.overhead_calls, args.rounds, args.base)

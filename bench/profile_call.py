@@ -1,9 +1,9 @@
 """Where the server's CPU goes per tool call: a default compare_pair, profiled inside `judge-mcp serve`.
 
-    .venv/bin/python bench/profile_call.py [--calls 300] [--top 20] [--transport http|stdio]
+    .venv/bin/python -m bench.profile_call [--calls 300] [--top 20]     (from the checkout's root)
 
-The server under test runs in its own process (`judge-mcp serve`, streamable HTTP with a bearer token by default)
-against tests/scripted.py in a third process at zero latency, driven by the official MCP client from this one. So
+The server under test runs in its own process (`judge-mcp serve`, streamable HTTP with a bearer token)
+against judge_mcp/bench/scripted.py in a third process at zero latency, driven by the official MCP client from this one. So
 what is measured is the server's CPU alone: no client, no backend. Each call is a default compare_pair (both
 orders, sop template, distinct prompts: no cache hits). The same is done for bench/noop_server.py (the SDK floor:
 the same SDK and transport serving a tool that does nothing, `noop`, and one of compare_pair's shape that returns a
@@ -39,9 +39,12 @@ from pathlib import Path
 
 import anyio
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+ROOT = Path(__file__).resolve().parent.parent  # this checkout
+
+# This module runs three ways: imported (by bench/perf.py), as the parent (`python -m bench.profile_call`), and as the
+# children it starts (`python bench/profile_call.py --child|--ours`), whose judge_mcp is the checkout under test, put
+# first by PYTHONPATH in their environment. So nothing at module level imports judge_mcp: a child would import it
+# before that choice mattered, and an older checkout may not have the modules this one uses.
 
 # (group, substrings of a function's file path or of a builtin's name), first match wins
 GROUPS = (
@@ -82,9 +85,6 @@ def label(func: tuple[str, int, str]) -> str:
 
 # ---- the child: a server with a profiler switched on and off by SIGUSR1 ------------------------------------------
 def child(out: str, argv: list[str]) -> None:
-    root = os.environ.get("JUDGE_BENCH_ROOT")
-    if root:  # the checkout under test (bench/perf.py --base compares an older one side by side)
-        sys.path.insert(0, root)
     profiler = cProfile.Profile()  # the default (wall-clock) timer: a CPU-time timer costs more than what it measures
     state = {"on": False, "t0": 0.0, "p0": 0.0}
 
@@ -142,7 +142,7 @@ async def ours_in_process(base_url: str, calls: int, rounds: int) -> dict[str, f
         async def two_calls() -> None:
             async with anyio.create_task_group() as tg:
                 for _ in range(2):
-                    tg.start_soon(backend.complete, user(pairwise.user_prompt(f"q {uuid.uuid4().hex}", "a", "b"), system=system, json_schema=schema, max_tokens=4096))
+                    tg.start_soon(backend.complete, user(pairwise.user_prompt(f"q {uuid.uuid4().hex}", "a", "b"), system=system, json_schema=schema, max_tokens=pairwise.MAX_TOKENS["sop"]))
 
         for fn in (tool_call, two_calls):
             for _ in range(20):
@@ -165,20 +165,25 @@ async def ours_in_process(base_url: str, calls: int, rounds: int) -> dict[str, f
 
 
 def ours_child(base_url: str, calls: int, rounds: int) -> None:
-    root = os.environ.get("JUDGE_BENCH_ROOT")
-    if root:
-        sys.path.insert(0, root)
     print(json.dumps(anyio.run(ours_in_process, base_url, calls, rounds)))
 
 
 def ours_of(root: Path, base_url: str, calls: int, rounds: int) -> dict[str, float]:
     """ours_in_process in a fresh process running `root`'s judge_mcp."""
-    out = subprocess.run([sys.executable, __file__, "--ours", base_url, str(calls), str(rounds)], env={**os.environ, "JUDGE_BENCH_ROOT": str(root)},
+    out = subprocess.run([sys.executable, __file__, "--ours", base_url, str(calls), str(rounds)], env={**os.environ, "PYTHONPATH": str(root)},
                          cwd=str(root), capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 # ---- the parent ----------------------------------------------------------------------------------------------------
+def server_env(base_url: str, db: Path | str, **extra: str) -> dict[str, str]:
+    """The environment of a `judge-mcp` server process talking to an OpenAI-compatible backend at `base_url`, with its
+    database at `db`: this process's environment without judge-mcp or provider settings, plus these and `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_MCP_", "OPENAI_", "ANTHROPIC_"))}
+    return {**env, "JUDGE_MCP_BACKEND": "openai", "JUDGE_MCP_BASE_URL": base_url, "JUDGE_MCP_MODEL": "scripted-model",
+            "JUDGE_MCP_DB": str(db), **extra}
+
+
 def cpu_s(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -211,7 +216,7 @@ async def measure(server_argv: list[str], env: dict[str, str], tool: str, args: 
 
     port = free_port()
     token = "profile-" + uuid.uuid4().hex
-    env = {**env, "JUDGE_MCP_HTTP_TOKEN": token, "JUDGE_BENCH_ROOT": str(root)}
+    env = {**env, "JUDGE_MCP_HTTP_TOKEN": token, "PYTHONPATH": str(root)}
     argv = [a.replace("PORT", str(port)) for a in server_argv]
     proc = subprocess.Popen([sys.executable, __file__, "--child", out or "-", "--", *argv], env=env, cwd=str(root),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -290,11 +295,11 @@ def report(stats_file: str, shaped_file: str, calls: int, top: int, measured: di
 
 
 async def main(calls: int, top: int, save: str | None) -> None:
-    from perf import ExternalScripted, universal_answer
-    from tests.scripted import server_env
+    from judge_mcp.bench.scripted import ExternalScripted
+    from judge_mcp.bench.scripted_judges import UNIVERSAL_ANSWER
 
     print(f"load average {os.getloadavg()[0]:.2f}; {calls} calls each, zero-latency scripted backend, streamable HTTP")
-    with tempfile.TemporaryDirectory() as tmp, ExternalScripted(universal_answer({}), 0.0) as backend:
+    with tempfile.TemporaryDirectory() as tmp, ExternalScripted(UNIVERSAL_ANSWER, 0.0) as backend:
         env = server_env(backend.base_url, Path(tmp) / "profile.db")
         noop = [str(ROOT / "bench" / "noop_server.py"), "http", "PORT"]
         args = {"response_a": "a", "response_b": "b"}

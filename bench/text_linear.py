@@ -2,7 +2,7 @@
 special character, grammar openings followed by such runs) against plain prose of the same length, side by side in
 this run. One row per function: its prose baseline, its worst hostile text and time, and the ratio.
 
-    .venv/bin/python bench/text_linear.py [--size 50000] [--only parsing.neutralise ...]
+    .venv/bin/python -m bench.text_linear [--size 50000] [--only parsing.neutralise ...]
 
 Not a test (tests/methods/test_linear_text.py asserts a bound on the same ratio). The baseline is the function's
 time on prose or one plain Python pass over the text, whichever is longer (see tests/text_attacks.py).
@@ -11,14 +11,9 @@ time on prose or one plain Python pass over the text, whichever is longer (see t
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from tests.text_attacks import FUNCTIONS, SIZE, hostile_texts, python_pass_s, worst_ratio  # noqa: E402
+from tests.text_attacks import FUNCTIONS, SIZE, hostile_texts, python_pass_s, worst_ratio
 
 
 def main() -> None:

@@ -51,7 +51,7 @@ def settle_heap() -> None:
 class App:
     def __init__(self, settings: Settings | None = None, *, store: Engine | None = None):
         self.settings = settings or load_settings()
-        self.store = store or open_store(self.settings.db_path, MIGRATIONS)
+        self.store = store or open_store(self.settings.database, MIGRATIONS)
         refuse_read_only(self.store)  # before any backend call is spent on answers that could not be kept
         self.verdict_writes = VerdictWrites()
         self.apply_retention()

@@ -8,7 +8,7 @@ import logging
 import os
 import sys
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -38,6 +38,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print("judge-mcp: serving anyway: every judging tool answers with this error until it is fixed", file=sys.stderr)
     from judge_mcp.app import App, settle_heap
 
+    if args.stateless and args.transport != "http":
+        print("judge-mcp: --stateless applies to --transport http only", file=sys.stderr)
+        return 2
     app = App(settings)
     server = build_server(app)
     if args.transport == "stdio":
@@ -45,9 +48,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         main = partial(serve_stdio, server)
     else:
-        from judge_mcp.transports.http import serve_http
-
-        main = partial(serve_http, server, host=args.host, port=args.port, token=settings.http_token)
+        main = _http_main(server, app, args, stateless=args.stateless or settings.http_stateless)
 
     async def serve() -> None:
         try:
@@ -67,6 +68,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _http_main(server: Any, app: Any, args: argparse.Namespace, *, stateless: bool) -> Any:
+    """serve --transport http: the streamable HTTP app (without sessions when `stateless`) behind /healthz and
+    /readyz (readiness: the store's database answers and is migrated)."""
+    from judge_mcp.storage.health import readiness
+    from judge_mcp.transports.http import serve_http
+
+    ready = partial(readiness, app.store)
+    return partial(serve_http, server, host=args.host, port=args.port, token=app.settings.http_token, stateless=stateless, ready=ready)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from judge_mcp.demo import run_demo
 
@@ -76,11 +87,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_sessions(args: argparse.Namespace) -> int:
     from judge_mcp.config import load_settings
     from judge_mcp.methods import lwe
+    from judge_mcp.args import InputError
     from judge_mcp.storage import open_store
     from judge_mcp.storage.migrations import MIGRATIONS
-    from judge_mcp.validation import InputError
 
-    store = open_store(load_settings().db_path, MIGRATIONS)
+    store = open_store(load_settings().database, MIGRATIONS)
     try:
         if args.action == "list":
             rows = lwe.list_sessions(store)
@@ -111,17 +122,19 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from judge_mcp.storage import open_store
     from judge_mcp.storage.migrations import MIGRATIONS
 
+    from judge_mcp.storage.pg_url import is_postgres_url, shown
+
     if args.db is not None:
-        path = Path(args.db)
+        path: Path | str = args.db if is_postgres_url(args.db) else Path(args.db)
     else:
         from judge_mcp.config import ConfigError, load_settings
 
         try:
-            path = load_settings().db_path
+            path = load_settings().database
         except ConfigError as exc:
             print(f"judge-mcp stats: configuration error: {exc} (or give --db PATH)", file=sys.stderr)
             return 2
-    if not path.is_file():  # a reader never creates a database: a wrong path must not look like an empty log
+    if isinstance(path, Path) and not path.is_file():  # a reader never creates a database: a wrong path must not look like an empty log
         print(f"judge-mcp stats: no database at {str(path)!r} (nothing logged there yet, or a wrong --db / JUDGE_MCP_DB)", file=sys.stderr)
         return 2
     store = open_store(path, MIGRATIONS)
@@ -129,7 +142,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         report = stats.from_store(store, args.last)
     finally:
         store.close()
-    print(report.model_dump_json(indent=2) if args.json else f"{path}\n\n{render_stats(report)}")
+    print(report.model_dump_json(indent=2) if args.json else f"{shown(str(path))}\n\n{render_stats(report)}")
     return 0
 
 
@@ -207,8 +220,10 @@ environment (set by the MCP client's "env" block or the shell):
   JUDGE_MCP_API_KEY      the backend's key                       [default: OPENAI_API_KEY / ANTHROPIC_API_KEY,
                                                                  sent only to the provider's own URL]
   JUDGE_MCP_DB           SQLite file holding all state           [default: {db}]
+                         or a postgresql://user:password@host/db URL (replicas sharing one database)
   JUDGE_MCP_CONFIG       TOML file with [backends.NAME] tables   [default: none]
   JUDGE_MCP_HTTP_TOKEN   bearer token for --transport http       [default: none, then loopback binds only]
+  JUDGE_MCP_HTTP_STATELESS  1: as serve --stateless              [default: 0]
   JUDGE_MCP_CONCURRENCY  calls in flight per backend             [default: 16 for openai and anthropic,
                                                                  4 (its slots) for local]
   JUDGE_MCP_TIMEOUT_S    seconds to wait for a reply to start    [default: 120; a local server on CPU: 600]
@@ -250,9 +265,10 @@ def cmd_gc(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    store = open_store(settings.db_path, MIGRATIONS)
+    store = open_store(settings.database, MIGRATIONS)
+    on_file = settings.db_url is None  # a PostgreSQL database has no file of its own to measure
     try:
-        before = settings.db_path.stat().st_size
+        before = settings.db_path.stat().st_size if on_file else 0
         counts = retention.gc(
             store,
             cache_older_than_s=None if cache_days is None else cache_days * 86400,
@@ -260,9 +276,14 @@ def cmd_gc(args: argparse.Namespace) -> int:
             vacuum=args.vacuum,
         )
         store.checkpoint()
-        after = settings.db_path.stat().st_size
+        after = settings.db_path.stat().st_size if on_file else 0
     finally:
         store.close()
+    if not on_file:
+        from judge_mcp.storage.pg_url import shown
+
+        print(f"{shown(settings.db_url or '')}: deleted {counts['call_cache']} call-cache rows and {counts['verdicts']} verdict rows")
+        return 0
     print(f"{settings.db_path}: deleted {counts['call_cache']} call-cache rows and {counts['verdicts']} verdict rows; {before:,} -> {after:,} bytes")
     return 0
 
@@ -298,6 +319,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default: %(default)s; a non-loopback address needs JUDGE_MCP_HTTP_TOKEN)")
     serve.add_argument("--port", type=int, default=8765, help="HTTP port (default: %(default)s)")
+    serve.add_argument(
+        "--stateless",
+        action="store_true",
+        help="HTTP without MCP sessions, for replicas behind a load balancer with no session affinity (also "
+        "JUDGE_MCP_HTTP_STATELESS=1); a client's notifications/cancelled is then lost (closing the request still cancels)",
+    )
     serve.set_defaults(fn=cmd_serve)
 
     demo = sub.add_parser("demo", help="start the server, call every tool once through the MCP client, print the verdicts")

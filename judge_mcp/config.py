@@ -62,6 +62,15 @@ class Settings:
     config_error: str | None = None
     # grade_score_options' unrelated option may come from options stored by earlier calls of any client
     shared_option_pool: bool = False
+    # JUDGE_MCP_DB as a postgresql:// URL (then db_path is unused); its password is never shown (storage/pg_url.py)
+    db_url: str | None = field(default=None, repr=False)
+    # serve --transport http without sessions (replicas behind a load balancer): JUDGE_MCP_HTTP_STATELESS
+    http_stateless: bool = False
+
+    @property
+    def database(self) -> str | Path:
+        """What the store opens: the PostgreSQL URL, else the SQLite file."""
+        return self.db_url or self.db_path
 
     def backend_names(self) -> list[str]:
         return [DEFAULT_BACKEND_NAME, *sorted(self.named_backends)]
@@ -303,14 +312,17 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     config_path = _env(env, "JUDGE_MCP_CONFIG", None)
     if config_path:
         named = backends_from_toml(Path(config_path).expanduser(), env)
+    db_path, db_url = _database(env)
     return Settings(
-        db_path=_db_path(env),
+        db_path=db_path,
         default_backend=default,
         named_backends=named,
         http_token=_http_token(env),
         cache_max_age_days=_optional_days(env, "JUDGE_MCP_CACHE_MAX_AGE_DAYS"),
         verdicts_max_age_days=_optional_days(env, "JUDGE_MCP_VERDICTS_MAX_AGE_DAYS"),
         shared_option_pool=_flag(env, "JUDGE_MCP_SHARED_OPTION_POOL"),
+        db_url=db_url,
+        http_stateless=_flag(env, "JUDGE_MCP_HTTP_STATELESS"),
     )
 
 
@@ -325,6 +337,22 @@ def _db_path(env: Mapping[str, str]) -> Path:
     return Path(explicit_db).expanduser() if explicit_db else default_db_path(env)
 
 
+def _database(env: Mapping[str, str]) -> tuple[Path, str | None]:
+    """(SQLite file, PostgreSQL URL or None) from JUDGE_MCP_DB: a postgresql:// URL (its password registered for
+    redaction) leaves the file at its default; any other `scheme://` is an error naming the two forms accepted."""
+    from judge_mcp.storage.pg_url import SCHEMES, register_secrets, scheme_of, shown
+
+    value = _env(env, "JUDGE_MCP_DB", None)
+    scheme = None if value is None else scheme_of(value)
+    if value is None or scheme is None:
+        return _db_path(env), None
+    value = value.strip()
+    register_secrets(value)
+    if scheme not in SCHEMES:
+        raise ConfigError(f"JUDGE_MCP_DB must be an SQLite file path or a postgresql:// URL; got a {scheme}:// URL ({shown(value)!r})")
+    return default_db_path(env), value
+
+
 def settings_or_error(env: Mapping[str, str] | None = None) -> Settings:
     """`load_settings`, or, when the configuration has an error, settings that carry it (`config_error`) with the
     database path and the embedded backend in place of the rest: the server then starts and answers each call that
@@ -333,7 +361,13 @@ def settings_or_error(env: Mapping[str, str] | None = None) -> Settings:
     try:
         return load_settings(env)
     except ConfigError as exc:
-        return Settings(db_path=_db_path(env), default_backend=BackendConfig(DEFAULT_BACKEND_NAME, "local"), named_backends={}, config_error=str(exc))
+        try:
+            db_path, db_url = _database(env)
+        except ConfigError:  # JUDGE_MCP_DB itself is the error: the per-user file until it is fixed
+            db_path, db_url = default_db_path(env), None
+        return Settings(
+            db_path=db_path, db_url=db_url, default_backend=BackendConfig(DEFAULT_BACKEND_NAME, "local"), named_backends={}, config_error=str(exc)
+        )
 def _flag(env: Mapping[str, str], name: str) -> bool:
     """An on/off setting: 1/true/yes/on, or 0/false/no/off (unset: off); anything else is an error naming it."""
     value = str(_env(env, name, "0")).strip().lower()

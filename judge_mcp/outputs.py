@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from judge_mcp.args import Action, AnswerOrder, GradeScoreOptionsArgs, Goal, InferInstructionRewardArgs, LweJudgeArgs, Template
+
 Side = Literal["A", "B"]
 
 
@@ -95,8 +97,8 @@ class ComparePairResult(_Judged):
     )
     swapped: bool = Field(True, description="the swapped order (BA) was judged (a panel: by every member that answered)")
     trials: list[PairTrial]
-    goal: Literal["worse", "better"]
-    template: Literal["sop", "cot", "direct"]
+    goal: Goal
+    template: Template
     # panels and the self-preference guard; null/empty for a single backend without response_models
     warnings: list[str] = Field(default_factory=list, description="signals worth a look: a judge of an author's model family, a failed panel member")
     self_preference: list[SelfPreference] | None = Field(None, description="with response_models: each judge of the same model family as an answer's author")
@@ -143,9 +145,9 @@ class FlipResult(_Judged):
     )
     tied_best: list[int] = Field(default_factory=list, description="indices sharing the top reward when tied")
     similarity: str = Field(description="the similarity metric used: f1, rouge_l or token_sort")
-    prompt_variant: int = Field(1, description="the FLIP paper's inference prompt used (1..3)")
-    answer_order: Literal["reasoning_first", "instruction_first"] = Field(
-        "reasoning_first", description="the answer's field order: the paper's (reasoning first) or instruction first"
+    prompt_variant: int = Field(InferInstructionRewardArgs.default("prompt_variant"), description="the FLIP paper's inference prompt used (1..3)")
+    answer_order: AnswerOrder = Field(
+        InferInstructionRewardArgs.default("answer_order"), description="the answer's field order: the paper's (reasoning first) or instruction first"
     )
     context_mode: bool = Field(False, description="true when context was given: the system prompt was inferred")
     warnings: list[str] = Field(default_factory=list, description="signals worth a look, e.g. a verdict log row not written yet")
@@ -192,7 +194,7 @@ class GradeScoreResult(_Judged):
     unrelated_source: Literal["pool", "builtin"] | None = Field(
         None, description="pool: an option stored by an earlier call for another instruction; builtin: the built-in pool"
     )
-    prompt_variant: int = Field(2, description="the paper's judge prompt used (1..4)")
+    prompt_variant: int = Field(GradeScoreOptionsArgs.default("prompt_variant"), description="the paper's judge prompt used (1..4)")
     warnings: list[str] = Field(default_factory=list, description="signals worth a look: unparsed trials, unrelated option picked, tied mode")
     # panels and the self-preference guard; null for a single backend without response_models
     self_preference: list[SelfPreference] | None = Field(None, description="with response_models: each judge of the same model family as an option's author")
@@ -229,7 +231,7 @@ class LweResult(_Judged):
     new_meta_prompt_versions: list[int] = Field(default_factory=list, description="every version this call added (refine, condense)")
     condensed: bool = Field(False, description="the refined meta-prompt passed 10,000 characters and was condensed")
     pending_feedback: int = Field(description="feedback items buffered in the session after this call")
-    batch_size: int = Field(4, description="the session's batch size (fixed when the session was created)")
+    batch_size: int = Field(LweJudgeArgs.default("batch_size"), description="the session's batch size (fixed when the session was created)")
     session: str
     warnings: list[str] = Field(default_factory=list, description="things worth a look, e.g. a refinement that produced no text")
 
@@ -246,7 +248,7 @@ class MetaPromptVersion(BaseModel):
 
 class LweSessionResult(BaseModel):
     session: str
-    action: Literal["show", "reset", "rollback"]
+    action: Action
     current_version: int
     meta_prompt: str
     batch_size: int

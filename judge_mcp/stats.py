@@ -33,16 +33,17 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from judge_mcp.args import DEFAULT_LAST, MAX_LAST, ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, LweJudgeArgs
 from judge_mcp.storage.verdict_log import VerdictLog
 from judge_mcp.verdict_writes import VerdictLogHealth
 
 if TYPE_CHECKING:
     from judge_mcp.storage.engine import Engine
 
-DEFAULT_LAST = 100
-MAX_LAST = 1_000_000
 PAGE = 500
-PAIRWISE = ("compare_pair", "lwe_judge")
+# The tools whose verdicts judge two answers (position, order and length figures), and those two answers' arguments.
+PAIRWISE = (ComparePairArgs, LweJudgeArgs)
+ANSWERS = ComparePairArgs.ANSWERS
 
 
 # ---- the report's shape (also the judge_stats tool's outputSchema) -------------------------------------------
@@ -122,7 +123,7 @@ def pair_facts(output: dict[str, Any], lengths: tuple[int, int] | None) -> Facts
         facts.answers.append((parsed, _flag(trial.get("reasked"))))
         if parsed and order in ("AB", "BA"):
             facts.first_picks.append(((order == "AB") == (better == "A"), 0.5))
-            by_order[order] = better
+            by_order[order] = better  # type: ignore[assignment]  # parsed: `better` is "A" or "B"
     if len(by_order) == 2:
         facts.orders_disagree = by_order["AB"] != by_order["BA"]
     _winner_facts(facts, output, lengths)
@@ -201,13 +202,13 @@ def generic_facts(output: dict[str, Any]) -> Facts:
 def facts_of(row: dict[str, Any]) -> Facts:
     tool, output = row["tool"], row["output"]
     lengths = row.get("lengths")
-    if tool == "compare_pair":
+    if tool == ComparePairArgs.tool:
         return pair_facts(output, lengths)
-    if tool == "lwe_judge":
+    if tool == LweJudgeArgs.tool:
         return lwe_facts(output, lengths, row.get("vanilla_reasks"))
-    if tool == "grade_score_options":
+    if tool == GradeScoreOptionsArgs.tool:
         return grade_facts(output)
-    if tool == "infer_instruction_reward":
+    if tool == InferInstructionRewardArgs.tool:
         return flip_facts(output)
     return generic_facts(output)
 
@@ -315,8 +316,8 @@ class WindowTally:
             return
         for one in [row, *panel_members(row)]:
             key = (str(one["backend"]), str(one["model"]), str(one["tool"]))
-            usage = one.get("usage") if isinstance(one.get("usage"), dict) else {}
-            self.groups.setdefault(key, Tally()).add(facts_of(one), usage)
+            usage = one.get("usage")
+            self.groups.setdefault(key, Tally()).add(facts_of(one), usage if isinstance(usage, dict) else {})
 
     def window(self) -> Window:
         return Window(
@@ -357,7 +358,7 @@ def iter_rows(store: "Engine", page: int = PAGE) -> Iterator[dict[str, Any]]:
     between pages: rows logged meanwhile are newer than the first page and are not included)."""
     before: int | None = None
     while True:
-        rows = VerdictLog(store).stats_page(before_id=before, limit=page)
+        rows = VerdictLog(store).stats_page(before_id=before, limit=page, pair_tools=[m.tool for m in PAIRWISE], answers=ANSWERS)
         yield from (row_from_json(row) for row in rows)
         if len(rows) < page:
             return

@@ -3,10 +3,12 @@ on a scripted backend. What they build is made by tests/helpers.py (the one plac
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import os
 import socket
 from collections.abc import AsyncIterator, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +17,19 @@ import pytest
 from judge_mcp.calls.cache import CallCache
 from judge_mcp.calls.judge import Judge
 from judge_mcp.storage.sqlite import Store
+from tests.connect import TRANSPORTS, judged
 from tests.helpers import app_env, http_backend, make_app, start_scripted
-from tests.scripted import Responder, ScriptedServer
+from judge_mcp.bench.scripted import Responder, ScriptedServer
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Tests marked `model` run the embedded model, which needs the optional `local` extra (xllamacpp): skipped, with
+    the reason, where it is not installed, except under CI, where a skip would hide a missing install step."""
+    if item.get_closest_marker("model") is not None and importlib.util.find_spec("xllamacpp") is None:
+        reason = "the embedded model needs the `local` extra (xllamacpp): pip install 'judge-mcp[local]'"
+        if os.environ.get("CI"):
+            pytest.fail(f"model tests cannot run under CI: {reason}")
+        pytest.skip(reason)
 
 
 @pytest.fixture(autouse=True)
@@ -35,8 +48,15 @@ def _no_real_network(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store(tmp_path / "judge.db")
+def store(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Store]:
+    """An SQLite store in a temp file; a test decorated `@on_both_engines` (tests/engines.py) also runs with a
+    PostgreSQL store on a new database of the session's server."""
+    if getattr(request, "param", "sqlite") == "postgresql":
+        from judge_mcp.storage.postgres import PgStore
+
+        s = PgStore(request.getfixturevalue("postgres_url"))
+    else:
+        s = Store(tmp_path / "judge.db")
     yield s
     s.close()
 
@@ -91,6 +111,15 @@ async def make_judge(scripted, store) -> AsyncIterator[callable]:
     yield make
     for judge in judges:
         await judge.backend.aclose()
+
+
+@pytest.fixture(params=TRANSPORTS)
+def connect(request: pytest.FixtureRequest, scripted, tmp_path: Path) -> callable:
+    """connect(responder, kind="openai", **env) -> an async context manager yielding a `Judged` (tests/connect.py):
+    the official client connected to judge-mcp over this run's transport, the server wired to a scripted backend of
+    that wire format; `env` adds or overrides settings (JUDGE_MCP_MAX_RETRIES is 1 unless given). A test using this
+    fixture runs once per transport: in memory, over stdio, over streamable HTTP."""
+    return partial(judged, request.param, scripted, tmp_path)
 
 
 @pytest.fixture

@@ -1,17 +1,19 @@
 """What tests build, each made in one place. Where to look for each concern:
 
 - a scripted model server (real HTTP, real wire format): `start_scripted(responder, kind)` here, or the `scripted`
-  fixture (tests/conftest.py), which also stops it. The servers: tests/scripted.py (OpenAI-compatible; `Reply`),
-  tests/scripted_anthropic.py (Anthropic Messages). Scripted judges: tests/judge_script.py (every tool, plus the
-  fault wrapper and the known-verdict cases), tests/lwe_script.py (each LWE step).
+  fixture (tests/conftest.py), which also stops it. The servers (OpenAI-compatible and Anthropic Messages; `Reply`)
+  are judge_mcp/bench/scripted.py, the scripted judges judge_mcp/bench/scripted_judges.py: the benchmarks use them too.
 - shaping replies: `as_reply`, `delayed` (latency only; never to order events).
-- a remote backend on a scripted server: `http_backend(server, ...)` (fixtures: `make_backend`, `make_judge`).
+- a remote backend on a scripted server: `http_backend(server, ...)` (fixtures: `make_backend`, `make_judge`); a Judge
+  on one with a call cache of its own: `judge_for(server, store)`.
 - an in-process App and its MCP server from environment values: `app_env`, `make_app` (fixture: `mcp_app`).
 - a `judge-mcp` subprocess: its environment `server_env` (or `clean_env`), `HttpServer` (serve --transport http),
   `free_port`.
 - MCP over raw HTTP: `INIT`, `ACCEPT`, `token_client` (the official client with a bearer token).
 - concurrency: `Rendezvous` (a barrier inside a responder: the test knows the calls overlapped), `Hold` (answers
-  held until the test releases them: act while a call is surely in flight), `until` (wait for a state).
+  held until the test releases them: act while a call is surely in flight), `until` (wait for a state), `settled`
+  (every task waits on something only the test can release), `gather`
+  (n concurrent calls, each outcome kept), `WriteHold` (the store's write lane held inside a transaction).
 """
 
 from __future__ import annotations
@@ -27,12 +29,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.scripted import Reply, Responder, ScriptedServer
-from tests.scripted_anthropic import ScriptedAnthropicServer
+from judge_mcp.bench.scripted import Reply, Responder, ScriptedAnthropicServer, ScriptedServer
 
 __all__ = [
-    "ACCEPT", "INIT", "ROOT", "Hold", "HttpServer", "Rendezvous", "app_env", "as_reply", "clean_env", "delayed", "free_port",
-    "http_backend", "make_app", "server_env", "start_scripted", "token_client", "until",
+    "ACCEPT", "INIT", "ROOT", "Hold", "HttpServer", "Rendezvous", "WriteHold", "app_env", "as_reply", "clean_env", "delayed",
+    "free_port", "gather", "http_backend", "judge_for", "make_app", "server_env", "settled", "start_scripted", "token_client", "until",
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,6 +73,18 @@ def http_backend(server: ScriptedServer, *, name: str = "scripted", model: str =
 
     cls = AnthropicBackend if kind_of(server) == "anthropic" else OpenAICompatBackend
     return cls(name, model, base_url=server.base_url, **kwargs)
+
+
+def judge_for(server: ScriptedServer, store: Any, *, structured: bool = True):
+    """A Judge on a new remote backend for `server` (one retry) with a call cache of its own over `store`; with
+    `structured=False` the backend asks for no JSON schema (the papers' text grammars)."""
+    from judge_mcp.calls.cache import CallCache
+    from judge_mcp.calls.judge import Judge
+
+    backend = http_backend(server, max_retries=1, backoff_base_s=0.01)
+    if not structured:
+        backend.supports_json_schema = False
+    return Judge(backend, CallCache(store), store)
 
 
 def app_env(server: ScriptedServer, db: Path | str, **extra: str) -> dict[str, str]:
@@ -276,6 +289,57 @@ async def until(predicate: Callable[[], bool], timeout_s: float = 10.0) -> None:
     with anyio.fail_after(timeout_s):
         while not predicate():
             await anyio.sleep(0.005)
+
+
+async def settled(store: Any = None) -> None:
+    """Wait until every other task on this event loop waits on something outside it: a backend answer the test holds
+    (Hold), a held write (WriteHold), or the test itself. With `store`, its read lane is drained in between, so a task
+    that was waiting for a read (the call cache's lookup) has had its answer and gone on to its next wait. This is how
+    a test knows that concurrent callers have all reached a shared call, or that a cancelled one has let go, without
+    reading the code's private state."""
+    import anyio
+    import anyio.lowlevel
+
+    await anyio.wait_all_tasks_blocked()
+    if store is not None:
+        await anyio.lowlevel.checkpoint()  # what the loop has queued runs first (the cache hands its reads over that way)
+        await store.reads.run(lambda: None)  # the lane runs its jobs in order: every read handed over before is answered
+        await anyio.wait_all_tasks_blocked()
+
+
+async def gather(n: int, fn: Callable[[], Any]) -> list[Any]:
+    """Run fn() n times concurrently; each result or raised exception, in completion order."""
+    import anyio
+
+    out: list[Any] = []
+
+    async def one() -> None:
+        try:
+            out.append(await fn())
+        except Exception as exc:  # noqa: BLE001 - collected for the assertions
+            out.append(exc)
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(n):
+            tg.start_soon(one)
+    return out
+
+
+class WriteHold:
+    """A job for a store's write lane (`store.writes.run(hold.job)`) that holds the lane inside a write transaction:
+    `entered` is set once it holds it, and it lets go at `release()` (or after `timeout_s`, failing)."""
+
+    def __init__(self, store: Any, timeout_s: float = 10.0):
+        self.store, self.timeout_s = store, timeout_s
+        self.entered, self._released = threading.Event(), threading.Event()
+
+    def job(self) -> None:
+        with self.store.transaction():
+            self.entered.set()
+            assert self._released.wait(self.timeout_s), "the write lane was never released"
+
+    def release(self) -> None:
+        self._released.set()
 
 
 def integrity_ok(store: Any) -> bool:

@@ -121,6 +121,17 @@ class PostgresServer:
         self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", SUPERUSER, name)
         return self.url(name)
 
+    def require_password(self, role: str, password: str) -> str:
+        """A login role that must give `password` (scram-sha-256 on the loopback port; every other role keeps trust);
+        the URL of database `postgres` for it, without the password."""
+        self._run("psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", SUPERUSER, "-d", "postgres", "-c",
+                  f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
+        hba = self.root / "data" / "pg_hba.conf"
+        hba.write_text(f"host all {role} 127.0.0.1/32 scram-sha-256\n" + hba.read_text())
+        self._run("pg_ctl", "-D", str(self.root / "data"), "reload")
+        time.sleep(0.3)  # the postmaster rereads pg_hba.conf on SIGHUP
+        return f"postgresql://{role}@127.0.0.1:{self.port}/postgres"
+
     def log(self) -> str:
         try:
             return (self.root / "server.log").read_text(errors="replace")

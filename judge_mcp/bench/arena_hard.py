@@ -16,9 +16,10 @@ the bench counts it wrong, like an unparsed judgment. With `judge.no_reask` the 
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
-from judge_mcp import prompts, validation
+from judge_mcp import prompts
+from judge_mcp.args import PairArgs
 from judge_mcp.backends.base import ChatRequest, Message
 from judge_mcp.methods import registry
 from judge_mcp.calls.judge import Judge
@@ -44,14 +45,17 @@ def winner_of(decision: str | None) -> Literal["A", "B"] | None:
     return {"A>B": "A", "B>A": "B"}.get(decision or "")  # type: ignore[return-value]
 
 
-async def arena_hard_judge(judge: Judge, *, prompt: str, response_a: str, response_b: str) -> ArenaHardResult:
+class ArenaHardArgs(PairArgs):
+    """The baseline's arguments: the prompt and two answers, judged in the order given."""
+
+    tool: ClassVar[str] = "arena_hard"
+
+
+async def arena_hard_judge(judge: Judge, args: ArenaHardArgs | None = None, /, **fields: Any) -> ArenaHardResult:
     """One Arena-Hard judgment of (A, B) in the order given."""
-    validation.text("prompt", prompt)
-    validation.text("response_a", response_a)
-    validation.text("response_b", response_b)
-    validation.total(prompt, response_a, response_b)
+    args = ArenaHardArgs.of(args, fields)
     messages: tuple[Message, ...] = (
-        Message("user", prompts.render("arena_hard_user.txt", prompt=prompt, answer_a=response_a, answer_b=response_b)),
+        Message("user", prompts.render("arena_hard_user.txt", prompt=args.prompt, answer_a=args.response_a, answer_b=args.response_b)),
     )
     system = prompts.load("arena_hard_system.txt")
     judgment, decision, continued = "", None, False
@@ -79,4 +83,4 @@ async def arena_hard_judge(judge: Judge, *, prompt: str, response_a: str, respon
     )
 
 
-registry.register("arena_hard", arena_hard_judge, ArenaHardResult)
+registry.register(arena_hard_judge, ArenaHardArgs, ArenaHardResult)

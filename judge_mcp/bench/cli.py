@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from judge_mcp.args import ANSWER_ORDERS, FLIP_VARIANTS, GRADE_VARIANTS, TEMPLATES, GradeScoreOptionsArgs, InferInstructionRewardArgs, LweJudgeArgs
+
 if TYPE_CHECKING:
     from judge_mcp.bench.runner import RunSpec
     from judge_mcp.config import Settings
@@ -54,16 +56,24 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--out", type=Path, help="write the JSON summary here")
     bench.add_argument("--report", type=Path, help="write an HTML report of every run in the bench database here")
     bench.add_argument("--db", type=Path, default=None, help=f"bench database (default: {_default_db()})")
-    bench.add_argument("--template", choices=["sop", "cot", "direct"], help="vanilla/grp/grp-better: use this template instead")
+    bench.add_argument("--template", choices=TEMPLATES, help="vanilla/grp/grp-better: use this template instead")
     bench.add_argument("--unrelated", action="store_true", help="grade: add the unrelated option")
-    bench.add_argument("--prompt-variant", type=_positive, help="grade: the paper's prompt 1..4 (default 2); flip: 1..3 (default 1)")
+    bench.add_argument(
+        "--prompt-variant",
+        type=_positive,
+        help=f"grade: the paper's prompt 1..{max(GRADE_VARIANTS)} (default {GradeScoreOptionsArgs.default('prompt_variant')}); "
+        f"flip: 1..{max(FLIP_VARIANTS)} (default {InferInstructionRewardArgs.default('prompt_variant')})",
+    )
     bench.add_argument(
         "--flip-answer-order",
-        choices=["reasoning_first", "instruction_first"],
-        default="reasoning_first",
-        help="flip: the answer's field order, the paper's (reasoning_first, default) or instruction_first (small models); stored as flip[instruction_first]",
+        choices=ANSWER_ORDERS,
+        default=InferInstructionRewardArgs.default("answer_order"),
+        help="flip: the answer's field order, the paper's (%(default)s, default) or instruction_first (small models); stored as "
+        "flip[instruction_first]",
     )
-    bench.add_argument("--batch-size", type=_positive, default=4, help="lwe/selective-lwe: feedback batch size (default 4)")
+    bench.add_argument(
+        "--batch-size", type=_positive, default=LweJudgeArgs.default("batch_size"), help="lwe/selective-lwe: feedback batch size (default %(default)s)"
+    )
     bench.add_argument(
         "--no-reask",
         action="store_true",
@@ -150,9 +160,9 @@ def option_problem(args: argparse.Namespace) -> str | None:
     if args.unrelated and args.method != "grade":
         return "--unrelated applies to --method grade only"
     if args.prompt_variant is not None:
-        allowed = {"grade": 4, "flip": 3}.get(args.method)
-        if allowed is None or args.prompt_variant > allowed:
-            return "--prompt-variant is 1..4 for grade and 1..3 for flip"
+        allowed = {"grade": GRADE_VARIANTS, "flip": FLIP_VARIANTS}.get(args.method, ())
+        if args.prompt_variant not in allowed:
+            return f"--prompt-variant is 1..{max(GRADE_VARIANTS)} for grade and 1..{max(FLIP_VARIANTS)} for flip"
     if args.template and not pairwise:
         return "--template applies to vanilla, grp and grp-better"
     return None

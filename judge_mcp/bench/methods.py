@@ -28,9 +28,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge_mcp.app import App
+from judge_mcp.args import ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, JudgingArgs, LweJudgeArgs
 from judge_mcp.bench.data import Item
-from judge_mcp.bench import arena_hard, pointwise  # noqa: F401  (importing them registers the baselines)
-from judge_mcp.methods import panel, registry
+from judge_mcp.bench.arena_hard import ArenaHardArgs
+from judge_mcp.bench.pointwise import PointwiseArgs
+from judge_mcp.methods import registry
 from judge_mcp.outputs import ComparePairResult
 
 PAIR_PLACEMENTS = ("chosen_first", "chosen_second")
@@ -39,13 +41,13 @@ PAIRWISE, LISTWISE = "pairwise", "listwise"
 
 
 @dataclass(frozen=True)
-class Options:
+class Options:  # a tool argument's default is its model's (judge_mcp/args.py); None leaves it to the tool
     template: str | None = None  # vanilla/grp/grp-better: override the template
     unrelated: bool = False  # grade: add the unrelated option
-    prompt_variant: int | None = None  # grade (1..4, default 2) / flip (1..3, default 1)
-    batch_size: int = 4  # lwe
+    prompt_variant: int | None = None  # grade / flip: the paper's prompt
+    batch_size: int = LweJudgeArgs.default("batch_size")  # lwe
     no_reask: bool = False  # every method: no re-ask or continuation; unparsed first answers count wrong
-    flip_answer_order: str = "reasoning_first"  # flip: the answer's field order (the paper's, or instruction_first)
+    flip_answer_order: str = InferInstructionRewardArgs.default("answer_order")  # flip: the paper's order, or instruction_first
     session: str = "bench"  # lwe: the session the run learns in (set by the runner)
     adaptive_swap: bool = False  # vanilla/grp/grp-better: judge each placement with swap="auto" and, beside it, swap=true
     swap_margin: float | None = None  # adaptive_swap: compare_pair's swap_margin (None: its default)
@@ -118,31 +120,33 @@ def call_stats(records: list[dict[str, Any]], verdict_prefixes: tuple[str, ...] 
     }
 
 
-async def _run(
-    app: App, tool: str, args: dict[str, Any], item: Item, placement: str, backend: str | None, opts: Options, authors: panel.Authors | None = None
-) -> tuple[Any, dict[str, Any], list[dict[str, Any]]]:
+def given(**fields: Any) -> dict[str, Any]:
+    """The fields that are set: a None option leaves the tool's default (args.py) in place."""
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+async def _run(app: App, args: JudgingArgs, item: Item, placement: str, opts: Options, **options: Any) -> tuple[Any, dict[str, Any], list[dict[str, Any]]]:
     """Run one judgment through the method registry (logged like a tool call, with the item id and placement):
-    (result, timing, the Judge's call records)."""
+    (result, timing, the Judge's call records). `options`: the method's keywords beyond its arguments."""
     started = time.time()
     t0 = time.perf_counter()
-    result, calls = await registry.call(
-        app, tool, args, backend=backend, authors=authors, no_reask=opts.no_reask, log_extra={"bench_item": item.id, "placement": placement}
-    )
+    result, calls = await registry.call(app, args.tool, args, no_reask=opts.no_reask, log_extra={"bench_item": item.id, "placement": placement}, **options)
     timing = {"started_at": started, "ended_at": time.time(), "seconds": round(time.perf_counter() - t0, 3)}
     return result, timing, calls
 
 
 # ---- pairwise-judging methods ----------------------------------------------------------------------------------------
-def _compare(goal: str, default_template: str):
+def _compare(goal: str = ComparePairArgs.default("goal"), default_template: str = ComparePairArgs.default("template")):
     async def judge(app: App, item: Item, placement: str, opts: Options, backend: str | None) -> dict[str, Any]:
         a, b = shown(item, placement)
         template = opts.template or default_template
-
-        args = dict(prompt=item.prompt, response_a=a, response_b=b, goal=goal, template=template, swap=False)
+        judges = dict(backends=list(opts.panel)) if opts.panel else given(backend=backend)
+        args = ComparePairArgs.parse(
+            dict(prompt=item.prompt, response_a=a, response_b=b, goal=goal, template=template, swap=False, **judges, **_authors(opts))
+        )
         if opts.panel:
             return await _compare_panel(app, item, placement, args, opts)
-        authors = _authors(opts)
-        result, timing, calls = await _run(app, "compare_pair", args, item, placement, backend, opts, authors=authors)
+        result, timing, calls = await _run(app, args, item, placement, opts)
         trial = result.trials[0]
         record = placement_record(placement, trial.better if trial.parse_ok else None)
         record.update(_usage(result), **timing, **call_stats(calls))
@@ -151,8 +155,8 @@ def _compare(goal: str, default_template: str):
         record["detail"] = {"label": trial.label, "reasked": trial.reasked, "continued": continued, "goal": goal, "template": template}
         record["p_chosen"] = p_chosen(trial.p_better, placement)
         if opts.adaptive_swap:
-            await _adaptive(app, item, placement, opts, backend, record, goal, template)
-        if authors is not None:
+            await _adaptive(app, item, placement, opts, record, args)
+        if args.response_models is not None:
             record["self_preference"] = [p.backend for p in result.self_preference or []]
         return record
 
@@ -166,17 +170,16 @@ def p_chosen(p_better: Any, placement: str) -> float | None:
     return p_better.A if placement == "chosen_first" else p_better.B
 
 
-async def _adaptive(app: App, item: Item, placement: str, opts: Options, backend: str | None, record: dict[str, Any], goal: str, template: str) -> None:
+async def _adaptive(app: App, item: Item, placement: str, opts: Options, record: dict[str, Any], single: ComparePairArgs) -> None:
     """The placement judged again with swap="auto" and with swap=true, both over the call cache (order AB is the
     single-order request just sent, so it is answered from the cache; the swapped order is sent once for both).
     The record's verdict becomes swap="auto"'s; `detail` keeps both, with the calls each needed (sent + cached)."""
-    a, b = shown(item, placement)
     outcomes = {}
+    plain = single.model_dump(exclude={"swap", "response_models", "exclude_same_family"}, exclude_none=True)
     for swap in ("auto", True):
-        args: dict[str, Any] = dict(prompt=item.prompt, response_a=a, response_b=b, goal=goal, template=template, swap=swap)
-        if swap == "auto" and opts.swap_margin is not None:
-            args["swap_margin"] = opts.swap_margin
-        result, timing, calls = await _run(app, "compare_pair", args, item, placement, backend, opts)
+        margin = given(swap_margin=opts.swap_margin) if swap == "auto" else {}
+        args = ComparePairArgs.parse({**plain, "swap": swap, **margin})
+        result, timing, calls = await _run(app, args, item, placement, opts)
         for key in ("calls", "cached_calls", "prompt_tokens", "completion_tokens"):
             record[key] += getattr(result.usage, key)
         for key, value in call_stats(calls).items():
@@ -197,19 +200,19 @@ async def _adaptive(app: App, item: Item, placement: str, opts: Options, backend
     record["detail"].update(outcomes)
 
 
-def _authors(opts: Options) -> panel.Authors | None:
+def _authors(opts: Options) -> dict[str, Any]:
+    """The self-preference guard's arguments: the one model that wrote every response."""
     if opts.response_model is None:
-        return None
-    return panel.Authors([opts.response_model] * 2, ["response_a", "response_b"], opts.exclude_same_family)
+        return {}
+    return dict(response_models=[opts.response_model] * 2, exclude_same_family=opts.exclude_same_family)
 
 
-async def _compare_panel(app: App, item: Item, placement: str, args: dict[str, Any], opts: Options) -> dict[str, Any]:
+async def _compare_panel(app: App, item: Item, placement: str, args: ComparePairArgs, opts: Options) -> dict[str, Any]:
     """One placement judged by the panel (each member one order, swap=False): the record is the panel's verdict,
     with each member's own verdict as a record of its own under `members` (metrics.member_rows scores them)."""
     started, t0 = time.time(), time.perf_counter()
     result, _ = await registry.call(
-        app, "compare_pair", args, backends=opts.panel, authors=_authors(opts), no_reask=opts.no_reask,
-        log_extra={"bench_item": item.id, "placement": placement, "backends": list(opts.panel)},
+        app, args.tool, args, no_reask=opts.no_reask, log_extra={"bench_item": item.id, "placement": placement},
     )
     assert isinstance(result, ComparePairResult)
     timing = {"started_at": started, "ended_at": time.time(), "seconds": round(time.perf_counter() - t0, 3)}
@@ -233,15 +236,14 @@ async def _compare_panel(app: App, item: Item, placement: str, args: dict[str, A
     record["members"] = members
     record["self_preference"] = [p.backend for p in result.self_preference or []] if result.self_preference is not None else None
     votes = result.panel_votes.votes if result.panel_votes else {}
-    record["detail"] = {"goal": args["goal"], "template": args["template"], "votes": votes, "warnings": result.warnings}
+    record["detail"] = {"goal": args.goal, "template": args.template, "votes": votes, "warnings": result.warnings}
     return record
 
 
 async def _arena_hard(app: App, item: Item, placement: str, opts: Options, backend: str | None) -> dict[str, Any]:
     a, b = shown(item, placement)
-
-    args = dict(prompt=item.prompt, response_a=a, response_b=b)
-    result, timing, calls = await _run(app, "arena_hard", args, item, placement, backend, opts)
+    args = ArenaHardArgs.parse(dict(prompt=item.prompt, response_a=a, response_b=b, **given(backend=backend)))
+    result, timing, calls = await _run(app, args, item, placement, opts)
     record = placement_record(placement, result.winner, tie=result.tie)
     record.update(_usage(result), **timing, **call_stats(calls))
     record["reasked"] = bool(result.parse_ok and result.continued)
@@ -257,10 +259,11 @@ def _lwe(selective: bool):
         a, b = shown(item, placement)
         learn = placement == PAIR_PLACEMENTS[0]
 
-        args = dict(
-            prompt=item.prompt, response_a=a, response_b=b, session=opts.session, selective=selective, batch_size=opts.batch_size, learn=learn
+        args = LweJudgeArgs.parse(
+            dict(prompt=item.prompt, response_a=a, response_b=b, session=opts.session, selective=selective, batch_size=opts.batch_size,
+                 **given(backend=backend))
         )
-        result, timing, calls = await _run(app, "lwe_judge", args, item, placement, backend, opts)
+        result, timing, calls = await _run(app, args, item, placement, opts, learn=learn)
         record = placement_record(placement, result.winner)
         record.update(_usage(result), **timing, **call_stats(calls, ("lwe_judge:vanilla", "lwe_judge:judge")))
         # the verdict's own call: the meta-path judgment (result.reasked), or on the vanilla path the pair's calls
@@ -299,10 +302,11 @@ def single_record(gold: int, predicted: int | None, tied: list[int], unparsed: i
 
 
 async def _flip(app: App, item: Item, placement: str, opts: Options, backend: str | None) -> dict[str, Any]:
-    variant = opts.prompt_variant or 1
-
-    args = dict(instruction=item.prompt, responses=item.options, prompt_variant=variant, answer_order=opts.flip_answer_order)
-    result, timing, calls = await _run(app, "infer_instruction_reward", args, item, placement, backend, opts)
+    args = InferInstructionRewardArgs.parse(
+        dict(instruction=item.prompt, responses=item.options,
+             answer_order=opts.flip_answer_order, **given(prompt_variant=opts.prompt_variant, backend=backend))
+    )
+    result, timing, calls = await _run(app, args, item, placement, opts)
     record = single_record(item.gold, result.best_index, result.tied_best, len(result.unparsed), len(result.results))
     record.update(_usage(result), **timing, **call_stats(calls))
     record["reasked"] = record["reask_calls"] > 0
@@ -311,8 +315,8 @@ async def _flip(app: App, item: Item, placement: str, opts: Options, backend: st
 
 
 async def _pointwise(app: App, item: Item, placement: str, opts: Options, backend: str | None) -> dict[str, Any]:
-    args = dict(prompt=item.prompt, responses=item.options)
-    result, timing, calls = await _run(app, "pointwise", args, item, placement, backend, opts)
+    args = PointwiseArgs.parse(dict(prompt=item.prompt, responses=item.options, **given(backend=backend)))
+    result, timing, calls = await _run(app, args, item, placement, opts)
     record = single_record(item.gold, result.best_index, result.tied_best, len(result.unparsed), len(result.results))
     record.update(_usage(result), **timing, **call_stats(calls))
     record["reasked"] = record["reask_calls"] > 0
@@ -321,10 +325,10 @@ async def _pointwise(app: App, item: Item, placement: str, opts: Options, backen
 
 
 async def _grade(app: App, item: Item, placement: str, opts: Options, backend: str | None) -> dict[str, Any]:
-    variant = opts.prompt_variant or 2
-
-    args = dict(instruction=item.prompt, options=item.options, prompt_variant=variant, unrelated_option=opts.unrelated)
-    result, timing, calls = await _run(app, "grade_score_options", args, item, placement, backend, opts)
+    args = GradeScoreOptionsArgs.parse(
+        dict(instruction=item.prompt, options=item.options, unrelated_option=opts.unrelated, **given(prompt_variant=opts.prompt_variant, backend=backend))
+    )
+    result, timing, calls = await _run(app, args, item, placement, opts)
     tied = result.tied_indices
     winner = result.winner_index if not tied else None
     consistent = result.unparsed_trials == 0 and result.parsed_trials > 0 and max(result.option_counts) == result.parsed_trials
@@ -356,7 +360,7 @@ METHODS: dict[str, Method] = {
     m.name: m
     for m in (
         Method("vanilla", (PAIRWISE,), True, _compare("better", "direct"), "plain better-answer prompt (compare_pair goal=better, template=direct)"),
-        Method("grp", (PAIRWISE,), True, _compare("worse", "sop"), "goal-reversed: which answer is worse (compare_pair defaults, SOP)"),
+        Method("grp", (PAIRWISE,), True, _compare(), "goal-reversed: which answer is worse (compare_pair defaults, SOP)"),
         Method("grp-better", (PAIRWISE,), True, _compare("better", "sop"), "same SOP template, goal=better"),
         Method(
             "arena-hard",
@@ -381,11 +385,11 @@ def method_key(name: str, opts: Options) -> str:
         key += f"[{opts.template}]"
     if opts.prompt_variant and name in ("grade", "flip"):
         key += f"[v{opts.prompt_variant}]"
-    if name == "flip" and opts.flip_answer_order != "reasoning_first":
+    if name == "flip" and opts.flip_answer_order != InferInstructionRewardArgs.default("answer_order"):
         key += f"[{opts.flip_answer_order}]"
     if name == "grade" and opts.unrelated:
         key += "+unrelated"
-    if name in ("lwe", "selective-lwe") and opts.batch_size != 4:
+    if name in ("lwe", "selective-lwe") and opts.batch_size != LweJudgeArgs.default("batch_size"):
         key += f"[b{opts.batch_size}]"
     if opts.adaptive_swap and name in ("vanilla", "grp", "grp-better"):
         key += "+auto" + ("" if opts.swap_margin is None else f"{opts.swap_margin:g}")

@@ -1,4 +1,4 @@
-"""The bench metrics, as pure functions over stored rows (tested directly in tests/bench/test_bench.py).
+"""The bench metrics, as pure functions over stored rows (tested directly in tests/bench/test_metrics.py).
 
 Pairwise-judging methods (two placements per item):
 - accuracy: the first placement (chosen shown first) is right;

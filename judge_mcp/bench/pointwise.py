@@ -10,8 +10,12 @@ baseline (`judge-mcp bench --method pointwise`), not an MCP tool.
 from __future__ import annotations
 
 import re
+from typing import Annotated, Any, ClassVar
 
-from judge_mcp import prompts, validation
+from pydantic import Field
+
+from judge_mcp import prompts
+from judge_mcp.args import JUDGED, MAX_RESPONSES, JudgingArgs, Prompt, Text
 from judge_mcp.backends.base import user
 from judge_mcp.methods.ask import ask
 from judge_mcp.calls.fanout import run_each
@@ -22,7 +26,6 @@ from judge_mcp.methods.parsing import neutralise, parse_json_object
 from judge_mcp.outputs import PointwiseItem, PointwiseResult
 
 MAX_TOKENS = 512  # the FLIP paper's limit for every method (§3.1)
-MAX_RESPONSES = 16
 MIN_SCORE, MAX_SCORE = 1, 10
 SCORE_KEY, REASONING_KEY = "SCORE", "REASONING"
 PAPER_FORMAT = '{ "REASONING": "[...]", "SCORE": "<your-score>" }'
@@ -137,11 +140,19 @@ async def rate_one(judge: Judge, *, index: int, prompt: str, response: str) -> P
     return PointwiseItem(index=index, score=score, parse_ok=True, reasoning=reasoning[:4000], reasked=result.reasked)
 
 
-async def pointwise_scores(judge: Judge, *, prompt: str, responses: list[str]) -> PointwiseResult:
+class PointwiseArgs(JudgingArgs):
+    """The baseline's arguments: a prompt and the responses to rate (as many as infer_instruction_reward takes)."""
+
+    tool: ClassVar[str] = "pointwise"
+
+    prompt: Prompt
+    responses: Annotated[list[Text], JUDGED, Field(min_length=1, max_length=MAX_RESPONSES)]
+
+
+async def pointwise_scores(judge: Judge, args: PointwiseArgs | None = None, /, **fields: Any) -> PointwiseResult:
     """Rate each response 1..10 on its own (concurrently) and rank them."""
-    validation.text("prompt", prompt)
-    responses = validation.text_list("responses", responses, min_items=1, max_items=MAX_RESPONSES)
-    validation.total(prompt, responses)
+    args = PointwiseArgs.of(args, fields)
+    prompt, responses = args.prompt, args.responses
     results = await run_each(
         judge,
         len(responses),
@@ -160,4 +171,4 @@ async def pointwise_scores(judge: Judge, *, prompt: str, responses: list[str]) -
     )
 
 
-registry.register("pointwise", pointwise_scores, PointwiseResult)
+registry.register(pointwise_scores, PointwiseArgs, PointwiseResult)

@@ -9,6 +9,10 @@ nothing. The concurrent lookups of one judgment share one read of the table (`_L
 once, or, when the caller passes a `defer` list (App.run does), appended to it as a `CacheRow` for the caller to
 write with its verdict; until that write, identical requests are answered from memory, and for a while after it
 (the last RECENTLY_WRITTEN answers) a read that began before the write committed still finds them.
+
+Where the store offers leases (PostgreSQL: replicas sharing one database), a new flight's task also claims the key
+across processes (calls/leased.py): an identical request in flight in another replica is waited for, not sent
+again, and a new answer is written as soon as it comes back (others wait for it), not deferred to the verdict.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from functools import partial
 from typing import Any
 
 from judge_mcp.backends.base import Backend, ChatRequest, Completion, TokenLogprob, Usage
+from judge_mcp.calls.leased import ELSEWHERE, SENT, complete_once
 from judge_mcp.storage.call_cache import CacheRow, CacheTable
 from judge_mcp.storage.engine import Engine
 
@@ -51,10 +56,11 @@ class _Flight:
     that is cancelled (a client's `notifications/cancelled`, a timeout) stops waiting without cancelling it for the
     others; it is cancelled only when no caller waits any more."""
 
-    def __init__(self, task: asyncio.Task[Completion]) -> None:
-        self.task = task
+    def __init__(self, task: asyncio.Task[Completion] | None = None) -> None:
+        self.task: asyncio.Task[Completion] = task  # type: ignore[assignment]
         self.waiters = 0
         self.claimed = False  # one caller, the first to receive the answer, counts the call as sent
+        self.how = SENT  # with leases: SENT_STORED (sent and written) or ELSEWHERE (another process's answer)
 
     def claim(self) -> bool:
         first, self.claimed = not self.claimed, True
@@ -100,6 +106,8 @@ class CallCache:
         # misses them, and without this a caller would send an identical request again (a test caught it under load).
         self._recent: dict[str, dict[str, Any]] = {}
         self._lookup: _Lookup | None = None  # the read being gathered, if any
+        # claims on a key shared by every process on the database, where the engine offers them (engine.py)
+        self.leases = getattr(store, "leases", None)
 
     async def complete(self, backend: Backend, request: ChatRequest) -> tuple[Completion, bool]:
         """(completion, answered_without_a_backend_call)."""
@@ -124,7 +132,9 @@ class CallCache:
             return _from_cached(hit, request), True, key
         flight = self._inflight.get(key)
         if flight is None:
-            flight = self._inflight[key] = _Flight(asyncio.get_running_loop().create_task(backend.complete(request)))
+            flight = self._inflight[key] = _Flight()
+            call = backend.complete(request) if self.leases is None else self._once(flight, backend, request, key, summary)
+            flight.task = asyncio.get_running_loop().create_task(call)
             flight.task.add_done_callback(partial(self._forget, key, flight))
         flight.waiters += 1
         try:
@@ -137,6 +147,8 @@ class CallCache:
                 flight.task.cancel()
         if not flight.claim():
             return _from_cached(_to_cached(completion), request), True, key
+        if flight.how != SENT:  # with leases: already in the table (this process wrote it, or another did)
+            return completion, flight.how == ELSEWHERE, key
         # The first caller to receive a new answer stores it. An empty answer is a glitch worth asking again later,
         # not an answer to replay: it is not stored.
         if self.store is not None and completion.text.strip():
@@ -147,6 +159,18 @@ class CallCache:
                 self._unwritten[key] = row.response
                 defer.append(row)
         return completion, False, key
+
+    async def _once(self, flight: _Flight, backend: Backend, request: ChatRequest, key: str, summary: dict[str, Any] | None) -> Completion:
+        """A flight's task where the store offers leases: one backend call per request across every process on the
+        database (calls/leased.py); the answer is written as soon as it comes back, since others wait for it."""
+
+        def row_of(completion: Completion) -> CacheRow | None:
+            if not completion.text.strip():
+                return None
+            return CacheRow(key, backend.identity(), completion.model, summary or request.summary(), _to_cached(completion))
+
+        answer, flight.how = await complete_once(self.store, backend, request, key, row_of, lambda row: self.written([row], stored=True))
+        return _from_cached(answer, request) if isinstance(answer, dict) else answer
 
     def written(self, rows: Iterable[CacheRow], *, stored: bool = False) -> None:
         """Deferred rows that are now in the table (`stored`) or were dropped: later lookups read the table again.

@@ -25,13 +25,16 @@ import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from rapidfuzz import fuzz, utils
 
-from judge_mcp import prompts, validation
+from judge_mcp import prompts
+from judge_mcp.args import ANSWER_ORDERS as ANSWER_ORDERS  # the tool's choices, for this module's readers
+from judge_mcp.args import FLIP_VARIANTS, InferInstructionRewardArgs
 from judge_mcp.backends.base import user
 from judge_mcp.methods import text_work
-from judge_mcp.methods.similarity import NAMES as SIMILARITY_NAMES, score as similarity_score
+from judge_mcp.methods.similarity import score as similarity_score
 from judge_mcp.methods.ask import ask, bounded
 from judge_mcp.calls.fanout import run_each
 from judge_mcp.methods.ranking import rank_by_score
@@ -40,8 +43,8 @@ from judge_mcp.methods.flip_answers import MAX_EXTRACTION_CHARS, extract_best, p
 from judge_mcp.methods.parsing import neutralise
 from judge_mcp.outputs import FlipItem, FlipResult
 
-PROMPT_VARIANTS = (1, 2, 3)
-MAX_RESPONSES = 16
+PROMPT_VARIANTS = FLIP_VARIANTS
+PAPER_ORDER: str = InferInstructionRewardArgs.default("answer_order")  # the paper's answer order: reasoning, then instruction
 MAX_TOKENS = 512  # the paper's token limit for every method (§3.1)
 REWARD_DIGITS = 6  # rewards are rounded to this many digits; equal rounded rewards are ties
 
@@ -50,8 +53,6 @@ PAPER_KEY = "INFERRRED INSTRUCTION"
 SCHEMA_KEY = "INFERRED INSTRUCTION"
 REASONING_KEY = "REASONING"
 
-
-ANSWER_ORDERS = ("reasoning_first", "instruction_first")
 # maxLength (characters) of the answer's free-text fields under a JSON schema: together they fit the paper's
 # 512-token budget (~4 characters per token), so a looping explanation must close and the instruction gets written.
 FIELD_MAX_CHARS = {REASONING_KEY: 1000, SCHEMA_KEY: 1000}
@@ -63,7 +64,7 @@ def field_order(answer_order: str) -> tuple[str, str]:
 
 
 @lru_cache(maxsize=64)  # static text per (key, structured, order); so are answer_schema and system_prompt
-def answer_format(key: str, *, structured: bool, answer_order: str = "reasoning_first") -> str:
+def answer_format(key: str, *, structured: bool, answer_order: str = PAPER_ORDER) -> str:
     """The answer format the prompts show, in `answer_order`.
 
     Plain, reasoning first: the paper's own template (placeholders and key spelling as printed). Structured: a
@@ -83,7 +84,7 @@ def answer_format(key: str, *, structured: bool, answer_order: str = "reasoning_
 
 
 @lru_cache(maxsize=8)
-def answer_schema(answer_order: str = "reasoning_first") -> dict:
+def answer_schema(answer_order: str = PAPER_ORDER) -> dict:
     """The JSON schema for backends that constrain decoding: the fields in `answer_order`, each length-bounded."""
     keys = {"reasoning": REASONING_KEY, "instruction": SCHEMA_KEY}
     order = [keys[f] for f in field_order(answer_order)]
@@ -118,7 +119,7 @@ _ORDER_BULLET = re.compile(r"(?m)^- (?:Begin|Start) with [^\n]*explanation[^\n]*
 
 
 @lru_cache(maxsize=64)
-def system_prompt(variant: int, *, with_context: bool, structured: bool, answer_order: str = "reasoning_first") -> str:
+def system_prompt(variant: int, *, with_context: bool, structured: bool, answer_order: str = PAPER_ORDER) -> str:
     """The paper's Prompt `variant`, verbatim with `reasoning_first`; with `instruction_first` its order bullet
     (explanation first) is replaced by `flip_order_instruction_first.txt`, so prompt and schema agree."""
     fmt = answer_format(SCHEMA_KEY if structured else PAPER_KEY, structured=structured, answer_order=answer_order)
@@ -131,7 +132,7 @@ def system_prompt(variant: int, *, with_context: bool, structured: bool, answer_
     return text
 
 
-def user_prompt(response: str, *, context: str | None, structured: bool, answer_order: str = "reasoning_first") -> str:
+def user_prompt(response: str, *, context: str | None, structured: bool, answer_order: str = PAPER_ORDER) -> str:
     fmt = answer_format(SCHEMA_KEY if structured else PAPER_KEY, structured=structured, answer_order=answer_order)
     if context is None:
         return prompts.render("flip_user.txt", response=defuse(response), answer_format=fmt)
@@ -204,20 +205,6 @@ def rank(items: list[FlipItem]) -> tuple[list[int], int | None, list[int]]:
 
 
 # ---- the tool ---------------------------------------------------------------------------------------------------
-def _check(instruction, responses, context, similarity, prompt_variant, answer_order) -> tuple[list[str], str | None]:
-    validation.text("instruction", instruction)
-    responses = validation.text_list("responses", responses, min_items=1, max_items=MAX_RESPONSES)
-    if context is not None:
-        validation.text("context", context, allow_empty=True)
-        if not context.strip():
-            context = None  # an empty optional string from a form-filling client means "no context"
-    validation.total(instruction, responses, context)
-    validation.choice("similarity", similarity, SIMILARITY_NAMES)
-    validation.choice("prompt_variant", prompt_variant, PROMPT_VARIANTS)
-    validation.choice("answer_order", answer_order, ANSWER_ORDERS)
-    return responses, context
-
-
 async def infer_one(
     judge: Judge,
     *,
@@ -227,7 +214,7 @@ async def infer_one(
     context: str | None,
     similarity: str,
     prompt_variant: int,
-    answer_order: str = "reasoning_first",
+    answer_order: str = PAPER_ORDER,
 ) -> FlipItem:
     """Infer the instruction behind one response and score it."""
     structured = judge.structured
@@ -278,28 +265,23 @@ async def infer_one(
 
 
 async def infer_instruction_reward(
-    judge: Judge,
-    *,
-    instruction: str,
-    responses: list[str],
-    context: str | None = None,
-    similarity: str = "f1",
-    prompt_variant: int = 1,
-    answer_order: str = "reasoning_first",
+    judge: Judge, args: InferInstructionRewardArgs | None = None, /, **fields: Any
 ) -> FlipResult:
-    """FLIP reward for 1..16 responses: one inference per response, concurrently; ranked by reward."""
-    responses, context = _check(instruction, responses, context, similarity, prompt_variant, answer_order)
+    """FLIP reward for 1..16 responses: one inference per response, concurrently; ranked by reward. `args`, or
+    InferInstructionRewardArgs's fields as keywords (checked the same way)."""
+    args = InferInstructionRewardArgs.of(args, fields)
+    responses = args.responses
 
     async def one(index: int) -> FlipItem:
         return await infer_one(
             judge,
             index=index,
-            instruction=instruction,
+            instruction=args.instruction,
             response=responses[index],
-            context=context,
-            similarity=similarity,
-            prompt_variant=prompt_variant,
-            answer_order=answer_order,
+            context=args.context,
+            similarity=args.similarity,
+            prompt_variant=args.prompt_variant,
+            answer_order=args.answer_order,
         )
 
     def done(index: int, item: FlipItem) -> str:
@@ -312,10 +294,10 @@ async def infer_instruction_reward(
         ranking=ranking,
         best_index=best_index,
         tied_best=tied_best,
-        similarity=similarity,
-        prompt_variant=prompt_variant,
-        answer_order=answer_order,
-        context_mode=context is not None,
+        similarity=args.similarity,
+        prompt_variant=args.prompt_variant,
+        answer_order=args.answer_order,
+        context_mode=args.context is not None,
         unparsed=[it.index for it in results if not it.parse_ok],
         echoes=[it.index for it in results if it.echoes_instruction],
         model=judge.model_id,

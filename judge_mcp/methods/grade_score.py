@@ -32,7 +32,8 @@ from functools import lru_cache, partial
 
 import anyio.to_thread
 
-from judge_mcp import prompts, validation
+from judge_mcp import prompts
+from judge_mcp.args import GRADE_VARIANTS, GradeScoreOptionsArgs
 from judge_mcp.backends.base import user
 from judge_mcp.methods import text_work
 from judge_mcp.methods.ask import ask
@@ -43,8 +44,7 @@ from judge_mcp.methods.unrelated_pool import call_seed, choose_unrelated, insert
 from judge_mcp.storage.option_pool import OptionPool
 from judge_mcp.outputs import GradeScoreResult, GradeTrial
 
-VARIANTS = (1, 2, 3, 4)
-MIN_OPTIONS, MAX_OPTIONS = 2, 10
+VARIANTS = GRADE_VARIANTS
 # Free-text fields the paper's prompt asks for before the selection (the explanation always comes after it).
 REASONING_FIELDS = {1: (), 2: ("evaluation",), 3: (), 4: ("grading",)}
 MAX_TOKENS = {1: 512, 2: 1024, 3: 512, 4: 1024}
@@ -266,23 +266,6 @@ def summarise(trials: Sequence[GradeTrial], n: int) -> Summary:
     return Summary(positions, options, parsed, len(trials) - parsed, llm, choice, grade_score(llm, choice), top, tied)
 
 
-# ---- input checks ------------------------------------------------------------------------------------------------
-def validate(instruction: object, options: object, prompt_variant: object, unrelated_option: object) -> tuple[str, list[str]]:
-    instruction = validation.text("instruction", instruction)
-    options = validation.text_list("options", options, min_items=MIN_OPTIONS, max_items=MAX_OPTIONS)
-    seen: dict[str, int] = {}
-    for i, option in enumerate(options):
-        if option in seen:
-            raise validation.InputError(
-                f"'options' must not repeat an option: options[{i}] is identical to options[{seen[option]}]"
-            )
-        seen[option] = i
-    validation.total(instruction, options)
-    validation.choice("prompt_variant", prompt_variant, VARIANTS)
-    validation.flag("unrelated_option", unrelated_option)
-    return instruction, options
-
-
 # ---- the method --------------------------------------------------------------------------------------------------
 async def judge_rotation(
     judge: Judge, *, rotation: int, order: list[int], texts: Sequence[str], instruction: str, variant: int, structured: bool
@@ -314,20 +297,15 @@ async def judge_rotation(
     )
 
 
-async def grade_score_options(
-    judge: Judge,
-    *,
-    instruction: str,
-    options: list[str],
-    prompt_variant: int = 2,
-    unrelated_option: bool = False,
-) -> GradeScoreResult:
-    instruction, options = validate(instruction, options, prompt_variant, unrelated_option)
+async def grade_score_options(judge: Judge, args: GradeScoreOptionsArgs | None = None, /, **fields: Any) -> GradeScoreResult:
+    """`args`, or GradeScoreOptionsArgs's fields as keywords (checked the same way)."""
+    args = GradeScoreOptionsArgs.of(args, fields)
+    instruction, options, prompt_variant = args.instruction, args.options, args.prompt_variant
     n = len(options)
     texts = list(options)
     base = list(range(n))
     unrelated = None
-    if unrelated_option:
+    if args.unrelated_option:
         unrelated = await anyio.to_thread.run_sync(partial(choose_unrelated, judge.store, instruction, options, shared=judge.shared_option_pool))
         texts.append(unrelated.text)
         base.insert(insertion_position(call_seed(instruction, options), n), n)

@@ -18,9 +18,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
-
-from judge_mcp import prompts, validation
+from judge_mcp import prompts
+from judge_mcp.args import GOALS as GOALS  # the tool's goals, for this module's readers
+from judge_mcp.args import PAIR_MAX_TOKENS, TEMPLATES, ComparePairArgs
 from judge_mcp.backends.base import user
 from judge_mcp.methods import label_probs, text_work
 from judge_mcp.methods.ask import Parsed, ask, bounded
@@ -29,21 +31,17 @@ from judge_mcp.calls.judge import Judge
 from judge_mcp.methods.parsing import neutralise, parse_json_object
 from judge_mcp.outputs import ComparePairResult, PairTrial, PBetter
 
-GOALS = ("worse", "better")
-TEMPLATES = ("sop", "cot", "direct")
 LABELS = ("[[A>B]]", "[[B>A]]")
 # Answer budget per template (tokens), the paper's setting: GRP runs every template in JudgeBench's Arena-Hard judge
 # setting, which allows 4,096 tokens (the SOP judge writes its own answer first) and continues a cut-off judgment.
 # A direct answer is a label, but the paper sets no smaller budget for it; the budget is a cap, not a cost.
-MAX_TOKENS = {"sop": 4096, "cot": 4096, "direct": 4096}
-MAX_TOKENS_LIMIT = 32768  # the largest `max_tokens` a caller may ask for
+MAX_TOKENS = dict.fromkeys(TEMPLATES, PAIR_MAX_TOKENS)
 # Free-text fields of the structured answer, in the order the model writes them (verdict last).
 JSON_FIELDS = {"sop": ("own_answer", "evaluation"), "cot": ("reasoning",), "direct": ()}
 # maxLength (characters) of each free-text field under a JSON schema: room for a strong model's answer, bounded so a
 # looping model must close the JSON within the default budget (~4 characters per token).
 FIELD_MAX_CHARS = {"own_answer": 8000, "evaluation": 4000, "reasoning": 8000}
 TOP_LOGPROBS = 10  # alternatives asked for at each token (OpenAI allows up to 20; the two letters are normally the top two)
-DEFAULT_SWAP_MARGIN = 0.5  # swap="auto": the second order runs unless the first's |p_A - p_B| >= this (p >= 0.75)
 
 
 @dataclass(frozen=True)
@@ -205,14 +203,6 @@ def parse_structured(text: str, template: str, judged: tuple[str, ...] | list[st
     return Verdict(label, rationale)
 
 
-def check_max_tokens(max_tokens: object, limit: int = MAX_TOKENS_LIMIT) -> None:
-    """None (the template's default) or a whole number of tokens from 1 to `limit`."""
-    if max_tokens is None:
-        return
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= limit:
-        raise validation.InputError(f"'max_tokens' must be a whole number from 1 to {limit} (or omitted), got {max_tokens!r}")
-
-
 def better_in_caller_order(label: str, order: str) -> str:
     """[[A>B]] means the first-shown answer is better; map that back to the caller's A/B."""
     first_better = label == "[[A>B]]"
@@ -269,19 +259,6 @@ def mean_probability(trials: list[PairTrial]) -> PBetter | None:
     return None if p_a is None else probability(p_a)
 
 
-def check_swap(swap: object, swap_margin: object) -> float:
-    """The margin swap="auto" uses; a margin given with swap true/false is an error, not ignored."""
-    if not (isinstance(swap, bool) or swap == "auto"):
-        raise validation.InputError(f"'swap' must be true, false or \"auto\", got {swap!r}")
-    if swap_margin is None:
-        return DEFAULT_SWAP_MARGIN
-    if swap != "auto":
-        raise validation.InputError(f"'swap_margin' applies only with swap \"auto\" (swap is {str(swap).lower()})")
-    if isinstance(swap_margin, bool) or not isinstance(swap_margin, (int, float)) or not 0.0 <= swap_margin <= 1.0:
-        raise validation.InputError(f"'swap_margin' must be a number from 0 to 1, got {swap_margin!r}")
-    return float(swap_margin)
-
-
 async def judge_order(
     judge: Judge, *, prompt: str, first: str, second: str, order: str, goal: str, template: str, max_tokens: int | None = None
 ) -> PairTrial:
@@ -324,32 +301,18 @@ async def judge_order(
     )
 
 
-async def compare_pair(
-    judge: Judge,
-    *,
-    prompt: str,
-    response_a: str,
-    response_b: str,
-    goal: str = "worse",
-    template: str = "sop",
-    swap: bool | str = True,
-    swap_margin: float | None = None,
-    max_tokens: int | None = None,
-) -> ComparePairResult:
-    validation.text("prompt", prompt)
-    validation.text("response_a", response_a)
-    validation.text("response_b", response_b)
-    validation.total(prompt, response_a, response_b)
-    validation.choice("goal", goal, GOALS)
-    validation.choice("template", template, TEMPLATES)
-    threshold = check_swap(swap, swap_margin)
-    check_max_tokens(max_tokens)
+async def compare_pair(judge: Judge, args: ComparePairArgs | None = None, /, **fields: Any) -> ComparePairResult:
+    """`args`, or ComparePairArgs's fields as keywords (checked the same way)."""
+    args = ComparePairArgs.of(args, fields)
+    threshold = args.margin()
 
     def judge_one(order: str):
-        first, second = (response_a, response_b) if order == "AB" else (response_b, response_a)
-        return judge_order(judge, prompt=prompt, first=first, second=second, order=order, goal=goal, template=template, max_tokens=max_tokens)
+        first, second = (args.response_a, args.response_b) if order == "AB" else (args.response_b, args.response_a)
+        return judge_order(
+            judge, prompt=args.prompt, first=first, second=second, order=order, goal=args.goal, template=args.template, max_tokens=args.max_tokens
+        )
 
-    if swap == "auto":
+    if args.swap == "auto":
         ordered = [await judge_one("AB")]
         await judge.progress(1, 2, "order AB judged")
         sure = margin(ordered[0])
@@ -359,7 +322,7 @@ async def compare_pair(
             ordered.append(await judge_one("BA"))
             await judge.progress(2, 2, "order BA judged")
     else:
-        orders = ["AB", "BA"] if swap else ["AB"]
+        orders = ["AB", "BA"] if args.swap else ["AB"]
         ordered = await run_each(judge, len(orders), lambda k: judge_one(orders[k]), lambda k, _: f"order {orders[k]} judged")
     winner, consistent = aggregate(ordered)
     return ComparePairResult(
@@ -368,8 +331,8 @@ async def compare_pair(
         p_better=mean_probability(ordered),
         swapped=len(ordered) == 2,
         trials=ordered,
-        goal=goal,
-        template=template,
+        goal=args.goal,
+        template=args.template,
         model=judge.model_id,
         usage=judge.usage(),
     )

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge_mcp import validation
+from judge_mcp.args import MIN_MEMBERS, ComparePairArgs, GradeScoreOptionsArgs, InputError, PanelArgs, ToolArgs
 from judge_mcp.methods import grade_score, pairwise
 from judge_mcp.outputs import (
     ComparePairResult,
@@ -41,9 +41,6 @@ from judge_mcp.outputs import (
     SelfPreference,
     UsageOut,
 )
-
-MIN_MEMBERS, MAX_MEMBERS = 2, 8
-MAX_MODEL_CHARS = 200
 
 # family -> alternatives, matched case-insensitively anywhere in the model id where no letter or digit precedes
 # them ("openai/gpt-4o-mini", "claude-sonnet-4-5", "qwen2.5:7b-instruct", "meta-llama/Llama-3.1-8B",
@@ -70,40 +67,6 @@ def families(model: str | None) -> frozenset[str]:
     if not model:
         return frozenset()
     return frozenset(name for name, pattern in _FAMILY_RES.items() if pattern.search(model))
-
-
-# ---- arguments -----------------------------------------------------------------------------------------------------
-def check_backends(backend: str | None, backends: Any) -> list[str] | None:
-    """`backends` as a list of 2-8 distinct names, or None; giving it together with `backend` is an error."""
-    if backends is None:
-        return None
-    if backend is not None:
-        raise validation.InputError("give either 'backend' (one judge) or 'backends' (a panel), not both")
-    if not isinstance(backends, list) or not all(isinstance(b, str) and b for b in backends):
-        raise validation.InputError("'backends' must be a list of backend names")
-    if not MIN_MEMBERS <= len(backends) <= MAX_MEMBERS:
-        raise validation.InputError(f"'backends' must hold {MIN_MEMBERS} to {MAX_MEMBERS} backend names, got {len(backends)}")
-    repeated = sorted({b for b in backends if backends.count(b) > 1})
-    if repeated:
-        raise validation.InputError(f"'backends' must name each backend once; repeated: {', '.join(repeated)}")
-    return list(backends)
-
-
-def check_response_models(response_models: Any, answers: int, what: str, exclude_same_family: Any = False) -> list[str] | None:
-    """`response_models` as one model name per answer, or None. `what` names the answers for the message."""
-    if not isinstance(exclude_same_family, bool):
-        raise validation.InputError(f"'exclude_same_family' must be true or false, got {exclude_same_family!r}")
-    if response_models is None:
-        if exclude_same_family:
-            raise validation.InputError("'exclude_same_family' needs 'response_models' (which model wrote each answer)")
-        return None
-    if not isinstance(response_models, list):
-        raise validation.InputError(f"'response_models' must be a list of model names, got {type(response_models).__name__}")
-    if len(response_models) != answers:
-        raise validation.InputError(
-            f"'response_models' must name one model per answer: {answers} ({what}), got {len(response_models)}"
-        )
-    return [validation.text(f"response_models[{i}]", m, max_chars=MAX_MODEL_CHARS) for i, m in enumerate(response_models)]
 
 
 def self_preference(judges: Sequence[tuple[str, str]], response_models: Sequence[str]) -> list[SelfPreference]:
@@ -141,7 +104,7 @@ def exclude(found: list[SelfPreference], members: Sequence[str]) -> tuple[list[S
     remaining = [m for m in members if m not in gone]
     if not remaining:
         judges = ", ".join(f"'{p.backend}' ({p.judge_model}, {'/'.join(p.families)})" for p in out)
-        raise validation.InputError(
+        raise InputError(
             f"exclude_same_family leaves no judge: every judge shares a model family with an answer's author ({judges}); "
             "add a judge of another family or set exclude_same_family to false"
         )
@@ -156,6 +119,13 @@ class Authors:
     models: list[str]
     names: list[str]
     exclude: bool = False
+
+
+def authors(args: ToolArgs) -> Authors | None:
+    """The guard's input from a tool's arguments: None without `response_models` (or for a tool without a panel)."""
+    if not isinstance(args, PanelArgs) or args.response_models is None:
+        return None
+    return Authors(list(args.response_models), args.answer_names(), args.exclude_same_family)
 
 
 def guard(authors: Authors | None, judges: Sequence[tuple[str, str]]) -> tuple[list[SelfPreference] | None, list[str], list[str]]:
@@ -273,7 +243,7 @@ def pooled_probability(results: Sequence[ComparePairResult]) -> PBetter | None:
 
 
 def combine_pairs(
-    members: Sequence[Member], *, goal: str, template: str, swap: bool | str, latency_ms: float, warnings: Sequence[str] = ()
+    members: Sequence[Member], args: ComparePairArgs, *, latency_ms: float, warnings: Sequence[str] = ()
 ) -> ComparePairResult:
     """The panel's compare_pair result. `consistent`: every member that was asked answered, in both orders,
     consistently, and all named the same answer (null when any member judged one order, as for one judge).
@@ -282,7 +252,7 @@ def combine_pairs(
     selected = [m for m in members if not m.excluded]
     t = tally([m.result.winner for m in answered], quorum(len(selected)))
     swapped = bool(answered) and all(m.result.swapped for m in answered)
-    if swap and swapped:
+    if args.swap and swapped:
         consistent = len(answered) == len(selected) and t.abstained == 0 and len(t.counts) == 1
     else:
         consistent = None
@@ -304,8 +274,8 @@ def combine_pairs(
         p_better=pooled_probability([m.result for m in answered]),
         swapped=swapped,
         trials=[],
-        goal=goal,  # type: ignore[arg-type]
-        template=template,  # type: ignore[arg-type]
+        goal=args.goal,
+        template=args.template,
         model=panel_model(members),
         usage=sum_usage(members, latency_ms),
         warnings=[*warnings, *_panel_warnings(t, members, "answers")],
@@ -347,7 +317,9 @@ def _unrelated_fields(first: GradeScoreResult | None, option_counts: Sequence[in
     }
 
 
-def combine_grades(members: Sequence[Member], *, prompt_variant: int, latency_ms: float, warnings: Sequence[str] = ()) -> GradeScoreResult:
+def combine_grades(
+    members: Sequence[Member], args: GradeScoreOptionsArgs, *, latency_ms: float, warnings: Sequence[str] = ()
+) -> GradeScoreResult:
     """The panel's grade_score_options result: `winner_index` by the members' vote; the counts and scores
     (position_counts, option_counts, llm_score, choice_score, grade_score) over every member's trials pooled."""
     answered = [m for m in members if m.status == "ok"]
@@ -361,7 +333,7 @@ def combine_grades(members: Sequence[Member], *, prompt_variant: int, latency_ms
         trials=[],
         **grade_score.score_fields(s),
         **_unrelated_fields(answered[0].result if answered else None, s.option_counts),
-        prompt_variant=prompt_variant,
+        prompt_variant=args.prompt_variant,
         warnings=[*warnings, *_panel_warnings(t, members, "options")],
         model=panel_model(members),
         usage=sum_usage(members, latency_ms),

@@ -1,6 +1,7 @@
-"""Every judging method once: its name (the MCP tool's, and the verdict log's `tool`), the async function that
-runs it over a Judge, and its result model. The server, the bench and the injection script run methods only
-through `call`, so a method's arguments, logging and result are the same wherever it is called from.
+"""Every judging method once: its name (the MCP tool's, and the verdict log's `tool`, taken from its argument
+model), the async function that runs it over a Judge, its argument model (judge_mcp/args.py) and its result model.
+The server, the bench and the injection script run methods only through `call`, so a method's arguments, logging
+and result are the same wherever it is called from.
 
 The four tools register here; the bench's baselines (arena_hard, pointwise) register themselves when
 judge_mcp.bench imports them. A method that can be judged by a panel of backends (compare_pair,
@@ -9,13 +10,14 @@ grade_score_options) also names how its members' results combine into one (metho
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from judge_mcp.args import ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, JudgingArgs, LweJudgeArgs
 from judge_mcp.methods import flip, grade_score, lwe, pairwise, panel
 from judge_mcp.outputs import ComparePairResult, FlipResult, GradeScoreResult, LweResult
 
@@ -31,7 +33,8 @@ Combine = Callable[..., BaseModel]
 @dataclass(frozen=True)
 class Method:
     name: str
-    run: Callable[..., Awaitable[BaseModel]]  # run(judge, **args) -> result
+    run: Callable[..., Awaitable[BaseModel]]  # run(judge, args, **options) -> result
+    args: type[JudgingArgs]
     result: type[BaseModel]
     combine: Combine | None = None  # how a panel's member results combine; None: no panels
 
@@ -39,61 +42,61 @@ class Method:
 METHODS: dict[str, Method] = {}
 
 
-def register(name: str, run: Callable[..., Awaitable[BaseModel]], result: type[BaseModel], combine: Combine | None = None) -> Method:
+def register(run: Callable[..., Awaitable[BaseModel]], args: type[JudgingArgs], result: type[BaseModel], combine: Combine | None = None) -> Method:
+    """Register `run` under its argument model's name (`args.tool`)."""
+    name = args.tool
     known = METHODS.get(name)
     if known is not None and known.run is not run:
         raise ValueError(f"two methods are named {name!r}")
-    METHODS[name] = method = Method(name, run, result, combine)
+    METHODS[name] = method = Method(name, run, args, result, combine)
     return method
 
 
-def _combine_pairs(members: Sequence[panel.Member], args: dict[str, Any], **kw: Any) -> ComparePairResult:
-    return panel.combine_pairs(members, goal=args.get("goal", "worse"), template=args.get("template", "sop"), swap=args.get("swap", True), **kw)
-
-
-def _combine_grades(members: Sequence[panel.Member], args: dict[str, Any], **kw: Any) -> GradeScoreResult:
-    return panel.combine_grades(members, prompt_variant=args.get("prompt_variant", 2), **kw)
-
-
-register("compare_pair", pairwise.compare_pair, ComparePairResult, _combine_pairs)
-register("infer_instruction_reward", flip.infer_instruction_reward, FlipResult)
-register("grade_score_options", grade_score.grade_score_options, GradeScoreResult, _combine_grades)
-register("lwe_judge", lwe.lwe_judge, LweResult)
+register(pairwise.compare_pair, ComparePairArgs, ComparePairResult, panel.combine_pairs)
+register(flip.infer_instruction_reward, InferInstructionRewardArgs, FlipResult)
+register(grade_score.grade_score_options, GradeScoreOptionsArgs, GradeScoreResult, panel.combine_grades)
+register(lwe.lwe_judge, LweJudgeArgs, LweResult)
 
 
 async def call(
     app: App,
     name: str,
-    args: dict[str, Any],
+    args: JudgingArgs | Mapping[str, Any],
     *,
-    backend: str | None = None,
-    backends: Sequence[str] | None = None,
-    authors: panel.Authors | None = None,
     progress: ProgressFn | None = None,
     no_reask: bool = False,
     log_extra: dict[str, Any] | None = None,
+    **options: Any,
 ) -> tuple[BaseModel, list[dict[str, Any]]]:
-    """Run method `name` with `args` through `app.run` (one verdict-log row), or with `backends` as a panel
-    through `app.run_panel`: (its result, the call records of every Judge it used). `authors` applies the
-    self-preference guard; `no_reask` is the papers' strict rule (an unparsed first answer counts as it is);
-    `log_extra` adds keys to the logged inputs only (the bench's item id and placement, the panel's arguments)."""
+    """Run method `name` with `args` (its argument model, or a mapping parsed into it: InputError when it does not
+    fit) through `app.run` (one verdict-log row), or, when the arguments name `backends`, as a panel through
+    `app.run_panel`: (its result, the call records of every Judge it used). With `response_models` the
+    self-preference guard applies; `no_reask` is the papers' strict rule (an unparsed first answer counts as it
+    is); `log_extra` adds keys to the logged inputs only (the bench's item id and placement); `options` are the
+    method's own keywords that are not tool arguments (lwe_judge's `learn`), logged too."""
     method = METHODS.get(name)
     if method is None:
         raise ValueError(f"unknown method {name!r}; known: {', '.join(sorted(METHODS))}")
+    if isinstance(args, Mapping):
+        args = method.args.parse(args)
+    if not isinstance(args, method.args):
+        raise TypeError(f"{name} takes {method.args.__name__}, got {type(args).__name__}")
     records: list[dict[str, Any]] = []
 
     async def run(judge):
         judge.no_reask = no_reask
-        result = await method.run(judge, **args)
+        result = await method.run(judge, args, **options)
         records.extend(judge.records)
         return result
 
-    logged = {**(log_extra or {}), **args, **({"no_reask": True} if no_reask else {})}
+    logged = {**(log_extra or {}), **args.logged(), **options, **({"no_reask": True} if no_reask else {})}
+    authors = panel.authors(args)
+    backends = getattr(args, "backends", None)
     if backends:
         if method.combine is None:
             raise ValueError(f"{name} cannot be judged by a panel")
         combine = partial(method.combine, args=args)
         result = await app.run_panel(name, logged, run, combine, backends=backends, progress=progress, authors=authors)
     else:
-        result = await app.run(name, logged, run, backend=backend, progress=progress, authors=authors)
+        result = await app.run(name, logged, run, backend=args.backend, progress=progress, authors=authors)
     return result, records

@@ -21,6 +21,8 @@ from collections.abc import Callable
 
 from rapidfuzz import fuzz, utils
 
+from judge_mcp.args import SIMILARITIES
+
 _PUNCT = frozenset(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _NON_WORD = re.compile(r"[\W_]+")
@@ -97,7 +99,7 @@ def token_sort(prediction: str, reference: str) -> float:
 
 
 METRICS: dict[str, Callable[[str, str], float]] = {"f1": f1, "rouge_l": rouge_l, "token_sort": token_sort}
-NAMES: tuple[str, ...] = tuple(METRICS)
+NAMES: tuple[str, ...] = SIMILARITIES  # the tool's `similarity` choices (args.py), one metric each above
 
 
 def score(name: str, prediction: str, reference: str) -> float:

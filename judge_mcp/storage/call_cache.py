@@ -47,17 +47,24 @@ class CacheTable:
         with self.store.transaction() as tx:
             self.insert(tx, rows)
 
+    # one row, a row with a stored key replaced (also a part of pg_leases.py's finishing statement)
+    UPSERT = (
+        "INSERT INTO call_cache (key, backend, model, request, response, created_at) VALUES (?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (key) DO UPDATE SET backend = excluded.backend, model = excluded.model,"
+        " request = excluded.request, response = excluded.response, created_at = excluded.created_at"
+    )
+
+    @staticmethod
+    def upsert_params(row: CacheRow, now: float) -> list[Any]:
+        key, backend, model, request, response = row
+        return [key, backend, model, dumps(request), dumps(response), now]
+
     @staticmethod
     def insert(tx: Tx, rows: Iterable[CacheRow]) -> None:
         """The rows, inside the caller's transaction (a row with a stored key replaces it)."""
         now = time.time()
-        for key, backend, model, request, response in rows:
-            tx.execute(
-                "INSERT INTO call_cache (key, backend, model, request, response, created_at) VALUES (?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT (key) DO UPDATE SET backend = excluded.backend, model = excluded.model,"
-                " request = excluded.request, response = excluded.response, created_at = excluded.created_at",
-                [key, backend, model, dumps(request), dumps(response), now],
-            )
+        for row in rows:
+            tx.execute(CacheTable.UPSERT, CacheTable.upsert_params(row, now))
 
     @staticmethod
     def delete_older_than(tx: Tx, cutoff: float) -> int:

@@ -1,7 +1,7 @@
 """The seam between judge-mcp and a database engine: what the repositories, the migrations, the call cache and App
-use of a store. SQLite (`storage/sqlite.py`) is the one implementation; a second engine (PostgreSQL through
-psycopg 3, say) is one more class that provides `Engine` and `Tx`, with its own `Dialect`. Nothing above this
-layer changes for it: the repositories (`call_cache.py`, `verdict_log.py`, `lwe_sessions.py`, `option_pool.py`,
+use of a store. Two engines implement it: SQLite (`storage/sqlite.py`) and PostgreSQL (`storage/postgres.py`,
+through psycopg 3), each a class that provides `Engine` and `Tx`, with its own `Dialect`. Nothing above this
+layer changes between them: the repositories (`call_cache.py`, `verdict_log.py`, `lwe_sessions.py`, `option_pool.py`,
 `bench_results.py`) and the migrations (`migrations.py`) are written against these protocols.
 
 What the repositories' SQL may assume of an engine:
@@ -12,6 +12,11 @@ What the repositories' SQL may assume of an engine:
 - column types that differ between engines come from the `Dialect` (an engine-assigned id, a float);
 - a statement that has no shared form (the verdict log's JSON functions) is kept in its repository once per
   engine, chosen by `Dialect.name`.
+
+An engine may also offer `leases` (an attribute; the call cache reads it with `getattr(store, "leases", None)`):
+claims on a call-cache key shared by every process on the database, so identical requests in flight in different
+processes reach the backend once (PostgreSQL's: storage/pg_leases.py). SQLite's processes share no leases: it has
+none, and the call cache shares identical requests within its process only.
 
 Everything else an engine does for itself: connections, transactions (all-or-nothing, re-entrant within a
 thread), the read and write lanes (`lanes.Lane`), marking a database as judge-mcp's (SQLite's application_id),
@@ -42,7 +47,7 @@ def dumps(value: Any) -> str:
 class Dialect:
     """What differs in the text of SQL between engines, as the migrations and repositories need it."""
 
-    name: str  # "sqlite"; chooses a repository's per-engine statement where there is no shared form
+    name: str  # "sqlite" or "postgresql"; chooses a repository's per-engine statement where there is no shared form
     auto_id: str  # an integer primary key the database assigns ("INTEGER PRIMARY KEY" in SQLite)
     real: str  # a double-precision float column ("REAL" in SQLite, "DOUBLE PRECISION" in PostgreSQL)
 

@@ -3,7 +3,9 @@ by migrations.m003_lwe). The algorithm that uses them is in methods/lwe/judging.
 methods/lwe/sessions.py.
 
 Writes that must be all-or-nothing run in one `transaction()`; a version is committed only if the session is
-still at the version the caller read (else `LweConflict`, nothing written). Async code awaits `repo.aio.NAME(...)`
+still at the version the caller read (else `LweConflict`, nothing written): `UPDATE ... WHERE current_version =
+expected` decides it, which holds across processes on either engine (SQLite serialises writers; PostgreSQL's row
+lock makes the second writer wait and then find the version changed). Async code awaits `repo.aio.NAME(...)`
 (`LweOffLoop`), which runs the method in a worker thread.
 """
 
@@ -44,17 +46,19 @@ class LweRepository:
 
     def ensure_session(self, session: str, batch_size: int, initial_text: str) -> dict[str, Any]:
         """The session, created with version 1 (reason "initial") if it does not exist yet. Race-free across
-        processes: creation happens inside one BEGIN IMMEDIATE transaction."""
+        processes: the session row is inserted with ON CONFLICT DO NOTHING, and only the process whose insert made
+        it adds version 1, in the same transaction."""
         row = self.session_row(session)
         if row is not None:
             return row
         now = time.time()
         with self.store.transaction() as tx:
-            if not tx.query("SELECT 1 FROM lwe_sessions WHERE name = ?", [session]):
-                tx.execute(
-                    "INSERT INTO lwe_sessions (name, current_version, batch_size, created_at, updated_at) VALUES (?, 1, ?, ?, ?)",
-                    [session, batch_size, now, now],
-                )
+            made = tx.execute(
+                "INSERT INTO lwe_sessions (name, current_version, batch_size, created_at, updated_at) VALUES (?, 1, ?, ?, ?)"
+                " ON CONFLICT (name) DO NOTHING",
+                [session, batch_size, now, now],
+            )
+            if made:
                 tx.execute(
                     "INSERT INTO lwe_versions (session, version, parent, reason, text, created_at) VALUES (?, 1, NULL, 'initial', ?, ?)",
                     [session, initial_text, now],
@@ -142,10 +146,14 @@ class LweRepository:
         now = time.time()
         ids = [int(i) for i in use_feedback]
         with self.store.transaction() as tx:
-            rows = tx.query("SELECT current_version FROM lwe_sessions WHERE name = ?", [session])
-            if not rows:
-                raise LweConflict(f"session {session!r} does not exist")
-            if rows[0]["current_version"] != expected_version:
+            # The compare-and-set first: it locks the session's row (PostgreSQL) until the commit, so of two
+            # processes committing from the same version one waits here, then finds the version changed.
+            if not tx.execute(
+                "UPDATE lwe_sessions SET updated_at = ? WHERE name = ? AND current_version = ?", [now, session, expected_version]
+            ):
+                rows = tx.query("SELECT current_version FROM lwe_sessions WHERE name = ?", [session])
+                if not rows:
+                    raise LweConflict(f"session {session!r} does not exist")
                 raise LweConflict(f"session {session!r} is at version {rows[0]['current_version']}, not {expected_version}")
             version = tx.query("SELECT MAX(version) AS v FROM lwe_versions WHERE session = ?", [session])[0]["v"] + 1
             tx.execute(

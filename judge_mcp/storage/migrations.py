@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from judge_mcp.storage.engine import Migration, Tx
+from judge_mcp.storage.engine import Migration, StoreError, Tx
 
 
 def m001_call_cache(tx: Tx) -> None:
@@ -130,6 +130,30 @@ def m005_call_cache_without_hits(tx: Tx) -> None:
         tx.drop_column("call_cache", "hits")
 
 
+def m006_call_leases(tx: Tx) -> None:
+    """Leases on call-cache keys: the replica sending a request holds its key's row until the answer is written
+    (storage/pg_leases.py; used by engines that offer `leases`, PostgreSQL's). `lease_until` is in seconds of the
+    database server's clock."""
+    tx.execute(
+        f"""CREATE TABLE IF NOT EXISTS call_leases (
+            key TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            lease_until {tx.dialect.real} NOT NULL
+        )"""
+    )
+
+
+def m007_json_or_null(tx: Tx) -> None:
+    """PostgreSQL: `judge_mcp_json(text)`, the text as jsonb or NULL when it is not valid JSON (the verdict log's
+    telemetry skips such rows, as SQLite's json_valid lets it). SQLite has json_valid built in: nothing to do."""
+    if tx.dialect.name != "postgresql":
+        return
+    tx.execute(
+        "CREATE OR REPLACE FUNCTION judge_mcp_json(t text) RETURNS jsonb LANGUAGE plpgsql IMMUTABLE AS $fn$"
+        " BEGIN RETURN t::jsonb; EXCEPTION WHEN others THEN RETURN NULL; END $fn$"
+    )
+
+
 def m101_bench_tables(tx: Tx) -> None:
     """The bench's results (one row per dataset, method, backend, item and placement) and runs (each run's
     metadata and accumulated wall time). IF NOT EXISTS: bench databases made before the migrations have them."""
@@ -182,11 +206,15 @@ MIGRATIONS: tuple[Migration, ...] = (
     m003_lwe,
     m004_option_pool,
     m005_call_cache_without_hits,
+    m006_call_leases,
+    m007_json_or_null,
 )
 BENCH_MIGRATIONS: tuple[Migration, ...] = (*MIGRATIONS, m101_bench_tables, m102_bench_fingerprint)
 
 # name recorded before the list existed -> the migration's name now
 FORMER_NAMES = {"m001_verdicts": "m002_verdicts", "m002_lwe": "m003_lwe", "m003_option_pool": "m004_option_pool"}
+# names recorded by earlier versions that are kept as they are (the one migration that once made three tables)
+RETIRED_NAMES = {"m001_core"}
 
 
 def names(migrations: Sequence[Migration]) -> list[str]:
@@ -200,11 +228,18 @@ def names(migrations: Sequence[Migration]) -> list[str]:
 
 
 def apply(tx: Tx, migrations: Sequence[Migration]) -> list[str]:
-    """Inside the caller's transaction: record the table of applied migrations if it is new, rename the records of
+    """Inside the caller's transaction: record the table of applied migrations if it is new, refuse a database that
+    records a migration this version does not know (a newer judge-mcp's: StoreError), rename the records of
     FORMER_NAMES, then run each migration not yet recorded, in order, and record it. The names applied."""
     order = names(migrations)
     tx.execute(f"CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at {tx.dialect.real} NOT NULL)")
     done = {row["name"] for row in tx.query("SELECT name FROM _migrations")}
+    unknown = sorted(done - set(order) - set(names(BENCH_MIGRATIONS)) - FORMER_NAMES.keys() - RETIRED_NAMES)
+    if unknown:
+        raise StoreError(
+            f"it was migrated by a newer judge-mcp (migrations this version does not know: {', '.join(unknown)}); "
+            "upgrade judge-mcp, or point JUDGE_MCP_DB at another database"
+        )
     for old in sorted(done & FORMER_NAMES.keys()):
         new = FORMER_NAMES[old]
         if new in done:

@@ -7,25 +7,43 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from judge_mcp.storage.call_cache import CacheRow, CacheTable
 from judge_mcp.storage.engine import Engine, Tx, dumps
 
 # One page of the log for the bias telemetry, by engine: JSON functions have no form SQLite and PostgreSQL share.
+# Parameters: the pairwise tools (a JSON list), the first answer's input key, the same list, the second answer's key
+# (as JSON paths), then the id to read below and the page size.
 STATS_PAGE = {
     "sqlite": (
         "SELECT id, tool, backend, model, created_at,"
         " CASE WHEN json_valid(usage) THEN usage END AS usage,"
         " CASE WHEN json_valid(output) THEN json_remove(output, '$.eval_prompt', '$.judgment', '$.feedback') END AS output,"
-        " CASE WHEN tool IN ('compare_pair', 'lwe_judge') AND json_valid(inputs)"
-        "  THEN length(json_extract(inputs, '$.response_a')) END AS len_a,"
-        " CASE WHEN tool IN ('compare_pair', 'lwe_judge') AND json_valid(inputs)"
-        "  THEN length(json_extract(inputs, '$.response_b')) END AS len_b,"
+        " CASE WHEN tool IN (SELECT value FROM json_each(?)) AND json_valid(inputs)"
+        "  THEN length(json_extract(inputs, ?)) END AS len_a,"
+        " CASE WHEN tool IN (SELECT value FROM json_each(?)) AND json_valid(inputs)"
+        "  THEN length(json_extract(inputs, ?)) END AS len_b,"
         " CASE WHEN tool = 'lwe_judge' AND json_valid(calls) THEN"
         "  (SELECT json_group_array(json_extract(c.value, '$.purpose')) FROM json_each(verdicts.calls) AS c"
         "   WHERE json_extract(c.value, '$.purpose') LIKE 'lwe_judge:vanilla:%:reask') END AS vanilla_reasks"
+        " FROM verdicts WHERE id < ? ORDER BY id DESC LIMIT ?"
+    ),
+    # judge_mcp_json(text): the text as jsonb, or NULL when it is not valid JSON (migrations.m007_json_or_null)
+    "postgresql": (
+        "SELECT id, tool, backend, model, created_at,"
+        " CASE WHEN judge_mcp_json(usage) IS NOT NULL THEN usage END AS usage,"
+        " CASE WHEN jsonb_typeof(judge_mcp_json(output)) = 'object'"
+        "  THEN (judge_mcp_json(output) - 'eval_prompt' - 'judgment' - 'feedback')::text"
+        "  WHEN judge_mcp_json(output) IS NOT NULL THEN output END AS output,"
+        " CASE WHEN tool IN (SELECT jsonb_array_elements_text(?::jsonb)) AND jsonb_typeof(judge_mcp_json(inputs)) = 'object'"
+        "  THEN length(judge_mcp_json(inputs) ->> ?) END AS len_a,"
+        " CASE WHEN tool IN (SELECT jsonb_array_elements_text(?::jsonb)) AND jsonb_typeof(judge_mcp_json(inputs)) = 'object'"
+        "  THEN length(judge_mcp_json(inputs) ->> ?) END AS len_b,"
+        " CASE WHEN tool = 'lwe_judge' AND jsonb_typeof(judge_mcp_json(calls)) = 'array' THEN"
+        "  (SELECT COALESCE(jsonb_agg(c.value ->> 'purpose'), '[]'::jsonb)::text FROM jsonb_array_elements(judge_mcp_json(verdicts.calls)) AS c"
+        "   WHERE jsonb_typeof(c.value) = 'object' AND c.value ->> 'purpose' LIKE 'lwe_judge:vanilla:%:reask') END AS vanilla_reasks"
         " FROM verdicts WHERE id < ? ORDER BY id DESC LIMIT ?"
     ),
 }
@@ -67,12 +85,19 @@ class VerdictLog:
                 row[col] = json.loads(row[col])
         return rows
 
-    def stats_page(self, *, before_id: int | None = None, limit: int = 500) -> list[dict[str, Any]]:
+    def stats_page(
+        self, *, before_id: int | None = None, limit: int = 500, pair_tools: Sequence[str] = (), answers: tuple[str, str] = ("", "")
+    ) -> list[dict[str, Any]]:
         """One page of the log for the bias telemetry (judge_mcp/stats.py), newest first, ids below `before_id`:
-        each row's output without LWE's long texts, its usage, the two judged answers' lengths in characters
-        (compare_pair, lwe_judge) and the purposes of lwe_judge's vanilla re-asks from its call records. JSON
-        columns come as text; one that is not valid JSON comes as None. A read (the read-only connection)."""
-        return self.store.query(STATS_PAGE[self.store.dialect.name], [before_id if before_id is not None else 2**63 - 1, limit])
+        each row's output without LWE's long texts, its usage, for the `pair_tools` the lengths in characters of the
+        two judged answers (the input keys `answers`), and the purposes of lwe_judge's vanilla re-asks from its call
+        records. JSON columns come as text; one that is not valid JSON comes as None. A read (the read-only
+        connection)."""
+        tools, (a, b) = json.dumps(list(pair_tools)), answers
+        before = before_id if before_id is not None else 2**63 - 1
+        if self.store.dialect.name == "sqlite":  # a JSON path; PostgreSQL's ->> takes the key itself
+            a, b = f"$.{a}", f"$.{b}"
+        return self.store.query(STATS_PAGE[self.store.dialect.name], [tools, a, tools, b, before, limit])
 
     @staticmethod
     def delete_older_than(tx: Tx, cutoff: float) -> int:

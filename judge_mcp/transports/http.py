@@ -16,6 +16,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from judge_mcp.config import MIN_REMOTE_TOKEN_CHARS, ConfigError
 from judge_mcp.transports.admission import HEADER_TIMEOUT_S, Admission, Gate, Limits, admitted_protocol, default_limits
+from judge_mcp.transports.probes import Ready, with_probes
 
 LOOPBACK_NAMES = {"localhost"}
 
@@ -48,7 +49,9 @@ def rebinding_guard(host: str) -> TransportSecuritySettings:
     )
 
 
-def http_app(server: MCPServer, *, host: str, token: str | None, admission: Admission | None = None) -> Any:
+def http_app(
+    server: MCPServer, *, host: str, token: str | None, admission: Admission | None = None, stateless: bool = False
+) -> Any:
     """The MCP app at /mcp behind the admission gate (the token check, the bound on working requests)."""
     # Refusals are ConfigErrors: `judge-mcp serve` exits 2 with them, as with any other configuration error.
     if not token and not is_loopback(host):
@@ -62,9 +65,11 @@ def http_app(server: MCPServer, *, host: str, token: str | None, admission: Admi
             f"characters; use at least {MIN_REMOTE_TOKEN_CHARS} (e.g. `export JUDGE_MCP_HTTP_TOKEN=$(openssl rand -hex 32)`)"
         )
     if token:
-        app = server.streamable_http_app(streamable_http_path="/mcp", host=host)
+        app = server.streamable_http_app(streamable_http_path="/mcp", host=host, stateless_http=stateless)
     else:
-        app = server.streamable_http_app(streamable_http_path="/mcp", host=host, transport_security=rebinding_guard(host))
+        app = server.streamable_http_app(
+            streamable_http_path="/mcp", host=host, transport_security=rebinding_guard(host), stateless_http=stateless
+        )
     return Gate(app, admission or Admission(), token)
 
 
@@ -81,14 +86,20 @@ def endpoint_url(host: str, port: int) -> str:
     return f"http://{shown}:{port}/mcp"
 
 
-async def serve_http(server: MCPServer, *, host: str, port: int, token: str | None, limits: Limits | None = None) -> None:
+async def serve_http(
+    server: MCPServer, *, host: str, port: int, token: str | None, stateless: bool = False, ready: Ready | None = None,
+    limits: Limits | None = None,
+) -> None:
+    """Serve until stopped. `stateless`: no MCP sessions (replicas behind a load balancer; README "Replicas");
+    `ready`: the readiness check behind /readyz (transports/probes.py), answered before the admission gate (no token);
+    `limits`: the admission bounds (default: admission.default_limits)."""
     import sys
 
     import uvicorn
 
     admission = Admission(limits or default_limits())
     config = uvicorn.Config(
-        http_app(server, host=host, token=token, admission=admission),
+        with_probes(http_app(server, host=host, token=token, admission=admission, stateless=stateless), ready),
         host=host,
         port=port,
         log_level="warning",

@@ -16,8 +16,8 @@ from judge_mcp.backends.anthropic import AnthropicBackend, anthropic_schema, mes
 from judge_mcp.backends.base import ChatRequest, Message, user
 from judge_mcp.backends.errors import BackendError, RetryableError
 from judge_mcp.config import BackendConfig
-from tests.scripted import Reply
-from tests.scripted_anthropic import ScriptedAnthropicServer, message_body
+from judge_mcp.bench.scripted import Reply
+from judge_mcp.bench.scripted import ScriptedAnthropicServer, message_body
 
 KEY = "sk-ant-test-51c0ffee-do-not-leak"
 SCHEMA = {

@@ -1,4 +1,4 @@
-"""Issue 14, item 4: the reply side fuzzed the way tests/transports/test_hostile_input.py fuzzes the input side. Whatever text
+"""Hostile model replies: the reply side fuzzed the way tests/transports/test_hostile_input.py fuzzes the input side. Whatever text
 the model answers (deep JSON nesting, lone surrogates, huge numbers, control characters, half objects, our own
 labels and fences), every tool ends in a result whose trials are parsed or honestly unparsed, or in a named tool
 error; never "internal error" and never a crash."""
@@ -9,12 +9,12 @@ import itertools
 import json
 from typing import Any
 
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
-from tests.judge_script import BAD, CAPITAL_Q, GOOD, RIGHT_INSTRUCTION
-from tests.scripted import Reply
+from judge_mcp.bench.scripted_judges import BAD, CAPITAL_Q, GOOD, RIGHT_INSTRUCTION
+from judge_mcp.bench.scripted import Reply
 
 PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large])
 DEEP = "[" * 50_000 + "]" * 50_000
@@ -75,13 +75,19 @@ def _check(tool: str, result: Any) -> None:
         unparsed = [r for r in data["results"] if not r["parse_ok"]]
         assert all(r["reward"] == 0.0 for r in unparsed), unparsed
         assert data["best_index"] not in [r["index"] for r in unparsed], data
-    else:
-        unparsed = []
+    else:  # lwe_judge. Both orders got the same reply, so two parsed vanilla verdicts name opposite answers: never consistent
+        vanilla = data["vanilla"]
+        assert vanilla is not None and not vanilla["consistent"] and data["path"] == "meta_prompt", data
+        assert None in (vanilla["ab"], vanilla["ba"]) or vanilla["ab"] != vanilla["ba"], vanilla
+        assert data["parse_ok"] == (data["winner"] is not None), data
+        unparsed = [side for side in (vanilla["ab"], vanilla["ba"]) if side is None] + ([] if data["parse_ok"] else ["meta path"])
     event(f"{tool}: {'unparsed trials' if unparsed else 'result'}")
 
 
 @PROPERTY
 @given(text=replies, as_json_body=st.booleans())
+@example(text='{"explanation": "A is right.", "verdict": "A"}', as_json_body=True)  # a verdict every method's reader
+@example(text="Assistant A is better. [[A]] [[A>B]] Selection: Option 1", as_json_body=True)  # finds, in each grammar
 async def test_any_model_reply_ends_in_a_result_or_a_named_error(mcp_app, text: str, as_json_body: bool) -> None:
     def responder(payload: dict) -> Reply | str:
         if as_json_body:  # the text as the message content of a well-formed reply

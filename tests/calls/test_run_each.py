@@ -1,4 +1,4 @@
-"""Issue 15, item 4: fanout.run_each on plain asyncio tasks (an anyio task group cost ~0.4 ms of CPU per
+"""fanout.run_each on plain asyncio tasks (an anyio task group cost ~0.4 ms of CPU per
 compare_pair). It keeps the task group's promises: the first failure cancels the rest and is raised as itself, and
 when it is cancelled from outside, no task it started is still running once it stops."""
 

@@ -1,4 +1,4 @@
-"""Issue 12, items 2-4 and 7: the command line and the HTTP start as a user meets them (version, help, -v anywhere,
+"""The command line and the HTTP start as a user meets them (version, help, -v anywhere,
 the start line, bench's exit status, a database that cannot be opened, tokens at start, the 401 challenge)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 
 from judge_mcp import cli
 from tests.helpers import ACCEPT, INIT, HttpServer, server_env
-from tests.judge_script import UniversalJudge
-from tests.scripted import Reply
+from judge_mcp.bench.scripted_judges import UniversalJudge
+from judge_mcp.bench.scripted import Reply
 
 FIXTURES = Path(__file__).resolve().parent.parent / "bench_fixtures"
 CONTRACT_VARIABLES = ["JUDGE_MCP_BACKEND", "JUDGE_MCP_MODEL", "JUDGE_MCP_BASE_URL", "JUDGE_MCP_API_KEY", "JUDGE_MCP_DB", "JUDGE_MCP_CONFIG", "JUDGE_MCP_HTTP_TOKEN"]

@@ -16,7 +16,7 @@ from judge_mcp.demo import DEMO_MAX_OUTPUT_TOKENS, STEPS, server_environment
 from judge_mcp.demo_text import flip_lines, grade_lines, pair_lines, small_model_note, stats_lines
 from judge_mcp.server import build_server
 from tests.helpers import clean_env, delayed, make_app
-from tests.judge_script import UniversalJudge
+from judge_mcp.bench.scripted_judges import UniversalJudge
 
 
 async def test_the_demo_calls_every_tool_the_server_offers(tmp_path: Path) -> None:
@@ -51,7 +51,7 @@ def test_the_demo_says_each_tools_inputs_and_verdict_and_exits_0(scripted, tmp_p
 
 
 def test_the_demo_exits_1_when_a_call_fails(scripted, tmp_path: Path) -> None:
-    from tests.scripted import Reply
+    from judge_mcp.bench.scripted import Reply
 
     backend = scripted(lambda p: Reply(status=400))
     env = clean_env(JUDGE_MCP_BACKEND="openai", JUDGE_MCP_BASE_URL=backend.base_url, JUDGE_MCP_DB=str(tmp_path / "judge.db"))

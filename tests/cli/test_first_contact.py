@@ -18,8 +18,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from judge_mcp.config import ConfigError, load_settings
 from judge_mcp.storage.sqlite import Store, StoreError
 from tests.helpers import clean_env, free_port
-from tests.judge_script import PAIR
-from tests.scripted import Reply
+from judge_mcp.bench.scripted_judges import PAIR
+from judge_mcp.bench.scripted import Reply
 
 TYPOS = {
     "JUDGE_MCP_BACKEND": ("opneai", "JUDGE_MCP_BACKEND must be one of local, openai, anthropic; got 'opneai'"),

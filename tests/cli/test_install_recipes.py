@@ -10,7 +10,6 @@ caches): a minute or two for the module."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import shutil
@@ -23,7 +22,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from tests.helpers import clean_env
-from tests.judge_script import BAD, CAPITAL_Q, GOOD, UniversalJudge
+from judge_mcp.bench.scripted_judges import BAD, CAPITAL_Q, GOOD, UniversalJudge
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -1,4 +1,4 @@
-"""Issue 12, item 5: the README's client recipes work literally. Every JSON block parses; every server entry sets a
+"""The README's client recipes work literally. Every JSON block parses; every server entry sets a
 real backend (not the 135M default) whose configuration loads without a missing key; the uvx, pipx and checkout
 forms are all there, for JSON clients and for Claude Code; the HTTP form sends the token. The checkout recipe is
 then run as written (only the placeholder path and the model server's URL replaced) through the official client."""
@@ -16,7 +16,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from judge_mcp.config import load_settings, missing_key
 from tests.helpers import clean_env
-from tests.judge_script import BAD, CAPITAL_Q, GOOD, UniversalJudge
+from judge_mcp.bench.scripted_judges import BAD, CAPITAL_Q, GOOD, UniversalJudge
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

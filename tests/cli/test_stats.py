@@ -1,4 +1,4 @@
-"""Issue 16, item 5: live bias telemetry. Tools run through the official MCP client against scripted
+"""Live bias telemetry (stats.py). Tools run through the official MCP client against scripted
 OpenAI-compatible judges with fixed habits (always the first-shown answer, always the longer answer, garbage,
 garbage then a readable re-ask, ...); the figures read back through the judge://stats resources, the judge_stats
 tool and `judge-mcp stats` must be exactly what those habits imply."""
@@ -16,9 +16,10 @@ from mcp.shared.exceptions import MCPError
 
 from judge_mcp import cli, stats
 from judge_mcp.storage.sqlite import Store
-from tests.lwe_script import LweScript
-from tests.scripted import prompt_text
+from judge_mcp.bench.scripted_judges import LweScript, first_shown_judge
+from judge_mcp.bench.scripted import prompt_text
 from judge_mcp.storage.verdict_log import VerdictLog
+from tests.engines import on_both_engines
 
 QUESTION = "What is the capital of Australia?"
 SHORT, LONG = "Canberra.", "The capital of Australia is Canberra, chosen as a compromise between Sydney and Melbourne."
@@ -37,10 +38,6 @@ def pair_label(first_is_better: bool) -> str:
     return json.dumps({"own_answer": "x", "evaluation": "y", "verdict": "[[A>B]]" if first_is_better else "[[B>A]]"})
 
 
-def first_shown_judge(payload: dict[str, Any]) -> str:
-    return pair_label(True)
-
-
 def longer_judge(payload: dict[str, Any]) -> str:
     """The longer answer is better; on equal lengths the one mentioning Canberra."""
     first, second = shown(payload)
@@ -57,13 +54,6 @@ def reask_judge(payload: dict[str, Any]) -> str:
     """Garbage first; a readable label (first shown wins) when re-asked (the re-ask carries the first answer)."""
     reasked = any(m.get("role") == "assistant" for m in payload.get("messages", []))
     return pair_label(True) if reasked else "Hmm."
-
-
-def grade_first_judge(payload: dict[str, Any]) -> str:
-    """grade_score_options: always the first shown option."""
-    if "response_format" in payload:
-        return json.dumps({"evaluation": "e", "selection": "Option 1", "explanation": "first"})
-    return "Evaluation: e\nSelection: Option 1\nExplanation: first"
 
 
 def flip_same_judge(payload: dict[str, Any]) -> str:
@@ -196,7 +186,7 @@ async def test_the_last_window_holds_only_the_newest_verdicts(mcp_app) -> None:
 
 # ---- the other tools --------------------------------------------------------------------------------------------
 async def test_grade_score_first_position_against_one_in_n(mcp_app) -> None:
-    server, _ = mcp_app(grade_first_judge)
+    server, _ = mcp_app(first_shown_judge)
     async with Client(server) as client:
         out = await call(client, "grade_score_options", {"instruction": QUESTION, "options": ["Canberra", "Sydney", "Melbourne"]})
         g = group((await read_stats(client))["all_time"], "grade_score_options")
@@ -256,13 +246,14 @@ async def test_an_empty_log_has_null_rates_and_bad_n_is_named(mcp_app) -> None:
     empty = {"verdicts": 0, "oldest_at": None, "newest_at": None, "skipped": 0, "groups": []}
     health = {"pending": 0, "written_late": 0, "lost": 0, "last_error": None}  # the server's verdict-log writing
     assert report == {"last_n": 100, "all_time": empty, "last": empty, "verdict_log": health}
-    assert refused.is_error and "'last' must be from 1 to 1000000, got 0" in refused.content[0].text
+    assert refused.is_error and "'last' must be a whole number from 1 to 1000000, got 0" in refused.content[0].text
     assert tools["judge_stats"].annotations.read_only_hint is True
     assert "judge://stats/last/{n}" in templates
     assert backend.requests == []
 
 
 # ---- rows the tools do not write: panels and unreadable output ----------------------------------------------------
+@on_both_engines
 def test_panel_members_with_trials_count_under_their_own_backend(store: Store) -> None:
     def member(name: str, ab_better: str) -> dict[str, Any]:  # its BA trial always names B (shown first there)
         trials = [{"order": "AB", "better": ab_better, "parse_ok": True}, {"order": "BA", "better": "B", "parse_ok": True}]
@@ -282,6 +273,7 @@ def test_panel_members_with_trials_count_under_their_own_backend(store: Store) -
     assert by_backend["small"].order_inconsistency.count == 1
 
 
+@on_both_engines
 def test_unreadable_rows_are_skipped_and_paging_changes_nothing(store: Store) -> None:
     for k in range(5):
         VerdictLog(store).log("compare_pair", "default", "m", {"response_a": "a" * (k + 1), "response_b": "b"},
@@ -333,6 +325,7 @@ def test_cli_stats_errors_and_the_empty_log(tmp_path: Path, capsys, monkeypatch)
     assert "no verdicts in the log yet" in capsys.readouterr().out
 
 
+@on_both_engines
 def test_lengths_are_characters_not_bytes(store: Store) -> None:
     """SQLite computes the answers' lengths; 'éé' is 2 characters (4 bytes in UTF-8) against 'abc''s 3."""
     VerdictLog(store).log("compare_pair", "default", "m", {"response_a": "éé", "response_b": "abc"},

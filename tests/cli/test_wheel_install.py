@@ -1,4 +1,4 @@
-"""Issue 12: what users install, not the checkout. The sdist is built from a copy of the source, the wheel from that
+"""What users install, not the checkout. The sdist is built from a copy of the source, the wheel from that
 sdist (`python -m build`), and the wheel installed into a fresh venv: no editable install, no source tree on
 sys.path. `judge-mcp serve` is then started from an unrelated directory by the official MCP client, as uvx, pipx
 and MCP clients start it, and every tool is called against a scripted OpenAI-compatible server.
@@ -22,7 +22,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from tests.helpers import clean_env
-from tests.judge_script import BAD, CAPITAL_Q, GOOD, PAIR, RIGHT_INSTRUCTION, UniversalJudge, method_of
+from judge_mcp.bench.scripted_judges import BAD, CAPITAL_Q, GOOD, PAIR, RIGHT_INSTRUCTION, UniversalJudge, method_of
 
 ROOT = Path(__file__).resolve().parents[2]
 CALLS = [

@@ -15,10 +15,10 @@ from judge_mcp.methods import similarity as sim
 from judge_mcp.methods.flip import detect_echo, infer_instruction_reward, rank
 from judge_mcp.methods.flip_answers import Inferred, extract_best, parse_inferred
 from judge_mcp.calls.judge import Judge
-from judge_mcp.validation import InputError
+from judge_mcp.args import InputError
 from judge_mcp.outputs import FlipItem
 from tests.helpers import Rendezvous
-from tests.scripted import Reply, prompt_text
+from judge_mcp.bench.scripted import Reply, prompt_text
 
 INSTRUCTION = "Write a haiku about autumn leaves."
 HAIKU = "Crimson leaves drift down,\nwhispering to the cold ground,\nautumn says goodbye."
@@ -412,16 +412,14 @@ async def test_bad_input_is_an_input_error_before_any_call(make_judge, kwargs, f
 
 
 # ---- through MCP -------------------------------------------------------------------------------------------------
-async def test_infer_instruction_reward_through_mcp(mcp_app):
-    from mcp import Client
-
-    server, backend = mcp_app(inferring(AUTUMN))
+async def test_infer_instruction_reward_through_mcp(connect):
     progress: list[tuple[float, float | None]] = []
 
     async def on_progress(done, total, message):
         progress.append((done, total))
 
-    async with Client(server) as client:
+    async with connect(inferring(AUTUMN)) as judged:
+        client = judged.client
         tools = {t.name: t for t in (await client.list_tools()).tools}
         r = await client.call_tool(
             "infer_instruction_reward", {"instruction": INSTRUCTION, "responses": [OFF_TOPIC, HAIKU, ECHO]},
@@ -436,7 +434,7 @@ async def test_infer_instruction_reward_through_mcp(mcp_app):
     assert {"index", "inferred_instruction", "reward", "parse_ok", "echoes_instruction"} <= set(data["results"][0])
     assert data["ranking"][-1] == 0 and data["best_index"] == 2  # the echo infers the exact instruction
     assert [item["echoes_instruction"] for item in data["results"]] == [False, False, True]
-    assert data["usage"]["calls"] == 3 and len(backend.requests) == 3
+    assert data["usage"]["calls"] == 3 and len(judged.backend.requests) == 3
     assert sorted(progress) == [(1, 3), (2, 3), (3, 3)]
     assert bad.is_error and "'responses' must hold 1 to 16 items" in bad.content[0].text
 

@@ -35,7 +35,7 @@ def test_the_mcp_prompts_name_only_fields_the_result_has(name: str, model) -> No
 # ---- lwe_judge: the meta-prompt path says when its own vanilla orders disagreed ---------------------------------------
 from judge_mcp.methods import lwe  # noqa: E402
 from judge_mcp.outputs import LweResult  # noqa: E402
-from tests.lwe_script import LweScript  # noqa: E402
+from judge_mcp.bench.scripted_judges import LweScript  # noqa: E402
 
 
 def _case(i: int) -> dict[str, str]:

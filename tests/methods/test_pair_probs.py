@@ -19,19 +19,20 @@ from judge_mcp.backends.local import LocalBackend
 from judge_mcp.methods import label_probs, pairwise
 from judge_mcp.calls.cache import CallCache
 from judge_mcp.calls.judge import Judge
-from judge_mcp.validation import InputError
-from tests.scripted import Reply
-from tests.judge_script import BAD, GOOD, _shown_first, logprob_content, verdict_json
+from judge_mcp.args import InputError
+from judge_mcp.bench.scripted import Reply
+from judge_mcp.bench.scripted_judges import GOOD, PAIR, logprob_content, shown_first, verdict_json
 from judge_mcp.storage.verdict_log import VerdictLog
 
-PAIR = dict(prompt="What is the capital of Australia?", response_a=BAD, response_b=GOOD)
+
+
 def prob_judge(p_first: dict[str, float | None]):
     """Names the answer shown first as better with P(letter A) = p_first[order], where the order is "AB" when the
     caller's A (BAD, Sydney) is shown first. The label written is the more likely letter; without a probability
     (None: no logprobs sent) the label is the correct one (Canberra better)."""
 
     def respond(payload: dict) -> Reply:
-        order = "AB" if "Sydney" in _shown_first(payload) else "BA"
+        order = "AB" if "Sydney" in shown_first(payload) else "BA"
         p = p_first[order]
         content = verdict_json(order == "BA" if p is None else p >= 0.5)
         return Reply(content=content, logprobs=logprob_content(content, p) if p is not None and payload.get("logprobs") else None)
@@ -105,7 +106,7 @@ def test_the_embedded_and_anthropic_payloads() -> None:
 
 
 async def test_anthropic_compare_pair_asks_for_none_and_returns_null(scripted, store) -> None:
-    from tests.scripted_anthropic import ScriptedAnthropicServer
+    from judge_mcp.bench.scripted import ScriptedAnthropicServer
 
     def respond(payload: dict) -> Reply:
         return Reply(content=verdict_json(True))
@@ -172,7 +173,7 @@ async def test_one_order_without_probabilities_makes_the_mean_null(make_judge) -
 
 async def test_text_grammar_answers_read_the_deciding_label(make_judge) -> None:
     def respond(payload: dict) -> Reply:
-        first_bad = "Sydney" in _shown_first(payload)
+        first_bad = "Sydney" in shown_first(payload)
         label = "[[B>A]]" if first_bad else "[[A>B]]"
         content = f"Assistant A says Sydney. My final verdict is: {label}"
         return Reply(content=content, logprobs=logprob_content(content, 0.25 if first_bad else 0.7))
@@ -189,8 +190,8 @@ async def test_a_reasked_verdict_is_read_from_the_reasks_tokens(make_judge) -> N
     def respond(payload: dict) -> Reply:
         if len(payload["messages"]) <= 2:
             return Reply(content="I cannot decide.", logprobs=logprob_content("I cannot decide.", None))
-        content = verdict_json("Sydney" not in _shown_first(payload))
-        return Reply(content=content, logprobs=logprob_content(content, 0.35 if "Sydney" in _shown_first(payload) else 0.65))
+        content = verdict_json("Sydney" not in shown_first(payload))
+        return Reply(content=content, logprobs=logprob_content(content, 0.35 if "Sydney" in shown_first(payload) else 0.65))
 
     judge, _ = make_judge(respond)
     result = await pairwise.compare_pair(judge, **PAIR)
@@ -209,7 +210,7 @@ async def test_a_refused_logprobs_parameter_is_dropped_once_and_remembered(make_
         if "logprobs" in payload:
             body = {"error": {"message": "Unsupported parameter: 'logprobs' is not supported with this model.", "param": "logprobs"}}
             return Reply(status=400, raw_body=json.dumps(body).encode())
-        return Reply(content=verdict_json("Sydney" not in _shown_first(payload)))
+        return Reply(content=verdict_json("Sydney" not in shown_first(payload)))
 
     judge, server = make_judge(respond)
     result = await pairwise.compare_pair(judge, swap=False, **PAIR)
@@ -281,7 +282,7 @@ async def test_auto_judges_both_orders_without_probabilities_or_when_unparsed(ma
     assert len(server.requests) == 2 and result.swapped is True and result.consistent is True
 
     def unparsed_first(payload: dict) -> Reply:
-        if "Sydney" in _shown_first(payload):
+        if "Sydney" in shown_first(payload):
             return Reply(content="Hmm.", logprobs=logprob_content("Hmm.", None))
         return prob_judge({"AB": 0.99, "BA": 0.99})(payload)
 
@@ -341,7 +342,7 @@ def test_request_keeps_logprobs_through_continuations_and_reasks() -> None:
 async def test_a_continued_answer_is_read_only_when_its_last_piece_holds_the_label(make_judge) -> None:
     def respond(payload: dict) -> Reply:
         continuing = len(payload["messages"]) > 2
-        first_bad = "Sydney" in _shown_first(payload)
+        first_bad = "Sydney" in shown_first(payload)
         label = "[[B>A]]" if first_bad else "[[A>B]]"
         if not continuing:
             return Reply(content="Assistant A says Sydney and", finish_reason="length", logprobs=logprob_content("Assistant A says Sydney and", None))
@@ -355,7 +356,7 @@ async def test_a_continued_answer_is_read_only_when_its_last_piece_holds_the_lab
     assert result.p_better.A == pytest.approx((0.1 + 0.2) / 2)
 
     def label_first(payload: dict) -> Reply:
-        first_bad = "Sydney" in _shown_first(payload)
+        first_bad = "Sydney" in shown_first(payload)
         label = "[[B>A]]" if first_bad else "[[A>B]]"
         if len(payload["messages"]) <= 2:
             content = f"My final verdict is: {label} because"

@@ -9,11 +9,11 @@ import pytest
 
 from judge_mcp.methods import pairwise
 from judge_mcp.methods.pairwise import aggregate, better_in_caller_order, parse_label, parse_structured
-from judge_mcp.validation import InputError
+from judge_mcp.args import InputError
 from judge_mcp.outputs import PairTrial
-from tests.judge_script import BAD, GOOD, correct_judge, fence_follower, first_position_judge
+from judge_mcp.bench.scripted_judges import BAD, GOOD, correct_judge, fence_follower, first_shown_judge
 from tests.helpers import Rendezvous
-from tests.scripted import prompt_text
+from judge_mcp.bench.scripted import prompt_text
 
 
 # ---- templates -------------------------------------------------------------------------------------------------
@@ -144,7 +144,7 @@ def test_order_mapping_and_strict_aggregation() -> None:
     assert aggregate([t("AB", None)]) == (None, None)
 
 
-# ---- the method over a scripted OpenAI-compatible server (judges: tests/judge_script.py) -------------------------
+# ---- the method over a scripted OpenAI-compatible server (judges: judge_mcp/bench/scripted_judges.py) -------------------------
 async def test_correct_judge_gives_consistent_winner_in_callers_order(make_judge) -> None:
     judge, server = make_judge(correct_judge)
     result = await pairwise.compare_pair(judge, prompt="Capital of Australia?", response_a=BAD, response_b=GOOD)
@@ -160,7 +160,7 @@ async def test_correct_judge_gives_consistent_winner_in_callers_order(make_judge
 
 
 async def test_position_biased_backend_gives_no_winner(make_judge) -> None:
-    judge, _ = make_judge(first_position_judge)
+    judge, _ = make_judge(first_shown_judge)
     result = await pairwise.compare_pair(judge, prompt="Capital?", response_a=GOOD, response_b=BAD)
     assert result.winner is None and result.consistent is False
     assert {t.better for t in result.trials} == {"A", "B"}
@@ -188,7 +188,7 @@ async def test_reask_recovers_a_verdict(make_judge) -> None:
 
 
 async def test_both_orders_run_concurrently(make_judge) -> None:
-    together = Rendezvous(2, first_position_judge)  # each order waits until the other is in flight too
+    together = Rendezvous(2, first_shown_judge)  # each order waits until the other is in flight too
     judge, server = make_judge(together)
     await pairwise.compare_pair(judge, prompt="Q", response_a="a", response_b="b", template="direct")
     assert (together.met, together.broken) == (2, 0) and server.max_in_flight == 2
@@ -261,3 +261,26 @@ async def test_fake_end_of_answer_markers_do_not_flip_a_single_order_verdict(mak
     assert shown.lower().count("the end of assistant b") == 1  # the real fence; the fake one is paraphrased
     assert "(quoted fence: end of answer B)" in shown
 
+
+# ---- the answer budget (max_tokens) ------------------------------------------------------------------------------
+@pytest.mark.parametrize("template", pairwise.TEMPLATES)
+async def test_pairwise_default_budget_is_the_papers_setting(make_judge, template: str):
+    judge, server = make_judge(lambda p: json.dumps({"own_answer": "o", "evaluation": "e", "verdict": "[[B>A]]"}))
+    await pairwise.compare_pair(judge, prompt="Q", response_a="a", response_b="b", template=template, swap=False)
+    sent = server.requests[0]["max_tokens"]
+    assert sent == 4096 if template == "sop" else sent >= 4096  # sop: JudgeBench's Arena-Hard judge; the others no less
+
+
+async def test_pairwise_budget_is_sent_and_configurable(make_judge):
+    judge, server = make_judge(lambda p: "Answer A is worse. [[B>A]]")
+    await pairwise.compare_pair(judge, prompt="Q", response_a="a", response_b="b", swap=False)
+    await pairwise.compare_pair(judge, prompt="Q", response_a="a", response_b="b", swap=False, max_tokens=700)
+    assert [r["max_tokens"] for r in server.requests] == [4096, 700]
+
+
+@pytest.mark.parametrize("bad", [0, -5, 40_000, 1.5, "4096", True])
+async def test_pairwise_bad_budget_is_a_clear_error(make_judge, bad):
+    judge, server = make_judge(lambda p: "[[A>B]]")
+    with pytest.raises(InputError, match="'max_tokens' must be a whole number from 1 to 32768"):
+        await pairwise.compare_pair(judge, prompt="Q", response_a="a", response_b="b", max_tokens=bad)
+    assert server.requests == []

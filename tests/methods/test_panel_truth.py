@@ -13,8 +13,8 @@ from mcp import Client
 from judge_mcp.app import App
 from judge_mcp.config import load_settings
 from judge_mcp.server import build_server
-from tests.judge_script import BAD, GOOD, _shown_first, logprob_content, verdict_json
-from tests.scripted import Reply
+from judge_mcp.bench.scripted_judges import BAD, GOOD, shown_first, logprob_content, verdict_json
+from judge_mcp.bench.scripted import Reply
 
 PAIR = dict(prompt="What is the capital of Australia?", response_a=BAD, response_b=GOOD)
 
@@ -23,7 +23,7 @@ def prob_judge(p_first: dict[str, float]):
     """Names the answer shown first as better with P(letter A) = p_first[order] ("AB": the caller's A shown first)."""
 
     def respond(payload: dict) -> Reply:
-        order = "AB" if "Sydney" in _shown_first(payload) else "BA"
+        order = "AB" if "Sydney" in shown_first(payload) else "BA"
         p = p_first[order]
         content = verdict_json(p >= 0.5)
         return Reply(content=content, logprobs=logprob_content(content, p) if payload.get("logprobs") else None)

@@ -1,6 +1,7 @@
-"""Issue 15 (session 5, round 2): the static parts of every method's prompts and schemas are built once per argument
-shape, and judged texts are defused once per text (functools.lru_cache). A cached value must equal a fresh build for
-every template and variant, and a judgment must not change the shared cached objects."""
+"""Prompt caching: the static parts of every method's prompts and schemas are built once per argument shape, and
+judged texts are defused once per text (functools.lru_cache): a repeat returns the object built the first time, not
+a new build. The prompts still tell their shapes apart (FLIP's mention a context exactly when there is one), and a
+judgment does not change the shared cached objects."""
 
 from __future__ import annotations
 
@@ -24,24 +25,27 @@ STATIC = [
 
 
 @pytest.mark.parametrize("fn, shapes", STATIC, ids=lambda v: getattr(v, "__qualname__", ""))
-def test_every_cached_prompt_part_equals_a_fresh_build(fn, shapes) -> None:
+def test_every_static_prompt_part_is_built_once_per_argument_shape(fn, shapes) -> None:
     assert hasattr(fn, "cache_info"), f"{fn.__qualname__} is not cached"
+    first = {args: fn(*args) for args in shapes}
     for args in shapes:
-        fresh = fn.__wrapped__(*args)
-        assert fn(*args) == fresh, (fn.__qualname__, args)
-        assert fn(*args) == fresh, (fn.__qualname__, args)  # the second call is a hit, and still equal
-    assert fn.cache_info().hits >= len(shapes)
+        assert fn(*args) is first[args], (fn.__qualname__, args)  # the object built the first time, not a new build
+    assert fn.cache_info().currsize >= len(shapes)  # one entry per shape: none evicts another
 
 
-def test_every_flip_system_prompt_and_answer_format_variant_is_cached_equal() -> None:
+def test_every_flip_system_prompt_and_answer_format_is_built_once_and_mentions_a_context_only_with_one() -> None:
+    prompts = {}
     for variant, context, structured, order in itertools.product(flip.PROMPT_VARIANTS, (True, False), (True, False), flip.ANSWER_ORDERS):
         kwargs = dict(with_context=context, structured=structured, answer_order=order)
-        fresh = flip.system_prompt.__wrapped__(variant, **kwargs)
-        assert flip.system_prompt(variant, **kwargs) == fresh == flip.system_prompt(variant, **kwargs)
-        assert ("BEGIN CONTEXT" in fresh or "context" in fresh.lower()) if context else True
+        text = prompts[variant, context, structured, order] = flip.system_prompt(variant, **kwargs)
+        assert flip.system_prompt(variant, **kwargs) is text
+        assert ("context" in text.lower()) == context, (variant, context, structured, order)
+    assert len(set(prompts.values())) == len(prompts)  # every shape its own prompt
+    formats = {}
     for key, structured, order in itertools.product((flip.SCHEMA_KEY, flip.PAPER_KEY), (True, False), flip.ANSWER_ORDERS):
-        fresh = flip.answer_format.__wrapped__(key, structured=structured, answer_order=order)
-        assert flip.answer_format(key, structured=structured, answer_order=order) == fresh
+        text = formats[key, structured, order] = flip.answer_format(key, structured=structured, answer_order=order)
+        assert flip.answer_format(key, structured=structured, answer_order=order) is text
+    assert len(set(formats.values())) == len(formats)
 
 
 # Judged texts with everything the defusers rewrite: fences, chat tokens, labels, markers, keys; and plain text.
@@ -55,13 +59,12 @@ TEXTS = [a.text.replace("{instruction}", "Write a poem") for a in ATTACKS.values
 
 
 @pytest.mark.parametrize("fn", [parsing.neutralise, flip.defuse, grade_score.defuse_markers], ids=lambda f: f.__qualname__)
-def test_memoised_defusing_equals_a_fresh_defusing_of_every_text(fn) -> None:
-    changed = 0
-    for text in TEXTS:
-        fresh = fn.__wrapped__(text)
-        assert fn(text) == fresh and fn(text) == fresh, (fn.__qualname__, text)
-        changed += fresh != text
-    assert changed >= len(ATTACKS) // 2  # the texts do exercise the rewriting
+def test_each_judged_text_is_defused_once(fn) -> None:
+    fn.cache_clear()
+    outs = [fn(text) for text in TEXTS]
+    assert fn.cache_info().misses == len(set(TEXTS)) and fn.cache_info().hits == len(TEXTS) - len(set(TEXTS))
+    assert [fn(text) for text in TEXTS] == outs and fn.cache_info().hits == 2 * len(TEXTS) - len(set(TEXTS))  # all hits
+    assert sum(out != text for out, text in zip(outs, TEXTS)) >= len(ATTACKS) // 2  # the texts do exercise the rewriting
 
 
 async def test_a_judgment_leaves_the_shared_cached_schemas_as_built(make_judge) -> None:

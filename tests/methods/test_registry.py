@@ -51,4 +51,4 @@ def test_a_second_method_under_a_registered_name_is_refused() -> None:
         raise AssertionError
 
     with pytest.raises(ValueError, match="compare_pair"):
-        registry.register("compare_pair", other, registry.METHODS["compare_pair"].result)
+        registry.register(other, registry.METHODS["compare_pair"].args, registry.METHODS["compare_pair"].result)

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from judge_mcp.methods import flip, pairwise, text_work
-from tests.judge_script import BAD, CAPITAL_Q, GOOD
+from judge_mcp.bench.scripted_judges import BAD, CAPITAL_Q, GOOD
 
 LONG = " ".join(["Canberra is the capital."] * 1_000)  # 24,999 characters
 

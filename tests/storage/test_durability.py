@@ -21,7 +21,7 @@ import anyio
 from mcp import Client
 
 from tests.helpers import HttpServer, delayed, server_env
-from tests.judge_script import BAD, GOOD, UniversalJudge
+from judge_mcp.bench.scripted_judges import BAD, GOOD, UniversalJudge
 
 VERDICT_KEYS = {"winner", "consistent", "trials", "goal", "template", "model", "usage"}
 

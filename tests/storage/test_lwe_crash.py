@@ -19,7 +19,7 @@ import anyio
 from mcp import Client
 
 from tests.helpers import ROOT, Hold, HttpServer, clean_env, delayed, server_env
-from tests.lwe_script import REFINED_MARK, LweScript, role_of
+from judge_mcp.bench.scripted_judges import REFINED_MARK, LweScript, role_of
 
 def case(i: int) -> dict[str, Any]:
     return {"prompt": f"Crash question {i}?", "response_a": f"answer one to {i}", "response_b": f"answer two to {i}"}

@@ -19,7 +19,10 @@ from judge_mcp.storage.option_pool import OptionPool
 from judge_mcp.storage.sqlite import APPLICATION_ID, Store
 from judge_mcp.storage.verdict_log import VerdictLog
 
-NAMES = ["m001_call_cache", "m002_verdicts", "m003_lwe", "m004_option_pool", "m005_call_cache_without_hits"]
+NAMES = [
+    "m001_call_cache", "m002_verdicts", "m003_lwe", "m004_option_pool", "m005_call_cache_without_hits", "m006_call_leases",
+    "m007_json_or_null",
+]
 
 # The schema as judge-mcp wrote it before the list existed (each table's migration in its own module, ordered by
 # name), with the names those migrations were recorded under.
@@ -191,7 +194,7 @@ def test_a_database_made_before_the_list_opens_keeps_its_rows_and_gets_the_new_m
     store = Store(db)
     assert _applied(db) == sorted(NAMES)
     with sqlite3.connect(db) as conn:
-        assert [row[0] for row in conn.execute("SELECT name FROM _migrations WHERE applied_at > 1.0")] == ["m005_call_cache_without_hits"]
+        assert [row[0] for row in conn.execute("SELECT name FROM _migrations WHERE applied_at > 1.0")] == NAMES[4:]
     assert _columns(db, "call_cache") == ["key", "backend", "model", "request", "response", "created_at"]
     _rows_are_all_there(store)
     CacheTable(store).put_many([CacheRow("k", "b", "m", {"r": 1}, {"text": "replaced"}), CacheRow("k2", "b", "m", {}, {"text": "new"})])

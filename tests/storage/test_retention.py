@@ -1,4 +1,4 @@
-"""Issue 14, item 10: each judged text is stored once (inputs), call records and cache rows keep the request's shape
+"""Retention: each judged text is stored once (inputs), call records and cache rows keep the request's shape
 and cache key, and old call-cache and verdict-log rows can be deleted (`judge-mcp gc`, or ages applied at start)
 without touching LWE sessions."""
 
@@ -13,10 +13,10 @@ from mcp import Client
 from judge_mcp import cli
 from judge_mcp.server import build_server
 from tests.helpers import app_env, make_app
-from tests.judge_script import CAPITAL_Q, UniversalJudge
+from judge_mcp.bench.scripted_judges import CAPITAL_Q, UniversalJudge
 
 MARK_A, MARK_B = "QZXMARKA" * 3, "QZXMARKB" * 3
-PAIR = {"prompt": CAPITAL_Q, "response_a": f"Sydney. {MARK_A} " + "x" * 3000, "response_b": f"Canberra. {MARK_B} " + "y" * 3000}
+LONG_PAIR = {"prompt": CAPITAL_Q, "response_a": f"Sydney. {MARK_A} " + "x" * 3000, "response_b": f"Canberra. {MARK_B} " + "y" * 3000}
 
 
 def _occurrences(db: Path, needle: str) -> int:
@@ -34,7 +34,7 @@ def _occurrences(db: Path, needle: str) -> int:
 async def test_each_judged_text_is_stored_once(mcp_app, tmp_path: Path) -> None:
     server, backend = mcp_app(UniversalJudge())
     async with Client(server) as client:
-        result = await client.call_tool("compare_pair", PAIR)
+        result = await client.call_tool("compare_pair", LONG_PAIR)
     assert not result.is_error
     db = tmp_path / "judge.db"
     assert _occurrences(db, MARK_A) == 1 and _occurrences(db, MARK_B) == 1  # the verdict's inputs only
@@ -52,8 +52,8 @@ async def _judge_some(settings_env: dict[str, str]) -> None:
     app = make_app(settings_env)
     try:
         async with Client(build_server(app)) as client:
-            assert not (await client.call_tool("compare_pair", PAIR)).is_error
-            assert not (await client.call_tool("lwe_judge", {**PAIR, "session": "kept"})).is_error
+            assert not (await client.call_tool("compare_pair", LONG_PAIR)).is_error
+            assert not (await client.call_tool("lwe_judge", {**LONG_PAIR, "session": "kept"})).is_error
     finally:
         await app.aclose()
 

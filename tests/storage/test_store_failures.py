@@ -19,7 +19,7 @@ from judge_mcp.methods import lwe
 from judge_mcp.storage.sqlite import Store, StoreError
 from judge_mcp.storage.lwe_sessions import LweRepository
 from tests.helpers import clean_env, until
-from tests.judge_script import BAD, GOOD, UniversalJudge
+from judge_mcp.bench.scripted_judges import BAD, GOOD, UniversalJudge
 from tests.helpers import integrity_ok
 from judge_mcp.storage.verdict_log import VerdictLog
 from judge_mcp.calls.cache import CacheRow, CacheTable

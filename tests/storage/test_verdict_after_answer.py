@@ -19,7 +19,7 @@ from judge_mcp import verdict_writes
 from judge_mcp.server import build_server
 from judge_mcp.storage.sqlite import Store, StoreError
 from tests.helpers import ROOT, app_env, clean_env, free_port, make_app, until
-from tests.judge_script import PAIR, UniversalJudge
+from judge_mcp.bench.scripted_judges import PAIR, UniversalJudge
 
 
 def _verdicts(app) -> int:

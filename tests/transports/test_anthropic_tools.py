@@ -1,5 +1,6 @@
-"""Every tool end to end on the Anthropic path: the official MCP client -> the server -> AnthropicBackend -> a
-scripted Anthropic Messages server on 127.0.0.1 (real HTTP, real wire format), including its faults."""
+"""Every tool end to end on the Anthropic path: the official MCP client (over every transport) -> the server ->
+AnthropicBackend -> a scripted Anthropic Messages server on 127.0.0.1 (real HTTP, real wire format); and its
+overloaded (529) fault, retried once or reported (in memory: what happens behind the server)."""
 
 from __future__ import annotations
 
@@ -11,25 +12,24 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from tests.judge_script import CASES, Faulty, UniversalJudge
-from tests.scripted import Reply
-from judge_mcp.storage.verdict_log import VerdictLog
+from judge_mcp.bench.scripted_judges import CASES, Faulty, UniversalJudge
+from judge_mcp.bench.scripted import Reply
 
-ENV = {"JUDGE_MCP_TIMEOUT_S": "0.5", "JUDGE_MCP_MAX_RETRIES": "1"}
+ANTHROPIC = {"JUDGE_MCP_MODEL": "claude-scripted", "JUDGE_MCP_API_KEY": "sk-ant-test", "JUDGE_MCP_TIMEOUT_S": "0.5", "JUDGE_MCP_MAX_RETRIES": "1"}
 
 
 @pytest.fixture
 def anthropic_app(mcp_app):
     """anthropic_app(responder) -> (MCPServer, scripted Anthropic server): mcp_app on the Messages wire format."""
-    return lambda responder: mcp_app(responder, "anthropic", JUDGE_MCP_MODEL="claude-scripted", JUDGE_MCP_API_KEY="sk-ant-test", **ENV)
+    return lambda responder: mcp_app(responder, "anthropic", **ANTHROPIC)
 
 
 @pytest.mark.parametrize("tool", list(CASES))
-async def test_every_tool_over_the_anthropic_wire(anthropic_app, tool: str) -> None:
+async def test_every_tool_over_the_anthropic_wire(connect, tool: str) -> None:
     arguments, verdict, expected = CASES[tool]
-    server, backend = anthropic_app(UniversalJudge())
-    async with Client(server) as client:
-        result = await client.call_tool(tool, arguments)
+    async with connect(UniversalJudge(), "anthropic", **ANTHROPIC) as judged:
+        result = await judged.client.call_tool(tool, arguments)
+    backend = judged.backend
     assert not result.is_error, result.content[0].text
     assert verdict(result.structured_content) == expected
     assert result.structured_content["model"] == "anthropic/claude-scripted"
@@ -39,7 +39,7 @@ async def test_every_tool_over_the_anthropic_wire(anthropic_app, tool: str) -> N
     # structured output goes as Anthropic's output_config, never as OpenAI's response_format
     assert not any("response_format" in p for p in backend.requests)
     assert any("output_config" in p for p in backend.requests)
-    row = VerdictLog(server.app.store).recent(tool)[0]
+    row = judged.verdicts(tool)[0]
     assert row["model"] == "anthropic/claude-scripted" and row["usage"]["calls"] == len(row["calls"]) - row["usage"]["cached_calls"]
 
 

@@ -25,11 +25,11 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
-from judge_mcp.validation import MAX_TEXT_CHARS, MAX_TOTAL_CHARS
+from judge_mcp.args import MAX_TEXT_CHARS, MAX_TOTAL_CHARS
 from judge_mcp.outputs import ComparePairResult, FlipResult, GradeScoreResult, LweResult, LweSessionResult
 from judge_mcp.storage.lwe_sessions import LweRepository
 from tests.helpers import ACCEPT, INIT, HttpServer, server_env
-from tests.judge_script import BAD, CAPITAL_Q, GOOD, PAIR, RIGHT_INSTRUCTION, UniversalJudge
+from judge_mcp.bench.scripted_judges import BAD, CAPITAL_Q, GOOD, PAIR, RIGHT_INSTRUCTION, UniversalJudge
 from tests.helpers import integrity_ok
 
 OUTPUT_MODELS = {

@@ -17,7 +17,7 @@ import uvicorn
 
 from judge_mcp.transports.admission import Admission, Gate, Limits, admitted_protocol
 from tests.helpers import ACCEPT, INIT, HttpServer, free_port, server_env, token_client
-from tests.judge_script import PAIR, UniversalJudge
+from judge_mcp.bench.scripted_judges import PAIR, UniversalJudge
 
 TOKEN = "admission-token-0123456789abcdef"
 HALF = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "  # headers never finished

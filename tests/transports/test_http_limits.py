@@ -1,4 +1,4 @@
-"""Issue 14, items 5 and 7: DNS-rebinding checks on every loopback bind without a token, and connections that never
+"""The HTTP transport's limits: DNS-rebinding checks on every loopback bind without a token, and connections that never
 finish their headers are closed (a request in progress is not)."""
 
 from __future__ import annotations

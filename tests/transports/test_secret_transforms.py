@@ -21,8 +21,8 @@ import pytest
 from judge_mcp.config import ConfigError, load_settings
 from judge_mcp.redaction import REDACTED, redact
 from tests.helpers import ROOT, HttpServer, as_reply, clean_env, free_port, server_env, token_client
-from tests.judge_script import PAIR, UniversalJudge
-from tests.scripted import Reply
+from judge_mcp.bench.scripted_judges import PAIR, UniversalJudge
+from judge_mcp.bench.scripted import Reply
 
 USER, KEY = "judge", "sk-url-SECRET-1f2e3d4c5b6a"
 TOKEN = "http-token-for-transforms-77"

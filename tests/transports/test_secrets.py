@@ -18,8 +18,8 @@ import httpx
 import pytest
 
 from tests.helpers import ACCEPT, INIT, HttpServer, as_reply, server_env, token_client
-from tests.judge_script import BAD, CAPITAL_Q, GOOD, PAIR, RIGHT_INSTRUCTION, UniversalJudge
-from tests.scripted import Reply, chat_body
+from judge_mcp.bench.scripted_judges import BAD, CAPITAL_Q, GOOD, PAIR, RIGHT_INSTRUCTION, UniversalJudge
+from judge_mcp.bench.scripted import Reply, chat_body
 
 KEY = "sk-live-SECRETKEY-4f7d2a9c81e0"
 TOKEN = "http-token-SECRETTOKEN-9b3e55"

@@ -1,4 +1,4 @@
-"""Issue 14, item 6: over stdio, every line gets an answer. A real `judge-mcp serve` process is sent lines the SDK
+"""Over stdio, every line gets an answer. A real `judge-mcp serve` process is sent lines the SDK
 cannot read: each gets a JSON-RPC error (the request's id when readable), and the server keeps serving."""
 
 from __future__ import annotations

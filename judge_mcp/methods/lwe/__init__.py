@@ -7,13 +7,11 @@
 - storage/lwe_sessions.py (outside this package): every read and write of the lwe_* tables (`LweRepository`).
 """
 
-from judge_mcp.methods.lwe.judging import ACTIONS, MAX_BATCH_SIZE, initial_meta_prompt, lwe_judge, vanilla_pair
+from judge_mcp.methods.lwe.judging import initial_meta_prompt, lwe_judge, vanilla_pair
 from judge_mcp.methods.lwe.refine import MAX_META_TOKENS, condense_budget, refine_budget, refine_if_due, refine_pending
 from judge_mcp.methods.lwe.sessions import export_session, list_sessions, lwe_session, meta_prompt_text, session_history
 
 __all__ = [
-    "ACTIONS",
-    "MAX_BATCH_SIZE",
     "MAX_META_TOKENS",
     "condense_budget",
     "export_session",

@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from judge_mcp import prompts, validation
+from judge_mcp import prompts
+from judge_mcp.args import InputError, LweJudgeArgs
 from judge_mcp.backends.base import Message, user
 from judge_mcp.calls.fanout import run_each
 from judge_mcp.calls.judge import Judge
@@ -31,8 +32,6 @@ from judge_mcp.outputs import LweResult, VanillaPair
 from judge_mcp.storage.lwe_sessions import LweRepository
 from judge_mcp.storage.engine import Engine
 
-ACTIONS = ("show", "reset", "rollback")
-MAX_BATCH_SIZE = 64
 # Answer budgets in tokens. They bound what a looping model can cost (the bundled 135M model writes ~20 tokens/s
 # on 2 cores and often runs to the limit on free text); a strong model's answers fit well inside them.
 MAX_TOKENS = {"vanilla": 512, "build": 768, "judge": 768, "feedback": 1024}
@@ -41,11 +40,6 @@ MAX_TOKENS = {"vanilla": 512, "build": 768, "judge": 768, "feedback": 1024}
 def initial_meta_prompt() -> str:
     """Figure 11: M0."""
     return prompts.load("lwe_initial_meta_prompt.txt").strip()
-
-
-# ---- validation --------------------------------------------------------------------------------------------------
-def _check_batch_size(value: Any) -> int:
-    return validation.whole_number("batch_size", value, 1, MAX_BATCH_SIZE)
 
 
 def _require_store(judge: Judge) -> Engine:
@@ -213,31 +207,18 @@ async def _learn(case: _Case, meta: _MetaJudgment) -> tuple[str, bool, Refinemen
     return feedback, feedback_ok, late
 
 
-async def lwe_judge(
-    judge: Judge,
-    *,
-    prompt: str,
-    response_a: str,
-    response_b: str,
-    session: str = "default",
-    selective: bool = True,
-    batch_size: int = 4,
-    learn: bool = True,
-) -> LweResult:
-    """`learn=False` judges the case with the session's current meta-prompt for scoring only: no feedback is
-    written or buffered and nothing is refined (the bench's swapped placement, the paper's Appendix A protocol)."""
-    validation.text("prompt", prompt)
-    validation.text("response_a", response_a)
-    validation.text("response_b", response_b)
-    validation.total(prompt, response_a, response_b)
-    validation.session_name(session)
-    validation.flag("selective", selective)
-    _check_batch_size(batch_size)
-    validation.flag("learn", learn)
+async def lwe_judge(judge: Judge, args: LweJudgeArgs | None = None, /, *, learn: bool = True, **fields: Any) -> LweResult:
+    """`args`, or LweJudgeArgs's fields as keywords (checked the same way). `learn=False` judges the case with the
+    session's current meta-prompt for scoring only: no feedback is written or buffered and nothing is refined (the
+    bench's swapped placement, the paper's Appendix A protocol); it is not a tool argument."""
+    args = LweJudgeArgs.of(args, fields)
+    if not isinstance(learn, bool):
+        raise InputError(f"'learn' must be true or false, got {learn!r}")
+    prompt, response_a, response_b, session = args.prompt, args.response_a, args.response_b, args.session
     repo = LweRepository(_require_store(judge))
-    state = await repo.aio.ensure_session(session, batch_size, initial_meta_prompt())
-    case = _Case(judge, repo, session, prompt, response_a, response_b, base=1.0 if selective else 0.0)
-    if selective:
+    state = await repo.aio.ensure_session(session, args.batch_size, initial_meta_prompt())
+    case = _Case(judge, repo, session, prompt, response_a, response_b, base=1.0 if args.selective else 0.0)
+    if args.selective:
         await case.progress(0, "vanilla judgments in both orders")
         vanilla = case.vanilla = await vanilla_pair(judge, prompt, response_a, response_b)
         if vanilla.consistent:

@@ -17,7 +17,8 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from judge_mcp import prompts, validation
+from judge_mcp import prompts
+from judge_mcp.args import check_session
 from judge_mcp.backends.base import user
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.calls.judge import Judge
@@ -170,5 +171,5 @@ async def refine_if_due(
 async def refine_pending(judge: Judge, store: Engine, session: str) -> Refinement:
     """The end of a run (Algorithm 1, "t mod B = 0 or t = T"): refine the meta-prompt from whatever feedback is
     still buffered, even fewer than `batch_size` items. Nothing buffered: nothing happens."""
-    validation.session_name(session)
+    check_session(session)
     return await refine_if_due(judge, store, session, (0.0, 0.5, 1.0), partial=True)

@@ -7,17 +7,16 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from judge_mcp import validation
-from judge_mcp.methods.lwe.judging import ACTIONS, initial_meta_prompt
+from judge_mcp.args import InputError, LweSessionArgs, check_session
+from judge_mcp.methods.lwe.judging import initial_meta_prompt
 from judge_mcp.storage.lwe_sessions import LweConflict, LweRepository
 from judge_mcp.storage.engine import Engine
-from judge_mcp.validation import InputError
 from judge_mcp.outputs import LweSessionResult, MetaPromptVersion
 
 
 # ---- sessions: show / reset / rollback, resources and the CLI -------------------------------------------------------
 def _session_or_error(store: Engine, session: str) -> dict[str, Any]:
-    validation.session_name(session)
+    check_session(session)
     repo = LweRepository(store)
     row = repo.session_row(session)
     if row is None:
@@ -39,19 +38,17 @@ def _version_model(row: dict[str, Any]) -> MetaPromptVersion:
     )
 
 
-def lwe_session(store: Engine, *, session: str, action: str, version: int | None = None) -> LweSessionResult:
+def lwe_session(store: Engine, args: LweSessionArgs | None = None, /, **fields: Any) -> LweSessionResult:
     """show the session; reset to the initial meta-prompt (buffered feedback is dropped, kept as discarded); or
     rollback to an earlier version's text (the buffer is kept). Reset and rollback add a version: history is
-    never rewritten."""
-    validation.choice("action", action, ACTIONS)
+    never rewritten. `args`, or LweSessionArgs's fields as keywords (checked the same way)."""
+    args = LweSessionArgs.of(args, fields)
+    session, action, version = args.session, args.action, args.version
     repo = LweRepository(store)
     row = _session_or_error(store, session)
     discarded = 0
     if action == "rollback":
-        if version is None:
-            raise InputError("'version' is required for action 'rollback'")
-        if isinstance(version, bool) or not isinstance(version, int):
-            raise InputError(f"'version' must be a whole number, got {version!r}")
+        assert version is not None  # LweSessionArgs requires it
         target = repo.version(session, version)
         if target is None:
             raise InputError(f"session {session!r} has no version {version} (it has 1..{len(repo.versions(session))})")
@@ -59,11 +56,7 @@ def lwe_session(store: Engine, *, session: str, action: str, version: int | None
             raise InputError(f"version {version} is already the current version of session {session!r}")
         _commit_admin(store, session, text=target["text"], reason="rollback", restored_from=version)
     elif action == "reset":
-        if version is not None:
-            raise InputError("'version' is only used with action 'rollback'")
         discarded = _commit_admin(store, session, text=initial_meta_prompt(), reason="reset", discard=True)
-    elif version is not None:
-        raise InputError("'version' is only used with action 'rollback'")
     row = _session_or_error(store, session)
     return LweSessionResult(
         session=session,

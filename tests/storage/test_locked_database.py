@@ -1,4 +1,4 @@
-"""Issue 14, item 3: the store never blocks the server. Another process holds the database's write lock; a tool call
+"""A locked database never blocks the server. Another process holds the database's write lock; a tool call
 that must write waits for it in a worker thread while another client's read-only call is answered at once; a
 call whose row cannot be written answers all the same (with a warning), and its row follows whole once the lock is
 gone."""
@@ -16,8 +16,8 @@ from mcp import Client
 
 from judge_mcp.server import build_server
 from judge_mcp.storage.sqlite import Store
-from tests.helpers import until, app_env, make_app
-from tests.judge_script import PAIR, UniversalJudge
+from tests.helpers import app_env, make_app, until
+from judge_mcp.bench.scripted_judges import PAIR, UniversalJudge
 
 
 

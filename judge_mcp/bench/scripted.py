@@ -1,20 +1,27 @@
-"""A scripted OpenAI-compatible chat-completions server on 127.0.0.1, for tests and benchmarks.
+"""Scripted model servers on 127.0.0.1 for tests and benchmarks: the OpenAI-compatible chat-completions server
+(`ScriptedServer`) and its Anthropic Messages twin (`ScriptedAnthropicServer`, `POST /v1/messages`).
 
-It speaks the real wire format over real HTTP. A `responder(payload) -> Reply | str` decides each answer:
-a plain string becomes the assistant message's content; a `Reply` can set status, headers, a raw body,
-a delay (to simulate latency or a hang) or drop the connection.
+They speak the real wire formats over real HTTP. A `responder(payload) -> Reply | str` decides each answer: a plain
+string becomes the assistant message's content; a `Reply` can set status, headers, a raw body, a delay (to simulate
+latency or a hang) or drop the connection. Who answers what is in judge_mcp/bench/scripted_judges.py.
+
+Benchmarks run the server in a process of its own (`ExternalScripted`, which starts `python -m
+judge_mcp.bench.scripted`), so that it does not share the measured process's GIL.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 
@@ -42,8 +49,9 @@ class Reply:
 Responder = Callable[[dict[str, Any]], "Reply | str"]
 
 
-def chat_body(content: str, model: str = "scripted", finish_reason: str = "stop", prompt_tokens: int = 10, completion_tokens: int = 5, logprobs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    body = {
+def chat_body(content: str, model: str = "scripted", finish_reason: str = "stop", prompt_tokens: int = 10, completion_tokens: int = 5,
+              logprobs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {
         "id": "chatcmpl-scripted",
         "object": "chat.completion",
         "created": int(time.time()),
@@ -62,7 +70,8 @@ class ScriptedServer:
     base_path = "/v1"
 
     def success_body(self, reply: Reply, payload: dict[str, Any]) -> dict[str, Any]:
-        return chat_body(reply.content or "", payload.get("model", "scripted"), reply.finish_reason, reply.prompt_tokens, reply.completion_tokens, reply.logprobs)
+        return chat_body(reply.content or "", payload.get("model", "scripted"), reply.finish_reason, reply.prompt_tokens,
+                         reply.completion_tokens, reply.logprobs)
 
     def error_body(self, status: int) -> dict[str, Any]:
         return {"error": {"message": f"scripted {status}"}}
@@ -155,18 +164,49 @@ def prompt_text(payload: dict[str, Any]) -> str:
     return "\n".join(str(m.get("content", "")) for m in payload.get("messages", []))
 
 
-def server_env(base_url: str, db: Path | str, **extra: str) -> dict[str, str]:
-    """tests.helpers.server_env, importable here too (bench/perf.py uses it)."""
-    from tests.helpers import server_env as env
+# ---- the Anthropic Messages wire format -----------------------------------------------------------------------------
+STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
+ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error",
+               429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}
 
-    return env(base_url, db, **extra)
+
+def message_body(content: str, model: str = "scripted", finish_reason: str = "stop", prompt_tokens: int = 10,
+                 completion_tokens: int = 5) -> dict[str, Any]:
+    return {
+        "id": "msg_scripted",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": content}],
+        "stop_reason": STOP_REASONS.get(finish_reason, finish_reason),
+        "stop_sequence": None,
+        "usage": {"input_tokens": prompt_tokens, "output_tokens": completion_tokens},
+    }
 
 
+def anthropic_error_body(status: int) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": ERROR_TYPES.get(status, "api_error"), "message": f"scripted {status}"}}
+
+
+class ScriptedAnthropicServer(ScriptedServer):
+    """`POST {base_url}/v1/messages`; the request path is recorded in `paths`. A Reply's `finish_reason` uses the shared
+    vocabulary ("stop", "length", ...) and is sent as the matching `stop_reason`."""
+
+    base_path = ""
+
+    def success_body(self, reply: Reply, payload: dict[str, Any]) -> dict[str, Any]:
+        return message_body(reply.content or "", payload.get("model", "scripted"), reply.finish_reason, reply.prompt_tokens,
+                            reply.completion_tokens)
+
+    def error_body(self, status: int) -> dict[str, Any]:
+        return anthropic_error_body(status)
+
+
+# ---- a server in a process of its own (benchmarks) ----------------------------------------------------------------------
 async def serve_fixed(answer: str, delay_s: float, ready: Callable[[str], None]) -> None:
     """The standalone server benchmarks run in a process of their own: every request gets `answer` after `delay_s`.
     One asyncio loop instead of a thread per connection, so at 64 connections the test server spends ~0.1 ms of CPU
     per request and is not what a benchmark measures; the same wire format as ScriptedServer."""
-    import asyncio
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -195,9 +235,31 @@ async def serve_fixed(answer: str, delay_s: float, ready: Callable[[str], None])
         await server.serve_forever()
 
 
-if __name__ == "__main__":  # a standalone scripted server: benchmarks run it in its own process (no shared GIL)
+class ExternalScripted:
+    """A scripted OpenAI-compatible server in a process of its own (`python -m judge_mcp.bench.scripted`), answering every
+    request with `answer` after `latency` seconds: by default the asyncio server (`serve_fixed`), with `threaded` the
+    thread-per-connection ScriptedServer the tests use. `base_url` is its URL; `proc` its process (for its CPU time)."""
+
+    threaded = False  # bench/perf.py --threaded-backend sets it for every server a run starts
+
+    def __init__(self, answer: str, latency: float):
+        args = [sys.executable, "-m", "judge_mcp.bench.scripted", "--answer", answer, "--delay", str(latency)]
+        here = Path(__file__).resolve().parents[2]  # where this judge_mcp is: the server runs this checkout's code
+        self.proc = subprocess.Popen(args + (["--threaded"] if self.threaded else []), stdout=subprocess.PIPE, text=True, cwd=here)
+        assert self.proc.stdout is not None
+        self.base_url = self.proc.stdout.readline().strip()
+
+    def __enter__(self) -> "ExternalScripted":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+def main() -> None:
+    """A standalone scripted server (what ExternalScripted runs): prints its base URL, then serves until killed."""
     import argparse
-    import asyncio
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--answer", default='{"verdict": "[[A>B]]"}')
@@ -210,3 +272,7 @@ if __name__ == "__main__":  # a standalone scripted server: benchmarks run it in
             threading.Event().wait()
     else:
         asyncio.run(serve_fixed(args.answer, args.delay, lambda url: print(url, flush=True)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,182 @@
+"""A failed validation of a tool's argument model (args.py) as plain sentences: unknown arguments first, then one
+sentence per problem naming the argument ("'responses' must be a list of strings, got str"; "'max_tokens' must be
+a whole number from 1 to 32768, got True"), never a pydantic dump with links. The limits quoted come from the
+tool's input schema, so a message always says what the schema says."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+
+MAX_SENTENCE = 300  # a sentence quoting the caller's value is cut here
+
+
+def describe(tool: str, exc: ValidationError, schema: dict[str, Any]) -> str:
+    """One readable sentence per problem, unknown arguments first, joined with "; "."""
+    errors = exc.errors()
+    lines = [_unknown(tool, errors, schema)]
+    lines += [_sentence(error, schema.get("properties", {})) for error in errors if error["type"] != "extra_forbidden"]
+    return "; ".join(dict.fromkeys(line for line in lines if line)) or str(errors[0]["msg"])
+
+
+def _unknown(tool: str, errors: list[ErrorDetails], schema: dict[str, Any]) -> str:
+    unknown = [_name(e["loc"]) for e in errors if e["type"] == "extra_forbidden"]
+    if not unknown:
+        return ""
+    known = ", ".join(sorted(schema.get("properties", {})))
+    return f"unknown argument{'s' if len(unknown) > 1 else ''} {', '.join(repr(u) for u in unknown)}; {tool} takes {known}"
+
+
+def _name(loc: tuple[Any, ...]) -> str:
+    head, *rest = loc
+    return str(head) + "".join(f"[{part}]" for part in rest)
+
+
+def _sentence(error: ErrorDetails, properties: dict[str, Any]) -> str:
+    loc = error["loc"]
+    if not loc:  # a check of the whole call: its message is the sentence
+        return error["msg"]
+    prop = properties.get(str(loc[0]), {})
+    if len(loc) == 2 and isinstance(loc[1], str) and "anyOf" in prop:  # a union member's error (loc: name, member)
+        return _union(str(loc[0]), prop, error.get("input"))[:MAX_SENTENCE]
+    if len(loc) == 2 and isinstance(loc[1], int):  # a list item: its own schema
+        prop = _member(prop, "items").get("items", {})
+    write = _WRITERS.get(error["type"], _other)
+    return write(_name(loc), error, prop)[:MAX_SENTENCE]
+
+
+def _member(prop: dict[str, Any], *keys: str) -> dict[str, Any]:
+    """The member of an optional's `anyOf` holding one of `keys` (minItems, maximum, enum...), else `prop` itself."""
+    return next((p for p in prop.get("anyOf", []) if any(k in p for k in keys)), prop)
+
+
+def _number(value: Any) -> str:
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+def _range(prop: dict[str, Any]) -> str:
+    bounds = _member(prop, "minimum", "maximum")
+    if "minimum" not in bounds and "maximum" not in bounds:
+        return ""
+    return f" from {_number(bounds.get('minimum', '-∞'))} to {_number(bounds.get('maximum', '∞'))}"
+
+
+def _is_integer(prop: dict[str, Any]) -> bool:
+    return any(p.get("type") == "integer" for p in prop.get("anyOf", [prop]))
+
+
+_ALTERNATIVES = {"boolean": "true, false", "null": "null", "string": "a string", "number": "a number", "integer": "a whole number"}
+
+
+def _union(name: str, prop: dict[str, Any], value: Any) -> str:
+    """A value that fits none of a union's members (`swap`: true, false or "auto")."""
+    options = [json.dumps(p["const"]) if "const" in p else _ALTERNATIVES.get(p.get("type", ""), "another value") for p in prop["anyOf"]]
+    options = ", ".join(options).split(", ")
+    return f"'{name}' must be {', '.join(options[:-1])} or {options[-1]}, got {value!r}"
+
+
+# ---- one writer per kind of error: (argument name, the error, the argument's schema) -> sentence ------------------------
+Writer = Callable[[str, ErrorDetails, dict[str, Any]], str]
+
+
+def _required(name: str, error: ErrorDetails, prop: dict[str, Any]) -> str:
+    return f"'{name}' is required"
+
+
+def _argument(name: str, error: ErrorDetails, prop: dict[str, Any]) -> str:
+    """One of args.py's own checks: its message is the predicate ("is empty", "contains a NUL character")."""
+    return f"'{name}' {error['msg']}"
+
+
+def _string(name: str, error: ErrorDetails, prop: dict[str, Any]) -> str:
+    return f"'{name}' must be a string, got {error.get('input')!r}"
+
+
+def _boolean(name: str, error: ErrorDetails, prop: dict[str, Any]) -> str:
+    return f"'{name}' must be true or false, got {error.get('input')!r}"
+
+
+def _whole(name: str, error: ErrorDetails, prop: dict[str, Any]) -> str:
+    return f"'{name}' must be a whole number{_range(prop)}, got {error.get('input')!r}"
+
+
+def _real(name: str, error: ErrorDetails, prop: dict[str, Any]) -> str:
+    return f"'{name}' must be a number{_range(prop)}, got {error.get('input')!r}"
+
+
+def _bounds(name: str, error: ErrorDetails, prop: dict[str, Any]) -> str:
+    return (_whole if _is_integer(prop) else _real)(name, error, prop)
+
+
+def _list(name: str, error: ErrorDetails, prop: dict[str, Any]) -> str:
+    items = _member(prop, "items").get("items", {})
+    kind = {"string": "strings", "integer": "whole numbers"}.get(items.get("type", ""), "values")
+    return f"'{name}' must be a list of {kind}, got {type(error.get('input')).__name__}"
+
+
+def _size(name: str, error: ErrorDetails, prop: dict[str, Any]) -> str:
+    value = error.get("input")
+    if not isinstance(value, list):
+        return _other(name, error, prop)
+    sizes = _member(prop, "minItems", "maxItems")
+    return f"'{name}' must hold {sizes.get('minItems', 0)} to {sizes.get('maxItems', '∞')} items, got {len(value)}"
+
+
+def _unicode(name: str, error: ErrorDetails, prop: dict[str, Any]) -> str:
+    return f"'{name}' is not valid Unicode (it contains a lone surrogate)"
+
+
+def _too_long(name: str, error: ErrorDetails, prop: dict[str, Any]) -> str:
+    limit = (error.get("ctx") or {}).get("max_length", 0)
+    return f"'{name}' is {len(error.get('input') or ''):,} characters; the limit is {limit:,}"
+
+
+def _empty(name: str, error: ErrorDetails, prop: dict[str, Any]) -> str:
+    return f"'{name}' is empty"
+
+
+def _pattern(name: str, error: ErrorDetails, prop: dict[str, Any]) -> str:
+    return f"'{name}' must match {(error.get('ctx') or {}).get('pattern')}; got {error.get('input')!r}"
+
+
+def _choice(name: str, error: ErrorDetails, prop: dict[str, Any]) -> str:
+    allowed = _member(prop, "enum", "const")
+    choices = allowed.get("enum", [allowed["const"]] if "const" in allowed else [])
+    listed = ", ".join(repr(c) for c in choices) if choices else (error.get("ctx") or {}).get("expected", "the allowed values")
+    return f"'{name}' must be one of {listed}; got {error.get('input')!r}"
+
+
+def _other(name: str, error: ErrorDetails, prop: dict[str, Any]) -> str:
+    return f"'{name}': {error['msg']}"
+
+
+_WRITERS: dict[str, Writer] = {
+    "missing": _required,
+    "argument": _argument,
+    "string_type": _string,
+    "bool_type": _boolean,
+    "bool_parsing": _boolean,
+    "int_type": _whole,
+    "int_parsing": _whole,
+    "int_from_float": _whole,
+    "float_type": _real,
+    "float_parsing": _real,
+    "greater_than_equal": _bounds,
+    "less_than_equal": _bounds,
+    "greater_than": _bounds,
+    "less_than": _bounds,
+    "finite_number": _bounds,
+    "list_type": _list,
+    "too_short": _size,
+    "too_long": _size,
+    "string_unicode": _unicode,
+    "string_too_long": _too_long,
+    "string_too_short": _empty,
+    "string_pattern_mismatch": _pattern,
+    "literal_error": _choice,
+    "enum": _choice,
+}

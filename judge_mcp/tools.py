@@ -1,0 +1,299 @@
+"""The MCP tools, one module-level function each: `await compare_pair(app, ComparePairArgs(...))` runs the tool
+without any MCP machinery and returns its result model, or raises a ToolError naming the problem.
+
+A tool's signature says everything the server publishes about it: its argument model (judge_mcp/args.py) is the
+`inputSchema`, its result model the `outputSchema`, its docstring the description. `mcp_tools(app)` turns TOOLS
+into the SDK's Tool objects for build_server: each checks a client's arguments against the model strictly and
+readably (`ArgsTool`), then calls the function. The judging tools run their method through the method table
+(methods/registry.py), the LWE session tools and judge_stats read the store in a worker thread.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from functools import cache, partial
+from typing import Any, get_type_hints
+
+import anyio.to_thread
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools.base import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp_types import ToolAnnotations
+from pydantic import BaseModel, Field, create_model
+
+from judge_mcp import stats
+from judge_mcp.app import App
+from judge_mcp.args import (
+    ComparePairArgs,
+    GradeScoreOptionsArgs,
+    InferInstructionRewardArgs,
+    InputError,
+    JudgeStatsArgs,
+    JudgingArgs,
+    LweJudgeArgs,
+    LweSessionArgs,
+    LweSessionShowArgs,
+    ToolArgs,
+)
+from judge_mcp.backends.errors import BackendError
+from judge_mcp.calls.judge import ProgressFn
+from judge_mcp.config import ConfigError
+from judge_mcp.methods import lwe, registry
+from judge_mcp.outputs import ComparePairResult, FlipResult, GradeScoreResult, LweResult, LweSessionResult
+from judge_mcp.storage.engine import StoreError
+
+log = logging.getLogger("judge_mcp.server")
+
+ANTICIPATED = (InputError, ConfigError, BackendError, StoreError)
+
+
+def anticipated(exc: BaseException) -> BaseException | None:
+    """The anticipated failure in `exc`. Methods raise their concurrent calls' first error bare (fanout.run_each
+    unwraps its task group); this still looks inside an exception group, should another task group raise one."""
+    if isinstance(exc, ANTICIPATED):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = anticipated(inner)
+            if found is not None:
+                return found
+    return None
+
+
+async def run_method(app: App, args: JudgingArgs, progress: ProgressFn | None = None) -> Any:
+    """Run the method registered under the arguments' tool, by one backend or a panel; anticipated failures
+    become ToolErrors."""
+    try:
+        result, _ = await registry.call(app, args.tool, args, progress=progress)
+        return result
+    except Exception as exc:
+        known = anticipated(exc)
+        if known is not None:
+            raise ToolError(str(known)) from exc
+        log.exception("%s failed unexpectedly", args.tool)
+        raise ToolError(f"internal error in {args.tool}: {type(exc).__name__}: {exc}") from exc
+
+
+async def _off_loop(work: Callable[[], Any]) -> Any:
+    """A store read or write in a worker thread; its anticipated failures become ToolErrors."""
+    try:
+        return await anyio.to_thread.run_sync(work)
+    except (InputError, StoreError) as exc:
+        raise ToolError(str(exc)) from exc
+
+
+# ---- the tools ----------------------------------------------------------------------------------------------------
+async def compare_pair(app: App, args: ComparePairArgs, progress: ProgressFn | None = None) -> ComparePairResult:
+    """Judge which of two answers to the same prompt is better, asking the model which is *worse*
+    (goal-reversed prompting) in both A/B orders concurrently. `winner` is A or B only when both orders agree;
+    otherwise null with `consistent: false` (position bias shows up as inconsistency, not as a wrong verdict;
+    with swap=false, `consistent` is null). Where the backend returns token log-probabilities (OpenAI-compatible
+    servers, the embedded model), `p_better` gives each answer's probability of being the better one, averaged
+    over both orders so position bias cancels; null where there are none. swap="auto" judges the second order
+    only when the first is not confident.
+
+    Use it for exactly two candidates (two drafts, two patches, before/after). For 3-10 candidates use
+    grade_score_options; to score responses against an instruction without a judge prompt, use
+    infer_instruction_reward; for a stream of pairs in one domain where the judge should learn, lwe_judge.
+    Cost: 2 backend calls (1 with swap=false, 1 or 2 with swap="auto"), plus one re-ask per unparsed answer; with
+    `backends`, that per panel member (the verdict is the majority of the members that answered)."""
+    return await run_method(app, args, progress)
+
+
+async def infer_instruction_reward(app: App, args: InferInstructionRewardArgs, progress: ProgressFn | None = None) -> FlipResult:
+    """Reference-free reward (FLIP): the model infers, from each response alone, the instruction it answers;
+    the reward is the similarity (word-level F1) between inferred and given instruction. Ranks the responses.
+
+    Use it to score or rank 1-16 responses to one instruction without a reference answer, e.g. as a reward
+    for best-of-n sampling; it holds up where small judges fail at direct judging, and text inside a response
+    cannot address a judge. For a head-to-head verdict use compare_pair. Cost: n backend calls (one per
+    response), plus one re-ask per unparsed answer."""
+    return await run_method(app, args, progress)
+
+
+async def grade_score_options(app: App, args: GradeScoreOptionsArgs, progress: ProgressFn | None = None) -> GradeScoreResult:
+    """Multiple-choice judging: one trial per cyclic rotation of the options (each option at each position
+    once), reporting the winner, the position entropy (llm_score), the choice stability (choice_score) and
+    their harmonic mean, the Grade Score.
+
+    Use it to pick the best of 2-10 options and to see how much to trust that pick (a low Grade Score means
+    the judge's choice moves with the order). For two candidates compare_pair is cheaper. Cost: n backend
+    calls for n options (n+1 with unrelated_option), plus one re-ask per unparsed answer; with `backends`, that
+    per panel member (the winner is the majority of the members that answered)."""
+    return await run_method(app, args, progress)
+
+
+async def lwe_judge(app: App, args: LweJudgeArgs, progress: ProgressFn | None = None) -> LweResult:
+    """Learning While Evaluating: a vanilla judgment in both orders; inconsistent cases get a case-specific
+    evaluation prompt written from the session's meta-prompt, and the judge's self-feedback refines that
+    meta-prompt every `batch_size` cases (stored, versioned, shared across calls and restarts).
+
+    Use it for many pairwise judgments in one domain, where the judge should get better at that domain as it
+    goes; for a one-off comparison compare_pair is cheaper and stateless. Not idempotent: an inconsistent case
+    buffers feedback in the session and may trigger a refinement. Cost: 2 backend calls when both orders
+    agree; up to 9 otherwise (evaluation prompt, judgment, feedback, and a refinement and condensation when a
+    batch is due)."""
+    return await run_method(app, args, progress)
+
+
+async def lwe_session_show(app: App, args: LweSessionShowArgs, progress: ProgressFn | None = None) -> LweSessionResult:
+    """Show an LWE session: its current meta-prompt, batch size, pending feedback and every version. Read-only
+    (the same as lwe_session with action "show"); the lwe:// resources give the same data. No backend calls."""
+    return await _off_loop(partial(lwe.lwe_session, app.store, LweSessionArgs(session=args.session)))
+
+
+async def lwe_session(app: App, args: LweSessionArgs, progress: ProgressFn | None = None) -> LweSessionResult:
+    """Manage an LWE session's meta-prompt lineage: reset it to the initial meta-prompt (drops the buffered
+    feedback) or roll it back to an earlier version; "show" reads it. Reset and rollback add a new version
+    (history is never rewritten), but they change what every later lwe_judge call in the session uses. For
+    read-only inspection use lwe_session_show. No backend calls."""
+    return await _off_loop(partial(lwe.lwe_session, app.store, args))
+
+
+async def judge_stats(app: App, args: JudgeStatsArgs, progress: ProgressFn | None = None) -> stats.StatsReport:
+    """How far to trust each judge, from the verdict log, per backend/model/tool, over all time and the newest
+    `last` verdicts: position_bias (share of parsed trials naming the first-shown answer; compare with
+    `unbiased`, 0.5 for pairs), order_inconsistency (both orders parsed and disagreeing), parse_failures and
+    reasks (per answer), ties (no winner / tied best / tied mode), length_preference (decided pairs won by the
+    longer answer) and mean calls, cached_calls and latency_ms. Each rate has its count and denominator `of`;
+    a null rate means nothing to count yet.
+
+    Use it before relying on a judge's verdicts, or to see whether a backend's habits changed lately. Read-only,
+    the same report as the judge://stats resources. No backend calls."""
+    report = await _off_loop(partial(stats.from_store, app.store, args.last))
+    return report.model_copy(update={"verdict_log": app.verdict_writes.health()})  # this server's writing of the log
+
+
+# ---- the table the server registers --------------------------------------------------------------------------------
+# A judgment reads its inputs and asks a model: it changes nothing the caller owns (the verdict log only grows),
+# and the same call gives the same answer (temperature 0, the call cache).
+JUDGING = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=True)
+# lwe_judge: each inconsistent case buffers feedback and may refine the session's meta-prompt, so a repeat differs.
+LEARNING = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=True)
+READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+ADMIN = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False)
+
+ToolFn = Callable[[App, Any, ProgressFn | None], Awaitable[BaseModel]]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    fn: ToolFn
+    title: str
+    annotations: ToolAnnotations
+
+    @property
+    def name(self) -> str:
+        return self.fn.__name__
+
+    def models(self) -> tuple[type[ToolArgs], type[BaseModel]]:
+        """(argument model, result model), from the function's signature."""
+        hints = get_type_hints(self.fn)
+        return hints["args"], hints["return"]
+
+
+TOOLS = (
+    ToolSpec(compare_pair, "Compare two answers (goal-reversed, both orders)", JUDGING),
+    ToolSpec(infer_instruction_reward, "FLIP reward: infer the instruction back from each response", JUDGING),
+    ToolSpec(grade_score_options, "Pick the best option over every cyclic order (Grade Score)", JUDGING),
+    ToolSpec(lwe_judge, "Judge a pair while learning a meta-prompt (LWE)", LEARNING),
+    ToolSpec(lwe_session_show, "Show an LWE session (read-only)", READ_ONLY),
+    ToolSpec(lwe_session, "Show, reset or roll back an LWE session", ADMIN),
+    ToolSpec(judge_stats, "Bias telemetry of the judges (read-only)", READ_ONLY),
+)
+
+
+def _progress(ctx: Context | None) -> ProgressFn | None:
+    if ctx is None:
+        return None
+
+    async def report(done: float, total: float | None, message: str | None) -> None:
+        try:
+            await ctx.report_progress(done, total, message)
+        except Exception:  # a client that went away must not fail the judgment
+            log.debug("progress notification failed", exc_info=True)
+
+    return report
+
+
+@cache
+def _non_text(model: type[ToolArgs]) -> frozenset[str]:
+    """The arguments that take no free text (numbers, booleans, lists, enums): the ones a client's JSON text is
+    decoded for."""
+    out = set()
+    for name, prop in model.input_schema().get("properties", {}).items():
+        members = prop.get("anyOf", [prop])
+        if not any(m.get("type") == "string" and "enum" not in m and "const" not in m for m in members):
+            out.add(name)
+    return frozenset(out)
+
+
+def _decoded(value: Any) -> Any:
+    """A value sent as JSON text inside a string ("4096", "true", '["a"]'), decoded; anything else as it is."""
+    if not isinstance(value, str):
+        return value
+    try:
+        decoded = json.loads(value)
+    except (ValueError, RecursionError):
+        return value
+    return value if isinstance(decoded, str) else decoded
+
+
+def client_args(model: type[ToolArgs], arguments: dict[str, Any]) -> ToolArgs:
+    """A client's arguments as `model`: a value some clients send as JSON text inside a string ("4096", "true",
+    '["a", "b"]') is read as that value for the arguments that take no free text (judged text is never decoded),
+    then `model.parse` checks everything strictly."""
+    decode = _non_text(model)
+    return model.parse({k: _decoded(v) if k in decode else v for k, v in arguments.items()})
+
+
+class ArgsTool(Tool):
+    """An SDK tool whose arguments are one model of args.py: a client's arguments are checked against it strictly
+    and reported readably (arg_errors.py), then the tool function gets the model (the SDK's own argument model
+    holds that one value, so its validation has nothing left to check)."""
+
+    args_model: Any = Field(exclude=True)
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        try:
+            args = client_args(self.args_model, arguments)
+        except InputError as exc:
+            raise ToolError(f"Error executing tool {self.name}: {exc}") from None
+        return await super().run({"args": args}, context, convert_result)
+
+
+def mcp_tool(spec: ToolSpec, app: App) -> ArgsTool:
+    """The SDK tool for `spec`, running its function with `app` and the request's progress notifications."""
+    args_model, result_model = spec.models()
+
+    async def call(args: ToolArgs, ctx: Context) -> BaseModel:
+        return await spec.fn(app, args, _progress(ctx))
+
+    holder = create_model(f"{spec.name}Call", __base__=ArgModelBase, args=(args_model, ...))
+    return ArgsTool(
+        fn=call,
+        name=spec.name,
+        title=spec.title,
+        description=reflow(spec.fn.__doc__ or ""),
+        parameters=args_model.input_schema(),
+        fn_metadata=FuncMetadata(arg_model=holder, output_model=result_model),
+        is_async=True,
+        context_kwarg="ctx",
+        annotations=spec.annotations,
+        args_model=args_model,
+    )
+
+
+def mcp_tools(app: App) -> list[Tool]:
+    return [mcp_tool(spec, app) for spec in TOOLS]
+
+
+def reflow(docstring: str) -> str:
+    """A docstring as a description: its indentation gone and each paragraph on one line."""
+    paragraphs = inspect.cleandoc(docstring).split("\n\n")
+    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)

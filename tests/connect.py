@@ -1,0 +1,105 @@
+"""The official MCP client connected to judge-mcp over each transport, for tests whose body holds whatever the
+transport (the model: python-sdk's tests/interaction, whose `connect` fixture runs one body per transport).
+
+`connect(transport, settings, tmp_path)` is an async context manager yielding a connected `mcp.Client`:
+
+- "memory": the MCP server built in this process (`build_server(App(settings))`), over the in-memory transport;
+- "stdio": `judge-mcp serve` as a subprocess, over its stdin and stdout (its stderr goes to tmp_path/stdio.log);
+- "http": `judge-mcp serve --transport http` as a subprocess on a free loopback port, with a bearer token, over
+  streamable HTTP (its output goes to tmp_path/http.log).
+
+`settings` are environment values (tests/helpers.app_env); a subprocess gets them on top of a clean environment. The
+server has stopped when the context exits, so its database file can be read then. `judged` adds a scripted backend
+and yields a `Judged`; the `connect` fixture (tests/conftest.py) runs a test once per transport with it.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcp import Client
+
+from judge_mcp.bench.scripted import Responder, ScriptedServer
+from tests.helpers import ROOT, HttpServer, app_env, clean_env, make_app, token_client
+
+TRANSPORTS = ("memory", "stdio", "http")
+
+
+@asynccontextmanager
+async def over_memory(settings: dict[str, str], tmp_path: Path) -> AsyncIterator[Client]:
+    from judge_mcp.server import build_server
+
+    app = make_app(settings)
+    try:
+        async with Client(build_server(app)) as client:
+            yield client
+    finally:
+        await app.aclose()
+
+
+@asynccontextmanager
+async def over_stdio(settings: dict[str, str], tmp_path: Path) -> AsyncIterator[Client]:
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "judge_mcp", "serve"], env=clean_env(**settings), cwd=str(ROOT))
+    with open(tmp_path / "stdio.log", "w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=60) as client:
+            yield client
+
+
+@asynccontextmanager
+async def over_http(settings: dict[str, str], tmp_path: Path) -> AsyncIterator[Client]:
+    token = f"test-token-{uuid.uuid4().hex}"
+    with HttpServer(clean_env(**settings, JUDGE_MCP_HTTP_TOKEN=token), log=tmp_path / "http.log") as server:
+        http, client = token_client(server.url, token)
+        async with http, client:
+            yield client
+
+
+CONNECT: dict[str, Callable[[dict[str, str], Path], AbstractAsyncContextManager[Client]]] = {
+    "memory": over_memory, "stdio": over_stdio, "http": over_http,
+}
+
+
+def connect(transport: str, settings: dict[str, str], tmp_path: Path) -> AbstractAsyncContextManager[Client]:
+    return CONNECT[transport](settings, tmp_path)
+
+
+@dataclass
+class Judged:
+    """A client connected to judge-mcp: `backend` is the scripted model server it talks to, `db` the server's database
+    file (complete once the connection has closed), `transport` the transport's name."""
+
+    client: Client
+    backend: ScriptedServer
+    db: Path
+    transport: str
+
+    def verdicts(self, tool: str | None = None) -> list[dict[str, Any]]:
+        """The verdict log's rows (newest first), read from the database file."""
+        from judge_mcp.storage.sqlite import Store
+        from judge_mcp.storage.verdict_log import VerdictLog
+
+        store = Store(self.db)
+        try:
+            return VerdictLog(store).recent(tool)
+        finally:
+            store.close()
+
+
+@asynccontextmanager
+async def judged(transport: str, scripted: Callable[..., ScriptedServer], tmp_path: Path, responder: Responder, kind: str = "openai",
+                 **env: str) -> AsyncIterator[Judged]:
+    """A scripted backend started with `scripted(responder, kind)`, and judge-mcp on it (database tmp_path/judge.db;
+    JUDGE_MCP_MAX_RETRIES 1 unless `env` says otherwise) connected over `transport`."""
+    backend = scripted(responder, kind)
+    db = tmp_path / "judge.db"
+    settings = app_env(backend, db, **{"JUDGE_MCP_MAX_RETRIES": "1", **env})
+    async with connect(transport, settings, tmp_path) as client:
+        yield Judged(client, backend, db, transport)
