@@ -3,7 +3,7 @@ from quadratic (used by tests/methods/test_linear_text.py and bench/text_linear.
 
 A function is timed on runs of every character its grammars treat specially, and on each grammar's opening words
 followed by such a run (where a backtracking pattern would re-read the run from every start), all at the input
-limit (validation.MAX_TEXT_CHARS, 50,000 characters). Its worst time is divided by its time on plain prose of the
+limit (args.MAX_TEXT_CHARS, 50,000 characters). Its worst time is divided by its time on plain prose of the
 same length, measured in the same run; a function that does nothing on prose (no `{` to read, say) is compared with
 one plain Python pass over the text instead, whichever is longer. Quadratic work at this length is thousands of
 times the baseline (the old fence pattern: 132 s against ~2 ms); linear work stays within a few dozen. A function
@@ -22,7 +22,7 @@ from judge_mcp.bench import arena_hard, pointwise
 from judge_mcp.methods import flip, grade_score, label_probs, pairwise, parsing, similarity
 from judge_mcp.methods.lwe import text as lwe_text
 from judge_mcp.transports import stdio
-from judge_mcp.validation import MAX_TEXT_CHARS
+from judge_mcp.args import MAX_TEXT_CHARS
 
 SIZE = MAX_TEXT_CHARS
 
