@@ -3,9 +3,11 @@
 `App` owns the settings, the one Store, the shared call cache and the backends (built once per name, on first
 use). `App.run` executes one judging method: it builds a `Judge`, runs the method, and writes the verdict log
 row (inputs, output, model, usage, every call record) and the call's new cache rows in one transaction, the tool
-call's only write. `App.run_panel` runs one method on several backends at once (a judge panel) and combines their
-results with a function of methods/panel.py; both apply the self-preference guard when the caller says who wrote
-the answers. It knows nothing about MCP.
+call's only write; an answer waits at most a second for it (verdict_writes.py: the row follows in the background
+when the database is busy or failing, and a database that takes no writes is refused at start). `App.run_panel`
+runs one method on several backends at once (a judge panel) and combines their results with a function of
+methods/panel.py; both apply the self-preference guard when the caller says who wrote the answers. It knows
+nothing about MCP.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from judge_mcp.storage.call_cache import CacheTable
 from judge_mcp.storage.engine import Engine
 from judge_mcp.storage.migrations import MIGRATIONS
 from judge_mcp.storage.verdict_log import VerdictLog
+from judge_mcp.verdict_writes import VerdictWrites, refuse_read_only
 
 log = logging.getLogger("judge_mcp")
 R = TypeVar("R", bound=BaseModel)
@@ -51,6 +54,8 @@ class App:
     def __init__(self, settings: Settings | None = None, *, store: Engine | None = None):
         self.settings = settings or load_settings()
         self.store = store or open_store(self.settings.database, MIGRATIONS)
+        refuse_read_only(self.store)  # before any backend call is spent on answers that could not be kept
+        self.verdict_writes = VerdictWrites()
         self.apply_retention()
         self.cache = CallCache(self.store)
         self._backends: dict[str, Backend] = {}
@@ -120,11 +125,23 @@ class App:
             output = result.model_dump(mode="json")
             usage = output.get("usage", {})
             handed = True
-            await self.store.writes.run(self._write, partial(VerdictLog(self.store).log, tool, backend, model, inputs, output, usage, records, rows), rows)
+            write = partial(VerdictLog(self.store).log, tool, backend, model, inputs, output, usage, records, rows)
+            warning = await self.verdict_writes.write(
+                partial(self.store.writes.run, self._write_kept, write, rows), partial(self.cache.written, rows), tool
+            )
         finally:
             if not handed:  # cancelled, or failed before anything was written: the rows are dropped
                 self.cache.written(rows)
+        if warning is not None and "warnings" in type(result).model_fields:
+            result = result.model_copy(update={"warnings": [*getattr(result, "warnings", []), warning]})
         return result
+
+    def _write_kept(self, write: Callable[[], Any], rows: list[CacheRow]) -> Any:
+        """In the store's write lane: one attempt at the verdict's write; once it is in, the rows leave the call
+        cache's memory (later lookups read the table). A failed attempt keeps them there for the next one."""
+        done = write()
+        self.cache.written(rows, stored=True)
+        return done
 
     def _write(self, write: Callable[[], Any], rows: list[CacheRow]) -> Any:
         """In the store's write lane: `write()`, then the rows leave the call cache's memory (written, or dropped with
@@ -193,6 +210,7 @@ class App:
         return await self._logged(tool, inputs, judged)
 
     async def aclose(self) -> None:
+        await self.verdict_writes.drain()  # verdict rows still being written, before the store closes
         for backend in self._backends.values():
             try:
                 await backend.aclose()

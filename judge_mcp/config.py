@@ -7,6 +7,7 @@ serialises its key (`api_key` is excluded from `public()` and from repr).
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -135,17 +136,24 @@ def _check_structured_output(value: Any, what: str) -> str:
     if mode not in STRUCTURED_OUTPUT_MODES:
         raise ConfigError(f"{what} must be one of {', '.join(STRUCTURED_OUTPUT_MODES)}; got {value!r}")
     return mode
+def shown_url(url: str) -> str:
+    """`url` as an error message may show it: any userinfo (`user:KEY@`) replaced by `***@`, parseable or not."""
+    return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*:/*)[^/?#]*@", r"\1***@", url)
 
 
 def _check_url(url: Any, what: str) -> str | None:
     if url is None or url == "":
         return None
     if not isinstance(url, str):
-        raise ConfigError(f"{what} must be an http(s) URL, got {url!r}")
+        raise ConfigError(f"{what} must be an http(s) URL, got {type(url).__name__}")
     url = url.strip()
-    parsed = urlparse(url)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise ConfigError(f"{what} must be an http(s) URL, got {url!r}")
+    try:
+        parsed = urlparse(url)
+        host, _ = parsed.hostname, parsed.port  # both raise ValueError on a malformed host or port
+    except ValueError as exc:
+        raise ConfigError(f"{what} is not a valid URL ({exc}): {shown_url(url)!r}") from None
+    if parsed.scheme not in ("http", "https") or not host:
+        raise ConfigError(f"{what} must be an http(s) URL, got {shown_url(url)!r}")
     return url.rstrip("/")
 
 
@@ -244,7 +252,8 @@ def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str
         api_key=key,
         concurrency=positive_int(table.get("concurrency", DEFAULT_CONCURRENCY[kind]), f"{where} concurrency"),
         timeout_s=positive_float(table.get("timeout_s", 120), f"{where} timeout_s"),
-        max_retries=non_negative_int(table.get("max_retries", 3), f"{where} max_retries"),
+        # a table without its own max_retries follows JUDGE_MCP_MAX_RETRIES, as the environment's backend does
+        max_retries=non_negative_int(table.get("max_retries", _env(env, "JUDGE_MCP_MAX_RETRIES", 3)), f"{where} max_retries"),
         structured_output=_check_structured_output(table.get("structured_output", "auto"), f"{where} structured_output"),
         n_ctx=positive_int(table.get("n_ctx", 32768), f"{where} n_ctx"),
         n_threads=None if table.get("n_threads") is None else positive_int(table["n_threads"], f"{where} n_threads"),

@@ -80,6 +80,8 @@ class PairTrial(BaseModel):
 class PairPanelMember(_PanelMember):
     winner: Side | None = Field(None, description="the member's verdict (its vote); null: an abstention, or not judged")
     consistent: bool | None = Field(None, description="the member's two orders agreed (null with swap=false)")
+    p_better: PBetter | None = Field(None, description="the member's own p_better (null without log-probabilities, or not judged)")
+    swapped: bool | None = Field(None, description="the member judged the swapped order (null: not judged)")
     trials: list[PairTrial] = Field(default_factory=list)
 
 
@@ -91,9 +93,10 @@ class ComparePairResult(_Judged):
     p_better: PBetter | None = Field(
         None,
         description="label probabilities averaged over the orders judged (both orders: position bias cancels; one order, "
-        "swap=false or a confident swap=auto: that order's, not debiased); null when any judged order has none",
+        "swap=false or a confident swap=auto: that order's, not debiased); null when any judged order has none. A panel: "
+        "the mean of the members' p_better, null when any member that answered has none",
     )
-    swapped: bool = Field(True, description="the swapped order (BA) was judged")
+    swapped: bool = Field(True, description="the swapped order (BA) was judged (a panel: by every member that answered)")
     trials: list[PairTrial]
     goal: Goal
     template: Template
@@ -148,6 +151,7 @@ class FlipResult(_Judged):
         InferInstructionRewardArgs.default("answer_order"), description="the answer's field order: the paper's (reasoning first) or instruction first"
     )
     context_mode: bool = Field(False, description="true when context was given: the system prompt was inferred")
+    warnings: list[str] = Field(default_factory=list, description="signals worth a look, e.g. a verdict log row not written yet")
     unparsed: list[int] = Field(default_factory=list, description="indices whose answer stayed unparsed")
     echoes: list[int] = Field(default_factory=list, description="indices of responses that echo the instruction")
 
@@ -173,8 +177,8 @@ class GradePanelMember(_PanelMember):
 
 class GradeScoreResult(_Judged):
     winner_index: int | None = Field(
-        description="mode of the chosen options (caller's indices); lowest index on a tie; null when no trial parsed "
-        "or when the mode is the unrelated option"
+        description="mode of the chosen options (caller's indices); null when the mode is tied (see tied_indices), "
+        "when no trial parsed, or when the mode is the unrelated option"
     )
     tied_indices: list[int] = Field(default_factory=list, description="all indices sharing the mode when tied")
     trials: list[GradeTrial]
@@ -210,6 +214,12 @@ class LweResult(_Judged):
     winner: Side | None = Field(description="the vanilla verdict when consistent, else the meta-prompt path's; null when unparsed")
     path: Literal["vanilla_consistent", "meta_prompt"]
     vanilla: VanillaPair | None = Field(description="the two vanilla verdicts (null when selective is false)")
+    orders_disagreed: bool | None = Field(
+        None,
+        description="this call's own vanilla verdicts in the two orders both parsed and named different answers: the "
+        "winner then comes from the meta-prompt path's one judgment in one order (the paper's design), so position "
+        "bias may decide it; false when they agreed; null when selective is false or an order was unparsed",
+    )
     eval_prompt: str | None = Field(description="the case-specific evaluation prompt written from the meta-prompt (meta path only)")
     judgment: str | None = Field(None, description="the judge's answer to the case-specific prompt (meta path only)")
     parse_ok: bool = Field(True, description="the verdict that decided `winner` was parsed (false: winner is null)")
@@ -318,7 +328,19 @@ class Window(BaseModel):
     groups: list[GroupStats] = Field(description="one entry per (backend, model, tool, inputs), sorted")
 
 
+class VerdictLogHealth(BaseModel):
+    """How the verdict log kept up with the answers since the server started (judge_stats' `verdict_log`)."""
+
+    pending: int = Field(0, description="verdict rows answered but not yet written (their writes are being retried)")
+    written_late: int = Field(0, description="rows written after their answer had gone out (a held lock, a failed first attempt)")
+    lost: int = Field(0, description="rows given up on after every attempt: answered, but not in the log")
+    last_error: str | None = Field(None, description="why the last late or lost row's write failed, if one did")
+
+
 class StatsReport(BaseModel):
     last_n: int = Field(description="the size of the `last` window asked for")
     all_time: Window
     last: Window = Field(description="the newest last_n verdicts of the whole log, grouped the same way")
+    verdict_log: VerdictLogHealth | None = Field(
+        None, description="this server process: verdict rows written after their answer, still pending, or lost (null: not a server)"
+    )

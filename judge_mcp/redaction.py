@@ -1,17 +1,25 @@
 """Secrets never reach a log line: every credential a backend sends (API keys, the password of a base URL's
 userinfo) is registered here, and a logging filter on the process's handlers blanks each one out of every record,
 whoever logs it (httpcore's debug lines print response headers, so a server echoing `Authorization` would
-otherwise put the key on stderr under `-v`)."""
+otherwise put the key on stderr under `-v`). A secret is blanked in the forms an echo takes: as it is, reversed, in
+hex, in base64 (the Basic credential of a URL with userinfo included), and split across lines (see variants)."""
 
 from __future__ import annotations
 
+import base64
 import logging
+import re
 import threading
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
 REDACTED = "[redacted]"
 MIN_SECRET_CHARS = 4  # shorter strings are too common to blank out safely
+MIN_TRANSFORMED_CHARS = 8  # a secret's transformed forms (below) are looked for once the secret is this long
+# Between any two characters of an echoed secret: a line break, spaces, zero-width characters (a key split across
+# lines or padded by a formatter) still count as the secret.
+_GAP = r"[\s\u200b-\u200d\u2060\ufeff]*+"
 
 _known: set[str] = set()
 _lock = threading.Lock()
@@ -29,11 +37,61 @@ def known() -> list[str]:
         return sorted(_known, key=len, reverse=True)
 
 
-def redact(text: str, secrets: Iterable[str]) -> str:
+def _base64_cores(data: bytes) -> set[str]:
+    """The base64 characters that depend on `data` alone, wherever it sits in a longer encoded stream (three
+    alignments), in the standard and the URL-safe alphabets; the whole encoding with its padding too."""
+    cores = {base64.b64encode(data).decode()}
+    for offset in range(3):
+        encoded = base64.b64encode(b"\0" * offset + data).decode()
+        first = -(-8 * offset // 6)  # the first character whose six bits all come from `data`
+        last = 8 * (offset + len(data)) // 6  # one past the last such character
+        cores.add(encoded[first:last])
+    return cores | {c.replace("+", "-").replace("/", "_") for c in cores}
+
+
+def variants(secrets: Iterable[str]) -> list[str]:
+    """Every form of each secret to blank out, longest first: the secret itself and, for secrets of at least
+    MIN_TRANSFORMED_CHARS, its reverse, its UTF-8 bytes in hex (both cases) and in base64 at any alignment (so
+    base64(`user:KEY`), the Basic credential of a URL with userinfo, holds a blanked form of KEY and is blanked
+    whole when `user:KEY` is a secret). Transformed forms shorter than MIN_TRANSFORMED_CHARS are left out."""
+    found: set[str] = set()
     for secret in secrets:
-        if secret:
-            text = text.replace(secret, REDACTED)
-    return text
+        if not secret or len(secret) < MIN_SECRET_CHARS:
+            continue
+        found.add(secret)
+        if len(secret) < MIN_TRANSFORMED_CHARS:
+            continue
+        data = secret.encode("utf-8")
+        transformed = {secret[::-1], data.hex(), data.hex().upper(), *_base64_cores(data)}
+        found.update(t for t in transformed if len(t) >= MIN_TRANSFORMED_CHARS)
+    return sorted(found, key=len, reverse=True)
+
+
+@lru_cache(maxsize=64)
+def _pattern(secrets: tuple[str, ...]) -> re.Pattern | None:
+    """One pattern for every variant of `secrets`, each allowing line breaks and spaces between its characters.
+    Every gap is possessive and followed by a literal character, so a search never backtracks: linear time."""
+    # A form's own whitespace is left to the gaps (a possessive gap would take it from the literal space after it).
+    forms = [squeezed for squeezed in ("".join(form.split()) for form in variants(secrets)) if squeezed]
+    if not forms:
+        return None
+    return re.compile("|".join(_GAP.join(re.escape(c) for c in form) for form in forms))
+
+
+def _compiled(secrets: Iterable[str]) -> re.Pattern | None:
+    return _pattern(tuple(sorted({s for s in secrets if s})))
+
+
+def contains(text: str, secrets: Iterable[str]) -> bool:
+    """Whether `text` holds any form of any secret (see variants)."""
+    pattern = _compiled(secrets)
+    return pattern is not None and pattern.search(text) is not None
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """`text` with every form of every secret (see variants), split across lines or not, replaced by REDACTED."""
+    pattern = _compiled(secrets)
+    return text if pattern is None else pattern.sub(REDACTED, text)
 
 
 def redact_tree(value: Any, secrets: list[str]) -> Any:
@@ -59,11 +117,11 @@ class RedactingFilter(logging.Filter):
             message = record.getMessage()
         except Exception:  # a malformed record is logging's problem to report, not ours
             return True
-        if any(s in message for s in secrets):
+        if contains(message, secrets):
             record.msg, record.args = redact(message, secrets), None
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
-        if record.exc_text and any(s in record.exc_text for s in secrets):
+        if record.exc_text and contains(record.exc_text, secrets):
             record.exc_text = redact(record.exc_text, secrets)
         return True
 

@@ -99,7 +99,8 @@ def build_server(app: App | None = None) -> JudgeServer:
 
 def _stats_json(app: App, last: int) -> str:
     try:
-        return stats.from_store(app.store, last).model_dump_json(indent=2)
+        report = stats.from_store(app.store, last)
+        return report.model_copy(update={"verdict_log": app.verdict_writes.health()}).model_dump_json(indent=2)
     except StoreError as exc:
         raise ResourceError(str(exc)) from exc
 

@@ -37,6 +37,7 @@ from judge_mcp.outputs import GroupStats, StatsReport, Window
 from judge_mcp.args import ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, LweJudgeArgs
 from judge_mcp.storage.verdict_log import VerdictLog
 
+
 if TYPE_CHECKING:
     from judge_mcp.storage.engine import Engine
 

@@ -166,7 +166,8 @@ async def judge_stats(app: App, args: JudgeStatsArgs, progress: ProgressFn | Non
 
     Use it before relying on a judge's verdicts, or to see whether a backend's habits changed lately. Read-only,
     the same report as the judge://stats resources. No backend calls."""
-    return await _off_loop(partial(stats.from_store, app.store, args.last))
+    report = await _off_loop(partial(stats.from_store, app.store, args.last))
+    return report.model_copy(update={"verdict_log": app.verdict_writes.health()})  # this server's writing of the log
 
 
 # ---- the table the server registers --------------------------------------------------------------------------------

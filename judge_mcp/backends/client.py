@@ -31,7 +31,7 @@ from judge_mcp import __version__
 from judge_mcp.backends.base import Backend
 from judge_mcp.backends.errors import AttemptTimeout, FatalError, RetryableError
 from judge_mcp.backends.retry import parse_retry_after
-from judge_mcp.redaction import redact, redact_tree, register
+from judge_mcp.redaction import contains, redact, redact_tree, register
 
 # 501 (Not Implemented) and 505 (HTTP Version Not Supported) say the server cannot do this request at all: not retried.
 RETRYABLE_STATUS = {408, 409, 429} | (set(range(500, 600)) - {501, 505})
@@ -238,7 +238,7 @@ async def post_json(
         text = raw.decode("utf-8", errors="replace")
     if status >= 400:
         raise classify_status(status, reply_headers, text, secrets, url=url)
-    if any(secret in text for secret in secrets):  # a server echoing the key must not get it into the call record
+    if contains(text, secrets):  # a server echoing the key must not get it into the call record
         text = redact(text, secrets)
     try:
         body = json.loads(text)

@@ -5,7 +5,8 @@ each placement record keeps `p_chosen`, the probability its single-order verdict
 `single_order` scores those per placement; `both_orders` scores their mean per item (compare_pair's debiased
 `p_better` with swap=true). Per set: `coverage` (share with a probability), `accuracy` (p_chosen > 0.5; exactly
 0.5 counts wrong), `ece` (expected calibration error of the predicted side's confidence max(p, 1 - p) against
-being right, ECE_BINS equal-width bins over [0, 1]; binary confidences fill the upper half) and `brier`
+being right, ECE_BINS equal-width bins over [0, 1]; binary confidences fill the upper half; p = 0.5 names no side,
+so it is right with probability 0.5 and a judge that always says 0.5 is perfectly calibrated: ECE 0) and `brier`
 (mean (1 - p_chosen)^2: 0 is perfect, 0.25 is always saying 0.5).
 """
 
@@ -21,16 +22,22 @@ def _ratio(num: float, den: float, digits: int = 4) -> float | None:
     return round(num / den, digits) if den else None
 
 
-def ece(confidences: list[float], right: list[bool], bins: int = ECE_BINS) -> float | None:
+def ece(confidences: list[float], right: list[float], bins: int = ECE_BINS) -> float | None:
     """Expected calibration error: sum over equal-width confidence bins of |bin accuracy - bin mean confidence|,
-    weighted by the bin's share of the judgments."""
+    weighted by the bin's share of the judgments. `right` is 1 or 0 per judgment, or 0.5 for one that names no side
+    (a coin flip is right half the time)."""
     if not confidences:
         return None
-    groups: dict[int, list[tuple[float, bool]]] = defaultdict(list)
+    groups: dict[int, list[tuple[float, float]]] = defaultdict(list)
     for c, r in zip(confidences, right):
         groups[min(int(c * bins), bins - 1)].append((c, r))
     total = sum(abs(sum(r for _, r in g) / len(g) - sum(c for c, _ in g) / len(g)) * len(g) for g in groups.values())
     return round(total / len(confidences), 4)
+
+
+def _credit(p_chosen: float) -> float:
+    """How right the side a probability names is: 1 (the chosen response), 0 (the rejected one), 0.5 (neither)."""
+    return 1.0 if p_chosen > 0.5 else 0.0 if p_chosen < 0.5 else 0.5
 
 
 def probability_figures(p_chosen: list[float | None]) -> dict[str, Any]:
@@ -40,7 +47,7 @@ def probability_figures(p_chosen: list[float | None]) -> dict[str, Any]:
         "n": len(ps),
         "coverage": _ratio(len(ps), len(p_chosen)),
         "accuracy": _ratio(sum(p > 0.5 for p in ps), len(ps)),
-        "ece": ece([max(p, 1.0 - p) for p in ps], [p > 0.5 for p in ps]),
+        "ece": ece([max(p, 1.0 - p) for p in ps], [_credit(p) for p in ps]),
         "brier": _ratio(sum((1.0 - p) ** 2 for p in ps), len(ps)),
     }
 

@@ -345,7 +345,10 @@ def format_summary(s: dict[str, Any]) -> str:
     lines.append(f"{'':<{first}}" + "".join(f"{title:>{w}}" for (_, title), w in zip(COLUMNS, widths)))
     for name, row in rows:
         lines.append(f"{name:<{first}}" + "".join(f"{_f(row.get(c)):>{w}}" for c, w in zip(cols, widths)))
-    extra = [f"{k}: {s[k]}" for k in ("skipped_degenerate", "errors", "incomplete") if s.get(k)]
+    extra = [f"{k}: {s[k]}" for k in ("errors", "incomplete") if s.get(k)]
+    if s.get("degenerate"):
+        extra.insert(0, f"degenerate pairs (identical or empty responses): {s['degenerate']}, not judged; left out of every "
+                        "figure but the JudgeBench score, which counts them wrong as JudgeBench does")
     extra += _method_lines(s)
     if s.get("panel"):
         extra.append("panel members, each scored alone on the same items:")

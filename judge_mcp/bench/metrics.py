@@ -12,7 +12,12 @@ Pairwise-judging methods (two placements per item):
 - judgebench_score: JudgeBench's official score (utils/metrics.py `compute_final_metrics`, reverse_order): per
   pair, +1 for each placement naming the chosen response, -1 for each naming the rejected one (a tie or an
   unparsed verdict: 0); the pair is right when the sum is > 0. So right-and-tie counts right, right-and-wrong
-  (inconsistent) and tie-and-tie count wrong;
+  (inconsistent) and tie-and-tie count wrong. Degenerate pairs (identical or empty responses), which the other
+  figures leave out, count in its denominator as JudgeBench counts them: JudgeBench judges every pair of its file,
+  and for identical responses both placements show the judge the same prompt, so a deterministic judge (temperature
+  0, the second answer from the call cache) names the same position twice: +1 - 1 = 0, wrong; an empty response
+  cannot be sent, which JudgeBench scores as a failed judgment (0, wrong). `degenerate` in the summary counts them,
+  `judgebench_n` is the score's denominator;
 - ties: only arena-hard has one ([[A=B]]): no winner, counted wrong (and not as a parse failure); unparsed
   verdicts count as wrong and in parse_failures;
 - reasked_verdicts: verdicts that came only from a re-ask or a continuation (`--no-reask` sends none).
@@ -85,9 +90,11 @@ def group_items(rows: Iterable[dict[str, Any]], placements: tuple[str, ...]) -> 
         elif row["status"] == "error":
             entry["errors"].append(row.get("error"))
     complete, skipped, errors, incomplete = [], 0, 0, 0
+    skipped_by_category: dict[str, int] = defaultdict(int)
     for item_id, entry in by_item.items():
         if "skipped" in entry["status"]:
             skipped += 1
+            skipped_by_category[entry["category"]] += 1
         elif all(p in entry["done"] for p in placements):
             complete.append((entry["seq"], entry["category"], item_id, entry["done"]))
         elif entry["errors"]:
@@ -95,7 +102,17 @@ def group_items(rows: Iterable[dict[str, Any]], placements: tuple[str, ...]) -> 
         else:
             incomplete += 1
     complete.sort(key=lambda c: c[0])
-    return {"complete": complete, "skipped": skipped, "errors": errors, "incomplete": incomplete}
+    return {"complete": complete, "skipped": skipped, "errors": errors, "incomplete": incomplete, "skipped_by_category": skipped_by_category}
+
+
+def with_degenerate(figures: dict[str, Any], outcomes: list[dict[str, Any]], degenerate: int) -> dict[str, Any]:
+    """`figures` with the JudgeBench score over the judged pairs and the `degenerate` ones (wrong, as JudgeBench
+    scores them: see the module doc) and its denominator; unchanged where there is no JudgeBench score."""
+    if figures.get("judgebench_score") is None:
+        return figures
+    n = len(outcomes) + degenerate
+    right = sum(bool(o["judgebench_right"]) for o in outcomes)
+    return {**figures, "judgebench_score": _ratio(right, n), "judgebench_n": n}
 
 
 def _order_figures(records: list[dict[str, Any]], item_id: str) -> tuple[bool | None, bool, bool | None, bool | None]:
@@ -327,9 +344,11 @@ def summarise(rows: list[dict[str, Any]], placements: tuple[str, ...], method: s
     by_category: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for category, outcome in outcomes:
         by_category[category].append(outcome)
+    skipped_in = grouped["skipped_by_category"]
     summary: dict[str, Any] = {
-        "overall": summarise_outcomes([o for _, o in outcomes]),
-        "categories": {c: summarise_outcomes(v) for c, v in sorted(by_category.items())},
+        "overall": with_degenerate(summarise_outcomes([o for _, o in outcomes]), [o for _, o in outcomes], grouped["skipped"]),
+        "categories": {c: with_degenerate(summarise_outcomes(v), v, skipped_in.get(c, 0)) for c, v in sorted(by_category.items())},
+        "degenerate": grouped["skipped"],
         "skipped_degenerate": grouped["skipped"],
         "errors": grouped["errors"],
         "incomplete": grouped["incomplete"],

@@ -68,8 +68,10 @@ def user_prompt(prompt: str, response: str, structured: bool) -> str:
 
 
 # ---- the answer grammar --------------------------------------------------------------------------------------------
-_NUMBER = re.compile(r"^\s*(\d{1,2}(?:\.\d+)?)\s*(?:/\s*10)?\s*$")
-_KEYED = re.compile(r"""["']?score["']?\s*:\s*["']?\s*(\d{1,2}(?:\.\d+)?)\s*(?:/\s*10)?\s*["']?\s*[,}\n]""", re.I)
+_NUMBER = re.compile(r"^\s*+(\d{1,2}(?:\.\d++)?+)\s*+(?:/\s*+10)?+\s*+$")
+_KEYED = re.compile(
+    r"""["']?+score["']?+\s*+:\s*+(?:["']\s*+)?+(\d{1,2}(?:\.\d++)?+)[ \t\r]*+(?:/\s*+10)?+[ \t\r]*+(?:["'][ \t\r]*+)?+[,}\n]""", re.I
+)
 _KEYED_REASONING = re.compile(r'"reasoning"\s*:\s*"((?:\\.|[^"\\])*)"', re.I | re.S)
 
 

@@ -160,8 +160,8 @@ def _table(runs: list[dict[str, Any]], with_model: bool = False) -> str:
         o = s.get("overall", {})
         cells = "".join(f"<td>{_esc(_fmt(o.get(k)))}</td>" for k, _ in metrics.COLUMNS)
         extra = []
-        if s.get("skipped_degenerate"):
-            extra.append(f"{s['skipped_degenerate']} degenerate skipped")
+        if s.get("degenerate"):
+            extra.append(f"{s['degenerate']} degenerate (not judged; counted wrong in the JudgeBench score only)")
         if s.get("errors"):
             extra.append(f"{s['errors']} errors")
         if s.get("incomplete"):

@@ -20,6 +20,7 @@ from typing import Generic, TypeVar
 from judge_mcp import prompts
 from judge_mcp.backends.base import ChatRequest, Completion, Message
 from judge_mcp.calls.judge import Judge
+from judge_mcp.methods import text_work
 
 T = TypeVar("T")
 
@@ -65,11 +66,14 @@ async def complete_text(judge: Judge, request: ChatRequest) -> tuple[Completion,
     return completion, text, continued
 
 
-async def ask(judge: Judge, request: ChatRequest, parse: Callable[[str], T | None], reminder: str) -> Parsed[T]:
+async def ask(
+    judge: Judge, request: ChatRequest, parse: Callable[[str], T | None], reminder: str, *, judged_chars: int = 0
+) -> Parsed[T]:
     """Send `request` (continuing a cut-off text answer, see complete_text); if `parse` returns None, re-ask once
-    in the same conversation with `reminder`."""
+    in the same conversation with `reminder`. `judged_chars`: how much judged text `parse` reads besides the answer
+    (a large answer or judged text is parsed in a worker thread, see text_work)."""
     first, text, continued = await complete_text(judge, request)
-    value = parse(text)
+    value = await text_work.run(parse, text, size=len(text) + judged_chars)
     if value is not None or judge.no_reask:  # no_reask: the papers' strict rule, an unparsed answer stays unparsed
         return Parsed(value, text, first, False, continued)
     follow_up = replace(
@@ -78,4 +82,5 @@ async def ask(judge: Judge, request: ChatRequest, parse: Callable[[str], T | Non
         purpose=f"{request.purpose}:reask",
     )
     second = await judge.complete(follow_up)
-    return Parsed(parse(second.text), second.text, second, True, continued)
+    value = await text_work.run(parse, second.text, size=len(second.text) + judged_chars)
+    return Parsed(value, second.text, second, True, continued)

@@ -33,6 +33,7 @@ from judge_mcp.arg_types import ANSWER_ORDERS as ANSWER_ORDERS  # the tool's cho
 from judge_mcp.arg_types import FLIP_VARIANTS
 from judge_mcp.args import InferInstructionRewardArgs
 from judge_mcp.backends.base import user
+from judge_mcp.methods import text_work
 from judge_mcp.methods.similarity import score as similarity_score
 from judge_mcp.methods.ask import ask, bounded
 from judge_mcp.calls.fanout import run_each
@@ -98,7 +99,7 @@ def answer_schema(answer_order: str = PAPER_ORDER) -> dict:
 
 # ---- prompts ----------------------------------------------------------------------------------------------------
 _FENCE_WORDS = re.compile(r"(?i)\b(BEGIN|END)(\s+)(RESPONSE|CONTEXT)\b")
-_KEY_IN_TEXT = re.compile(r"""(?i)(["'])\s*(inferr*ed[ _]+instruction|reasoning)\s*\1(\s*):""")
+_KEY_IN_TEXT = re.compile(r"""(?i)(["'])\s*+(inferr*+ed[ _]++instruction|reasoning)\s*+\1(\s*+):""")
 
 
 @lru_cache(maxsize=256)  # pure: a shared context is defused once per call, not once per response
@@ -142,6 +143,10 @@ def user_prompt(response: str, *, context: str | None, structured: bool, answer_
 ECHO_THRESHOLD = 0.9
 ECHO_SLACK_CHARS = 60  # room for a preface such as "Sure! You asked me to ..."
 ECHO_MIN_WORDS = 3
+# Partial matching costs about len(instruction) ** 3 / 64 steps (every alignment of the instruction against a window
+# of its own length): 0.1 s at 2,000 characters, hours at 50,000. A longer instruction is represented by its first
+# ECHO_MAX_CHARS characters when the response's opening is checked and by its last ones when its end is.
+ECHO_MAX_CHARS = 600
 
 
 @dataclass(frozen=True)
@@ -156,6 +161,19 @@ def _plain(text: str) -> str:
     return " ".join(utils.default_process(text).split())
 
 
+def _echo_score(inst: str, stretch: str) -> float:
+    if not inst or not stretch:
+        return 0.0
+    from rapidfuzz import fuzz  # imported at the first FLIP call, not at the server's start
+
+    needed = max(ECHO_MIN_WORDS, math.ceil(len(inst.split()) / 2))
+    alignment = fuzz.partial_ratio_alignment(inst, stretch)
+    if alignment is None:
+        return 0.0
+    matched_words = len(inst[alignment.src_start : alignment.src_end].split())
+    return alignment.score / 100.0 * min(1.0, matched_words / needed)
+
+
 def detect_echo(instruction: str, response: str) -> Echo:
     """Does the response repeat the instruction (fully, or at least half of its words) at its opening or its end?
 
@@ -164,24 +182,19 @@ def detect_echo(instruction: str, response: str) -> Echo:
     the paper's echo, the end is where an injected copy of the instruction goes (see judge_mcp/bench/attacks.py). The
     score is the partial-match ratio scaled down when the matched stretch of the instruction holds fewer than
     max(3, half its words) words; an echo scores >= 0.9. Instructions of fewer than 3 words are never flagged (too
-    short to tell an echo from an answer).
+    short to tell an echo from an answer). An instruction longer than ECHO_MAX_CHARS (600) characters is compared by
+    its first 600 characters with the response's opening and by its last 600 with the response's end (the time of
+    partial matching grows with the cube of the instruction's length).
     """
     inst = _plain(instruction)
     words = len(inst.split())
     plain = _plain(response)
-    window = len(inst) + ECHO_SLACK_CHARS
     if not inst or not plain:
         return Echo(0.0, False)
-    needed = max(ECHO_MIN_WORDS, math.ceil(words / 2))
-    score = 0.0
-    from rapidfuzz import fuzz
-
-    for stretch in {plain[:window], plain[-window:]}:
-        alignment = fuzz.partial_ratio_alignment(inst, stretch)
-        if alignment is None:  # only with a score_cutoff, which is not given: kept for the type
-            continue
-        matched_words = len(inst[alignment.src_start : alignment.src_end].split())
-        score = max(score, alignment.score / 100.0 * min(1.0, matched_words / needed))
+    head, tail = inst[:ECHO_MAX_CHARS], inst[-ECHO_MAX_CHARS:]
+    opening = plain[: len(head) + ECHO_SLACK_CHARS]
+    closing = plain[-(len(tail) + ECHO_SLACK_CHARS) :]
+    score = max(_echo_score(head, opening), _echo_score(tail, closing) if closing != opening or tail != head else 0.0)
     score = round(score, 4)
     return Echo(score, score >= ECHO_THRESHOLD and words >= ECHO_MIN_WORDS)
 
@@ -209,8 +222,9 @@ async def infer_one(
 ) -> FlipItem:
     """Infer the instruction behind one response and score it."""
     structured = judge.structured
+    size = text_work.chars(response, context)
     request = user(
-        user_prompt(response, context=context, structured=structured, answer_order=answer_order),
+        await text_work.run(user_prompt, response, context=context, structured=structured, answer_order=answer_order, size=size),
         system=system_prompt(prompt_variant, with_context=context is not None, structured=structured, answer_order=answer_order),
         max_tokens=MAX_TOKENS,
         json_schema=answer_schema(answer_order) if structured else None,
@@ -219,9 +233,11 @@ async def infer_one(
     )
     reminder = prompts.render("flip_reask.txt", answer_format=answer_format(SCHEMA_KEY, structured=True, answer_order=answer_order))
     result = await ask(judge, request, parse_inferred, reminder)
-    echo = detect_echo(instruction, response)
+    echo = await text_work.run(detect_echo, instruction, response, size=text_work.chars(instruction, response))
     if result.value is not None:
-        reward = round(similarity_score(similarity, result.value.instruction, instruction), REWARD_DIGITS)
+        inferred = result.value.instruction
+        score = await text_work.run(similarity_score, similarity, inferred, instruction, size=text_work.chars(inferred, instruction))
+        reward = round(score, REWARD_DIGITS)
         return FlipItem(
             index=index,
             inferred_instruction=result.value.instruction,

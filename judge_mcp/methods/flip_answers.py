@@ -65,11 +65,15 @@ def _from_dict(data: dict, depth: int = 0) -> Inferred | None:
     return None
 
 
+# A quoted value: escapes and characters other than the backslash and the closing quote, taken possessively (a
+# backslash is only ever the start of an escape), so a value without its closing quote costs one pass, not a
+# backtracking search.
 _KEYED_VALUE = re.compile(
-    r"""(["'])\s*(inferr*ed[ _]+instruction|inferred[ _]+system[ _]+prompt|instruction)\s*\1\s*:\s*(["'])((?:\\.|(?!\3).)*)\3""",
+    r"""(["'])\s*+(inferr*+ed[ _]++instruction|inferred[ _]++system[ _]++prompt|instruction)\s*+\1\s*+:\s*+(["'])"""
+    r"""((?:\\.|(?!\3)[^\\])*+)\3""",
     re.I | re.S,
 )
-_KEYED_REASONING = re.compile(r"""(["'])\s*reasoning\s*\1\s*:\s*(["'])((?:\\.|(?!\2).)*)\2""", re.I | re.S)
+_KEYED_REASONING = re.compile(r"""(["'])\s*+reasoning\s*+\1\s*+:\s*+(["'])((?:\\.|(?!\2)[^\\])*+)\2""", re.I | re.S)
 
 
 def _unescape(value: str, quote: str) -> str:
@@ -107,11 +111,18 @@ def parse_inferred(text: str) -> Inferred | None:
 
 _CHAT_TOKENS = re.compile(r"<\|[^|>]{1,30}\|>|</?think>|</?s>|\[/?INST\]", re.I)
 _ROLE_PREFIX = re.compile(r"^\s*(?:assistant|answer)\s*:?\s+", re.I)
-_TRUNCATED_VALUE = re.compile(r"""(["'])\s*(?:inferr*ed[ _]+instruction|inferred[ _]+system[ _]+prompt|instruction)\s*\1\s*:\s*(["'])(.+)$""", re.I | re.S)
-_LABELLED = re.compile(
-    r"""(?im)^[\s>*#_-]*(?:the\s+)?(?:inferr*ed\s+|reconstructed\s+|likely\s+|original\s+)?(?:system\s+prompt|instruction|prompt)\s*(?:is)?[*_]*\s*[:\-]\s*[*_]*\s*(.+)$"""
+_TRUNCATED_VALUE = re.compile(
+    r"""(["'])\s*+(?:inferr*+ed[ _]++instruction|inferred[ _]++system[ _]++prompt|instruction)\s*+\1\s*+:\s*+(["'])(.+)$""", re.I | re.S
 )
-_QUOTED_AFTER = re.compile(r"""(?is)\b(?:instruction|prompt)\b[^"“\n]{0,60}["“]([^"”]{8,})["”]""")
+# A labelled line ("**Inferred instruction:** ..."). The marks before the label stay on its line ([ \t], not \s: a
+# run of blank lines is not re-read from each of its line starts); the spacing around the colon is possessive.
+_LABELLED = re.compile(
+    r"""(?im)^[ \t>*#_-]*+(?:the\s++)?+(?:inferr*+ed\s++|reconstructed\s++|likely\s++|original\s++)?+"""
+    r"""(?:system\s++prompt|instruction|prompt)\s*+(?:is)?+[*_]*+\s*+[:\-][*_\s]*+(.+)$"""
+)
+# A quoted instruction: the quoted run stops at any quote mark, opening ones included, so a run of openers without
+# a closer is read once, not once per opener.
+_QUOTED_AFTER = re.compile(r"""(?is)\b(?:instruction|prompt)\b[^"“\n]{0,60}+["“]([^"“”]{8,}+)["”]""")
 
 
 def _clip(text: str) -> str:

@@ -37,6 +37,7 @@ from judge_mcp import prompts
 from judge_mcp.arg_types import GRADE_VARIANTS
 from judge_mcp.args import GradeScoreOptionsArgs
 from judge_mcp.backends.base import user
+from judge_mcp.methods import text_work
 from judge_mcp.methods.ask import ask
 from judge_mcp.methods import user_inputs
 from judge_mcp.calls.fanout import run_each
@@ -111,9 +112,10 @@ class Selection:
     explanation: str
 
 
-_TEXT_SELECTION = re.compile(r"\bSelection\b[*_ \t]*:[*_\s]*\[?[ \t]*Option[ \t]*(\d{1,4})(?!\d)", re.I)
-_JSON_SELECTION = re.compile(r'"selection"\s*:\s*"\s*Option\s*(\d{1,4})\s*"', re.I)
-_STRUCT_VALUE = re.compile(r"^\s*(?:Option\s*)?(\d{1,4})\s*$", re.I)
+# Possessive quantifiers, each followed by a character it cannot take: no match attempt backtracks (linear time).
+_TEXT_SELECTION = re.compile(r"\bSelection\b[*_ \t]*+:[*_\s]*+(?:\[[ \t]*+)?+Option[ \t]*+(\d{1,4})(?!\d)", re.I)
+_JSON_SELECTION = re.compile(r'"selection"\s*+:\s*+"\s*+Option\s*+(\d{1,4})\s*+"', re.I)
+_STRUCT_VALUE = re.compile(r"^\s*+(?:Option\s*+)?+(\d{1,4})\s*+$", re.I)
 
 
 def _single(numbers: list[int], n: int) -> int | None:
@@ -172,7 +174,7 @@ def parse_structured(text: str, n: int, variant: int) -> Selection | None:
 
 
 # ---- prompts -----------------------------------------------------------------------------------------------------
-_MARKER = re.compile(r"\[\s*(\\?)\s*(Option\s*\d+|User\s+Instruction)\s*\]", re.I)
+_MARKER = re.compile(r"\[\s*+(?:(\\)\s*+)?+(Option\s*+\d++|User\s++Instruction)\s*+\]", re.I)
 
 
 @lru_cache(maxsize=256)  # pure: every option is shown in every rotation, defused once per call
@@ -285,8 +287,13 @@ async def judge_rotation(
 ) -> GradeTrial:
     n = len(order)
     shown = [answer_images[i] if i < len(answer_images) else () for i in order]
+    shown_texts = [texts[i] for i in order]
+    prompt = await text_work.run(
+        user_prompt, instruction, shown_texts, criteria=criteria, reference=reference,
+        size=text_work.chars(instruction, *shown_texts, criteria, reference),
+    )
     request = user(
-        user_prompt(instruction, [texts[i] for i in order], criteria=criteria, reference=reference),
+        prompt,
         images=user_inputs.option_images(images, shown) if images or any(shown) else (),
         system=system_prompt(variant, structured, n),
         max_tokens=MAX_TOKENS[variant],
@@ -359,8 +366,9 @@ async def grade_score_options(judge: Judge, args: GradeScoreOptionsArgs | None =
     if winner is not None and winner == unrelated_index:
         winner = None
         warnings.append("the most chosen option is the unrelated one, so winner_index is null")
-    if s.tied_indices:
-        warnings.append(f"the mode is tied between options {s.tied_indices}; winner_index is the lowest of them")
+    if s.tied_indices:  # no option won: the lowest index would hand a purely position-biased judge option 0
+        winner = None
+        warnings.append(f"the mode is tied between options {s.tied_indices}; winner_index is null (no option won)")
     return GradeScoreResult(
         winner_index=winner,
         tied_indices=s.tied_indices,

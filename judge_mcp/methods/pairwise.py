@@ -25,7 +25,7 @@ from judge_mcp.arg_types import GOALS as GOALS  # the tool's goals, for this mod
 from judge_mcp.arg_types import PAIR_MAX_TOKENS, TEMPLATES
 from judge_mcp.args import ComparePairArgs
 from judge_mcp.backends.base import user
-from judge_mcp.methods import label_probs, user_inputs
+from judge_mcp.methods import label_probs, text_work, user_inputs
 from judge_mcp.methods.ask import Parsed, ask, bounded
 from judge_mcp.calls.fanout import run_each
 from judge_mcp.calls.judge import Judge
@@ -90,9 +90,9 @@ def user_prompt(
 
 # ---- the text grammar ----------------------------------------------------------------------------------------
 # Any [[X op Y]] label the judge writes, the offered ones and others ([[A=B]], [[A>>B]]).
-_ANY_LABEL = re.compile(r"\[\[\s*([AB])\s*(>>|<<|>|<|=)\s*([AB])\s*\]\]")
+_ANY_LABEL = re.compile(r"\[\[\s*+([AB])\s*+(>>|<<|>|<|=)\s*+([AB])\s*+\]\]")
 # A label as it may stand in a reference text: double brackets (raw) or single (neutralised).
-_REF_LABEL = re.compile(r"\[{1,2}\s*([AB])\s*(>>|<<|>|<|=)\s*([AB])\s*\]{1,2}")
+_REF_LABEL = re.compile(r"\[{1,2}+\s*+([AB])\s*+(>>|<<|>|<|=)\s*+([AB])\s*+\]{1,2}")
 _QUOTES = "\"'`“”‘’«»"
 _CONTEXT = 24  # characters of context on each side of a label compared with the judged texts
 _MIN_AFTER = 8  # an echo needs at least this much matching text after the label (and before it)
@@ -108,32 +108,45 @@ def _label_of(m: re.Match) -> str:
     return f"[[{m.group(1).upper()}{m.group(2)}{m.group(3).upper()}]]"
 
 
-def _common_prefix(a: str, b: str) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
+class _EchoIndex:
+    """Where each label stands in the reference texts, keyed by the label and the _MIN_AFTER characters after it,
+    holding the _MIN_AFTER characters before it (or all of them, when fewer precede it): an echo test is then one
+    lookup per label, whatever the number of labels in the answer and the references (linear time overall)."""
+
+    def __init__(self, references: list[str]) -> None:
+        self.long: set[tuple[str, str, str]] = set()
+        self.short: dict[tuple[str, str], set[str]] = {}
+        for ref in references:
+            for m in _CANON_LABEL.finditer(ref):
+                after = ref[m.end() : m.end() + _MIN_AFTER]
+                if len(after) < _MIN_AFTER:
+                    continue
+                before = ref[max(0, m.start() - _MIN_AFTER) : m.start()]
+                if len(before) == _MIN_AFTER:
+                    self.long.add((m.group(0), after, before))
+                else:  # the label opens the reference: all its text before the label must precede the echo
+                    self.short.setdefault((m.group(0), after), set()).add(before)
+
+    def holds(self, label: str, before: str, after: str) -> bool:
+        if len(after) < _MIN_AFTER:
+            return False
+        after = after[:_MIN_AFTER]
+        if len(before) >= _MIN_AFTER and (label, after, before[-_MIN_AFTER:]) in self.long:
+            return True
+        return any(before.endswith(b) for b in self.short.get((label, after), ()))
 
 
-def _is_echo(text: str, m: re.Match, references: list[str]) -> bool:
+_CANON_LABEL = re.compile(r"⟨[ab](?:>>|<<|>|<|=)[ab]⟩")
+
+
+def _is_echo(text: str, m: re.Match, index: _EchoIndex) -> bool:
     """The label sits inside a verbatim copy of a reference text: at least _MIN_AFTER characters after it match
     the text after that label in the reference, and so do at least _MIN_AFTER before it (or all of the
     reference's text before it, when the label opens the reference)."""
     label = _canon(m.group(0))
     before = _canon(text[max(0, m.start() - _CONTEXT) : m.start()])
     after = _canon(text[m.end() : m.end() + _CONTEXT])
-    for ref in references:
-        i = ref.find(label)
-        while i != -1:
-            ref_before, ref_after = ref[:i], ref[i + len(label) :]
-            if _common_prefix(after, ref_after) >= _MIN_AFTER:
-                b = _common_prefix(before[::-1], ref_before[::-1])
-                if b >= _MIN_AFTER or b == len(ref_before):
-                    return True
-            i = ref.find(label, i + 1)
-    return False
+    return index.holds(label, before, after)
 
 
 def parse_label(text: str, judged: tuple[str, ...] | list[str] = ()) -> Verdict | None:
@@ -161,11 +174,11 @@ def parse_label(text: str, judged: tuple[str, ...] | list[str] = ()) -> Verdict 
     if not text:
         return None
     judged = [t for t in judged if t]
-    references = [_canon(t) for t in judged] + [_canon(neutralise(t)) for t in judged]
+    index = _EchoIndex([_canon(t) for t in judged] + [_canon(neutralise(t)) for t in judged])
     plain: list[re.Match] = []
     mentions: list[re.Match] = []
     for m in _ANY_LABEL.finditer(text):
-        if _is_echo(text, m, references):
+        if _is_echo(text, m, index):
             continue
         before, after = text[max(0, m.start() - 1) : m.start()], text[m.end() : m.end() + 1]
         if before and after and before in _QUOTES and after in _QUOTES:
@@ -264,8 +277,9 @@ async def judge_order(
     criteria: str | None = None, reference: str | None = None, images: user_inputs.ImageGroups = (),
 ) -> PairTrial:
     structured = judge.structured
+    size = text_work.chars(prompt, first, second, criteria, reference)
     request = user(
-        user_prompt(prompt, first, second, criteria=criteria, reference=reference, goal=goal),
+        await text_work.run(user_prompt, prompt, first, second, criteria=criteria, reference=reference, goal=goal, size=size),
         images=images,
         system=system_prompt(goal, template, structured),
         max_tokens=max_tokens or MAX_TOKENS[template],
@@ -278,9 +292,10 @@ async def judge_order(
     judged = [t for t in (prompt, first, second, criteria, reference) if t is not None]
     references = judged + [request.system or ""]  # a judge echoing the template's list of labels is quoting it
     if structured:
-        result = await ask(judge, request, lambda t: parse_structured(t, template, judged) or parse_label(t, references), prompts.load("grp_reask_json.txt"))
+        parse = lambda t: parse_structured(t, template, judged) or parse_label(t, references)  # noqa: E731
+        result = await ask(judge, request, parse, prompts.load("grp_reask_json.txt"), judged_chars=2 * size)
     else:
-        result = await ask(judge, request, lambda t: parse_label(t, references), prompts.load("grp_reask.txt"))
+        result = await ask(judge, request, lambda t: parse_label(t, references), prompts.load("grp_reask.txt"), judged_chars=2 * size)
     verdict = result.value
     if verdict is None:
         return PairTrial(

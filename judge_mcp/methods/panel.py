@@ -31,13 +31,14 @@ from typing import Any
 
 from judge_mcp.arg_types import MIN_MEMBERS, InputError
 from judge_mcp.args import ComparePairArgs, GradeScoreOptionsArgs, PanelArgs, ToolArgs
-from judge_mcp.methods import grade_score
+from judge_mcp.methods import grade_score, pairwise
 from judge_mcp.outputs import (
     ComparePairResult,
     GradePanelMember,
     GradeScoreResult,
     PairPanelMember,
     PanelVotes,
+    PBetter,
     SelfPreference,
     UsageOut,
 )
@@ -233,15 +234,26 @@ def _panel_warnings(t: Tally, members: Sequence[Member], what: str) -> list[str]
     return out
 
 
+def pooled_probability(results: Sequence[ComparePairResult]) -> PBetter | None:
+    """The members' p_better averaged (each already averaged over its own orders); None when any member that
+    answered has none, as one judge's is None when any judged order has none."""
+    values = [r.p_better.A for r in results if r.p_better is not None]
+    if not results or len(values) != len(results):
+        return None
+    return pairwise.probability(sum(values) / len(values))
+
+
 def combine_pairs(
     members: Sequence[Member], args: ComparePairArgs, *, latency_ms: float, warnings: Sequence[str] = ()
 ) -> ComparePairResult:
-    """The panel's compare_pair result. `consistent`: every member that was asked answered, consistently, and
-    all named the same answer (null with swap=false, as for one judge)."""
+    """The panel's compare_pair result. `consistent`: every member that was asked answered, in both orders,
+    consistently, and all named the same answer (null when any member judged one order, as for one judge).
+    `swapped` is true only when every member that answered judged the swapped order; `p_better` pools theirs."""
     answered = [m for m in members if m.status == "ok"]
     selected = [m for m in members if not m.excluded]
     t = tally([m.result.winner for m in answered], quorum(len(selected)))
-    if args.swap:
+    swapped = bool(answered) and all(m.result.swapped for m in answered)
+    if args.swap and swapped:
         consistent = len(answered) == len(selected) and t.abstained == 0 and len(t.counts) == 1
     else:
         consistent = None
@@ -250,6 +262,8 @@ def combine_pairs(
             backend=m.backend, model=m.model, status=m.status, error=m.error, usage=m.usage,
             winner=m.result.winner if m.result else None,
             consistent=m.result.consistent if m.result else None,
+            p_better=m.result.p_better if m.result else None,
+            swapped=m.result.swapped if m.result else None,
             trials=m.result.trials if m.result else [],
             warnings=list(getattr(m.result, "warnings", []) or []) if m.result else [],
         )
@@ -258,6 +272,8 @@ def combine_pairs(
     return ComparePairResult(
         winner=t.winner,  # type: ignore[arg-type]
         consistent=consistent,
+        p_better=pooled_probability([m.result for m in answered]),
+        swapped=swapped,
         trials=[],
         goal=args.goal,
         template=args.template,

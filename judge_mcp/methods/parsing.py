@@ -11,22 +11,7 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
-def _top_level(text: str, decoder: json.JSONDecoder) -> Iterator[dict[str, Any]]:
-    """Each top-level JSON object in `text`, left to right. An object nested in another (as a value, or inside one
-    of its strings) is part of that object, not a separate answer: the scan resumes after each complete object."""
-    i = text.find("{")
-    while i != -1:
-        try:
-            value, end = decoder.raw_decode(text, i)
-        except ValueError:
-            i = text.find("{", i + 1)
-            continue
-        except RecursionError:  # nested past the parser's limit: no answer object starts here or inside it
-            return
-        if isinstance(value, dict):
-            yield value
-        i = text.find("{", end)
-
+from judge_mcp.methods.json_scan import top_level_objects
 
 def json_objects(text: str, *, strict: bool = True) -> Iterator[dict[str, Any]]:
     """Every top-level JSON object in `text`, left to right: bare, inside a ``` fence, or embedded in prose.
@@ -35,7 +20,7 @@ def json_objects(text: str, *, strict: bool = True) -> Iterator[dict[str, Any]]:
     """
     if not text:
         return
-    yield from _top_level(text, json.JSONDecoder(strict=strict))
+    yield from top_level_objects(text, strict=strict)
 
 
 def _has(data: dict[str, Any], key: str) -> bool:
@@ -44,7 +29,7 @@ def _has(data: dict[str, Any], key: str) -> bool:
 
 
 def _squash(text: str) -> str:
-    return re.sub(r"\s+", "", text)
+    return "".join(text.split())
 
 
 def answer_object(
@@ -84,11 +69,11 @@ def parse_json_object(text: str, required: tuple[str, ...] = (), *, judged: tupl
 
 
 # Verdict tokens of every method's grammar: [[A>B]], [[B>A]], [[A]], "Selection: Option 3", and the like.
-_VERDICT_TOKEN = re.compile(r"\[\[\s*([AB])\s*([<>=])\s*([AB])\s*\]\]", re.I)
+_VERDICT_TOKEN = re.compile(r"\[\[\s*+([AB])\s*+([<>=])\s*+([AB])\s*+\]\]", re.I)
 # [[A]] and LWE's single-bracket fallback [A] (methods/lwe/text.extract_judgment) both become (A).
-_SIDE_TOKEN = re.compile(r"\[{1,2}\s*([AB])\s*\]{1,2}")
+_SIDE_TOKEN = re.compile(r"\[{1,2}+\s*+([AB])\s*+\]{1,2}")
 # As tolerant as grade_score's reader: `**Selection:** Option 2`, `Selection: [Option 2`.
-_SELECTION = re.compile(r"(Selection)([*_ \t]*:[*_\s]*\[?[ \t]*)(Option)", re.I)
+_SELECTION = re.compile(r"(Selection)([*_ \t]*+:[*_\s]*+(?:\[[ \t]*+)?+)(Option)", re.I)
 # Fence markers of the templates: the pairwise prompts' `<|The End of Assistant A's Answer|>` and `<|User Prompt|>`,
 # the LWE prompts' `[The End of Assistant B's Answer]` and `[User Question]`, grade_score's `[User Instruction]`.
 # Judged content must not be able to close its own fence and write text that reads as the prompt's, in any
@@ -96,32 +81,103 @@ _SELECTION = re.compile(r"(Selection)([*_ \t]*:[*_\s]*\[?[ \t]*)(Option)", re.I)
 # brackets (`［`, `【`, `＜`), bold or heading marks, or no delimiters at all (the plain words on a line), in any case
 # and spacing. Chat-template tokens (`<|im_end|>`) lose their bars the same way.
 _BARS = "|｜¦│┃∣ǀǁ⏐丨︱￨❘⎸⎹▏"
-_OPEN = r"[<\[({＜［【〔〈《«‹*#" + re.escape(_BARS) + r"]"
-_CLOSE = r"[>\])}＞］】〕〉》»›*" + re.escape(_BARS) + r"]"
+_OPENERS = frozenset("<[({＜［【〔〈《«‹*#" + _BARS)
+_CLOSERS = frozenset(">])}＞］】〕〉》»›*" + _BARS)
 _SEP = r"[\s\u00a0\u200b-\u200d\u2060\ufeff_\-]"
 _APOS = r"['’‘ʼ′`´＇]"
-_PIPE_MARKER = re.compile(r"[<＜][" + re.escape(_BARS) + r"]([^<>\n" + re.escape(_BARS) + r"]{0,80})[" + re.escape(_BARS) + r"][>＞]")
-_ANSWER_PHRASE = (
-    rf"the{_SEP}+(?:start|end|beginning){_SEP}+of{_SEP}+(?:the{_SEP}+)?assistant{_SEP}*[AB12]"
-    rf"{_SEP}*(?:{_APOS}?{_SEP}*s)?{_SEP}+answer"
-    # the fences of a caller's reference answer and criteria (methods/user_inputs.py)
-    rf"|the{_SEP}+(?:start|end|beginning){_SEP}+of{_SEP}+(?:the{_SEP}+)?(?:reference{_SEP}+answer|evaluation{_SEP}+criteria)"
+_PIPE_MARKER = re.compile(r"[<＜][" + re.escape(_BARS) + r"]([^<>\n" + re.escape(_BARS) + r"]{0,80}+)[" + re.escape(_BARS) + r"][>＞]")
+# The marker phrases alone (delimiters are found around a match by walking the text, see _fence_spans). Every
+# quantifier is possessive and followed by a character it cannot take, so a match attempt never backtracks.
+_ANSWER_PHRASE = re.compile(
+    rf"the{_SEP}++(start|end|beginning){_SEP}++of{_SEP}++(?:the{_SEP}++)?+assistant{_SEP}*+([AB12])"
+    rf"(?:{_SEP}*+{_APOS})?+{_SEP}*+(?:s{_SEP}*+)?+answer",
+    re.I,
 )
-_SECTION_PHRASE = rf"user{_SEP}+(?:prompt|question|instruction)"
-_DEFUSED = '(quoted: "'
-# The answer fences' words are distinctive: defused wherever they appear, with any delimiters around them.
-_ANSWER_FENCE = re.compile(rf'(?<!{re.escape(_DEFUSED)})(?:{_OPEN}[ \t]*)*\\?[ \t]*({_ANSWER_PHRASE})(?:[ \t]*{_CLOSE})*', re.I)
-# "User Question" is ordinary prose: defused only as a marker (wrapped in delimiters, or alone on its line).
-_SECTION_FENCE = re.compile(
-    rf"(?:{_OPEN}[ \t]*)+\\?[ \t]*({_SECTION_PHRASE})(?:[ \t]*{_CLOSE})+"
-    rf"|(?m:^[ \t]*({_SECTION_PHRASE})[ \t]*:?[ \t]*$)",
+_SECTION_PHRASE = re.compile(rf"user{_SEP}++(prompt|question|instruction)", re.I)
+# the fences of a caller's reference answer and criteria (methods/user_inputs.py)
+_INPUT_PHRASE = re.compile(
+    rf"the{_SEP}++(start|end|beginning){_SEP}++of{_SEP}++(?:the{_SEP}++)?+(reference{_SEP}++answer|evaluation{_SEP}++criteria)",
     re.I,
 )
 
 
-def _defuse_fence(m: re.Match) -> str:
-    words = re.sub(_SEP + "+", " ", next(g for g in m.groups() if g)).strip()
-    return f'{_DEFUSED}{words}")'
+def _answer_words(m: re.Match) -> str:
+    where = "start" if m.group(1).lower() in ("start", "beginning") else "end"
+    return f"(quoted fence: {where} of answer {m.group(2).upper()})"
+
+
+def _input_words(m: re.Match) -> str:
+    where = "start" if m.group(1).lower() in ("start", "beginning") else "end"
+    name = "reference answer" if m.group(2).lower().startswith("reference") else "evaluation criteria"
+    return f"(quoted fence: {where} of the {name})"
+
+
+def _section_words(m: re.Match) -> str:
+    return f"(quoted fence: the user's {m.group(1).lower()})"
+
+
+def _fence_spans(text: str, phrase: re.Pattern, *, delimited_only: bool) -> list[tuple[int, int, re.Match]]:
+    """(start, end, match) of each marker phrase with the delimiters around it: opening marks and spaces before
+    it (`<|`, `**`, `### `, `［`), closing marks after it. With `delimited_only`, a phrase counts only with an
+    opening and a closing mark, or alone on its line (an optional colon after it). Linear: each walk stops at the
+    previous span's end or at the next phrase, which starts with a letter no walk takes."""
+    spans: list[tuple[int, int, re.Match]] = []
+    floor, n = 0, len(text)
+    for m in phrase.finditer(text):
+        s, e = m.start(), m.end()
+        if s < floor:
+            continue
+        left = s
+        while left > floor and (text[left - 1] in _OPENERS or text[left - 1] in " \t\\"):
+            left -= 1
+        while left < s and text[left] in " \t":
+            left += 1
+        right = e
+        while right < n and (text[right] in _CLOSERS or text[right] in " \t"):
+            right += 1
+        while right > e and text[right - 1] in " \t":
+            right -= 1
+        if delimited_only:
+            opened = any(c in _OPENERS for c in text[left:s])
+            closed = any(c in _CLOSERS for c in text[e:right])
+            if not (opened and closed):
+                line_end = _alone_on_line(text, s, e, floor)
+                if line_end is None:
+                    continue
+                left, right = s, line_end
+        spans.append((left, right, m))
+        floor = right
+    return spans
+
+
+def _alone_on_line(text: str, start: int, end: int, floor: int) -> int | None:
+    """Where the marker's line ends (after `[ \\t]*:?[ \\t]*`) if the phrase at start..end is alone on it."""
+    i = start
+    while i > floor and text[i - 1] in " \t":
+        i -= 1
+    if i > 0 and text[i - 1] != "\n":
+        return None
+    j, n = end, len(text)
+    while j < n and text[j] in " \t":
+        j += 1
+    if j < n and text[j] == ":":
+        j += 1
+    k = j
+    while k < n and text[k] in " \t":
+        k += 1
+    return j if k == n or text[k] == "\n" else None
+
+
+def _defuse_fences(text: str, phrase: re.Pattern, words, *, delimited_only: bool) -> str:
+    spans = _fence_spans(text, phrase, delimited_only=delimited_only)
+    if not spans:
+        return text
+    parts, last = [], 0
+    for start, end, m in spans:
+        parts += [text[last:start], words(m)]
+        last = end
+    parts.append(text[last:])
+    return "".join(parts)
 
 
 # Memoised (a pure function of its text): a judgment defuses the same texts again and again (compare_pair both orders'
@@ -132,18 +188,21 @@ DEFUSED_MEMO = 256  # texts remembered (the strings are shared with the caller's
 @lru_cache(maxsize=DEFUSED_MEMO)
 def neutralise(text: str) -> str:
     """Defuse verdict tokens and fence markers inside judged content so they cannot be read as the judge's own
-    verdict or as the prompt's own structure.
+    verdict or as the prompt's own structure. Linear in the length of `text`.
 
     `[[A>B]]` becomes `[A>B]` (still readable to the model, no longer the label grammar), `[[A]]` and `[A]`
     become `(A)`, and `Selection: Option 2` loses its colon. Chat-template tokens lose their bars (`<|im_end|>`
-    becomes `<im_end>`, also with look-alike bars). Every imitation of a template fence (see _ANSWER_FENCE and
-    _SECTION_FENCE: with bars, without, with full-width or box-drawing bars, bracketed, bold, or plain words; any
-    case and spacing) becomes `(quoted: "The End of Assistant B's Answer")`: the words stay readable, but marked
-    as text of the answer, so judged text cannot close its fence early. Applied to every piece of judged content
-    before it enters a prompt; applying it twice changes nothing more.
+    becomes `<im_end>`, also with look-alike bars). Every imitation of a template fence (with bars, without, with
+    full-width or box-drawing bars, bracketed, bold, or plain words; any case and spacing) is replaced, delimiters
+    and all, by a paraphrase that no longer holds the marker phrase: `<|The End of Assistant B's Answer|>` becomes
+    `(quoted fence: end of answer B)` and `[User Question]` becomes `(quoted fence: the user's question)`, so a
+    judge that finds the answers by their fence words finds only the template's own. "User question" in running
+    prose is left alone (only a marker in delimiters or alone on its line is replaced). Applied to every piece of
+    judged content before it enters a prompt; applying it twice changes nothing more.
     """
-    text = _ANSWER_FENCE.sub(_defuse_fence, text)
-    text = _SECTION_FENCE.sub(_defuse_fence, text)
+    text = _defuse_fences(text, _ANSWER_PHRASE, _answer_words, delimited_only=False)
+    text = _defuse_fences(text, _INPUT_PHRASE, _input_words, delimited_only=False)
+    text = _defuse_fences(text, _SECTION_PHRASE, _section_words, delimited_only=True)
     text = _PIPE_MARKER.sub(lambda m: f"<{m.group(1)}>", text)
     text = _VERDICT_TOKEN.sub(lambda m: "[" + m.group(0).strip("[]").strip() + "]", text)
     text = _SIDE_TOKEN.sub(lambda m: f"({m.group(1)})", text)

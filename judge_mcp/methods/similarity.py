@@ -52,16 +52,29 @@ def rouge_tokens(text: str) -> list[str]:
 
 
 def lcs_length(a: list[str], b: list[str]) -> int:
-    """Length of the longest common subsequence of two word lists (O(len(a)*len(b)) time, O(len(b)) memory)."""
+    """Length of the longest common subsequence of two word lists, exactly.
+
+    Bit-parallel (Hyyrö's formulation of Allison and Dix): the row of the LCS table is one integer whose bits mark
+    where it steps up, updated with a few whole-integer operations per word of `a` that occurs in `b`. That is
+    len(a) * len(b) / 30 machine operations instead of len(a) * len(b) Python steps: two 50,000-character texts
+    (about 10,000 words each) take milliseconds, not seconds.
+    """
     if not a or not b:
         return 0
-    previous = [0] * (len(b) + 1)
-    for x in a:
-        current = [0]
-        for j, y in enumerate(b, start=1):
-            current.append(previous[j - 1] + 1 if x == y else max(previous[j], current[j - 1]))
-        previous = current
-    return previous[-1]
+    if len(a) < len(b):
+        a, b = b, a  # the shorter list is the bit row
+    masks: dict[str, int] = {}
+    for j, word in enumerate(b):
+        masks[word] = masks.get(word, 0) | (1 << j)
+    full = (1 << len(b)) - 1
+    row = full
+    for word in a:
+        match = masks.get(word)
+        if match is None:
+            continue
+        u = row & match
+        row = ((row + u) | (row - u)) & full
+    return len(b) - row.bit_count()
 
 
 def rouge_l(prediction: str, reference: str) -> float:

@@ -1,14 +1,14 @@
-"""Streamable HTTP serving: the MCP app at /mcp behind a bearer-token check.
+"""Streamable HTTP serving: the MCP app at /mcp behind a bearer-token check and connection admission.
 
 With `JUDGE_MCP_HTTP_TOKEN` set, every request must carry `Authorization: Bearer <token>` (compared in constant
-time). Without a token the server only binds a loopback address.
+time, answered 401 as soon as the headers are in). Without a token the server only binds a loopback address.
+Connections are admitted by state and per peer address (transports/admission.py): unfinished and idle ones are
+bounded apart from working requests, and overload is a 503 with Retry-After.
 """
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
-import json
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
@@ -16,6 +16,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from judge_mcp.config import MIN_REMOTE_TOKEN_CHARS, ConfigError
 from judge_mcp.images import HTTP_BODY_BYTES
+from judge_mcp.transports.admission import HEADER_TIMEOUT_S, Admission, Gate, Limits, admitted_protocol, default_limits
 from judge_mcp.transports.probes import Ready, with_probes
 
 LOOPBACK_NAMES = {"localhost"}
@@ -28,42 +29,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-# RFC 6750 section 3: `invalid_token` tells a client its token is wrong (or missing), so it reports that instead of
-# starting an OAuth flow to discover how to authorise.
-CHALLENGE = b'Bearer realm="judge-mcp", error="invalid_token", error_description="missing or wrong bearer token"'
-
-
-class BearerAuth:
-    """Pure ASGI middleware: 401 unless the bearer token matches. Lifespan and non-HTTP scopes pass through."""
-
-    def __init__(self, app: Any, token: str):
-        self.app = app
-        self._token = token.encode("utf-8")
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        header = b""
-        for name, value in scope.get("headers", []):
-            if name.lower() == b"authorization":
-                header = value
-                break
-        scheme, _, presented = header.partition(b" ")
-        if scheme.lower() == b"bearer" and hmac.compare_digest(presented.strip(), self._token):
-            await self.app(scope, receive, send)
-            return
-        body = json.dumps({"error": "unauthorized: send 'Authorization: Bearer <JUDGE_MCP_HTTP_TOKEN>'"}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [(b"content-type", b"application/json"), (b"www-authenticate", CHALLENGE), (b"content-length", str(len(body)).encode())],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
 
 
 def rebinding_guard(host: str) -> TransportSecuritySettings:
@@ -85,7 +50,11 @@ def rebinding_guard(host: str) -> TransportSecuritySettings:
     )
 
 
-def http_app(server: MCPServer, *, host: str, token: str | None, stateless: bool = False, max_body: int = HTTP_BODY_BYTES) -> Any:
+def http_app(
+    server: MCPServer, *, host: str, token: str | None, admission: Admission | None = None, stateless: bool = False,
+    max_body: int = HTTP_BODY_BYTES,
+) -> Any:
+    """The MCP app at /mcp behind the admission gate (the token check, the bound on working requests)."""
     # Refusals are ConfigErrors: `judge-mcp serve` exits 2 with them, as with any other configuration error.
     if not token and not is_loopback(host):
         raise ConfigError(
@@ -99,47 +68,21 @@ def http_app(server: MCPServer, *, host: str, token: str | None, stateless: bool
         )
     # The request-body limit (MCP's default is 4 MiB) fits a call's images by default (JUDGE_MCP_HTTP_MAX_BODY_BYTES).
     if token:
-        return BearerAuth(
-            server.streamable_http_app(streamable_http_path="/mcp", host=host, stateless_http=stateless, max_request_body_size=max_body), token
+        app = server.streamable_http_app(streamable_http_path="/mcp", host=host, stateless_http=stateless, max_request_body_size=max_body)
+    else:
+        app = server.streamable_http_app(
+            streamable_http_path="/mcp", host=host, transport_security=rebinding_guard(host), stateless_http=stateless,
+            max_request_body_size=max_body,
         )
-    return server.streamable_http_app(
-        streamable_http_path="/mcp", host=host, transport_security=rebinding_guard(host), stateless_http=stateless,
-        max_request_body_size=max_body,
-    )
+    return Gate(app, admission or Admission(), token)
 
 
-HEADER_TIMEOUT_S = 10.0  # a connection must finish a request's headers within this (a slow-loris client is closed)
 KEEP_ALIVE_S = 5  # an idle kept-alive connection is closed after this (uvicorn's timeout_keep_alive)
-MAX_CONNECTIONS = 256  # connections and requests at once; past it new ones get 503 at once (uvicorn's limit_concurrency)
 
 
 def header_timeout_protocol(timeout_s: float = HEADER_TIMEOUT_S) -> type:
-    """uvicorn's h11 protocol, closing a connection that has no request in progress and began none in the last
-    `timeout_s`: a client that opens connections and never finishes its headers no longer holds them open (uvicorn
-    itself times out only the idle time after a response). A request in progress (a long tool call, an SSE stream)
-    is never cut."""
-    from uvicorn.protocols.http.h11_impl import H11Protocol
-
-    class HeaderTimeoutProtocol(H11Protocol):
-        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self._header_check = self.loop.call_later(timeout_s, self._check_progress, None)
-
-        def _check_progress(self, seen: Any) -> None:
-            if self.transport.is_closing():
-                return
-            cycle = self.cycle
-            busy = cycle is not None and not cycle.response_complete
-            if not busy and cycle is seen:  # no request began in a whole period: headers never finished
-                self.transport.close()
-                return
-            self._header_check = self.loop.call_later(timeout_s, self._check_progress, cycle)
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._header_check.cancel()
-            super().connection_lost(exc)
-
-    return HeaderTimeoutProtocol
+    """The h11 protocol with the header timeout alone (no admission bookkeeping): see admission.admitted_protocol."""
+    return admitted_protocol(None, timeout_s)
 
 
 def endpoint_url(host: str, port: int) -> str:
@@ -149,22 +92,25 @@ def endpoint_url(host: str, port: int) -> str:
 
 async def serve_http(
     server: MCPServer, *, host: str, port: int, token: str | None, stateless: bool = False, ready: Ready | None = None,
-    max_body: int = HTTP_BODY_BYTES,
+    limits: Limits | None = None, max_body: int = HTTP_BODY_BYTES,
 ) -> None:
     """Serve until stopped. `stateless`: no MCP sessions (replicas behind a load balancer; README "Replicas");
-    `ready`: the readiness check behind /readyz (transports/probes.py); `max_body`: the request-body limit in bytes."""
+    `ready`: the readiness check behind /readyz (transports/probes.py), answered before the admission gate (no token);
+    `limits`: the admission bounds (default: admission.default_limits); `max_body`: the request-body limit in bytes."""
     import sys
 
     import uvicorn
 
+    admission = Admission(limits or default_limits())
     config = uvicorn.Config(
-        with_probes(http_app(server, host=host, token=token, stateless=stateless, max_body=max_body), ready),
+        with_probes(http_app(server, host=host, token=token, admission=admission, stateless=stateless, max_body=max_body), ready),
         host=host,
         port=port,
         log_level="warning",
-        http=header_timeout_protocol(),
+        http=admitted_protocol(admission),
         timeout_keep_alive=KEEP_ALIVE_S,
-        limit_concurrency=MAX_CONNECTIONS,
+        limit_concurrency=None,  # admission bounds connections by state instead (uvicorn's counts them all alike)
+        backlog=admission.limits.pending_total,
     )
     userver = uvicorn.Server(config)
     # One line on stderr once the socket listens: where to connect and whether a token is needed.

@@ -1,14 +1,23 @@
 """stdio serving that answers every line: the SDK's stdio transport hands a line it cannot read (not JSON, a lone
 surrogate escape, nesting past the parser's limit) to the session as an exception, and the client gets no reply
 and waits forever. Here such a line gets a JSON-RPC error: invalid params (-32602) for the request when its id
-can be read, else a parse error (-32700) with a null id, as the HTTP transport answers."""
+can be read, else a parse error (-32700) with a null id, as the HTTP transport answers.
+
+JSON that is not a request gets JSON-RPC 2.0's Invalid Request (-32600) with a null id before the SDK sees it:
+`{}`, `[]`, `42`, a batch (MCP has none), and a request whose id is not a string or an integer (an object, `1.5`,
+`true`, `null`), which the SDK would otherwise read as a notification and never answer. A line with a method and
+no id is a notification: never answered, whatever else is wrong with it."""
 
 from __future__ import annotations
 
 import json
 import logging
 import re
-from typing import Any
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from io import TextIOWrapper
+from typing import Any, cast
 
 import anyio
 import mcp_types as types
@@ -79,10 +88,68 @@ def error_for(exc: Exception) -> types.JSONRPCError | None:
     return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
 
 
+def invalid_request(line: str) -> types.JSONRPCError | None:
+    """The Invalid Request reply to a line that is JSON but not a JSON-RPC request, notification or response, or
+    None (a good line, or one the SDK's reader answers through error_for)."""
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        return None  # not JSON: a parse error, answered through error_for
+    if isinstance(data, list):
+        why = "a batch (MCP has no batches)" if data else "an empty array"
+    elif not isinstance(data, dict):
+        why = f"a JSON {type(data).__name__ if data is not None else 'null'}, not a request object"
+    elif "method" in data and "id" not in data:
+        return None  # a notification: JSON-RPC never answers one
+    elif "id" in data and _valid_id(data["id"]) is None:
+        why = f"the id must be a string or an integer, got {json.dumps(data['id'])[:40]}"
+    elif "id" not in data:
+        why = "an object with neither a method nor an id"
+    else:
+        return None
+    return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=INVALID_REQUEST, message=f"Invalid Request: {why}"))
+
+
+class _ScreenedLines:
+    """stdin's lines for the SDK's reader, less those `invalid_request` answers (their replies go to `replies`)."""
+
+    def __init__(self, source: Any, replies: Any) -> None:
+        self.source, self.replies = source, replies
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        async for line in self.source:
+            reply = invalid_request(line) if line.strip() else None
+            if reply is None:
+                yield line
+            else:
+                await self.replies.send(reply)
+
+
+@asynccontextmanager
+async def _stdin_lines() -> AsyncIterator[Any]:
+    """The process's stdin as the SDK's stdio_server reads it: fd 0 claimed (pointed at the null device while
+    serving, so nothing else reads the wire) through the SDK's own helper when it has one."""
+    try:
+        from mcp.server.stdio import _claim_fd, _open_stdin_diversion, _UnownedTextWrapper
+    except ImportError:  # another SDK layout: read stdin in place
+        yield anyio.wrap_file(TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+        return
+    buffer, restore = _claim_fd(0, sys.stdin, "rb", _open_stdin_diversion)
+    try:
+        yield anyio.wrap_file(_UnownedTextWrapper(buffer, encoding="utf-8", errors="replace"))
+    finally:
+        if restore is not None:
+            restore()
+
+
 async def serve_stdio(server: MCPServer) -> None:
     """`server.run_stdio_async()`, with every unreadable line answered (see the module docstring)."""
     lowlevel = server._lowlevel_server  # as MCPServer.run_stdio_async does
-    async with stdio_server() as (read_stream, write_stream):
+    screened_send, screened_receive = anyio.create_memory_object_stream[types.JSONRPCError](16)
+    async with _stdin_lines() as stdin, stdio_server(stdin=cast(Any, _ScreenedLines(stdin, screened_send))) as (read_stream, write_stream):
         send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
 
         async def pump() -> None:
@@ -95,7 +162,13 @@ async def serve_stdio(server: MCPServer) -> None:
                     log.warning("answered an unreadable stdin line with JSON-RPC error %s", reply.error.code)
                     await write_stream.send(SessionMessage(reply))
 
+        async def answer_screened() -> None:
+            async for reply in screened_receive:
+                log.warning("answered a stdin line that is not a JSON-RPC request with error %s", reply.error.code)
+                await write_stream.send(SessionMessage(reply))
+
         async with anyio.create_task_group() as tg:
             tg.start_soon(pump)
+            tg.start_soon(answer_screened)
             await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())
             tg.cancel_scope.cancel()

@@ -244,7 +244,8 @@ async def test_an_empty_log_has_null_rates_and_bad_n_is_named(mcp_app) -> None:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         templates = [t.uri_template for t in (await client.list_resource_templates()).resource_templates]
     empty = {"verdicts": 0, "oldest_at": None, "newest_at": None, "skipped": 0, "groups": []}
-    assert report == {"last_n": 100, "all_time": empty, "last": empty}
+    health = {"pending": 0, "written_late": 0, "lost": 0, "last_error": None}  # the server's verdict-log writing
+    assert report == {"last_n": 100, "all_time": empty, "last": empty, "verdict_log": health}
     assert refused.is_error and "'last' must be a whole number from 1 to 1000000, got 0" in refused.content[0].text
     assert tools["judge_stats"].annotations.read_only_hint is True
     assert "judge://stats/last/{n}" in templates

@@ -258,8 +258,8 @@ async def test_fake_end_of_answer_markers_do_not_flip_a_single_order_verdict(mak
     result = await pairwise.compare_pair(judge, prompt="Capital of Australia?", response_a=GOOD, response_b=bad, swap=False)
     assert result.trials[0].parse_ok and result.winner == "A"
     shown = prompt_text(server.requests[0])
-    assert shown.lower().count("the end of assistant b") == 2  # the real fence, and the fake one quoted as text
-    assert '(quoted: "' in shown
+    assert shown.lower().count("the end of assistant b") == 1  # the real fence; the fake one is paraphrased
+    assert "(quoted fence: end of answer B)" in shown
 
 
 # ---- the answer budget (max_tokens) ------------------------------------------------------------------------------

@@ -264,7 +264,7 @@ async def test_grade_panel_votes_by_member_modes_and_pools_the_counts(panel_serv
     assert not result.is_error, result.content
     data = result.structured_content
     assert data["winner_index"] == 0 and data["tied_indices"] == []
-    assert [(m["winner_index"], m["tied_indices"], m["grade_score"]) for m in data["panel"]] == [(0, [], 1.0), (0, [], 1.0), (0, [0, 1, 2, 3], 0.0)]
+    assert [(m["winner_index"], m["tied_indices"], m["grade_score"]) for m in data["panel"]] == [(0, [], 1.0), (0, [], 1.0), (None, [0, 1, 2, 3], 0.0)]
     assert data["panel_votes"]["votes"] == {"0": 2} and data["panel_votes"]["abstained"] == 1
     assert data["option_counts"] == [9, 1, 1, 1] and data["position_counts"] == [6, 2, 2, 2]  # all 12 trials pooled
     assert data["parsed_trials"] == 12 and data["usage"]["calls"] == 12 and data["trials"] == []

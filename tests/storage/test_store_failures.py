@@ -15,6 +15,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from tests.helpers import until
 from judge_mcp.bench.scripted_judges import BAD, GOOD, UniversalJudge
 from judge_mcp.bench.servers import clean_env
 from judge_mcp.calls.cache import CacheRow, CacheTable
@@ -106,7 +107,9 @@ def test_a_full_disk_never_leaves_a_half_written_lwe_version(tmp_path: Path) -> 
         store.close()
 
 
-def test_tool_call_on_a_full_disk_is_a_clear_tool_error_and_the_server_recovers(mcp_app) -> None:
+def test_tool_call_on_a_full_disk_answers_names_the_reason_and_its_row_follows_once_there_is_room(mcp_app) -> None:
+    """The verdict is worth more than its log row (judge_mcp/verdict_writes.py): the answer goes out with a warning
+    naming the write's failure, and the row, retried in the background, is written whole once space is back."""
     server, backend = mcp_app(UniversalJudge())
     store = server.app.store
     args = {"prompt": "What is the capital of Australia? " + BIG, "response_a": GOOD, "response_b": BAD}
@@ -114,19 +117,20 @@ def test_tool_call_on_a_full_disk_is_a_clear_tool_error_and_the_server_recovers(
     async def main() -> None:
         async with Client(server) as client:
             fill_up(store)
-            failed = await client.call_tool("compare_pair", args)
-            assert failed.is_error
-            text = failed.content[0].text
-            assert "could not write the database" in text and "database or disk is full" in text
-            assert "internal error" not in text
+            answered = await client.call_tool("compare_pair", args)
+            assert not answered.is_error and answered.structured_content["winner"] == "A"
+            warning = " ".join(answered.structured_content["warnings"])
+            assert "not written yet" in warning and "could not write the database" in warning and "database or disk is full" in warning
             assert VerdictLog(store).recent() == []
             free_up(store)
+            await until(lambda: len(VerdictLog(store).recent()) == 1, timeout_s=30)
             ok = await client.call_tool("compare_pair", args)
-            assert not ok.is_error and ok.structured_content["winner"] == "A"
+            assert not ok.is_error and ok.structured_content["winner"] == "A" and ok.structured_content["warnings"] == []
 
     anyio.run(main)
-    assert len(VerdictLog(store).recent()) == 1 and integrity_ok(store)
-    assert len(backend.requests) >= 2  # the failed call did reach the model: it was the write that failed
+    assert len(VerdictLog(store).recent()) == 2 and integrity_ok(store)  # the late row, and the second call's (a cache hit)
+    assert len(store.query("SELECT key FROM call_cache")) == 2  # the late row came with its two cache rows, whole
+    assert server.app.verdict_writes.health().written_late == 1
 
 
 def test_cache_hits_are_pure_reads_and_answer_when_every_write_fails(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from judge_mcp.config import ConfigError, load_settings
 from judge_mcp.storage.health import readiness
 from judge_mcp.storage.migrations import MIGRATIONS
 from judge_mcp.storage.sqlite import Store
-from judge_mcp.transports.http import BearerAuth
+from judge_mcp.transports.admission import Admission, Gate
 from judge_mcp.transports.probes import with_probes
 
 
@@ -35,7 +35,7 @@ async def _get(app, path: str, method: str = "GET") -> httpx.Response:
 
 async def test_probes_answer_before_the_token_check_and_nothing_else(tmp_path: Path) -> None:
     store = Store(tmp_path / "judge.db")
-    app = with_probes(BearerAuth(_inner, "a-token-of-sixteen-chars"), partial(readiness, store))
+    app = with_probes(Gate(_inner, Admission(), "a-token-of-sixteen-chars"), partial(readiness, store))
     live, ready = await _get(app, "/healthz"), await _get(app, "/readyz")
     assert (live.status_code, live.json()) == (200, {"status": "ok"})
     assert (ready.status_code, ready.json()) == (200, {"status": "ready"})

@@ -25,6 +25,7 @@ from judge_mcp.args import LweJudgeArgs
 from judge_mcp.backends.base import Message, user
 from judge_mcp.calls.fanout import run_each
 from judge_mcp.calls.judge import Judge
+from judge_mcp.methods import text_work
 from judge_mcp.methods.ask import ask
 from judge_mcp.methods import user_inputs
 from judge_mcp.methods.lwe import text as lwe_text
@@ -56,7 +57,10 @@ async def _vanilla_order(
 ) -> str | None:
     structured = judge.structured
     request = user(
-        lwe_text.vanilla_prompt(prompt, first, second, structured, criteria=criteria, reference=reference),
+        await text_work.run(
+            lwe_text.vanilla_prompt, prompt, first, second, structured, criteria=criteria, reference=reference,
+            size=text_work.chars(prompt, first, second, criteria, reference),
+        ),
         images=images,
         max_tokens=MAX_TOKENS["vanilla"],
         json_schema=lwe_text.verdict_schema() if structured else None,
@@ -251,6 +255,9 @@ async def lwe_judge(judge: Judge, args: LweJudgeArgs | None = None, /, *, learn:
         unparsed = [order for order, side in (("AB", vanilla.ab), ("BA", vanilla.ba)) if side is None]
         if unparsed:
             case.warnings.append(f"the vanilla judgment stayed unparsed in order {' and '.join(unparsed)}: treated as inconsistent")
+        else:
+            case.warnings.append(f"the vanilla verdicts disagreed between the orders (AB: {vanilla.ab}, BA: {vanilla.ba}): the "
+                                 "winner is the meta-prompt path's judgment in one order, which position bias may decide")
         await case.progress(case.base, f"inconsistent vanilla verdicts (AB: {vanilla.ab}, BA: {vanilla.ba}): meta-prompt path")
     meta = await _judge_with_meta_prompt(case, learn)
     if not learn:
@@ -272,6 +279,7 @@ def _vanilla_result(judge: Judge, session: str, state: dict[str, Any], vanilla: 
         winner=vanilla.ab,
         path="vanilla_consistent",
         vanilla=vanilla,
+        orders_disagreed=False,
         eval_prompt=None,
         feedback=None,
         meta_prompt_version=state["current_version"],
@@ -285,6 +293,11 @@ def _vanilla_result(judge: Judge, session: str, state: dict[str, Any], vanilla: 
     )
 
 
+def _disagreed(vanilla: VanillaPair | None) -> bool | None:
+    """Both vanilla orders parsed and named different answers; None when not run or an order was unparsed."""
+    return None if vanilla is None or vanilla.ab is None or vanilla.ba is None else vanilla.ab != vanilla.ba
+
+
 def _meta_path_result(
     case: _Case, state: dict[str, Any], meta: _MetaJudgment, *, feedback: str | None = None,
     feedback_parse_ok: bool | None = None, versions: list[int] | None = None, condensed: bool = False,
@@ -295,6 +308,7 @@ def _meta_path_result(
         winner=meta.winner,
         path="meta_prompt",
         vanilla=case.vanilla,
+        orders_disagreed=_disagreed(case.vanilla),
         eval_prompt=meta.eval_prompt,
         judgment=meta.judgment,
         parse_ok=meta.winner is not None,

@@ -216,8 +216,9 @@ def parse_feedback(text: str) -> str | None:
     return "\n".join(lines)
 
 
+# Marks and spaces stay on the marker's line ([ \t], not \s): a run of blank lines is not re-read from each line start.
 _MARKER_LINE = re.compile(
-    r"^\s*\[\[\[\s*(optimized meta prompt|the (start|end) of (the )?current meta prompt)\s*\]\]\]\s*$", re.I | re.M
+    r"^[ \t]*+\[\[\[\s*+(optimized meta prompt|the (start|end) of (the )?current meta prompt)\s*+\]\]\][ \t]*+$", re.I | re.M
 )
 _WHOLE_FENCE = re.compile(r"^```[a-z]*\s*\n(.*?)\n?```$", re.S | re.I)
 

@@ -1,0 +1,171 @@
+"""The top-level JSON objects of a text, found in time linear in its length.
+
+Trying `json.JSONDecoder.raw_decode` at every `{` is quadratic on hostile text: every failed attempt builds an
+error that counts the newlines before it (a run of 50,000 `{` took 1.2 s), and an object that opens early and
+fails late is re-read from each `{` nested in it. Here one validating pass per start does the reading instead:
+
+- the pass follows Python's JSON grammar exactly (strings with their escapes, `strict` control characters,
+  numbers, `true`/`false`/`null`, `NaN`/`Infinity`/`-Infinity`, the digit limit of integers), tokenised with
+  regular expressions that cannot backtrack;
+- every `{` it meets where a value may start is an object start whose fate it decides on the way (closed at
+  some offset, or failing where the pass fails), remembered so that no later start re-reads it;
+- `raw_decode` runs only on a start the pass found complete, so it never fails on grammar and never re-reads.
+
+A start inside one pass's string is read by a pass of its own; such passes cannot pile up on the same stretch of
+text, since two passes that agree on being outside a string at one offset read alike from there on.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+MAX_DEPTH = 200  # objects and arrays nested deeper than this are not an answer (Python's own parser stops near 1,000)
+
+_WS = re.compile(r"[ \t\n\r]*+")
+_STRING = {
+    True: re.compile(r'"(?:[^"\\\x00-\x1f]++|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*+"'),
+    False: re.compile(r'"(?:[^"\\]++|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*+"'),
+}
+_NUMBER = re.compile(r"-?+(?:0|[1-9][0-9]*+)(\.[0-9]++)?+([eE][-+]?+[0-9]++)?+")
+_LITERALS = ("true", "false", "null", "NaN", "Infinity", "-Infinity")
+_FAILED = -1
+# An object closes at once or opens with a key string and a colon; any other `{` fails without a pass of its own.
+# (The key's string is read loosely here, escapes unchecked: a superset of both grammars, the pass checks.)
+_START = re.compile(r'\{(?=[ \t\n\r]*+(?:\}|"(?:[^"\\]++|\\.)*+"[ \t\n\r]*+:))', re.S)
+
+
+class TooDeep(Exception):
+    """The text nests containers deeper than MAX_DEPTH."""
+
+
+def _number_end(text: str, pos: int) -> int | None:
+    m = _NUMBER.match(text, pos)
+    if m is None:
+        return None
+    limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
+    if limit and m.group(1) is None and m.group(2) is None and m.end() - pos - (text[pos] == "-") > limit:
+        return None  # Python refuses to read an integer that long
+    return m.end()
+
+
+def _scalar_end(text: str, pos: int, strict: bool) -> int | None:
+    """End of the string, number or literal starting at `pos`, or None."""
+    c = text[pos]
+    if c == '"':
+        m = _STRING[strict].match(text, pos)
+        return m.end() if m else None
+    if c == "-" or "0" <= c <= "9":
+        end = _number_end(text, pos)
+        if end is not None:
+            return end
+    for word in _LITERALS:
+        if text.startswith(word, pos):
+            return pos + len(word)
+    return None
+
+
+Step = tuple[int, str] | None  # (where reading goes on, in which state), or None: the reading fails here
+
+
+class _Pass:
+    """One validating pass from one `{` (see the module doc): a pushdown reader of Python's JSON grammar whose
+    states are the method names in STATES; each step reads the token at `pos` (first character `c`)."""
+
+    STATES = ("value", "value_or_close", "key", "key_or_close", "colon", "after")
+
+    def __init__(self, text: str, strict: bool, fate: dict[int, int]) -> None:
+        self.text, self.strict, self.fate = text, strict, fate
+        self.stack: list[tuple[str, int]] = []
+
+    def run(self, start: int) -> None:
+        """Read the object at `start`; record in `fate` the end of every object start it closes (this one included)
+        or _FAILED for every one still open where the reading fails."""
+        text, n = self.text, len(self.text)
+        self.stack = [("{", start)]
+        pos, state = start + 1, "key_or_close"
+        while state != "done":
+            m = _WS.match(text, pos)
+            pos = m.end() if m else pos
+            step = getattr(self, state)(pos, text[pos]) if pos < n else None
+            if step is None:
+                for kind, at in self.stack:
+                    if kind == "{":
+                        self.fate[at] = _FAILED
+                return
+            pos, state = step
+
+    def _open(self, kind: str, pos: int) -> Step:
+        if len(self.stack) >= MAX_DEPTH:
+            raise TooDeep
+        self.stack.append((kind, pos))
+        return pos + 1, ("key_or_close" if kind == "{" else "value_or_close")
+
+    def _close(self, pos: int) -> Step:
+        kind, at = self.stack.pop()
+        if kind == "{":
+            self.fate[at] = pos + 1
+        return pos + 1, ("after" if self.stack else "done")
+
+    def value(self, pos: int, c: str) -> Step:
+        if c == "{":
+            known = self.fate.get(pos)  # an object another pass has read: the same tokens, the same fate
+            if known is None:
+                return self._open("{", pos)
+            return None if known == _FAILED else (known, "after")
+        if c == "[":
+            return self._open("[", pos)
+        end = _scalar_end(self.text, pos, self.strict)
+        return None if end is None else (end, "after")
+
+    def value_or_close(self, pos: int, c: str) -> Step:
+        return self._close(pos) if c == "]" else self.value(pos, c)
+
+    def key(self, pos: int, c: str) -> Step:
+        m = _STRING[self.strict].match(self.text, pos) if c == '"' else None
+        return None if m is None else (m.end(), "colon")
+
+    def key_or_close(self, pos: int, c: str) -> Step:
+        return self._close(pos) if c == "}" else self.key(pos, c)
+
+    def colon(self, pos: int, c: str) -> Step:
+        return (pos + 1, "value") if c == ":" else None
+
+    def after(self, pos: int, c: str) -> Step:
+        """After a value inside a container: a comma, or the container's own closing bracket."""
+        top = self.stack[-1][0]
+        if c == ",":
+            return pos + 1, ("key" if top == "{" else "value")
+        return self._close(pos) if c == ("}" if top == "{" else "]") else None
+
+
+def top_level_objects(text: str, *, strict: bool = True) -> Iterator[dict[str, Any]]:
+    """Each top-level JSON object in `text`, left to right: the first complete object from each `{`, the scan
+    resuming after it (so objects nested in another, or in its strings, are part of it). Stops at nesting deeper
+    than MAX_DEPTH: no answer starts there or inside it."""
+    decoder = json.JSONDecoder(strict=strict)
+    fate: dict[int, int] = {}
+    m = _START.search(text)
+    while m is not None:
+        i = m.start()
+        if i not in fate:
+            try:
+                _Pass(text, strict, fate).run(i)
+            except TooDeep:
+                return
+        end = fate[i]
+        if end == _FAILED:
+            m = _START.search(text, i + 1)
+            continue
+        try:
+            value, end = decoder.raw_decode(text, i)
+        except RecursionError:
+            return
+        except ValueError:  # not expected after the scan; read as "no object here"
+            m = _START.search(text, i + 1)
+            continue
+        yield value
+        m = _START.search(text, end)

@@ -1,0 +1,85 @@
+"""Every function that reads caller or model text runs in linear time: on runs of each special character (and on
+each grammar's opening words followed by such a run) at the input limit, it takes no more than a generous multiple
+of its time on plain prose of the same length, measured side by side in this run (tests/text_attacks.py says how).
+Quadratic work at 50,000 characters is thousands of times the baseline, so the bound fails on that and not on a
+slow or busy machine. bench/text_linear.py prints the same ratios."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.text_attacks import FUNCTIONS, hostile_texts, prose_s, python_pass_s, worst_ratio
+
+MAX_RATIO = 150  # linear functions measure up to ~50 on the 2-core machine; the old quadratic ones 600 to 60,000
+MAX_PROSE_PASSES = 400  # prose: up to ~50 plain passes (rapidfuzz's token_sort); the old rouge_l ~7,000
+TEXTS = hostile_texts()
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_no_hostile_text_costs_more_than_a_multiple_of_prose(name: str) -> None:
+    ratio, text, worst_s, base_s = worst_ratio(FUNCTIONS[name], texts=TEXTS)
+    assert ratio < MAX_RATIO, f"{name}: {text} took {worst_s * 1000:.1f} ms, {ratio:.0f}x its prose baseline ({base_s * 1000:.2f} ms)"
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_prose_at_the_input_limit_costs_a_bounded_number_of_plain_passes(name: str) -> None:
+    passes = prose_s(FUNCTIONS[name]) / python_pass_s()
+    assert passes < MAX_PROSE_PASSES, f"{name}: prose took {passes:.0f} plain Python passes over the same text"
+
+
+# ---- the rewritten readers answer as the quadratic ones did ----------------------------------------------------------
+import json  # noqa: E402
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from judge_mcp.methods import flip, similarity  # noqa: E402
+from judge_mcp.methods.json_scan import top_level_objects  # noqa: E402
+
+_PIECES = ['{', '}', '[', ']', '"', ':', ',', ' ', '\n', '\\', 'a', '1', '0', '-', '.', 'e', 'true', 'null', 'NaN', '-Infinity',
+           '\\u00e9', '\\"', '\x01', '{"a":', '"b"', '{"verdict": "A"}', '{"x": [1, {"y": null}]}', 'prose ']
+
+
+def _decode_at_every_brace(text: str, strict: bool) -> list:
+    """The reference: raw_decode tried at every `{` (quadratic on hostile text, exact on any)."""
+    decoder, found, i = json.JSONDecoder(strict=strict), [], text.find("{")
+    while i != -1:
+        try:
+            value, end = decoder.raw_decode(text, i)
+        except ValueError:
+            i = text.find("{", i + 1)
+            continue
+        found.append(value)
+        i = text.find("{", end)
+    return found
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=30), st.booleans())
+def test_the_linear_json_scan_finds_the_objects_raw_decode_finds(pieces: list[str], strict: bool) -> None:
+    text = "".join(pieces)
+    assert json.dumps(list(top_level_objects(text, strict=strict))) == json.dumps(_decode_at_every_brace(text, strict))
+
+
+def _lcs_table(a: list[str], b: list[str]) -> int:
+    row = [0] * (len(b) + 1)
+    for x in a:
+        new = [0]
+        for j, y in enumerate(b, start=1):
+            new.append(row[j - 1] + 1 if x == y else max(row[j], new[j - 1]))
+        row = new
+    return row[-1]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from("abcde"), max_size=40), st.lists(st.sampled_from("abcde"), max_size=40))
+def test_the_bit_parallel_lcs_is_exact(a: list[str], b: list[str]) -> None:
+    assert similarity.lcs_length(a, b) == _lcs_table(a, b)
+
+
+def test_an_echo_of_a_long_instruction_is_found_at_either_end() -> None:
+    instruction = " ".join(f"step {i}: do the thing number {i} carefully." for i in range(150))  # ~6,000 characters
+    assert len(instruction) > 4 * flip.ECHO_MAX_CHARS
+    assert flip.detect_echo(instruction, instruction + " Here is my answer.").echoes
+    assert flip.detect_echo(instruction, "Here is my answer. " + instruction).echoes
+    assert not flip.detect_echo(instruction, "Here is my answer, which repeats nothing of the task at all.").echoes
