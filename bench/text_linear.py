@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from tests.text_attacks import FUNCTIONS, SIZE, hostile_texts, python_pass_s, worst_ratio
+from judge_mcp.bench.text_attacks import FUNCTIONS, SIZE, hostile_texts, python_pass_s, worst_ratio
 
 
 def main() -> None:

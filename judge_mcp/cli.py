@@ -90,7 +90,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_sessions(args: argparse.Namespace) -> int:
     from judge_mcp.config import load_settings
     from judge_mcp.methods import lwe
-    from judge_mcp.args import InputError
+    from judge_mcp.arg_types import InputError
     from judge_mcp.storage import open_store
     from judge_mcp.storage.migrations import MIGRATIONS
 

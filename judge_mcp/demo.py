@@ -52,10 +52,16 @@ STEPS: tuple[Step, ...] = (
         "many words that guess shares with the real instruction (F1). No judge prompt, so no position to favour.",
         {
             "instruction": "Write a haiku about the sea.",
-            "responses": ["Waves fold into foam, / salt wind carries gull voices, / the tide breathes and goes.", "Open Settings, then Account, to reset your password."],
+            "responses": [
+                "Waves fold into foam, / salt wind carries gull voices, / the tide breathes and goes.",
+                "Open Settings, then Account, to reset your password.",
+            ],
         },
-        (("instruction", "Write a haiku about the sea."), ("response 0", "Waves fold into foam, / salt wind carries gull voices, / the tide breathes and goes."),
-         ("response 1", "Open Settings, then Account, to reset your password.")),
+        (
+            ("instruction", "Write a haiku about the sea."),
+            ("response 0", "Waves fold into foam, / salt wind carries gull voices, / the tide breathes and goes."),
+            ("response 1", "Open Settings, then Account, to reset your password."),
+        ),
     ),
     Step(
         "grade_score_options",
@@ -69,12 +75,33 @@ STEPS: tuple[Step, ...] = (
         "Learning While Evaluating: a plain judgment in both orders; only when the two disagree, the session's "
         "meta-prompt writes a prompt for this case, the model judges with it and critiques itself, and that feedback "
         "is stored to refine the meta-prompt every 4 such cases.",
-        {"prompt": "Is 17 a prime number?", "response_a": "Yes: its only divisors are 1 and 17.", "response_b": "No, 17 = 3 x 6.", "session": "demo"},
-        (("question", "Is 17 a prime number?"), ("answer A", "Yes: its only divisors are 1 and 17."), ("answer B", "No, 17 = 3 x 6.")),
+        {
+            "prompt": "Is 17 a prime number?",
+            "response_a": "Yes: its only divisors are 1 and 17.",
+            "response_b": "No, 17 = 3 x 6.",
+            "session": "demo",
+        },
+        (
+            ("question", "Is 17 a prime number?"),
+            ("answer A", "Yes: its only divisors are 1 and 17."),
+            ("answer B", "No, 17 = 3 x 6."),
+        ),
     ),
-    Step("lwe_session_show", "read an LWE session: its meta-prompt versions and the feedback waiting (read-only).", {"session": "demo"}),
-    Step("lwe_session", "manage an LWE session: show, reset, or roll back to a version (the demo only shows).", {"session": "demo", "action": "show"}),
-    Step("judge_stats", "bias telemetry from the verdict log: how often each judge names the first-shown answer, disagrees with itself or is unreadable.", {"last": 100}),
+    Step(
+        "lwe_session_show",
+        "read an LWE session: its meta-prompt versions and the feedback waiting (read-only).",
+        {"session": "demo"},
+    ),
+    Step(
+        "lwe_session",
+        "manage an LWE session: show, reset, or roll back to a version (the demo only shows).",
+        {"session": "demo", "action": "show"},
+    ),
+    Step(
+        "judge_stats",
+        "bias telemetry from the verdict log: how often each judge names the first-shown answer, disagrees with itself or is unreadable.",
+        {"last": 100},
+    ),
 )
 
 
@@ -179,8 +206,10 @@ async def run_demo() -> int:
     local = settings.default_backend.kind == "local"
     env, cap_note = server_environment(settings.default_backend.kind)
     params = StdioServerParameters(command=sys.executable, args=["-m", "judge_mcp", "serve"], env=env)
-    say(f"judge-mcp demo: starts `judge-mcp serve`, connects the MCP client to it over stdio and calls each of its "
-        f"tools once. The judge is {describe_backend(settings)}.")
+    say(
+        f"judge-mcp demo: starts `judge-mcp serve`, connects the MCP client to it over stdio and calls each of its "
+        f"tools once. The judge is {describe_backend(settings)}."
+    )
     if cap_note:
         say(cap_note)
     started = time.monotonic()
@@ -197,10 +226,11 @@ async def run_demo() -> int:
     for name in missing:
         say(f"not demonstrated: {name} (the demo does not know this tool)")
     calls = len(STEPS) + len(missing)
-    say(f"{calls - failures} of {calls} tool calls succeeded in {time.monotonic() - started:.0f} s (database: {settings.db_path}).")
+    say(
+        f"{calls - failures} of {calls} tool calls succeeded in {time.monotonic() - started:.0f} s (database: {settings.db_path})."
+    )
     if local:
         say("To see real verdicts, point it at a real model, e.g. a local Ollama server:")
         print(f"  {REAL_MODEL_LINE}", flush=True)
         say("(or JUDGE_MCP_BACKEND=openai with OPENAI_API_KEY, or anthropic with ANTHROPIC_API_KEY; README, Configuration)")
     return 0 if failures == 0 else 1
-

@@ -15,24 +15,13 @@ import binascii
 from pathlib import Path
 from typing import Any
 
+from judge_mcp.images import sniff
+
 MEDIA_TYPES = ("image/png", "image/jpeg", "image/webp", "image/gif")
 
 
 class ImageError(ValueError):
     """An image reference that cannot be used; the message says which and why."""
-
-
-def sniff(head: bytes) -> str | None:
-    """The media type the first bytes of an image show, or None when they are none of PNG, JPEG, WebP, GIF."""
-    if head.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "image/png"
-    if head.startswith(b"\xff\xd8\xff"):
-        return "image/jpeg"
-    if head.startswith((b"GIF87a", b"GIF89a")):
-        return "image/gif"
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return "image/webp"
-    return None
 
 
 def _data_uri_parts(ref: str) -> tuple[str, str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.text_attacks import FUNCTIONS, hostile_texts, prose_s, python_pass_s, worst_ratio
+from judge_mcp.bench.text_attacks import FUNCTIONS, hostile_texts, prose_s, python_pass_s, worst_ratio
 
 MAX_RATIO = 150  # linear functions measure up to ~50 on the 2-core machine; the old quadratic ones 600 to 60,000
 MAX_PROSE_PASSES = 400  # prose: up to ~50 plain passes (rapidfuzz's token_sort); the old rouge_l ~7,000

@@ -18,7 +18,8 @@ from mcp import Client
 from judge_mcp import verdict_writes
 from judge_mcp.server import build_server
 from judge_mcp.storage.sqlite import Store, StoreError
-from tests.helpers import ROOT, app_env, clean_env, free_port, make_app, until
+from judge_mcp.bench.servers import clean_env, free_port
+from tests.helpers import ROOT, app_env, make_app, until
 from judge_mcp.bench.scripted_judges import PAIR, UniversalJudge
 
 

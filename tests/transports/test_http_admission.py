@@ -16,7 +16,8 @@ import pytest
 import uvicorn
 
 from judge_mcp.transports.admission import Admission, Gate, Limits, admitted_protocol
-from tests.helpers import ACCEPT, INIT, HttpServer, free_port, server_env, token_client
+from judge_mcp.bench.servers import HttpServer, free_port, server_env
+from tests.helpers import ACCEPT, INIT, token_client
 from judge_mcp.bench.scripted_judges import PAIR, UniversalJudge
 
 TOKEN = "admission-token-0123456789abcdef"

@@ -20,7 +20,8 @@ import pytest
 
 from judge_mcp.config import ConfigError, load_settings
 from judge_mcp.redaction import REDACTED, redact
-from tests.helpers import ROOT, HttpServer, as_reply, clean_env, free_port, server_env, token_client
+from judge_mcp.bench.servers import HttpServer, clean_env, free_port, server_env
+from tests.helpers import ROOT, as_reply, token_client
 from judge_mcp.bench.scripted_judges import PAIR, UniversalJudge
 from judge_mcp.bench.scripted import Reply
 

@@ -9,7 +9,8 @@ import subprocess
 import sys
 import threading
 
-from tests.helpers import INIT, ROOT, server_env
+from judge_mcp.bench.servers import server_env
+from tests.helpers import INIT, ROOT
 
 BAD_LINES = [
     "{}",

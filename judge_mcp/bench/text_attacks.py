@@ -1,5 +1,5 @@
 """Hostile texts for every function that reads caller or model text, and the side-by-side timing that tells linear
-from quadratic (used by tests/methods/test_linear_text.py and bench/text_linear.py).
+from quadratic (used by tests/methods/test_linear_text.py and bench/text_linear.py; judge_mcp/bench/text_attacks.py).
 
 A function is timed on runs of every character its grammars treat specially, and on each grammar's opening words
 followed by such a run (where a backtracking pattern would re-read the run from every start), all at the input
@@ -22,7 +22,7 @@ from judge_mcp.bench import arena_hard, pointwise
 from judge_mcp.methods import flip, grade_score, label_probs, pairwise, parsing, similarity
 from judge_mcp.methods.lwe import text as lwe_text
 from judge_mcp.transports import stdio
-from judge_mcp.args import MAX_TEXT_CHARS
+from judge_mcp.arg_types import MAX_TEXT_CHARS
 
 SIZE = MAX_TEXT_CHARS
 
