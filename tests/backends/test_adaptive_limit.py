@@ -12,7 +12,7 @@ from judge_mcp.backends.base import user
 from judge_mcp.backends.limiter import AdaptiveLimit
 from judge_mcp.bench.scripted import Reply, ScriptedServer
 from judge_mcp.config import DEFAULT_CONCURRENCY
-from tests.helpers import gather, http_backend
+from tests.helpers import Rendezvous, gather, http_backend
 
 
 class Capacity:
@@ -47,16 +47,20 @@ def failures(results: list) -> list:
 
 
 async def test_a_burst_goes_out_at_once_at_the_remote_default():
-    """200 requests (a burst of 100 compare_pair calls) all in flight together against a backend that takes them."""
-    with Capacity(10_000, 0.3) as scripted:
-        backend = http_backend(scripted.server, concurrency=DEFAULT_CONCURRENCY["openai"], max_retries=0)
-        try:
-            results = await burst(backend, 200)
-        finally:
-            await backend.aclose()
+    """200 requests (a burst of 100 compare_pair calls) all in flight together against a backend that takes them:
+    the server holds each request until all 200 are inside at once (a barrier, so a slow machine cannot pass or fail
+    it by timing)."""
+    meet = Rendezvous(200, lambda payload: "ok", timeout_s=60.0)
+    server = ScriptedServer(meet).start()
+    backend = http_backend(server, concurrency=DEFAULT_CONCURRENCY["openai"], max_retries=0)
+    try:
+        results = await burst(backend, 200)
+    finally:
+        await backend.aclose()
+        server.stop()
     assert failures(results) == []
-    assert scripted.server.max_in_flight == 200
-    assert scripted.refused == 0 and backend.limit.limit == DEFAULT_CONCURRENCY["openai"]
+    assert meet.met == 200 and meet.broken == 0 and server.max_in_flight == 200
+    assert backend.limit.limit == DEFAULT_CONCURRENCY["openai"]
 
 
 async def test_a_backend_that_takes_16_settles_the_limit_near_16_and_no_call_fails():
