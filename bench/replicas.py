@@ -26,6 +26,8 @@ import time
 import uuid
 from pathlib import Path
 
+from judge_mcp.bench.scripted import read_request
+
 from judge_mcp.bench.postgres_server import PostgresServer
 from judge_mcp.bench.replicas import Replicas
 from judge_mcp.bench.servers import HttpServer, server_env
@@ -43,18 +45,13 @@ async def serve_counting(delay_s: float) -> None:
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = 0
-                for line in head.split(b"\r\n")[1:]:
-                    name, _, value = line.partition(b":")
-                    if name.strip().lower() == b"content-length":
-                        length = int(value)
-                raw = await reader.readexactly(length) if length else b""
+                head, raw = await read_request(reader)
                 if head.startswith(b"GET /stats"):
                     body = json.dumps({"requests": sum(seen.values()), "unique": len(seen)}).encode()
                 else:
                     payload = json.loads(raw or b"{}")
-                    seen[hashlib.sha256(raw).hexdigest()] = seen.get(hashlib.sha256(raw).hexdigest(), 0) + 1
+                    digest = hashlib.sha256(raw).hexdigest()
+                    seen[digest] = seen.get(digest, 0) + 1
                     if delay_s:
                         await asyncio.sleep(delay_s)
                     body = json.dumps({

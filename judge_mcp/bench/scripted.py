@@ -210,6 +210,17 @@ class ScriptedAnthropicServer(ScriptedServer):
 
 
 # ---- a server in a process of its own (benchmarks) ----------------------------------------------------------------------
+async def read_request(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
+    """(head, body) of the next HTTP/1.1 request on `reader` (the body read by its content-length)."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    return head, await reader.readexactly(length) if length else b""
+
+
 async def serve_fixed(answer: str, delay_s: float, ready: Callable[[str], None]) -> None:
     """The standalone server benchmarks run in a process of their own: every request gets `answer` after `delay_s`.
     One asyncio loop instead of a thread per connection, so at 64 connections the test server spends ~0.1 ms of CPU
@@ -219,13 +230,8 @@ async def serve_fixed(answer: str, delay_s: float, ready: Callable[[str], None])
         writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
             while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = 0
-                for line in head.split(b"\r\n")[1:]:
-                    name, _, value = line.partition(b":")
-                    if name.strip().lower() == b"content-length":
-                        length = int(value)
-                payload = json.loads(await reader.readexactly(length) or b"{}")
+                _, raw = await read_request(reader)
+                payload = json.loads(raw or b"{}")
                 if delay_s:
                     await asyncio.sleep(delay_s)
                 body = json.dumps(chat_body(answer, payload.get("model", "scripted"))).encode()
