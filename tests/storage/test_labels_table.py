@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from judge_mcp import agreement, stats
+from judge_mcp import agreement, stats, stats_text
 from judge_mcp.storage import retention
 from judge_mcp.storage.engine import StoreError
 from judge_mcp.storage.labels import LabelTable
@@ -41,6 +41,8 @@ def test_labels_are_kept_for_logged_verdicts_replaced_and_read_with_them(store) 
     group = report.all_time.groups[0].agreement
     assert group.labelled == 2 and group.accuracy.count == 1 and group.calibration.of == 1 and group.calibration.n == 1
     assert report.last.groups[0].agreement.labelled == 1  # only ids[3] is among the newest two
+    text = stats_text.render_stats(report)  # `judge-mcp stats`: a table of its own, only with labels
+    assert "agreement with human labels" in text and "0.50 (1/2)" in text.split("agreement with human labels")[1]
 
 
 @on_both_engines
@@ -112,3 +114,14 @@ def test_verdicts_logged_before_the_ids_keep_their_rows_without_one(tmp_path) ->
         assert after.query("SELECT COUNT(*) AS n FROM labels")[0]["n"] == 0
     finally:
         after.close()
+
+
+def test_the_stats_text_shows_no_agreement_table_without_labels(tmp_path) -> None:
+    from judge_mcp.storage.sqlite import Store
+
+    store = Store(tmp_path / "judge.db")
+    try:
+        _verdict(store, 1, "A")
+        assert "agreement with human labels" not in stats_text.render_stats(stats.from_store(store))
+    finally:
+        store.close()
