@@ -169,3 +169,17 @@ async def test_a_label_waits_for_a_verdict_row_still_being_written(scripted, tmp
     finally:
         other_process.close()
         await app.aclose()
+
+
+async def test_the_python_api_labels_as_the_tool_does(scripted, tmp_path) -> None:
+    from judge_mcp import Judge, JudgeError
+
+    server = scripted(UniversalJudge())
+    async with Judge(env=app_env(server, tmp_path / "judge.db")) as judge:
+        pair = await judge.compare_pair(**case(1, good_first=False))
+        label = await judge.record_label(verdict_id=pair.verdict_id, label="B")
+        with pytest.raises(JudgeError, match="unknown verdict_id"):
+            await judge.record_label(verdict_id="1" * 32, label="B")
+        stats = await judge.judge_stats()
+    assert label.agrees is True and label.replaced is False
+    assert stats.all_time.groups[0].agreement.accuracy.rate == 1.0
