@@ -162,8 +162,9 @@ async def judge_stats(app: App, args: JudgeStatsArgs, progress: ProgressFn | Non
     `last` verdicts: position_bias (share of parsed trials naming the first-shown answer; compare with
     `unbiased`, 0.5 for pairs), order_inconsistency (both orders parsed and disagreeing), parse_failures and
     reasks (per answer), ties (no winner / tied best / tied mode), length_preference (decided pairs won by the
-    longer answer) and mean calls, cached_calls and latency_ms. Each rate has its count and denominator `of`;
-    a null rate means nothing to count yet.
+    longer answer) and mean calls, cached_calls and latency_ms; with verdicts labelled by record_label, `agreement`
+    (accuracy, Cohen's kappa, ECE and Brier of p_better against the labels). Each rate has its count and
+    denominator `of`; a null rate means nothing to count yet.
 
     Use it before relying on a judge's verdicts, or to see whether a backend's habits changed lately. Read-only,
     the same report as the judge://stats resources. No backend calls."""
