@@ -11,6 +11,16 @@ from typing import Any
 from judge_mcp.storage.engine import Engine, Tx
 
 
+# A verdict's output without what the agreement figures never read (trials, FLIP's per-response results, LWE's long
+# texts), by engine: JSON functions have no form SQLite and PostgreSQL share (judge_mcp_json: migrations.m007).
+_DROPPED = ("trials", "results", "eval_prompt", "judgment", "feedback")
+SHORT_OUTPUT = {
+    "sqlite": "CASE WHEN json_valid(v.output) THEN json_remove(v.output, " + ", ".join(f"'$.{k}'" for k in _DROPPED) + ") END",
+    "postgresql": "CASE WHEN jsonb_typeof(judge_mcp_json(v.output)) = 'object' THEN (judge_mcp_json(v.output) - "
+    + " - ".join(f"'{k}'" for k in _DROPPED) + ")::text END",
+}
+
+
 class LabelTable:
     """The labels table. Synchronous: async code runs it in the store's lanes or a worker thread."""
 
@@ -39,10 +49,11 @@ class LabelTable:
 
     def page(self, *, after: str = "", limit: int = 500) -> list[dict[str, Any]]:
         """Labels joined with their verdicts, in verdict_id order after `after`: the label, the group's inputs, the
-        verdict's row id, tool, backend, model and output (JSON text). A read."""
+        verdict's row id, tool, backend, model and output (JSON text without its per-trial and long text parts; None when
+        it is not valid JSON). A read."""
         return self.store.query(
-            "SELECT l.verdict_id, l.label, l.inputs, v.id, v.tool, v.backend, v.model, v.output FROM labels l"
-            " JOIN verdicts v ON v.verdict_id = l.verdict_id WHERE l.verdict_id > ? ORDER BY l.verdict_id LIMIT ?",
+            f"SELECT l.verdict_id, l.label, l.inputs, v.id, v.tool, v.backend, v.model, {SHORT_OUTPUT[self.store.dialect.name]} AS output"
+            " FROM labels l JOIN verdicts v ON v.verdict_id = l.verdict_id WHERE l.verdict_id > ? ORDER BY l.verdict_id LIMIT ?",
             [after, limit],
         )
 
