@@ -22,9 +22,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import anyio
 
@@ -85,6 +85,13 @@ class _Entry:
     submissions: int = 0
 
 
+class Answer(NamedTuple):
+    key: str  # the call-cache key (the batch's custom id)
+    request: ChatRequest
+    completion: Completion
+    waiters: list[asyncio.Future[Completion]]
+
+
 @dataclass
 class PoolStats:
     submitted: list[str] = field(default_factory=list)  # batch ids submitted by this pool
@@ -98,10 +105,10 @@ class PoolStats:
 class BatchPool:
     def __init__(
         self, backend: BatchBackend, jobs: Jobs, *, poll_s: float = 30.0, settle_s: float = 0.5, max_submissions: int = 3,
-        on_result: Callable[[ChatRequest, str, Completion], None] | None = None,
+        on_results: Callable[[list[Answer]], Awaitable[None]] | None = None,
     ):
         self.backend, self.jobs, self.poll_s, self.settle_s = backend, jobs, poll_s, settle_s
-        self.max_submissions, self.on_result = max_submissions, on_result
+        self.max_submissions, self.on_results = max_submissions, on_results
         self.identity = backend.identity()
         self.entries: dict[str, _Entry] = {}  # asked for, not yet answered or failed
         self.unsent: list[str] = []
@@ -120,7 +127,8 @@ class BatchPool:
             entry = self.entries[key] = _Entry(request, self.backend.wire.body(request))
             entry.waiters.append(future)
             if key in self.unclaimed:
-                self._settle(key, *self.unclaimed.pop(key))
+                outcome, batch_id = self.unclaimed.pop(key)
+                await self._answer([answer] if (answer := self._settle(key, outcome, batch_id)) else [])
             elif key not in self.in_batch:
                 self._queue(key)
         else:
@@ -199,13 +207,17 @@ class BatchPool:
                 outcomes = await self._control(lambda: self.backend.wire.results(info))
             except (RetryableError, FatalError) as exc:
                 status = Status(True, False, "unreadable", f"its results could not be read: {exc}")
+        answers = []
         for key in keys:
             self.in_batch.pop(key, None)
             if status.usable:
                 outcome = outcomes.get(key, Outcome("retry", cause="missing from the batch's results"))
             else:
                 outcome = Outcome("fail", cause=f"batch {batch_id} {status.state}" + (f": {status.detail}" if status.detail else ""))
-            self._settle(key, outcome, batch_id)
+            answer = self._settle(key, outcome, batch_id)
+            if answer is not None:
+                answers.append(answer)
+        await self._answer(answers)  # in the call cache before the batch is marked ended: a kill in between polls it again
         self.jobs.ended(batch_id, status.state, status.detail)
 
     async def _poll(self, batch_id: str) -> tuple[Status, dict[str, Any]]:
@@ -222,39 +234,44 @@ class BatchPool:
             await anyio.sleep(self.poll_s)
 
     # ---- settling one request ---------------------------------------------------------------------------------------
-    def _settle(self, key: str, outcome: Outcome, batch_id: str) -> None:
+    def _settle(self, key: str, outcome: Outcome, batch_id: str) -> Answer | None:
+        """Settle one request's outcome: the answer to hand to its calls, or None (sent again, failed, or unclaimed)."""
         entry = self.entries.get(key)
         if entry is None:  # a resumed batch's request that no call has asked for (yet)
             self.unclaimed[key] = (outcome, batch_id)
-            return
+            return None
         if outcome.kind == "ok" and outcome.body is not None:
             try:
                 completion = self.backend.wire.completion(outcome.body, entry.body)
             except RetryableError as exc:
                 outcome = Outcome("retry", cause=exc.cause)
             else:
-                self._answer(key, entry, completion, batch_id)
-                return
+                del self.entries[key]
+                completion = Backend._finished(completion, entry.request, max(1, entry.submissions), [])
+                completion.raw["batch_id"] = batch_id
+                return Answer(key, entry.request, completion, entry.waiters)
         if outcome.kind == "retry" and entry.submissions < self.max_submissions:
             log.info("backend %s: request %s… in batch %s: %s; sending it again", self.backend.name, key[:12], batch_id, outcome.cause)
             self.stats.resubmitted += 1
             self._queue(key)
-            return
+            return None
         self._fail(key, f"in batch {batch_id}: {outcome.cause}")
+        return None
 
-    def _answer(self, key: str, entry: _Entry, completion: Completion, batch_id: str) -> None:
-        del self.entries[key]
-        completion = Backend._finished(completion, entry.request, max(1, entry.submissions), [])
-        completion.raw["batch_id"] = batch_id
-        self.stats.answered += 1
-        if self.on_result is not None:
+    async def _answer(self, answers: list[Answer]) -> None:
+        """Hand answers to their calls, after `on_results` has stored them (one write for a whole batch)."""
+        if not answers:
+            return
+        self.stats.answered += len(answers)
+        if self.on_results is not None:
             try:
-                self.on_result(entry.request, key, completion)
-            except Exception:  # the answer still goes to its call, which caches it with its verdict
-                log.warning("backend %s: could not cache an answer of batch %s", self.backend.name, batch_id, exc_info=True)
-        for waiter in entry.waiters:
-            if not waiter.done():
-                waiter.set_result(completion)
+                await self.on_results(answers)
+            except Exception:  # the answers still go to their calls, which cache them with their verdicts
+                log.warning("backend %s: could not write %d batch answer(s) to the call cache", self.backend.name, len(answers), exc_info=True)
+        for answer in answers:
+            for waiter in answer.waiters:
+                if not waiter.done():
+                    waiter.set_result(answer.completion)
 
     def _fail(self, key: str, cause: str) -> None:
         entry = self.entries.pop(key, None)

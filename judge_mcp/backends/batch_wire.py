@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 import aiohttp
+import anyio
 
 from judge_mcp.backends.anthropic import AnthropicBackend, messages_url, parse_message
 from judge_mcp.backends.base import ChatRequest, Completion
@@ -33,6 +34,7 @@ from judge_mcp.backends.openai_wire import parse_chat_completion
 from judge_mcp.redaction import redact
 
 RESULTS_MAX_BYTES = 1024 * 1024 * 1024  # an output file of 50,000 answers is tens of megabytes; past this it is refused
+TRANSFER_S = 600.0  # an upload of up to 190 MB, or a download of a batch's results, may take this long
 CHAT_ENDPOINT = "/v1/chat/completions"
 
 
@@ -50,14 +52,17 @@ class Status:
     detail: str = ""  # why it failed, when it did
 
 
-async def _call(backend: HTTPBackend, method: str, url: str, headers: dict[str, str], **kw: Any) -> bytes:
-    """One control-plane request (create, poll, download), its failures classified as retry.RetryableError or
-    FatalError with the credentials blanked out."""
+async def _call(backend: HTTPBackend, method: str, url: str, headers: dict[str, str], *, limit_s: float | None = None, **kw: Any) -> bytes:
+    """One control-plane request (create, poll, download) within `limit_s` (default: the backend's attempt limit), its
+    failures classified as RetryableError or FatalError with the credentials blanked out."""
     secrets = secrets_in(headers)
     try:
-        async with backend.session().request(method, url, headers=headers, allow_redirects=False, proxy=backend._proxy, **kw) as response:
-            raw = await read_capped(response, RESULTS_MAX_BYTES)
-            status, reply_headers = response.status, response.headers
+        with anyio.fail_after(limit_s or backend.attempt_limit_s):
+            async with backend.session().request(method, url, headers=headers, allow_redirects=False, proxy=backend._proxy, **kw) as response:
+                raw = await read_capped(response, RESULTS_MAX_BYTES)
+                status, reply_headers = response.status, response.headers
+    except TimeoutError:
+        raise RetryableError(f"{method} {url} timed out after {limit_s or backend.attempt_limit_s:g}s") from None
     except aiohttp.ClientError as exc:
         raise RetryableError(redact(f"connection error ({type(exc).__name__}: {exc})", secrets)) from exc
     if status >= 400:
@@ -116,7 +121,7 @@ class OpenAIBatches:
         form.add_field("purpose", "batch")
         form.add_field("file", lines, filename="judge-mcp-batch.jsonl", content_type="application/jsonl")
         base = self.backend.base_url
-        uploaded = _json(await _call(self.backend, "POST", f"{base}/files", self.headers(None), data=form), "file upload")
+        uploaded = _json(await _call(self.backend, "POST", f"{base}/files", self.headers(None), data=form, limit_s=TRANSFER_S), "file upload")
         if not isinstance(uploaded.get("id"), str):
             raise FatalError("file upload: the reply has no file id")
         created = {"input_file_id": uploaded["id"], "endpoint": CHAT_ENDPOINT, "completion_window": "24h"}
@@ -139,7 +144,7 @@ class OpenAIBatches:
         for key in ("output_file_id", "error_file_id"):
             file_id = batch.get(key)
             if isinstance(file_id, str) and file_id:
-                raw = await _call(self.backend, "GET", f"{self.backend.base_url}/files/{file_id}/content", self.headers(None))
+                raw = await _call(self.backend, "GET", f"{self.backend.base_url}/files/{file_id}/content", self.headers(None), limit_s=TRANSFER_S)
                 out.update((line["custom_id"], openai_outcome(line)) for line in jsonl(raw))
         return out
 
@@ -173,7 +178,7 @@ class AnthropicBatches:
 
     async def submit(self, bodies: dict[str, dict[str, Any]]) -> str:
         payload = {"requests": [{"custom_id": cid, "params": body} for cid, body in bodies.items()]}
-        batch = _json(await _call(self.backend, "POST", self.url, self.backend.headers(), data=encode_json(payload)), "batch creation")
+        batch = _json(await _call(self.backend, "POST", self.url, self.backend.headers(), data=encode_json(payload), limit_s=TRANSFER_S), "batch creation")
         if not isinstance(batch.get("id"), str):
             raise FatalError("batch creation: the reply has no batch id")
         return batch["id"]
@@ -189,7 +194,7 @@ class AnthropicBatches:
             raise RetryableError("the ended batch has no results_url yet")
         if urlsplit(url).netloc != urlsplit(self.url).netloc:  # the key goes only to the API's own host
             raise FatalError(f"results_url is on another host than the API ({urlsplit(url).netloc})")
-        raw = await _call(self.backend, "GET", url, self.backend.headers())
+        raw = await _call(self.backend, "GET", url, self.backend.headers(), limit_s=TRANSFER_S)
         return {line["custom_id"]: anthropic_outcome(line) for line in jsonl(raw)}
 
     def completion(self, body: dict[str, Any], sent: dict[str, Any]) -> Completion:

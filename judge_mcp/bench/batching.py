@@ -16,15 +16,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 
 from judge_mcp.app import App
-from judge_mcp.backends.base import ChatRequest, Completion
-from judge_mcp.backends.batch import BatchBackend, BatchPool
+from judge_mcp.backends.batch import Answer, BatchBackend, BatchPool
 from judge_mcp.calls.cache import _to_cached
 from judge_mcp.storage.call_cache import CacheRow, CacheTable
 from judge_mcp.storage.engine import Engine
@@ -62,12 +61,14 @@ class BatchJobs:
         return self.store.query("SELECT id, backend, custom_ids, status, detail FROM bench_batches ORDER BY created_at")
 
 
-def cache_writer(store: Engine, identity: str):
-    """Write one batch answer to the call cache (a row the call's own write later replaces with the same answer)."""
+def cache_writer(store: Engine, identity: str) -> Callable[[list[Answer]], Awaitable[None]]:
+    """Write a batch's answers to the call cache in one transaction (rows the calls' own writes later replace with the
+    same answers). An empty answer is not cached (calls/cache.py)."""
 
-    def write(request: ChatRequest, key: str, completion: Completion) -> None:
-        if completion.text.strip():  # an empty answer is not cached (calls/cache.py)
-            CacheTable(store).put_many([CacheRow(key, identity, completion.model, request.summary(), _to_cached(completion))])
+    async def write(answers: list[Answer]) -> None:
+        rows = [CacheRow(a.key, identity, a.completion.model, a.request.summary(), _to_cached(a.completion)) for a in answers if a.completion.text.strip()]
+        if rows:
+            await store.writes.run(CacheTable(store).put_many, rows)
 
     return write
 
@@ -92,7 +93,7 @@ async def attached(app: App, names: Sequence[str | None], poll_s: float | None =
     pools = []
     async with anyio.create_task_group() as tg:
         for backend in backends:
-            pool = BatchPool(backend, jobs, poll_s=poll_s or DEFAULT_POLL_S, settle_s=SETTLE_S, on_result=cache_writer(app.store, backend.identity()))
+            pool = BatchPool(backend, jobs, poll_s=poll_s or DEFAULT_POLL_S, settle_s=SETTLE_S, on_results=cache_writer(app.store, backend.identity()))
             backend.pool = pool
             pools.append(pool)
             tg.start_soon(pool.run)

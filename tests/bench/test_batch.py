@@ -206,6 +206,18 @@ async def test_tool_calls_refuse_a_batch_backend(servers, tmp_path):
     assert server.log == []  # nothing was sent
 
 
+async def test_an_mcp_tool_call_naming_a_batch_backend_gets_the_reason(servers, tmp_path):
+    from tests.connect import over_memory
+
+    server = servers("anthropic")
+    async with over_memory(batch_env(server, "anthropic", tmp_path), tmp_path) as client:
+        result = await client.call_tool("compare_pair", {"prompt": "q", "response_a": "a", "response_b": "b", "backend": "cheap"})
+    assert result.is_error
+    text = result.content[0].text
+    assert "backend 'cheap'" in text and "batch = true" in text and "tool call needs its answer now" in text, text
+    assert server.log == []
+
+
 @pytest.mark.parametrize(
     "table,problem",
     [
