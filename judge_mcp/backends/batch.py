@@ -105,10 +105,10 @@ class PoolStats:
 class BatchPool:
     def __init__(
         self, backend: BatchBackend, jobs: Jobs, *, poll_s: float = 30.0, settle_s: float = 0.5, max_submissions: int = 3,
-        on_results: Callable[[list[Answer]], Awaitable[None]] | None = None,
+        on_results: Callable[[list[Answer]], Awaitable[None]] | None = None, say: Callable[[str], None] | None = None,
     ):
         self.backend, self.jobs, self.poll_s, self.settle_s = backend, jobs, poll_s, settle_s
-        self.max_submissions, self.on_results = max_submissions, on_results
+        self.max_submissions, self.on_results, self.say = max_submissions, on_results, say or (lambda text: None)
         self.identity = backend.identity()
         self.entries: dict[str, _Entry] = {}  # asked for, not yet answered or failed
         self.unsent: list[str] = []
@@ -146,6 +146,7 @@ class BatchPool:
         async with anyio.create_task_group() as tg:
             for batch_id, keys in self.jobs.open_batches(self.identity).items():
                 self.stats.resumed.append(batch_id)
+                self.say(f"batch {batch_id} ({len(keys)} requests), submitted by an earlier run: polling it again")
                 self.in_batch.update((key, batch_id) for key in keys)
                 tg.start_soon(self._follow, batch_id, keys)
             while True:
@@ -184,7 +185,7 @@ class BatchPool:
         self.stats.submitted.append(batch_id)
         self.stats.requests += len(keys)
         self.in_batch.update((key, batch_id) for key in keys)
-        log.info("backend %s: submitted batch %s of %d request(s)", self.backend.name, batch_id, len(keys))
+        self.say(f"batch {batch_id} submitted ({len(keys)} requests); polling every {self.poll_s:g}s")
         tg.start_soon(self._follow, batch_id, keys)
 
     async def _control(self, call: Callable[[], Any]) -> Any:
@@ -219,6 +220,7 @@ class BatchPool:
                 answers.append(answer)
         await self._answer(answers)  # in the call cache before the batch is marked ended: a kill in between polls it again
         self.jobs.ended(batch_id, status.state, status.detail)
+        self.say(f"batch {batch_id} {status.state}: {len(answers)} answered" + (f" ({status.detail})" if status.detail else ""))
 
     async def _poll(self, batch_id: str) -> tuple[Status, dict[str, Any]]:
         while True:

@@ -18,7 +18,7 @@ import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TextIO
 
 import anyio
 
@@ -40,7 +40,7 @@ class BatchJobs:
         self.store = store
 
     def open_batches(self, backend: str) -> dict[str, list[str]]:
-        rows = self.store.query("SELECT id, custom_ids FROM bench_batches WHERE backend = ? AND status = 'open' ORDER BY created_at", [backend])
+        rows = self.store.query("SELECT id, custom_ids FROM bench_batches WHERE backend = ? AND status = 'open' ORDER BY created_at, id", [backend])
         return {row["id"]: json.loads(row["custom_ids"]) for row in rows}
 
     def add(self, batch_id: str, backend: str, custom_ids: list[str]) -> None:
@@ -58,7 +58,7 @@ class BatchJobs:
             )
 
     def all(self) -> list[dict[str, Any]]:
-        return self.store.query("SELECT id, backend, custom_ids, status, detail FROM bench_batches ORDER BY created_at")
+        return self.store.query("SELECT id, backend, custom_ids, status, detail FROM bench_batches ORDER BY created_at, id")
 
 
 def cache_writer(store: Engine, identity: str) -> Callable[[list[Answer]], Awaitable[None]]:
@@ -83,8 +83,11 @@ def batch_backends(app: App, names: Sequence[str | None]) -> list[BatchBackend]:
 
 
 @asynccontextmanager
-async def attached(app: App, names: Sequence[str | None], poll_s: float | None = None) -> AsyncIterator[list[BatchPool]]:
-    """While inside: a running BatchPool on each batch backend among `names`; the pools (none: nothing to do)."""
+async def attached(
+    app: App, names: Sequence[str | None], poll_s: float | None = None, stream: TextIO | None = None
+) -> AsyncIterator[list[BatchPool]]:
+    """While inside: a running BatchPool on each batch backend among `names`; the pools (none: nothing to do). Each
+    batch submitted, resumed and ended gets a line on `stream`."""
     backends = batch_backends(app, names)
     if not backends:
         yield []
@@ -93,7 +96,10 @@ async def attached(app: App, names: Sequence[str | None], poll_s: float | None =
     pools = []
     async with anyio.create_task_group() as tg:
         for backend in backends:
-            pool = BatchPool(backend, jobs, poll_s=poll_s or DEFAULT_POLL_S, settle_s=SETTLE_S, on_results=cache_writer(app.store, backend.identity()))
+            pool = BatchPool(
+                backend, jobs, poll_s=poll_s or DEFAULT_POLL_S, settle_s=SETTLE_S, on_results=cache_writer(app.store, backend.identity()),
+                say=_say(stream, backend.name),
+            )
             backend.pool = pool
             pools.append(pool)
             tg.start_soon(pool.run)
@@ -103,6 +109,17 @@ async def attached(app: App, names: Sequence[str | None], poll_s: float | None =
             for backend in backends:
                 backend.pool = None
             tg.cancel_scope.cancel()
+
+
+def _say(stream: TextIO | None, name: str) -> Callable[[str], None] | None:
+    if stream is None:
+        return None
+
+    def say(text: str) -> None:
+        stream.write(f"bench: backend {name}: {text}\n")
+        stream.flush()
+
+    return say
 
 
 def summary_of(pools: list[BatchPool], rows: list[dict[str, Any]]) -> dict[str, Any]:

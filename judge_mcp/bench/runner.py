@@ -138,7 +138,7 @@ async def run(app: App, spec: RunSpec, *, progress_stream: TextIO | None = None,
         raise BenchError(f"unknown method {spec.method!r}; choose one of {', '.join(METHODS)}")
     bench = _Run(app, spec, progress_stream)
     bench.skip_degenerate()
-    async with batching.attached(app, bench.backend_names(), spec.batch_poll_s) as pools:
+    async with batching.attached(app, bench.backend_names(), spec.batch_poll_s, None if quiet else bench.stream) as pools:
         bench.batched = bool(pools)
         await bench.judge_all(quiet)
         summary = await bench.summary()

@@ -39,10 +39,11 @@ def batch_env(server: Any, kind: str, tmp_path: Path, db_name: str = "bench.db")
     return {"JUDGE_MCP_CONFIG": str(toml), "JUDGE_MCP_DB": str(tmp_path / db_name), "JUDGE_MCP_MAX_RETRIES": "0"}
 
 
-async def bench_batch(server: Any, kind: str, dataset: Path, method: str, tmp_path: Path, **kw: Any) -> dict[str, Any]:
+async def bench_batch(server: Any, kind: str, dataset: Path, method: str, tmp_path: Path, stream: io.StringIO | None = None, **kw: Any) -> dict[str, Any]:
     app = make_app(batch_env(server, kind, tmp_path))
     try:
-        return await run(app, RunSpec(dataset=dataset, method=method, backend="cheap", batch_poll_s=POLL_S, **kw), progress_stream=io.StringIO())
+        spec = RunSpec(dataset=dataset, method=method, backend="cheap", batch_poll_s=POLL_S, **kw)
+        return await run(app, spec, progress_stream=stream or io.StringIO())
     finally:
         await app.aclose()
 

@@ -4,7 +4,9 @@ servers speaking their wire formats on 127.0.0.1 (judge_mcp/bench/scripted_batch
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -21,6 +23,7 @@ from judge_mcp.config_values import ConfigError
 from judge_mcp.methods import registry
 from tests.bench.batch_helpers import batch_env, bench_batch, db_rows, start
 from tests.bench.datasets import LISTS, PAIRS, item_of
+from tests.engines import on_both_engines
 from tests.helpers import make_app
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,8 +47,12 @@ def servers():
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
 async def test_one_batch_answers_every_item_and_a_rerun_answers_from_the_cache(servers, tmp_path, kind):
     server = servers(kind)
-    summary = await bench_batch(server, kind, PAIRS, "vanilla", tmp_path)
+    stream = io.StringIO()
+    summary = await bench_batch(server, kind, PAIRS, "vanilla", tmp_path, stream=stream)
     assert summary["overall"]["n"] == 6 and summary["overall"]["accuracy"] == 1.0 and not summary.get("errors")
+    batch_id = server.batches[0].id
+    said = stream.getvalue()
+    assert f"backend cheap: batch {batch_id} submitted (12 requests)" in said and f"batch {batch_id} {'completed' if kind == 'openai' else 'ended'}: 12 answered" in said
     assert len(server.batches) == 1 and len(server.submitted()[0]) == 12  # 6 items x 2 placements, in one batch
     creates = ["/v1/files", "/v1/batches"] if kind == "openai" else ["/v1/messages/batches"]
     assert server.posts() == creates
@@ -154,43 +161,50 @@ async def test_a_listwise_method_runs_in_batches(servers, tmp_path):
     assert summary["overall"]["accuracy"] == 1.0 and len(server.batches) == 1
 
 
-def test_a_killed_bench_polls_its_batch_instead_of_submitting_again(servers, tmp_path):
+@pytest.mark.parametrize("running_at_restart", [False, True])
+def test_a_killed_bench_polls_its_batch_instead_of_submitting_again(servers, tmp_path, running_at_restart):
     """A real `judge-mcp bench` process is killed after submitting its batch; the next run polls the stored batch
-    id and submits nothing new."""
+    id and submits nothing new, whether the batch ended meanwhile or is still running when it starts."""
     server = servers("anthropic")
     server.hold = True
-    env = {**batch_env(server, "anthropic", tmp_path, "judge.db")}
-    import os
-
-    env = {**os.environ, **env}
+    env = {**os.environ, **batch_env(server, "anthropic", tmp_path, "judge.db")}
     db = tmp_path / "bench.db"
     cmd = [sys.executable, "-m", "judge_mcp", "bench", str(PAIRS), "--method", "vanilla", "--backend", "cheap", "--db", str(db),
-           "--quiet", "--batch-poll-seconds", "1"]
-    proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
-    while not _polled(server) and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.05)
+           "--batch-poll-seconds", "1"]
+    proc = subprocess.Popen(cmd + ["--quiet"], env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _wait(lambda: _polls(server) >= 1 or proc.poll() is not None)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
-    assert len(server.batches) == 1 and _polled(server), proc.stderr.read().decode() if proc.stderr else ""
-    stored = db_rows(db, "SELECT id, status FROM bench_batches")
-    assert stored == [(server.batches[0].id, "open")]
-
-    server.hold = False
+    assert len(server.batches) == 1 and _polls(server) >= 1, proc.stderr.read().decode() if proc.stderr else ""
+    assert db_rows(db, "SELECT id, status FROM bench_batches") == [(server.batches[0].id, "open")]
     posts_before = list(server.posts())
+
     out = tmp_path / "summary.json"
-    rerun = subprocess.run(cmd + ["--out", str(out)], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert rerun.returncode == 0, rerun.stderr
+    if not running_at_restart:
+        server.hold = False
+    rerun = subprocess.Popen(cmd + ["--out", str(out)], env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if running_at_restart:  # the rerun polls the held batch; it ends only then
+        polled = _polls(server)
+        _wait(lambda: _polls(server) > polled or rerun.poll() is not None)
+        server.hold = False
+    stdout, stderr = rerun.communicate(timeout=120)
+    assert rerun.returncode == 0, stderr
     assert server.posts() == posts_before == ["/v1/messages/batches"]  # nothing submitted again
     summary = json.loads(out.read_text())
     assert summary["overall"]["n"] == 6 and summary["overall"]["accuracy"] == 1.0
     assert summary["batch"]["batches_resumed"] == 1 and summary["batch"]["batches_submitted"] == 0
-    assert "batch = true (cheap)" in rerun.stdout
+    assert "batch = true (cheap)" in stdout and "submitted by an earlier run: polling it again" in stderr
     assert db_rows(db, "SELECT status FROM bench_batches") == [("ended",)]
 
 
-def _polled(server) -> bool:
-    return any(method == "GET" for method, _ in server.log)
+def _wait(done, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not done() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _polls(server) -> int:
+    return sum(1 for method, _ in server.log if method == "GET")
 
 
 async def test_tool_calls_refuse_a_batch_backend(servers, tmp_path):
@@ -282,3 +296,40 @@ async def test_lwe_learns_the_same_through_batches(servers, scripted, tmp_path, 
     # 3 learning cases: a full batch of 2 refined as it filled, the last partial one at the end of the run
     assert len(feedback) == 3 and [r for _, r in versions] == ["initial", "refine", "refine"]
     assert len(server.batches) > 4  # one batch per step: each step needed the answer before it
+
+
+async def test_a_panel_of_batch_backends_sends_one_batch_to_each(servers, tmp_path):
+    from judge_mcp.bench.methods import Options
+    from judge_mcp.bench.runner import RunSpec, run
+
+    first, second = servers("openai"), servers("anthropic")
+    toml = tmp_path / "panel.toml"
+    toml.write_text(
+        f'[backends.a]\nkind = "openai"\nmodel = "m1"\nbase_url = "{first.base_url}"\nbatch = true\n'
+        f'[backends.b]\nkind = "anthropic"\nmodel = "m2"\nbase_url = "{second.base_url}"\nbatch = true\n', encoding="utf-8"
+    )
+    app = make_app({"JUDGE_MCP_CONFIG": str(toml), "JUDGE_MCP_DB": str(tmp_path / "bench.db")})
+    try:
+        spec = RunSpec(dataset=PAIRS, method="vanilla", options=Options(panel=("a", "b")), batch_poll_s=0.02)
+        summary = await run(app, spec, progress_stream=io.StringIO())
+    finally:
+        await app.aclose()
+    assert summary["overall"]["accuracy"] == 1.0 and set(summary["panel"]) == {"a", "b"}
+    assert [len(ids) for ids in first.submitted()] == [12] and [len(ids) for ids in second.submitted()] == [12]
+    assert summary["batch"]["backends"] == ["a", "b"] and summary["batch"]["batches_submitted"] == 2
+
+
+@on_both_engines
+def test_stored_batches_on_both_engines(store):
+    from judge_mcp.bench.batching import BatchJobs
+    from judge_mcp.storage.migrations import BENCH_MIGRATIONS
+
+    store.migrate(BENCH_MIGRATIONS)
+    jobs = BatchJobs(store)
+    jobs.add("b1", "openai|x|m", ["k1", "k2"])
+    jobs.add("b2", "openai|x|m", ["k3"])
+    jobs.add("b3", "anthropic|y|m", ["k4"])
+    jobs.ended("b2", "expired", "scripted")
+    assert jobs.open_batches("openai|x|m") == {"b1": ["k1", "k2"]}
+    assert jobs.open_batches("anthropic|y|m") == {"b3": ["k4"]}
+    assert [(r["id"], r["status"], r["detail"]) for r in jobs.all()] == [("b1", "open", None), ("b2", "expired", "scripted"), ("b3", "open", None)]
