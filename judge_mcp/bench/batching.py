@@ -30,6 +30,10 @@ from judge_mcp.storage.engine import Engine
 
 DEFAULT_POLL_S = 30.0
 SETTLE_S = 0.5  # a batch goes out once no call has added a request for this long
+SEQUENTIAL_NOTE = (
+    "lwe and selective-lwe judge one item at a time and each step needs the one before, so through a batch API every "
+    "step is a batch of its own (about 5 per item on the meta-prompt path), each taking up to 24 hours at the provider"
+)
 PRICING = "batch API: every token billed at half the provider's price for the same call made one at a time (OpenAI and Anthropic)"
 
 

@@ -140,6 +140,8 @@ async def run(app: App, spec: RunSpec, *, progress_stream: TextIO | None = None,
     bench.skip_degenerate()
     async with batching.attached(app, bench.backend_names(), spec.batch_poll_s, None if quiet else bench.stream) as pools:
         bench.batched = bool(pools)
+        if pools and bench.sequential:
+            bench.warn(batching.SEQUENTIAL_NOTE)
         await bench.judge_all(quiet)
         summary = await bench.summary()
         if pools:
@@ -173,18 +175,22 @@ class _Run:
         self.finished = self.results.finished()
         self.warnings: list[str] = []
         if self.started_with is not None and self.started_with != self.fingerprint and self.finished:
-            self.warnings.append(
+            self.warn(
                 f"this run's {len(self.finished)} stored judgment(s) were made by another version of the prompts or judging "
                 f"code (fingerprint {self.started_with}, now {self.fingerprint}); they are reused as stored: use a new --db "
                 "to measure the current version"
             )
-            print(f"judge-mcp bench: warning: {self.warnings[-1]}", file=self.stream)
         self.judged = 0
         self.batched = False  # a batch = true backend judges: every item in flight at once (each call waits for its batch)
         self.consecutive_errors = 0
         self.stop = anyio.Event()
         self.bar: Progress | None = None
         self.started = self.last_mark = time.perf_counter()  # wall time is stored as items finish (a killed run keeps it)
+
+    def warn(self, text: str) -> None:
+        """A warning for the summary, printed at once."""
+        self.warnings.append(text)
+        print(f"judge-mcp bench: warning: {text}", file=self.stream)
 
     def skip_degenerate(self) -> None:
         for item in self.items:

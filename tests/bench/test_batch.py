@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from judge_mcp.backends.errors import BackendError
-from judge_mcp.bench.batching import summary_line
+from judge_mcp.bench.batching import SEQUENTIAL_NOTE, summary_line
 from judge_mcp.bench.scripted_judges import first_user
 from judge_mcp.config import load_settings
 from judge_mcp.config_values import ConfigError
@@ -296,6 +296,7 @@ async def test_lwe_learns_the_same_through_batches(servers, scripted, tmp_path, 
     # 3 learning cases: a full batch of 2 refined as it filled, the last partial one at the end of the run
     assert len(feedback) == 3 and [r for _, r in versions] == ["initial", "refine", "refine"]
     assert len(server.batches) > 4  # one batch per step: each step needed the answer before it
+    assert batched["warnings"] == [SEQUENTIAL_NOTE] and "warnings" not in plain
 
 
 async def test_a_panel_of_batch_backends_sends_one_batch_to_each(servers, tmp_path):
