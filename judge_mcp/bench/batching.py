@@ -67,10 +67,11 @@ class BatchJobs:
 
 def cache_writer(store: Engine, identity: str) -> Callable[[list[Answer]], Awaitable[None]]:
     """Write a batch's answers to the call cache in one transaction (rows the calls' own writes later replace with the
-    same answers). An empty answer is not cached (calls/cache.py)."""
+    same answers). As in calls/cache.py, only temperature-0 answers are cached, and an empty answer is not."""
 
     async def write(answers: list[Answer]) -> None:
-        rows = [CacheRow(a.key, identity, a.completion.model, a.request.summary(), _to_cached(a.completion)) for a in answers if a.completion.text.strip()]
+        kept = [a for a in answers if a.completion.text.strip() and a.request.temperature == 0]
+        rows = [CacheRow(a.key, identity, a.completion.model, a.request.summary(), _to_cached(a.completion)) for a in kept]
         if rows:
             await store.writes.run(CacheTable(store).put_many, rows)
 
