@@ -203,18 +203,20 @@ class BatchPool:
         """Poll the batch until it ends, then settle each of its requests."""
         status, info = await self._poll(batch_id)
         outcomes: dict[str, Outcome] = {}
-        if status.usable:
+        if status.usable or status.partial:
             try:
                 outcomes = await self._control(lambda: self.backend.wire.results(info))
             except (RetryableError, FatalError) as exc:
                 status = Status(True, False, "unreadable", f"its results could not be read: {exc}")
+        lost = Outcome("fail", cause=f"batch {batch_id} {status.state}" + (f": {status.detail}" if status.detail else ""))
         answers = []
         for key in keys:
             self.in_batch.pop(key, None)
+            outcome = outcomes.get(key)
             if status.usable:
-                outcome = outcomes.get(key, Outcome("retry", cause="missing from the batch's results"))
-            else:
-                outcome = Outcome("fail", cause=f"batch {batch_id} {status.state}" + (f": {status.detail}" if status.detail else ""))
+                outcome = outcome or Outcome("retry", cause="missing from the batch's results")
+            elif outcome is None or outcome.kind != "ok":  # a batch that ended badly: only its finished answers stand
+                outcome = lost
             answer = self._settle(key, outcome, batch_id)
             if answer is not None:
                 answers.append(answer)

@@ -50,6 +50,7 @@ class Status:
     usable: bool  # its results can be read (False: failed, expired or cancelled as a whole)
     state: str  # the provider's word for it
     detail: str = ""  # why it failed, when it did
+    partial: bool = False  # not usable, but the answers it finished can be read (OpenAI: an expired or cancelled batch)
 
 
 async def _call(backend: HTTPBackend, method: str, url: str, headers: dict[str, str], *, limit_s: float | None = None, **kw: Any) -> bytes:
@@ -137,7 +138,9 @@ class OpenAIBatches:
         detail = "; ".join(str(e.get("message") or e) for e in (errors.get("data") or []) if isinstance(e, dict)) if isinstance(errors, dict) else ""
         if state == "completed":
             return Status(True, True, state), body
-        return Status(state in ("failed", "expired", "cancelled"), False, state, detail), body
+        # an expired or cancelled batch keeps the answers it finished in its output file (and bills them)
+        partial = state in ("expired", "cancelled") and bool(body.get("output_file_id"))
+        return Status(state in ("failed", "expired", "cancelled"), False, state, detail, partial), body
 
     async def results(self, batch: dict[str, Any]) -> dict[str, Outcome]:
         out: dict[str, Outcome] = {}

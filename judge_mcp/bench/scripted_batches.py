@@ -7,7 +7,8 @@ a string is the answer text). Scripting beyond that:
 - `request_error(body) -> str | None`: this request errors in this batch ("server" = a 500 / api_error, worth
   sending again; "invalid" = a 400 / invalid_request_error);
 - `batch_outcome(n) -> str`: how the n-th batch (from 0) ends: "completed" (default), "expired", "failed";
-- `polls_to_end`: status polls a batch answers "in progress" before it ends; `hold` keeps every batch in progress.
+- `polls_to_end`: status polls a batch answers "in progress" before it ends; `hold` keeps every batch in progress;
+- `finished_before_expiry`: how many of an expired OpenAI batch's requests were answered (in its output file).
 `log` records every HTTP request as (method, path); `batches` each batch's id and custom ids, in submission order.
 """
 
@@ -49,6 +50,7 @@ class _ScriptedBatches:
         self.batch_outcome: Callable[[int], str] = lambda n: "completed"
         self.polls_to_end = polls_to_end
         self.hold = False
+        self.finished_before_expiry = 0
         self.log: list[tuple[str, str]] = []
         self.batches: list[_Batch] = []
         self.files: dict[str, bytes] = {}
@@ -112,8 +114,9 @@ class _ScriptedBatches:
         """Count one status poll; whether the batch has ended (its results made once, when it ends)."""
         batch.polls += 1
         ended = not self.hold and batch.polls > self.polls_to_end
-        if ended and not batch.results and batch.outcome == "completed":
-            batch.results = [self.answer(r["custom_id"], r["body"]) for r in batch.requests]
+        if ended and not batch.results and batch.outcome in ("completed", "expired"):
+            done = batch.requests if batch.outcome == "completed" else batch.requests[: self.finished_before_expiry]
+            batch.results = [self.answer(r["custom_id"], r["body"]) for r in done]
         return ended
 
     def text(self, body: dict[str, Any]) -> str:
@@ -165,7 +168,7 @@ class ScriptedOpenAIBatches(_ScriptedBatches):
         out: dict[str, Any] = {"id": batch.id, "object": "batch", "endpoint": "/v1/chat/completions", "status": status,
                                "completion_window": "24h", "output_file_id": None, "error_file_id": None,
                                "request_counts": {"total": len(batch.requests), "completed": 0, "failed": 0}}
-        if status == "completed":
+        if status in ("completed", "expired") and batch.results:
             good = [r for r in batch.results if r["response"] and r["response"]["status_code"] == 200]
             bad = [r for r in batch.results if r not in good]
             for key, rows in (("output_file_id", good), ("error_file_id", bad)):
@@ -208,7 +211,8 @@ class ScriptedAnthropicBatches(_ScriptedBatches):
         if method == "GET" and len(parts) == 6 and parts[5] == "results":
             ended = self.find(parts[4])
             assert ended is not None
-            lines = ended.results or [self.lost(r["custom_id"], ended.outcome) for r in ended.requests]
+            answered = {r["custom_id"] for r in ended.results}
+            lines = ended.results + [self.lost(r["custom_id"], ended.outcome) for r in ended.requests if r["custom_id"] not in answered]
             return 200, b"".join(json.dumps(r).encode() + b"\n" for r in lines), "application/binary"
         return _json(404, {"type": "error", "error": {"type": "not_found_error", "message": f"no route {method} {path}"}})
 

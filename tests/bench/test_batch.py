@@ -334,3 +334,22 @@ def test_stored_batches_on_both_engines(store):
     assert jobs.open_batches("openai|x|m") == {"b1": ["k1", "k2"]}
     assert jobs.open_batches("anthropic|y|m") == {"b3": ["k4"]}
     assert [(r["id"], r["status"], r["detail"]) for r in jobs.all()] == [("b1", "open", None), ("b2", "expired", "scripted"), ("b3", "open", None)]
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+async def test_the_answers_an_expired_batch_finished_stand(servers, tmp_path, kind):
+    """A batch that expires after answering 5 of its 12 requests: those 5 are judged (and cached), the other 7 fail
+    as errors (never verdicts); nothing is sent again."""
+    server = servers(kind)
+    server.batch_outcome = lambda n: "expired"
+    server.finished_before_expiry = 5
+    summary = await bench_batch(server, kind, PAIRS, "vanilla", tmp_path)
+    assert len(server.batches) == 1 and summary["batch"]["requests_failed"] == 7
+    db = tmp_path / "bench.db"
+    statuses = sorted(status for (status,) in db_rows(db, "SELECT status FROM bench_results WHERE status != 'skipped'"))
+    assert statuses == ["done"] * 5 + ["error"] * 7
+    answered = {r["custom_id"] for r in server.batches[0].results}
+    assert answered <= {key for (key,) in db_rows(db, "SELECT key FROM call_cache")} and len(answered) == 5
+    errors = [e for (e,) in db_rows(db, "SELECT error FROM bench_results WHERE status = 'error'")]
+    assert all(("expired" in e) for e in errors)
+    assert db_rows(db, "SELECT status FROM bench_batches") == [("expired" if kind == "openai" else "ended",)]
