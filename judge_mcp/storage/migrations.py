@@ -226,6 +226,25 @@ def m102_bench_fingerprint(tx: Tx) -> None:
         tx.execute("ALTER TABLE bench_runs ADD COLUMN fingerprint TEXT")
 
 
+def m103_bench_batches(tx: Tx) -> None:
+    """The provider batches a bench has submitted (batch = true backends): the provider's batch id, the backend's
+    identity, the custom ids (call-cache keys) it holds and whether it has ended, so a killed bench polls the
+    batches it submitted instead of submitting their requests again."""
+    real = tx.dialect.real
+    tx.execute(
+        f"""CREATE TABLE IF NOT EXISTS bench_batches (
+        id TEXT PRIMARY KEY,
+        backend TEXT NOT NULL,
+        custom_ids TEXT NOT NULL,
+        status TEXT NOT NULL,
+        detail TEXT,
+        created_at {real} NOT NULL,
+        updated_at {real} NOT NULL
+    )"""
+    )
+    tx.execute("CREATE INDEX IF NOT EXISTS bench_batches_open ON bench_batches(backend, status)")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_call_cache,
     m002_verdicts,
@@ -237,7 +256,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m008_verdict_ids,
     m009_labels,
 )
-BENCH_MIGRATIONS: tuple[Migration, ...] = (*MIGRATIONS, m101_bench_tables, m102_bench_fingerprint)
+BENCH_MIGRATIONS: tuple[Migration, ...] = (*MIGRATIONS, m101_bench_tables, m102_bench_fingerprint, m103_bench_batches)
 
 # name recorded before the list existed -> the migration's name now
 FORMER_NAMES = {"m001_verdicts": "m002_verdicts", "m002_lwe": "m003_lwe", "m003_option_pool": "m004_option_pool"}
