@@ -96,11 +96,25 @@ class App:
         async def judged(rows: list[CacheRow]) -> tuple[R, str, str, list[dict[str, Any]]]:
             judge = Judge(chosen, self.cache, self.store, progress=progress, cache_rows=rows, shared_option_pool=self.settings.shared_option_pool)
             result = await method(judge)
-            if found is not None:
-                result = result.model_copy(update={"self_preference": found, "warnings": [*getattr(result, "warnings", []), *warnings]})
-            return result, chosen.name, judge.model_id, judge.records
+            return self._guarded(result, chosen, judge.model_id, authors, found, warnings), chosen.name, judge.model_id, judge.records
 
         return await self._logged(tool, inputs, judged)
+
+    @staticmethod
+    def _guarded(result: R, backend: Backend, model_id: str, authors: panel.Authors | None, found: list[Any] | None, warnings: list[str]) -> R:
+        """The result with the self-preference guard's findings. A judge whose model the answers named (the sampling
+        backend: the client's model) is checked again with it; one whose verdicts always carry a warning (the sampling
+        backend again) carries it when the caller did not say who wrote the answers."""
+        if authors is not None and model_id != backend.model_id:
+            found, warnings, _ = panel.guard(authors, [(backend.name, model_id)])
+        own = backend.self_preference_warning(model_id) if authors is None else None
+        warnings = [*warnings, *([own] if own else [])]
+        if found is None and not warnings:
+            return result
+        update: dict[str, Any] = {"warnings": [*getattr(result, "warnings", []), *warnings]}
+        if found is not None:
+            update["self_preference"] = found
+        return result.model_copy(update=update)
 
     async def _logged(
         self, tool: str, inputs: dict[str, Any], judged: Callable[[list[CacheRow]], Awaitable[tuple[R, str, str, list[dict[str, Any]]]]]
@@ -201,6 +215,9 @@ class App:
                         tg.start_soon(one, member, backend)
             if errors and len(errors) == len(judging):
                 raise errors[0]
+            if authors is None:  # a member whose verdicts always carry a warning (the client's own model) says so
+                warnings.extend(w for m, b in zip(members, chosen) if m.backend in judges
+                                for w in [b.self_preference_warning(judges[m.backend].model_id)] if w)
             result = combine(members, latency_ms=(time.perf_counter() - started) * 1000.0, warnings=warnings)
             if found is not None:
                 result = result.model_copy(update={"self_preference": found})

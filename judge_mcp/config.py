@@ -17,9 +17,11 @@ from urllib.parse import urlparse
 
 from judge_mcp.images import HTTP_BODY_BYTES
 
-from judge_mcp.config_values import ConfigError, check_text, non_negative_int, positive_float, positive_int
+from judge_mcp.config_values import (
+    SAMPLING_PRIORITIES, ConfigError, check_sampling_keys, check_text, non_negative_int, positive_float, positive_int, unit_float,
+)
 
-KINDS = ("local", "openai", "anthropic")
+KINDS = ("local", "openai", "anthropic", "sampling")  # sampling: the MCP client's own model (backends/sampling.py)
 DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 # Provider-wide keys are only ever sent to the provider's own host.
 PROVIDER_KEY_ENV = {"openai": ("OPENAI_API_KEY", "api.openai.com"), "anthropic": ("ANTHROPIC_API_KEY", "api.anthropic.com")}
@@ -30,7 +32,8 @@ STRUCTURED_OUTPUT_MODES = ("auto", "json_schema", "off")
 # there, drops on 429/503/529 and timeouts and grows back while calls succeed. A remote API gets 256, so a burst of
 # 100 compare_pair calls (200 requests) goes out at once and a backend that takes fewer says so with 429; the
 # embedded model gets its slot count (each slot holds a share of n_ctx and of 2 CPU cores).
-DEFAULT_CONCURRENCY = {"local": 4, "openai": 256, "anthropic": 256}
+# The sampling backend asks the MCP client, which may show each request to its user: 8 at a time.
+DEFAULT_CONCURRENCY = {"local": 4, "openai": 256, "anthropic": 256, "sampling": 8}
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,8 @@ class BackendConfig:
     n_threads: int | None = None
     max_output_tokens: int | None = None  # local only: plumbing cap on the answer budget (default backends.local.MAX_OUTPUT_TOKENS)
     mmproj: str | None = None  # local only: the model's multimodal projector (a GGUF file); without it no images
+    # sampling only: ModelPreferences priorities sent with every request, (name, 0..1) pairs; `model` is the hint
+    priorities: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -172,7 +177,7 @@ def backend_from_env(env: Mapping[str, str]) -> BackendConfig:
         name=DEFAULT_BACKEND_NAME,
         kind=kind,
         model=model,
-        base_url=base_url if kind != "local" else None,
+        base_url=base_url if kind not in ("local", "sampling") else None,
         api_key=None,
         concurrency=positive_int(_env(env, "JUDGE_MCP_CONCURRENCY", DEFAULT_CONCURRENCY[kind]), "JUDGE_MCP_CONCURRENCY"),
         timeout_s=positive_float(_env(env, "JUDGE_MCP_TIMEOUT_S", 120), "JUDGE_MCP_TIMEOUT_S"),
@@ -181,7 +186,7 @@ def backend_from_env(env: Mapping[str, str]) -> BackendConfig:
         max_output_tokens=_optional_positive_int(env, "JUDGE_MCP_MAX_OUTPUT_TOKENS") if kind == "local" else None,
         mmproj=_env(env, "JUDGE_MCP_MMPROJ", None) if kind == "local" else None,
     )
-    if kind != "local":
+    if kind in PROVIDER_KEY_ENV:
         cfg = replace(cfg, api_key=explicit or _provider_key(kind, base_url, env))
     return cfg
 
@@ -199,7 +204,7 @@ def _provider_key(kind: str, base_url: str | None, env: Mapping[str, str]) -> st
 
 _TOML_KEYS = {
     "kind", "model", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries", "n_ctx", "n_threads", "max_output_tokens",
-    "structured_output", "mmproj",
+    "structured_output", "mmproj", *SAMPLING_PRIORITIES,
 }
 
 
@@ -240,10 +245,11 @@ def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str
         key = _env(env, key_env, None)
         if not key:
             raise ConfigError(f"{where}: api_key_env names {key_env!r}, which is not set")
-    elif kind != "local":
+    elif kind in PROVIDER_KEY_ENV:
         key = _provider_key(kind, base_url, env)
     if kind != "local" and table.get("mmproj") is not None:
         raise ConfigError(f"{where}: mmproj (a multimodal projector file) applies to kind = \"local\" only")
+    check_sampling_keys(table, kind, where)
     return BackendConfig(
         name=name,
         kind=kind,
@@ -261,7 +267,9 @@ def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str
         if table.get("max_output_tokens") is None
         else positive_int(table["max_output_tokens"], f"{where} max_output_tokens"),
         mmproj=check_text(table.get("mmproj"), f"{where} mmproj"),
+        priorities=tuple((p, unit_float(table[p], f"{where} {p}")) for p in SAMPLING_PRIORITIES if p in table),
     )
+
 
 
 def default_db_path(env: Mapping[str, str], platform: str | None = None) -> Path:

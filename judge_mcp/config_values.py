@@ -7,6 +7,9 @@ import math
 from typing import Any
 
 
+SAMPLING_PRIORITIES = ("cost_priority", "speed_priority", "intelligence_priority")  # a sampling backend's ModelPreferences
+
+
 class ConfigError(ValueError):
     """A configuration problem, with a message that names the variable or table at fault."""
 
@@ -50,9 +53,26 @@ def positive_float(value: Any, what: str) -> float:
     return number
 
 
+def unit_float(value: Any, what: str) -> float:
+    """A number from 0 to 1 (a sampling backend's model priorities)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ConfigError(f"{what} must be a number from 0 to 1, got {value!r}")
+    return float(value)
+
+
 def check_text(value: Any, what: str) -> str | None:
     if value is None or value == "":
         return None
     if not isinstance(value, str):
         raise ConfigError(f"{what} must be a string, got {value!r}")
     return value
+
+
+def check_sampling_keys(table: dict[str, Any], kind: str, where: str) -> None:
+    """The sampling backend asks the MCP client, so it has no endpoint or key; its priorities apply to it alone."""
+    if kind == "sampling":
+        wrong = sorted(k for k in ("base_url", "api_key_env", "structured_output") if k in table)
+        if wrong:
+            raise ConfigError(f"{where}: kind = \"sampling\" asks the MCP client's model, which has no {', '.join(wrong)}")
+    elif any(p in table for p in SAMPLING_PRIORITIES):
+        raise ConfigError(f"{where}: {', '.join(p for p in SAMPLING_PRIORITIES if p in table)} apply to kind = \"sampling\" only")

@@ -33,6 +33,7 @@ from judge_mcp.args import (
     ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, JudgeStatsArgs, JudgingArgs, LweJudgeArgs, LweSessionArgs,
     LweSessionShowArgs, ToolArgs,
 )
+from judge_mcp.backends import sampling
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.calls.judge import ProgressFn
 from judge_mcp.config import ConfigError
@@ -279,7 +280,8 @@ def mcp_tool(spec: ToolSpec, app: App) -> ArgsTool:
     args_model, result_model = spec.models()
 
     async def call(args: ToolArgs, ctx: Context) -> BaseModel:
-        return await spec.fn(app, args, _progress(ctx))
+        with sampling.serving(ctx):  # a sampling backend asks this call's client
+            return await spec.fn(app, args, _progress(ctx))
 
     holder = create_model(f"{spec.name}Call", __base__=ArgModelBase, args=(args_model, ...))
     return ArgsTool(

@@ -1,0 +1,139 @@
+"""The `sampling` backend end to end: judge-mcp asks the model of the MCP client that called the tool, through
+sampling/createMessage, and the official client's sampling callback (tests/connect.ClientModel) plays the judge.
+
+Over each transport (memory, stdio, streamable HTTP) with a client on the initialize handshake (`mode="legacy"`: a
+2026-07-28 connection has no back-channel for a request mid-call); a client without sampling, a 2026-07-28 client
+and a stateless HTTP server each get an error naming the problem."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+
+from judge_mcp.bench.scripted_judges import CASES, GOOD, PAIR, UniversalJudge, method_of, shown_first
+from tests.connect import TRANSPORTS, ClientModel, connect
+
+pytestmark = pytest.mark.anyio
+
+
+def text_judge(payload: dict[str, Any]) -> str:
+    """A judge answering in the papers' text grammars (sampling has no structured output): compare_pair names the
+    answer mentioning Sydney the worse one, wherever it is shown; the other tools as UniversalJudge."""
+    if method_of(payload) == "compare_pair":
+        return "My final verdict is: " + ("[[B>A]]" if "Sydney" in shown_first(payload) else "[[A>B]]")
+    return str(UniversalJudge()(payload))
+
+
+def sampling_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    return {"JUDGE_MCP_BACKEND": "sampling", "JUDGE_MCP_DB": str(tmp_path / "judge.db"), "JUDGE_MCP_MAX_RETRIES": "1", **extra}
+
+
+def text_of(result: Any) -> str:
+    return " ".join(getattr(c, "text", "") for c in result.content)
+
+
+def cache_rows(db: Path) -> list[tuple[str, str]]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute("SELECT backend, model FROM call_cache ORDER BY backend").fetchall()
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_compare_pair_asks_the_clients_model_in_both_orders(transport: str, tmp_path: Path) -> None:
+    model = ClientModel(text_judge, model="claude-sonnet-4-5")
+    env = sampling_env(tmp_path, JUDGE_MCP_MODEL="sonnet")
+    async with connect(transport, env, tmp_path, sampling_callback=model, mode="legacy") as client:
+        result = await client.call_tool("compare_pair", PAIR)
+        again = await client.call_tool("compare_pair", PAIR)
+    assert not result.is_error, text_of(result)
+    out = result.structured_content
+    assert out["winner"] == "B" and out["consistent"] is True
+    assert out["model"] == "sampling/claude-sonnet-4-5"  # the model the client reported, not the hint
+    assert len(model.requests) == 2  # both orders, each one createMessage request
+    shown_first = sorted(GOOD in p.messages[0].content_as_list[0].text.split("Assistant B")[0] for p in model.requests)
+    assert shown_first == [False, True]  # A first in one request, B first in the other
+    for params in model.requests:
+        assert params.temperature == 0 and params.max_tokens > 0
+        assert params.model_preferences.hints[0].name == "sonnet"
+        assert params.system_prompt or params.messages[0].role == "user"
+    # the self-preference guard warns by default: the client's own model may be the author of what it judges
+    assert any("self-preference risk" in w and "MCP client's own model" in w for w in out["warnings"])
+    # the repeat is answered from the call cache, keyed by the model the client reported
+    assert again.structured_content["winner"] == "B" and again.structured_content["usage"]["cached_calls"] == 2
+    assert len(model.requests) == 2
+    assert cache_rows(tmp_path / "judge.db") == [("sampling|claude-sonnet-4-5", "claude-sonnet-4-5")] * 2
+
+
+@pytest.mark.parametrize("tool", ["infer_instruction_reward", "grade_score_options"])
+async def test_other_tools_judge_with_the_clients_model(tool: str, tmp_path: Path) -> None:
+    model = ClientModel(text_judge)
+    arguments, read, right = CASES[tool]
+    async with connect("memory", sampling_env(tmp_path), tmp_path, sampling_callback=model, mode="legacy") as client:
+        result = await client.call_tool(tool, arguments)
+    assert not result.is_error, text_of(result)
+    assert read(result.structured_content) == right
+    assert result.structured_content["model"] == "sampling/client-model-1"
+    assert len(model.requests) == len(arguments.get("responses") or arguments["options"])
+    assert any("self-preference risk" in w for w in result.structured_content["warnings"])
+
+
+async def test_response_models_of_another_family_leave_no_warning_and_the_same_family_is_named(tmp_path: Path) -> None:
+    model = ClientModel(text_judge, model="claude-sonnet-4-5")
+    async with connect("memory", sampling_env(tmp_path), tmp_path, sampling_callback=model, mode="legacy") as client:
+        other = await client.call_tool("compare_pair", {**PAIR, "response_models": ["gpt-4o", "gemini-2.0-flash"]})
+        same = await client.call_tool("compare_pair", {**PAIR, "response_models": ["gpt-4o", "claude-opus-4"]})
+    assert other.structured_content["warnings"] == [] and other.structured_content["self_preference"] == []
+    found = same.structured_content["self_preference"]
+    assert [(p["judge_model"], p["families"], p["answers"]) for p in found] == [("sampling/claude-sonnet-4-5", ["anthropic"], [1])]
+    assert any("anthropic family" in w for w in same.structured_content["warnings"])
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_client_without_sampling_gets_an_error_naming_it(transport: str, tmp_path: Path) -> None:
+    async with connect(transport, sampling_env(tmp_path), tmp_path, mode="legacy") as client:
+        result = await client.call_tool("compare_pair", PAIR)
+    assert result.is_error
+    message = text_of(result)
+    assert "did not declare the sampling capability" in message and "JUDGE_MCP_BACKEND" in message
+
+
+async def test_a_client_that_declines_gets_the_clients_error_once(tmp_path: Path) -> None:
+    declined = ClientModel(lambda payload: types.ErrorData(code=-1, message="User rejected sampling request"))
+    async with connect("memory", sampling_env(tmp_path, JUDGE_MCP_MAX_RETRIES="3"), tmp_path, sampling_callback=declined, mode="legacy") as client:
+        result = await client.call_tool("compare_pair", {**PAIR, "swap": False})
+    assert result.is_error and "User rejected sampling request" in text_of(result)
+    assert len(declined.requests) == 1  # a refusal is not asked again (that would ask the user again)
+
+
+async def test_a_2026_client_has_no_back_channel_and_is_told_so(tmp_path: Path) -> None:
+    model = ClientModel(text_judge)
+    async with connect("memory", sampling_env(tmp_path), tmp_path, sampling_callback=model) as client:
+        assert client.protocol_version == "2026-07-28"
+        result = await client.call_tool("compare_pair", PAIR)
+    assert result.is_error
+    assert "cannot carry a request from the server to the client" in text_of(result) and "JUDGE_MCP_BACKEND" in text_of(result)
+    assert model.requests == []
+
+
+async def test_stateless_http_gets_an_error_naming_it(tmp_path: Path) -> None:
+    model = ClientModel(text_judge)
+    env = sampling_env(tmp_path, JUDGE_MCP_HTTP_STATELESS="1")
+    async with connect("http", env, tmp_path, sampling_callback=model, mode="legacy") as client:
+        result = await client.call_tool("compare_pair", PAIR)
+    assert result.is_error
+    assert "stateless HTTP" in text_of(result) and "JUDGE_MCP_BACKEND" in text_of(result)
+    assert model.requests == []
+
+
+async def test_the_verdict_log_names_the_clients_model(tmp_path: Path) -> None:
+    model = ClientModel(text_judge, model="gpt-4.1")
+    async with connect("memory", sampling_env(tmp_path), tmp_path, sampling_callback=model, mode="legacy") as client:
+        await client.call_tool("compare_pair", PAIR)
+    with sqlite3.connect(tmp_path / "judge.db") as conn:
+        backend, judged_by, output = conn.execute("SELECT backend, model, output FROM verdicts").fetchone()
+    assert (backend, judged_by) == ("default", "sampling/gpt-4.1")
+    assert json.loads(output)["winner"] == "B"
