@@ -205,6 +205,7 @@ class App:
                     member.error = str(exc)
                     errors.append(exc)
                 member.usage = judge.usage()
+                member.model = judge.model_id  # the sampling backend's: the model its client reported
                 done += 1
                 if progress is not None:
                     await progress(done, len(judging), f"panel member {member.backend} {'failed' if member.error else 'judged'}")

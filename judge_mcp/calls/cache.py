@@ -2,7 +2,9 @@
 requests in flight sharing one call.
 
 Keyed by `ChatRequest.cache_key(backend.identity())`: a hash of the exact request and the backend's kind, endpoint
-and model (never its key); a request asking for log-probabilities has its own key, and its cached completion keeps
+and model (never its key). A new answer is stored under `backend.answer_identity(...)`, the same identity but for
+the sampling backend's, whose model is the one the client reports with the answer (its identity is None, no lookup,
+until its client has answered once); a request asking for log-probabilities has its own key, and its cached completion keeps
 them (a hit answers with the same probabilities as the call did). Requests with temperature > 0 are samples and always go to the backend. Completions with
 empty text are not stored (a later identical request goes to the backend again). A hit is a pure read: it writes
 nothing. The concurrent lookups of one judgment share one read of the table (`_Lookup`). A new answer is written at

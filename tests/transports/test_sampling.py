@@ -7,11 +7,13 @@ and a stateless HTTP server each get an error naming the problem."""
 
 from __future__ import annotations
 
+import base64
 import json
 import sqlite3
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp_types as types
 import pytest
 
@@ -137,3 +139,87 @@ async def test_the_verdict_log_names_the_clients_model(tmp_path: Path) -> None:
         backend, judged_by, output = conn.execute("SELECT backend, model, output FROM verdicts").fetchone()
     assert (backend, judged_by) == ("default", "sampling/gpt-4.1")
     assert json.loads(output)["winner"] == "B"
+
+
+async def test_images_reach_the_clients_model_as_image_content(tmp_path: Path) -> None:
+    from tests.images import png, uri
+
+    model = ClientModel(text_judge)
+    screenshots = {**PAIR, "response_a_images": [uri(png(1))], "response_b_images": [uri(png(2))]}
+    async with connect("memory", sampling_env(tmp_path), tmp_path, sampling_callback=model, mode="legacy") as client:
+        result = await client.call_tool("compare_pair", screenshots)
+    assert not result.is_error, text_of(result)
+    for params in model.requests:
+        blocks = params.messages[0].content_as_list
+        assert blocks[0].type == "text" and "<|User Prompt|>" in blocks[0].text  # the prompt, then captions and images
+        images = [b for b in blocks if b.type == "image"]
+        assert len(images) == 2 and {i.mime_type for i in images} == {"image/png"}
+        assert {i.data for i in images} == {base64.b64encode(png(1)).decode(), base64.b64encode(png(2)).decode()}
+
+
+async def test_a_client_that_never_answers_gets_a_bounded_timeout(tmp_path: Path) -> None:
+    asked = anyio.Event()
+    requests: list[Any] = []
+
+    async def silent(context: Any, params: Any) -> Any:
+        requests.append(params)
+        asked.set()
+        await anyio.sleep_forever()
+
+    env = sampling_env(tmp_path, JUDGE_MCP_TIMEOUT_S="0.5", JUDGE_MCP_MAX_RETRIES="3")
+    async with connect("memory", env, tmp_path, sampling_callback=silent, mode="legacy") as client:
+        result = await client.call_tool("compare_pair", {**PAIR, "swap": False})
+    assert result.is_error and "timed out after 0.5s" in text_of(result)
+    assert len(requests) == 2  # one timed-out attempt is retried once (the backends' retry policy), then it gives up
+
+
+async def test_a_panel_member_on_the_clients_model_carries_the_warning(tmp_path: Path) -> None:
+    from tests.helpers import start_scripted
+
+    scripted = start_scripted(text_judge)
+    toml = tmp_path / "backends.toml"
+    toml.write_text(f'[backends.client]\nkind = "sampling"\nmodel = "sonnet"\nintelligence_priority = 0.9\n\n'
+                    f'[backends.other]\nkind = "openai"\nbase_url = "{scripted.base_url}"\nmodel = "scripted-model"\nstructured_output = "off"\n')
+    model = ClientModel(text_judge, model="claude-sonnet-4-5")
+    env = {"JUDGE_MCP_DB": str(tmp_path / "judge.db"), "JUDGE_MCP_CONFIG": str(toml), "JUDGE_MCP_MAX_RETRIES": "1"}
+    try:
+        async with connect("memory", env, tmp_path, sampling_callback=model, mode="legacy") as client:
+            result = await client.call_tool("compare_pair", {**PAIR, "backends": ["client", "other"]})
+    finally:
+        scripted.stop()
+    assert not result.is_error, text_of(result)
+    out = result.structured_content
+    assert out["winner"] == "B"
+    assert {m["backend"]: m["model"] for m in out["panel"]} == {"client": "sampling/claude-sonnet-4-5", "other": "openai/scripted-model"}
+    assert [w for w in out["warnings"] if "self-preference" in w] == [
+        w for w in out["warnings"] if "judge 'client' is the MCP client's own model (sampling/claude-sonnet-4-5)" in w
+    ] != []
+    preferences = model.requests[0].model_preferences
+    assert preferences.hints[0].name == "sonnet" and preferences.intelligence_priority == 0.9
+
+
+async def test_the_cache_follows_the_model_the_client_reports(tmp_path: Path) -> None:
+    model = ClientModel(text_judge, model="model-one")
+    other_pair = {**PAIR, "prompt": "Which city is Australia's capital?"}
+    async with connect("memory", sampling_env(tmp_path), tmp_path, sampling_callback=model, mode="legacy") as client:
+        await client.call_tool("compare_pair", PAIR)  # asked: no model known yet, stored under model-one
+        model.model = "model-two"  # the user switches the client's model
+        first = await client.call_tool("compare_pair", PAIR)  # looked up under model-one, the last one reported: its answers
+        switched = await client.call_tool("compare_pair", other_pair)  # a miss: asked, and the answers say model-two
+        again = await client.call_tool("compare_pair", PAIR)  # now looked up under model-two: asked again
+        repeat = await client.call_tool("compare_pair", other_pair)
+    assert first.structured_content["usage"]["cached_calls"] == 2 and first.structured_content["model"] == "sampling/model-one"
+    assert switched.structured_content["usage"]["calls"] == 2 and switched.structured_content["model"] == "sampling/model-two"
+    assert again.structured_content["usage"]["calls"] == 2 and again.structured_content["model"] == "sampling/model-two"
+    assert repeat.structured_content["usage"]["cached_calls"] == 2
+    assert len(model.requests) == 6
+    assert sorted(set(cache_rows(tmp_path / "judge.db"))) == [("sampling|model-one", "model-one"), ("sampling|model-two", "model-two")]
+
+
+async def test_an_answer_without_a_model_name_is_not_cached(tmp_path: Path) -> None:
+    model = ClientModel(text_judge, model="")
+    async with connect("memory", sampling_env(tmp_path), tmp_path, sampling_callback=model, mode="legacy") as client:
+        await client.call_tool("compare_pair", PAIR)
+        again = await client.call_tool("compare_pair", PAIR)
+    assert again.structured_content["usage"]["calls"] == 2 and again.structured_content["model"] == "sampling/client"
+    assert cache_rows(tmp_path / "judge.db") == []
