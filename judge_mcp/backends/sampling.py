@@ -7,10 +7,20 @@ stream). The judge prompt goes as it is: the system prompt, the messages (images
 their caption), max tokens and temperature; the configured `model` becomes a ModelHint (the client treats it as a
 substring and may map it to a model of its own), with the optional cost/speed/intelligence priorities.
 
-What can stop it, each a clear error (never a hang; the attempt timeout and retries are the backend's usual ones):
+Two ways to ask, by the protocol the client speaks:
+- on the initialize handshake (2025-11-25 and earlier), over stdio or stateful HTTP: a `sampling/createMessage`
+  request mid-call, with the backend's attempt timeout and bounded retries;
+- on the 2026-07-28 per-request protocol, which has no request from server to client mid-call: the tool call answers
+  with an `input_required` result holding the judgment's pending createMessage requests (`Rounds`); the client
+  answers them and calls the tool again, the judgment runs again from the start with those answers (and the earlier
+  rounds', echoed back in `requestState`, sealed by the SDK), until it needs none it lacks. The requests of one round
+  are those made while the judgment runs on (a round closes ROUND_QUIET_S after its last new request), so
+  compare_pair's two orders go in one round, and a re-ask or an LWE step that needs an earlier answer in the next.
+
+What can stop it, each a clear error (never a hang):
 - no MCP tool call (the bench, the CLI): there is no client to ask;
-- a connection without a back-channel for server-to-client requests: stateless HTTP (JUDGE_MCP_HTTP_STATELESS) and
-  connections on the 2026-07-28 per-request protocol, which carries sampling only inside InputRequiredResult rounds;
+- a handshake connection without a back-channel for server-to-client requests: stateless HTTP
+  (JUDGE_MCP_HTTP_STATELESS) with a client on the initialize handshake;
 - a client that did not declare the `sampling` capability;
 - a client that answers with an error (the user declined the request, the client has no model configured): not
   retried, since asking again would ask the user again.
@@ -23,7 +33,10 @@ lookup. An answer without a model name is not stored.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
+import hashlib
+import json
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -35,11 +48,15 @@ from mcp.shared.message import ServerMessageMetadata
 from pydantic import ValidationError
 
 from judge_mcp.backends.base import Backend, ChatRequest, Completion, Message, Usage
-from judge_mcp.backends.errors import FatalError, RetryableError
+from judge_mcp.backends.errors import BackendError, FatalError, RetryableError
 from judge_mcp.config_values import SAMPLING_PRIORITIES
 
 # The MCP context (mcp.server.mcpserver.Context) of the tool call being served; None outside one.
 CALL: contextvars.ContextVar[Any] = contextvars.ContextVar("judge_mcp_sampling_call", default=None)
+# That call's input_required rounds, on a 2026-07-28 connection; None on the handshake protocol.
+ROUNDS: contextvars.ContextVar[Rounds | None] = contextvars.ContextVar("judge_mcp_sampling_rounds", default=None)
+ROUND_QUIET_S = 0.05  # a round closes once the judgment has made no new request for this long
+MODERN = ("2026-07-28",)  # the per-request protocol versions (mcp_types.version.MODERN_PROTOCOL_VERSIONS)
 
 STOP_REASONS = {"endTurn": "stop", "stopSequence": "stop", "maxTokens": "length", "toolUse": "tool_calls"}
 INSTEAD = "name a configured backend instead (the tool's `backend` argument, or JUDGE_MCP_BACKEND)"
@@ -50,14 +67,79 @@ SELF_PREFERENCE = (
 )
 
 
+class InputNeeded(Exception):
+    """The judgment needs answers the client has not given yet: the tool call answers with `Rounds.result()`."""
+
+
+class Rounds:
+    """One tool call's sampling on the 2026-07-28 protocol: the answers known (this round's input responses and the
+    earlier rounds', from the request state) and the requests still pending, keyed by a hash of the request."""
+
+    def __init__(self, state: str | None, responses: dict[str, Any] | None):
+        try:
+            known = json.loads(state) if state else {}
+        except ValueError:
+            known = {}
+        self.answers: dict[str, Any] = known if isinstance(known, dict) else {}
+        for key, response in (responses or {}).items():
+            data = response.model_dump(mode="json", by_alias=True, exclude_none=True) if hasattr(response, "model_dump") else response
+            self.answers[str(key)] = data
+        self.pending: dict[str, types.CreateMessageRequest] = {}
+        self.closed = anyio.Event()
+        self._closer: asyncio.Task[None] | None = None
+
+    async def complete(self, params: types.CreateMessageRequestParams) -> Completion:
+        """The client's answer to `params`, or InputNeeded once the round closes (the request goes in it)."""
+        payload = params.model_dump(mode="json", by_alias=True, exclude_none=True)
+        key = "judge-" + hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:32]
+        known = self.answers.get(key)
+        if known is not None:
+            try:
+                return SamplingBackend.completion(types.CreateMessageResult.model_validate(known), params)
+            except ValidationError:
+                pass  # asked again below
+        self.pending[key] = types.CreateMessageRequest(params=params)
+        if self._closer is None:
+            self._closer = asyncio.get_running_loop().create_task(self._close())
+        await self.closed.wait()
+        raise InputNeeded(f"{len(self.pending)} sampling request(s) for the client")
+
+    async def _close(self) -> None:
+        seen = -1
+        while seen != len(self.pending):
+            seen = len(self.pending)
+            await anyio.sleep(ROUND_QUIET_S)
+        self.closed.set()
+
+    def result(self) -> types.InputRequiredResult:
+        """The tool call's answer for this round: the pending requests, and every answer so far as the state."""
+        return types.InputRequiredResult(input_requests=dict(self.pending), request_state=json.dumps(self.answers, sort_keys=True))
+
+    def stop(self) -> None:
+        if self._closer is not None:
+            self._closer.cancel()
+
+
+def needs_input(exc: BaseException) -> bool:
+    """Whether `exc` is (or holds) an InputNeeded."""
+    if isinstance(exc, InputNeeded):
+        return True
+    return isinstance(exc, BaseExceptionGroup) and any(needs_input(e) for e in exc.exceptions)
+
+
 @contextmanager
-def serving(ctx: Any) -> Iterator[None]:
-    """Run the body as the tool call of `ctx`: a sampling backend asks that call's client."""
-    token = CALL.set(ctx)
+def serving(ctx: Any) -> Iterator[Rounds | None]:
+    """Run the body as the tool call of `ctx`: a sampling backend asks that call's client. On a 2026-07-28 connection
+    it yields the call's Rounds: a body that fails with InputNeeded answers with `rounds.result()`."""
+    rounds = Rounds(ctx.request_state, ctx.input_responses) if ctx.protocol_version in MODERN else None
+    token, rounds_token = CALL.set(ctx), ROUNDS.set(rounds)
     try:
-        yield
+        yield rounds
     finally:
+        ROUNDS.reset(rounds_token)
         CALL.reset(token)
+        if rounds is not None:
+            rounds.stop()
 
 
 def _client_name(ctx: Any) -> str:
@@ -145,20 +227,36 @@ class SamplingBackend(Backend):
         ctx = CALL.get()
         if ctx is None:
             raise FatalError(f"the sampling backend asks the model of the MCP client calling a tool, and this is no tool call; {INSTEAD}")
-        session = ctx.session
-        if not session.can_send_request:
+        if not ctx.session.can_send_request:
             raise FatalError(
                 "this connection cannot carry a request from the server to the client (stateless HTTP, JUDGE_MCP_HTTP_STATELESS, "
-                f"or a client on the 2026-07-28 per-request protocol), so the client's model cannot be asked; serve over stdio or "
-                f"stateful HTTP to a client on the initialize handshake, or {INSTEAD}"
+                f"with a client on the initialize handshake), so the client's model cannot be asked; serve over stdio or stateful "
+                f"HTTP, connect with the 2026-07-28 protocol (its input_required rounds carry the requests), or {INSTEAD}"
             )
-        capabilities = session.client_capabilities
+        try:
+            self._declared(ctx)
+        except BackendError as exc:
+            raise FatalError(exc.cause) from None
+        return ctx
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        """On a 2026-07-28 connection, the answer from the call's rounds (nothing is sent mid-call: no timeout or
+        retry applies); else a createMessage request with the usual attempt timeout and retries."""
+        rounds = ROUNDS.get()
+        if rounds is None:
+            return await super().complete(request)
+        self._declared(CALL.get())
+        params = self.params(request)
+        completion = await rounds.complete(params)
+        return self._finished(completion, request, 1, [])
+
+    def _declared(self, ctx: Any) -> None:
+        capabilities = ctx.session.client_capabilities
         if capabilities is None or capabilities.sampling is None:
-            raise FatalError(
+            raise BackendError(self.name, (
                 f"the MCP client ({_client_name(ctx)}) did not declare the sampling capability, so its model cannot be asked; "
                 f"use a client that supports sampling, or {INSTEAD}"
-            )
-        return ctx
+            ), where=self.describe())
 
     async def _send(self, request: ChatRequest) -> Completion:
         ctx = self._session()
@@ -178,10 +276,10 @@ class SamplingBackend(Backend):
             raise RetryableError(f"the MCP client's sampling result is malformed: {str(exc)[:300]}") from None
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
             raise FatalError("the MCP client's connection closed before it answered the sampling request") from None
-        return self._completion(result, params)
+        return self.completion(result, params)
 
     @staticmethod
-    def _completion(result: types.CreateMessageResult, params: types.CreateMessageRequestParams) -> Completion:
+    def completion(result: types.CreateMessageResult, params: types.CreateMessageRequestParams) -> Completion:
         content = result.content
         text = content.text if isinstance(content, types.TextContent) else ""  # an image or audio answer has no verdict
         stop = result.stop_reason

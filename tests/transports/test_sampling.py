@@ -1,9 +1,10 @@
 """The `sampling` backend end to end: judge-mcp asks the model of the MCP client that called the tool, through
 sampling/createMessage, and the official client's sampling callback (tests/connect.ClientModel) plays the judge.
 
-Over each transport (memory, stdio, streamable HTTP) with a client on the initialize handshake (`mode="legacy"`: a
-2026-07-28 connection has no back-channel for a request mid-call); a client without sampling, a 2026-07-28 client
-and a stateless HTTP server each get an error naming the problem."""
+Over each transport (memory, stdio, streamable HTTP): a client on the initialize handshake (`mode="legacy"`) is asked
+mid-call; a client on the 2026-07-28 protocol (the official client's default) gets the requests in input_required
+rounds and calls again with the answers. A client without sampling, and a handshake client over stateless HTTP (no
+channel back to it), get an error naming the problem."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import anyio
 import mcp_types as types
 import pytest
 
-from judge_mcp.bench.scripted_judges import CASES, GOOD, PAIR, UniversalJudge, method_of, shown_first
+from judge_mcp.bench.scripted_judges import CASES, GOOD, PAIR, UniversalJudge, method_of, reasked, shown_first
 from tests.connect import TRANSPORTS, ClientModel, connect
 
 pytestmark = pytest.mark.anyio
@@ -111,17 +112,51 @@ async def test_a_client_that_declines_gets_the_clients_error_once(tmp_path: Path
     assert len(declined.requests) == 1  # a refusal is not asked again (that would ask the user again)
 
 
-async def test_a_2026_client_has_no_back_channel_and_is_told_so(tmp_path: Path) -> None:
-    model = ClientModel(text_judge)
-    async with connect("memory", sampling_env(tmp_path), tmp_path, sampling_callback=model) as client:
-        assert client.protocol_version == "2026-07-28"
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_2026_client_answers_in_input_required_rounds(transport: str, tmp_path: Path) -> None:
+    model = ClientModel(text_judge, model="claude-sonnet-4-5")
+    async with connect(transport, sampling_env(tmp_path), tmp_path, sampling_callback=model) as client:
+        assert client.protocol_version == "2026-07-28"  # no request from server to client mid-call on this protocol
         result = await client.call_tool("compare_pair", PAIR)
-    assert result.is_error
-    assert "cannot carry a request from the server to the client" in text_of(result) and "JUDGE_MCP_BACKEND" in text_of(result)
-    assert model.requests == []
+        again = await client.call_tool("compare_pair", PAIR)
+    assert not result.is_error, text_of(result)
+    out = result.structured_content
+    assert (out["winner"], out["consistent"], out["model"]) == ("B", True, "sampling/claude-sonnet-4-5")
+    assert len(model.requests) == 2  # both orders, asked in one input_required round, then the call again with the answers
+    assert any("self-preference risk" in w for w in out["warnings"])
+    assert again.structured_content["usage"]["cached_calls"] == 2 and len(model.requests) == 2
+    with sqlite3.connect(tmp_path / "judge.db") as conn:  # one verdict row for the call, however many rounds it took
+        assert conn.execute("SELECT count(*) FROM verdicts").fetchone()[0] == 2
 
 
-async def test_stateless_http_gets_an_error_naming_it(tmp_path: Path) -> None:
+async def test_a_request_that_needs_an_earlier_answer_goes_in_the_next_round(tmp_path: Path) -> None:
+    def unsure_first(payload: dict[str, Any]) -> str:  # no verdict until re-asked, which carries the first answer
+        return text_judge(payload) if reasked(payload) else "Both answers have merits."
+
+    model = ClientModel(unsure_first)
+    async with connect("memory", sampling_env(tmp_path), tmp_path, sampling_callback=model) as client:
+        result = await client.call_tool("compare_pair", PAIR)
+    assert not result.is_error, text_of(result)
+    assert result.structured_content["winner"] == "B"
+    assert [t["reasked"] for t in result.structured_content["trials"]] == [True, True]
+    assert len(model.requests) == 4  # round one: both orders; round two: both re-asks
+
+
+async def test_a_2026_client_over_stateless_http_is_asked_too(tmp_path: Path) -> None:
+    model = ClientModel(text_judge)
+    async with connect("http", sampling_env(tmp_path, JUDGE_MCP_HTTP_STATELESS="1"), tmp_path, sampling_callback=model) as client:
+        result = await client.call_tool("grade_score_options", CASES["grade_score_options"][0])
+    assert not result.is_error, text_of(result)
+    assert result.structured_content["winner_index"] == 1 and len(model.requests) == 3
+
+
+async def test_a_2026_client_without_sampling_gets_an_error_naming_it(tmp_path: Path) -> None:
+    async with connect("memory", sampling_env(tmp_path), tmp_path) as client:
+        result = await client.call_tool("compare_pair", PAIR)
+    assert result.is_error and "did not declare the sampling capability" in text_of(result)
+
+
+async def test_stateless_http_with_a_handshake_client_gets_an_error_naming_it(tmp_path: Path) -> None:
     model = ClientModel(text_judge)
     env = sampling_env(tmp_path, JUDGE_MCP_HTTP_STATELESS="1")
     async with connect("http", env, tmp_path, sampling_callback=model, mode="legacy") as client:
