@@ -216,16 +216,30 @@ class App:
                         tg.start_soon(one, member, backend)
             if errors and len(errors) == len(judging):
                 raise errors[0]
-            if authors is None:  # a member whose verdicts always carry a warning (the client's own model) says so
-                warnings.extend(w for m, b in zip(members, chosen) if m.backend in judges
-                                for w in [b.self_preference_warning(judges[m.backend].model_id)] if w)
-            result = combine(members, latency_ms=(time.perf_counter() - started) * 1000.0, warnings=warnings)
-            if found is not None:
-                result = result.model_copy(update={"self_preference": found})
+            found_now, warnings_now = self._late_guard(members, chosen, authors, found, warnings)
+            result = combine(members, latency_ms=(time.perf_counter() - started) * 1000.0, warnings=warnings_now)
+            if found_now is not None:
+                result = result.model_copy(update={"self_preference": found_now})
             records = [{**record, "panel_member": m.backend} for m in members if m.backend in judges for record in judges[m.backend].records]
             return result, "+".join(backends), result.model, records  # type: ignore[attr-defined]
 
         return await self._logged(tool, inputs, judged)
+
+    @staticmethod
+    def _late_guard(
+        members: Sequence[panel.Member], chosen: Sequence[Backend], authors: panel.Authors | None, found: list[Any] | None, warnings: list[str]
+    ) -> tuple[list[Any] | None, list[str]]:
+        """The self-preference findings and warnings once the panel has judged: a member whose model its answers named
+        (the sampling backend: the client's model) is checked with that model, or, without authors, adds its own
+        warning."""
+        late = [(m, b) for m, b in zip(members, chosen) if m.model != b.model_id]
+        if not late:
+            return found, warnings
+        if authors is None:
+            return found, [*warnings, *(w for m, b in late for w in [b.self_preference_warning(m.model)] if w)]
+        names = {m.backend for m, _ in late}
+        found = [*(p for p in found or [] if p.backend not in names), *panel.self_preference([(m.backend, m.model) for m, _ in late], authors.models)]
+        return found, panel.self_preference_warnings(found, authors.models, authors.names)
 
     async def aclose(self) -> None:
         await self.verdict_writes.drain()  # verdict rows still being written, before the store closes

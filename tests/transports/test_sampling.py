@@ -258,3 +258,41 @@ async def test_an_answer_without_a_model_name_is_not_cached(tmp_path: Path) -> N
         again = await client.call_tool("compare_pair", PAIR)
     assert again.structured_content["usage"]["calls"] == 2 and again.structured_content["model"] == "sampling/client"
     assert cache_rows(tmp_path / "judge.db") == []
+
+
+async def test_a_2026_client_that_declines_ends_the_call_on_its_side(tmp_path: Path) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    declined = ClientModel(lambda payload: types.ErrorData(code=-1, message="User rejected sampling request"))
+    async with connect("memory", sampling_env(tmp_path), tmp_path, sampling_callback=declined) as client:
+        with pytest.raises(MCPError, match="User rejected sampling request"):  # the official client stops the rounds
+            await client.call_tool("compare_pair", PAIR)
+    assert len(declined.requests) == 2
+
+
+async def test_a_2026_panel_of_the_clients_model_and_a_server(tmp_path: Path) -> None:
+    from tests.helpers import start_scripted
+
+    scripted = start_scripted(text_judge)
+    toml = tmp_path / "backends.toml"
+    toml.write_text(f'[backends.client]\nkind = "sampling"\n\n'
+                    f'[backends.other]\nkind = "openai"\nbase_url = "{scripted.base_url}"\nmodel = "scripted-model"\nstructured_output = "off"\n')
+    model = ClientModel(text_judge, model="gpt-4.1")
+    env = {"JUDGE_MCP_DB": str(tmp_path / "judge.db"), "JUDGE_MCP_CONFIG": str(toml), "JUDGE_MCP_MAX_RETRIES": "1"}
+    try:
+        async with connect("memory", env, tmp_path, sampling_callback=model) as client:
+            result = await client.call_tool("compare_pair", {**PAIR, "backends": ["client", "other"], "response_models": ["gpt-4o", "x"]})
+    finally:
+        scripted.stop()
+    assert not result.is_error, text_of(result)
+    out = result.structured_content
+    assert out["winner"] == "B" and [m["status"] for m in out["panel"]] == ["ok", "ok"]
+    assert len(model.requests) == 2
+    # the client reported gpt-4.1, of the family of response_a's author: the guard names it once the model is known
+    assert [(p["backend"], p["judge_model"], p["answers"]) for p in out["self_preference"]] == [("client", "sampling/gpt-4.1", [0])]
+    assert [w for w in out["warnings"] if "self-preference" in w] == [
+        "self-preference risk: judge 'client' (sampling/gpt-4.1) is of the openai family, like the author of response_a (by gpt-4o); "
+        "judges tend to favour their own family's answers"
+    ]
+    with sqlite3.connect(tmp_path / "judge.db") as conn:
+        assert conn.execute("SELECT count(*) FROM verdicts").fetchone()[0] == 1
