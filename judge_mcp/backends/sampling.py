@@ -43,6 +43,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp.shared.message import ServerMessageMetadata
 from pydantic import ValidationError
@@ -56,7 +57,6 @@ CALL: contextvars.ContextVar[Any] = contextvars.ContextVar("judge_mcp_sampling_c
 # That call's input_required rounds, on a 2026-07-28 connection; None on the handshake protocol.
 ROUNDS: contextvars.ContextVar[Rounds | None] = contextvars.ContextVar("judge_mcp_sampling_rounds", default=None)
 ROUND_QUIET_S = 0.05  # a round closes once the judgment has made no new request for this long
-MODERN = ("2026-07-28",)  # the per-request protocol versions (mcp_types.version.MODERN_PROTOCOL_VERSIONS)
 
 STOP_REASONS = {"endTurn": "stop", "stopSequence": "stop", "maxTokens": "length", "toolUse": "tool_calls"}
 INSTEAD = "name a configured backend instead (the tool's `backend` argument, or JUDGE_MCP_BACKEND)"
@@ -131,7 +131,7 @@ def needs_input(exc: BaseException) -> bool:
 def serving(ctx: Any) -> Iterator[Rounds | None]:
     """Run the body as the tool call of `ctx`: a sampling backend asks that call's client. On a 2026-07-28 connection
     it yields the call's Rounds: a body that fails with InputNeeded answers with `rounds.result()`."""
-    rounds = Rounds(ctx.request_state, ctx.input_responses) if ctx.protocol_version in MODERN else None
+    rounds = Rounds(ctx.request_state, ctx.input_responses) if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS else None
     token, rounds_token = CALL.set(ctx), ROUNDS.set(rounds)
     try:
         yield rounds
@@ -163,7 +163,6 @@ def _content(m: Message) -> Any:
 class SamplingBackend(Backend):
     kind = "sampling"
     supports_json_schema = False  # sampling has no structured output: the methods use the papers' text grammars
-    timeout_note = "not retried"
 
     def __init__(self, name: str, model: str, *, priorities: Iterable[tuple[str, float]] = (), **kwargs: Any):
         super().__init__(name, model, **kwargs)

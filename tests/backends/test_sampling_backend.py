@@ -73,3 +73,20 @@ async def test_outside_a_tool_call_there_is_no_client_to_ask() -> None:
         await backend.complete(user("Which is worse?"))
     message = str(info.value)
     assert "no tool call" in message and "JUDGE_MCP_BACKEND" in message and info.value.attempts == 1
+
+
+async def test_the_bench_refuses_the_clients_model_naming_it(tmp_path: Path) -> None:
+    import io
+
+    from judge_mcp.app import App
+    from judge_mcp.bench.runner import BenchError, RunSpec, run
+    from judge_mcp.storage.sqlite import Store
+    from tests.bench.datasets import PAIRS
+
+    app = App(load_settings({"JUDGE_MCP_BACKEND": "sampling", "JUDGE_MCP_DB": str(tmp_path / "x.db")}), store=Store(tmp_path / "bench.db"))
+    try:
+        with pytest.raises(BenchError) as info:
+            await run(app, RunSpec(dataset=PAIRS, method="grp"), progress_stream=io.StringIO())
+    finally:
+        await app.aclose()
+    assert "MCP client's own model" in str(info.value) and "bench a configured backend" in str(info.value)
