@@ -17,9 +17,7 @@ from urllib.parse import urlparse
 
 from judge_mcp.images import HTTP_BODY_BYTES
 
-from judge_mcp.config_values import (
-    SAMPLING_PRIORITIES, ConfigError, check_sampling_keys, check_text, non_negative_int, positive_float, positive_int, unit_float,
-)
+from judge_mcp.config_values import SAMPLING_PRIORITIES, ConfigError, check_sampling_keys, check_text, non_negative_int, positive_float, positive_int
 
 KINDS = ("local", "openai", "anthropic", "sampling")  # sampling: the MCP client's own model (backends/sampling.py)
 DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
@@ -31,8 +29,7 @@ STRUCTURED_OUTPUT_MODES = ("auto", "json_schema", "off")
 # Requests in flight per backend, by kind: the ceiling of the adaptive limit (backends/limiter.py), which starts
 # there, drops on 429/503/529 and timeouts and grows back while calls succeed. A remote API gets 256, so a burst of
 # 100 compare_pair calls (200 requests) goes out at once and a backend that takes fewer says so with 429; the
-# embedded model gets its slot count (each slot holds a share of n_ctx and of 2 CPU cores).
-# The sampling backend asks the MCP client, which may show each request to its user: 8 at a time.
+# embedded model gets its slot count (each slot holds a share of n_ctx and of 2 CPU cores); the MCP client (sampling) 8.
 DEFAULT_CONCURRENCY = {"local": 4, "openai": 256, "anthropic": 256, "sampling": 8}
 
 
@@ -249,7 +246,6 @@ def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str
         key = _provider_key(kind, base_url, env)
     if kind != "local" and table.get("mmproj") is not None:
         raise ConfigError(f"{where}: mmproj (a multimodal projector file) applies to kind = \"local\" only")
-    check_sampling_keys(table, kind, where)
     return BackendConfig(
         name=name,
         kind=kind,
@@ -267,7 +263,7 @@ def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str
         if table.get("max_output_tokens") is None
         else positive_int(table["max_output_tokens"], f"{where} max_output_tokens"),
         mmproj=check_text(table.get("mmproj"), f"{where} mmproj"),
-        priorities=tuple((p, unit_float(table[p], f"{where} {p}")) for p in SAMPLING_PRIORITIES if p in table),
+        priorities=check_sampling_keys(table, kind, where),
     )
 
 

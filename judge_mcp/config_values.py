@@ -68,11 +68,13 @@ def check_text(value: Any, what: str) -> str | None:
     return value
 
 
-def check_sampling_keys(table: dict[str, Any], kind: str, where: str) -> None:
-    """The sampling backend asks the MCP client, so it has no endpoint or key; its priorities apply to it alone."""
+def check_sampling_keys(table: dict[str, Any], kind: str, where: str) -> tuple[tuple[str, float], ...]:
+    """A [backends.NAME] table's model priorities, (name, 0..1) pairs. The sampling backend asks the MCP client, so it
+    has no endpoint or key; the priorities apply to it alone."""
     if kind == "sampling":
         wrong = sorted(k for k in ("base_url", "api_key_env", "structured_output") if k in table)
         if wrong:
             raise ConfigError(f"{where}: kind = \"sampling\" asks the MCP client's model, which has no {', '.join(wrong)}")
     elif any(p in table for p in SAMPLING_PRIORITIES):
         raise ConfigError(f"{where}: {', '.join(p for p in SAMPLING_PRIORITIES if p in table)} apply to kind = \"sampling\" only")
+    return tuple((p, unit_float(table[p], f"{where} {p}")) for p in SAMPLING_PRIORITIES if p in table)
