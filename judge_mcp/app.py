@@ -96,11 +96,25 @@ class App:
         async def judged(rows: list[CacheRow]) -> tuple[R, str, str, list[dict[str, Any]]]:
             judge = Judge(chosen, self.cache, self.store, progress=progress, cache_rows=rows, shared_option_pool=self.settings.shared_option_pool)
             result = await method(judge)
-            if found is not None:
-                result = result.model_copy(update={"self_preference": found, "warnings": [*getattr(result, "warnings", []), *warnings]})
-            return result, chosen.name, judge.model_id, judge.records
+            return self._guarded(result, chosen, judge.model_id, authors, found, warnings), chosen.name, judge.model_id, judge.records
 
         return await self._logged(tool, inputs, judged)
+
+    @staticmethod
+    def _guarded(result: R, backend: Backend, model_id: str, authors: panel.Authors | None, found: list[Any] | None, warnings: list[str]) -> R:
+        """The result with the self-preference guard's findings. A judge whose model the answers named (the sampling
+        backend: the client's model) is checked again with it; one whose verdicts always carry a warning (the sampling
+        backend again) carries it when the caller did not say who wrote the answers."""
+        if authors is not None and model_id != backend.model_id:
+            found, warnings, _ = panel.guard(authors, [(backend.name, model_id)])
+        own = backend.self_preference_warning(model_id) if authors is None else None
+        warnings = [*warnings, *([own] if own else [])]
+        if found is None and not warnings:
+            return result
+        update: dict[str, Any] = {"warnings": [*getattr(result, "warnings", []), *warnings]}
+        if found is not None:
+            update["self_preference"] = found
+        return result.model_copy(update=update)
 
     async def _logged(
         self, tool: str, inputs: dict[str, Any], judged: Callable[[list[CacheRow]], Awaitable[tuple[R, str, str, list[dict[str, Any]]]]]
@@ -195,6 +209,7 @@ class App:
                     member.error = str(exc)
                     errors.append(exc)
                 member.usage = judge.usage()
+                member.model = judge.model_id  # the sampling backend's: the model its client reported
                 done += 1
                 if progress is not None:
                     await progress(done, len(judging), f"panel member {member.backend} {'failed' if member.error else 'judged'}")
@@ -205,13 +220,30 @@ class App:
                         tg.start_soon(one, member, backend)
             if errors and len(errors) == len(judging):
                 raise errors[0]
-            result = combine(members, latency_ms=(time.perf_counter() - started) * 1000.0, warnings=warnings)
-            if found is not None:
-                result = result.model_copy(update={"self_preference": found})
+            found_now, warnings_now = self._late_guard(members, chosen, authors, found, warnings)
+            result = combine(members, latency_ms=(time.perf_counter() - started) * 1000.0, warnings=warnings_now)
+            if found_now is not None:
+                result = result.model_copy(update={"self_preference": found_now})
             records = [{**record, "panel_member": m.backend} for m in members if m.backend in judges for record in judges[m.backend].records]
             return result, "+".join(backends), result.model, records  # type: ignore[attr-defined]
 
         return await self._logged(tool, inputs, judged)
+
+    @staticmethod
+    def _late_guard(
+        members: Sequence[panel.Member], chosen: Sequence[Backend], authors: panel.Authors | None, found: list[Any] | None, warnings: list[str]
+    ) -> tuple[list[Any] | None, list[str]]:
+        """The self-preference findings and warnings once the panel has judged: a member whose model its answers named
+        (the sampling backend: the client's model) is checked with that model, or, without authors, adds its own
+        warning."""
+        late = [(m, b) for m, b in zip(members, chosen) if m.model != b.model_id]
+        if not late:
+            return found, warnings
+        if authors is None:
+            return found, [*warnings, *(w for m, b in late for w in [b.self_preference_warning(m.model)] if w)]
+        names = {m.backend for m, _ in late}
+        found = [*(p for p in found or [] if p.backend not in names), *panel.self_preference([(m.backend, m.model) for m, _ in late], authors.models)]
+        return found, panel.self_preference_warnings(found, authors.models, authors.names)
 
     async def aclose(self) -> None:
         await self.verdict_writes.drain()  # verdict rows still being written, before the store closes

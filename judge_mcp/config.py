@@ -7,7 +7,6 @@ serialises its key (`api_key` is excluded from `public()` and from repr).
 from __future__ import annotations
 
 import os
-import re
 import sys
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -17,9 +16,12 @@ from urllib.parse import urlparse
 
 from judge_mcp.images import HTTP_BODY_BYTES
 
-from judge_mcp.config_values import ConfigError, check_batch, check_text, non_negative_int, positive_float, positive_int
+from judge_mcp.config_values import (
+    SAMPLING_PRIORITIES, ConfigError, check_batch, check_sampling_keys, check_text, check_url as _check_url, non_negative_int, positive_float,
+    positive_int,
+)
 
-KINDS = ("local", "openai", "anthropic")
+KINDS = ("local", "openai", "anthropic", "sampling")  # sampling: the MCP client's own model (backends/sampling.py)
 DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 # Provider-wide keys are only ever sent to the provider's own host.
 PROVIDER_KEY_ENV = {"openai": ("OPENAI_API_KEY", "api.openai.com"), "anthropic": ("ANTHROPIC_API_KEY", "api.anthropic.com")}
@@ -29,8 +31,8 @@ STRUCTURED_OUTPUT_MODES = ("auto", "json_schema", "off")
 # Requests in flight per backend, by kind: the ceiling of the adaptive limit (backends/limiter.py), which starts
 # there, drops on 429/503/529 and timeouts and grows back while calls succeed. A remote API gets 256, so a burst of
 # 100 compare_pair calls (200 requests) goes out at once and a backend that takes fewer says so with 429; the
-# embedded model gets its slot count (each slot holds a share of n_ctx and of 2 CPU cores).
-DEFAULT_CONCURRENCY = {"local": 4, "openai": 256, "anthropic": 256}
+# embedded model gets its slot count (each slot holds a share of n_ctx and of 2 CPU cores); the MCP client (sampling) 8.
+DEFAULT_CONCURRENCY = {"local": 4, "openai": 256, "anthropic": 256, "sampling": 8}
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,8 @@ class BackendConfig:
     max_output_tokens: int | None = None  # local only: plumbing cap on the answer budget (default backends.local.MAX_OUTPUT_TOKENS)
     mmproj: str | None = None  # local only: the model's multimodal projector (a GGUF file); without it no images
     batch: bool = False  # openai / anthropic: `judge-mcp bench` sends through the provider's batch API (never tool calls)
+    # sampling only: ModelPreferences priorities sent with every request, (name, 0..1) pairs; `model` is the hint
+    priorities: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -137,25 +141,6 @@ def _check_structured_output(value: Any, what: str) -> str:
     if mode not in STRUCTURED_OUTPUT_MODES:
         raise ConfigError(f"{what} must be one of {', '.join(STRUCTURED_OUTPUT_MODES)}; got {value!r}")
     return mode
-def shown_url(url: str) -> str:
-    """`url` as an error message may show it: any userinfo (`user:KEY@`) replaced by `***@`, parseable or not."""
-    return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*:/*)[^/?#]*@", r"\1***@", url)
-
-
-def _check_url(url: Any, what: str) -> str | None:
-    if url is None or url == "":
-        return None
-    if not isinstance(url, str):
-        raise ConfigError(f"{what} must be an http(s) URL, got {type(url).__name__}")
-    url = url.strip()
-    try:
-        parsed = urlparse(url)
-        host, _ = parsed.hostname, parsed.port  # both raise ValueError on a malformed host or port
-    except ValueError as exc:
-        raise ConfigError(f"{what} is not a valid URL ({exc}): {shown_url(url)!r}") from None
-    if parsed.scheme not in ("http", "https") or not host:
-        raise ConfigError(f"{what} must be an http(s) URL, got {shown_url(url)!r}")
-    return url.rstrip("/")
 
 
 def _env(env: Mapping[str, str], name: str, default: Any) -> Any:
@@ -173,7 +158,7 @@ def backend_from_env(env: Mapping[str, str]) -> BackendConfig:
         name=DEFAULT_BACKEND_NAME,
         kind=kind,
         model=model,
-        base_url=base_url if kind != "local" else None,
+        base_url=base_url if kind not in ("local", "sampling") else None,
         api_key=None,
         concurrency=positive_int(_env(env, "JUDGE_MCP_CONCURRENCY", DEFAULT_CONCURRENCY[kind]), "JUDGE_MCP_CONCURRENCY"),
         timeout_s=positive_float(_env(env, "JUDGE_MCP_TIMEOUT_S", 120), "JUDGE_MCP_TIMEOUT_S"),
@@ -182,7 +167,7 @@ def backend_from_env(env: Mapping[str, str]) -> BackendConfig:
         max_output_tokens=_optional_positive_int(env, "JUDGE_MCP_MAX_OUTPUT_TOKENS") if kind == "local" else None,
         mmproj=_env(env, "JUDGE_MCP_MMPROJ", None) if kind == "local" else None,
     )
-    if kind != "local":
+    if kind in PROVIDER_KEY_ENV:
         cfg = replace(cfg, api_key=explicit or _provider_key(kind, base_url, env))
     return cfg
 
@@ -200,7 +185,7 @@ def _provider_key(kind: str, base_url: str | None, env: Mapping[str, str]) -> st
 
 _TOML_KEYS = {
     "kind", "model", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries", "n_ctx", "n_threads", "max_output_tokens",
-    "structured_output", "mmproj", "batch",
+    "structured_output", "mmproj", "batch", *SAMPLING_PRIORITIES,
 }
 
 
@@ -241,7 +226,7 @@ def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str
         key = _env(env, key_env, None)
         if not key:
             raise ConfigError(f"{where}: api_key_env names {key_env!r}, which is not set")
-    elif kind != "local":
+    elif kind in PROVIDER_KEY_ENV:
         key = _provider_key(kind, base_url, env)
     if kind != "local" and table.get("mmproj") is not None:
         raise ConfigError(f"{where}: mmproj (a multimodal projector file) applies to kind = \"local\" only")
@@ -263,7 +248,9 @@ def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str
         else positive_int(table["max_output_tokens"], f"{where} max_output_tokens"),
         mmproj=check_text(table.get("mmproj"), f"{where} mmproj"),
         batch=check_batch(table.get("batch", False), kind, f"{where} batch"),
+        priorities=check_sampling_keys(table, kind, where),
     )
+
 
 
 def default_db_path(env: Mapping[str, str], platform: str | None = None) -> Path:

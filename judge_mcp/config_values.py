@@ -4,7 +4,12 @@ variable or TOML key at fault."""
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
+from urllib.parse import urlparse
+
+
+SAMPLING_PRIORITIES = ("cost_priority", "speed_priority", "intelligence_priority")  # a sampling backend's ModelPreferences
 
 
 class ConfigError(ValueError):
@@ -50,6 +55,13 @@ def positive_float(value: Any, what: str) -> float:
     return number
 
 
+def unit_float(value: Any, what: str) -> float:
+    """A number from 0 to 1 (a sampling backend's model priorities)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ConfigError(f"{what} must be a number from 0 to 1, got {value!r}")
+    return float(value)
+
+
 def check_text(value: Any, what: str) -> str | None:
     if value is None or value == "":
         return None
@@ -70,3 +82,36 @@ def check_batch(value: Any, kind: str, what: str) -> bool:
             f"{what} = true applies to kind = \"openai\" or \"anthropic\" (their providers' batch APIs), not kind = {kind!r}"
         )
     return value
+
+
+def check_sampling_keys(table: dict[str, Any], kind: str, where: str) -> tuple[tuple[str, float], ...]:
+    """A [backends.NAME] table's model priorities, (name, 0..1) pairs. The sampling backend asks the MCP client, so it
+    has no endpoint or key; the priorities apply to it alone."""
+    if kind == "sampling":
+        wrong = sorted(k for k in ("base_url", "api_key_env", "structured_output") if k in table)
+        if wrong:
+            raise ConfigError(f"{where}: kind = \"sampling\" asks the MCP client's model, which has no {', '.join(wrong)}")
+    elif any(p in table for p in SAMPLING_PRIORITIES):
+        raise ConfigError(f"{where}: {', '.join(p for p in SAMPLING_PRIORITIES if p in table)} apply to kind = \"sampling\" only")
+    return tuple((p, unit_float(table[p], f"{where} {p}")) for p in SAMPLING_PRIORITIES if p in table)
+
+
+def shown_url(url: str) -> str:
+    """`url` as an error message may show it: any userinfo (`user:KEY@`) replaced by `***@`, parseable or not."""
+    return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*:/*)[^/?#]*@", r"\1***@", url)
+
+
+def check_url(url: Any, what: str) -> str | None:
+    if url is None or url == "":
+        return None
+    if not isinstance(url, str):
+        raise ConfigError(f"{what} must be an http(s) URL, got {type(url).__name__}")
+    url = url.strip()
+    try:
+        parsed = urlparse(url)
+        host, _ = parsed.hostname, parsed.port  # both raise ValueError on a malformed host or port
+    except ValueError as exc:
+        raise ConfigError(f"{what} is not a valid URL ({exc}): {shown_url(url)!r}") from None
+    if parsed.scheme not in ("http", "https") or not host:
+        raise ConfigError(f"{what} must be an http(s) URL, got {shown_url(url)!r}")
+    return url.rstrip("/")

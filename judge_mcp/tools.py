@@ -23,7 +23,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
-from mcp_types import ToolAnnotations
+from mcp_types import InputRequiredResult, ToolAnnotations
 from pydantic import BaseModel, Field, create_model
 
 from judge_mcp import images as imagelib, labels, stats
@@ -33,6 +33,7 @@ from judge_mcp.args import (
     ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, JudgeStatsArgs, JudgingArgs, LweJudgeArgs, LweSessionArgs,
     LweSessionShowArgs, RecordLabelArgs, ToolArgs,
 )
+from judge_mcp.backends import sampling
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.calls.judge import ProgressFn
 from judge_mcp.config import ConfigError
@@ -66,6 +67,8 @@ async def run_method(app: App, args: JudgingArgs, progress: ProgressFn | None = 
         result, _ = await registry.call(app, args.tool, args, progress=progress)
         return result
     except Exception as exc:
+        if sampling.needs_input(exc):  # the client's model has requests to answer first (mcp_tool answers with them)
+            raise
         known = anticipated(exc)
         if known is not None:
             raise ToolError(str(known)) from exc
@@ -299,8 +302,14 @@ def mcp_tool(spec: ToolSpec, app: App) -> ArgsTool:
     """The SDK tool for `spec`, running its function with `app` and the request's progress notifications."""
     args_model, result_model = spec.models()
 
-    async def call(args: ToolArgs, ctx: Context) -> BaseModel:
-        return await spec.fn(app, args, _progress(ctx))
+    async def call(args: ToolArgs, ctx: Context) -> BaseModel | InputRequiredResult:
+        with sampling.serving(ctx) as rounds:  # a sampling backend asks this call's client
+            try:
+                return await spec.fn(app, args, _progress(ctx))
+            except Exception as exc:
+                if rounds is not None and sampling.needs_input(exc):  # 2026-07-28: the requests go back as input_required
+                    return rounds.result()
+                raise
 
     holder = create_model(f"{spec.name}Call", __base__=ArgModelBase, args=(args_model, ...))
     return ArgsTool(

@@ -10,7 +10,8 @@ transport (the model: python-sdk's tests/interaction, whose `connect` fixture ru
 
 `settings` are environment values (tests/helpers.app_env); a subprocess gets them on top of a clean environment. The
 server has stopped when the context exits, so its database file can be read then. `judged` adds a scripted backend
-and yields a `Judged`; the `connect` fixture (tests/conftest.py) runs a test once per transport with it.
+and yields a `Judged`; the `connect` fixture (tests/conftest.py) runs a test once per transport with it. `ClientModel`
+is the client's own model, as the official client's sampling callback (the `sampling` backend asks it).
 """
 
 from __future__ import annotations
@@ -33,43 +34,44 @@ TRANSPORTS = ("memory", "stdio", "http")
 
 
 @asynccontextmanager
-async def over_memory(settings: dict[str, str], tmp_path: Path) -> AsyncIterator[Client]:
+async def over_memory(settings: dict[str, str], tmp_path: Path, **options: Any) -> AsyncIterator[Client]:
     from judge_mcp.server import build_server
 
     app = make_app(settings)
     try:
-        async with Client(build_server(app)) as client:
+        async with Client(build_server(app), **options) as client:
             yield client
     finally:
         await app.aclose()
 
 
 @asynccontextmanager
-async def over_stdio(settings: dict[str, str], tmp_path: Path) -> AsyncIterator[Client]:
+async def over_stdio(settings: dict[str, str], tmp_path: Path, **options: Any) -> AsyncIterator[Client]:
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     params = StdioServerParameters(command=sys.executable, args=["-m", "judge_mcp", "serve"], env=clean_env(**settings), cwd=str(ROOT))
     with open(tmp_path / "stdio.log", "w") as errlog:
-        async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=60) as client:
+        async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=60, **options) as client:
             yield client
 
 
 @asynccontextmanager
-async def over_http(settings: dict[str, str], tmp_path: Path) -> AsyncIterator[Client]:
+async def over_http(settings: dict[str, str], tmp_path: Path, **options: Any) -> AsyncIterator[Client]:
     token = f"test-token-{uuid.uuid4().hex}"
     with HttpServer(clean_env(**settings, JUDGE_MCP_HTTP_TOKEN=token), log=tmp_path / "http.log") as server:
-        http, client = token_client(server.url, token)
+        http, client = token_client(server.url, token, **options)
         async with http, client:
             yield client
 
 
-CONNECT: dict[str, Callable[[dict[str, str], Path], AbstractAsyncContextManager[Client]]] = {
+CONNECT: dict[str, Callable[..., AbstractAsyncContextManager[Client]]] = {
     "memory": over_memory, "stdio": over_stdio, "http": over_http,
 }
 
 
-def connect(transport: str, settings: dict[str, str], tmp_path: Path) -> AbstractAsyncContextManager[Client]:
-    return CONNECT[transport](settings, tmp_path)
+def connect(transport: str, settings: dict[str, str], tmp_path: Path, **options: Any) -> AbstractAsyncContextManager[Client]:
+    """The official client connected over `transport`; `options` go to `mcp.Client` (e.g. a sampling callback)."""
+    return CONNECT[transport](settings, tmp_path, **options)
 
 
 @dataclass
@@ -104,3 +106,33 @@ async def judged(transport: str, scripted: Callable[..., ScriptedServer], tmp_pa
     settings = app_env(backend, db, **{"JUDGE_MCP_MAX_RETRIES": "1", **env})
     async with connect(transport, settings, tmp_path) as client:
         yield Judged(client, backend, db, transport)
+
+
+class ClientModel:
+    """The MCP client's model, as the official client's `sampling_callback` (pass `sampling_callback=model` to
+    `connect`): each sampling/createMessage request becomes the OpenAI-wire payload a scripted judge reads (the
+    system prompt, then the messages' text), which `responder` answers; the answer goes back as a
+    CreateMessageResult from `model`. `requests` keeps every request's parameters as received. A responder
+    returning an `ErrorData` answers with that error (a user declining the request)."""
+
+    def __init__(self, responder: Callable[[dict[str, Any]], Any], model: str = "client-model-1"):
+        self.responder = responder
+        self.model = model
+        self.requests: list[Any] = []
+
+    async def __call__(self, context: Any, params: Any) -> Any:
+        import mcp_types as types
+
+        from judge_mcp.bench.scripted import Reply
+
+        self.requests.append(params)
+        messages = [{"role": "system", "content": params.system_prompt}] if params.system_prompt else []
+        for m in params.messages:
+            blocks = m.content_as_list
+            messages.append({"role": m.role, "content": [{"type": "text", "text": b.text} for b in blocks if b.type == "text"]})
+        answer = self.responder({"messages": messages, "max_tokens": params.max_tokens, "temperature": params.temperature})
+        if isinstance(answer, types.ErrorData):
+            return answer
+        text = answer.content if isinstance(answer, Reply) else answer
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text=text or ""), model=self.model,
+                                         stop_reason="endTurn")

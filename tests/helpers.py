@@ -106,15 +106,15 @@ INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
 ACCEPT = {"accept": "application/json, text/event-stream"}
 
 
-def token_client(url: str, token: str):
-    """(http, client): the official MCP client over streamable HTTP, sending `Authorization: Bearer <token>`.
-    Use as `async with http, client:`."""
+def token_client(url: str, token: str, **options: Any):
+    """(http, client): the official MCP client over streamable HTTP, sending `Authorization: Bearer <token>`
+    (`options` go to `mcp.Client`). Use as `async with http, client:`."""
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
     http = httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}, timeout=60)
-    return http, Client(streamable_http_client(url, http_client=http))
+    return http, Client(streamable_http_client(url, http_client=http), **options)
 
 
 class ThreadedUvicorn:

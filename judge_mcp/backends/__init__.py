@@ -1,4 +1,5 @@
-"""Backends: build one from a BackendConfig. Imports are lazy so that `local` loads llama.cpp only when used."""
+"""Backends: build one from a BackendConfig. Imports are lazy so that `local` loads llama.cpp only when used (and
+`sampling`, the MCP client's own model, the MCP types only when used)."""
 
 from __future__ import annotations
 
@@ -50,4 +51,8 @@ def _build(cfg: BackendConfig) -> Backend:
         if cfg.structured_output == "off":  # the embedded grammar is never refused, so only `off` changes anything
             backend.supports_json_schema = False
         return backend
+    if cfg.kind == "sampling":
+        from judge_mcp.backends.sampling import SamplingBackend
+
+        return SamplingBackend(cfg.name, cfg.model or "", priorities=cfg.priorities, **common)
     raise ValueError(f"unknown backend kind {cfg.kind!r}")

@@ -12,6 +12,7 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
+from collections.abc import Iterable
 from typing import Any
 
 import anyio
@@ -202,6 +203,19 @@ class Backend:
     def identity(self) -> str:
         """What distinguishes this backend's answers for the cache: kind, endpoint and model, never the key."""
         return f"{self.kind}|{self.model}"
+
+    def answer_identity(self, completion: Completion, identity: str | None) -> str | None:
+        """The identity a new answer is cached under (None: not cached): the lookup's own, for a backend whose model is
+        known before the call; the sampling backend's is the model the client reports with the answer."""
+        return identity
+
+    def answered_model_id(self, models: Iterable[str]) -> str:
+        """`model_id` for a judgment whose answers reported `models` (the sampling backend learns its model so)."""
+        return self.model_id
+
+    def self_preference_warning(self, model_id: str) -> str | None:
+        """A warning every verdict of this judge carries, whoever wrote the answers (the sampling backend's)."""
+        return None
 
     def describe(self) -> str:
         """Kind, endpoint and model for error messages; never a credential."""

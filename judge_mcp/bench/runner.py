@@ -101,6 +101,9 @@ def backend_key(app: App, backend_name: str | None) -> tuple[str, str, str]:
     endpoint, model file), so runs against different servers or files never share results."""
     backend = app.backend(backend_name)
     identity = backend.identity()  # resolves a local model's file (and so its model id) without loading it
+    if identity is None:
+        raise BenchError(f"backend '{backend.name}' is the MCP client's own model (kind \"sampling\"), which only an MCP tool call "
+                         "can ask; bench a configured backend instead")
     digest = hashlib.sha256(identity.encode("utf-8")).hexdigest()[:8]
     return f"{backend.model_id}@{digest}", backend.name, backend.model_id
 

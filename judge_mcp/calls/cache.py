@@ -2,7 +2,9 @@
 requests in flight sharing one call.
 
 Keyed by `ChatRequest.cache_key(backend.identity())`: a hash of the exact request and the backend's kind, endpoint
-and model (never its key); a request asking for log-probabilities has its own key, and its cached completion keeps
+and model (never its key). A new answer is stored under `backend.answer_identity(...)`, the same identity but for
+the sampling backend's, whose model is the one the client reports with the answer (its identity is None, no lookup,
+until its client has answered once); a request asking for log-probabilities has its own key, and its cached completion keeps
 them (a hit answers with the same probabilities as the call did). Requests with temperature > 0 are samples and always go to the backend. Completions with
 empty text are not stored (a later identical request goes to the backend again). A hit is a pure read: it writes
 nothing. The concurrent lookups of one judgment share one read of the table (`_Lookup`). A new answer is written at
@@ -122,7 +124,13 @@ class CallCache:
         written (the caller must pass it to `written` once it is written or dropped)."""
         if request.temperature != 0:
             return await backend.complete(request), False, None
-        key = request.cache_key(backend.identity())
+        identity = backend.identity()
+        if identity is None:  # the sampling backend before its client first said which model it is: no lookup
+            completion = await backend.complete(request)
+            row = self._row(backend, request, completion, None, summary)
+            await self._store(row, defer)
+            return completion, False, None if row is None else row.key
+        key = request.cache_key(identity)
         hit = self._unwritten.get(key)
         if hit is None and self.store is not None:
             hit = await self._stored(key)
@@ -149,25 +157,44 @@ class CallCache:
             return _from_cached(_to_cached(completion), request), True, key
         if flight.how != SENT:  # with leases: already in the table (this process wrote it, or another did)
             return completion, flight.how == ELSEWHERE, key
-        # The first caller to receive a new answer stores it. An empty answer is a glitch worth asking again later,
-        # not an answer to replay: it is not stored.
-        if self.store is not None and completion.text.strip():
-            row = CacheRow(key, backend.identity(), completion.model, summary or request.summary(), _to_cached(completion))
-            if defer is None:
-                await self.store.writes.run(CacheTable(self.store).put_many, [row])
-            else:
-                self._unwritten[key] = row.response
-                defer.append(row)
-        return completion, False, key
+        # The first caller to receive a new answer stores it.
+        row = self._row(backend, request, completion, identity, summary, key)
+        await self._store(row, defer)
+        return completion, False, key if row is None else row.key
+
+    def _row(
+        self, backend: Backend, request: ChatRequest, completion: Completion, identity: str | None, summary: dict[str, Any] | None, key: str | None = None
+    ) -> CacheRow | None:
+        """The cache row of a new answer, under the identity the backend gives the answer (the lookup's own, but for
+        the sampling backend's); None when it is not stored: no store, or an empty answer (a glitch worth asking again
+        later, not an answer to replay)."""
+        if self.store is None or not completion.text.strip():
+            return None
+        kept = backend.answer_identity(completion, identity)
+        if kept is None:
+            return None
+        if kept != identity or key is None:
+            key = request.cache_key(kept)
+        return CacheRow(key, kept, completion.model, summary or request.summary(), _to_cached(completion))
+
+    async def _store(self, row: CacheRow | None, defer: list[CacheRow] | None) -> None:
+        """Write `row` now, or append it to `defer` for the caller to write (answered from memory until then)."""
+        if row is None or self.store is None:
+            return
+        if defer is None:
+            await self.store.writes.run(CacheTable(self.store).put_many, [row])
+        else:
+            self._unwritten[row.key] = row.response
+            defer.append(row)
 
     async def _once(self, flight: _Flight, backend: Backend, request: ChatRequest, key: str, summary: dict[str, Any] | None) -> Completion:
         """A flight's task where the store offers leases: one backend call per request across every process on the
         database (calls/leased.py); the answer is written as soon as it comes back, since others wait for it."""
 
+        identity = backend.identity()
+
         def row_of(completion: Completion) -> CacheRow | None:
-            if not completion.text.strip():
-                return None
-            return CacheRow(key, backend.identity(), completion.model, summary or request.summary(), _to_cached(completion))
+            return self._row(backend, request, completion, identity, summary, key)
 
         answer, flight.how = await complete_once(self.store, backend, request, key, row_of, lambda row: self.written([row], stored=True))
         return _from_cached(answer, request) if isinstance(answer, dict) else answer

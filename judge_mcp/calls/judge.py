@@ -47,11 +47,13 @@ class Judge:
         self.completion_tokens = 0
         self.call_records: list[CallRecord] = []
         self.cache_rows = cache_rows  # None: new answers are written to the cache at once
+        self.answer_models: set[str] = set()  # the models the answers came from, as the backend reported them
         self._started = time.perf_counter()
 
     @property
     def model_id(self) -> str:
-        return self.backend.model_id
+        """`backend/model`; for the sampling backend, the models the client reported for this judgment's answers."""
+        return self.backend.answered_model_id(self.answer_models)
 
     @property
     def structured(self) -> bool:
@@ -71,6 +73,7 @@ class Judge:
     async def complete(self, request: ChatRequest) -> Completion:
         summary = request.summary()  # built once: for the call record and, for a new answer, the cache row
         completion, cached, key = await self.cache.lookup(self.backend, request, summary=summary, defer=self.cache_rows)
+        self.answer_models.add(completion.model)
         if cached:
             self.cached_calls += 1
         else:

@@ -22,7 +22,7 @@ from judge_mcp.config import ConfigError, load_settings
 from judge_mcp.storage.sqlite import Store, StoreError
 
 TYPOS = {
-    "JUDGE_MCP_BACKEND": ("opneai", "JUDGE_MCP_BACKEND must be one of local, openai, anthropic; got 'opneai'"),
+    "JUDGE_MCP_BACKEND": ("opneai", "JUDGE_MCP_BACKEND must be one of local, openai, anthropic, sampling; got 'opneai'"),
     "JUDGE_MCP_TIMEOUT_S": ("12O", "JUDGE_MCP_TIMEOUT_S must be a number, got '12O'"),
     "JUDGE_MCP_BASE_URL": ("htp://127.0.0.1:8000/v1", "JUDGE_MCP_BASE_URL must be an http(s) URL, got 'htp://127.0.0.1:8000/v1'"),
 }
