@@ -1,8 +1,14 @@
 """Database bytes per verdict: N compare_pair calls (distinct pairs, answers of --chars characters each) through the
-real App against a scripted OpenAI-compatible server on loopback; prints the file size after a WAL checkpoint,
-per verdict, and how many times one judged answer's text is stored.
+real App against a scripted OpenAI-compatible server on loopback; prints the file size after a WAL checkpoint, per
+verdict (the whole file, and its growth over a database that has had no call, divided by N), and how many times one
+judged answer's text and one model reply are stored.
 
     .venv/bin/python -m bench.db_size --calls 50 --chars 2000 [--root PATH]     (from the checkout's root)
+    .venv/bin/python -m bench.db_size --calls 1 --reply-chars 7500000 [--root PATH]
+
+With `--reply-chars N` the judge's every reply is a valid verdict whose evaluation is N characters of words drawn at
+random (seeded) from a vocabulary of a few thousand made-up words: text that compresses about as well as a model's
+prose, not a repeated string that any compressor folds to nothing.
 
 The calls run in a child process whose judge_mcp is `--root`'s (first on its PYTHONPATH; default this checkout), so
 another checkout (e.g. a worktree of an older commit) is measured with this script and this checkout's scripted
@@ -13,17 +19,22 @@ same procedure in one go.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import random
 import sqlite3
 import subprocess
 import sys
 import tempfile
+import zlib
 from pathlib import Path
+from typing import Any
 
 import anyio
 
 HERE = Path(__file__).resolve().parent.parent
 MARKER = "UNIQUEMARKER0"
+REPLY_MARKER = "REPLYMARKER0"
 
 
 async def judge_pairs(base_url: str, db: str, calls: int, chars: int) -> None:
@@ -45,24 +56,76 @@ async def judge_pairs(base_url: str, db: str, calls: int, chars: int) -> None:
         await app.aclose()
 
 
-def copies_and_size(db: Path) -> tuple[int, int]:
-    """How many times MARKER is stored, and the file's size, after a WAL checkpoint."""
+def prose(chars: int, seed: int = 0) -> str:
+    """`chars` characters of made-up words drawn at random from a fixed vocabulary (compresses like prose)."""
+    rng = random.Random(seed)
+    letters = "etaoinshrdlucmfwypvbgkjqxz"
+    weights = [12, 9, 8, 8, 7, 7, 6, 6, 6, 4, 4, 3, 3, 2, 2, 2, 2, 2, 1, 1, 2, 1, 1, 1, 1, 1]
+    vocabulary = ["".join(rng.choices(letters, weights, k=rng.randint(2, 9))) for _ in range(4000)]
+    words: list[str] = []
+    size = 0
+    while size < chars:
+        word = rng.choice(vocabulary) + rng.choices([" ", ", ", ". "], [20, 2, 1])[0]
+        words.append(word)
+        size += len(word)
+    return "".join(words)[:chars]
+
+
+class LongReplies:
+    """UniversalJudge, with an evaluation of `chars` characters of prose in every compare_pair reply, a different one
+    per request (REPLY_MARKER first, so the copies can be counted)."""
+
+    def __init__(self, chars: int):
+        from judge_mcp.bench.scripted_judges import UniversalJudge
+
+        self.judge = UniversalJudge()
+        self.chars = chars
+        self.sent = 0
+
+    def __call__(self, payload: dict[str, Any]) -> Any:
+        answer = self.judge(payload)
+        if isinstance(answer, str) and answer.startswith("{") and '"verdict"' in answer:
+            self.sent += 1
+            return json.dumps({**json.loads(answer), "evaluation": f"{REPLY_MARKER} " + prose(self.chars, seed=self.sent)})
+        return answer
+
+
+def count(value: Any, marker: str) -> int:
+    """How often `marker` occurs in a stored value (text, or a zlib-compressed text)."""
+    if isinstance(value, bytes):
+        try:
+            value = zlib.decompress(value).decode("utf-8")
+        except zlib.error:
+            value = value.decode("utf-8", "replace")
+    return str(value).count(marker)
+
+
+def copies_and_size(db: Path) -> tuple[int, int, int]:
+    """How many times MARKER and REPLY_MARKER are stored (in any table), and the file's size, after a WAL checkpoint."""
     conn = sqlite3.connect(str(db))
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    copies = sum(
-        str(value).count(MARKER)
-        for table, cols in (("verdicts", "inputs, output, calls"), ("call_cache", "request, response"))
-        for row in conn.execute(f"SELECT {cols} FROM {table}")
-        for value in row
-    )
+    tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    answers = replies = 0
+    for table in tables:
+        for row in conn.execute(f'SELECT * FROM "{table}"'):
+            for value in row:
+                answers += count(value, MARKER)
+                replies += count(value, REPLY_MARKER)
     conn.close()
-    return copies, db.stat().st_size
+    return answers, replies, db.stat().st_size
+
+
+def run(root: Path, base_url: str, db: Path, calls: int, chars: int) -> tuple[int, int, int]:
+    child = [sys.executable, __file__, "--child", base_url, str(db), "--calls", str(calls), "--chars", str(chars)]
+    subprocess.run(child, cwd=str(root), env={**os.environ, "PYTHONPATH": str(root)}, check=True)
+    return copies_and_size(db)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=50)
-    parser.add_argument("--chars", type=int, default=2000)
+    parser.add_argument("--chars", type=int, default=2000, help="characters per judged answer")
+    parser.add_argument("--reply-chars", type=int, default=0, help="make every reply this long (0: the judge's short replies)")
     parser.add_argument("--root", type=Path, default=HERE, help="the checkout whose judge_mcp is measured")
     parser.add_argument("--child", nargs=2, metavar=("BASE_URL", "DB"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -73,13 +136,17 @@ def main() -> None:
     from judge_mcp.bench.scripted_judges import UniversalJudge
 
     root = args.root.resolve()
-    with ScriptedServer(UniversalJudge()) as server, tempfile.TemporaryDirectory() as tmp:
-        db = Path(tmp) / "judge.db"
-        child = [sys.executable, __file__, "--child", server.base_url, str(db), "--calls", str(args.calls), "--chars", str(args.chars)]
-        subprocess.run(child, cwd=str(root), env={**os.environ, "PYTHONPATH": str(root)}, check=True)
-        copies, size = copies_and_size(db)
-    print(f"root={root} calls={args.calls} chars_per_answer={args.chars}")
-    print(f"database bytes: {size:,}  per verdict: {size / args.calls:,.0f}  copies of one judged answer: {copies}")
+    responder = LongReplies(args.reply_chars) if args.reply_chars else UniversalJudge()
+    with ScriptedServer(responder) as server, tempfile.TemporaryDirectory() as tmp:
+        _, _, empty = run(root, server.base_url, Path(tmp) / "empty.db", 0, args.chars)
+        answers, replies, size = run(root, server.base_url, Path(tmp) / "judge.db", args.calls, args.chars)
+    sent = getattr(responder, "sent", 0)
+    print(f"root={root} calls={args.calls} chars_per_answer={args.chars} reply_chars={args.reply_chars or 'short'}")
+    print(
+        f"database bytes: {size:,}  per verdict: {size / args.calls:,.0f}  growth over an unused database: {size - empty:,}"
+        f" ({(size - empty) / args.calls:,.0f} per verdict)  copies of one judged answer: {answers}"
+        + (f"  copies of the {sent} long replies: {replies} (each {args.reply_chars:,} characters)" if args.reply_chars else "")
+    )
 
 
 if __name__ == "__main__":

@@ -154,6 +154,24 @@ def m007_json_or_null(tx: Tx) -> None:
     )
 
 
+def m008_texts(tx: Tx) -> None:
+    """Long model replies stored once (storage/texts.py): under its SHA-256, a text's length in characters and when
+    a cache row and when a verdict last took it (`texts`; retention deletes texts no row refers to), and its
+    zlib-compressed UTF-8 (`text_bodies`, apart, so recording a use never rewrites it). Rows written before keep
+    their inline texts."""
+    blob = "BYTEA" if tx.dialect.name == "postgresql" else "BLOB"
+    real = tx.dialect.real
+    tx.execute(
+        f"""CREATE TABLE IF NOT EXISTS texts (
+            sha256 TEXT PRIMARY KEY,
+            chars INTEGER NOT NULL,
+            cache_used_at {real},
+            verdict_used_at {real}
+        )"""
+    )
+    tx.execute(f"CREATE TABLE IF NOT EXISTS text_bodies (sha256 TEXT PRIMARY KEY, body {blob} NOT NULL)")
+
+
 def m101_bench_tables(tx: Tx) -> None:
     """The bench's results (one row per dataset, method, backend, item and placement) and runs (each run's
     metadata and accumulated wall time). IF NOT EXISTS: bench databases made before the migrations have them."""
@@ -208,6 +226,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m005_call_cache_without_hits,
     m006_call_leases,
     m007_json_or_null,
+    m008_texts,
 )
 BENCH_MIGRATIONS: tuple[Migration, ...] = (*MIGRATIONS, m101_bench_tables, m102_bench_fingerprint)
 

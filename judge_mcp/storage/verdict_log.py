@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from judge_mcp.storage import texts
 from judge_mcp.storage.call_cache import CacheRow, CacheTable
 from judge_mcp.storage.engine import Engine, Tx, dumps
 
@@ -76,22 +77,27 @@ class VerdictLog:
         calls: list[dict[str, Any]],
         cache_rows: Iterable[CacheRow] = (),
     ) -> int:
-        """The verdict row, and the tool call's new cache rows, in one transaction; the row's id."""
+        """The verdict row, and the tool call's new cache rows, in one transaction; the row's id. A call record's long
+        reply text is stored once (storage/texts.py: shared with its cache row) and the record keeps its hash."""
+        now = time.time()
         with self.store.transaction() as tx:
-            CacheTable.insert(tx, cache_rows)
+            CacheTable.insert(tx, cache_rows, now)
+            kept = [texts.shelve(tx, call, "verdict", now) for call in calls]
             return tx.insert(
                 "INSERT INTO verdicts (tool, backend, model, inputs, output, usage, calls, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [tool, backend, model, dumps(inputs), dumps(output), dumps(usage), dumps(calls), time.time()],
+                [tool, backend, model, dumps(inputs), dumps(output), dumps(usage), dumps(kept), now],
             )
 
     def recent(self, tool: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
-        """The newest rows (of one tool), newest first, with their JSON columns decoded."""
+        """The newest rows (of one tool), newest first, with their JSON columns decoded and each call record's reply
+        text in it (read back from `texts` where the record keeps its hash)."""
         sql = "SELECT * FROM verdicts" + (" WHERE tool = ?" if tool else "") + " ORDER BY id DESC LIMIT ?"
         rows = self.store.query(sql, [tool, limit] if tool else [limit])
         for row in rows:
             for col in ("inputs", "output", "usage", "calls"):
                 row[col] = json.loads(row[col])
+        texts.resolve(self.store, [call for row in rows if isinstance(row["calls"], list) for call in row["calls"]])
         return rows
 
     def stats_page(

@@ -1,0 +1,125 @@
+"""Model replies stored once: the `texts` and `text_bodies` tables (migrations.m008_texts), keyed by the SHA-256 of
+the text.
+
+A reply of at least LONG characters is kept here once, zlib-compressed, and referred to by its hash from both of the
+places that keep it: the call cache's answer (`call_cache.response`) and the verdict's call record (`verdicts.calls`),
+each as `"text_sha256"` instead of `"text"`. A shorter reply stays inline in both (a reference and a row here cost
+about as much as the text). Readers put the text back (`resolve`), so a cache answer or a call record reads as it
+always did; rows written before this table existed keep their inline texts and read unchanged.
+
+Retention: each text records (in `texts`, a small row apart from its body in `text_bodies`, so a new use never
+rewrites the body) when a cache row (`cache_used_at`) and when a verdict (`verdict_used_at`) last took it, in the
+same transaction as that row. Every row that refers to a text was written at or before those times, so a
+text whose times are both older than the retention cutoffs (or absent) is referred to by no row left (`delete_unused`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from collections.abc import Iterable
+from typing import Any
+
+from judge_mcp.storage.engine import Engine, Tx
+
+LONG = 256  # characters: a reply this long or longer is stored once, in `texts`; a shorter one inline where used
+FAST_ABOVE = 1 << 20  # bytes: a text larger than this is compressed at zlib's fastest level (it holds the write lane)
+KEYS_PER_READ = 500
+
+# which row took a text: the column recording when
+USED_AT = {"cache": "cache_used_at", "verdict": "verdict_used_at"}
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def pack(text: str) -> bytes:
+    data = text.encode("utf-8")
+    return zlib.compress(data, 1 if len(data) > FAST_ABOVE else 6)
+
+
+def unpack(body: bytes | memoryview) -> str:
+    return zlib.decompress(bytes(body)).decode("utf-8")
+
+
+def upsert_sql(use: str) -> list[str]:
+    """The statements that store one text, or its time of use when it is stored already (parameters: hash,
+    characters and time for the first; hash and packed body for the second)."""
+    col = USED_AT[use]
+    return [
+        f"INSERT INTO texts (sha256, chars, {col}) VALUES (?, ?, ?) ON CONFLICT (sha256) DO UPDATE SET {col} = excluded.{col}",
+        "INSERT INTO text_bodies (sha256, body) VALUES (?, ?) ON CONFLICT (sha256) DO NOTHING",
+    ]
+
+
+def upsert_statements(text: str, use: str, now: float) -> tuple[str, list[tuple[str, list[Any]]]]:
+    """(hash, the statements that store `text` as (SQL, parameters)), for a caller that runs them itself."""
+    digest = sha256(text)
+    uses, body = upsert_sql(use)
+    return digest, [(uses, [digest, len(text), now]), (body, [digest, pack(text)])]
+
+
+def put(tx: Tx, text: str, use: str, now: float) -> str:
+    """Inside the caller's transaction: store `text` once (or record its use by a `use` row at `now`); its hash.
+    A text stored already is neither compressed nor written again: only its small row of times changes."""
+    digest = sha256(text)
+    if tx.execute(f"UPDATE texts SET {USED_AT[use]} = ? WHERE sha256 = ?", [now, digest]) == 0:
+        uses, body = upsert_sql(use)
+        tx.execute(uses, [digest, len(text), now])
+        tx.execute(body, [digest, pack(text)])
+    return digest
+
+
+def shelve(tx: Tx, item: dict[str, Any], use: str, now: float) -> dict[str, Any]:
+    """A copy of `item` (a cache answer or a call record) with a long `text` stored here and replaced by its hash;
+    `item` itself when its text is short."""
+    text = item.get("text")
+    if not isinstance(text, str) or len(text) < LONG:
+        return item
+    out = {k: v for k, v in item.items() if k != "text"}
+    out["text_sha256"] = put(tx, text, use, now)
+    return out
+
+
+def read_many(store: Engine | Tx, digests: Iterable[str]) -> dict[str, str]:
+    """The texts among `digests`, by hash (missing ones are left out)."""
+    found: dict[str, str] = {}
+    unique = list(dict.fromkeys(digests))
+    for start in range(0, len(unique), KEYS_PER_READ):
+        chunk = unique[start : start + KEYS_PER_READ]
+        marks = ",".join("?" * len(chunk))
+        for row in store.query(f"SELECT sha256, body FROM text_bodies WHERE sha256 IN ({marks})", chunk):
+            found[row["sha256"]] = unpack(row["body"])
+    return found
+
+
+def resolve(store: Engine | Tx, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Put the texts of `items` that refer to one back as `text` (in place; one read for all of them). An item
+    whose text is no longer stored keeps its `text_sha256` and gets no `text`. The items."""
+    wanted = [item["text_sha256"] for item in items if isinstance(item, dict) and "text_sha256" in item]
+    if not wanted:
+        return items
+    found = read_many(store, wanted)
+    for item in items:
+        if isinstance(item, dict) and item.get("text_sha256") in found:
+            item["text"] = found[item.pop("text_sha256")]
+    return items
+
+
+def delete_unused(tx: Tx, cache_cutoff: float | None, verdict_cutoff: float | None) -> int:
+    """Inside retention's transaction, after its deletes: the texts no row refers to any more. A text last taken by
+    a cache row before `cache_cutoff` and by a verdict before `verdict_cutoff` (None: that table keeps its rows,
+    so only texts it never took qualify) is deleted. How many."""
+    if cache_cutoff is None and verdict_cutoff is None:
+        return 0
+    conditions, params = [], []
+    for col, cutoff in (("cache_used_at", cache_cutoff), ("verdict_used_at", verdict_cutoff)):
+        if cutoff is None:
+            conditions.append(f"{col} IS NULL")
+        else:
+            conditions.append(f"({col} IS NULL OR {col} < ?)")
+            params.append(cutoff)
+    where = " AND ".join(conditions)
+    tx.execute(f"DELETE FROM text_bodies WHERE sha256 IN (SELECT sha256 FROM texts WHERE {where})", params)
+    return tx.execute(f"DELETE FROM texts WHERE {where}", params)
