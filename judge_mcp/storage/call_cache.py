@@ -48,8 +48,8 @@ class CacheTable:
     def complete(store: Engine | Tx, found: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         """The stored answers with their texts read back from `texts`; an answer whose text is not there any more
         is left out (a miss: the request is sent again), never served without its text."""
-        texts.resolve(store, list(found.values()))
-        return {key: answer for key, answer in found.items() if "text_sha256" not in answer}
+        texts.resolve(store, found.values())
+        return {key: answer for key, answer in found.items() if texts.REFS not in answer}
 
     def put_many(self, rows: Iterable[CacheRow]) -> None:
         """Cache rows in one transaction."""
@@ -72,7 +72,7 @@ class CacheTable:
         text = response.get("text")
         if isinstance(text, str) and len(text) >= texts.LONG:
             digest, out = texts.upsert_statements(text, "cache", now)
-            response = {**{k: v for k, v in response.items() if k != "text"}, "text_sha256": digest}
+            response = {**{k: v for k, v in response.items() if k != "text"}, texts.REFS: {"text": digest}}
         out.append((CacheTable.UPSERT, [key, backend, model, dumps(request), dumps(response), now]))
         return out
 
@@ -81,7 +81,7 @@ class CacheTable:
         """The rows, inside the caller's transaction (a row with a stored key replaces it); a long text once."""
         now = time.time() if now is None else now
         for key, backend, model, request, response in rows:
-            response = texts.shelve(tx, response, "cache", now)
+            response = texts.shelve(tx, response, ("text",), "cache", now)
             tx.execute(CacheTable.UPSERT, [key, backend, model, dumps(request), dumps(response), now])
 
     @staticmethod

@@ -155,10 +155,10 @@ def m007_json_or_null(tx: Tx) -> None:
 
 
 def m008_texts(tx: Tx) -> None:
-    """Long model replies stored once (storage/texts.py): under its SHA-256, a text's length in characters and when
-    a cache row and when a verdict last took it (`texts`; retention deletes texts no row refers to), and its
-    zlib-compressed UTF-8 (`text_bodies`, apart, so recording a use never rewrites it). Rows written before keep
-    their inline texts."""
+    """Long texts stored once (storage/texts.py): under its SHA-256, a text's length in characters and when a cache
+    row, a verdict and an LWE session last took it (`texts`; retention deletes texts no row refers to), and its
+    zlib-compressed UTF-8 (`text_bodies`, apart, so recording a use never rewrites it); LWE feedback rows list the
+    texts they keep there (`text_refs`). Rows written before keep their inline texts."""
     blob = "BYTEA" if tx.dialect.name == "postgresql" else "BLOB"
     real = tx.dialect.real
     tx.execute(
@@ -166,10 +166,13 @@ def m008_texts(tx: Tx) -> None:
             sha256 TEXT PRIMARY KEY,
             chars INTEGER NOT NULL,
             cache_used_at {real},
-            verdict_used_at {real}
+            verdict_used_at {real},
+            lwe_used_at {real}
         )"""
     )
     tx.execute(f"CREATE TABLE IF NOT EXISTS text_bodies (sha256 TEXT PRIMARY KEY, body {blob} NOT NULL)")
+    if "text_refs" not in tx.columns("lwe_feedback"):
+        tx.execute("ALTER TABLE lwe_feedback ADD COLUMN text_refs TEXT")
 
 
 def m101_bench_tables(tx: Tx) -> None:

@@ -1,16 +1,19 @@
-"""Model replies stored once: the `texts` and `text_bodies` tables (migrations.m008_texts), keyed by the SHA-256 of
-the text.
+"""Long texts stored once: the `texts` and `text_bodies` tables (migrations.m008_texts), keyed by the SHA-256 of the
+text.
 
-A reply of at least LONG characters is kept here once, zlib-compressed, and referred to by its hash from both of the
-places that keep it: the call cache's answer (`call_cache.response`) and the verdict's call record (`verdicts.calls`),
-each as `"text_sha256"` instead of `"text"`. A shorter reply stays inline in both (a reference and a row here cost
-about as much as the text). Readers put the text back (`resolve`), so a cache answer or a call record reads as it
-always did; rows written before this table existed keep their inline texts and read unchanged.
+A model reply of at least LONG characters is kept here once, zlib-compressed, and referred to by its hash from every
+place that keeps it: the call cache's answer (`call_cache.response`), the verdict's call record (`verdicts.calls`),
+LWE's texts in the verdict's output (`eval_prompt`, `judgment`, `feedback`) and in the session's feedback buffer
+(`lwe_feedback`, which also keeps the judged pair). Such an item lists the fields it no longer holds under REFS
+(`"text_refs": {field: hash}`). A shorter text stays inline (a reference and a row here cost about as much as the
+text). Readers put the texts back (`resolve`), so every item reads as it always did; rows written before this table
+existed keep their inline texts and read unchanged.
 
 Retention: each text records (in `texts`, a small row apart from its body in `text_bodies`, so a new use never
-rewrites the body) when a cache row (`cache_used_at`) and when a verdict (`verdict_used_at`) last took it, in the
-same transaction as that row. Every row that refers to a text was written at or before those times, so a
-text whose times are both older than the retention cutoffs (or absent) is referred to by no row left (`delete_unused`).
+rewrites the body) when a cache row (`cache_used_at`), a verdict (`verdict_used_at`) and an LWE session
+(`lwe_used_at`) last took it, in the same transaction as that row. Every row that refers to a text was written at or
+before those times, so a text whose times are older than the retention cutoffs (or absent), and that no LWE session
+took (they are never deleted), is referred to by no row left (`delete_unused`).
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ FAST_ABOVE = 1 << 20  # bytes: a text larger than this is compressed at zlib's f
 KEYS_PER_READ = 500
 
 # which row took a text: the column recording when
-USED_AT = {"cache": "cache_used_at", "verdict": "verdict_used_at"}
+USED_AT = {"cache": "cache_used_at", "verdict": "verdict_used_at", "lwe": "lwe_used_at"}
+REFS = "text_refs"  # in an item whose long texts are stored here: {field: hash}
 
 
 def sha256(text: str) -> str:
@@ -71,14 +75,14 @@ def put(tx: Tx, text: str, use: str, now: float) -> str:
     return digest
 
 
-def shelve(tx: Tx, item: dict[str, Any], use: str, now: float) -> dict[str, Any]:
-    """A copy of `item` (a cache answer or a call record) with a long `text` stored here and replaced by its hash;
-    `item` itself when its text is short."""
-    text = item.get("text")
-    if not isinstance(text, str) or len(text) < LONG:
+def shelve(tx: Tx, item: dict[str, Any], fields: tuple[str, ...], use: str, now: float) -> dict[str, Any]:
+    """A copy of `item` (a cache answer, a call record, a verdict's output, an LWE feedback item) whose long string
+    `fields` are stored here and listed by hash under REFS instead; `item` itself when none is long."""
+    long = [f for f in fields if isinstance(item.get(f), str) and len(item[f]) >= LONG]
+    if not long:
         return item
-    out = {k: v for k, v in item.items() if k != "text"}
-    out["text_sha256"] = put(tx, text, use, now)
+    out = {k: v for k, v in item.items() if k not in long}
+    out[REFS] = {f: put(tx, item[f], use, now) for f in long}
     return out
 
 
@@ -94,17 +98,22 @@ def read_many(store: Engine | Tx, digests: Iterable[str]) -> dict[str, str]:
     return found
 
 
-def resolve(store: Engine | Tx, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Put the texts of `items` that refer to one back as `text` (in place; one read for all of them). An item
-    whose text is no longer stored keeps its `text_sha256` and gets no `text`. The items."""
-    wanted = [item["text_sha256"] for item in items if isinstance(item, dict) and "text_sha256" in item]
-    if not wanted:
-        return items
-    found = read_many(store, wanted)
-    for item in items:
-        if isinstance(item, dict) and item.get("text_sha256") in found:
-            item["text"] = found[item.pop("text_sha256")]
-    return items
+def resolve(store: Engine | Tx, items: Iterable[Any]) -> None:
+    """Put the stored texts of `items` back in place, each under its field (one read for all of them); REFS is
+    removed from an item whose texts are all found, and kept, listing the missing ones, from one whose are not."""
+    shelved = [item for item in items if isinstance(item, dict) and isinstance(item.get(REFS), dict)]
+    if not shelved:
+        return
+    found = read_many(store, [digest for item in shelved for digest in item[REFS].values()])
+    for item in shelved:
+        missing = {}
+        for field, digest in item.pop(REFS).items():
+            if digest in found:
+                item[field] = found[digest]
+            else:
+                missing[field] = digest
+        if missing:
+            item[REFS] = missing
 
 
 def delete_unused(tx: Tx, cache_cutoff: float | None, verdict_cutoff: float | None) -> int:
@@ -113,7 +122,9 @@ def delete_unused(tx: Tx, cache_cutoff: float | None, verdict_cutoff: float | No
     so only texts it never took qualify) is deleted. How many."""
     if cache_cutoff is None and verdict_cutoff is None:
         return 0
-    conditions, params = [], []
+    conditions: list[str] = []
+    params: list[Any] = []
+    conditions.append("lwe_used_at IS NULL")  # LWE sessions are never deleted, nor the texts they keep
     for col, cutoff in (("cache_used_at", cache_cutoff), ("verdict_used_at", verdict_cutoff)):
         if cutoff is None:
             conditions.append(f"{col} IS NULL")

@@ -14,6 +14,9 @@ from judge_mcp.storage import texts
 from judge_mcp.storage.call_cache import CacheRow, CacheTable
 from judge_mcp.storage.engine import Engine, Tx, dumps
 
+# the output's fields that may hold a long model text (lwe_judge's), stored once like the call records' replies
+OUTPUT_TEXTS = ("eval_prompt", "judgment", "feedback")
+
 # One page of the log for the bias telemetry, by engine: JSON functions have no form SQLite and PostgreSQL share.
 # Parameters: the pairwise tools (a JSON list), the first answer's input key, the same list, the second answer's key
 # (as JSON paths), then the id to read below and the page size.
@@ -21,7 +24,7 @@ STATS_PAGE = {
     "sqlite": (
         "SELECT id, tool, backend, model, created_at,"
         " CASE WHEN json_valid(usage) THEN usage END AS usage,"
-        " CASE WHEN json_valid(output) THEN json_remove(output, '$.eval_prompt', '$.judgment', '$.feedback') END AS output,"
+        " CASE WHEN json_valid(output) THEN json_remove(output, '$.eval_prompt', '$.judgment', '$.feedback', '$.text_refs') END AS output,"
         " CASE WHEN tool IN (SELECT value FROM json_each(?)) AND json_valid(inputs)"
         "  THEN length(json_extract(inputs, ?)) END AS len_a,"
         " CASE WHEN tool IN (SELECT value FROM json_each(?)) AND json_valid(inputs)"
@@ -40,7 +43,7 @@ STATS_PAGE = {
         "SELECT id, tool, backend, model, created_at,"
         " CASE WHEN judge_mcp_json(usage) IS NOT NULL THEN usage END AS usage,"
         " CASE WHEN jsonb_typeof(judge_mcp_json(output)) = 'object'"
-        "  THEN (judge_mcp_json(output) - 'eval_prompt' - 'judgment' - 'feedback')::text"
+        "  THEN (judge_mcp_json(output) - 'eval_prompt' - 'judgment' - 'feedback' - 'text_refs')::text"
         "  WHEN judge_mcp_json(output) IS NOT NULL THEN output END AS output,"
         " CASE WHEN tool IN (SELECT jsonb_array_elements_text(?::jsonb)) AND jsonb_typeof(judge_mcp_json(inputs)) = 'object'"
         "  THEN length(judge_mcp_json(inputs) ->> ?) END AS len_a,"
@@ -78,11 +81,13 @@ class VerdictLog:
         cache_rows: Iterable[CacheRow] = (),
     ) -> int:
         """The verdict row, and the tool call's new cache rows, in one transaction; the row's id. A call record's long
-        reply text is stored once (storage/texts.py: shared with its cache row) and the record keeps its hash."""
+        reply text, and the output's long OUTPUT_TEXTS, are stored once (storage/texts.py: shared with the cache rows
+        and LWE's feedback buffer) and the row keeps their hashes."""
         now = time.time()
         with self.store.transaction() as tx:
             CacheTable.insert(tx, cache_rows, now)
-            kept = [texts.shelve(tx, call, "verdict", now) for call in calls]
+            kept = [texts.shelve(tx, call, ("text",), "verdict", now) for call in calls]
+            output = texts.shelve(tx, output, OUTPUT_TEXTS, "verdict", now)
             return tx.insert(
                 "INSERT INTO verdicts (tool, backend, model, inputs, output, usage, calls, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -90,14 +95,14 @@ class VerdictLog:
             )
 
     def recent(self, tool: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
-        """The newest rows (of one tool), newest first, with their JSON columns decoded and each call record's reply
-        text in it (read back from `texts` where the record keeps its hash)."""
+        """The newest rows (of one tool), newest first, with their JSON columns decoded and the long texts of the
+        output and the call records in them (read back from `texts` where the row keeps their hashes)."""
         sql = "SELECT * FROM verdicts" + (" WHERE tool = ?" if tool else "") + " ORDER BY id DESC LIMIT ?"
         rows = self.store.query(sql, [tool, limit] if tool else [limit])
         for row in rows:
             for col in ("inputs", "output", "usage", "calls"):
                 row[col] = json.loads(row[col])
-        texts.resolve(self.store, [call for row in rows if isinstance(row["calls"], list) for call in row["calls"]])
+        texts.resolve(self.store, [*(row["output"] for row in rows), *(c for row in rows if isinstance(row["calls"], list) for c in row["calls"])])
         return rows
 
     def stats_page(

@@ -1,6 +1,6 @@
 """Long model replies are stored once (judge_mcp/storage/texts.py): a reply of at least texts.LONG characters is kept
-compressed in `text_bodies`, and the call cache's row and the verdict's call record refer to it by hash; every read
-(a cache hit, the verdict log's rows) gets the text back, retention deletes a text only when no row left refers to it,
+compressed in `text_bodies`, and the call cache's row, the verdict's call record and output, and LWE's feedback
+buffer refer to it by hash; every read (a cache hit, the verdict log's rows, the session's feedback) gets it back, retention deletes a text only when no row left refers to it,
 a row whose text is gone is never served as a cache hit, databases written before keep their inline texts readable,
 and a failed write leaves nothing of itself."""
 
@@ -73,10 +73,10 @@ async def test_a_long_reply_is_stored_once_and_every_read_gets_it_back(store, sc
     for table, column in (("call_cache", "response"), ("verdicts", "calls"), ("verdicts", "inputs")):
         assert all(MARK not in value for value in _raw(store, table, column))
     calls = json.loads(_raw(store, "verdicts", "calls")[0])
-    assert all("text" not in c for c in calls) and {c["text_sha256"] for c in calls} == {texts.sha256(r) for r in judge.replies}
+    assert all("text" not in c for c in calls) and {c["text_refs"]["text"] for c in calls} == {texts.sha256(r) for r in judge.replies}
     # the verdict log's rows read with their texts (an audit of the verdict sees the whole reply)
     row = VerdictLog(store).recent()[0]
-    assert sorted(c["text"] for c in row["calls"]) == sorted(judge.replies) and all("text_sha256" not in c for c in row["calls"])
+    assert sorted(c["text"] for c in row["calls"]) == sorted(judge.replies) and all("text_refs" not in c for c in row["calls"])
     # a re-run (a new App: nothing in memory) is answered from the cache with the same verdict, no backend call
     again = await _compare(store, server)
     assert len(server.requests) == 2 and again["usage"]["cached_calls"] == 2
@@ -207,3 +207,34 @@ async def test_replicas_share_a_long_answer_through_the_leases(scripted, postgre
             await backend.aclose()
         for store in stores:
             store.close()
+
+
+@on_both_engines
+async def test_lwe_keeps_its_long_texts_once_and_reads_them_back_after_retention(store, scripted) -> None:
+    from judge_mcp.bench.scripted_judges import LweScript
+    from judge_mcp.storage.lwe_sessions import LweRepository
+
+    reasoning = MARK + " the answers differ in " + "detail " * 80
+    feedback = json.dumps({"score": 4, "label": "Not sure", "learned tips": "compare carefully", "reasoning": reasoning})
+    server = scripted(LweScript("first", feedback_reply=lambda n: feedback))  # position-biased: the meta-prompt path
+    pair = {"prompt": CAPITAL_Q, "response_a": "Canberra. " + "a" * 400, "response_b": "Sydney. " + "b" * 400, "session": "s"}
+    app = make_app(app_env(server, "unused.db"), store=store)
+    try:
+        result, _ = await registry.call(app, "lwe_judge", pair)
+    finally:
+        await app.verdict_writes.drain()
+        for backend in app._backends.values():
+            await backend.aclose()
+    output = result.model_dump(mode="json")
+    assert output["path"] == "meta_prompt" and len(output["feedback"]) >= texts.LONG
+    raw = store.query("SELECT response_a, feedback, text_refs FROM lwe_feedback")[0]
+    assert raw["response_a"] == "" and raw["feedback"] == "" and set(json.loads(raw["text_refs"])) >= {"response_a", "response_b", "feedback"}
+    assert all(MARK not in value for value in _raw(store, "verdicts", "output"))
+    logged = VerdictLog(store).recent()[0]["output"]
+    assert logged["feedback"] == output["feedback"] and "text_refs" not in logged
+    # retention of everything else leaves the session's texts: LWE state is never deleted
+    retention.gc(store, cache_older_than_s=-1, verdicts_older_than_s=-1)
+    item = LweRepository(store).pending("s")[0]
+    assert (item["response_a"], item["response_b"]) == (pair["response_a"], pair["response_b"])
+    assert item["feedback"] == output["feedback"] and "text_refs" not in item
+    assert LweRepository(store).feedback("s")[0]["feedback"] == output["feedback"]
