@@ -1,4 +1,4 @@
-"""Database bytes per verdict: N compare_pair calls (distinct pairs, answers of --chars characters each) through the
+"""Database bytes per verdict: N compare_pair calls (distinct pairs, answers of --chars characters of prose each) through the
 real App against a scripted OpenAI-compatible server on loopback; prints the file size after a WAL checkpoint, per
 verdict (the whole file, and its growth over a database that has had no call, divided by N), and how many times one
 judged answer's text and one model reply are stored.
@@ -6,9 +6,11 @@ judged answer's text and one model reply are stored.
     .venv/bin/python -m bench.db_size --calls 50 --chars 2000 [--root PATH]     (from the checkout's root)
     .venv/bin/python -m bench.db_size --calls 1 --reply-chars 7500000 [--root PATH]
 
-With `--reply-chars N` the judge's every reply is a valid verdict whose evaluation is N characters of words drawn at
-random (seeded) from a vocabulary of a few thousand made-up words: text that compresses about as well as a model's
-prose, not a repeated string that any compressor folds to nothing.
+Prose here is words drawn at random (seeded) from a vocabulary of a few thousand made-up words: text that zlib
+compresses about as well as English (2.3x; this README: 2.7x), not a repeated string any compressor folds to nothing.
+The judged answers are such prose, a different one each; with `--reply-chars N` the judge's every reply is a valid
+verdict whose evaluation is N characters of it, a different one per request (else its replies are short, 75
+characters).
 
 The calls run in a child process whose judge_mcp is `--root`'s (first on its PYTHONPATH; default this checkout), so
 another checkout (e.g. a worktree of an older commit) is measured with this script and this checkout's scripted
@@ -44,12 +46,11 @@ async def judge_pairs(base_url: str, db: str, calls: int, chars: int) -> None:
     from judge_mcp.methods import registry
 
     env = {"JUDGE_MCP_BACKEND": "openai", "JUDGE_MCP_BASE_URL": base_url, "JUDGE_MCP_MODEL": "m", "JUDGE_MCP_DB": db}
-    filler = "lorem ipsum dolor sit amet " * (chars // 27 + 1)
     app = App(load_settings(env))
     try:
         for k in range(calls):
-            a = f"{MARKER if k == 0 else ''} Sydney {k}. {filler}"[:chars]
-            b = f"Canberra {k}. {filler}"[:chars]
+            a = f"{MARKER if k == 0 else ''} Sydney {k}. {prose(chars, seed=-2 * k - 1)}"[:chars]
+            b = f"Canberra {k}. {prose(chars, seed=-2 * k - 2)}"[:chars]
             inputs = {"prompt": f"What is the capital of Australia? ({k})", "response_a": a, "response_b": b}
             await registry.call(app, "compare_pair", inputs)
     finally:

@@ -238,3 +238,18 @@ async def test_lwe_keeps_its_long_texts_once_and_reads_them_back_after_retention
     assert (item["response_a"], item["response_b"]) == (pair["response_a"], pair["response_b"])
     assert item["feedback"] == output["feedback"] and "text_refs" not in item
     assert LweRepository(store).feedback("s")[0]["feedback"] == output["feedback"]
+
+
+@on_both_engines
+def test_judge_stats_reads_the_lengths_and_inputs_of_judged_texts_stored_once(store) -> None:
+    from judge_mcp import stats
+
+    long_a, long_b = "é" * (texts.LONG + 10), "b" * (texts.LONG + 20)  # A: fewer characters, more bytes
+    inputs = {"prompt": "q", "response_a": long_a, "response_b": long_b, "criteria": "c" * texts.LONG}
+    VerdictLog(store).log("compare_pair", "default", "m", inputs,
+                          {"winner": "A", "trials": [{"order": "AB", "better": "A", "parse_ok": True}]}, {"calls": 1}, [])
+    raw = json.loads(_raw(store, "verdicts", "inputs")[0])  # the long texts are stored apart, the short prompt inline
+    assert raw["prompt"] == "q" and set(raw["text_refs"]) == {"response_a", "response_b", "criteria"} and "response_a" not in raw
+    assert VerdictLog(store).recent()[0]["inputs"] == inputs
+    g = stats.from_store(store).all_time.groups[0]
+    assert g.inputs == "criteria" and (g.length_preference.count, g.length_preference.of) == (0, 1)  # the shorter won
