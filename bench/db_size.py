@@ -130,9 +130,11 @@ def main() -> None:
     parser.add_argument("--root", type=Path, default=HERE, help="the checkout whose judge_mcp is measured")
     parser.add_argument("--child", nargs=2, metavar=("BASE_URL", "DB"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.child:
+    if args.child:  # the parent's first child judges nothing (--calls 0): the unused database
         anyio.run(judge_pairs, args.child[0], args.child[1], args.calls, args.chars)
         return
+    if args.calls < 1 or args.chars < 1 or args.reply_chars < 0:
+        parser.error("--calls and --chars must be at least 1, --reply-chars at least 0")
     from judge_mcp.bench.scripted import ScriptedServer
     from judge_mcp.bench.scripted_judges import UniversalJudge
 
