@@ -131,6 +131,8 @@ def delete_unused(tx: Tx, cache_cutoff: float | None, verdict_cutoff: float | No
         else:
             conditions.append(f"({col} IS NULL OR {col} < ?)")
             params.append(cutoff)
-    where = " AND ".join(conditions)
-    tx.execute(f"DELETE FROM text_bodies WHERE sha256 IN (SELECT sha256 FROM texts WHERE {where})", params)
-    return tx.execute(f"DELETE FROM texts WHERE {where}", params)
+    deleted = tx.execute("DELETE FROM texts WHERE " + " AND ".join(conditions), params)
+    # then the bodies left without their row: a use recorded meanwhile by another transaction kept its row (PostgreSQL
+    # re-checks a row it waited for), so its body stays
+    tx.execute("DELETE FROM text_bodies WHERE NOT EXISTS (SELECT 1 FROM texts t WHERE t.sha256 = text_bodies.sha256)")
+    return deleted

@@ -16,6 +16,7 @@ from judge_mcp.methods import registry
 from judge_mcp.storage import open_store, retention, texts
 from judge_mcp.storage.call_cache import CacheRow, CacheTable
 from judge_mcp.storage.engine import StoreError, dumps
+from judge_mcp.storage.lwe_sessions import LweRepository
 from judge_mcp.storage.migrations import MIGRATIONS, m008_texts
 from judge_mcp.storage.verdict_log import VerdictLog
 from tests.engines import on_both_engines
@@ -145,10 +146,11 @@ def test_a_failed_verdict_write_leaves_no_text_behind(store) -> None:
         assert _count(store, f"SELECT COUNT(*) AS n FROM {table}") == 0
 
 
-def test_rows_written_before_the_texts_table_read_as_they_did(tmp_path) -> None:
+@pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
+def test_rows_written_before_the_texts_table_read_as_they_did(engine, tmp_path, request) -> None:
     """A database made by the schema before m008 (its rows with inline texts) is migrated and reads unchanged."""
-    path = tmp_path / "old.db"
-    old = open_store(path, MIGRATIONS[: MIGRATIONS.index(m008_texts)])
+    location = request.getfixturevalue("postgres_url") if engine == "postgresql" else tmp_path / "old.db"
+    old = open_store(location, MIGRATIONS[: MIGRATIONS.index(m008_texts)])
     long_text = MARK + " z" * texts.LONG
     with old.transaction() as tx:
         tx.execute(
@@ -157,14 +159,24 @@ def test_rows_written_before_the_texts_table_read_as_they_did(tmp_path) -> None:
         )
         tx.execute(
             "INSERT INTO verdicts (tool, backend, model, inputs, output, usage, calls, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            ["compare_pair", "b", "m", "{}", "{}", "{}", dumps([{"purpose": "p", "text": long_text}]), 1.0],
+            ["lwe_judge", "b", "m", dumps({"response_a": long_text}), dumps({"judgment": long_text}), "{}",
+             dumps([{"purpose": "p", "text": long_text}]), 1.0],
         )
-    assert old.query("SELECT name FROM sqlite_master WHERE name = 'texts'") == []
+        tx.execute("INSERT INTO lwe_sessions (name, current_version, batch_size, created_at, updated_at) VALUES ('s', 1, 4, 1.0, 1.0)")
+        tx.execute(
+            "INSERT INTO lwe_feedback (session, meta_version, prompt, response_a, response_b, eval_prompt, judgment, winner,"
+            " feedback, feedback_parse_ok, created_at) VALUES ('s', 1, 'q', ?, 'b', 'e', ?, 'A', 'f', 1, 1.0)",
+            [long_text, long_text],
+        )
+    assert "m008_texts" not in {row["name"] for row in old.query("SELECT name FROM _migrations")}
     old.close()
-    store = open_store(path, MIGRATIONS)
+    store = open_store(location, MIGRATIONS)
     try:
         assert CacheTable(store).get_many(["old-key"])["old-key"]["text"] == long_text
-        assert VerdictLog(store).recent()[0]["calls"][0]["text"] == long_text
+        row = VerdictLog(store).recent()[0]
+        assert (row["inputs"], row["output"], row["calls"]) == ({"response_a": long_text}, {"judgment": long_text}, [{"purpose": "p", "text": long_text}])
+        item = LweRepository(store).pending("s")[0]
+        assert (item["response_a"], item["judgment"], item["feedback"]) == (long_text, long_text, "f") and "text_refs" not in item
         VerdictLog(store).log("compare_pair", "b", "m", {}, {}, {}, [{"purpose": "p", "text": long_text}])  # new rows: the new way
         assert _count(store, "SELECT COUNT(*) AS n FROM texts") == 1
         assert [row["calls"][0]["text"] for row in VerdictLog(store).recent()] == [long_text, long_text]
@@ -212,7 +224,6 @@ async def test_replicas_share_a_long_answer_through_the_leases(scripted, postgre
 @on_both_engines
 async def test_lwe_keeps_its_long_texts_once_and_reads_them_back_after_retention(store, scripted) -> None:
     from judge_mcp.bench.scripted_judges import LweScript
-    from judge_mcp.storage.lwe_sessions import LweRepository
 
     reasoning = MARK + " the answers differ in " + "detail " * 80
     feedback = json.dumps({"score": 4, "label": "Not sure", "learned tips": "compare carefully", "reasoning": reasoning})
