@@ -161,6 +161,8 @@ def m008_texts(tx: Tx) -> None:
     texts they keep there (`text_refs`). Rows written before keep their inline texts."""
     blob = "BYTEA" if tx.dialect.name == "postgresql" else "BLOB"
     real = tx.dialect.real
+    # SQLite: the small rows of `texts` live in their key's b-tree (no second index holding the hash again)
+    keyed = " WITHOUT ROWID" if tx.dialect.name == "sqlite" else ""
     tx.execute(
         f"""CREATE TABLE IF NOT EXISTS texts (
             sha256 TEXT PRIMARY KEY,
@@ -168,7 +170,7 @@ def m008_texts(tx: Tx) -> None:
             cache_used_at {real},
             verdict_used_at {real},
             lwe_used_at {real}
-        )"""
+        ){keyed}"""
     )
     tx.execute(f"CREATE TABLE IF NOT EXISTS text_bodies (sha256 TEXT PRIMARY KEY, body {blob} NOT NULL)")
     if "text_refs" not in tx.columns("lwe_feedback"):
