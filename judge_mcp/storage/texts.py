@@ -1,10 +1,11 @@
 """Long texts stored once: the `texts` and `text_bodies` tables (migrations.m008_texts), keyed by the SHA-256 of the
 text.
 
-A model reply of at least LONG characters is kept here once, zlib-compressed, and referred to by its hash from every
-place that keeps it: the call cache's answer (`call_cache.response`), the verdict's call record (`verdicts.calls`),
-LWE's texts in the verdict's output (`eval_prompt`, `judgment`, `feedback`) and in the session's feedback buffer
-(`lwe_feedback`, which also keeps the judged pair). Such an item lists the fields it no longer holds under REFS
+A text of at least LONG characters is kept here once, zlib-compressed, and referred to by its hash from every place
+that keeps it: a model reply in the call cache's answer (`call_cache.response`) and in the verdict's call record
+(`verdicts.calls`), the judged texts in the verdict's inputs (its top-level strings), LWE's texts in the verdict's
+output (`eval_prompt`, `judgment`, `feedback`) and in the session's feedback buffer (`lwe_feedback`, which also keeps
+the judged pair). Such an item lists the fields it no longer holds under REFS
 (`"text_refs": {field: hash}`). A shorter text stays inline (a reference and a row here cost about as much as the
 text). Readers put the texts back (`resolve`), so every item reads as it always did; rows written before this table
 existed keep their inline texts and read unchanged.
