@@ -65,7 +65,7 @@ class App:
         """Delete cache and verdict-log rows past the configured ages (JUDGE_MCP_*_MAX_AGE_DAYS); none set: nothing."""
         cache_days, verdict_days = self.settings.cache_max_age_days, self.settings.verdicts_max_age_days
         if cache_days is None and verdict_days is None:
-            return {"call_cache": 0, "verdicts": 0, "labels": 0}
+            return {"call_cache": 0, "verdicts": 0, "labels": 0, "texts": 0}
         return retention.gc(
             self.store,
             cache_older_than_s=None if cache_days is None else cache_days * 86400,

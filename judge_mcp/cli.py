@@ -235,12 +235,13 @@ def cmd_gc(args: argparse.Namespace) -> int:
         after = settings.db_path.stat().st_size if on_file else 0
     finally:
         store.close()
+    deleted = f"deleted {counts['call_cache']} call-cache rows, {counts['verdicts']} verdict rows and {counts['texts']} unused reply texts"
     if not on_file:
         from judge_mcp.storage.pg_url import shown
 
-        print(f"{shown(settings.db_url or '')}: deleted {counts['call_cache']} call-cache rows and {counts['verdicts']} verdict rows")
+        print(f"{shown(settings.db_url or '')}: {deleted}")
         return 0
-    print(f"{settings.db_path}: deleted {counts['call_cache']} call-cache rows and {counts['verdicts']} verdict rows; {before:,} -> {after:,} bytes")
+    print(f"{settings.db_path}: {deleted}; {before:,} -> {after:,} bytes")
     return 0
 
 

@@ -1,5 +1,6 @@
 """The call cache's table: one stored temperature-0 answer per request key (calls/cache.py decides what is looked up
-and when; its reads and writes go through here). Every read and write of `call_cache`."""
+and when; its reads and writes go through here). Every read and write of `call_cache`. A long answer text is stored
+once, in `texts` (storage/texts.py), and the row refers to it by hash; a row whose text is gone is not an answer."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import time
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
+from judge_mcp.storage import texts
 from judge_mcp.storage.engine import Engine, Tx, dumps
 
 KEYS_PER_READ = 500  # well under SQLite's limit of bound parameters per statement (and PostgreSQL's)
@@ -40,7 +42,14 @@ class CacheTable:
             marks = ",".join("?" * len(chunk))
             for row in self.store.query(f"SELECT key, response FROM call_cache WHERE key IN ({marks})", chunk):
                 found[row["key"]] = json.loads(row["response"])
-        return found
+        return self.complete(self.store, found)
+
+    @staticmethod
+    def complete(store: Engine | Tx, found: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """The stored answers with their texts read back from `texts`; an answer whose text is not there any more
+        is left out (a miss: the request is sent again), never served without its text."""
+        texts.resolve(store, found.values())
+        return {key: answer for key, answer in found.items() if texts.REFS not in answer}
 
     def put_many(self, rows: Iterable[CacheRow]) -> None:
         """Cache rows in one transaction."""
@@ -55,16 +64,25 @@ class CacheTable:
     )
 
     @staticmethod
-    def upsert_params(row: CacheRow, now: float) -> list[Any]:
+    def statements(row: CacheRow, now: float) -> list[tuple[str, list[Any]]]:
+        """The statements that store one row, as (SQL, parameters): its long text's (when it has one), then its
+        own (pg_leases.py runs them as one statement)."""
         key, backend, model, request, response = row
-        return [key, backend, model, dumps(request), dumps(response), now]
+        out: list[tuple[str, list[Any]]] = []
+        text = response.get("text")
+        if isinstance(text, str) and len(text) >= texts.LONG:
+            digest, out = texts.upsert_statements(text, "cache", now)
+            response = {**{k: v for k, v in response.items() if k != "text"}, texts.REFS: {"text": digest}}
+        out.append((CacheTable.UPSERT, [key, backend, model, dumps(request), dumps(response), now]))
+        return out
 
     @staticmethod
-    def insert(tx: Tx, rows: Iterable[CacheRow]) -> None:
-        """The rows, inside the caller's transaction (a row with a stored key replaces it)."""
-        now = time.time()
-        for row in rows:
-            tx.execute(CacheTable.UPSERT, CacheTable.upsert_params(row, now))
+    def insert(tx: Tx, rows: Iterable[CacheRow], now: float | None = None) -> None:
+        """The rows, inside the caller's transaction (a row with a stored key replaces it); a long text once."""
+        now = time.time() if now is None else now
+        for key, backend, model, request, response in rows:
+            response = texts.shelve(tx, response, ("text",), "cache", now)
+            tx.execute(CacheTable.UPSERT, [key, backend, model, dumps(request), dumps(response), now])
 
     @staticmethod
     def delete_older_than(tx: Tx, cutoff: float) -> int:

@@ -15,6 +15,7 @@ import json
 import time
 from typing import Any
 
+from judge_mcp.storage import texts
 from judge_mcp.storage.engine import Engine
 from judge_mcp.storage.lanes import in_thread
 
@@ -24,6 +25,8 @@ class LweConflict(Exception):
 
 
 LWE_REASONS = ("initial", "refine", "condense", "reset", "rollback")
+# a feedback item's texts, in the order of their columns before `winner` (the last, `feedback`, after it)
+FEEDBACK_TEXTS = ("prompt", "response_a", "response_b", "eval_prompt", "judgment", "feedback")
 
 
 class LweRepository:
@@ -93,23 +96,24 @@ class LweRepository:
         return rows[0] if rows else None
 
     def add_feedback(self, session: str, item: dict[str, Any]) -> tuple[int, int]:
-        """Buffer one feedback item; (its id, pending items in the session after the insert)."""
+        """Buffer one feedback item; (its id, pending items in the session after the insert). Its long texts are
+        stored once (storage/texts.py), shared with the call cache and the verdict log, and listed in `text_refs`."""
+        now = time.time()
         with self.store.transaction() as tx:
+            kept = texts.shelve(tx, item, FEEDBACK_TEXTS, "lwe", now)
+            refs = kept.get(texts.REFS)
             feedback_id = tx.insert(
                 "INSERT INTO lwe_feedback (session, meta_version, prompt, response_a, response_b, eval_prompt, judgment,"
-                " winner, feedback, feedback_parse_ok, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
+                " winner, feedback, feedback_parse_ok, status, created_at, text_refs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
                 [
                     session,
                     item["meta_version"],
-                    item["prompt"],
-                    item["response_a"],
-                    item["response_b"],
-                    item["eval_prompt"],
-                    item["judgment"],
+                    *(kept.get(field, "") for field in FEEDBACK_TEXTS[:5]),
                     item["winner"],
-                    item["feedback"],
+                    kept.get("feedback", ""),
                     int(bool(item["feedback_parse_ok"])),
-                    time.time(),
+                    now,
+                    None if refs is None else json.dumps(refs, sort_keys=True),
                 ],
             )
             pending = tx.query("SELECT COUNT(*) AS n FROM lwe_feedback WHERE session = ? AND status = 'pending'", [session])
@@ -118,10 +122,20 @@ class LweRepository:
     def pending(self, session: str, limit: int | None = None) -> list[dict[str, Any]]:
         """Buffered feedback items, oldest first."""
         sql = "SELECT * FROM lwe_feedback WHERE session = ? AND status = 'pending' ORDER BY id"
-        return self.store.query(sql + " LIMIT ?", [session, limit]) if limit is not None else self.store.query(sql, [session])
+        rows = self.store.query(sql + " LIMIT ?", [session, limit]) if limit is not None else self.store.query(sql, [session])
+        return self._with_texts(rows)
+
+    def _with_texts(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Feedback rows with their stored texts back in their columns (`text_refs` then gone, as in older rows)."""
+        for row in rows:
+            refs = row.pop(texts.REFS, None)
+            if refs:
+                row[texts.REFS] = json.loads(refs)
+        texts.resolve(self.store, rows)
+        return rows
 
     def feedback(self, session: str) -> list[dict[str, Any]]:
-        return self.store.query("SELECT * FROM lwe_feedback WHERE session = ? ORDER BY id", [session])
+        return self._with_texts(self.store.query("SELECT * FROM lwe_feedback WHERE session = ? ORDER BY id", [session]))
 
     def commit_version(
         self,

@@ -180,6 +180,29 @@ def m009_labels(tx: Tx) -> None:
     )
 
 
+def m010_texts(tx: Tx) -> None:
+    """Long texts stored once (storage/texts.py): under its SHA-256, a text's length in characters and when a cache
+    row, a verdict and an LWE session last took it (`texts`; retention deletes texts no row refers to), and its
+    zlib-compressed UTF-8 (`text_bodies`, apart, so recording a use never rewrites it); LWE feedback rows list the
+    texts they keep there (`text_refs`). Rows written before keep their inline texts."""
+    blob = "BYTEA" if tx.dialect.name == "postgresql" else "BLOB"
+    real = tx.dialect.real
+    # SQLite: the small rows of `texts` live in their key's b-tree (no second index holding the hash again)
+    keyed = " WITHOUT ROWID" if tx.dialect.name == "sqlite" else ""
+    tx.execute(
+        f"""CREATE TABLE IF NOT EXISTS texts (
+            sha256 TEXT PRIMARY KEY,
+            chars INTEGER NOT NULL,
+            cache_used_at {real},
+            verdict_used_at {real},
+            lwe_used_at {real}
+        ){keyed}"""
+    )
+    tx.execute(f"CREATE TABLE IF NOT EXISTS text_bodies (sha256 TEXT PRIMARY KEY, body {blob} NOT NULL)")
+    if "text_refs" not in tx.columns("lwe_feedback"):
+        tx.execute("ALTER TABLE lwe_feedback ADD COLUMN text_refs TEXT")
+
+
 def m101_bench_tables(tx: Tx) -> None:
     """The bench's results (one row per dataset, method, backend, item and placement) and runs (each run's
     metadata and accumulated wall time). IF NOT EXISTS: bench databases made before the migrations have them."""
@@ -255,6 +278,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m007_json_or_null,
     m008_verdict_ids,
     m009_labels,
+    m010_texts,
 )
 BENCH_MIGRATIONS: tuple[Migration, ...] = (*MIGRATIONS, m101_bench_tables, m102_bench_fingerprint, m103_bench_batches)
 

@@ -80,18 +80,20 @@ class PgLeases:
         # Read after the claim committed, in a statement of its own (a snapshot taken now): a holder writes its answer
         # and deletes its lease in one commit, so an answer written before this claim succeeded is seen here.
         rows = self.store.run("SELECT response FROM call_cache WHERE key = ?", [key])
-        if rows:
+        answer = CacheTable.complete(self.store, {key: json.loads(rows[0]["response"])}).get(key) if rows else None
+        if answer is not None:
             self.release(key, token, notify=False)
-            return STORED, json.loads(rows[0]["response"])
+            return STORED, answer
         return MINE, None
 
     def finish(self, key: str, token: str, row: CacheRow | None, *, notify: bool = True) -> None:
         """The answer's cache row (None: nothing to store), the lease deleted and the key notified: one statement, so
         one commit."""
         parts, params = [], []
-        if row is not None:
-            parts.append(f"cached AS ({CacheTable.UPSERT})")
-            params += CacheTable.upsert_params(row, time.time())
+        if row is not None:  # the row's long text first (storage/texts.py), then the row
+            for n, (sql, values) in enumerate(CacheTable.statements(row, time.time())):
+                parts.append(f"cached{n} AS ({sql})")
+                params += values
         parts.append("dropped AS (DELETE FROM call_leases WHERE key = ? AND owner = ?)")
         params += [key, token]
         tail = "SELECT pg_notify(?, ?)" if notify else "SELECT 1"

@@ -10,26 +10,32 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from judge_mcp.storage import texts
 from judge_mcp.storage.call_cache import CacheRow, CacheTable
 from judge_mcp.storage.engine import Engine, Tx, dumps
 
+# the output's fields that may hold a long model text (lwe_judge's), stored once like the call records' replies
+OUTPUT_TEXTS = ("eval_prompt", "judgment", "feedback")
+
 # One page of the log for the bias telemetry, by engine: JSON functions have no form SQLite and PostgreSQL share.
-# Parameters: the pairwise tools (a JSON list), the first answer's input key, the same list, the second answer's key
-# (as JSON paths), then the id to read below and the page size.
+# Parameters: the pairwise tools (a JSON list), the first answer's input key and its key among the inputs' `text_refs`
+# (a long answer is stored once in `texts`, which knows its length), the same three for the second answer (as JSON
+# paths in SQLite), then the id to read below and the page size.
 STATS_PAGE = {
     "sqlite": (
         "SELECT id, tool, backend, model, created_at,"
         " CASE WHEN json_valid(usage) THEN usage END AS usage,"
-        " CASE WHEN json_valid(output) THEN json_remove(output, '$.eval_prompt', '$.judgment', '$.feedback') END AS output,"
+        " CASE WHEN json_valid(output) THEN json_remove(output, '$.eval_prompt', '$.judgment', '$.feedback', '$.text_refs') END AS output,"
         " CASE WHEN tool IN (SELECT value FROM json_each(?)) AND json_valid(inputs)"
-        "  THEN length(json_extract(inputs, ?)) END AS len_a,"
+        "  THEN COALESCE(length(json_extract(inputs, ?)), (SELECT chars FROM texts WHERE sha256 = json_extract(inputs, ?))) END AS len_a,"
         " CASE WHEN tool IN (SELECT value FROM json_each(?)) AND json_valid(inputs)"
-        "  THEN length(json_extract(inputs, ?)) END AS len_b,"
+        "  THEN COALESCE(length(json_extract(inputs, ?)), (SELECT chars FROM texts WHERE sha256 = json_extract(inputs, ?))) END AS len_b,"
         " CASE WHEN tool = 'lwe_judge' AND json_valid(calls) THEN"
         "  (SELECT json_group_array(json_extract(c.value, '$.purpose')) FROM json_each(verdicts.calls) AS c"
         "   WHERE json_extract(c.value, '$.purpose') LIKE 'lwe_judge:vanilla:%:reask') END AS vanilla_reasks"
         " , CASE WHEN json_valid(inputs) THEN json_array("
-        "  json_type(inputs, '$.criteria') IS NOT NULL, json_type(inputs, '$.reference') IS NOT NULL,"
+        "  json_type(inputs, '$.criteria') IS NOT NULL OR json_type(inputs, '$.text_refs.criteria') IS NOT NULL,"
+        "  json_type(inputs, '$.reference') IS NOT NULL OR json_type(inputs, '$.text_refs.reference') IS NOT NULL,"
         "  json_type(inputs, '$.images') IS NOT NULL OR json_type(inputs, '$.response_a_images') IS NOT NULL"
         "  OR json_type(inputs, '$.response_b_images') IS NOT NULL OR json_type(inputs, '$.option_images') IS NOT NULL) END AS brought"
         " FROM verdicts WHERE id < ? ORDER BY id DESC LIMIT ?"
@@ -39,17 +45,20 @@ STATS_PAGE = {
         "SELECT id, tool, backend, model, created_at,"
         " CASE WHEN judge_mcp_json(usage) IS NOT NULL THEN usage END AS usage,"
         " CASE WHEN jsonb_typeof(judge_mcp_json(output)) = 'object'"
-        "  THEN (judge_mcp_json(output) - 'eval_prompt' - 'judgment' - 'feedback')::text"
+        "  THEN (judge_mcp_json(output) - 'eval_prompt' - 'judgment' - 'feedback' - 'text_refs')::text"
         "  WHEN judge_mcp_json(output) IS NOT NULL THEN output END AS output,"
         " CASE WHEN tool IN (SELECT jsonb_array_elements_text(?::jsonb)) AND jsonb_typeof(judge_mcp_json(inputs)) = 'object'"
-        "  THEN length(judge_mcp_json(inputs) ->> ?) END AS len_a,"
+        "  THEN COALESCE(length(judge_mcp_json(inputs) ->> ?),"
+        "   (SELECT chars FROM texts WHERE sha256 = judge_mcp_json(inputs) -> 'text_refs' ->> ?)) END AS len_a,"
         " CASE WHEN tool IN (SELECT jsonb_array_elements_text(?::jsonb)) AND jsonb_typeof(judge_mcp_json(inputs)) = 'object'"
-        "  THEN length(judge_mcp_json(inputs) ->> ?) END AS len_b,"
+        "  THEN COALESCE(length(judge_mcp_json(inputs) ->> ?),"
+        "   (SELECT chars FROM texts WHERE sha256 = judge_mcp_json(inputs) -> 'text_refs' ->> ?)) END AS len_b,"
         " CASE WHEN tool = 'lwe_judge' AND jsonb_typeof(judge_mcp_json(calls)) = 'array' THEN"
         "  (SELECT COALESCE(jsonb_agg(c.value ->> 'purpose'), '[]'::jsonb)::text FROM jsonb_array_elements(judge_mcp_json(verdicts.calls)) AS c"
         "   WHERE jsonb_typeof(c.value) = 'object' AND c.value ->> 'purpose' LIKE 'lwe_judge:vanilla:%:reask') END AS vanilla_reasks"
         " , CASE WHEN jsonb_typeof(judge_mcp_json(inputs)) = 'object' THEN jsonb_build_array("
-        "  (judge_mcp_json(inputs) -> 'criteria') IS NOT NULL, (judge_mcp_json(inputs) -> 'reference') IS NOT NULL,"
+        "  (judge_mcp_json(inputs) -> 'criteria') IS NOT NULL OR (judge_mcp_json(inputs) -> 'text_refs' -> 'criteria') IS NOT NULL,"
+        "  (judge_mcp_json(inputs) -> 'reference') IS NOT NULL OR (judge_mcp_json(inputs) -> 'text_refs' -> 'reference') IS NOT NULL,"
         "  (judge_mcp_json(inputs) -> 'images') IS NOT NULL OR (judge_mcp_json(inputs) -> 'response_a_images') IS NOT NULL"
         "  OR (judge_mcp_json(inputs) -> 'response_b_images') IS NOT NULL OR (judge_mcp_json(inputs) -> 'option_images') IS NOT NULL"
         " )::text END AS brought"
@@ -78,22 +87,31 @@ class VerdictLog:
         verdict_id: str | None = None,
     ) -> int:
         """The verdict row, and the tool call's new cache rows, in one transaction; the row's id. `verdict_id`: the
-        text id the tool call returned (unique; record_label finds the row by it)."""
+        text id the tool call returned (unique; record_label finds the row by it). The long texts (a call record's
+        reply, the output's OUTPUT_TEXTS, the inputs' top-level strings: the judged texts) are stored once
+        (storage/texts.py: shared with the cache rows and LWE's feedback buffer) and the row keeps their hashes."""
+        now = time.time()
         with self.store.transaction() as tx:
-            CacheTable.insert(tx, cache_rows)
+            CacheTable.insert(tx, cache_rows, now)
+            kept = [texts.shelve(tx, call, ("text",), "verdict", now) for call in calls]
+            output = texts.shelve(tx, output, OUTPUT_TEXTS, "verdict", now)
+            inputs = texts.shelve(tx, inputs, tuple(k for k, v in inputs.items() if isinstance(v, str)), "verdict", now)
             return tx.insert(
                 "INSERT INTO verdicts (tool, backend, model, inputs, output, usage, calls, created_at, verdict_id)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [tool, backend, model, dumps(inputs), dumps(output), dumps(usage), dumps(calls), time.time(), verdict_id],
+                [tool, backend, model, dumps(inputs), dumps(output), dumps(usage), dumps(kept), now, verdict_id],
             )
 
     def recent(self, tool: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
-        """The newest rows (of one tool), newest first, with their JSON columns decoded."""
+        """The newest rows (of one tool), newest first, with their JSON columns decoded and the long texts of the
+        inputs, the output and the call records in them (read back from `texts` where the row keeps their hashes)."""
         sql = "SELECT * FROM verdicts" + (" WHERE tool = ?" if tool else "") + " ORDER BY id DESC LIMIT ?"
         rows = self.store.query(sql, [tool, limit] if tool else [limit])
         for row in rows:
             for col in ("inputs", "output", "usage", "calls"):
                 row[col] = json.loads(row[col])
+        calls = [c for row in rows if isinstance(row["calls"], list) for c in row["calls"]]
+        texts.resolve(self.store, [*(row["inputs"] for row in rows), *(row["output"] for row in rows), *calls])
         return rows
 
     def stats_page(
@@ -107,9 +125,10 @@ class VerdictLog:
         connection)."""
         tools, (a, b) = json.dumps(list(pair_tools)), answers
         before = before_id if before_id is not None else 2**63 - 1
+        a_ref, b_ref = a, b  # a judged answer stored in `texts`: its length is the text's `chars` there
         if self.store.dialect.name == "sqlite":  # a JSON path; PostgreSQL's ->> takes the key itself
-            a, b = f"$.{a}", f"$.{b}"
-        return self.store.query(STATS_PAGE[self.store.dialect.name], [tools, a, tools, b, before, limit])
+            a, b, a_ref, b_ref = f"$.{a}", f"$.{b}", f"$.{texts.REFS}.{a}", f"$.{texts.REFS}.{b}"
+        return self.store.query(STATS_PAGE[self.store.dialect.name], [tools, a, a_ref, tools, b, b_ref, before, limit])
 
     @staticmethod
     def delete_older_than(tx: Tx, cutoff: float) -> int:

@@ -63,7 +63,7 @@ def test_retention_deletes_a_verdicts_label_with_it(store) -> None:
     with store.transaction() as tx:
         tx.execute("UPDATE verdicts SET created_at = ? WHERE verdict_id = ?", [time.time() - 10 * 86400, old])
     counts = retention.gc(store, verdicts_older_than_s=5 * 86400)
-    assert counts == {"call_cache": 0, "verdicts": 1, "labels": 1}
+    assert counts == {"call_cache": 0, "verdicts": 1, "labels": 1, "texts": 0}
     assert [r["verdict_id"] for r in store.query("SELECT verdict_id FROM labels")] == [new]
 
 

@@ -12,6 +12,7 @@ from mcp import Client
 
 from judge_mcp import cli
 from judge_mcp.server import build_server
+from judge_mcp.storage import texts
 from tests.helpers import app_env, make_app
 from judge_mcp.bench.scripted_judges import CAPITAL_Q, UniversalJudge
 
@@ -20,13 +21,14 @@ LONG_PAIR = {"prompt": CAPITAL_Q, "response_a": f"Sydney. {MARK_A} " + "x" * 300
 
 
 def _occurrences(db: Path, needle: str) -> int:
+    """How many times `needle` is stored: in the verdicts' and the cache's JSON, and in the long texts stored once."""
     conn = sqlite3.connect(str(db))
     try:
         total = 0
         for table, columns in (("verdicts", ("inputs", "output", "calls")), ("call_cache", ("request", "response"))):
             for row in conn.execute(f"SELECT {', '.join(columns)} FROM {table}"):
                 total += sum(str(value).count(needle) for value in row)
-        return total
+        return total + sum(texts.unpack(body).count(needle) for (body,) in conn.execute("SELECT body FROM text_bodies"))
     finally:
         conn.close()
 
@@ -37,7 +39,7 @@ async def test_each_judged_text_is_stored_once(mcp_app, tmp_path: Path) -> None:
         result = await client.call_tool("compare_pair", LONG_PAIR)
     assert not result.is_error
     db = tmp_path / "judge.db"
-    assert _occurrences(db, MARK_A) == 1 and _occurrences(db, MARK_B) == 1  # the verdict's inputs only
+    assert _occurrences(db, MARK_A) == 1 and _occurrences(db, MARK_B) == 1  # the verdict's inputs' texts only
     conn = sqlite3.connect(str(db))
     try:
         calls = json.loads(conn.execute("SELECT calls FROM verdicts").fetchone()[0])

@@ -6,7 +6,9 @@ disk is full", exactly as on a full file system), on the server's real store fil
 
 from __future__ import annotations
 
+import random
 import sqlite3
+import string
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +27,8 @@ from judge_mcp.storage.sqlite import Store, StoreError
 from judge_mcp.storage.verdict_log import VerdictLog
 from tests.helpers import integrity_ok
 
-BIG = "x" * 20_000  # more than a few pages, so a write must grow the file
+# more than a few pages even compressed (long texts are stored zlib-compressed), so a write must grow the file
+BIG = "".join(random.Random(0).choices(string.ascii_letters + string.digits, k=20_000))
 
 
 def fill_up(store: Store) -> None:
