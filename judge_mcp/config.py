@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 
 from judge_mcp.images import HTTP_BODY_BYTES
 
-from judge_mcp.config_values import ConfigError, check_text, non_negative_int, positive_float, positive_int
+from judge_mcp.config_values import ConfigError, OtelSettings, check_text, non_negative_int, otel_settings, positive_float, positive_int
 
 KINDS = ("local", "openai", "anthropic")
 DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
@@ -79,6 +79,8 @@ class Settings:
     http_max_body_bytes: int = HTTP_BODY_BYTES
     # folders an image argument may name a file in, over stdio only (JUDGE_MCP_IMAGE_DIRS), resolved
     image_dirs: tuple[Path, ...] = ()
+    # OpenTelemetry traces of tool and model calls (judge_mcp/telemetry.py): JUDGE_MCP_OTEL and the standard OTEL_* settings
+    otel: OtelSettings = OtelSettings()
 
     def backend_names(self) -> list[str]:
         return [DEFAULT_BACKEND_NAME, *sorted(self.named_backends)]
@@ -300,6 +302,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         http_stateless=_flag(env, "JUDGE_MCP_HTTP_STATELESS"),
         http_max_body_bytes=_optional_positive_int(env, "JUDGE_MCP_HTTP_MAX_BODY_BYTES") or HTTP_BODY_BYTES,
         image_dirs=_image_dirs(env),
+        otel=otel_settings(env),
     )
 
 

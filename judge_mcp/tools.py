@@ -26,7 +26,7 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetad
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field, create_model
 
-from judge_mcp import images as imagelib, stats
+from judge_mcp import images as imagelib, stats, telemetry
 from judge_mcp.app import App
 from judge_mcp.arg_types import InputError
 from judge_mcp.args import (
@@ -267,11 +267,12 @@ class ArgsTool(Tool):
     app: Any = Field(exclude=True)
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
-        try:
-            args = client_args(self.args_model, arguments, image_paths(self.app))
-        except InputError as exc:
-            raise ToolError(f"Error executing tool {self.name}: {exc}") from None
-        return await super().run({"args": args}, context, convert_result)
+        with telemetry.tool_call(self.name):  # a no-op unless OpenTelemetry is on
+            try:
+                args = client_args(self.args_model, arguments, image_paths(self.app))
+            except InputError as exc:
+                raise ToolError(f"Error executing tool {self.name}: {exc}") from None
+            return await super().run({"args": args}, context, convert_result)
 
 
 def mcp_tool(spec: ToolSpec, app: App) -> ArgsTool:
@@ -279,7 +280,9 @@ def mcp_tool(spec: ToolSpec, app: App) -> ArgsTool:
     args_model, result_model = spec.models()
 
     async def call(args: ToolArgs, ctx: Context) -> BaseModel:
-        return await spec.fn(app, args, _progress(ctx))
+        result = await spec.fn(app, args, _progress(ctx))
+        telemetry.tool_result(args, result)
+        return result
 
     holder = create_model(f"{spec.name}Call", __base__=ArgModelBase, args=(args_model, ...))
     return ArgsTool(
