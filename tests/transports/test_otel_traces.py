@@ -209,3 +209,19 @@ async def test_failures_carry_their_error_type_and_anthropic_calls_name_their_pr
     chat = named(traces.recorder.spans(), "chat ")[-1]["attributes"]
     assert chat["gen_ai.provider.name"] == chat["gen_ai.system"] == "anthropic"
     assert chat["gen_ai.usage.input_tokens"] > 0
+
+
+async def test_the_python_api_traces_its_tool_calls_into_the_host_programs_provider(scripted, traces, tmp_path) -> None:
+    from judge_mcp import Judge, JudgeError
+    from tests.helpers import app_env
+
+    server = scripted(UniversalJudge())
+    async with Judge(env=app_env(server, tmp_path / "judge.db", JUDGE_MCP_OTEL="1", OTEL_TRACES_EXPORTER="none")) as judge:
+        pair = await judge.compare_pair(**PAIR)
+        with pytest.raises(JudgeError):
+            await judge.compare_pair(**{**PAIR, "swap": "sideways"})
+    spans = traces.recorder.spans()
+    ok, refused = named(spans, "execute_tool compare_pair")
+    assert pair.winner == "B" and evaluation(ok)[0]["gen_ai.evaluation.score.label"] == "B"
+    assert {c["parent_id"] for c in named(spans, "chat ")} == {ok["span_id"]}
+    assert refused["attributes"]["error.type"] == "InputError"
