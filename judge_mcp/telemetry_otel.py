@@ -51,6 +51,7 @@ from judge_mcp.telemetry_events import evaluations, tool_attributes
 log = logging.getLogger("judge_mcp.telemetry")
 
 PROVIDERS = {"openai": "openai", "anthropic": "anthropic", "local": "llama.cpp"}
+_made: TracerProvider | None = None  # the provider made here (a later App finds it set and still flushes it)
 _TOOL: contextvars.ContextVar[ToolCall | None] = contextvars.ContextVar("judge_mcp_tool_call", default=None)
 
 
@@ -99,12 +100,12 @@ class Tracing:
 
     @classmethod
     def start(cls, settings: OtelSettings) -> Tracing:
+        global _made
         provider = current_provider()
-        if provider is not None:
-            return cls(provider, settings, owned=False)
-        provider = _new_provider(settings)
-        trace.set_tracer_provider(provider)
-        return cls(provider, settings, owned=True)
+        if provider is None:
+            provider = _made = _new_provider(settings)
+            trace.set_tracer_provider(provider)
+        return cls(provider, settings, owned=provider is _made)
 
     def flush(self) -> None:
         if self.owned:
