@@ -28,6 +28,9 @@ def tool_attributes(args: Any, result: Any, capture_text: bool) -> Attributes:
         out["judge_mcp.backend"] = "+".join(backends)
     elif hasattr(args, "backend"):
         out["judge_mcp.backend"] = args.backend or "default"
+    verdict_id = getattr(result, "verdict_id", None)
+    if isinstance(verdict_id, str):  # the verdict-log row's id, as record_label takes it
+        out["judge_mcp.verdict_id"] = verdict_id
     model = getattr(result, "model", None)
     if isinstance(model, str):
         out["judge_mcp.model"] = model

@@ -154,6 +154,32 @@ def m007_json_or_null(tx: Tx) -> None:
     )
 
 
+def m008_verdict_ids(tx: Tx) -> None:
+    """Each verdict's `verdict_id`: the text id its tool call returned (made when the call starts, since the row is
+    written after the answer), unique and indexed; rows logged before it have none (null: no caller ever saw one)."""
+    if "verdict_id" not in tx.columns("verdicts"):
+        tx.execute("ALTER TABLE verdicts ADD COLUMN verdict_id TEXT")
+    tx.execute("CREATE UNIQUE INDEX IF NOT EXISTS verdicts_verdict_id ON verdicts(verdict_id)")
+
+
+def m009_labels(tx: Tx) -> None:
+    """Human labels (record_label): at most one per verdict, its correct answer in the verdict's own terms ("A", "B",
+    "tie"; an option or response index), an optional note, and which inputs the verdict's caller brought (the
+    judge_stats group). Deleted with their verdict by retention."""
+    real = tx.dialect.real
+    tx.execute(
+        f"""CREATE TABLE IF NOT EXISTS labels (
+            verdict_id TEXT PRIMARY KEY,
+            tool TEXT NOT NULL,
+            label TEXT NOT NULL,
+            inputs TEXT NOT NULL,
+            note TEXT,
+            created_at {real} NOT NULL,
+            updated_at {real} NOT NULL
+        )"""
+    )
+
+
 def m101_bench_tables(tx: Tx) -> None:
     """The bench's results (one row per dataset, method, backend, item and placement) and runs (each run's
     metadata and accumulated wall time). IF NOT EXISTS: bench databases made before the migrations have them."""
@@ -208,6 +234,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     m005_call_cache_without_hits,
     m006_call_leases,
     m007_json_or_null,
+    m008_verdict_ids,
+    m009_labels,
 )
 BENCH_MIGRATIONS: tuple[Migration, ...] = (*MIGRATIONS, m101_bench_tables, m102_bench_fingerprint)
 

@@ -68,6 +68,7 @@ async def test_a_tool_call_is_a_span_over_its_model_calls_with_its_verdict_as_an
     assert tool["attributes"]["judge_mcp.backend"] == "default"
     assert tool["attributes"]["judge_mcp.model"] == "openai/scripted-model"
     assert tool["attributes"]["judge_mcp.outcome"] == "ok"
+    assert {t["attributes"]["judge_mcp.verdict_id"] for t in tools} == {first.structured_content["verdict_id"], again.structured_content["verdict_id"]}
     assert sorted((t["attributes"]["judge_mcp.calls"], t["attributes"]["judge_mcp.cached_calls"]) for t in tools) == [(0, 2), (2, 0)]
     for chat in chats:
         a = chat["attributes"]
