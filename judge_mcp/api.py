@@ -24,7 +24,7 @@ from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 
-from judge_mcp import images as imagelib, tools
+from judge_mcp import images as imagelib, telemetry, tools
 from judge_mcp.app import App
 from judge_mcp.arg_types import InputError
 from judge_mcp.args import (
@@ -110,7 +110,10 @@ class Judge:
         if issubclass(model, JudgingArgs) and self.default_backend is not None and "backend" not in arguments and not arguments.get("backends"):
             arguments = {**arguments, "backend": self.default_backend}
         try:
-            args = model.parse(arguments, self._paths)
-            return await tool(self.app, args, progress)
+            with telemetry.tool_call(tool.__name__):  # a no-op unless OpenTelemetry is on (telemetry.py)
+                args = model.parse(arguments, self._paths)
+                result = await tool(self.app, args, progress)
+                telemetry.tool_result(args, result)
         except (InputError, ToolError) as exc:
             raise JudgeError(str(exc)) from exc
+        return result

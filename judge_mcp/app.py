@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import anyio
 from pydantic import BaseModel
 
+from judge_mcp import telemetry
 from judge_mcp.backends import Backend, build_backend
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.methods import panel
@@ -60,6 +61,7 @@ class App:
         self.cache = CallCache(self.store)
         self._backends: dict[str, Backend] = {}
         self.stdio = False  # set by `serve --transport stdio`: only then may an image argument be a file path
+        telemetry.configure(self.settings)  # OpenTelemetry on or off, as the settings say (telemetry.py)
 
     def apply_retention(self) -> dict[str, int]:
         """Delete cache and verdict-log rows past the configured ages (JUDGE_MCP_*_MAX_AGE_DAYS); none set: nothing."""
@@ -254,3 +256,4 @@ class App:
                 log.exception("closing backend %s", backend.name)
         self._backends.clear()
         self.store.close()
+        telemetry.flush()

@@ -7,6 +7,7 @@ import gc
 import json
 import logging
 import os
+import signal
 import sys
 from functools import partial
 from typing import Any
@@ -58,14 +59,28 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 await app.aclose()
 
     settle_heap()  # once everything the server runs on is imported and built; turns the collector back on
+    if args.transport == "http":  # uvicorn re-raises the SIGTERM it shut down on: unwind through app.aclose first
+        signal.signal(signal.SIGTERM, _terminated)
     try:
         anyio.run(serve)
+    except _Terminated:  # closed (verdict rows written, spans flushed): now end by the signal, as uvicorn would have
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.raise_signal(signal.SIGTERM)
     except SystemExit as exc:  # uvicorn exits 3 when it cannot bind (it has logged why): exit 2, as a refused bind does
         if args.transport != "http" or exc.code in (0, None):
             raise
         print(f"judge-mcp: could not serve HTTP on {args.host}:{args.port} (the reason is above; a port in use: choose another with --port)", file=sys.stderr)
         return 2
     return 0
+
+
+class _Terminated(Exception):
+    """SIGTERM during `serve --transport http`: raised where the signal lands (after uvicorn's graceful shutdown, when
+    it re-raises the signal), so serve() reaches its `finally` and closes the App before the process ends."""
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise _Terminated()
 
 
 def _http_main(server: Any, app: Any, args: argparse.Namespace, *, stateless: bool) -> Any:
@@ -192,6 +207,9 @@ environment (set by the MCP client's "env" block or the shell):
   JUDGE_MCP_VERDICTS_MAX_AGE_DAYS  verdict-log rows older than this are deleted at start [default: kept]
   JUDGE_MCP_SHARED_OPTION_POOL     1: grade_score_options' unrelated option may come from  [default: 0, the
                                    options stored by earlier calls of any client            built-in pool only]
+  JUDGE_MCP_OTEL         1: OpenTelemetry traces (the otel extra)  [default: on when OTEL_EXPORTER_OTLP_ENDPOINT
+                         0: none, whatever OTEL_* says             or OTEL_TRACES_EXPORTER is set]
+  JUDGE_MCP_OTEL_CAPTURE_TEXT  1: spans may carry judged and model text   [default: 0, never]
 """
 
 

@@ -17,8 +17,8 @@ from urllib.parse import urlparse
 from judge_mcp.images import HTTP_BODY_BYTES
 
 from judge_mcp.config_values import (
-    SAMPLING_PRIORITIES, ConfigError, check_batch, check_sampling_keys, check_text, check_url as _check_url, non_negative_int, positive_float,
-    positive_int,
+    SAMPLING_PRIORITIES, ConfigError, OtelSettings, check_batch, check_sampling_keys, check_text, check_url as _check_url, non_negative_int,
+    otel_settings, positive_float, positive_int,
 )
 
 KINDS = ("local", "openai", "anthropic", "sampling")  # sampling: the MCP client's own model (backends/sampling.py)
@@ -84,6 +84,8 @@ class Settings:
     http_max_body_bytes: int = HTTP_BODY_BYTES
     # folders an image argument may name a file in, over stdio only (JUDGE_MCP_IMAGE_DIRS), resolved
     image_dirs: tuple[Path, ...] = ()
+    # OpenTelemetry traces of tool and model calls (judge_mcp/telemetry.py): JUDGE_MCP_OTEL and the standard OTEL_* settings
+    otel: OtelSettings = OtelSettings()
 
     def backend_names(self) -> list[str]:
         return [DEFAULT_BACKEND_NAME, *sorted(self.named_backends)]
@@ -289,6 +291,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         http_stateless=_flag(env, "JUDGE_MCP_HTTP_STATELESS"),
         http_max_body_bytes=_optional_positive_int(env, "JUDGE_MCP_HTTP_MAX_BODY_BYTES") or HTTP_BODY_BYTES,
         image_dirs=_image_dirs(env),
+        otel=otel_settings(env),
     )
 
 

@@ -26,7 +26,7 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetad
 from mcp_types import InputRequiredResult, ToolAnnotations
 from pydantic import BaseModel, Field, create_model
 
-from judge_mcp import images as imagelib, labels, stats
+from judge_mcp import images as imagelib, labels, stats, telemetry
 from judge_mcp.app import App
 from judge_mcp.arg_types import InputError
 from judge_mcp.args import (
@@ -291,11 +291,12 @@ class ArgsTool(Tool):
     app: Any = Field(exclude=True)
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
-        try:
-            args = client_args(self.args_model, arguments, image_paths(self.app))
-        except InputError as exc:
-            raise ToolError(f"Error executing tool {self.name}: {exc}") from None
-        return await super().run({"args": args}, context, convert_result)
+        with telemetry.tool_call(self.name):  # a no-op unless OpenTelemetry is on
+            try:
+                args = client_args(self.args_model, arguments, image_paths(self.app))
+            except InputError as exc:
+                raise ToolError(f"Error executing tool {self.name}: {exc}") from None
+            return await super().run({"args": args}, context, convert_result)
 
 
 def mcp_tool(spec: ToolSpec, app: App) -> ArgsTool:
@@ -305,11 +306,13 @@ def mcp_tool(spec: ToolSpec, app: App) -> ArgsTool:
     async def call(args: ToolArgs, ctx: Context) -> BaseModel | InputRequiredResult:
         with sampling.serving(ctx) as rounds:  # a sampling backend asks this call's client
             try:
-                return await spec.fn(app, args, _progress(ctx))
+                result = await spec.fn(app, args, _progress(ctx))
             except Exception as exc:
                 if rounds is not None and sampling.needs_input(exc):  # 2026-07-28: the requests go back as input_required
                     return rounds.result()
                 raise
+        telemetry.tool_result(args, result)
+        return result
 
     holder = create_model(f"{spec.name}Call", __base__=ArgModelBase, args=(args_model, ...))
     return ArgsTool(

@@ -21,9 +21,9 @@ SOURCE = Path(__file__).resolve().parent.parent.parent  # the folder holding jud
 
 
 def clean_env(*, drop: tuple[str, ...] = (), **extra: str) -> dict[str, str]:
-    """This process's environment without judge-mcp or provider variables (nor the names in `drop`), plus `extra`:
+    """This process's environment without judge-mcp, provider or OpenTelemetry variables (nor the names in `drop`), plus `extra`:
     for subprocesses, so that nothing of the developer's own configuration leaks into a test."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_MCP_", "OPENAI_", "ANTHROPIC_")) and k not in drop}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_MCP_", "OPENAI_", "ANTHROPIC_", "OTEL_")) and k not in drop}
     env.update(extra)
     return env
 

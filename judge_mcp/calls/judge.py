@@ -12,6 +12,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from judge_mcp import telemetry
 from judge_mcp.backends.base import Backend, ChatRequest, Completion
 from judge_mcp.calls.cache import CacheRow, CallCache
 from judge_mcp.calls.record import CallRecord
@@ -72,7 +73,9 @@ class Judge:
 
     async def complete(self, request: ChatRequest) -> Completion:
         summary = request.summary()  # built once: for the call record and, for a new answer, the cache row
-        completion, cached, key = await self.cache.lookup(self.backend, request, summary=summary, defer=self.cache_rows)
+        with telemetry.model_call(self.backend, request) as traced:  # a no-op unless OpenTelemetry is on
+            completion, cached, key = await self.cache.lookup(self.backend, request, summary=summary, defer=self.cache_rows)
+            traced.answered(completion, cached)
         self.answer_models.add(completion.model)
         if cached:
             self.cached_calls += 1

@@ -1,6 +1,6 @@
 """What the server's start imports: nothing the first answers do not need. aiohttp (the remote backends' client) is
 imported at the first backend call, sqlite_utils only on SQLite before 3.35, rapidfuzz at the first FLIP or
-similarity scoring, certifi (the CA bundle) only for an https backend; and the cyclic collector, off during the
+similarity scoring, certifi (the CA bundle) only for an https backend, OpenTelemetry's SDK only when tracing is on; and the cyclic collector, off during the
 start-up imports, is on again when serving starts. Checked in a fresh interpreter that runs `judge-mcp serve` up to
 the point where it starts serving."""
 
@@ -12,7 +12,10 @@ import sys
 
 from judge_mcp.bench.servers import clean_env
 
-DEFERRED = ("aiohttp", "sqlite_utils", "rapidfuzz", "certifi", "judge_mcp.backends.client", "judge_mcp.bench.report")
+# OpenTelemetry's SDK and exporter load only when tracing is on (JUDGE_MCP_OTEL, OTEL_* exporter settings); its API
+# comes with the MCP SDK, which imports it for its own spans.
+DEFERRED = ("aiohttp", "sqlite_utils", "rapidfuzz", "certifi", "judge_mcp.backends.client", "judge_mcp.bench.report",
+            "judge_mcp.telemetry_otel", "opentelemetry.sdk", "opentelemetry.exporter")
 
 PROBE = f"""
 import gc, json, sys
