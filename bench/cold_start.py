@@ -3,7 +3,10 @@ alternately. Times, from process start: the first answered `tools/list`, and the
 (judge-mcp's `compare_pair` against a scripted OpenAI-compatible backend in a process of its own answering at once;
 the minimal server's one tool). Prints the medians and their ratios.
 
-    .venv/bin/python -m bench.cold_start [--runs 9]
+    .venv/bin/python -m bench.cold_start [--runs 9] [--base OLD_CHECKOUT]
+
+`--base` adds a third server, judge-mcp from another checkout (its package first on PYTHONPATH, this venv's
+dependencies, run from its directory), started in the same alternation, for a before/after measured side by side.
 
 The client speaks newline-delimited JSON-RPC on the server's stdin/stdout (what an MCP client does), so the
 client's own import time is not counted. judge-mcp runs on one database (made by a warm-up start) with a new prompt
@@ -21,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from judge_mcp.bench.scripted import ExternalScripted
 
@@ -62,12 +66,12 @@ def _answer(proc: subprocess.Popen, request_id: int) -> dict:
             return message["result"]
 
 
-def one_start(argv: list[str], env: dict[str, str], tool: str, arguments: dict, stderr: int = subprocess.DEVNULL) -> tuple[float, float]:
+def one_start(argv: list[str], env: dict[str, str], tool: str, arguments: dict, stderr: Any = subprocess.DEVNULL, cwd: Path = ROOT) -> tuple[float, float]:
     """(seconds to the first tools/list answer, seconds to the first tool answer) for one fresh process."""
     from mcp.types import LATEST_PROTOCOL_VERSION
 
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env, cwd=ROOT)
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env, cwd=cwd)
     try:
         _send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {}, "clientInfo": {"name": "cold-start", "version": "1"}}})
@@ -95,6 +99,7 @@ def one_start(argv: list[str], env: dict[str, str], tool: str, arguments: dict, 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--base", type=Path, help="another checkout of judge-mcp, measured in the same alternation")
     args = parser.parse_args()
     with ExternalScripted('{"verdict": "[[A>B]]"}', 0.0) as backend, tempfile.TemporaryDirectory() as tmp:
         base = {k: v for k, v in os.environ.items() if not k.startswith("JUDGE_MCP_")}
@@ -106,12 +111,18 @@ def main() -> None:
         def pair(k: int) -> dict:
             return {"prompt": f"Question {k}: what is 2+2?", "response_a": "4", "response_b": "5"}
 
-        one_start(judge, judge_env, "compare_pair", pair(-1))  # warm-up: the database, the page cache
-        one_start(minimal, base, "echo", {"text": "hi"})
-        times: dict[str, list[tuple[float, float]]] = {"judge": [], "minimal": []}
+        servers: dict[str, tuple[list[str], dict[str, str], Path]] = {"judge": (judge, judge_env, ROOT)}
+        if args.base is not None:
+            old = args.base.resolve()
+            servers["base"] = (judge, {**judge_env, "PYTHONPATH": str(old), "JUDGE_MCP_DB": str(Path(tmp) / "base.db")}, old)
+        one_start(minimal, base, "echo", {"text": "hi"})  # warm-up: the databases, the page cache
+        for argv, env, cwd in servers.values():
+            one_start(argv, env, "compare_pair", pair(-1), cwd=cwd)
+        times: dict[str, list[tuple[float, float]]] = {"minimal": [], **{name: [] for name in servers}}
         for k in range(args.runs):
             times["minimal"].append(one_start(minimal, base, "echo", {"text": f"hi {k}"}))
-            times["judge"].append(one_start(judge, judge_env, "compare_pair", pair(k)))
+            for name, (argv, env, cwd) in servers.items():
+                times[name].append(one_start(argv, env, "compare_pair", pair(k), cwd=cwd))
     med = {name: (statistics.median(t[0] for t in runs), statistics.median(t[1] for t in runs)) for name, runs in times.items()}
     load = os.getloadavg()[0]
     print(f"## Cold start over stdio (median of {args.runs} fresh processes each, alternating; load average {load:.2f})")
@@ -120,6 +131,9 @@ def main() -> None:
     print(f"| SDK minimal one-tool server (`echo`) | {med['minimal'][0] * 1000:.0f} ms | {med['minimal'][1] * 1000:.0f} ms |")
     print(f"| judge-mcp (`compare_pair`, scripted backend) | {med['judge'][0] * 1000:.0f} ms | {med['judge'][1] * 1000:.0f} ms |")
     print(f"| ratio | {med['judge'][0] / med['minimal'][0]:.2f}x | {med['judge'][1] / med['minimal'][1]:.2f}x |")
+    if "base" in med:
+        print(f"| judge-mcp at {args.base} | {med['base'][0] * 1000:.0f} ms | {med['base'][1] * 1000:.0f} ms |")
+        print(f"| its ratio | {med['base'][0] / med['minimal'][0]:.2f}x | {med['base'][1] / med['minimal'][1]:.2f}x |")
 
 
 if __name__ == "__main__":

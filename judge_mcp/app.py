@@ -22,11 +22,11 @@ from typing import Any, TypeVar
 import anyio
 from pydantic import BaseModel
 
-from judge_mcp.backends import Backend, build_backend
+from judge_mcp.backends import Backend, build_backend, preload
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.methods import panel
 from judge_mcp.calls.cache import CacheRow, CallCache
-from judge_mcp.config import Settings, load_settings
+from judge_mcp.config import ConfigError, Settings, load_settings
 from judge_mcp.calls.judge import Judge, ProgressFn
 from judge_mcp.storage import open_store, retention
 from judge_mcp.storage.call_cache import CacheTable
@@ -71,6 +71,15 @@ class App:
             cache_older_than_s=None if cache_days is None else cache_days * 86400,
             verdicts_older_than_s=None if verdict_days is None else verdict_days * 86400,
         )
+
+    def warm_up(self) -> None:
+        """Ahead of the first tool call: the default backend's HTTP client imported in a thread (backends.preload).
+        Nothing for the embedded model or a configuration with an error (each call reports that error)."""
+        try:
+            kind = self.settings.backend(None).kind
+        except ConfigError:
+            return
+        preload(kind)
 
     def backend(self, name: str | None) -> Backend:
         """The backend named `name` (None: the environment's). Raises ConfigError for unknown names."""

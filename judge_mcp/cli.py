@@ -46,7 +46,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.transport == "stdio":
         from judge_mcp.transports.stdio import serve_stdio
 
-        main = partial(serve_stdio, server)
+        main = partial(serve_stdio, server, on_initialized=app.warm_up)
     else:
         main = _http_main(server, app, args, stateless=args.stateless or settings.http_stateless)
 
