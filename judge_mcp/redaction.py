@@ -102,7 +102,8 @@ def redact(text: str, secrets: Iterable[str]) -> str:
     pattern = _compiled(secrets)
     if pattern is None:
         return text
-    out, end = [], 0
+    out: list[str] = []
+    end = 0
     for match in pattern.finditer(_spaced(text)):
         out += (text[end : match.start()], REDACTED)
         end = match.end()
