@@ -29,6 +29,7 @@ from judge_mcp.calls.cache import CacheRow, CallCache
 from judge_mcp.config import ConfigError, Settings, load_settings
 from judge_mcp.calls.judge import Judge, ProgressFn
 from judge_mcp.storage import open_store, retention
+from judge_mcp.storage.backend_limits import BackendLimits
 from judge_mcp.storage.call_cache import CacheTable
 from judge_mcp.storage.engine import Engine
 from judge_mcp.storage.migrations import MIGRATIONS
@@ -59,6 +60,7 @@ class App:
         self.apply_retention()
         self.cache = CallCache(self.store)
         self._backends: dict[str, Backend] = {}
+        self._learned_limits = BackendLimits(self.store).all()  # by backend identity: where each limit starts
         self.stdio = False  # set by `serve --transport stdio`: only then may an image argument be a file path
 
     def apply_retention(self) -> dict[str, int]:
@@ -87,6 +89,9 @@ class App:
         backend = self._backends.get(cfg.name)
         if backend is None:
             backend = self._backends[cfg.name] = build_backend(cfg)
+            learned = self._learned_limits.get(backend.identity())
+            if learned is not None:
+                backend.limit.resume(learned)
         return backend
 
     async def run(
@@ -218,8 +223,19 @@ class App:
 
         return await self._logged(tool, inputs, judged)
 
+    async def _keep_learned_limits(self) -> None:
+        """What this process's backends learned of their limits (backends/limiter.py), for the next process."""
+        learned = {b.identity(): b.limit.learned for b in self._backends.values() if b.limit.learned is not None}
+        changed = {k: v for k, v in learned.items() if v is not None and self._learned_limits.get(k) != v}
+        if changed:
+            try:
+                await self.store.writes.run(BackendLimits(self.store).put, changed)
+            except Exception:  # best effort: the next process starts at the ceiling and learns again
+                log.warning("could not keep the backends' learned concurrency limits", exc_info=True)
+
     async def aclose(self) -> None:
         await self.verdict_writes.drain()  # verdict rows still being written, before the store closes
+        await self._keep_learned_limits()
         for backend in self._backends.values():
             try:
                 await backend.aclose()

@@ -154,6 +154,18 @@ def m007_json_or_null(tx: Tx) -> None:
     )
 
 
+def m008_backend_limits(tx: Tx) -> None:
+    """Each backend's concurrency limit as the last process left it after the backend refused calls (429), so the
+    next process starts there instead of at the ceiling (storage/backend_limits.py)."""
+    tx.execute(
+        f"""CREATE TABLE IF NOT EXISTS backend_limits (
+        backend TEXT PRIMARY KEY,
+        concurrency INTEGER NOT NULL,
+        updated_at {tx.dialect.real} NOT NULL
+    )"""
+    )
+
+
 def m101_bench_tables(tx: Tx) -> None:
     """The bench's results (one row per dataset, method, backend, item and placement) and runs (each run's
     metadata and accumulated wall time). IF NOT EXISTS: bench databases made before the migrations have them."""
@@ -208,6 +220,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m005_call_cache_without_hits,
     m006_call_leases,
     m007_json_or_null,
+    m008_backend_limits,
 )
 BENCH_MIGRATIONS: tuple[Migration, ...] = (*MIGRATIONS, m101_bench_tables, m102_bench_fingerprint)
 
