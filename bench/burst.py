@@ -10,7 +10,9 @@
     .venv/bin/python -m bench.burst [--calls 100] [--latency 0.5]
 
 Calls go through the in-memory MCP client (`mcp.Client` on the server object), so the figures are judge-mcp's and
-the SDK's, not a transport's.
+the SDK's, not a transport's; but the client runs on the server's event loop and core (its validation of each
+result against the tool's output schema included), where a real client has a process of its own. The client lists
+the tools before a burst is timed, and the heap is frozen after start-up as `judge-mcp serve` freezes it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 
 import anyio
 
-from judge_mcp.app import App
+from judge_mcp.app import App, settle_heap
 from judge_mcp.bench.scripted import ExternalScripted, Reply, ScriptedServer
 from judge_mcp.config import load_settings
 from judge_mcp.server import build_server
@@ -79,6 +81,7 @@ async def main(calls: int, latency: float) -> None:
         print("|---|---|---|---|---|---|")
         for label, concurrency in (("default (adaptive, ceiling 256)", None), ("fixed 16 (the old default)", 16)):
             app = App(load_settings(env(backend.base_url, Path(tmp) / f"b{concurrency}.db", concurrency)))
+            settle_heap()  # as `judge-mcp serve` does once it has started (else each full collection scans every module)
             cold, failed = await burst(app, calls)  # opens the connections
             wall, failed_again = await burst(app, calls)  # on kept-alive connections
             print(f"| {label} | {cold:.2f} s | {cold / latency:.2f}x | {wall:.2f} s | {wall / latency:.2f}x | {failed + failed_again} |")
