@@ -12,6 +12,7 @@ from judge_mcp.backends.limiter import AdaptiveLimit
 from judge_mcp.config import DEFAULT_CONCURRENCY
 from judge_mcp.storage.backend_limits import BackendLimits
 from tests.backends.test_adaptive_limit import Capacity
+from tests.engines import on_both_engines
 from tests.helpers import gather, make_app
 
 
@@ -72,6 +73,7 @@ async def test_only_too_many_requests_is_learned_not_a_passing_overload_or_a_tim
     assert resumed.limit == 8 and resumed.learned == 8
 
 
+@on_both_engines
 async def test_the_table_keeps_one_limit_per_backend(store):
     limits = BackendLimits(store)
     limits.put({"openai|http://a/v1|m": 16, "anthropic|https://b|c": 40})
