@@ -58,6 +58,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 await app.aclose()
 
     settle_heap()  # once everything the server runs on is imported and built; turns the collector back on
+    if args.transport == "http":  # (over stdio: once the client has finished its handshake, see serve_stdio)
+        app.warm_up()
     try:
         anyio.run(serve)
     except SystemExit as exc:  # uvicorn exits 3 when it cannot bind (it has logged why): exit 2, as a refused bind does
