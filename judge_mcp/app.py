@@ -91,7 +91,7 @@ class App:
             backend = self._backends[cfg.name] = build_backend(cfg)
             learned = self._learned_limits.get(backend.identity())
             if learned is not None:
-                backend.limit.resume(learned)
+                backend.limit.resume(*learned)
         return backend
 
     async def run(
@@ -225,7 +225,7 @@ class App:
 
     async def _keep_learned_limits(self) -> None:
         """What this process's backends learned of their limits (backends/limiter.py), for the next process."""
-        learned = {b.identity(): b.limit.learned for b in self._backends.values() if b.limit.learned is not None}
+        learned = {b.identity(): b.limit.learned for b in self._backends.values()}
         changed = {k: v for k, v in learned.items() if v is not None and self._learned_limits.get(k) != v}
         if changed:
             try:

@@ -14,7 +14,7 @@ backend says (additive increase, multiplicative decrease, as TCP's congestion co
 
 What a process learns is kept for the next (App stores it in the database when it closes): a limit lowered by the
 backend's 429s ("too many requests": the account's or the server's capacity, which outlives a process) is where
-the next process starts (`resume`), growing from there as above, so only the first burst a backend ever gets
+the next process starts (`resume`), growing from there as above (probing as seldom as the last process had come to), so only the first burst a backend ever gets
 overshoots. Refusals for a passing overload (503, 529) and timeouts lower the limit for this process only.
 
 `history` keeps the limit's recent trajectory (time, event, limit) for tests and diagnostics.
@@ -65,16 +65,18 @@ class AdaptiveLimit:
         self._last_event = event
         self.history.append((anyio.current_time(), event, value))
 
-    def resume(self, learned: int) -> None:
-        """Start from the limit an earlier process learned (under this ceiling, which may have changed since)."""
+    def resume(self, limit: int, probe: int = 1) -> None:
+        """Start from the limit (and the probing interval) an earlier process learned, under this ceiling, which may
+        have changed since."""
         self._learned = True
-        self._set(learned, "resume")
+        self.probe = max(1, min(PROBE_MAX, probe))
+        self._set(limit, "resume")
 
     @property
-    def learned(self) -> int | None:
-        """The limit worth remembering for the next process: this one, once a 429 (in this process or an earlier
-        one) has taught it; None when nothing was learned (the next process starts at the ceiling)."""
-        return self.limit if self._learned else None
+    def learned(self) -> tuple[int, int] | None:
+        """(limit, probe) worth remembering for the next process, once a 429 (in this process or an earlier one) has
+        taught them; None when nothing was learned (the next process starts at the ceiling)."""
+        return (self.limit, self.probe) if self._learned else None
 
     def success(self) -> None:
         """A call holding a slot succeeded (call before releasing the slot)."""

@@ -155,12 +155,13 @@ def m007_json_or_null(tx: Tx) -> None:
 
 
 def m008_backend_limits(tx: Tx) -> None:
-    """Each backend's concurrency limit as the last process left it after the backend refused calls (429), so the
-    next process starts there instead of at the ceiling (storage/backend_limits.py)."""
+    """Each backend's concurrency limit (and probing interval) as the last process left it after the backend refused
+    calls (429), so the next process starts there instead of at the ceiling (storage/backend_limits.py)."""
     tx.execute(
         f"""CREATE TABLE IF NOT EXISTS backend_limits (
         backend TEXT PRIMARY KEY,
         concurrency INTEGER NOT NULL,
+        probe INTEGER NOT NULL DEFAULT 1,
         updated_at {tx.dialect.real} NOT NULL
     )"""
     )
