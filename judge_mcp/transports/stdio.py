@@ -145,6 +145,13 @@ async def _stdin_lines() -> AsyncIterator[Any]:
             restore()
 
 
+def _warm_up(on_initialized: Callable[[], None]) -> None:
+    try:
+        on_initialized()
+    except Exception:  # a warm-up that fails leaves the work to the first call, which reports what is wrong
+        log.warning("the warm-up after the handshake failed", exc_info=True)
+
+
 def _is_initialized(item: SessionMessage) -> bool:
     message = item.message
     return isinstance(message, types.JSONRPCNotification) and message.method == "notifications/initialized"
@@ -165,7 +172,7 @@ async def serve_stdio(server: MCPServer, on_initialized: Callable[[], None] | No
                     if reply is None:
                         await send.send(item)
                         if on_initialized is not None and not isinstance(item, Exception) and _is_initialized(item):
-                            on_initialized()
+                            _warm_up(on_initialized)
                         continue
                     log.warning("answered an unreadable stdin line with JSON-RPC error %s", reply.error.code)
                     await write_stream.send(SessionMessage(reply))
