@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 
+from judge_mcp import agreement
 from judge_mcp.arg_types import DEFAULT_LAST, MAX_LAST
 from judge_mcp.outputs import GroupStats, StatsReport, Window
 from judge_mcp.args import ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, LweJudgeArgs
@@ -319,8 +320,9 @@ def iter_rows(store: "Engine", page: int = PAGE) -> Iterator[dict[str, Any]]:
 
 
 def from_store(store: "Engine", last: int = DEFAULT_LAST) -> StatsReport:
-    """The report over the store's verdict log. Blocking: from async code run it in a worker thread."""
-    return compute(iter_rows(store), last)
+    """The report over the store's verdict log, with each group's agreement with human labels (agreement.py).
+    Blocking: from async code run it in a worker thread."""
+    return agreement.attach(compute(iter_rows(store), last), store)
 
 
 # ---- decoding the store's rows ---------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The backend_limits table (made by migrations.m008_backend_limits): the concurrency limit each backend was left at
+"""The backend_limits table (made by migrations.m010_backend_limits): the concurrency limit each backend was left at
 by a process in which it refused calls, with how seldom the limiter had come to probe above it (limiter.probe),
 keyed by the backend's identity (kind, endpoint, model; never a key). App reads the table once at start and writes
 it when it closes; backends/limiter.py decides what is worth keeping."""

@@ -75,14 +75,16 @@ class VerdictLog:
         usage: dict[str, Any],
         calls: list[dict[str, Any]],
         cache_rows: Iterable[CacheRow] = (),
+        verdict_id: str | None = None,
     ) -> int:
-        """The verdict row, and the tool call's new cache rows, in one transaction; the row's id."""
+        """The verdict row, and the tool call's new cache rows, in one transaction; the row's id. `verdict_id`: the
+        text id the tool call returned (unique; record_label finds the row by it)."""
         with self.store.transaction() as tx:
             CacheTable.insert(tx, cache_rows)
             return tx.insert(
-                "INSERT INTO verdicts (tool, backend, model, inputs, output, usage, calls, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [tool, backend, model, dumps(inputs), dumps(output), dumps(usage), dumps(calls), time.time()],
+                "INSERT INTO verdicts (tool, backend, model, inputs, output, usage, calls, created_at, verdict_id)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [tool, backend, model, dumps(inputs), dumps(output), dumps(usage), dumps(calls), time.time(), verdict_id],
             )
 
     def recent(self, tool: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
