@@ -4,12 +4,15 @@
 1. against a scripted backend (a process of its own) that takes every request and answers after `--latency`:
    the burst's wall time as a ratio to one backend latency (1.0 = every call in flight at once);
 2. against a scripted backend that takes 16 requests at once and answers 429 past that: the 429s it answered,
-   calls that failed, and where the limit settled, over two bursts.
+   calls that failed, and where the limit settled, over two bursts; then the same for a second process (App) on the
+   same database, which starts at the limit the first one learned.
 
     .venv/bin/python -m bench.burst [--calls 100] [--latency 0.5]
 
 Calls go through the in-memory MCP client (`mcp.Client` on the server object), so the figures are judge-mcp's and
-the SDK's, not a transport's.
+the SDK's, not a transport's; but the client runs on the server's event loop and core (its validation of each
+result against the tool's output schema included), where a real client has a process of its own. The client lists
+the tools before a burst is timed, and the heap is frozen after start-up as `judge-mcp serve` freezes it.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from pathlib import Path
 
 import anyio
 
-from judge_mcp.app import App
+from judge_mcp.app import App, settle_heap
 from judge_mcp.bench.scripted import ExternalScripted, Reply, ScriptedServer
 from judge_mcp.config import load_settings
 from judge_mcp.server import build_server
@@ -42,6 +45,7 @@ async def burst(app: App, calls: int) -> tuple[float, int]:
 
     failed = 0
     async with Client(build_server(app)) as client:
+        await client.list_tools()  # as a client does before it calls (else the first calls of the burst list them)
 
         async def one(i: int) -> None:
             nonlocal failed
@@ -77,6 +81,7 @@ async def main(calls: int, latency: float) -> None:
         print("|---|---|---|---|---|---|")
         for label, concurrency in (("default (adaptive, ceiling 256)", None), ("fixed 16 (the old default)", 16)):
             app = App(load_settings(env(backend.base_url, Path(tmp) / f"b{concurrency}.db", concurrency)))
+            settle_heap()  # as `judge-mcp serve` does once it has started (else each full collection scans every module)
             cold, failed = await burst(app, calls)  # opens the connections
             wall, failed_again = await burst(app, calls)  # on kept-alive connections
             print(f"| {label} | {cold:.2f} s | {cold / latency:.2f}x | {wall:.2f} s | {wall / latency:.2f}x | {failed + failed_again} |")
@@ -85,16 +90,19 @@ async def main(calls: int, latency: float) -> None:
         print(f"\n## Against a backend that takes 16 at once and answers 429 past that (latency 200 ms), two bursts of {calls}")
         print("| backend concurrency | 429s, first burst | 429s, second burst | failed calls | limit after |")
         print("|---|---|---|---|---|")
-        for label, concurrency in (("default (adaptive, ceiling 256)", None), ("fixed 16 (the old default)", 16)):
-            capped = Capacity(16, 0.2)
-            with capped.server:
+        default, fixed = Capacity(16, 0.2), Capacity(16, 0.2)
+        with default.server, fixed.server:  # one server for both default rows: its URL is the backend's identity
+            rows = (("default (adaptive, ceiling 256), first process", default, None), ("default, the next process on that database", default, None),
+                    ("fixed 16 (the old default)", fixed, 16))
+            for label, capped, concurrency in rows:
                 app = App(load_settings(env(capped.server.base_url, Path(tmp) / f"c{concurrency}.db", concurrency)))
+                before = capped.refused
                 _, failed_first = await burst(app, calls)
-                first = capped.refused
+                first = capped.refused - before
                 _, failed_second = await burst(app, calls)
                 limit = app.backend(None).limit.limit
-                await app.aclose()
-            print(f"| {label} | {first} | {capped.refused - first} | {failed_first + failed_second} | {limit} |")
+                await app.aclose()  # keeps what the limit learned for the next process on this database
+                print(f"| {label} | {first} | {capped.refused - before - first} | {failed_first + failed_second} | {limit} |")
 
 
 if __name__ == "__main__":

@@ -23,13 +23,14 @@ import anyio
 from pydantic import BaseModel
 
 from judge_mcp import telemetry
-from judge_mcp.backends import Backend, build_backend
+from judge_mcp.backends import Backend, build_backend, preload
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.methods import panel
 from judge_mcp.calls.cache import CacheRow, CallCache
-from judge_mcp.config import Settings, load_settings
+from judge_mcp.config import ConfigError, Settings, load_settings
 from judge_mcp.calls.judge import Judge, ProgressFn
 from judge_mcp.storage import open_store, retention
+from judge_mcp.storage.backend_limits import BackendLimits
 from judge_mcp.storage.call_cache import CacheTable
 from judge_mcp.storage.engine import Engine
 from judge_mcp.storage.migrations import MIGRATIONS
@@ -60,6 +61,7 @@ class App:
         self.apply_retention()
         self.cache = CallCache(self.store)
         self._backends: dict[str, Backend] = {}
+        self._learned_limits = BackendLimits(self.store).all()  # by backend identity: where each limit starts
         self.stdio = False  # set by `serve --transport stdio`: only then may an image argument be a file path
         telemetry.configure(self.settings)  # OpenTelemetry on or off, as the settings say (telemetry.py)
 
@@ -74,12 +76,24 @@ class App:
             verdicts_older_than_s=None if verdict_days is None else verdict_days * 86400,
         )
 
+    def warm_up(self) -> None:
+        """Ahead of the first tool call: the default backend's HTTP client imported in a thread (backends.preload).
+        Nothing for the embedded model or a configuration with an error (each call reports that error)."""
+        try:
+            kind = self.settings.backend(None).kind
+        except ConfigError:
+            return
+        preload(kind)
+
     def backend(self, name: str | None) -> Backend:
         """The backend named `name` (None: the environment's). Raises ConfigError for unknown names."""
         cfg = self.settings.backend(name)
         backend = self._backends.get(cfg.name)
         if backend is None:
             backend = self._backends[cfg.name] = build_backend(cfg)
+            learned = self._learned_limits.get(backend.identity())
+            if learned is not None:
+                backend.limit.resume(*learned)
         return backend
 
     async def run(
@@ -247,8 +261,19 @@ class App:
         found = [*(p for p in found or [] if p.backend not in names), *panel.self_preference([(m.backend, m.model) for m, _ in late], authors.models)]
         return found, panel.self_preference_warnings(found, authors.models, authors.names)
 
+    async def _keep_learned_limits(self) -> None:
+        """What this process's backends learned of their limits (backends/limiter.py), for the next process."""
+        learned = {b.identity(): b.limit.learned for b in self._backends.values()}
+        changed = {k: v for k, v in learned.items() if v is not None and self._learned_limits.get(k) != v}
+        if changed:
+            try:
+                await self.store.writes.run(BackendLimits(self.store).put, changed)
+            except Exception:  # best effort: the next process starts at the ceiling and learns again
+                log.warning("could not keep the backends' learned concurrency limits", exc_info=True)
+
     async def aclose(self) -> None:
         await self.verdict_writes.drain()  # verdict rows still being written, before the store closes
+        await self._keep_learned_limits()
         for backend in self._backends.values():
             try:
                 await backend.aclose()

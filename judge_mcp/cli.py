@@ -47,7 +47,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.transport == "stdio":
         from judge_mcp.transports.stdio import serve_stdio
 
-        main = partial(serve_stdio, server)
+        main = partial(serve_stdio, server, on_initialized=app.warm_up)
     else:
         main = _http_main(server, app, args, stateless=args.stateless or settings.http_stateless)
 
@@ -61,6 +61,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settle_heap()  # once everything the server runs on is imported and built; turns the collector back on
     if args.transport == "http":  # uvicorn re-raises the SIGTERM it shut down on: unwind through app.aclose first
         signal.signal(signal.SIGTERM, _terminated)
+        app.warm_up()  # (over stdio: once the client has finished its handshake, see serve_stdio)
     try:
         anyio.run(serve)
     except _Terminated:  # closed (verdict rows written, spans flushed): now end by the signal, as uvicorn would have

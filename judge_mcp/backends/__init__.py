@@ -1,8 +1,12 @@
 """Backends: build one from a BackendConfig. Imports are lazy so that `local` loads llama.cpp only when used (and
-`sampling`, the MCP client's own model, the MCP types only when used)."""
+`sampling`, the MCP client's own model, the MCP types only when used), and the HTTP client (aiohttp, ~110 ms to
+import at low load: it builds two TLS contexts) only when a remote backend is built, or ahead of that by `preload`
+in a thread while the server waits for its first tool call."""
 
 from __future__ import annotations
 
+import importlib
+import threading
 from typing import Any
 
 from judge_mcp.backends.base import Backend, ChatRequest, Completion, Message, Usage, user
@@ -13,9 +17,46 @@ from judge_mcp.config import BackendConfig, ConfigError, missing_key
 __all__ = ["Backend", "BackendError", "ChatRequest", "Completion", "Message", "Usage", "build_backend", "user"]
 
 
+# The module each remote kind is built from (what `preload` imports ahead of the first call).
+REMOTE_MODULES = {"openai": "judge_mcp.backends.openai_compat", "anthropic": "judge_mcp.backends.anthropic"}
+_preloads: dict[str, threading.Thread] = {}
+_preload_lock = threading.Lock()
+
+
+def preload(kind: str) -> threading.Thread | None:
+    """Import the module of a remote backend kind (with aiohttp) in a daemon thread, once per process; None for the
+    embedded kind (its model loads at the first call, on its own thread). Started by the server once a client has
+    finished its handshake, so the import runs while the client thinks about its first tool call, not in that
+    call's time. `build_backend` waits for it instead of importing the same modules from a second thread."""
+    module = REMOTE_MODULES.get(kind)
+    if module is None:
+        return None
+    with _preload_lock:
+        thread = _preloads.get(module)
+        if thread is None:
+            thread = _preloads[module] = threading.Thread(target=_import_quietly, args=(module,), name=f"preload {kind}", daemon=True)
+            thread.start()
+    return thread
+
+
+def _import_quietly(module: str) -> None:
+    try:
+        importlib.import_module(module)
+    except Exception:  # pragma: no cover - build_backend imports it again and reports the error where it counts
+        pass
+
+
+def _await_preload(kind: str) -> None:
+    module = REMOTE_MODULES.get(kind)
+    thread = _preloads.get(module) if module else None
+    if thread is not None:
+        thread.join()
+
+
 def build_backend(cfg: BackendConfig) -> Backend:
     """The backend for `cfg`; ConfigError when it cannot work at all (a provider's public API without a key). With
     `batch = true`, the provider's backend wrapped for its batch API (backends/batch.py)."""
+    _await_preload(cfg.kind)
     backend = _build(cfg)
     if cfg.batch:
         from judge_mcp.backends.batch import BatchBackend

@@ -281,7 +281,7 @@ class Backend:
                     completion = await self._send(request)
             except RetryableError as exc:
                 if exc.status in OVERLOAD_STATUS:
-                    self.limit.overloaded(exc.retry_after)
+                    self.limit.overloaded(exc.retry_after, status=exc.status)
                 raise
             except TimeoutError as exc:
                 if limit < self.attempt_limit_s:  # cut by the call's bound, not by this attempt's own limit

@@ -12,6 +12,11 @@ backend says (additive increase, multiplicative decrease, as TCP's congestion co
   the ceiling. `probe` doubles (up to PROBE_MAX) each time a slot just grown is taken back, so a backend that keeps
   refusing at the same level is probed less and less often; a Retry-After also holds growth until it has passed.
 
+What a process learns is kept for the next (App stores it in the database when it closes): a limit lowered by the
+backend's 429s ("too many requests": the account's or the server's capacity, which outlives a process) is where
+the next process starts (`resume`), growing from there as above (probing as seldom as the last process had come to), so only the first burst a backend ever gets
+overshoots. Refusals for a passing overload (503, 529) and timeouts lower the limit for this process only.
+
 `history` keeps the limit's recent trajectory (time, event, limit) for tests and diagnostics.
 """
 
@@ -23,6 +28,7 @@ from collections import deque
 import anyio
 
 OVERLOAD_STATUS = frozenset({429, 503, 529})
+TOO_MANY_REQUESTS = 429
 PROBE_MAX = 64
 HISTORY = 256
 
@@ -40,6 +46,7 @@ class AdaptiveLimit:
         self._successes = 0  # saturated successes since the last change
         self._hold_until = -math.inf
         self._last_event = ""
+        self._learned = False  # lowered by a 429 in this process, or resumed from a limit a process learned so
         self.history: deque[tuple[float, str, int]] = deque(maxlen=HISTORY)
 
     @property
@@ -58,6 +65,19 @@ class AdaptiveLimit:
         self._last_event = event
         self.history.append((anyio.current_time(), event, value))
 
+    def resume(self, limit: int, probe: int = 1) -> None:
+        """Start from the limit (and the probing interval) an earlier process learned, under this ceiling, which may
+        have changed since."""
+        self._learned = True
+        self.probe = max(1, min(PROBE_MAX, probe))
+        self._set(limit, "resume")
+
+    @property
+    def learned(self) -> tuple[int, int] | None:
+        """(limit, probe) worth remembering for the next process, once a 429 (in this process or an earlier one) has
+        taught them; None when nothing was learned (the next process starts at the ceiling)."""
+        return (self.limit, self.probe) if self._learned else None
+
     def success(self) -> None:
         """A call holding a slot succeeded (call before releasing the slot)."""
         if self.limit >= self.ceiling or self.in_flight < self.limit or anyio.current_time() < self._hold_until:
@@ -66,9 +86,11 @@ class AdaptiveLimit:
         if self._successes >= self.limit * self.probe:
             self._set(self.limit + 1, "grow")
 
-    def overloaded(self, retry_after: float | None = None, event: str = "overload") -> None:
-        """The backend refused a call for load, or it timed out (call while the refused call still holds its slot)."""
+    def overloaded(self, retry_after: float | None = None, event: str = "overload", status: int | None = None) -> None:
+        """The backend refused a call for load (`status`), or it timed out (call while the refused call still holds
+        its slot)."""
         self.overloads += 1
+        self._learned = self._learned or status == TOO_MANY_REQUESTS
         others = self.in_flight - 1
         lowered = max(others, math.ceil(self.limit / 2))
         if lowered < self.limit:

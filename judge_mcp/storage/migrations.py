@@ -203,6 +203,19 @@ def m010_texts(tx: Tx) -> None:
         tx.execute("ALTER TABLE lwe_feedback ADD COLUMN text_refs TEXT")
 
 
+def m011_backend_limits(tx: Tx) -> None:
+    """Each backend's concurrency limit (and probing interval) as the last process left it after the backend refused
+    calls (429), so the next process starts there instead of at the ceiling (storage/backend_limits.py)."""
+    tx.execute(
+        f"""CREATE TABLE IF NOT EXISTS backend_limits (
+        backend TEXT PRIMARY KEY,
+        concurrency INTEGER NOT NULL,
+        probe INTEGER NOT NULL DEFAULT 1,
+        updated_at {tx.dialect.real} NOT NULL
+    )"""
+    )
+
+
 def m101_bench_tables(tx: Tx) -> None:
     """The bench's results (one row per dataset, method, backend, item and placement) and runs (each run's
     metadata and accumulated wall time). IF NOT EXISTS: bench databases made before the migrations have them."""
@@ -279,6 +292,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m008_verdict_ids,
     m009_labels,
     m010_texts,
+    m011_backend_limits,
 )
 BENCH_MIGRATIONS: tuple[Migration, ...] = (*MIGRATIONS, m101_bench_tables, m102_bench_fingerprint, m103_bench_batches)
 

@@ -14,7 +14,7 @@ import json
 import logging
 import re
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from io import TextIOWrapper
 from typing import Any, cast
@@ -145,8 +145,21 @@ async def _stdin_lines() -> AsyncIterator[Any]:
             restore()
 
 
-async def serve_stdio(server: MCPServer) -> None:
-    """`server.run_stdio_async()`, with every unreadable line answered (see the module docstring)."""
+def _warm_up(on_initialized: Callable[[], None]) -> None:
+    try:
+        on_initialized()
+    except Exception:  # a warm-up that fails leaves the work to the first call, which reports what is wrong
+        log.warning("the warm-up after the handshake failed", exc_info=True)
+
+
+def _is_initialized(item: SessionMessage) -> bool:
+    message = item.message
+    return isinstance(message, types.JSONRPCNotification) and message.method == "notifications/initialized"
+
+
+async def serve_stdio(server: MCPServer, on_initialized: Callable[[], None] | None = None) -> None:
+    """`server.run_stdio_async()`, with every unreadable line answered (see the module docstring). `on_initialized`
+    runs once the client has finished the handshake (its `notifications/initialized`), as the server's warm-up."""
     lowlevel = server._lowlevel_server  # as MCPServer.run_stdio_async does
     screened_send, screened_receive = anyio.create_memory_object_stream[types.JSONRPCError](16)
     async with _stdin_lines() as stdin, stdio_server(stdin=cast(Any, _ScreenedLines(stdin, screened_send))) as (read_stream, write_stream):
@@ -158,6 +171,8 @@ async def serve_stdio(server: MCPServer) -> None:
                     reply = error_for(item) if isinstance(item, Exception) else None
                     if reply is None:
                         await send.send(item)
+                        if on_initialized is not None and not isinstance(item, Exception) and _is_initialized(item):
+                            _warm_up(on_initialized)
                         continue
                     log.warning("answered an unreadable stdin line with JSON-RPC error %s", reply.error.code)
                     await write_stream.send(SessionMessage(reply))

@@ -42,6 +42,7 @@ def forms(key: str) -> dict[str, str]:
         "reversed": key[::-1],
         "split across lines": key[:9] + "\n    " + key[9:],
         "split by spaces": " ".join(key),
+        "split by zero-width characters": "\u200b".join(key[:10]) + "\ufeff" + "\u2060\u200d".join(key[10:]),
     }
 
 
@@ -58,6 +59,11 @@ def test_every_transformed_form_of_a_key_is_redacted(name: str) -> None:
     assert REDACTED in text and text.endswith(" (end)"), text
     core = SHIFTED_CORES.get(name, lambda s: s)(echoed)
     assert core not in text and KEY not in text
+
+
+def test_zero_width_characters_elsewhere_in_the_text_are_kept() -> None:
+    text = f"a\u200bb {' '.join(KEY)} c\ufeffd"
+    assert redact(text, [KEY]) == f"a\u200bb {REDACTED} c\ufeffd"
 
 
 def test_short_secrets_are_not_matched_in_transformed_forms() -> None:
