@@ -1,6 +1,9 @@
 """The verdict log: one row per judgment (tool, backend, model, inputs, output, usage, the call records) and every
 read and write of its table (made by migrations.m002_verdicts). App writes a tool call's row together with the
-call's new cache rows in one transaction (its only write); stats.py reads it in pages; retention.py trims it.
+call's new cache rows and the row's telemetry counts (verdict_stats.py, computed from the Python objects by
+verdict_facts.py) in one transaction (its only write); retention.py trims it through verdict_stats.trim. The full
+read of the log in pages (`stats_page`) serves the backfill of the telemetry's tables (migrations.m008) and the
+reference scan the tests and the benchmark compare the counters with (stats.scan_store).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from judge_mcp.storage import verdict_facts, verdict_stats
 from judge_mcp.storage.call_cache import CacheRow, CacheTable
 from judge_mcp.storage.engine import Engine, Tx, dumps
 
@@ -76,14 +80,19 @@ class VerdictLog:
         calls: list[dict[str, Any]],
         cache_rows: Iterable[CacheRow] = (),
     ) -> int:
-        """The verdict row, and the tool call's new cache rows, in one transaction; the row's id."""
+        """The verdict row, the tool call's new cache rows and the verdict's telemetry counts, in one transaction; the
+        row's id."""
+        parts = verdict_facts.contributions(verdict_facts.written_row(tool, backend, model, inputs, output, usage, calls))
+        created_at = time.time()
         with self.store.transaction() as tx:
             CacheTable.insert(tx, cache_rows)
-            return tx.insert(
+            verdict_id = tx.insert(
                 "INSERT INTO verdicts (tool, backend, model, inputs, output, usage, calls, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [tool, backend, model, dumps(inputs), dumps(output), dumps(usage), dumps(calls), time.time()],
+                [tool, backend, model, dumps(inputs), dumps(output), dumps(usage), dumps(calls), created_at],
             )
+            verdict_stats.add(tx, verdict_id, created_at, parts)
+            return verdict_id
 
     def recent(self, tool: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         """The newest rows (of one tool), newest first, with their JSON columns decoded."""
@@ -103,13 +112,21 @@ class VerdictLog:
         three flags), and the purposes of lwe_judge's vanilla re-asks from its call
         records. JSON columns come as text; one that is not valid JSON comes as None. A read (the read-only
         connection)."""
-        tools, (a, b) = json.dumps(list(pair_tools)), answers
-        before = before_id if before_id is not None else 2**63 - 1
-        if self.store.dialect.name == "sqlite":  # a JSON path; PostgreSQL's ->> takes the key itself
-            a, b = f"$.{a}", f"$.{b}"
-        return self.store.query(STATS_PAGE[self.store.dialect.name], [tools, a, tools, b, before, limit])
+        return stats_page(self.store, before_id=before_id, limit=limit, pair_tools=pair_tools, answers=answers)
 
     @staticmethod
     def delete_older_than(tx: Tx, cutoff: float) -> int:
-        """Delete the rows logged before `cutoff` (a time.time() value) inside the caller's transaction; how many."""
-        return tx.execute("DELETE FROM verdicts WHERE created_at < ?", [cutoff])
+        """Delete the rows logged before `cutoff` (a time.time() value), with their telemetry counts, inside the
+        caller's transaction; how many."""
+        return verdict_stats.trim(tx, cutoff)
+
+
+def stats_page(
+    db: Engine | Tx, *, before_id: int | None = None, limit: int = 500, pair_tools: Sequence[str] = (), answers: tuple[str, str] = ("", "")
+) -> list[dict[str, Any]]:
+    """`VerdictLog.stats_page` on a store or inside a transaction (the backfill migration)."""
+    tools, (a, b) = json.dumps(list(pair_tools)), answers
+    before = before_id if before_id is not None else 2**63 - 1
+    if db.dialect.name == "sqlite":  # a JSON path; PostgreSQL's ->> takes the key itself
+        a, b = f"$.{a}", f"$.{b}"
+    return db.query(STATS_PAGE[db.dialect.name], [tools, a, tools, b, before, limit])
