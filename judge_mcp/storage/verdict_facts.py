@@ -15,6 +15,7 @@ them against judge_mcp/args.py).
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -225,7 +226,8 @@ class Counts:
                 setattr(self, f"{key}_n", getattr(self, f"{key}_n") + 1)
 
     def values(self) -> list[Any]:
-        return [getattr(self, name) for name in COLUMNS]
+        """The counts in COLUMNS' order."""
+        return list(_VALUES(self))
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> "Counts":
@@ -238,6 +240,7 @@ class Counts:
 
 COLUMN_TYPES = {f.name: (float if f.type in ("float", float) else int) for f in fields(Counts)}
 COLUMNS = tuple(COLUMN_TYPES)
+_VALUES = operator.attrgetter(*COLUMNS)
 REAL_COLUMNS = tuple(name for name, kind in COLUMN_TYPES.items() if kind is float)
 
 

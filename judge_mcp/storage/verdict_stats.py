@@ -17,6 +17,7 @@ from the counters in one transaction: the all-time figures are always those of t
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,7 @@ from judge_mcp.storage.verdict_facts import COLUMNS, REAL_COLUMNS, Counts, Key
 FACT_COLUMNS = COLUMNS[1:]  # a facts row is one verdict of its group: no `verdicts` column
 assert COLUMNS[0] == "verdicts"
 GROUP_KEY = ("backend", "model", "tool", "inputs")
+RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)  # SQLite's INSERT ... RETURNING (PostgreSQL has it)
 CHUNK = 200  # facts rows per multi-row INSERT (well under both engines' limits on parameters)
 
 
@@ -68,11 +70,13 @@ def _group(tx: Tx, key: Key, counts: Counts, logged: int) -> int:
     """Add `counts` (and `logged`) to the group's counters, making its row if new; its id."""
     names = ("logged", *COLUMNS)
     added = ", ".join(f"{name} = stats_groups.{name} + excluded.{name}" for name in names)
-    tx.execute(
+    upsert = (
         f"INSERT INTO stats_groups ({', '.join(GROUP_KEY)}, {', '.join(names)}) VALUES ({', '.join('?' * (len(GROUP_KEY) + len(names)))})"
-        f" ON CONFLICT ({', '.join(GROUP_KEY)}) DO UPDATE SET {added}",
-        [*key, logged, *counts.values()],
+        f" ON CONFLICT ({', '.join(GROUP_KEY)}) DO UPDATE SET {added}"
     )
+    if tx.dialect.name == "postgresql" or RETURNING:
+        return int(tx.query(upsert + " RETURNING id", [*key, logged, *counts.values()])[0]["id"])
+    tx.execute(upsert, [*key, logged, *counts.values()])
     rows = tx.query("SELECT id FROM stats_groups WHERE backend = ? AND model = ? AND tool = ? AND inputs = ?", list(key))
     return int(rows[0]["id"])
 
@@ -102,7 +106,7 @@ def add(tx: Tx, verdict_id: int, created_at: float, parts: list[tuple[Key, Count
 
 def add_many(tx: Tx, verdicts: Iterable[tuple[int, float, list[tuple[Key, Counts]] | None]]) -> None:
     """`add` for several verdicts at once: each group's counters change once (the backfill's pages)."""
-    totals: dict[Key, tuple[Counts, int]] = {}
+    totals: dict[Key, tuple[Counts | None, int]] = {}
     pending: list[tuple[int, int, Key | None, float, Counts]] = []
     skipped = 0
     for verdict_id, created_at, parts in verdicts:
@@ -111,10 +115,10 @@ def add_many(tx: Tx, verdicts: Iterable[tuple[int, float, list[tuple[Key, Counts
             pending.append((verdict_id, 0, None, created_at, Counts()))
             continue
         for number, (key, counts) in enumerate(parts):
-            total, logged = totals.get(key, (Counts(), 0))
-            totals[key] = (plus(total, counts), logged + (number == 0))
+            total, logged = totals.get(key, (None, 0))
+            totals[key] = (counts if total is None else plus(total, counts), logged + (number == 0))
             pending.append((verdict_id, number, key, created_at, counts))
-    ids = {key: _group(tx, key, counts, logged) for key, (counts, logged) in sorted(totals.items())}  # sorted: one lock order
+    ids = {key: _group(tx, key, counts or Counts(), logged) for key, (counts, logged) in sorted(totals.items())}  # sorted: one lock order
     _insert_facts(tx, [(v, p, None if key is None else ids[key], at, *c.values()[1:]) for v, p, key, at, c in pending])
     _add_skipped(tx, skipped)
 
