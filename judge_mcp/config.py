@@ -303,6 +303,11 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     )
 
 
+def load_settings_over(overrides: Mapping[str, str]) -> Settings:
+    """`load_settings` from the environment with `overrides` on top (the Python API's keyword settings)."""
+    return load_settings({**os.environ, **overrides})
+
+
 def _image_dirs(env: Mapping[str, str]) -> tuple[Path, ...]:
     """JUDGE_MCP_IMAGE_DIRS: folders separated by os.pathsep, each an existing directory, resolved (symlinks too)."""
     value = _env(env, "JUDGE_MCP_IMAGE_DIRS", None)

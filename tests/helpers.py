@@ -11,10 +11,14 @@
   `free_port`: judge_mcp/bench/servers.py (bench/replicas.py uses them too), with the real PostgreSQL server
   (judge_mcp/bench/postgres_server.py) and the replicas behind nginx (judge_mcp/bench/replicas.py).
 - MCP over raw HTTP: `INIT`, `ACCEPT`, `token_client` (the official client with a bearer token).
+- raw JSON-RPC lines to a real `judge-mcp serve` over stdio: `stdio_exchange(lines, env, cwd, done)`.
+- an ASGI app served by uvicorn in a thread of this process on a free port: `ThreadedUvicorn` (the HTTP admission
+  and limit tests put their protocols in front of a scripted app).
 - concurrency: `Rendezvous` (a barrier inside a responder: the test knows the calls overlapped), `Hold` (answers
   held until the test releases them: act while a call is surely in flight), `until` (wait for a state), `settled`
   (every task waits on something only the test can release), `gather`
-  (n concurrent calls, each outcome kept), `WriteHold` (the store's write lane held inside a transaction).
+  (n concurrent calls, each outcome kept), `WriteHold` (the store's write lane held inside a transaction),
+  `survivor_of_twin` (two identical calls on a held backend, the first cancelled while both wait).
 """
 
 from __future__ import annotations
@@ -27,8 +31,8 @@ from typing import Any
 from judge_mcp.bench.scripted import Reply, Responder, ScriptedAnthropicServer, ScriptedServer
 
 __all__ = [
-    "ACCEPT", "INIT", "ROOT", "Hold", "Rendezvous", "WriteHold", "app_env", "as_reply", "delayed", "gather", "http_backend",
-    "judge_for", "make_app", "settled", "start_scripted", "token_client", "until",
+    "ACCEPT", "INIT", "ROOT", "Hold", "Rendezvous", "ThreadedUvicorn", "WriteHold", "app_env", "as_reply", "delayed", "gather", "http_backend",
+    "judge_for", "make_app", "settled", "survivor_of_twin", "start_scripted", "stdio_exchange", "token_client", "until",
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,6 +115,67 @@ def token_client(url: str, token: str):
 
     http = httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}, timeout=60)
     return http, Client(streamable_http_client(url, http_client=http))
+
+
+class ThreadedUvicorn:
+    """uvicorn serving `app` on 127.0.0.1 at a free port in a daemon thread, as a context manager: entering waits (at
+    most 20 s) until it listens, leaving asks it to exit and joins the thread. `config` goes to uvicorn.Config."""
+
+    def __init__(self, app: Any, **config: Any):
+        import uvicorn
+
+        from judge_mcp.bench.servers import free_port
+
+        self.port = free_port()
+        config = {"log_level": "warning", "lifespan": "off", **config}
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, **config))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> ThreadedUvicorn:
+        import time
+
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=20)
+
+
+def stdio_exchange(lines: list[str], env: dict[str, str], cwd: Path, done: Callable[[list[dict]], bool]) -> list[dict]:
+    """Write `lines` to a fresh `python -m judge_mcp serve` at once and collect its JSON replies until `done(replies)`
+    (at most 60 s). A client keeps stdin open until it has its replies (at EOF the session ends and drops requests
+    in flight), so stdin is closed only then."""
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "judge_mcp", "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        text=True, env=env, cwd=cwd,
+    )
+    replies: list[dict] = []
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.strip():
+                replies.append(json.loads(line))
+                if done(replies):
+                    return
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    assert proc.stdin is not None
+    proc.stdin.write("\n".join(lines) + "\n")
+    proc.stdin.flush()
+    reader.join(timeout=60)
+    proc.stdin.close()
+    proc.wait(timeout=30)
+    return replies
 
 
 # ---- concurrency -----------------------------------------------------------------------------------------------------
@@ -220,6 +285,34 @@ async def gather(n: int, fn: Callable[[], Any]) -> list[Any]:
         for _ in range(n):
             tg.start_soon(one)
     return out
+
+
+async def survivor_of_twin(call: Callable[[], Any], hold: Hold, store: Any = None) -> Any:
+    """Run `call()` twice on a backend behind `hold`: the first until its requests are held at the backend, then the
+    second, which shares them; once both wait, cancel the first and release the backend. The first must end
+    cancelled; returns the second's result (which must not be broken by the cancellation)."""
+    import anyio
+
+    results = []
+    async with anyio.create_task_group() as tg:
+        doomed = anyio.CancelScope()
+
+        async def cancelled() -> None:
+            with doomed:
+                await call()
+
+        async def survivor() -> None:
+            results.append(await call())
+
+        tg.start_soon(cancelled)
+        assert await anyio.to_thread.run_sync(hold.arrived.wait, 10)  # the first call's requests are at the backend
+        tg.start_soon(survivor)
+        await settled(store)  # the survivor waits on the calls in flight
+        doomed.cancel()
+        await settled(store)
+        hold.release()
+    assert doomed.cancelled_caught
+    return results[0]
 
 
 class WriteHold:

@@ -83,12 +83,16 @@ def bar_chart(title: str, groups: list[tuple[str, list[tuple[str, float | None]]
         middle = y + bar_h * len(bars) / 2
         for k, text in enumerate(lines):
             at = middle + 4 + (k - (len(lines) - 1) / 2) * 12
-            parts.append(f'<text x="{left - 6}" y="{at:.0f}" font-size="{11 if k == 0 else 10}" text-anchor="end">{_esc(_cut(text, 30))}<title>{_esc(label)}</title></text>')
+            parts.append(
+                f'<text x="{left - 6}" y="{at:.0f}" font-size="{11 if k == 0 else 10}" text-anchor="end">'
+                f'{_esc(_cut(text, 30))}<title>{_esc(label)}</title></text>'
+            )
         mark = (marks or {}).get(label)
         if mark is not None and top:
             x = left + min(1.0, mark / top) * plot_w
             parts.append(
-                f'<line class="mark" x1="{x:.1f}" y1="{y - 2}" x2="{x:.1f}" y2="{y + bar_h * len(bars)}" stroke="#333" stroke-width="1.5" stroke-dasharray="2,2">'
+                f'<line class="mark" x1="{x:.1f}" y1="{y - 2}" x2="{x:.1f}" y2="{y + bar_h * len(bars)}"'
+                ' stroke="#333" stroke-width="1.5" stroke-dasharray="2,2">'
                 f"<title>without position bias: {_fmt(mark, 2)}</title></line>"
             )
         for name, value in bars:
@@ -118,7 +122,10 @@ def bar_chart(title: str, groups: list[tuple[str, list[tuple[str, float | None]]
         parts.append(f'<text x="{lx + 14}" y="{legend_y + 9}" font-size="11">{_esc(name)}</text>')
         lx += needed
     height = legend_y + 20
-    return f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" aria-label="{_esc(title)}">{"".join(parts)}</svg>'
+    return (
+        f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img"'
+        f' aria-label="{_esc(title)}">{"".join(parts)}</svg>'
+    )
 
 
 def _cut(text: str, limit: int) -> str:
@@ -149,7 +156,10 @@ def line_chart(title: str, series: list[tuple[str, list[float]]], *, width: int 
         lx = left + (i // 2) * 200
         parts.append(f'<rect x="{lx}" y="{ly - 9}" width="10" height="10" fill="{colour}"/>')
         parts.append(f'<text x="{lx + 14}" y="{ly}" font-size="11">{_esc(name)} (final {_fmt(values[-1], 2)})</text>')
-    return f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" aria-label="{_esc(title)}">{"".join(parts)}</svg>'
+    return (
+        f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img"'
+        f' aria-label="{_esc(title)}">{"".join(parts)}</svg>'
+    )
 
 
 # ---- the page -------------------------------------------------------------------------------------------------------
@@ -197,11 +207,15 @@ def dataset_section(dataset: str, runs: list[dict[str, Any]]) -> str:
     if kind == "pairwise":
         charts.append(bar_chart(
             "Pair accuracy and single-order accuracy",  # dashed: 0.5, chance for one order
-            [(label(s), [("pair accuracy", s["overall"].get("pair_accuracy")), ("single-order accuracy", s["overall"].get("single_order_accuracy"))]) for s in runs],
+            [
+                (label(s), [("pair accuracy", s["overall"].get("pair_accuracy")), ("single-order accuracy", s["overall"].get("single_order_accuracy"))])
+                for s in runs
+            ],
             vmax=1.0, reference=0.5,
         ))
     else:
-        charts.append(bar_chart("Accuracy (the gold response alone is best)", [(label(s), [("accuracy", s["overall"].get("pair_accuracy"))]) for s in runs], vmax=1.0))
+        accuracy = [(label(s), [("accuracy", s["overall"].get("pair_accuracy"))]) for s in runs]
+        charts.append(bar_chart("Accuracy (the gold response alone is best)", accuracy, vmax=1.0))
     charts.append(bar_chart(
         "Consistency and position bias (dashed: no bias)",
         [(label(s), [("consistency", s["overall"].get("consistency")), ("position bias", s["overall"].get("position_bias"))]) for s in runs],
@@ -214,9 +228,14 @@ def dataset_section(dataset: str, runs: list[dict[str, Any]]) -> str:
             [(c, [(label(s), s.get("categories", {}).get(c, {}).get("pair_accuracy")) for s in runs]) for c in categories],
             vmax=1.0,
         ))
-    charts.append(bar_chart("Model calls per item", [(label(s), [("calls", s["overall"].get("calls_per_item")), ("cached", s["overall"].get("cached_calls_per_item"))]) for s in runs]))
+    calls = [(label(s), [("calls", s["overall"].get("calls_per_item")), ("cached", s["overall"].get("cached_calls_per_item"))]) for s in runs]
+    charts.append(bar_chart("Model calls per item", calls))
     charts.append(bar_chart("Seconds per item", [(label(s), [("seconds", s["overall"].get("seconds_per_item"))]) for s in runs], unit=" s"))
-    charts.append(bar_chart("Tokens per item", [(label(s), [("prompt", s["overall"].get("prompt_tokens_per_item")), ("completion", s["overall"].get("completion_tokens_per_item"))]) for s in runs]))
+    tokens = [
+        (label(s), [("prompt", s["overall"].get("prompt_tokens_per_item")), ("completion", s["overall"].get("completion_tokens_per_item"))])
+        for s in runs
+    ]
+    charts.append(bar_chart("Tokens per item", tokens))
     lwe = [(f"{label(s)} pair acc.", s["lwe"]["cumulative_pair_accuracy"]) for s in runs if s.get("lwe", {}).get("cumulative_pair_accuracy")]
     lwe += [(f"{label(s)} chosen-first acc.", s["lwe"]["cumulative_accuracy"]) for s in runs if s.get("lwe", {}).get("cumulative_accuracy")]
     if lwe:
@@ -235,16 +254,28 @@ def run_notes(s: dict[str, Any], name: str, mixed: bool) -> list[str]:
     notes: list[str] = []
     if s.get("lwe"):
         lwe = s["lwe"]
-        text = f"{name}: meta-prompt path for {_fmt(lwe.get('meta_path_share'), 2)} of the judgments, {lwe.get('refinements', 0)} refinements, last meta-prompt version {lwe.get('last_meta_prompt_version')}"
+        text = (
+            f"{name}: meta-prompt path for {_fmt(lwe.get('meta_path_share'), 2)} of the judgments, {lwe.get('refinements', 0)} refinements,"
+            f" last meta-prompt version {lwe.get('last_meta_prompt_version')}"
+        )
         if lwe.get("relative_cost") is not None:
-            text += f"; relative cost {_fmt(lwe['relative_cost'], 2)}x one vanilla judgment in characters ({_fmt(lwe.get('relative_cost_with_scoring'), 2)}x with the swapped scoring placement)"
+            text += (
+                f"; relative cost {_fmt(lwe['relative_cost'], 2)}x one vanilla judgment in characters"
+                f" ({_fmt(lwe.get('relative_cost_with_scoring'), 2)}x with the swapped scoring placement)"
+            )
         if lwe.get("vanilla_fig9"):
             v = lwe["vanilla_fig9"]
-            text += f"; its vanilla (Figure 9) pair alone: accuracy {_fmt(v['accuracy'], 2)}, consistency {_fmt(v['consistency'], 2)}, pair accuracy {_fmt(v['pair_accuracy'], 2)}"
+            text += (
+                f"; its vanilla (Figure 9) pair alone: accuracy {_fmt(v['accuracy'], 2)}, consistency {_fmt(v['consistency'], 2)},"
+                f" pair accuracy {_fmt(v['pair_accuracy'], 2)}"
+            )
         notes.append(text)
     if s.get("grade"):
         g = s["grade"]
-        text = f"{name}: mean Grade Score {_fmt(g.get('mean_grade_score'), 3)} (LLM Score {_fmt(g.get('mean_llm_score'), 3)}, Choice Score {_fmt(g.get('mean_choice_score'), 3)})"
+        text = (
+            f"{name}: mean Grade Score {_fmt(g.get('mean_grade_score'), 3)} (LLM Score {_fmt(g.get('mean_llm_score'), 3)},"
+            f" Choice Score {_fmt(g.get('mean_choice_score'), 3)})"
+        )
         if "unrelated_pick_rate" in g:
             text += f"; unrelated option picked in {_fmt(g['unrelated_pick_rate'], 3)} of parsed trials ({g['unrelated_picked_items']} items)"
         notes.append(text)
@@ -265,15 +296,20 @@ def probability_notes(s: dict[str, Any], with_model: bool = False) -> list[str]:
             for k, label in (("single_order", "one order"), ("both_orders", "mean of both orders"))
         ]
         lean = c["single_order"].get("p_first_shown")
-        notes.append(f"{_label(s, with_model)}: verdict probabilities ({c['bins']}-bin ECE); " + "; ".join(parts) + f"; mean probability given to the first-shown answer {_fmt(lean)}")
+        notes.append(
+            f"{_label(s, with_model)}: verdict probabilities ({c['bins']}-bin ECE); " + "; ".join(parts)
+            + f"; mean probability given to the first-shown answer {_fmt(lean)}"
+        )
     a = s.get("adaptive")
     if a:
         notes.append(
             f"{_label(s, with_model)}: swap auto vs swap true on the same {a['judgments']} judgments: calls/judgment "
             f"{_fmt(a['auto']['calls_per_judgment'])} vs {_fmt(a['swap_true']['calls_per_judgment'])}, accuracy "
             f"{_fmt(a['auto']['accuracy'])} vs {_fmt(a['swap_true']['accuracy'])}, pair accuracy {_fmt(a['auto']['pair_accuracy'])} vs "
-            f"{_fmt(a['swap_true']['pair_accuracy'])}; second order ran in {_fmt(a['second_order_share'], 2)}, the one-order verdicts were right in {_fmt(a['one_order_accuracy'])}"
-            f"; the plain single-order verdicts: position bias {_fmt(a['single_order']['position_bias'])}, pair accuracy {_fmt(a['single_order']['pair_accuracy'])}"
+            f"{_fmt(a['swap_true']['pair_accuracy'])}; second order ran in {_fmt(a['second_order_share'], 2)},"
+            f" the one-order verdicts were right in {_fmt(a['one_order_accuracy'])}"
+            f"; the plain single-order verdicts: position bias {_fmt(a['single_order']['position_bias'])},"
+            f" pair accuracy {_fmt(a['single_order']['pair_accuracy'])}"
         )
     return notes
 

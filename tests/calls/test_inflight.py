@@ -21,7 +21,7 @@ from judge_mcp.storage.call_cache import CacheTable
 from judge_mcp.calls.judge import Judge
 from judge_mcp.methods import pairwise
 from judge_mcp.storage.sqlite import Store
-from tests.helpers import Hold, gather, http_backend, settled
+from tests.helpers import Hold, gather, http_backend, settled, survivor_of_twin
 from tests.engines import on_both_engines
 
 
@@ -98,27 +98,7 @@ async def test_cancelling_one_compare_pair_never_breaks_an_identical_one(scripte
     server = scripted(hold)
     backend, cache = backend_for(server), CallCache(store)
     args = dict(prompt="What is the capital of Australia?", response_a="Sydney.", response_b="Canberra.")
-    results = {}
-
-    async with anyio.create_task_group() as tg:
-        doomed = anyio.CancelScope()
-
-        async def cancelled() -> None:
-            with doomed:
-                await pairwise.compare_pair(Judge(backend, cache, store), **args)
-
-        async def survivor() -> None:
-            results["b"] = await pairwise.compare_pair(Judge(backend, cache, store), **args)
-
-        tg.start_soon(cancelled)
-        assert await anyio.to_thread.run_sync(hold.arrived.wait, 10)  # both orders are at the backend
-        tg.start_soon(survivor)
-        await settled(store)  # the survivor waits on both calls in flight
-        doomed.cancel()
-        await settled(store)
-        hold.release()
-    assert doomed.cancelled_caught
-    result = results["b"]
+    result = await survivor_of_twin(lambda: pairwise.compare_pair(Judge(backend, cache, store), **args), hold, store)
     assert all(t.parse_ok for t in result.trials) and result.winner == "B" and result.consistent
     assert len(server.requests) == 2  # the two orders, each sent once and shared
     await backend.aclose()

@@ -108,6 +108,24 @@ async def test_every_tool_works_from_the_installed_wheel_in_another_directory(bu
     assert structured["lwe_session"]["session"] == "wheel"
 
 
+def test_the_python_api_judges_from_the_installed_wheel(built, scripted) -> None:
+    backend = scripted(UniversalJudge())
+    env = _clean_env(
+        JUDGE_MCP_BACKEND="openai", JUDGE_MCP_BASE_URL=backend.base_url, JUDGE_MCP_MODEL="scripted-model",
+        XDG_DATA_HOME=str(built["work"] / "xdg-api"),
+    )
+    code = (
+        "import asyncio\nfrom judge_mcp import Judge\n"
+        "async def main():\n"
+        "    async with Judge() as judge:\n"
+        "        r = await judge.compare_pair(prompt='What is the capital of Australia?', response_a='Sydney.', response_b='Canberra.')\n"
+        "    print(r.winner)\n"
+        "asyncio.run(main())\n"
+    )
+    proc = _run([_bin(built["venv"], "python"), "-c", code], cwd=built["cwd"], env=env)
+    assert proc.stdout.strip() == "B" and len(backend.requests) == 2
+
+
 async def test_plain_install_with_no_backend_says_what_to_set(built) -> None:
     """No `local` extra, no backend configured: the tool error names the variables and the embedded-model command."""
     env = _clean_env(XDG_DATA_HOME=str(built["work"] / "xdg-first-run"))

@@ -97,36 +97,16 @@ async def test_nothing_of_an_image_reaches_the_logs(make_judge, caplog: pytest.L
 
 
 async def test_identical_calls_with_images_share_their_backend_calls_and_survive_a_cancelled_one(scripted, store) -> None:
-    import anyio
-
     from judge_mcp.calls.cache import CallCache
     from judge_mcp.calls.judge import Judge
-    from tests.helpers import Hold, http_backend, settled
+    from tests.helpers import Hold, http_backend, survivor_of_twin
 
     ui_a, ui_b = png(21, size=2048), png(22, size=2048)
     hold = Hold(ScreenshotJudge(ui_b), count=2)  # both orders of the first call stay in flight until released
     server = scripted(hold)
     backend, cache = http_backend(server, max_retries=0), CallCache(store)
     args = dict(**PAIR, response_a_images=[uri(ui_a)], response_b_images=[uri(ui_b)])
-    results = {}
-    async with anyio.create_task_group() as tg:
-        doomed = anyio.CancelScope()
-
-        async def cancelled() -> None:
-            with doomed:
-                await pairwise.compare_pair(Judge(backend, cache, store), **args)
-
-        async def survivor() -> None:
-            results["b"] = await pairwise.compare_pair(Judge(backend, cache, store), **args)
-
-        tg.start_soon(cancelled)
-        assert await anyio.to_thread.run_sync(hold.arrived.wait, 10)
-        tg.start_soon(survivor)
-        await settled(store)
-        doomed.cancel()
-        await settled(store)
-        hold.release()
-    assert doomed.cancelled_caught
-    assert results["b"].winner == "B" and results["b"].consistent
+    result = await survivor_of_twin(lambda: pairwise.compare_pair(Judge(backend, cache, store), **args), hold, store)
+    assert result.winner == "B" and result.consistent
     assert len(server.requests) == 2  # each order sent once, shared by the identical call
     await backend.aclose()

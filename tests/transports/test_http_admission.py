@@ -13,18 +13,17 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
-import uvicorn
 
 from judge_mcp.transports.admission import Admission, Gate, Limits, admitted_protocol
-from judge_mcp.bench.servers import HttpServer, free_port, server_env
-from tests.helpers import ACCEPT, INIT, token_client
+from judge_mcp.bench.servers import HttpServer, server_env
+from tests.helpers import ACCEPT, INIT, ThreadedUvicorn, token_client
 from judge_mcp.bench.scripted_judges import PAIR, UniversalJudge
 
 TOKEN = "admission-token-0123456789abcdef"
 HALF = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "  # headers never finished
 
 
-class _Gated:
+class _Gated(ThreadedUvicorn):
     """uvicorn in a thread: the admission protocol and gate in front of an app whose requests wait for `release`."""
 
     def __init__(self, limits: Limits, token: str | None = None):
@@ -41,23 +40,11 @@ class _Gated:
             await send({"type": "http.response.body", "body": b"ok"})
 
         self.admission = Admission(limits)
-        self.port = free_port()
-        config = uvicorn.Config(Gate(app, self.admission, token), host="127.0.0.1", port=self.port, log_level="warning",
-                                http=admitted_protocol(self.admission), lifespan="off", limit_concurrency=None)
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self) -> "_Gated":
-        self.thread.start()
-        deadline = time.monotonic() + 20
-        while not self.server.started and time.monotonic() < deadline:
-            time.sleep(0.02)
-        return self
+        super().__init__(Gate(app, self.admission, token), http=admitted_protocol(self.admission), limit_concurrency=None)
 
     def __exit__(self, *exc) -> None:
         self.release.set()
-        self.server.should_exit = True
-        self.thread.join(timeout=20)
+        super().__exit__(*exc)
 
     def connect(self, source: str = "127.0.0.1") -> socket.socket:
         return socket.create_connection(("127.0.0.1", self.port), timeout=15, source_address=(source, 0))

@@ -4,18 +4,15 @@ finish their headers are closed (a request in progress is not)."""
 from __future__ import annotations
 
 import socket
-import threading
-import time
 from pathlib import Path
 
 import anyio
 import httpx
 import pytest
-import uvicorn
 
-from judge_mcp.bench.servers import HttpServer, free_port, server_env
+from judge_mcp.bench.servers import HttpServer, server_env
 from judge_mcp.transports.http import header_timeout_protocol, rebinding_guard
-from tests.helpers import ACCEPT, INIT
+from tests.helpers import ACCEPT, INIT, ThreadedUvicorn
 
 
 def test_rebinding_guard_names_the_bound_address_and_loopback_names_only() -> None:
@@ -41,7 +38,7 @@ async def test_a_rebound_host_or_foreign_origin_is_refused_on_127_0_0_2(tmp_path
     assert own.status_code == 200
 
 
-class _Served:
+class _Served(ThreadedUvicorn):
     """uvicorn in a thread with the header-timeout protocol, serving an app whose requests take `work_s`."""
 
     def __init__(self, timeout_s: float, work_s: float):
@@ -52,21 +49,7 @@ class _Served:
             await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
             await send({"type": "http.response.body", "body": b"ok"})
 
-        self.port = free_port()
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", http=header_timeout_protocol(timeout_s), lifespan="off")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self) -> "_Served":
-        self.thread.start()
-        deadline = time.monotonic() + 20
-        while not self.server.started and time.monotonic() < deadline:
-            time.sleep(0.02)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=20)
+        super().__init__(app, http=header_timeout_protocol(timeout_s))
 
 
 def test_a_connection_that_never_finishes_its_headers_is_closed() -> None:

@@ -5,12 +5,9 @@ notification (a method, no id) is never answered. Sent to a real `judge-mcp serv
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import threading
 
 from judge_mcp.bench.servers import server_env
-from tests.helpers import INIT, ROOT
+from tests.helpers import INIT, ROOT, stdio_exchange
 
 BAD_LINES = [
     "{}",
@@ -36,26 +33,11 @@ def test_json_that_is_not_a_request_gets_invalid_request_with_a_null_id(tmp_path
         json.dumps({"jsonrpc": "2.0", "method": "no/such/notification", "params": 5}),  # a notification: no reply
         json.dumps({"jsonrpc": "2.0", "id": 10, "method": "tools/list"}),
     ]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "judge_mcp", "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        text=True, env=env, cwd=tmp_path,
-    )
-    replies: list[dict] = []
 
-    def read() -> None:
-        for line in proc.stdout:
-            if line.strip():
-                replies.append(json.loads(line))
-                if sum(1 for r in replies if r.get("id") is None) >= len(BAD_LINES) and any(r.get("id") == 10 for r in replies):
-                    return
+    def done(replies: list[dict]) -> bool:
+        return sum(1 for r in replies if r.get("id") is None) >= len(BAD_LINES) and any(r.get("id") == 10 for r in replies)
 
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    proc.stdin.write("\n".join(lines) + "\n")
-    proc.stdin.flush()
-    reader.join(timeout=60)
-    proc.stdin.close()
-    proc.wait(timeout=30)
+    replies = stdio_exchange(lines, env, tmp_path, done)
     errors = [r for r in replies if r.get("id") is None]
     assert len(errors) == len(BAD_LINES), replies
     assert all(r["jsonrpc"] == "2.0" and r["error"]["code"] == -32600 and "Invalid Request" in r["error"]["message"] for r in errors)

@@ -4,12 +4,9 @@ cannot read: each gets a JSON-RPC error (the request's id when readable), and th
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import threading
 
 from judge_mcp.bench.servers import server_env
-from tests.helpers import INIT, ROOT
+from tests.helpers import INIT, ROOT, stdio_exchange
 
 
 def test_unreadable_lines_get_json_rpc_errors_and_the_server_keeps_serving(tmp_path):
@@ -25,33 +22,7 @@ def test_unreadable_lines_get_json_rpc_errors_and_the_server_keeps_serving(tmp_p
         '{"jsonrpc":"2.0","id":9,"method":5}',
         json.dumps({"jsonrpc": "2.0", "id": 10, "method": "tools/list"}),
     ]
-    # A client keeps stdin open until it has its replies (at EOF the session ends and drops requests in flight),
-    # so stdin is closed only once the last request is answered.
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "judge_mcp", "serve"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-    )
-    replies: list[dict] = []
-
-    def read() -> None:
-        for line in proc.stdout:
-            if line.strip():
-                replies.append(json.loads(line))
-                if replies[-1].get("id") == 10:
-                    return
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    proc.stdin.write("\n".join(lines) + "\n")
-    proc.stdin.flush()
-    reader.join(timeout=60)
-    proc.stdin.close()
-    proc.wait(timeout=30)
+    replies = stdio_exchange(lines, env, tmp_path, lambda replies: replies[-1].get("id") == 10)
     by_id = {r.get("id"): r for r in replies if r.get("id") is not None}
     assert by_id[7]["error"]["code"] == -32602 and "lone surrogate" in by_id[7]["error"]["message"]
     assert by_id[8]["error"]["code"] == -32602 and "nested too deeply" in by_id[8]["error"]["message"]

@@ -1,0 +1,110 @@
+"""The Python API: the server's tools as async methods, for eval scripts and test suites that do not speak MCP.
+
+    from judge_mcp import Judge
+
+    async with Judge() as judge:
+        result = await judge.compare_pair(prompt="Sum 1..100?", response_a="5050", response_b="5000")
+        result.winner  # "A", "B" or None (the two orders disagreed, or an answer was unparsed)
+
+A `Judge` is one App (app.py), like one running server: the same settings (the JUDGE_MCP_* environment, with the
+keywords on top), the same database (call cache, verdict log, LWE sessions; `judge_stats` counts these calls with
+the server's), the same backends. Each method takes the tool's arguments as keywords, checks them with the tool's
+argument model (args.py) and returns the tool's result model (outputs.py). Whatever the tool would answer with an
+error (bad arguments, a configuration problem, a backend that failed after its retries, the database) raises
+JudgeError with the same message; an unparsed model answer is a result that says so, as over MCP.
+
+Image arguments may be data: URIs or, as over stdio, file paths inside the JUDGE_MCP_IMAGE_DIRS folders: the
+script runs with its user's own rights, as a stdio server does.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from mcp.server.mcpserver.exceptions import ToolError
+
+from judge_mcp import images as imagelib, tools
+from judge_mcp.app import App
+from judge_mcp.arg_types import InputError
+from judge_mcp.args import (
+    ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, JudgeStatsArgs, JudgingArgs, LweJudgeArgs, LweSessionArgs, ToolArgs,
+)
+from judge_mcp.calls.judge import ProgressFn
+from judge_mcp.config import ConfigError, load_settings_over
+from judge_mcp.outputs import ComparePairResult, FlipResult, GradeScoreResult, LweResult, LweSessionResult, StatsReport
+from judge_mcp.storage.engine import StoreError
+
+
+class JudgeError(Exception):
+    """What the tool would have answered with an error; the message names the problem (the cause is chained)."""
+
+
+class Judge:
+    """The judge-mcp tools as async methods on one App. `db` (a SQLite path or a postgresql:// URL) and `config`
+    (a backends TOML file) stand for JUDGE_MCP_DB and JUDGE_MCP_CONFIG; `env` sets any other JUDGE_MCP_* setting
+    for this Judge only (e.g. {"JUDGE_MCP_BACKEND": "openai", "JUDGE_MCP_MODEL": "gpt-4o"}); `backend` names the
+    TOML backend a call uses when it names none. Use it as an async context manager, or call `aclose()`."""
+
+    def __init__(
+        self, *, db: str | os.PathLike[str] | None = None, config: str | os.PathLike[str] | None = None,
+        backend: str | None = None, env: dict[str, str] | None = None,
+    ) -> None:
+        overrides = dict(env or {})
+        if db is not None:
+            overrides["JUDGE_MCP_DB"] = os.fspath(db)
+        if config is not None:
+            overrides["JUDGE_MCP_CONFIG"] = os.fspath(config)
+        try:
+            settings = load_settings_over(overrides)
+            if backend is not None:
+                settings.backend(backend)  # an unknown name fails here, not at the first call
+            self.app = App(settings)
+        except (ConfigError, StoreError) as exc:
+            raise JudgeError(str(exc)) from exc
+        self.default_backend = backend
+        self._paths = imagelib.PathPolicy(stdio=True, dirs=settings.image_dirs)
+
+    async def __aenter__(self) -> Judge:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Wait for verdict rows still being written, close the backends and the database."""
+        await self.app.aclose()
+
+    async def compare_pair(self, progress: ProgressFn | None = None, **arguments: Any) -> ComparePairResult:
+        """compare_pair's arguments as keywords (prompt, response_a, response_b, criteria, reference, template,
+        swap, images, backend or backends, ...): goal-reversed pairwise judging in both orders."""
+        return await self._run(tools.compare_pair, ComparePairArgs, arguments, progress)
+
+    async def infer_instruction_reward(self, progress: ProgressFn | None = None, **arguments: Any) -> FlipResult:
+        """infer_instruction_reward's arguments as keywords (instruction, responses, ...): FLIP rewards."""
+        return await self._run(tools.infer_instruction_reward, InferInstructionRewardArgs, arguments, progress)
+
+    async def grade_score_options(self, progress: ProgressFn | None = None, **arguments: Any) -> GradeScoreResult:
+        """grade_score_options' arguments as keywords (instruction, options, ...): every cyclic order, Grade Score."""
+        return await self._run(tools.grade_score_options, GradeScoreOptionsArgs, arguments, progress)
+
+    async def lwe_judge(self, progress: ProgressFn | None = None, **arguments: Any) -> LweResult:
+        """lwe_judge's arguments as keywords (session, prompt, response_a, response_b, ...): Selective LWE."""
+        return await self._run(tools.lwe_judge, LweJudgeArgs, arguments, progress)
+
+    async def lwe_session(self, **arguments: Any) -> LweSessionResult:
+        """lwe_session's arguments as keywords (session, action "show" / "reset" / "rollback", version)."""
+        return await self._run(tools.lwe_session, LweSessionArgs, arguments, None)
+
+    async def judge_stats(self, **arguments: Any) -> StatsReport:
+        """judge_stats' arguments as keywords (last): the bias telemetry of the verdict log."""
+        return await self._run(tools.judge_stats, JudgeStatsArgs, arguments, None)
+
+    async def _run(self, tool: Any, model: type[ToolArgs], arguments: dict[str, Any], progress: ProgressFn | None) -> Any:
+        if issubclass(model, JudgingArgs) and self.default_backend is not None and "backend" not in arguments and not arguments.get("backends"):
+            arguments = {**arguments, "backend": self.default_backend}
+        try:
+            args = model.parse(arguments, self._paths)
+            return await tool(self.app, args, progress)
+        except (InputError, ToolError) as exc:
+            raise JudgeError(str(exc)) from exc
