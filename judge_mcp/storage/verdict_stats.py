@@ -66,17 +66,18 @@ class WindowCounts:
 
 
 # ---- writes ------------------------------------------------------------------------------------------------------
+_NAMES = ("logged", *COLUMNS)
+_UPSERT = (
+    f"INSERT INTO stats_groups ({', '.join(GROUP_KEY)}, {', '.join(_NAMES)}) VALUES ({', '.join('?' * (len(GROUP_KEY) + len(_NAMES)))})"
+    f" ON CONFLICT ({', '.join(GROUP_KEY)}) DO UPDATE SET {', '.join(f'{name} = stats_groups.{name} + excluded.{name}' for name in _NAMES)}"
+)
+
+
 def _group(tx: Tx, key: Key, counts: Counts, logged: int) -> int:
     """Add `counts` (and `logged`) to the group's counters, making its row if new; its id."""
-    names = ("logged", *COLUMNS)
-    added = ", ".join(f"{name} = stats_groups.{name} + excluded.{name}" for name in names)
-    upsert = (
-        f"INSERT INTO stats_groups ({', '.join(GROUP_KEY)}, {', '.join(names)}) VALUES ({', '.join('?' * (len(GROUP_KEY) + len(names)))})"
-        f" ON CONFLICT ({', '.join(GROUP_KEY)}) DO UPDATE SET {added}"
-    )
     if tx.dialect.name == "postgresql" or RETURNING:
-        return int(tx.query(upsert + " RETURNING id", [*key, logged, *counts.values()])[0]["id"])
-    tx.execute(upsert, [*key, logged, *counts.values()])
+        return int(tx.query(_UPSERT + " RETURNING id", [*key, logged, *counts.values()])[0]["id"])
+    tx.execute(_UPSERT, [*key, logged, *counts.values()])
     rows = tx.query("SELECT id FROM stats_groups WHERE backend = ? AND model = ? AND tool = ? AND inputs = ?", list(key))
     return int(rows[0]["id"])
 
@@ -152,14 +153,13 @@ def trim(tx: Tx, cutoff: float) -> int:
         rows = tx.query(f"{_AGG} FROM verdict_facts WHERE created_at < ? GROUP BY group_id", [cutoff])
         tx.execute("DELETE FROM verdict_facts WHERE created_at < ?", [cutoff])
         deleted = tx.execute("DELETE FROM verdicts WHERE created_at < ?", [cutoff])
-    names = ("logged", *COLUMNS)
     for row in rows:
         if row["group_id"] is None:
             tx.execute("UPDATE stats_totals SET n = n - ? WHERE name = 'skipped'", [int(row["verdicts"])])
             continue
         counts = Counts.of(row)
         tx.execute(
-            f"UPDATE stats_groups SET {', '.join(f'{name} = {name} - ?' for name in names)} WHERE id = ?",
+            f"UPDATE stats_groups SET {', '.join(f'{name} = {name} - ?' for name in _NAMES)} WHERE id = ?",
             [int(row["logged"]), *counts.values(), row["group_id"]],
         )
     return deleted
