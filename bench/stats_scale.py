@@ -7,7 +7,8 @@ side on one database, at each size.
 The log is filled with synthetic verdicts of every shape (judge_mcp/bench/synthetic_verdicts.py: the verdict rows
 and, in the same transactions, the counts the write path computes for them), growing from one size to the next.
 At each size it prints the median of --repeat calls of each (the old scan fewer times when slow), their ratio, the
-new code's time for a last-N window of 10,000, and whether the two reports are equal. The old scan is skipped where
+new code's time for a last-N window of 10,000, and whether the two reports are equal; then what keeping the counts
+adds to one verdict's write (`VerdictLog.log` against the same row written alone, alternating blocks). The old scan is skipped where
 its time, extrapolated linearly from the previous size, would pass --old-budget-s (said so in the output). SQLite
 in a temporary file; with --postgres also PostgreSQL (a server started from the binaries on this machine,
 judge_mcp/bench/postgres_server.py).
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import subprocess
 import tempfile
@@ -26,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from judge_mcp import stats
-from judge_mcp.bench.synthetic_verdicts import fill
-from judge_mcp.storage.engine import Engine
+from judge_mcp.bench.synthetic_verdicts import fill, synthetic
+from judge_mcp.storage.engine import Engine, dumps
+from judge_mcp.storage.verdict_log import VerdictLog
 
 BASE_AT = 1.7e9  # the synthetic log's first verdict time (one verdict a second from there)
 
@@ -63,6 +66,29 @@ def run_engine(name: str, store: Engine, sizes: list[int], repeat: int, budget_s
         print(f"{size:>10,} {filled_s:>8.1f} {old_ms:>12.1f} {new_ms:>8.2f} {old_ms / new_ms:>8.0f}x {wide_ms:>16.1f}  {old == new}")
 
 
+def write_cost(store: Engine, rounds: int = 6, block: int = 300) -> None:
+    """What keeping the counts adds to a verdict's write: VerdictLog.log (the row and its counts, one transaction)
+    against the same row written alone in its own transaction, alternating blocks of `block` verdicts."""
+    rng = random.Random(99)
+    log = VerdictLog(store)
+    sql = "INSERT INTO verdicts (tool, backend, model, inputs, output, usage, calls, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+
+    def row_alone(v: Any) -> None:
+        with store.transaction() as tx:
+            tx.insert(sql, [v.tool, v.backend, v.model, dumps(v.inputs), dumps(v.output), dumps(v.usage), dumps(v.calls), time.time()])
+
+    runs: dict[str, list[float]] = {"row alone": [], "row and counts": []}
+    for _ in range(rounds):
+        for name, write in (("row alone", row_alone), ("row and counts", lambda v: log.log(*v.args()))):
+            verdicts = [synthetic(rng) for _ in range(block)]
+            started = time.perf_counter()
+            for v in verdicts:
+                write(v)
+            runs[name].append((time.perf_counter() - started) / block * 1000.0)
+    alone, counted = (statistics.median(runs[name]) for name in ("row alone", "row and counts"))
+    print(f"  one verdict's write: the row alone {alone:.3f} ms, the row and its counts {counted:.3f} ms (+{counted - alone:.3f} ms, {counted / alone:.2f}x)")
+
+
 def describe() -> str:
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
@@ -78,6 +104,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="calls per figure, the median kept (default: %(default)s)")
     parser.add_argument("--old-budget-s", type=float, default=120.0, help="skip the old scan when it would take longer (default: %(default)s)")
     parser.add_argument("--postgres", action="store_true", help="also PostgreSQL (a server started from the local binaries)")
+    parser.add_argument("--writes-only", action="store_true", help="only the write cost (no log filled)")
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
     print(f"judge_stats (last=100) by log size: {describe()}")
@@ -86,9 +113,15 @@ def main() -> None:
 
         store = Store(Path(folder) / "judge.db")
         try:
-            run_engine("SQLite", store, sizes, args.repeat, args.old_budget_s)
+            if not args.writes_only:
+                run_engine("SQLite", store, sizes, args.repeat, args.old_budget_s)
         finally:
             store.close()
+        writes = Store(Path(folder) / "writes.db")
+        try:
+            write_cost(writes)
+        finally:
+            writes.close()
     if args.postgres:
         from judge_mcp.bench.postgres_server import PostgresServer
         from judge_mcp.storage.postgres import PgStore
@@ -97,7 +130,13 @@ def main() -> None:
         try:
             pg = PgStore(server.create_database("stats_scale"))
             try:
-                run_engine("PostgreSQL", pg, sizes, args.repeat, args.old_budget_s)
+                if not args.writes_only:
+                    run_engine("PostgreSQL", pg, sizes, args.repeat, args.old_budget_s)
+            finally:
+                pg.close()
+            pg = PgStore(server.create_database("stats_writes"))
+            try:
+                write_cost(pg)
             finally:
                 pg.close()
         finally:
