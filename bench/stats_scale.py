@@ -8,7 +8,8 @@ The log is filled with synthetic verdicts of every shape (judge_mcp/bench/synthe
 and, in the same transactions, the counts the write path computes for them), growing from one size to the next.
 At each size it prints the median of --repeat calls of each (the old scan fewer times when slow), their ratio, the
 new code's time for a last-N window of 10,000, and whether the two reports are equal; then what keeping the counts
-adds to one verdict's write (`VerdictLog.log` against the same row written alone, alternating blocks). The old scan is skipped where
+adds to one verdict's write (`VerdictLog.log` against the same row written alone, alternating blocks), and how long
+the migration that made the counters takes on an SQLite log written before it (--backfill verdicts). The old scan is skipped where
 its time, extrapolated linearly from the previous size, would pass --old-budget-s (said so in the output). SQLite
 in a temporary file; with --postgres also PostgreSQL (a server started from the binaries on this machine,
 judge_mcp/bench/postgres_server.py).
@@ -68,7 +69,8 @@ def run_engine(name: str, store: Engine, sizes: list[int], repeat: int, budget_s
 
 def write_cost(store: Engine, rounds: int = 6, block: int = 300) -> None:
     """What keeping the counts adds to a verdict's write: VerdictLog.log (the row and its counts, one transaction)
-    against the same row written alone in its own transaction, alternating blocks of `block` verdicts."""
+    against the same row written alone in its own transaction, alternating blocks of `block` verdicts; the median
+of each write's time."""
     rng = random.Random(99)
     log = VerdictLog(store)
     sql = "INSERT INTO verdicts (tool, backend, model, inputs, output, usage, calls, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
@@ -80,13 +82,38 @@ def write_cost(store: Engine, rounds: int = 6, block: int = 300) -> None:
     runs: dict[str, list[float]] = {"row alone": [], "row and counts": []}
     for _ in range(rounds):
         for name, write in (("row alone", row_alone), ("row and counts", lambda v: log.log(*v.args()))):
-            verdicts = [synthetic(rng) for _ in range(block)]
-            started = time.perf_counter()
-            for v in verdicts:
+            for v in [synthetic(rng) for _ in range(block)]:
+                started = time.perf_counter()
                 write(v)
-            runs[name].append((time.perf_counter() - started) / block * 1000.0)
-    alone, counted = (statistics.median(runs[name]) for name in ("row alone", "row and counts"))
+                runs[name].append((time.perf_counter() - started) * 1000.0)
+    alone, counted = (statistics.median(runs[name]) for name in ("row alone", "row and counts"))  # medians: robust to a busy machine's stalls
     print(f"  one verdict's write: the row alone {alone:.3f} ms, the row and its counts {counted:.3f} ms (+{counted - alone:.3f} ms, {counted / alone:.2f}x)")
+
+
+def backfill(folder: Path, count: int) -> None:
+    """How long the migration that made the counters (m008) takes on an SQLite log of `count` verdicts written
+    before it: the log is written under the migrations before m008, then reopened with all of them."""
+    from judge_mcp.storage.migrations import MIGRATIONS
+    from judge_mcp.storage.sqlite import Store
+
+    path = folder / "old.db"
+    before = [m for m in MIGRATIONS if m.__name__ < "m008"]
+    old, rng = Store(path, before), random.Random(5)
+    sql = "INSERT INTO verdicts (tool, backend, model, inputs, output, usage, calls, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    for offset in range(0, count, 5000):
+        with old.transaction() as tx:
+            for k in range(offset, min(count, offset + 5000)):
+                v = synthetic(rng)
+                tx.execute(sql, [v.tool, v.backend, v.model, dumps(v.inputs), dumps(v.output), dumps(v.usage), dumps(v.calls), BASE_AT + k])
+    old.close()
+    started = time.perf_counter()
+    store = Store(path)
+    took = time.perf_counter() - started
+    try:
+        equal = stats.from_store(store, 100) == stats.scan_store(store, 100)
+    finally:
+        store.close()
+    print(f"  backfill (m008) of an SQLite log of {count:,} verdicts: {took:.1f} s; reports equal after it: {equal}")
 
 
 def describe() -> str:
@@ -104,7 +131,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="calls per figure, the median kept (default: %(default)s)")
     parser.add_argument("--old-budget-s", type=float, default=120.0, help="skip the old scan when it would take longer (default: %(default)s)")
     parser.add_argument("--postgres", action="store_true", help="also PostgreSQL (a server started from the local binaries)")
-    parser.add_argument("--writes-only", action="store_true", help="only the write cost (no log filled)")
+    parser.add_argument("--writes-only", action="store_true", help="only the write cost and the backfill (no log filled)")
+    parser.add_argument("--backfill", type=int, default=100_000, help="verdicts in the old log the backfill is timed on; 0: skip (default: %(default)s)")
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
     print(f"judge_stats (last=100) by log size: {describe()}")
@@ -122,6 +150,8 @@ def main() -> None:
             write_cost(writes)
         finally:
             writes.close()
+        if args.backfill:
+            backfill(Path(folder), args.backfill)
     if args.postgres:
         from judge_mcp.bench.postgres_server import PostgresServer
         from judge_mcp.storage.postgres import PgStore

@@ -73,6 +73,12 @@ _UPSERT = (
 )
 
 
+_PG_ADD = (
+    f"WITH g AS ({_UPSERT} RETURNING id) INSERT INTO verdict_facts (verdict_id, part, group_id, created_at, {', '.join(FACT_COLUMNS)})"
+    f" SELECT ?, ?, g.id, ?, {', '.join('?' * len(FACT_COLUMNS))} FROM g"
+)
+
+
 def _group(tx: Tx, key: Key, counts: Counts, logged: int) -> int:
     """Add `counts` (and `logged`) to the group's counters, making its row if new; its id."""
     if tx.dialect.name == "postgresql" or RETURNING:
@@ -102,7 +108,13 @@ def _add_skipped(tx: Tx, n: int) -> None:
 def add(tx: Tx, verdict_id: int, created_at: float, parts: list[tuple[Key, Counts]] | None) -> None:
     """Inside the transaction writing verdict `verdict_id`: its facts rows and its groups' counters (`parts` from
     verdict_facts.contributions; None: a verdict whose output could not be read, counted as skipped)."""
-    add_many(tx, [(verdict_id, created_at, parts)])
+    if parts is None or tx.dialect.name != "postgresql":
+        add_many(tx, [(verdict_id, created_at, parts)])
+        return
+    # PostgreSQL: one statement (one round trip) per part, its group's upsert feeding its facts row; groups in key order
+    for number, (key, counts) in sorted(enumerate(parts), key=lambda item: item[1][0]):
+        values = counts.values()
+        tx.execute(_PG_ADD, [*key, int(number == 0), *values, verdict_id, number, created_at, *values[1:]])
 
 
 def add_many(tx: Tx, verdicts: Iterable[tuple[int, float, list[tuple[Key, Counts]] | None]]) -> None:
