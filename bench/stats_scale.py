@@ -91,13 +91,13 @@ of each write's time."""
 
 
 def backfill(folder: Path, count: int) -> None:
-    """How long the migration that made the counters (m008) takes on an SQLite log of `count` verdicts written
-    before it: the log is written under the migrations before m008, then reopened with all of them."""
+    """How long the migration that made the counters (m010) takes on an SQLite log of `count` verdicts written
+    before it: the log is written under the migrations before m010, then reopened with all of them."""
     from judge_mcp.storage.migrations import MIGRATIONS
     from judge_mcp.storage.sqlite import Store
 
     path = folder / "old.db"
-    before = [m for m in MIGRATIONS if m.__name__ < "m008"]
+    before = [m for m in MIGRATIONS if m.__name__ < "m010"]
     old, rng = Store(path, before), random.Random(5)
     sql = "INSERT INTO verdicts (tool, backend, model, inputs, output, usage, calls, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
     for offset in range(0, count, 5000):
@@ -113,7 +113,7 @@ def backfill(folder: Path, count: int) -> None:
         equal = stats.from_store(store, 100) == stats.scan_store(store, 100)
     finally:
         store.close()
-    print(f"  backfill (m008) of an SQLite log of {count:,} verdicts: {took:.1f} s; reports equal after it: {equal}")
+    print(f"  backfill (m010) of an SQLite log of {count:,} verdicts: {took:.1f} s; reports equal after it: {equal}")
 
 
 def describe() -> str:

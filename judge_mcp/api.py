@@ -28,11 +28,12 @@ from judge_mcp import images as imagelib, tools
 from judge_mcp.app import App
 from judge_mcp.arg_types import InputError
 from judge_mcp.args import (
-    ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, JudgeStatsArgs, JudgingArgs, LweJudgeArgs, LweSessionArgs, ToolArgs,
+    ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, JudgeStatsArgs, JudgingArgs, LweJudgeArgs, LweSessionArgs,
+    RecordLabelArgs, ToolArgs,
 )
 from judge_mcp.calls.judge import ProgressFn
 from judge_mcp.config import ConfigError, load_settings_over
-from judge_mcp.outputs import ComparePairResult, FlipResult, GradeScoreResult, LweResult, LweSessionResult, StatsReport
+from judge_mcp.outputs import ComparePairResult, FlipResult, GradeScoreResult, LabelResult, LweResult, LweSessionResult, StatsReport
 from judge_mcp.storage.engine import StoreError
 
 
@@ -99,6 +100,11 @@ class Judge:
     async def judge_stats(self, **arguments: Any) -> StatsReport:
         """judge_stats' arguments as keywords (last): the bias telemetry of the verdict log."""
         return await self._run(tools.judge_stats, JudgeStatsArgs, arguments, None)
+
+    async def record_label(self, **arguments: Any) -> LabelResult:
+        """record_label's arguments as keywords (verdict_id from a result, label, note): a verdict's correct answer,
+        for judge_stats' agreement figures."""
+        return await self._run(tools.record_label, RecordLabelArgs, arguments, None)
 
     async def _run(self, tool: Any, model: type[ToolArgs], arguments: dict[str, Any], progress: ProgressFn | None) -> Any:
         if issubclass(model, JudgingArgs) and self.default_backend is not None and "backend" not in arguments and not arguments.get("backends"):

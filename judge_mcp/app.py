@@ -33,7 +33,7 @@ from judge_mcp.storage.call_cache import CacheTable
 from judge_mcp.storage.engine import Engine
 from judge_mcp.storage.migrations import MIGRATIONS
 from judge_mcp.storage.verdict_log import VerdictLog
-from judge_mcp.verdict_writes import VerdictWrites, refuse_read_only
+from judge_mcp.verdict_writes import VerdictWrites, new_verdict_id, refuse_read_only
 
 log = logging.getLogger("judge_mcp")
 R = TypeVar("R", bound=BaseModel)
@@ -65,7 +65,7 @@ class App:
         """Delete cache and verdict-log rows past the configured ages (JUDGE_MCP_*_MAX_AGE_DAYS); none set: nothing."""
         cache_days, verdict_days = self.settings.cache_max_age_days, self.settings.verdicts_max_age_days
         if cache_days is None and verdict_days is None:
-            return {"call_cache": 0, "verdicts": 0}
+            return {"call_cache": 0, "verdicts": 0, "labels": 0}
         return retention.gc(
             self.store,
             cache_older_than_s=None if cache_days is None else cache_days * 86400,
@@ -108,7 +108,9 @@ class App:
         """Run `judged(rows)` -> (result, backend, model, call records), its Judges appending their new cache rows to
         `rows`, then write the verdict row with those cache rows in one transaction: the tool call's only write.
         If the judgment fails, the answers that did come back are still cached (best effort: the failure is what
-        counts). Until written, the call cache answers those requests from memory."""
+        counts). Until written, the call cache answers those requests from memory. A result model with a `verdict_id`
+        field gets the id of its row, made before the row is written (record_label finds the row by it)."""
+        verdict_id = new_verdict_id()
         rows: list[CacheRow] = []
         handed = False  # the rows are with a write in the store's write lane, which lets go of them once done
         try:
@@ -122,12 +124,14 @@ class App:
                     except Exception:
                         log.warning("could not cache the answers of a failed %s call", tool, exc_info=True)
                 raise
+            if "verdict_id" in type(result).model_fields:
+                result = result.model_copy(update={"verdict_id": verdict_id})
             output = result.model_dump(mode="json")
             usage = output.get("usage", {})
             handed = True
-            write = partial(VerdictLog(self.store).log, tool, backend, model, inputs, output, usage, records, rows)
+            write = partial(VerdictLog(self.store).log, tool, backend, model, inputs, output, usage, records, rows, verdict_id)
             warning = await self.verdict_writes.write(
-                partial(self.store.writes.run, self._write_kept, write, rows), partial(self.cache.written, rows), tool
+                partial(self.store.writes.run, self._write_kept, write, rows), partial(self.cache.written, rows), tool, verdict_id
             )
         finally:
             if not handed:  # cancelled, or failed before anything was written: the rows are dropped

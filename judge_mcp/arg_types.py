@@ -29,6 +29,8 @@ DEFAULT_SWAP_MARGIN = 0.5  # swap "auto" without swap_margin: the second order r
 MAX_BATCH_SIZE = 64  # lwe_judge
 MAX_VERSION = 2**31 - 1  # lwe_session
 DEFAULT_LAST, MAX_LAST = 100, 1_000_000  # judge_stats' recent window
+MAX_NOTE_CHARS = 2_000  # record_label's note
+VERDICT_ID_PATTERN = r"^[0-9a-f]{32}$"  # a verdict's id (verdict_writes.new_verdict_id)
 SESSION_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"  # JSON Schema `pattern` (ECMA: `$` is the end of the text)
 _SESSION_RE = re.compile(SESSION_PATTERN[1:-1])  # used with fullmatch: "default\n" is refused
 
@@ -118,6 +120,14 @@ _IMAGE_FORMAT = (f"data:image/(png|jpeg|webp|gif);base64,... URIs, at most {imag
 ImageList = Annotated[list[ImageUri] | None, Field(max_length=imagelib.MAX_IMAGES)]
 Prompt = Annotated[Text, JUDGED, Field(description="the user prompt both answers respond to")]
 Instruction = Annotated[Text, JUDGED]
+OptionalNote = Annotated[Annotated[str, Field(min_length=1, max_length=MAX_NOTE_CHARS)] | None, AfterValidator(_optional_text)]
+# record_label's correct answer: "A", "B" or "tie" for a pair; an option's or response's index, or its exact text
+LabelValue = Annotated[
+    int | Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(_text)],
+    Field(description='the correct answer: "A", "B" or "tie" for compare_pair and lwe_judge; for grade_score_options the best '
+          "option's 0-based index or its exact text; for infer_instruction_reward the index (or exact text) of the response that best "
+          "follows the instruction"),
+]
 ModelName = Annotated[str, Field(min_length=1, max_length=MAX_MODEL_CHARS), AfterValidator(_text)]
 Session = Annotated[str, Field(pattern=SESSION_PATTERN, description="session name, [A-Za-z0-9_.-]{1,64}; each has its own meta-prompt")]
 FlipVariant = Annotated[Literal[1, 2, 3], BeforeValidator(_whole_number)]

@@ -4,6 +4,7 @@ Each model is at once
 - the tool's MCP input schema: limits, enums and descriptions, `additionalProperties: false` (tools.py);
 - what the tool's method receives (`pairwise.compare_pair(judge, ComparePairArgs)`), what a panel's combine reads
   (methods/panel.py), what the verdict log keeps (`logged`) and what the bench builds (judge_mcp/bench/methods.py);
+- what record_label receives (`RecordLabelArgs`: a verdict's id and its correct answer);
 - what judge_stats reads to know which tools judge two answers (`PairArgs.ANSWERS`).
 
 Types are strict, as the schema says: a JSON boolean is not a number (`max_tokens: true` is refused, not read as
@@ -31,7 +32,8 @@ from judge_mcp import images as imagelib
 from judge_mcp.arg_types import (
     DEFAULT_LAST, MAX_LAST, MAX_MEMBERS, MAX_OPTIONS, MIN_MEMBERS, MIN_OPTIONS, _fail, _IMAGE_FORMAT, _judged, _judges_last,
     _schema, Action, AnswerOrder, DEFAULT_SWAP_MARGIN, FlipVariant, Goal, GradeVariant, ImageList, InputError, Instruction,
-    JUDGED, MAX_BACKEND_CHARS, MAX_BATCH_SIZE, MAX_CRITERIA_CHARS, MAX_REFERENCE_CHARS, MAX_RESPONSES, MAX_TOKENS_LIMIT,
+    JUDGED, LabelValue, MAX_BACKEND_CHARS, MAX_NOTE_CHARS, OptionalNote, VERDICT_ID_PATTERN,
+    MAX_BATCH_SIZE, MAX_CRITERIA_CHARS, MAX_REFERENCE_CHARS, MAX_RESPONSES, MAX_TOKENS_LIMIT,
     MAX_TOTAL_CHARS, MAX_VERSION, ModelName, OptionalCriteria, OptionalReference, OptionalText, PAIR_MAX_TOKENS, Prompt,
     Session, Similarity, Template, Text,
 )
@@ -369,3 +371,13 @@ class JudgeStatsArgs(ToolArgs):
     last: Annotated[
         int, Field(ge=1, le=MAX_LAST, description=f"size of the recent window: the newest `last` verdicts (default {DEFAULT_LAST})")
     ] = DEFAULT_LAST
+
+
+class RecordLabelArgs(ToolArgs):
+    tool: ClassVar[str] = "record_label"
+
+    verdict_id: Annotated[
+        str, Field(pattern=VERDICT_ID_PATTERN, description="the `verdict_id` a judging tool returned (32 hex digits)")
+    ]
+    label: LabelValue
+    note: Annotated[OptionalNote, Field(description=f"optional: why, up to {MAX_NOTE_CHARS:,} characters (kept in the database only)")] = None

@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 
 from judge_mcp.images import HTTP_BODY_BYTES
 
-from judge_mcp.config_values import ConfigError, check_text, non_negative_int, positive_float, positive_int
+from judge_mcp.config_values import ConfigError, check_batch, check_text, non_negative_int, positive_float, positive_int
 
 KINDS = ("local", "openai", "anthropic")
 DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
@@ -50,6 +50,7 @@ class BackendConfig:
     n_threads: int | None = None
     max_output_tokens: int | None = None  # local only: plumbing cap on the answer budget (default backends.local.MAX_OUTPUT_TOKENS)
     mmproj: str | None = None  # local only: the model's multimodal projector (a GGUF file); without it no images
+    batch: bool = False  # openai / anthropic: `judge-mcp bench` sends through the provider's batch API (never tool calls)
 
 
 @dataclass(frozen=True)
@@ -199,7 +200,7 @@ def _provider_key(kind: str, base_url: str | None, env: Mapping[str, str]) -> st
 
 _TOML_KEYS = {
     "kind", "model", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries", "n_ctx", "n_threads", "max_output_tokens",
-    "structured_output", "mmproj",
+    "structured_output", "mmproj", "batch",
 }
 
 
@@ -261,6 +262,7 @@ def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str
         if table.get("max_output_tokens") is None
         else positive_int(table["max_output_tokens"], f"{where} max_output_tokens"),
         mmproj=check_text(table.get("mmproj"), f"{where} mmproj"),
+        batch=check_batch(table.get("batch", False), kind, f"{where} batch"),
     )
 
 

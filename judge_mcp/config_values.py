@@ -56,3 +56,17 @@ def check_text(value: Any, what: str) -> str | None:
     if not isinstance(value, str):
         raise ConfigError(f"{what} must be a string, got {value!r}")
     return value
+
+
+BATCH_KINDS = ("openai", "anthropic")  # the kinds whose providers offer a batch API
+
+
+def check_batch(value: Any, kind: str, what: str) -> bool:
+    """A backend's `batch` key: true or false, and true only for a kind whose provider has a batch API."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"{what} must be true or false, got {value!r}")
+    if value and kind not in BATCH_KINDS:
+        raise ConfigError(
+            f"{what} = true applies to kind = \"openai\" or \"anthropic\" (their providers' batch APIs), not kind = {kind!r}"
+        )
+    return value

@@ -36,6 +36,7 @@ class Step:
     purpose: str  # what the tool does, in a sentence
     arguments: dict[str, Any]
     shown: tuple[tuple[str, str], ...] = ()  # (label, text) of the inputs worth printing
+    labels: str | None = None  # record_label: the earlier step whose verdict_id it labels
 
 
 STEPS: tuple[Step, ...] = (
@@ -98,6 +99,13 @@ STEPS: tuple[Step, ...] = (
         {"session": "demo", "action": "show"},
     ),
     Step(
+        "record_label",
+        "store the correct answer for a verdict by its verdict_id (here: B, Canberra, for the compare_pair verdict above); "
+        "judge_stats then reports how often each judge agrees with such human labels.",
+        {"label": "B", "note": "Canberra is the capital of Australia"},
+        labels="compare_pair",
+    ),
+    Step(
         "judge_stats",
         "bias telemetry from the verdict log: how often each judge names the first-shown answer, disagrees with itself or is unreadable.",
         {"last": 100},
@@ -133,13 +141,13 @@ class Progress:
                 say(f"... still working ({now - self.start:.0f} s)", 6)
 
 
-async def call(client: Client, step: Step) -> tuple[dict[str, Any] | None, str | None, float]:
+async def call(client: Client, step: Step, arguments: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None, float]:
     """(structured result, error text, seconds) of one tool call, with progress printed while it runs."""
     progress = Progress()
     async with anyio.create_task_group() as tg:
         tg.start_soon(progress.tick)
         try:
-            result = await client.call_tool(step.tool, step.arguments, progress_callback=progress)
+            result = await client.call_tool(step.tool, arguments, progress_callback=progress)
         except Exception as exc:  # the transport failed: the server is gone
             tg.cancel_scope.cancel()
             return None, f"{type(exc).__name__}: {exc}", time.monotonic() - progress.start
@@ -171,19 +179,34 @@ def describe_backend(settings: Any) -> str:
     return f"{cfg.kind} at {cfg.base_url or 'the provider'}, model {cfg.model}"
 
 
+def arguments_for(step: Step, results: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """The step's arguments; record_label's with the verdict_id of the step it labels (None: that step gave none)."""
+    if step.labels is None:
+        return step.arguments
+    verdict_id = (results.get(step.labels) or {}).get("verdict_id")
+    return {**step.arguments, "verdict_id": verdict_id} if verdict_id else None
+
+
 async def run_steps(client: Client, steps: tuple[Step, ...], local: bool) -> int:
     """Call each step's tool, print its inputs and its verdict in words; the number of failed calls."""
     failures = 0
+    results: dict[str, dict[str, Any]] = {}
     for n, step in enumerate(steps, 1):
         say()
         say(f"[{n}/{len(steps)}] {step.tool}: {step.purpose}")
         for label, text in step.shown:
             say(f"{label}: {text}", 6)
-        data, error, seconds = await call(client, step)
+        arguments = arguments_for(step, results)
+        if arguments is None:
+            failures += 1
+            say(f"SKIPPED: the {step.labels} call gave no verdict to label", 6)
+            continue
+        data, error, seconds = await call(client, step, arguments)
         if error is not None or data is None:
             failures += 1
             say(f"FAILED after {seconds:.0f} s: {error or 'no structured result'}", 6)
             continue
+        results[step.tool] = data
         for line in RENDERERS[step.tool](data):
             say(line, 6)
         usage = data.get("usage") or {}

@@ -174,8 +174,19 @@ def stats_lines(data: dict[str, Any]) -> Lines:
         if g["ties"].get("of"):
             parts.append(f"no single winner in {_rate(g['ties'])} verdicts")
         parts.append(f"unreadable answers: {_rate(g['parse_failures'])}")
+        agreement = g.get("agreement") or {}
+        if agreement.get("labelled"):
+            parts.append(f"agreed with {_rate(agreement['accuracy'])} human labels")
         lines.append(f"{g['tool']} on {g['model']}: {'; '.join(parts)}.")
     return lines
+
+
+def label_lines(data: dict[str, Any]) -> Lines:
+    said = {"tie": "a tie", "none": "no single answer"}
+    verdict, label = str(data.get("verdict")), str(data.get("label"))
+    agrees = "agrees with it" if data.get("agrees") else "disagrees"
+    return [f"LABEL stored for {data.get('tool')} verdict {data.get('verdict_id')}: the correct answer is {said.get(label, label)}; "
+            f"the verdict said {said.get(verdict, verdict)}, so it {agrees}."]
 
 
 RENDERERS: dict[str, Callable[[dict[str, Any]], Lines]] = {
@@ -186,6 +197,7 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], Lines]] = {
     "lwe_session_show": session_lines,
     "lwe_session": session_lines,
     "judge_stats": stats_lines,
+    "record_label": label_lines,
 }
 
 SMALL_MODEL = (

@@ -23,6 +23,9 @@ class UsageOut(BaseModel):
 class _Judged(BaseModel):
     model: str = Field(description="backend kind / model id")
     usage: UsageOut
+    verdict_id: str | None = Field(
+        None, description="this verdict's id in the verdict log: give it to record_label with the correct answer (null outside a tool call)"
+    )
 
 
 # ---- panels and the self-preference guard (methods/panel.py) --------------------------------------------------------
@@ -296,6 +299,34 @@ class PositionBias(Rate):
     unbiased: float | None = Field(description="the rate of a judge without position bias: 0.5 for pairs, mean 1/n for grade_score_options")
 
 
+class LabelCalibration(BaseModel):
+    n: int = Field(0, description="labelled verdicts with an A or B label whose verdict carries p_better")
+    of: int = Field(0, description="labelled verdicts with an A or B label")
+    ece: float | None = Field(None, description="expected calibration error of p_better against the labels (bench/calibration.py); null when n is 0")
+    brier: float | None = Field(None, description="mean (1 - p_better of the labelled answer)^2; null when n is 0")
+
+
+class Agreement(BaseModel):
+    """How the group's verdicts agree with human labels (record_label); null figures when none is labelled."""
+
+    labelled: int = Field(0, description="verdicts with a label")
+    accuracy: Rate = Field(default_factory=lambda: Rate(rate=None, count=0, of=0), description="verdicts whose answer is the label")
+    kappa: float | None = Field(
+        None, description="Cohen's kappa between the verdicts' answers and the labels (a verdict without a single answer is 'tie' / "
+        "'none'); null when nothing is labelled or chance agreement is total"
+    )
+    calibration: LabelCalibration = Field(default_factory=LabelCalibration, description="p_better against A/B labels (compare_pair)")
+
+
+class LabelResult(BaseModel):
+    verdict_id: str
+    tool: str = Field(description="the labelled verdict's tool")
+    label: str = Field(description='the label as stored: "A", "B", "tie", or an option or response index')
+    verdict: str = Field(description='the verdict\'s own answer in the same terms ("tie": a pair without a winner; "none": no single option or response)')
+    agrees: bool = Field(description="the verdict's answer is the label")
+    replaced: bool = Field(description="the verdict had a label already, which this one replaces")
+
+
 class Mean(BaseModel):
     mean: float | None = Field(description="null when `of` is 0")
     of: int = Field(description="verdicts whose usage held the value")
@@ -318,6 +349,7 @@ class GroupStats(BaseModel):
     calls: Mean
     cached_calls: Mean
     latency_ms: Mean
+    agreement: Agreement = Field(default_factory=Agreement, description="agreement with human labels (record_label)")
 
 
 class Window(BaseModel):

@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from judge_mcp import agreement
 from judge_mcp.arg_types import DEFAULT_LAST, MAX_LAST
 from judge_mcp.outputs import GroupStats, StatsReport, Window
 from judge_mcp.storage import verdict_stats
@@ -103,12 +104,13 @@ def check_last(value: Any, name: str = "last") -> int:
 
 
 def from_store(store: "Engine", last: int = DEFAULT_LAST) -> StatsReport:
-    """The report from the store's counters (all time) and its newest `last` facts rows. Blocking: from async code
-    run it in a worker thread."""
+    """The report from the store's counters (all time) and its newest `last` facts rows, with each group's agreement
+    with human labels (agreement.py). Blocking: from async code run it in a worker thread."""
     last = check_last(last)
     everything = verdict_stats.all_time(store)
     recent = verdict_stats.last(store, last) if everything.verdicts > last else None
-    return StatsReport(last_n=last, all_time=window(everything), last=window(recent or everything))
+    report = StatsReport(last_n=last, all_time=window(everything), last=window(recent or everything))
+    return agreement.attach(report, store)
 
 
 # ---- the reference: the same report from every row of the log ----------------------------------------------------
@@ -156,5 +158,5 @@ def iter_rows(store: "Engine", page: int = PAGE) -> Iterator[dict[str, Any]]:
 
 def scan_store(store: "Engine", last: int = DEFAULT_LAST) -> StatsReport:
     """The report computed by reading every row of the verdict log (what `from_store` did before the counters): the
-    reference the counters are compared with. Blocking."""
-    return compute(iter_rows(store), last)
+    reference the counters are compared with), with the labels' agreement as `from_store` has it. Blocking."""
+    return agreement.attach(compute(iter_rows(store), last), store)

@@ -33,11 +33,25 @@ def _stats_rows(window: Window) -> list[list[str]]:
     return rows
 
 
-def _table(rows: list[list[str]]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(STATS_COLUMNS)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(STATS_COLUMNS, widths)).rstrip()]
+def _table(rows: list[list[str]], columns: tuple[str, ...] = STATS_COLUMNS) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(columns)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(columns, widths)).rstrip()]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     return "\n".join(lines)
+
+
+AGREEMENT_COLUMNS = ("backend", "model", "tool", "inputs", "labelled", "accuracy", "kappa", "ECE", "Brier")
+
+
+def _agreement_table(window: Window) -> str | None:
+    """The groups' agreement with human labels (record_label) as a table; None when nothing is labelled."""
+    rows = []
+    for g in window.groups:
+        a = g.agreement
+        if a.labelled:
+            figures = ("-" if v is None else f"{v:.2f}" for v in (a.kappa, a.calibration.ece, a.calibration.brier))
+            rows.append([g.backend, g.model, g.tool, g.inputs, str(a.labelled), _pct(a.accuracy), *figures])
+    return _table(rows, AGREEMENT_COLUMNS) if rows else None
 
 
 def render_stats(report: StatsReport) -> str:
@@ -52,6 +66,9 @@ def render_stats(report: StatsReport) -> str:
     for title, window in windows:
         skipped = f" ({window.skipped} unreadable rows skipped)" if window.skipped else ""
         parts.append(f"{title}{skipped}\n{_table(_stats_rows(window))}")
+    labelled = _agreement_table(report.all_time)
+    if labelled is not None:
+        parts.append(f"agreement with human labels (record_label), all time\n{labelled}")
     parts.append(
         "first-shown: parsed trials naming the first-shown answer (a judge without position bias scores `unbiased`);\n"
         "inconsistent: both orders parsed and disagreeing; unparsed / re-asked: per answer; ties: no winner (pairs),\n"

@@ -26,23 +26,24 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetad
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field, create_model
 
-from judge_mcp import images as imagelib, stats
+from judge_mcp import images as imagelib, labels, stats
 from judge_mcp.app import App
 from judge_mcp.arg_types import InputError
 from judge_mcp.args import (
     ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, JudgeStatsArgs, JudgingArgs, LweJudgeArgs, LweSessionArgs,
-    LweSessionShowArgs, ToolArgs,
+    LweSessionShowArgs, RecordLabelArgs, ToolArgs,
 )
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.calls.judge import ProgressFn
 from judge_mcp.config import ConfigError
 from judge_mcp.methods import lwe, registry
-from judge_mcp.outputs import ComparePairResult, FlipResult, GradeScoreResult, LweResult, LweSessionResult, StatsReport
+from judge_mcp.outputs import ComparePairResult, FlipResult, GradeScoreResult, LabelResult, LweResult, LweSessionResult, StatsReport
 from judge_mcp.storage.engine import StoreError
 
 log = logging.getLogger("judge_mcp.server")
 
 ANTICIPATED = (InputError, ConfigError, BackendError, StoreError)
+LABEL_WAIT_S = 5.0  # record_label waits this long for a verdict row still being written in the background
 
 
 def anticipated(exc: BaseException) -> BaseException | None:
@@ -161,13 +162,30 @@ async def judge_stats(app: App, args: JudgeStatsArgs, progress: ProgressFn | Non
     `last` verdicts: position_bias (share of parsed trials naming the first-shown answer; compare with
     `unbiased`, 0.5 for pairs), order_inconsistency (both orders parsed and disagreeing), parse_failures and
     reasks (per answer), ties (no winner / tied best / tied mode), length_preference (decided pairs won by the
-    longer answer) and mean calls, cached_calls and latency_ms. Each rate has its count and denominator `of`;
-    a null rate means nothing to count yet.
+    longer answer) and mean calls, cached_calls and latency_ms; with verdicts labelled by record_label, `agreement`
+    (accuracy, Cohen's kappa, ECE and Brier of p_better against the labels). Each rate has its count and
+    denominator `of`; a null rate means nothing to count yet.
 
     Use it before relying on a judge's verdicts, or to see whether a backend's habits changed lately. Read-only,
     the same report as the judge://stats resources. No backend calls."""
     report = await _off_loop(partial(stats.from_store, app.store, args.last))
     return report.model_copy(update={"verdict_log": app.verdict_writes.health()})  # this server's writing of the log
+
+
+async def record_label(app: App, args: RecordLabelArgs, progress: ProgressFn | None = None) -> LabelResult:
+    """Record the correct answer for a verdict (human ground truth), by the `verdict_id` every judging tool returns:
+    "A", "B" or "tie" for compare_pair and lwe_judge; the best option's index (or exact text) for
+    grade_score_options; the index (or exact text) of the response that best follows the instruction for
+    infer_instruction_reward (2+ responses). An optional `note` says why. Recording again for the same verdict
+    replaces its label. judge_stats then reports, per judge, agreement with the labels (accuracy, Cohen's kappa,
+    ECE and Brier of p_better).
+
+    Use it when you know the right answer for a verdict (a reviewer's decision, a test that passed), to measure
+    how far each judge can be trusted on your own cases. Labels stay in the server's database (tools report only
+    counts and figures) and are deleted with their verdict by retention. Returns whether the verdict agreed. No
+    backend calls."""
+    settled = await app.verdict_writes.settle(args.verdict_id, LABEL_WAIT_S)  # a row still being written: wait a little
+    return await _off_loop(partial(labels.record, app.store, args, pending=not settled))
 
 
 # ---- the table the server registers --------------------------------------------------------------------------------
@@ -177,6 +195,8 @@ JUDGING = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentH
 # lwe_judge: each inconsistent case buffers feedback and may refine the session's meta-prompt, so a repeat differs.
 LEARNING = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=True)
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+# record_label: writes a label (replacing the verdict's earlier one); the same call leaves the same state.
+LABELLING = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False)
 ADMIN = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False)
 
 ToolFn = Callable[[App, Any, ProgressFn | None], Awaitable[BaseModel]]
@@ -206,6 +226,7 @@ TOOLS = (
     ToolSpec(lwe_session_show, "Show an LWE session (read-only)", READ_ONLY),
     ToolSpec(lwe_session, "Show, reset or roll back an LWE session", ADMIN),
     ToolSpec(judge_stats, "Bias telemetry of the judges (read-only)", READ_ONLY),
+    ToolSpec(record_label, "Record the correct answer for a verdict (a human label)", LABELLING),
 )
 
 

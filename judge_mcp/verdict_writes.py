@@ -10,6 +10,9 @@ reports `verdict_log`: rows pending, written late, lost, and the last reason) an
 the call cache's memory, so a later identical request is sent again. Shutdown waits up to DRAIN_S for pending
 rows.
 
+Each verdict has a `verdict_id` before its row exists (`new_verdict_id`, made when the call starts): the answer
+carries it whether or not the row is in yet, and record_label can wait for a row still pending (`settle`).
+
 A cache hit thus never waits out a lock for its row; a call that spent backend calls gets its verdict even when
 the database cannot take it. What refuses to start instead is a database that cannot be written at all
 (`refuse_read_only`): better than spending backend calls whose answers and verdicts could never be kept.
@@ -20,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -34,11 +38,17 @@ RETRY_DELAYS_S = (1.0, 4.0, 15.0)  # waits before the background retries (each a
 DRAIN_S = 10.0  # shutdown waits this long for rows still being written
 
 
+def new_verdict_id() -> str:
+    """A verdict's id: 32 random hex digits (a UUID4's), made before its row is written and stored with it."""
+    return uuid.uuid4().hex
+
+
 class VerdictWrites:
     """The verdict rows of one App: written before the answer when quick, else after it (see the module doc)."""
 
     def __init__(self) -> None:
         self._pending: set[asyncio.Task[None]] = set()
+        self._by_id: dict[str, asyncio.Task[None]] = {}  # the pending rows' verdict ids
         self.written_late = 0
         self.lost = 0
         self.last_error: str | None = None
@@ -46,10 +56,12 @@ class VerdictWrites:
     def health(self) -> VerdictLogHealth:
         return VerdictLogHealth(pending=len(self._pending), written_late=self.written_late, lost=self.lost, last_error=self.last_error)
 
-    async def write(self, attempt: Callable[[], Awaitable[Any]], give_up: Callable[[], None], what: str) -> str | None:
+    async def write(
+        self, attempt: Callable[[], Awaitable[Any]], give_up: Callable[[], None], what: str, verdict_id: str | None = None
+    ) -> str | None:
         """Write a row with `attempt()` (one whole transaction; called again for each retry). None once it is
         written; a warning for the answer when it is not within WAIT_S (the rest then happens in the background,
-        and `give_up()` runs if the last attempt fails too)."""
+        and `give_up()` runs if the last attempt fails too; `settle(verdict_id)` waits for it)."""
         first = asyncio.ensure_future(attempt())
         done, _ = await asyncio.wait({first}, timeout=WAIT_S)
         if done and first.exception() is None:
@@ -58,6 +70,9 @@ class VerdictWrites:
         task = asyncio.get_running_loop().create_task(self._finish(first, attempt, give_up, what))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
+        if verdict_id is not None:
+            self._by_id[verdict_id] = task
+            task.add_done_callback(lambda _: self._by_id.pop(verdict_id, None))
         return (
             f"the verdict log row of this call is not written yet ({reason}); the verdict stands and the row is retried "
             f"in the background, up to {len(RETRY_DELAYS_S)} more times (judge_stats reports rows given up on)"
@@ -85,6 +100,19 @@ class VerdictWrites:
         self.last_error = _reason(error)
         log.warning("gave up writing the verdict row of a %s call after %d attempts: %s", what, len(RETRY_DELAYS_S) + 1, self.last_error)
         give_up()
+
+    def is_pending(self, verdict_id: str) -> bool:
+        """The row of this verdict is still being written in the background (by this process)."""
+        return verdict_id in self._by_id
+
+    async def settle(self, verdict_id: str, timeout_s: float) -> bool:
+        """Wait up to `timeout_s` for the background write of this verdict's row, if one is pending; True when none
+        is pending any more (written, or given up on)."""
+        task = self._by_id.get(verdict_id)
+        if task is None:
+            return True
+        await asyncio.wait({task}, timeout=timeout_s)
+        return task.done()
 
     async def drain(self, timeout_s: float = DRAIN_S) -> None:
         """Wait up to `timeout_s` for the rows still being written (shutdown); those left are counted lost."""

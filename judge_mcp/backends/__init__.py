@@ -13,7 +13,19 @@ __all__ = ["Backend", "BackendError", "ChatRequest", "Completion", "Message", "U
 
 
 def build_backend(cfg: BackendConfig) -> Backend:
-    """The backend for `cfg`; ConfigError when it cannot work at all (a provider's public API without a key)."""
+    """The backend for `cfg`; ConfigError when it cannot work at all (a provider's public API without a key). With
+    `batch = true`, the provider's backend wrapped for its batch API (backends/batch.py)."""
+    backend = _build(cfg)
+    if cfg.batch:
+        from judge_mcp.backends.batch import BatchBackend
+        from judge_mcp.backends.client import HTTPBackend
+
+        assert isinstance(backend, HTTPBackend), "config_values.check_batch allows batch only for openai and anthropic"
+        return BatchBackend(backend)
+    return backend
+
+
+def _build(cfg: BackendConfig) -> Backend:
     problem = missing_key(cfg)
     if problem:
         raise ConfigError(problem)

@@ -89,6 +89,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--swap-margin", type=float, help="with --adaptive-swap: compare_pair's swap_margin, 0..1 (default: the tool's)")
     bench.add_argument("--concurrency", type=_positive, help="items in flight (default: the backend's concurrency)")
     bench.add_argument("--quiet", action="store_true", help="no progress bar")
+    bench.add_argument("--batch-poll-seconds", type=_positive, help="a batch = true backend's batches are polled this often (default 30)")
     bench.set_defaults(fn=cmd_bench)
 
     report = sub.add_parser("bench-report", help="combine bench summaries (JSON files and/or a bench database) into one HTML page")
@@ -221,7 +222,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     )
     spec = RunSpec(
         dataset=args.dataset, method=args.method, limit=args.limit, sample=args.sample, backend=backend, options=options,
-        concurrency=args.concurrency,
+        concurrency=args.concurrency, batch_poll_s=args.batch_poll_seconds,
     )
     return run_bench(args, settings, spec)
 
@@ -356,6 +357,9 @@ def format_summary(s: dict[str, Any]) -> str:
             extra.append(f"  {name:<{first - 2}}" + "".join(f"{_f(row.get(c)):>{w}}" for c, w in zip(cols, widths)))
     if s.get("self_preference") is not None:
         extra.append(f"judges of the responses' model family: {', '.join(s['self_preference']['same_family_judges']) or 'none'}")
+    if s.get("batch"):
+        from judge_mcp.bench.batching import summary_line
+        extra.append(summary_line(s["batch"]))
     run = s.get("run", {})
     extra.append(
         f"wall time this invocation {run.get('wall_seconds_this_invocation')} s for {run.get('judged_this_invocation')} items; "

@@ -21,7 +21,7 @@ from typing import Any, TextIO
 import anyio
 
 from judge_mcp.app import App
-from judge_mcp.bench import metrics
+from judge_mcp.bench import batching, metrics
 from judge_mcp.bench.data import Item, dataset_name, load_items
 from judge_mcp.bench.media import images_problem
 from judge_mcp.bench.methods import METHODS, Method, Options, method_key
@@ -93,6 +93,7 @@ class RunSpec:
     backend: str | None = None  # a backend name known to the App's settings (None: the environment's)
     options: Options = field(default_factory=Options)
     concurrency: int | None = None  # items in flight (None: the backend's concurrency)
+    batch_poll_s: float | None = None  # a batch = true backend's batches are polled this often (None: batching's default)
 
 
 def backend_key(app: App, backend_name: str | None) -> tuple[str, str, str]:
@@ -137,8 +138,15 @@ async def run(app: App, spec: RunSpec, *, progress_stream: TextIO | None = None,
         raise BenchError(f"unknown method {spec.method!r}; choose one of {', '.join(METHODS)}")
     bench = _Run(app, spec, progress_stream)
     bench.skip_degenerate()
-    await bench.judge_all(quiet)
-    return await bench.summary()
+    async with batching.attached(app, bench.backend_names(), spec.batch_poll_s, None if quiet else bench.stream) as pools:
+        bench.batched = bool(pools)
+        if pools and bench.sequential:
+            bench.warn(batching.SEQUENTIAL_NOTE)
+        await bench.judge_all(quiet)
+        summary = await bench.summary()
+        if pools:
+            summary["batch"] = batching.summary_of(pools, bench.results.rows({it.id for it in bench.items}))
+    return summary
 
 
 class _Run:
@@ -167,29 +175,39 @@ class _Run:
         self.finished = self.results.finished()
         self.warnings: list[str] = []
         if self.started_with is not None and self.started_with != self.fingerprint and self.finished:
-            self.warnings.append(
+            self.warn(
                 f"this run's {len(self.finished)} stored judgment(s) were made by another version of the prompts or judging "
                 f"code (fingerprint {self.started_with}, now {self.fingerprint}); they are reused as stored: use a new --db "
                 "to measure the current version"
             )
-            print(f"judge-mcp bench: warning: {self.warnings[-1]}", file=self.stream)
         self.judged = 0
+        self.batched = False  # a batch = true backend judges: every item in flight at once (each call waits for its batch)
         self.consecutive_errors = 0
         self.stop = anyio.Event()
         self.bar: Progress | None = None
         self.started = self.last_mark = time.perf_counter()  # wall time is stored as items finish (a killed run keeps it)
+
+    def warn(self, text: str) -> None:
+        """A warning for the summary, printed at once."""
+        self.warnings.append(text)
+        print(f"judge-mcp bench: warning: {text}", file=self.stream)
 
     def skip_degenerate(self) -> None:
         for item in self.items:
             if item.degenerate and (item.id, "single") not in self.finished:
                 self.results.put(item.id, "single", item.seq, item.category, "skipped", error="degenerate: identical or empty responses")
 
+    def backend_names(self) -> tuple[str | None, ...]:
+        return self.spec.options.panel or (self.spec.backend,)
+
     def in_flight(self) -> int:
-        """Items judged at once: one for LWE (file order), else --concurrency or the backend's (panel: the smallest)."""
+        """Items judged at once: one for LWE (file order), else --concurrency, every item with a batch backend, else
+        the backend's concurrency (panel: the smallest)."""
         if self.sequential:
             return 1
-        names = self.spec.options.panel or (self.spec.backend,)
-        return self.spec.concurrency or min(self.app.backend(n).concurrency for n in names)
+        if self.spec.concurrency or self.batched:
+            return self.spec.concurrency or len(self.items)
+        return min(self.app.backend(n).concurrency for n in self.backend_names())
 
     async def judge_placement(self, item: Item, placement: str) -> tuple[bool, bool | None]:
         """(ok, correct) for one placement; failures are stored as error rows (retried on the next run)."""

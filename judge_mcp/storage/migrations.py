@@ -156,10 +156,36 @@ def m007_json_or_null(tx: Tx) -> None:
     )
 
 
-BACKFILL_PAGE = 1000  # verdict rows read per page by m008's backfill
+def m008_verdict_ids(tx: Tx) -> None:
+    """Each verdict's `verdict_id`: the text id its tool call returned (made when the call starts, since the row is
+    written after the answer), unique and indexed; rows logged before it have none (null: no caller ever saw one)."""
+    if "verdict_id" not in tx.columns("verdicts"):
+        tx.execute("ALTER TABLE verdicts ADD COLUMN verdict_id TEXT")
+    tx.execute("CREATE UNIQUE INDEX IF NOT EXISTS verdicts_verdict_id ON verdicts(verdict_id)")
 
 
-def m008_verdict_stats(tx: Tx) -> None:
+def m009_labels(tx: Tx) -> None:
+    """Human labels (record_label): at most one per verdict, its correct answer in the verdict's own terms ("A", "B",
+    "tie"; an option or response index), an optional note, and which inputs the verdict's caller brought (the
+    judge_stats group). Deleted with their verdict by retention."""
+    real = tx.dialect.real
+    tx.execute(
+        f"""CREATE TABLE IF NOT EXISTS labels (
+            verdict_id TEXT PRIMARY KEY,
+            tool TEXT NOT NULL,
+            label TEXT NOT NULL,
+            inputs TEXT NOT NULL,
+            note TEXT,
+            created_at {real} NOT NULL,
+            updated_at {real} NOT NULL
+        )"""
+    )
+
+
+BACKFILL_PAGE = 1000  # verdict rows read per page by m010's backfill
+
+
+def m010_verdict_stats(tx: Tx) -> None:
     """The bias telemetry's aggregates (storage/verdict_stats.py: per-group counters, per-verdict facts, the skipped
     total), backfilled from the verdicts already logged: read BACKFILL_PAGE rows at a time, newest first, each
     page's facts computed by verdict_facts.py as the write path computes them, and its groups' counters added once."""
@@ -223,6 +249,25 @@ def m102_bench_fingerprint(tx: Tx) -> None:
         tx.execute("ALTER TABLE bench_runs ADD COLUMN fingerprint TEXT")
 
 
+def m103_bench_batches(tx: Tx) -> None:
+    """The provider batches a bench has submitted (batch = true backends): the provider's batch id, the backend's
+    identity, the custom ids (call-cache keys) it holds and whether it has ended, so a killed bench polls the
+    batches it submitted instead of submitting their requests again."""
+    real = tx.dialect.real
+    tx.execute(
+        f"""CREATE TABLE IF NOT EXISTS bench_batches (
+        id TEXT PRIMARY KEY,
+        backend TEXT NOT NULL,
+        custom_ids TEXT NOT NULL,
+        status TEXT NOT NULL,
+        detail TEXT,
+        created_at {real} NOT NULL,
+        updated_at {real} NOT NULL
+    )"""
+    )
+    tx.execute("CREATE INDEX IF NOT EXISTS bench_batches_open ON bench_batches(backend, status)")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_call_cache,
     m002_verdicts,
@@ -231,9 +276,11 @@ MIGRATIONS: tuple[Migration, ...] = (
     m005_call_cache_without_hits,
     m006_call_leases,
     m007_json_or_null,
-    m008_verdict_stats,
+    m008_verdict_ids,
+    m009_labels,
+    m010_verdict_stats,
 )
-BENCH_MIGRATIONS: tuple[Migration, ...] = (*MIGRATIONS, m101_bench_tables, m102_bench_fingerprint)
+BENCH_MIGRATIONS: tuple[Migration, ...] = (*MIGRATIONS, m101_bench_tables, m102_bench_fingerprint, m103_bench_batches)
 
 # name recorded before the list existed -> the migration's name now
 FORMER_NAMES = {"m001_verdicts": "m002_verdicts", "m002_lwe": "m003_lwe", "m003_option_pool": "m004_option_pool"}

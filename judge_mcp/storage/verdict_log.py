@@ -2,7 +2,7 @@
 read and write of its table (made by migrations.m002_verdicts). App writes a tool call's row together with the
 call's new cache rows and the row's telemetry counts (verdict_stats.py, computed from the Python objects by
 verdict_facts.py) in one transaction (its only write); retention.py trims it through verdict_stats.trim. The full
-read of the log in pages (`stats_page`) serves the backfill of the telemetry's tables (migrations.m008) and the
+read of the log in pages (`stats_page`) serves the backfill of the telemetry's tables (migrations.m010) and the
 reference scan the tests and the benchmark compare the counters with (stats.scan_store).
 """
 
@@ -79,20 +79,21 @@ class VerdictLog:
         usage: dict[str, Any],
         calls: list[dict[str, Any]],
         cache_rows: Iterable[CacheRow] = (),
+        verdict_id: str | None = None,
     ) -> int:
         """The verdict row, the tool call's new cache rows and the verdict's telemetry counts, in one transaction; the
-        row's id."""
+        row's id. `verdict_id`: the text id the tool call returned (unique; record_label finds the row by it)."""
         parts = verdict_facts.contributions(verdict_facts.written_row(tool, backend, model, inputs, output, usage, calls))
         created_at = time.time()
         with self.store.transaction() as tx:
             CacheTable.insert(tx, cache_rows)
-            verdict_id = tx.insert(
-                "INSERT INTO verdicts (tool, backend, model, inputs, output, usage, calls, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [tool, backend, model, dumps(inputs), dumps(output), dumps(usage), dumps(calls), created_at],
+            row_id = tx.insert(
+                "INSERT INTO verdicts (tool, backend, model, inputs, output, usage, calls, created_at, verdict_id)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [tool, backend, model, dumps(inputs), dumps(output), dumps(usage), dumps(calls), created_at, verdict_id],
             )
-            verdict_stats.add(tx, verdict_id, created_at, parts)
-            return verdict_id
+            verdict_stats.add(tx, row_id, created_at, parts)
+            return row_id
 
     def recent(self, tool: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         """The newest rows (of one tool), newest first, with their JSON columns decoded."""

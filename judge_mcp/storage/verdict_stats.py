@@ -1,5 +1,5 @@
 """The bias telemetry's aggregates, kept current as verdicts are written (tables made by
-migrations.m008_verdict_stats):
+migrations.m010_verdict_stats):
 
 - `stats_groups`: one row per group (backend, model, tool, inputs brought) with its all-time counts (`Counts`'
   columns) and `logged`, the verdicts logged under it (a panel member's contribution counts in `verdicts`, not in

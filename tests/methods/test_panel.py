@@ -295,3 +295,14 @@ async def test_hostile_backend_names_and_model_names_are_only_looked_up_or_match
     assert all(s.requests == [] for s in servers.values())
     data = (await call(server, "compare_pair", {**PAIR, "backends": ["a", "b"], "response_models": ["/etc/passwd", "$(rm -rf /)"]})).structured_content
     assert data["winner"] == "B" and data["self_preference"] == [] and data["warnings"] == []
+
+
+async def test_a_panel_verdict_is_labelled_and_each_member_gets_its_agreement(panel_server) -> None:
+    server, _ = panel_server({"a": (correct_judge, "m-a"), "b": (correct_judge, "m-b"), "c": (wrong_judge, "m-c")})
+    async with Client(server) as client:
+        data = (await client.call_tool("compare_pair", {**PAIR, "backends": ["a", "b", "c"]})).structured_content
+        label = (await client.call_tool("record_label", {"verdict_id": data["verdict_id"], "label": "B"})).structured_content
+        stats = (await client.call_tool("judge_stats", {})).structured_content
+    assert label["agrees"] is True and label["verdict"] == "B"
+    accuracy = {g["backend"]: g["agreement"]["accuracy"]["rate"] for g in stats["all_time"]["groups"]}
+    assert accuracy == {"a+b+c": 1.0, "a": 1.0, "b": 1.0, "c": 0.0}  # the panel, and each member on its own vote

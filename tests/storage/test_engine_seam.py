@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from judge_mcp.storage import bench_results, call_cache, lwe_sessions, migrations, open_store, option_pool, retention, verdict_log
+from judge_mcp.storage import bench_results, call_cache, labels, lwe_sessions, migrations, open_store, option_pool, retention, verdict_log
 from judge_mcp.storage.engine import StoreError
 from judge_mcp.storage.migrations import MIGRATIONS
 from judge_mcp.storage.postgres import POSTGRES
 from judge_mcp.storage.sqlite import SQLITE, Store
 from tests.engines import on_both_engines
 
-ENGINE_NEUTRAL = (bench_results, call_cache, lwe_sessions, migrations, option_pool, retention, verdict_log)
+ENGINE_NEUTRAL = (bench_results, call_cache, labels, lwe_sessions, migrations, option_pool, retention, verdict_log)
 SQLITE_ONLY = re.compile(r"INSERT OR (IGNORE|REPLACE)|\bPRAGMA\b|lastrowid|application_id|import sqlite|sqlite_master", re.IGNORECASE)
 
 
@@ -37,7 +37,8 @@ def test_open_store_brings_the_database_to_the_list_it_is_given(tmp_path: Path) 
         assert {r["name"] for r in store.query("SELECT name FROM _migrations")} == {"m001_call_cache", "m002_verdicts"}
         assert store.query("SELECT name FROM sqlite_master WHERE name = 'lwe_sessions'") == []
         assert store.migrate(MIGRATIONS) == [
-            "m003_lwe", "m004_option_pool", "m005_call_cache_without_hits", "m006_call_leases", "m007_json_or_null", "m008_verdict_stats"
+            "m003_lwe", "m004_option_pool", "m005_call_cache_without_hits", "m006_call_leases", "m007_json_or_null",
+            "m008_verdict_ids", "m009_labels", "m010_verdict_stats",
         ]
     finally:
         store.close()

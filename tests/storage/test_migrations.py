@@ -21,7 +21,7 @@ from judge_mcp.storage.verdict_log import VerdictLog
 
 NAMES = [
     "m001_call_cache", "m002_verdicts", "m003_lwe", "m004_option_pool", "m005_call_cache_without_hits", "m006_call_leases",
-    "m007_json_or_null", "m008_verdict_stats",
+    "m007_json_or_null", "m008_verdict_ids", "m009_labels", "m010_verdict_stats",
 ]
 
 # The schema as judge-mcp wrote it before the list existed (each table's migration in its own module, ordered by
@@ -115,7 +115,7 @@ def test_a_store_opened_alone_has_the_judges_tables_and_storage_imports_no_layer
 
 def test_the_list_is_in_order_with_unique_names():
     assert [fn.__name__ for fn in MIGRATIONS] == NAMES
-    assert [fn.__name__ for fn in BENCH_MIGRATIONS] == [*NAMES, "m101_bench_tables", "m102_bench_fingerprint"]
+    assert [fn.__name__ for fn in BENCH_MIGRATIONS] == [*NAMES, "m101_bench_tables", "m102_bench_fingerprint", "m103_bench_batches"]
     assert migrations.names(BENCH_MIGRATIONS) == [fn.__name__ for fn in BENCH_MIGRATIONS]
 
 
@@ -124,7 +124,7 @@ def test_the_bench_migrations_run_once_on_first_use_and_record_themselves(tmp_pa
     store = Store(db)
     Results(store, "ds", "grp", "local")
     assert {"bench_results", "bench_runs"} <= _tables(db)
-    assert _applied(db) == sorted([*NAMES, "m101_bench_tables", "m102_bench_fingerprint"])
+    assert _applied(db) == sorted([*NAMES, "m101_bench_tables", "m102_bench_fingerprint", "m103_bench_batches"])
     store.close()
     reopened = Store(db, BENCH_MIGRATIONS)
     assert reopened.migrate(BENCH_MIGRATIONS) == [] and reopened.migrate(MIGRATIONS) == []  # nothing left to apply

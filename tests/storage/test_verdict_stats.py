@@ -26,7 +26,7 @@ from judge_mcp.storage.sqlite import Store
 from judge_mcp.storage.verdict_log import VerdictLog
 from tests.engines import on_both_engines
 
-PRE_COUNTERS = MIGRATIONS[: MIGRATIONS.index(next(m for m in MIGRATIONS if m.__name__ == "m008_verdict_stats"))]
+PRE_COUNTERS = MIGRATIONS[: MIGRATIONS.index(next(m for m in MIGRATIONS if m.__name__ == "m010_verdict_stats"))]
 
 
 def _same(store, lasts=(1, 7, 50)) -> None:
@@ -112,7 +112,7 @@ def test_an_old_database_is_backfilled_and_keeps_its_figures(tmp_path: Path) -> 
     expected = stats.scan_store(old, 100)
     old.close()
     assert "verdict_facts" not in {r[0] for r in sqlite3.connect(db).execute("SELECT name FROM sqlite_master")}
-    store = Store(db)  # every migration: m008 backfills 2,501 rows in pages of 1,000
+    store = Store(db)  # every migration: m010 backfills 2,501 rows in pages of 1,000
     try:
         report = stats.from_store(store, 100)
         assert report == expected and (report.all_time.verdicts, report.all_time.skipped, report.last.skipped) == (2501, 1, 1)

@@ -284,14 +284,15 @@ async def test_string_arguments_are_text_enums_or_looked_up_names(mcp_app) -> No
     judged_text = {"prompt", "response_a", "response_b", "instruction", "context", "responses", "options", "criteria", "reference"}
     # data: URIs only, decoded and checked by their magic bytes; a URL or a path is refused (tests/methods/test_images.py)
     images = {"images", "response_a_images", "response_b_images", "option_images"}
-    looked_up = {"backend", "backends", "session"}
+    looked_up = {"backend", "backends", "session", "verdict_id"}
     matched = {"response_models"}  # only matched against methods/panel.py's family patterns and quoted in warnings
+    labels = {"label", "note"}  # record_label: compared with "A"/"B"/"tie" or the verdict's options, and kept in the database
     for tool in tools:
         for name, schema in tool.input_schema["properties"].items():
             kinds = json.dumps(schema)
             if '"string"' not in kinds:
                 continue
-            assert name in judged_text | looked_up | matched | images or "enum" in kinds or "const" in kinds, (tool.name, name, schema)
+            assert name in judged_text | looked_up | matched | images | labels or "enum" in kinds or "const" in kinds, (tool.name, name, schema)
             assert not any(word in name for word in ("path", "file", "module", "url", "code", "import")), (tool.name, name)
 
 
