@@ -1,7 +1,8 @@
 """All state, under one seam (engine.py: what an engine implements) with two engines (sqlite.py, the default; postgres.py
 for replicas sharing one database, with pg_leases.py and pg_url.py), one ordered list
 of migrations (migrations.py), one repository per table (call_cache.py, verdict_log.py, lwe_sessions.py,
-option_pool.py, bench_results.py), retention across them (retention.py), and the threads that keep the store off
+option_pool.py, bench_results.py; verdict_stats.py for the bias telemetry's aggregates, with verdict_facts.py computing
+what one verdict adds), retention across them (retention.py), and the threads that keep the store off
 the event loop (lanes.py). Storage imports no method, no call layer and no bench."""
 
 from __future__ import annotations

@@ -22,7 +22,9 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from judge_mcp.storage import verdict_facts, verdict_stats
 from judge_mcp.storage.engine import Migration, StoreError, Tx
+from judge_mcp.storage.verdict_log import stats_page
 
 
 def m001_call_cache(tx: Tx) -> None:
@@ -216,6 +218,27 @@ def m011_backend_limits(tx: Tx) -> None:
     )
 
 
+BACKFILL_PAGE = 1000  # verdict rows read per page by m012's backfill
+
+
+def m012_verdict_stats(tx: Tx) -> None:
+    """The bias telemetry's aggregates (storage/verdict_stats.py: per-group counters, per-verdict facts, the skipped
+    total), backfilled from the verdicts already logged: read BACKFILL_PAGE rows at a time, newest first, each
+    page's facts computed by verdict_facts.py as the write path computes them, and its groups' counters added once."""
+    verdict_stats.create_tables(tx)
+    before: int | None = None
+    while True:
+        rows = stats_page(tx, before_id=before, limit=BACKFILL_PAGE, pair_tools=verdict_facts.PAIR_TOOLS, answers=verdict_facts.ANSWERS)
+        verdicts = []
+        for raw in rows:
+            row = verdict_facts.row_from_json(raw)
+            verdicts.append((int(row["id"]), float(row["created_at"]), verdict_facts.contributions(row)))
+        verdict_stats.add_many(tx, verdicts)
+        if len(rows) < BACKFILL_PAGE:
+            return
+        before = rows[-1]["id"]
+
+
 def m101_bench_tables(tx: Tx) -> None:
     """The bench's results (one row per dataset, method, backend, item and placement) and runs (each run's
     metadata and accumulated wall time). IF NOT EXISTS: bench databases made before the migrations have them."""
@@ -293,6 +316,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m009_labels,
     m010_texts,
     m011_backend_limits,
+    m012_verdict_stats,
 )
 BENCH_MIGRATIONS: tuple[Migration, ...] = (*MIGRATIONS, m101_bench_tables, m102_bench_fingerprint, m103_bench_batches)
 

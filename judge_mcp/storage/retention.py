@@ -1,6 +1,8 @@
 """Retention: deleting call-cache and verdict-log rows past an age (JUDGE_MCP_*_MAX_AGE_DAYS at App start, and
 `judge-mcp gc`), with a verdict's human label (record_label), and the long reply texts no row left refers to
-(storage/texts.py). LWE sessions, their versions and feedback, and the option pool are never touched."""
+(storage/texts.py). LWE sessions, their versions and feedback, and the option pool are never touched. Deleted
+verdicts leave the bias telemetry's counters in the same transaction (verdict_stats.trim): judge_stats' "all time"
+is every verdict the log still holds."""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
 """The verdict log: one row per judgment (tool, backend, model, inputs, output, usage, the call records) and every
 read and write of its table (made by migrations.m002_verdicts). App writes a tool call's row together with the
-call's new cache rows in one transaction (its only write); stats.py reads it in pages; retention.py trims it.
+call's new cache rows and the row's telemetry counts (verdict_stats.py, computed from the Python objects by
+verdict_facts.py) in one transaction (its only write); retention.py trims it through verdict_stats.trim. The full
+read of the log in pages (`stats_page`) serves the backfill of the telemetry's tables (migrations.m010) and the
+reference scan the tests and the benchmark compare the counters with (stats.scan_store).
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from judge_mcp.storage import texts
+from judge_mcp.storage import texts, verdict_facts, verdict_stats
 from judge_mcp.storage.call_cache import CacheRow, CacheTable
 from judge_mcp.storage.engine import Engine, Tx, dumps
 
@@ -86,21 +89,25 @@ class VerdictLog:
         cache_rows: Iterable[CacheRow] = (),
         verdict_id: str | None = None,
     ) -> int:
-        """The verdict row, and the tool call's new cache rows, in one transaction; the row's id. `verdict_id`: the
-        text id the tool call returned (unique; record_label finds the row by it). The long texts (a call record's
-        reply, the output's OUTPUT_TEXTS, the inputs' top-level strings: the judged texts) are stored once
-        (storage/texts.py: shared with the cache rows and LWE's feedback buffer) and the row keeps their hashes."""
-        now = time.time()
+        """The verdict row, the tool call's new cache rows and the verdict's telemetry counts, in one transaction; the
+        row's id. `verdict_id`: the text id the tool call returned (unique; record_label finds the row by it). The long
+        texts (a call record's reply, the output's OUTPUT_TEXTS, the inputs' top-level strings: the judged texts) are
+        stored once (storage/texts.py: shared with the cache rows and LWE's feedback buffer) and the row keeps their
+        hashes; the telemetry's facts are taken from the texts themselves, before."""
+        parts = verdict_facts.contributions(verdict_facts.written_row(tool, backend, model, inputs, output, usage, calls))
+        created_at = time.time()
         with self.store.transaction() as tx:
-            CacheTable.insert(tx, cache_rows, now)
-            kept = [texts.shelve(tx, call, ("text",), "verdict", now) for call in calls]
-            output = texts.shelve(tx, output, OUTPUT_TEXTS, "verdict", now)
-            inputs = texts.shelve(tx, inputs, tuple(k for k, v in inputs.items() if isinstance(v, str)), "verdict", now)
-            return tx.insert(
+            CacheTable.insert(tx, cache_rows, created_at)
+            kept = [texts.shelve(tx, call, ("text",), "verdict", created_at) for call in calls]
+            output = texts.shelve(tx, output, OUTPUT_TEXTS, "verdict", created_at)
+            inputs = texts.shelve(tx, inputs, tuple(k for k, v in inputs.items() if isinstance(v, str)), "verdict", created_at)
+            row_id = tx.insert(
                 "INSERT INTO verdicts (tool, backend, model, inputs, output, usage, calls, created_at, verdict_id)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [tool, backend, model, dumps(inputs), dumps(output), dumps(usage), dumps(kept), now, verdict_id],
+                [tool, backend, model, dumps(inputs), dumps(output), dumps(usage), dumps(kept), created_at, verdict_id],
             )
+            verdict_stats.add(tx, row_id, created_at, parts)
+            return row_id
 
     def recent(self, tool: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         """The newest rows (of one tool), newest first, with their JSON columns decoded and the long texts of the
@@ -123,14 +130,22 @@ class VerdictLog:
         three flags), and the purposes of lwe_judge's vanilla re-asks from its call
         records. JSON columns come as text; one that is not valid JSON comes as None. A read (the read-only
         connection)."""
-        tools, (a, b) = json.dumps(list(pair_tools)), answers
-        before = before_id if before_id is not None else 2**63 - 1
-        a_ref, b_ref = a, b  # a judged answer stored in `texts`: its length is the text's `chars` there
-        if self.store.dialect.name == "sqlite":  # a JSON path; PostgreSQL's ->> takes the key itself
-            a, b, a_ref, b_ref = f"$.{a}", f"$.{b}", f"$.{texts.REFS}.{a}", f"$.{texts.REFS}.{b}"
-        return self.store.query(STATS_PAGE[self.store.dialect.name], [tools, a, a_ref, tools, b, b_ref, before, limit])
+        return stats_page(self.store, before_id=before_id, limit=limit, pair_tools=pair_tools, answers=answers)
 
     @staticmethod
     def delete_older_than(tx: Tx, cutoff: float) -> int:
-        """Delete the rows logged before `cutoff` (a time.time() value) inside the caller's transaction; how many."""
-        return tx.execute("DELETE FROM verdicts WHERE created_at < ?", [cutoff])
+        """Delete the rows logged before `cutoff` (a time.time() value), with their telemetry counts, inside the
+        caller's transaction; how many."""
+        return verdict_stats.trim(tx, cutoff)
+
+
+def stats_page(
+    db: Engine | Tx, *, before_id: int | None = None, limit: int = 500, pair_tools: Sequence[str] = (), answers: tuple[str, str] = ("", "")
+) -> list[dict[str, Any]]:
+    """`VerdictLog.stats_page` on a store or inside a transaction (the backfill migration)."""
+    tools, (a, b) = json.dumps(list(pair_tools)), answers
+    before = before_id if before_id is not None else 2**63 - 1
+    a_ref, b_ref = a, b  # a judged answer stored in `texts`: its length is the text's `chars` there
+    if db.dialect.name == "sqlite":  # a JSON path; PostgreSQL's ->> takes the key itself
+        a, b, a_ref, b_ref = f"$.{a}", f"$.{b}", f"$.{texts.REFS}.{a}", f"$.{texts.REFS}.{b}"
+    return db.query(STATS_PAGE[db.dialect.name], [tools, a, a_ref, tools, b, b_ref, before, limit])

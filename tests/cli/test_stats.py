@@ -280,8 +280,10 @@ def test_unreadable_rows_are_skipped_and_paging_changes_nothing(store: Store) ->
                           {"winner": "A", "trials": [{"order": "AB", "better": "A", "parse_ok": True}]}, {"calls": 1}, [])
     with store.transaction() as db:
         db.execute("INSERT INTO verdicts (tool, backend, model, inputs, output, usage, calls, created_at) VALUES ('compare_pair', 'default', 'm', '{', '{not json', '{', '[', 0)")
+    # a row no writer of the log makes (the log's own rows come with their counts; rows of databases from before the
+    # counters are backfilled: tests/storage/test_verdict_stats.py): the scan of the log reads it as skipped
     paged = stats.compute(stats.iter_rows(store, page=2), last=3)
-    assert paged == stats.from_store(store, 3)
+    assert paged == stats.scan_store(store, 3)
     assert (paged.all_time.verdicts, paged.all_time.skipped, paged.all_time.groups[0].verdicts) == (6, 1, 5)
     assert paged.all_time.groups[0].length_preference.count == 4  # k = 0 has equal lengths
     assert (paged.last.verdicts, paged.last.skipped) == (3, 1)  # the unreadable row is the newest
