@@ -10,7 +10,9 @@ How it runs:
   load a file decides its slots, context and threads; later ones with other settings share that load.
 - The model has `concurrency` slots (`n_parallel`) with continuous batching: concurrent requests are decoded
   together in one batch by one model. `n_ctx` is the KV cache across all slots (llama.cpp splits it evenly), raised
-  so that every slot gets at least `MIN_SLOT_CTX` tokens.
+  so that every slot gets at least `MIN_SLOT_CTX` tokens. A step decoding one slot uses `n_threads` (half the
+  cores); a batch (a prompt, or several slots' next tokens, such as compare_pair's two orders) uses
+  `n_threads_batch` (every core), so concurrent requests cost little more than one (local_params).
 - `Server.handle_chat_completions` blocks (with the GIL released), so each call runs in a worker thread drawn from
   a thread limiter sized to the slots, separate from anyio's default pool. The thread is abandoned on cancellation,
   so `timeout_s` in `Backend.complete` holds; llama.cpp has no way to stop that generation from here, so it
@@ -43,7 +45,8 @@ from judge_mcp.backends.local_models import INSTALL_HINT as INSTALL_HINT
 from judge_mcp.backends.local_models import REMOTE_HINT, ModelLoadError, bundled_model_path, resolve_mmproj
 from judge_mcp.backends.local_models import ModelNotFoundError as ModelNotFoundError
 from judge_mcp.backends.local_models import resolve_model_path
-from judge_mcp.backends.local_params import MAX_OUTPUT_TOKENS, MIN_SLOT_CTX, SEED, default_threads, engine_params
+from judge_mcp.backends.local_params import MAX_OUTPUT_TOKENS, MIN_SLOT_CTX, SEED, default_batch_threads, default_threads
+from judge_mcp.backends.local_params import engine_params
 from judge_mcp.backends.local_params import LOG_VERBOSITY as LOG_VERBOSITY
 from judge_mcp.backends.openai_wire import chat_messages, logprob_params, parse_chat_completion
 from judge_mcp.backends.schema_caps import STRING_MAX_LENGTH as STRING_MAX_LENGTH
@@ -66,6 +69,7 @@ class LoadedModel:
     n_parallel: int
     n_ctx: int
     n_threads: int
+    n_threads_batch: int
     load_s: float
 
 
@@ -88,7 +92,9 @@ def unload_model(path: str | os.PathLike[str]) -> bool:
     return bool(loaded)
 
 
-def _load(path: Path, n_parallel: int, n_ctx: int, n_threads: int, mmproj: Path | None = None) -> LoadedModel:
+def _load(
+    path: Path, n_parallel: int, n_ctx: int, n_threads: int, n_threads_batch: int, mmproj: Path | None = None
+) -> LoadedModel:
     """Load `path` (with its multimodal projector `mmproj`) unless it is loaded already. Blocking; the lock makes
     racing first calls load once."""
     key = _key(path, mmproj)
@@ -103,13 +109,13 @@ def _load(path: Path, n_parallel: int, n_ctx: int, n_threads: int, mmproj: Path 
                 "the local backend needs xllamacpp: run `pip install 'judge-mcp[local]'` (or `pip install xllamacpp`); "
                 + REMOTE_HINT
             ) from exc
-        params = engine_params(xllamacpp, path, mmproj, n_parallel, n_ctx, n_threads)
+        params = engine_params(xllamacpp, path, mmproj, n_parallel, n_ctx, n_threads, n_threads_batch)
         start = time.perf_counter()
         try:
             server = xllamacpp.Server(params)
         except Exception as exc:  # llama.cpp reports the reason on stderr
             raise ModelLoadError(f"llama.cpp could not load {key!r}: {exc} (its log on stderr says why)") from exc
-        loaded = LoadedModel(key, server, n_parallel, n_ctx, n_threads, time.perf_counter() - start)
+        loaded = LoadedModel(key, server, n_parallel, n_ctx, n_threads, n_threads_batch, time.perf_counter() - start)
         _registry[key] = loaded
         return loaded
 
@@ -149,6 +155,7 @@ class LocalBackend(Backend):
         *,
         n_ctx: int = 32768,
         n_threads: int | None = None,
+        n_threads_batch: int | None = None,
         concurrency: int = 4,
         timeout_s: float = 120.0,
         max_retries: int = 3,
@@ -158,11 +165,12 @@ class LocalBackend(Backend):
     ):
         if max_output_tokens is not None and max_output_tokens < 1:
             raise ValueError(f"backend '{name}': max_output_tokens must be >= 1, got {max_output_tokens}")
-        self.max_output_tokens = max_output_tokens or MAX_OUTPUT_TOKENS
+        self.max_output_tokens = max_output_tokens or MAX_OUTPUT_TOKENS  # None: the method's budget as it stands
         if n_ctx < 1:
             raise ValueError(f"backend '{name}': n_ctx must be >= 1, got {n_ctx}")
-        if n_threads is not None and n_threads < 1:
-            raise ValueError(f"backend '{name}': n_threads must be >= 1, got {n_threads}")
+        for setting, value in (("n_threads", n_threads), ("n_threads_batch", n_threads_batch)):
+            if value is not None and value < 1:
+                raise ValueError(f"backend '{name}': {setting} must be >= 1, got {value}")
         self.model_path = None if model_path is None or str(model_path).strip() == "" else str(model_path)
         super().__init__(
             name, self._display_name(), concurrency=concurrency, timeout_s=timeout_s, max_retries=max_retries, **kwargs
@@ -170,6 +178,7 @@ class LocalBackend(Backend):
         self.n_slots = concurrency
         self.n_ctx = max(n_ctx, MIN_SLOT_CTX * self.n_slots)
         self.n_threads = n_threads or default_threads()
+        self.n_threads_batch = n_threads_batch or default_batch_threads()
         self._resolved: Path | None = None
         self.mmproj = mmproj or None  # the multimodal projector: images reach the model only with one
 
@@ -199,14 +208,16 @@ class LocalBackend(Backend):
         except (FatalError, OSError):
             # Unresolvable: the call itself fails with the reason; nothing is cached under this identity.
             return f"{self.kind}|{self.model_path or 'bundled'}|unresolved"
-        cap = "" if self.max_output_tokens == MAX_OUTPUT_TOKENS else f"|out{self.max_output_tokens}"
+        # the budget is part of the answer: an answer cut at a cap never answers a call without it (nor one made
+        # when the embedded backend lowered every budget to 1,024 by default, under the bare identity)
+        cap = f"|out{self.max_output_tokens}" if self.max_output_tokens else "|budget=method"
         return f"{self.kind}|{path}|{size}{cap}" + (f"|mmproj={self.mmproj}" if self.mmproj else "")
 
     def payload(self, request: ChatRequest) -> dict[str, Any]:
-        """The request for llama.cpp: the budget lowered to `max_output_tokens` (a plumbing cap), the schema's
-        method-set length caps scaled down in the same proportion (so the JSON still closes within the lowered
-        budget), and caps filled in for free-text strings the method left open."""
-        budget = min(request.max_tokens, self.max_output_tokens)
+        """The request for llama.cpp: the method's budget (lowered to `max_output_tokens` when that is set, with the
+        schema's method-set length caps scaled down in the same proportion, so the JSON still closes within the
+        lowered budget), and caps filled in for free-text strings the method left open."""
+        budget = min(request.max_tokens, self.max_output_tokens or request.max_tokens)
         payload: dict[str, Any] = {
             "messages": chat_messages(request),
             "temperature": request.temperature,
@@ -232,7 +243,7 @@ class LocalBackend(Backend):
         if existing is not None:
             return existing
         return await anyio.to_thread.run_sync(
-            _load, path, self.n_slots, self.n_ctx, self.n_threads, mmproj, abandon_on_cancel=True
+            _load, path, self.n_slots, self.n_ctx, self.n_threads, self.n_threads_batch, mmproj, abandon_on_cancel=True
         )
 
     async def _send(self, request: ChatRequest) -> Completion:

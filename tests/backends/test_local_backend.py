@@ -139,8 +139,8 @@ def test_identity_names_the_file_and_its_size(tmp_path: Path):
     a = fake_gguf(tmp_path / "a.gguf", size=64)
     b = fake_gguf(tmp_path / "b.gguf", size=96)
     ida = LocalBackend("x", str(a)).identity()
-    assert ida == f"local|{a.resolve()}|64"
-    assert LocalBackend("y", str(b)).identity() == f"local|{b.resolve()}|96"
+    assert ida == f"local|{a.resolve()}|64|budget=method"  # the method's own budget: no cap
+    assert LocalBackend("y", str(b)).identity() == f"local|{b.resolve()}|96|budget=method"
     request = user("same question")
     assert request.cache_key(ida) != request.cache_key(LocalBackend("y", str(b)).identity())
     fake_gguf(a, size=128)  # replaced by a different file: a different cache key
