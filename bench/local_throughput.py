@@ -4,6 +4,7 @@
     .venv/bin/python -m bench.local_throughput [--requests 8] [--max-tokens 48] [--levels 1,2,4] [--model PATH]
                                                  [--distinct] [--threads N | --threads 1,2]
     .venv/bin/python -m bench.local_throughput --pair [--repeats 5] [--pair-tokens N] [--batch-threads 0,1]
+                                                        [--answer-chars 2000]
 
 One model is loaded with as many slots as the highest level (continuous batching), warmed up with one request,
 then each level sends the same judging-style request `--requests` times with at most `level` in flight, through
@@ -15,13 +16,14 @@ the whole measurement for each thread count (a fresh load each).
 `--pair` sends compare_pair's own requests (default template, goal and answer budget; JSON schema and
 log-probabilities as on the embedded backend; built by the method's functions and `LocalBackend.payload`) straight
 to llama.cpp in worker threads, as the backend does: order AB alone, order BA alone, and both at once, each on its
-own loaded model (same settings), so each model sees each text once and greedy decoding writes the same tokens
+own loaded model (same settings), so each model sees each text once and greedy decoding usually writes the same tokens
 alone and together. Every repetition is a new pair of answers, and each model's slots keep the previous
 repetition's prompts, as between real calls: the system prompt is reused from llama.cpp's slot cache, the rest of
-the prompt is computed. It prints the ratio of the two-order wall time to the slower single order (1 would be both
-orders in the time of one) and to their mean, and the medians over the repetitions. `--batch-threads` loads one
-set of models per value of `n_threads_batch` (0: the shipped default; a `u` after it, as in `0u`, also turns on
-llama.cpp's unified KV cache) and alternates between them in every repetition.
+the prompt is computed (`--answer-chars` lengthens both answers, for prompt-heavy calls). It prints the ratio of
+the two-order wall time to the slower single order (1 would be both orders in the time of one) and to their mean,
+and the medians over the repetitions. `--batch-threads` loads one set of models per value of `n_threads_batch` (0:
+the shipped default; a `u` after it, as in `0u`, also turns on llama.cpp's unified KV cache) and alternates between
+them in every repetition.
 """
 
 from __future__ import annotations
@@ -122,11 +124,21 @@ PAIR_ANSWERS = (
 )
 
 
-def pair_payloads(backend: LocalBackend, n: int, max_tokens: int | None) -> dict[str, dict[str, Any]]:
+def long_answer(text: str, chars: int) -> str:
+    """`text` repeated as numbered paragraphs up to about `chars` characters (0: as it is)."""
+    parts, size = [text], len(text)
+    while size < chars:
+        parts.append(f"{len(parts) + 1}. {text}")
+        size += len(parts[-1]) + 2
+    return "\n\n".join(parts)
+
+
+def pair_payloads(backend: LocalBackend, n: int, max_tokens: int | None, chars: int = 0) -> dict[str, dict[str, Any]]:
     """compare_pair's two order requests for case `n`, as the embedded backend sends them."""
     question = PAIR_QUESTION.format(n=n)
+    answers = tuple(long_answer(a, chars) for a in PAIR_ANSWERS)
     out = {}
-    for order, (first, second) in (("AB", PAIR_ANSWERS), ("BA", PAIR_ANSWERS[::-1])):
+    for order, (first, second) in (("AB", answers), ("BA", answers[::-1])):
         request = user(
             pairwise.user_prompt(question, first, second),
             system=pairwise.system_prompt("worse", "sop", True),
@@ -191,7 +203,8 @@ async def measure_pair(args: argparse.Namespace) -> None:
             await pair_round(models, pair_payloads(backend, n, 8))
     print(
         f"\ncompare_pair's two orders at once against one: {backend.model_id}, 2 slots, threads {backend.n_threads}, "
-        f"template sop, max_tokens {args.pair_tokens or pairwise.MAX_TOKENS['sop']}, {args.repeats} repetitions; "
+        f"template sop, max_tokens {args.pair_tokens or pairwise.MAX_TOKENS['sop']}, answers of "
+        f"{len(long_answer(PAIR_ANSWERS[0], args.answer_chars))} characters, {args.repeats} repetitions; "
         f"load average {load_average()}",
         flush=True,
     )
@@ -200,7 +213,7 @@ async def measure_pair(args: argparse.Namespace) -> None:
     for rep in range(args.repeats):
         labels = list(configs) if rep % 2 == 0 else list(configs)[::-1]  # alternate which configuration goes first
         for label in labels:
-            r = await pair_round(configs[label], pair_payloads(backend, rep, args.pair_tokens))
+            r = await pair_round(configs[label], pair_payloads(backend, rep, args.pair_tokens, args.answer_chars))
             rows[label].append(r)
             same = "" if r["together"] == r["tokens"] else f" (together {r['together'][0]},{r['together'][1]})"
             print(
@@ -229,6 +242,7 @@ async def main() -> None:
     parser.add_argument("--pair", action="store_true", help="compare_pair's two orders at once against one order")
     parser.add_argument("--repeats", type=int, default=5, help="--pair: repetitions (medians are printed)")
     parser.add_argument("--pair-tokens", type=int, default=None, help="--pair: answer budget (default: compare_pair's)")
+    parser.add_argument("--answer-chars", type=int, default=0, help="--pair: lengthen each answer to about this")
     parser.add_argument("--pair-threads", type=int, default=None, help="--pair: n_threads (default: the backend's)")
     parser.add_argument("--batch-threads", default="0", help="--pair: n_threads_batch values to alternate (0: default; 0u: with a unified KV cache)")
     args = parser.parse_args()

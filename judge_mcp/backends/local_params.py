@@ -42,10 +42,10 @@ def default_batch_threads() -> int:
 
     llama.cpp runs a step with `n_threads_batch` threads whenever it holds more than one token, and with `n_threads`
     only for one slot's next token. Continuous batching puts concurrent requests (compare_pair's two orders) in one
-    step, whose cost on a CPU grows with the tokens in it: with one thread, two orders took about twice one. With
-    every core for those steps they cost little more than one order on an idle machine, while one request's token
-    by token generation keeps `n_threads` (half the cores), which is what suffers most when another process takes a
-    core. Measured with `bench/local_throughput.py --pair`.
+    step, whose cost on a CPU grows with the tokens in it: with one thread, two orders took about twice one; with
+    every core for those steps, 1.3-1.5 times one on 2 busy cores (`bench/local_throughput.py --pair`). One
+    request's token-by-token generation keeps `n_threads` (half the cores), which is what suffers most when another
+    process takes a core.
     """
     return max(1, min(usable_cores(), MAX_DEFAULT_THREADS))
 
