@@ -12,7 +12,7 @@ How it runs:
   together in one batch by one model. `n_ctx` is the KV cache across all slots (llama.cpp splits it evenly), raised
   so that every slot gets at least `MIN_SLOT_CTX` tokens. A step decoding one slot uses `n_threads` (half the
   cores); a batch (a prompt, or several slots' next tokens, such as compare_pair's two orders) uses
-  `n_threads_batch` (every core), so concurrent requests cost little more than one (local_params).
+  `n_threads_batch` (every core), so concurrent requests cost less than one after the other (local_params).
 - `Server.handle_chat_completions` blocks (with the GIL released), so each call runs in a worker thread drawn from
   a thread limiter sized to the slots, separate from anyio's default pool. The thread is abandoned on cancellation,
   so `timeout_s` in `Backend.complete` holds; llama.cpp has no way to stop that generation from here, so it
