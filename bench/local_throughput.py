@@ -1,7 +1,10 @@
-"""Throughput of the embedded model at 1, 2 and 4 concurrent requests, measured side by side in one run.
+"""Throughput of the embedded model at 1, 2 and 4 concurrent requests, measured side by side in one run; with
+`--pair`, what compare_pair's two orders cost at once against one order.
 
     .venv/bin/python -m bench.local_throughput [--requests 8] [--max-tokens 48] [--levels 1,2,4] [--model PATH]
                                                  [--distinct] [--threads N | --threads 1,2]
+    .venv/bin/python -m bench.local_throughput --pair [--repeats 5] [--pair-tokens N] [--batch-threads 0,1]
+                                                        [--answer-chars 2000]
 
 One model is loaded with as many slots as the highest level (continuous batching), warmed up with one request,
 then each level sends the same judging-style request `--requests` times with at most `level` in flight, through
@@ -9,19 +12,34 @@ then each level sends the same judging-style request `--requests` times with at 
 per-slot prompt cache cannot skip the prompt. Prints requests/s, completion tokens/s and the ratio to level 1,
 with the load average, since other processes on the machine change the figures a lot. `--threads 1,2` repeats
 the whole measurement for each thread count (a fresh load each).
+
+`--pair` sends compare_pair's own requests (default template, goal and answer budget; JSON schema and
+log-probabilities as on the embedded backend; built by the method's functions and `LocalBackend.payload`) straight
+to llama.cpp in worker threads, as the backend does: order AB alone, order BA alone, and both at once, each on its
+own loaded model (same settings), so each model sees each text once and greedy decoding usually writes the same tokens
+alone and together. Every repetition is a new pair of answers, and each model's slots keep the previous
+repetition's prompts, as between real calls: the system prompt is reused from llama.cpp's slot cache, the rest of
+the prompt is computed (`--answer-chars` lengthens both answers, for prompt-heavy calls). It prints the ratio of
+the two-order wall time to the slower single order (1 would be both orders in the time of one) and to their mean,
+and the medians over the repetitions. `--batch-threads` loads one set of models per value of `n_threads_batch` (0:
+the shipped default; a `u` after it, as in `0u`, also turns on llama.cpp's unified KV cache) and alternates between
+them in every repetition.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
+import anyio.to_thread
 
-from judge_mcp.backends import user
-from judge_mcp.backends import local
+from judge_mcp.backends import local, local_params, user
 from judge_mcp.backends.local import LocalBackend
+from judge_mcp.methods import pairwise
 
 PROMPT = """You are judging two answers to a user's question.
 
@@ -77,7 +95,7 @@ async def measure(args: argparse.Namespace, levels: list[int], threads: int | No
     loaded = local.loaded_models()[str(backend.resolved_path())]
     print(
         f"\nmodel {backend.model_id}: first call (load + warm-up) {time.perf_counter() - start:.2f}s, "
-        f"slots {loaded.n_parallel}, n_ctx {loaded.n_ctx}, threads {loaded.n_threads}; "
+        f"slots {loaded.n_parallel}, n_ctx {loaded.n_ctx}, threads {loaded.n_threads} (batches {loaded.n_threads_batch}); "
         f"{args.requests} requests per level, max_tokens {args.max_tokens}, "
         f"prompts {'distinct' if args.distinct else 'identical'}; load average {load_average()}",
         flush=True,
@@ -97,6 +115,122 @@ async def measure(args: argparse.Namespace, levels: list[int], threads: int | No
     local.unload_model(backend.resolved_path())
 
 
+PAIR_QUESTION = "(case {n}) How do I reverse a list in Python, and what does each way cost?"
+PAIR_ANSWERS = (
+    "Use my_list.reverse() to reverse it in place in O(n) time, or my_list[::-1] to get a reversed copy, which "
+    "also takes O(n) time and O(n) extra memory; reversed(my_list) gives an iterator without copying.",
+    "Python lists cannot be reversed; copy the items into a new list by hand, one at a time, from the end, "
+    "which is the only way and always needs a second list.",
+)
+
+
+def long_answer(text: str, chars: int) -> str:
+    """`text` repeated as numbered paragraphs up to about `chars` characters (0: as it is)."""
+    parts, size = [text], len(text)
+    while size < chars:
+        parts.append(f"{len(parts) + 1}. {text}")
+        size += len(parts[-1]) + 2
+    return "\n\n".join(parts)
+
+
+def pair_payloads(backend: LocalBackend, n: int, max_tokens: int | None, chars: int = 0) -> dict[str, dict[str, Any]]:
+    """compare_pair's two order requests for case `n`, as the embedded backend sends them."""
+    question = PAIR_QUESTION.format(n=n)
+    answers = tuple(long_answer(a, chars) for a in PAIR_ANSWERS)
+    out = {}
+    for order, (first, second) in (("AB", answers), ("BA", answers[::-1])):
+        request = user(
+            pairwise.user_prompt(question, first, second),
+            system=pairwise.system_prompt("worse", "sop", True),
+            max_tokens=max_tokens or pairwise.MAX_TOKENS["sop"],
+            json_schema=pairwise.verdict_schema("sop"),
+            schema_name="pairwise_verdict",
+            logprobs=True,
+            top_logprobs=pairwise.TOP_LOGPROBS,
+        )
+        out[order] = backend.payload(request)
+    return out
+
+
+async def timed(server: Any, payloads: list[dict[str, Any]]) -> tuple[float, list[int]]:
+    """Send `payloads` at once, each in its own worker thread; wall seconds and completion tokens of each."""
+    tokens = [0] * len(payloads)
+
+    async def one(i: int) -> None:
+        body = await anyio.to_thread.run_sync(server.handle_chat_completions, payloads[i])
+        tokens[i] = body["usage"]["completion_tokens"]
+
+    start = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for i in range(len(payloads)):
+            tg.start_soon(one, i)
+    return time.perf_counter() - start, tokens
+
+
+def load_pair_models(args: argparse.Namespace, backend: LocalBackend) -> dict[str, dict[str, Any]]:
+    """Per `--batch-threads` value, three models with the backend's settings: AB alone, BA alone, both at once."""
+    import xllamacpp
+
+    configs = {}
+    for setting in args.batch_threads.split(","):
+        unified = setting.endswith("u")  # e.g. 0u: llama.cpp's unified KV cache (one buffer for every slot)
+        value = int(setting.rstrip("u"))
+        batch = value or local_params.default_batch_threads()
+        label = f"batch threads {batch}" + (" (default)" if not value else "") + (" kv unified" if unified else "")
+        configs[label] = {}
+        for role in ("AB", "BA", "both"):
+            params = local_params.engine_params(
+                xllamacpp, backend.resolved_path(), None, 2, 2 * local_params.MIN_SLOT_CTX, backend.n_threads, batch
+            )
+            params.kv_unified = unified
+            configs[label][role] = xllamacpp.Server(params)
+    return configs
+
+
+async def pair_round(models: dict[str, Any], payloads: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    ab, (ab_tokens,) = await timed(models["AB"], [payloads["AB"]])
+    ba, (ba_tokens,) = await timed(models["BA"], [payloads["BA"]])
+    both, together = await timed(models["both"], [payloads["AB"], payloads["BA"]])
+    return {"ab": ab, "ba": ba, "both": both, "slower": both / max(ab, ba), "mean": both / ((ab + ba) / 2),
+            "tokens": (ab_tokens, ba_tokens), "together": tuple(together)}
+
+
+async def measure_pair(args: argparse.Namespace) -> None:
+    backend = LocalBackend("bench", args.model, concurrency=2, n_threads=args.pair_threads)
+    configs = load_pair_models(args, backend)
+    for models in configs.values():  # both slots of every model hold a compare_pair prompt, as after real calls
+        for n in (-2, -1):
+            await pair_round(models, pair_payloads(backend, n, 8))
+    print(
+        f"\ncompare_pair's two orders at once against one: {backend.model_id}, 2 slots, threads {backend.n_threads}, "
+        f"template sop, max_tokens {args.pair_tokens or pairwise.MAX_TOKENS['sop']}, answers of "
+        f"{len(long_answer(PAIR_ANSWERS[0], args.answer_chars))} characters, {args.repeats} repetitions; "
+        f"load average {load_average()}",
+        flush=True,
+    )
+    print(f"{'configuration':>26} {'rep':>3} {'AB s':>6} {'BA s':>6} {'both s':>6} {'/slower':>7} {'/mean':>6} {'tokens':>8} {'load':>5}")
+    rows: dict[str, list[dict[str, Any]]] = {label: [] for label in configs}
+    for rep in range(args.repeats):
+        labels = list(configs) if rep % 2 == 0 else list(configs)[::-1]  # alternate which configuration goes first
+        for label in labels:
+            r = await pair_round(configs[label], pair_payloads(backend, rep, args.pair_tokens, args.answer_chars))
+            rows[label].append(r)
+            same = "" if r["together"] == r["tokens"] else f" (together {r['together'][0]},{r['together'][1]})"
+            print(
+                f"{label:>26} {rep:>3} {r['ab']:>6.2f} {r['ba']:>6.2f} {r['both']:>6.2f} {r['slower']:>7.2f} "
+                f"{r['mean']:>6.2f} {'%d,%d' % r['tokens']:>8} {load_average():>5}{same}",
+                flush=True,
+            )
+    print("medians:")
+    for label, runs in rows.items():
+        med = {key: statistics.median(r[key] for r in runs) for key in ("ab", "ba", "both", "slower", "mean")}
+        print(
+            f"{label:>26}  AB {med['ab']:.2f}s  BA {med['ba']:.2f}s  both {med['both']:.2f}s  "
+            f"both/slower {med['slower']:.2f}  both/mean {med['mean']:.2f}",
+            flush=True,
+        )
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=8)
@@ -105,7 +239,16 @@ async def main() -> None:
     parser.add_argument("--model", default=None, help="GGUF path (default: bundled SmolLM2-135M-Instruct)")
     parser.add_argument("--threads", default=None, help="llama.cpp threads, or a list to compare (e.g. 1,2)")
     parser.add_argument("--distinct", action="store_true", help="make every prompt differ (no prompt-cache reuse)")
+    parser.add_argument("--pair", action="store_true", help="compare_pair's two orders at once against one order")
+    parser.add_argument("--repeats", type=int, default=5, help="--pair: repetitions (medians are printed)")
+    parser.add_argument("--pair-tokens", type=int, default=None, help="--pair: answer budget (default: compare_pair's)")
+    parser.add_argument("--answer-chars", type=int, default=0, help="--pair: lengthen each answer to about this")
+    parser.add_argument("--pair-threads", type=int, default=None, help="--pair: n_threads (default: the backend's)")
+    parser.add_argument("--batch-threads", default="0", help="--pair: n_threads_batch values to alternate (0: default; 0u: with a unified KV cache)")
     args = parser.parse_args()
+    if args.pair:
+        await measure_pair(args)
+        return
     levels = [int(x) for x in args.levels.split(",")]
     thread_settings = [int(x) for x in args.threads.split(",")] if args.threads else [None]
     for threads in thread_settings:

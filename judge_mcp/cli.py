@@ -199,7 +199,7 @@ environment (set by the MCP client's "env" block or the shell):
                          2 x (this + min(30, this)) seconds of getting its slot)
   JUDGE_MCP_MAX_RETRIES  retries of a refused call (429, 5xx,    [default: 3; a timed-out attempt is
                          connection errors)                      retried once at most]
-  JUDGE_MCP_MAX_OUTPUT_TOKENS  local only: cap on every answer's token budget   [default: 1024]
+  JUDGE_MCP_MAX_OUTPUT_TOKENS  local only: cap on every answer's token budget   [default: none, the method's]
   JUDGE_MCP_MMPROJ       local only: the model's multimodal      [default: none: no images on local]
                          projector (mmproj GGUF file)
   JUDGE_MCP_STRUCTURED_OUTPUT  auto: JSON schema until the server refuses it,   [default: auto]

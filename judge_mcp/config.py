@@ -50,7 +50,8 @@ class BackendConfig:
     # local only
     n_ctx: int = 32768
     n_threads: int | None = None
-    max_output_tokens: int | None = None  # local only: plumbing cap on the answer budget (default backends.local.MAX_OUTPUT_TOKENS)
+    n_threads_batch: int | None = None  # local only: threads for batches (prompts, several slots at once); default all cores
+    max_output_tokens: int | None = None  # local only: a cap on the answer budget (default none: the method's, as over HTTP)
     mmproj: str | None = None  # local only: the model's multimodal projector (a GGUF file); without it no images
     batch: bool = False  # openai / anthropic: `judge-mcp bench` sends through the provider's batch API (never tool calls)
     # sampling only: ModelPreferences priorities sent with every request, (name, 0..1) pairs; `model` is the hint
@@ -187,7 +188,7 @@ def _provider_key(kind: str, base_url: str | None, env: Mapping[str, str]) -> st
 
 _TOML_KEYS = {
     "kind", "model", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries", "n_ctx", "n_threads", "max_output_tokens",
-    "structured_output", "mmproj", "batch", *SAMPLING_PRIORITIES,
+    "structured_output", "mmproj", "n_threads_batch", "batch", *SAMPLING_PRIORITIES,
 }
 
 
@@ -245,6 +246,9 @@ def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str
         structured_output=_check_structured_output(table.get("structured_output", "auto"), f"{where} structured_output"),
         n_ctx=positive_int(table.get("n_ctx", 32768), f"{where} n_ctx"),
         n_threads=None if table.get("n_threads") is None else positive_int(table["n_threads"], f"{where} n_threads"),
+        n_threads_batch=None
+        if table.get("n_threads_batch") is None
+        else positive_int(table["n_threads_batch"], f"{where} n_threads_batch"),
         max_output_tokens=None
         if table.get("max_output_tokens") is None
         else positive_int(table["max_output_tokens"], f"{where} max_output_tokens"),

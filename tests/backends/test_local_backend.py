@@ -21,7 +21,7 @@ import anyio
 import pytest
 
 from judge_mcp.backends import BackendError, user
-from judge_mcp.backends import local
+from judge_mcp.backends import local, local_params
 from judge_mcp.backends.local import LocalBackend, cap_free_strings, resolve_model_path
 from tests.helpers import Rendezvous
 
@@ -139,8 +139,8 @@ def test_identity_names_the_file_and_its_size(tmp_path: Path):
     a = fake_gguf(tmp_path / "a.gguf", size=64)
     b = fake_gguf(tmp_path / "b.gguf", size=96)
     ida = LocalBackend("x", str(a)).identity()
-    assert ida == f"local|{a.resolve()}|64"
-    assert LocalBackend("y", str(b)).identity() == f"local|{b.resolve()}|96"
+    assert ida == f"local|{a.resolve()}|64|budget=method"  # the method's own budget: no cap
+    assert LocalBackend("y", str(b)).identity() == f"local|{b.resolve()}|96|budget=method"
     request = user("same question")
     assert request.cache_key(ida) != request.cache_key(LocalBackend("y", str(b)).identity())
     fake_gguf(a, size=128)  # replaced by a different file: a different cache key
@@ -359,6 +359,10 @@ async def test_concurrent_requests_share_one_loaded_model(monkeypatch):
 
     def counting_server(params):
         loads.append(params.model.path)
+        # the real CommonParams take the settings: the concurrent calls below are decoded as one batch on every core
+        assert (params.n_parallel, params.cont_batching) == (2, True)
+        assert params.cpuparams_batch.n_threads == local_params.default_batch_threads()
+        assert params.cpuparams.n_threads == local_params.default_threads()
         return real_server(params)
 
     monkeypatch.setattr(xllamacpp, "Server", counting_server)
@@ -370,7 +374,7 @@ async def test_concurrent_requests_share_one_loaded_model(monkeypatch):
     async def ask(i: int, backend: LocalBackend) -> None:
         results[i] = await backend.complete(user(f"Name a colour. ({i})", max_tokens=12))
 
-    async with anyio.create_task_group() as tg:
+    async with anyio.create_task_group() as tg:  # three calls on two slots: two decode as one batch, the third follows
         tg.start_soon(ask, 0, first)
         tg.start_soon(ask, 1, second)
         tg.start_soon(ask, 2, first)

@@ -188,7 +188,7 @@ def test_serve_help_lists_every_variable_of_the_readme_configuration_table() -> 
 def test_the_embedded_models_answer_cap_has_an_environment_variable(tmp_path: Path) -> None:
     env = {"JUDGE_MCP_DB": str(tmp_path / "j.db")}
     assert load_settings({**env, "JUDGE_MCP_MAX_OUTPUT_TOKENS": "128"}).default_backend.max_output_tokens == 128
-    assert load_settings(env).default_backend.max_output_tokens is None  # the backend's own default (1,024)
+    assert load_settings(env).default_backend.max_output_tokens is None  # no cap: the method's budget
     assert load_settings({**env, "JUDGE_MCP_BACKEND": "openai", "JUDGE_MCP_BASE_URL": "http://127.0.0.1:1/v1",
                           "JUDGE_MCP_MAX_OUTPUT_TOKENS": "128"}).default_backend.max_output_tokens is None  # local only
     with pytest.raises(ConfigError, match="JUDGE_MCP_MAX_OUTPUT_TOKENS must be a whole number"):

