@@ -10,6 +10,7 @@ grade_score_options) also names how its members' results combine into one (metho
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -18,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from judge_mcp.args import ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, JudgingArgs, LweJudgeArgs
-from judge_mcp.methods import flip, grade_score, lwe, pairwise, panel
 from judge_mcp.outputs import ComparePairResult, FlipResult, GradeScoreResult, LweResult
 
 if TYPE_CHECKING:  # the App imports the methods, not the other way round
@@ -52,10 +52,24 @@ def register(run: Callable[..., Awaitable[BaseModel]], args: type[JudgingArgs], 
     return method
 
 
-register(pairwise.compare_pair, ComparePairArgs, ComparePairResult, panel.combine_pairs)
-register(flip.infer_instruction_reward, InferInstructionRewardArgs, FlipResult)
-register(grade_score.grade_score_options, GradeScoreOptionsArgs, GradeScoreResult, panel.combine_grades)
-register(lwe.lwe_judge, LweJudgeArgs, LweResult)
+def on_first_call(module: str, name: str) -> Callable[..., Any]:
+    """`module.name`, imported when it is first called: the server lists its tools (from the argument and result
+    models) without importing the methods, whose modules load at the first judging call."""
+
+    def deferred(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    deferred.__name__ = deferred.__qualname__ = name
+    return deferred
+
+
+_PANEL = "judge_mcp.methods.panel"
+register(on_first_call("judge_mcp.methods.pairwise", "compare_pair"), ComparePairArgs, ComparePairResult, on_first_call(_PANEL, "combine_pairs"))
+register(on_first_call("judge_mcp.methods.flip", "infer_instruction_reward"), InferInstructionRewardArgs, FlipResult)
+register(
+    on_first_call("judge_mcp.methods.grade_score", "grade_score_options"), GradeScoreOptionsArgs, GradeScoreResult, on_first_call(_PANEL, "combine_grades")
+)
+register(on_first_call("judge_mcp.methods.lwe", "lwe_judge"), LweJudgeArgs, LweResult)
 
 
 async def call(
@@ -81,6 +95,8 @@ async def call(
         args = method.args.parse(args)
     if not isinstance(args, method.args):
         raise TypeError(f"{name} takes {method.args.__name__}, got {type(args).__name__}")
+    from judge_mcp.methods import panel
+
     records: list[dict[str, Any]] = []
 
     async def run(judge):
