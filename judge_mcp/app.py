@@ -80,7 +80,11 @@ class App:
 
     def warm_up(self) -> None:
         """Ahead of the first tool call: the default backend's HTTP client imported in a thread (backends.preload).
-        Nothing for the embedded model or a configuration with an error (each call reports that error)."""
+        Nothing for the embedded model or a configuration with an error (each call reports that error). And the judging
+        methods' modules, in a thread of their own (methods/registry.py)."""
+        from judge_mcp.methods import registry
+
+        registry.preload()
         try:
             kind = self.settings.backend(None).kind
         except ConfigError:

@@ -4,6 +4,7 @@ resources, wired to one App. Tools, resources and prompts turn anticipated failu
 from __future__ import annotations
 
 import json
+from types import ModuleType
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
@@ -11,6 +12,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from judge_mcp import __version__, prompts
 from judge_mcp.app import App
 from judge_mcp.arg_types import DEFAULT_LAST, MAX_LAST, InputError
+from judge_mcp.methods import registry
 from judge_mcp.storage.engine import StoreError
 from judge_mcp.tools import mcp_tools
 
@@ -57,14 +59,12 @@ def build_server(app: App | None = None) -> JudgeServer:
 
     @server.resource("lwe://sessions", name="lwe-sessions", description="LWE sessions with versions and counts", mime_type="application/json")
     def sessions_resource() -> str:
-        from judge_mcp.methods import lwe  # the LWE modules and the stats load when first read, not at start
-
+        lwe = _lwe()
         return json.dumps(lwe.list_sessions(app.store), indent=2)
 
     @server.resource("lwe://sessions/{session}/meta-prompt", name="lwe-meta-prompt", description="the session's current meta-prompt", mime_type="text/plain")
     def meta_prompt_resource(session: str) -> str:
-        from judge_mcp.methods import lwe
-
+        lwe = _lwe()
         try:
             return lwe.meta_prompt_text(app.store, session)
         except InputError as exc:
@@ -74,8 +74,7 @@ def build_server(app: App | None = None) -> JudgeServer:
         "lwe://sessions/{session}/history", name="lwe-history", description="every meta-prompt version with time and reason", mime_type="application/json"
     )
     def history_resource(session: str) -> str:
-        from judge_mcp.methods import lwe
-
+        lwe = _lwe()
         try:
             return json.dumps(lwe.session_history(app.store, session), indent=2)
         except InputError as exc:
@@ -103,6 +102,15 @@ def build_server(app: App | None = None) -> JudgeServer:
         return _stats_json(app, last)
 
     return server
+
+
+def _lwe() -> ModuleType:
+    """The LWE package, loaded at the first read of a session (or ahead of it, with the methods: registry.preload),
+    like the stats at the first read of the report: the server starts without either."""
+    registry.loaded()
+    from judge_mcp.methods import lwe
+
+    return lwe
 
 
 def _stats_json(app: App, last: int) -> str:

@@ -149,7 +149,8 @@ async def lwe_judge(app: App, args: LweJudgeArgs, progress: ProgressFn | None = 
 async def lwe_session_show(app: App, args: LweSessionShowArgs, progress: ProgressFn | None = None) -> LweSessionResult:
     """Show an LWE session: its current meta-prompt, batch size, pending feedback and every version. Read-only
     (the same as lwe_session with action "show"); the lwe:// resources give the same data. No backend calls."""
-    from judge_mcp.methods import lwe  # the LWE modules, the stats and the labels load at their tools' first call
+    registry.loaded()  # the LWE modules (preloaded with the methods), the stats and the labels load at first use
+    from judge_mcp.methods import lwe
 
     return await _off_loop(partial(lwe.lwe_session, app.store, LweSessionArgs(session=args.session)))
 
@@ -159,6 +160,7 @@ async def lwe_session(app: App, args: LweSessionArgs, progress: ProgressFn | Non
     feedback) or roll it back to an earlier version; "show" reads it. Reset and rollback add a new version
     (history is never rewritten), but they change what every later lwe_judge call in the session uses. For
     read-only inspection use lwe_session_show. No backend calls."""
+    registry.loaded()
     from judge_mcp.methods import lwe
 
     return await _off_loop(partial(lwe.lwe_session, app.store, args))

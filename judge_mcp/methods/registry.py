@@ -11,6 +11,7 @@ grade_score_options) also names how its members' results combine into one (metho
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -52,11 +53,42 @@ def register(run: Callable[..., Awaitable[BaseModel]], args: type[JudgingArgs], 
     return method
 
 
+# What `preload` imports: every method module the table below names, and the LWE sessions' (tools.py, server.py).
+METHOD_MODULES = ("judge_mcp.methods.panel", "judge_mcp.methods.pairwise", "judge_mcp.methods.grade_score", "judge_mcp.methods.flip", "judge_mcp.methods.lwe")
+_preloaded: list[threading.Thread] = []
+_preload_lock = threading.Lock()
+
+
+def preload() -> threading.Thread:
+    """Import METHOD_MODULES in a daemon thread, once per process: started by the server once a client has finished
+    its handshake, so they load while the client thinks about its first tool call. `loaded` waits for it."""
+    with _preload_lock:
+        if not _preloaded:
+            _preloaded.append(threading.Thread(target=_import_quietly, name="preload methods", daemon=True))
+            _preloaded[0].start()
+        return _preloaded[0]
+
+
+def _import_quietly() -> None:
+    for module in METHOD_MODULES:
+        try:
+            importlib.import_module(module)
+        except Exception:  # pragma: no cover - the first call imports it again and reports the error where it counts
+            pass
+
+
+def loaded() -> None:
+    """Wait for `preload`'s imports, if started, so a method module is never imported from two threads at once."""
+    if _preloaded:
+        _preloaded[0].join()
+
+
 def on_first_call(module: str, name: str) -> Callable[..., Any]:
     """`module.name`, imported when it is first called: the server lists its tools (from the argument and result
-    models) without importing the methods, whose modules load at the first judging call."""
+    models) without importing the methods, whose modules load at the first judging call (or ahead of it, `preload`)."""
 
     def deferred(*args: Any, **kwargs: Any) -> Any:
+        loaded()
         return getattr(importlib.import_module(module), name)(*args, **kwargs)
 
     deferred.__name__ = deferred.__qualname__ = name
@@ -95,6 +127,7 @@ async def call(
         args = method.args.parse(args)
     if not isinstance(args, method.args):
         raise TypeError(f"{name} takes {method.args.__name__}, got {type(args).__name__}")
+    loaded()
     from judge_mcp.methods import panel
 
     records: list[dict[str, Any]] = []

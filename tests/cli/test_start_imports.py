@@ -6,7 +6,7 @@ imported at the first backend call, sqlite_utils only on SQLite before 3.35, rap
 similarity scoring, certifi (the CA bundle) only for an https backend, OpenTelemetry's SDK only when tracing is on; and the cyclic collector, off during the
 start-up imports, is on again when serving starts. Checked in a fresh interpreter that runs `judge-mcp serve` up to
 the point where it starts serving. The remote backend's client is then imported in a thread once a client has
-finished the handshake (over HTTP: at start), ahead of its first tool call."""
+finished the handshake (over HTTP: at start), ahead of its first tool call, and the methods' modules in another."""
 
 from __future__ import annotations
 
@@ -56,10 +56,10 @@ def test_the_server_starts_without_the_modules_its_first_answers_do_not_need(tmp
 
 class ImportWatch:
     """The `-X importtime` lines of a server's stderr, read as they come; `imported` is set once the remote
-    backend's client module (aiohttp's user) has been imported."""
+    backend's client module (aiohttp's user) has been imported, `methods` once the judging methods' modules have."""
 
     def __init__(self, proc: subprocess.Popen) -> None:
-        self.imported, self.seen = threading.Event(), []
+        self.imported, self.methods, self.seen = threading.Event(), threading.Event(), []
         self.proc = proc
         threading.Thread(target=self._watch, daemon=True).start()
 
@@ -68,6 +68,8 @@ class ImportWatch:
             self.seen.append(line)
             if line.rstrip().endswith(" judge_mcp.backends.client"):
                 self.imported.set()
+            if line.rstrip().endswith(" judge_mcp.methods.lwe.sessions"):  # the last module the methods' preload imports
+                self.methods.set()
 
 
 def test_over_http_the_backend_client_is_imported_in_the_background_before_any_call(tmp_path):
@@ -101,10 +103,11 @@ def test_the_backend_client_is_imported_in_the_background_once_the_client_has_fi
     try:
         ask({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
-        assert not imported.is_set()  # not at start
+        assert not imported.is_set() and not watch.methods.is_set()  # not at start
         ask({"jsonrpc": "2.0", "method": "notifications/initialized"})
         assert ask({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})["result"]["tools"]  # type: ignore[index]
         assert imported.wait(60), "".join(seen[-5:])
+        assert watch.methods.wait(60), "".join(seen[-5:])
     finally:
         proc.stdin.close()  # type: ignore[union-attr]
         proc.wait(30)
