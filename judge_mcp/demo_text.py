@@ -183,10 +183,11 @@ def stats_lines(data: dict[str, Any]) -> Lines:
 
 def label_lines(data: dict[str, Any]) -> Lines:
     said = {"tie": "a tie", "none": "no single answer"}
+    verdict_said = {**said, "tie": "no winner (counted as a tie)"}
     verdict, label = str(data.get("verdict")), str(data.get("label"))
     agrees = "agrees with it" if data.get("agrees") else "disagrees"
     return [f"LABEL stored for {data.get('tool')} verdict {data.get('verdict_id')}: the correct answer is {said.get(label, label)}; "
-            f"the verdict said {said.get(verdict, verdict)}, so it {agrees}."]
+            f"the verdict said {verdict_said.get(verdict, verdict)}, so it {agrees}."]
 
 
 RENDERERS: dict[str, Callable[[dict[str, Any]], Lines]] = {
