@@ -17,7 +17,7 @@ import logging
 import time
 from functools import partial
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 from pydantic import BaseModel
@@ -25,7 +25,6 @@ from pydantic import BaseModel
 from judge_mcp import telemetry
 from judge_mcp.backends import Backend, build_backend, preload
 from judge_mcp.backends.errors import BackendError
-from judge_mcp.methods import panel
 from judge_mcp.calls.cache import CacheRow, CallCache
 from judge_mcp.config import ConfigError, Settings, load_settings
 from judge_mcp.calls.judge import Judge, ProgressFn
@@ -36,6 +35,9 @@ from judge_mcp.storage.engine import Engine
 from judge_mcp.storage.migrations import MIGRATIONS
 from judge_mcp.storage.verdict_log import VerdictLog
 from judge_mcp.verdict_writes import VerdictWrites, new_verdict_id, refuse_read_only
+
+if TYPE_CHECKING:  # the methods (panel among them) load at the first judging call, not at start
+    from judge_mcp.methods import panel
 
 log = logging.getLogger("judge_mcp")
 R = TypeVar("R", bound=BaseModel)
@@ -78,7 +80,11 @@ class App:
 
     def warm_up(self) -> None:
         """Ahead of the first tool call: the default backend's HTTP client imported in a thread (backends.preload).
-        Nothing for the embedded model or a configuration with an error (each call reports that error)."""
+        Nothing for the embedded model or a configuration with an error (each call reports that error). And the judging
+        methods' modules, in a thread of their own (methods/registry.py)."""
+        from judge_mcp.methods import registry
+
+        registry.preload()
         try:
             kind = self.settings.backend(None).kind
         except ConfigError:
@@ -106,6 +112,8 @@ class App:
         progress: ProgressFn | None = None,
         authors: panel.Authors | None = None,
     ) -> R:
+        from judge_mcp.methods import panel
+
         chosen = self.backend(backend)
         found, warnings, _ = panel.guard(authors, [(chosen.name, chosen.model_id)])  # raises when it excludes the judge
 
@@ -122,6 +130,8 @@ class App:
         backend: the client's model) is checked again with it; one whose verdicts always carry a warning (the sampling
         backend again) carries it when the caller did not say who wrote the answers."""
         if authors is not None and model_id != backend.model_id:
+            from judge_mcp.methods import panel
+
             found, warnings, _ = panel.guard(authors, [(backend.name, model_id)])
         own = backend.self_preference_warning(model_id) if authors is None else None
         warnings = [*warnings, *([own] if own else [])]
@@ -205,6 +215,8 @@ class App:
         reported as failed; when every member that ran failed, the first failure is raised. One verdict-log row
         holds every member's call records (each tagged with `panel_member`), written with every member's new cache
         rows in one transaction, as App.run does."""
+        from judge_mcp.methods import panel
+
         chosen = [self.backend(name) for name in backends]  # ConfigError on an unknown name, before any call
         found, warnings, judging = panel.guard(authors, [(b.name, b.model_id) for b in chosen])
         members = [panel.Member(b.name, b.model_id, excluded=b.name not in judging) for b in chosen]
@@ -257,6 +269,8 @@ class App:
             return found, warnings
         if authors is None:
             return found, [*warnings, *(w for m, b in late for w in [b.self_preference_warning(m.model)] if w)]
+        from judge_mcp.methods import panel
+
         names = {m.backend for m, _ in late}
         found = [*(p for p in found or [] if p.backend not in names), *panel.self_preference([(m.backend, m.model) for m, _ in late], authors.models)]
         return found, panel.self_preference_warnings(found, authors.models, authors.names)

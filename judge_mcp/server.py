@@ -4,14 +4,15 @@ resources, wired to one App. Tools, resources and prompts turn anticipated failu
 from __future__ import annotations
 
 import json
+from types import ModuleType
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
-from judge_mcp import __version__, prompts, stats
+from judge_mcp import __version__, prompts
 from judge_mcp.app import App
-from judge_mcp.arg_types import InputError
-from judge_mcp.methods import lwe
+from judge_mcp.arg_types import DEFAULT_LAST, MAX_LAST, InputError
+from judge_mcp.methods import registry
 from judge_mcp.storage.engine import StoreError
 from judge_mcp.tools import mcp_tools
 
@@ -58,10 +59,12 @@ def build_server(app: App | None = None) -> JudgeServer:
 
     @server.resource("lwe://sessions", name="lwe-sessions", description="LWE sessions with versions and counts", mime_type="application/json")
     def sessions_resource() -> str:
+        lwe = _lwe()
         return json.dumps(lwe.list_sessions(app.store), indent=2)
 
     @server.resource("lwe://sessions/{session}/meta-prompt", name="lwe-meta-prompt", description="the session's current meta-prompt", mime_type="text/plain")
     def meta_prompt_resource(session: str) -> str:
+        lwe = _lwe()
         try:
             return lwe.meta_prompt_text(app.store, session)
         except InputError as exc:
@@ -71,6 +74,7 @@ def build_server(app: App | None = None) -> JudgeServer:
         "lwe://sessions/{session}/history", name="lwe-history", description="every meta-prompt version with time and reason", mime_type="application/json"
     )
     def history_resource(session: str) -> str:
+        lwe = _lwe()
         try:
             return json.dumps(lwe.session_history(app.store, session), indent=2)
         except InputError as exc:
@@ -79,16 +83,18 @@ def build_server(app: App | None = None) -> JudgeServer:
     # ---- bias telemetry (judge_mcp/stats.py): the same report as a resource, a template and a read-only tool ----
     @server.resource(
         "judge://stats", name="judge-stats", mime_type="application/json",
-        description=f"bias telemetry from the verdict log per backend/model/tool: all time and the last {stats.DEFAULT_LAST} verdicts",
+        description=f"bias telemetry from the verdict log per backend/model/tool: all time and the last {DEFAULT_LAST} verdicts",
     )
     def stats_resource() -> str:  # sync: the SDK runs it in a worker thread
-        return _stats_json(app, stats.DEFAULT_LAST)
+        return _stats_json(app, DEFAULT_LAST)
 
     @server.resource(
         "judge://stats/last/{n}", name="judge-stats-last", mime_type="application/json",
-        description=f"bias telemetry: all time and the last n verdicts (n from 1 to {stats.MAX_LAST:,})",
+        description=f"bias telemetry: all time and the last n verdicts (n from 1 to {MAX_LAST:,})",
     )
     def stats_last_resource(n: str) -> str:
+        from judge_mcp import stats
+
         try:
             last = stats.check_last(n, name="n")
         except ValueError as exc:
@@ -98,7 +104,18 @@ def build_server(app: App | None = None) -> JudgeServer:
     return server
 
 
+def _lwe() -> ModuleType:
+    """The LWE package, loaded at the first read of a session (or ahead of it, with the methods: registry.preload),
+    like the stats at the first read of the report: the server starts without either."""
+    registry.loaded()
+    from judge_mcp.methods import lwe
+
+    return lwe
+
+
 def _stats_json(app: App, last: int) -> str:
+    from judge_mcp import stats
+
     try:
         report = stats.from_store(app.store, last)
         return report.model_copy(update={"verdict_log": app.verdict_writes.health()}).model_dump_json(indent=2)

@@ -26,7 +26,7 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetad
 from mcp_types import InputRequiredResult, ToolAnnotations
 from pydantic import BaseModel, Field, create_model
 
-from judge_mcp import images as imagelib, labels, stats, telemetry
+from judge_mcp import images as imagelib, telemetry
 from judge_mcp.app import App
 from judge_mcp.arg_types import InputError
 from judge_mcp.args import (
@@ -37,7 +37,7 @@ from judge_mcp.backends import sampling
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.calls.judge import ProgressFn
 from judge_mcp.config import ConfigError
-from judge_mcp.methods import lwe, registry
+from judge_mcp.methods import registry
 from judge_mcp.outputs import ComparePairResult, FlipResult, GradeScoreResult, LabelResult, LweResult, LweSessionResult, StatsReport
 from judge_mcp.storage.engine import StoreError
 
@@ -149,6 +149,9 @@ async def lwe_judge(app: App, args: LweJudgeArgs, progress: ProgressFn | None = 
 async def lwe_session_show(app: App, args: LweSessionShowArgs, progress: ProgressFn | None = None) -> LweSessionResult:
     """Show an LWE session: its current meta-prompt, batch size, pending feedback and every version. Read-only
     (the same as lwe_session with action "show"); the lwe:// resources give the same data. No backend calls."""
+    registry.loaded()  # the LWE modules (preloaded with the methods), the stats and the labels load at first use
+    from judge_mcp.methods import lwe
+
     return await _off_loop(partial(lwe.lwe_session, app.store, LweSessionArgs(session=args.session)))
 
 
@@ -157,6 +160,9 @@ async def lwe_session(app: App, args: LweSessionArgs, progress: ProgressFn | Non
     feedback) or roll it back to an earlier version; "show" reads it. Reset and rollback add a new version
     (history is never rewritten), but they change what every later lwe_judge call in the session uses. For
     read-only inspection use lwe_session_show. No backend calls."""
+    registry.loaded()
+    from judge_mcp.methods import lwe
+
     return await _off_loop(partial(lwe.lwe_session, app.store, args))
 
 
@@ -171,6 +177,8 @@ async def judge_stats(app: App, args: JudgeStatsArgs, progress: ProgressFn | Non
 
     Use it before relying on a judge's verdicts, or to see whether a backend's habits changed lately. Read-only,
     the same report as the judge://stats resources. No backend calls."""
+    from judge_mcp import stats
+
     report = await _off_loop(partial(stats.from_store, app.store, args.last))
     return report.model_copy(update={"verdict_log": app.verdict_writes.health()})  # this server's writing of the log
 
@@ -187,6 +195,8 @@ async def record_label(app: App, args: RecordLabelArgs, progress: ProgressFn | N
     how far each judge can be trusted on your own cases. Labels stay in the server's database (tools report only
     counts and figures) and are deleted with their verdict by retention. Returns whether the verdict agreed. No
     backend calls."""
+    from judge_mcp import labels
+
     settled = await app.verdict_writes.settle(args.verdict_id, LABEL_WAIT_S)  # a row still being written: wait a little
     return await _off_loop(partial(labels.record, app.store, args, pending=not settled))
 

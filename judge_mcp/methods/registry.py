@@ -10,6 +10,8 @@ grade_score_options) also names how its members' results combine into one (metho
 
 from __future__ import annotations
 
+import importlib
+import threading
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -18,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from judge_mcp.args import ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, JudgingArgs, LweJudgeArgs
-from judge_mcp.methods import flip, grade_score, lwe, pairwise, panel
 from judge_mcp.outputs import ComparePairResult, FlipResult, GradeScoreResult, LweResult
 
 if TYPE_CHECKING:  # the App imports the methods, not the other way round
@@ -52,10 +53,55 @@ def register(run: Callable[..., Awaitable[BaseModel]], args: type[JudgingArgs], 
     return method
 
 
-register(pairwise.compare_pair, ComparePairArgs, ComparePairResult, panel.combine_pairs)
-register(flip.infer_instruction_reward, InferInstructionRewardArgs, FlipResult)
-register(grade_score.grade_score_options, GradeScoreOptionsArgs, GradeScoreResult, panel.combine_grades)
-register(lwe.lwe_judge, LweJudgeArgs, LweResult)
+# What `preload` imports: every method module the table below names, and the LWE sessions' (tools.py, server.py).
+METHOD_MODULES = ("judge_mcp.methods.panel", "judge_mcp.methods.pairwise", "judge_mcp.methods.grade_score", "judge_mcp.methods.flip", "judge_mcp.methods.lwe")
+_preloaded: list[threading.Thread] = []
+_preload_lock = threading.Lock()
+
+
+def preload() -> threading.Thread:
+    """Import METHOD_MODULES in a daemon thread, once per process: started by the server once a client has finished
+    its handshake, so they load while the client thinks about its first tool call. `loaded` waits for it."""
+    with _preload_lock:
+        if not _preloaded:
+            _preloaded.append(threading.Thread(target=_import_quietly, name="preload methods", daemon=True))
+            _preloaded[0].start()
+        return _preloaded[0]
+
+
+def _import_quietly() -> None:
+    for module in METHOD_MODULES:
+        try:
+            importlib.import_module(module)
+        except Exception:  # pragma: no cover - the first call imports it again and reports the error where it counts
+            pass
+
+
+def loaded() -> None:
+    """Wait for `preload`'s imports, if started, so a method module is never imported from two threads at once."""
+    if _preloaded:
+        _preloaded[0].join()
+
+
+def on_first_call(module: str, name: str) -> Callable[..., Any]:
+    """`module.name`, imported when it is first called: the server lists its tools (from the argument and result
+    models) without importing the methods, whose modules load at the first judging call (or ahead of it, `preload`)."""
+
+    def deferred(*args: Any, **kwargs: Any) -> Any:
+        loaded()
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    deferred.__name__ = deferred.__qualname__ = name
+    return deferred
+
+
+_PANEL = "judge_mcp.methods.panel"
+register(on_first_call("judge_mcp.methods.pairwise", "compare_pair"), ComparePairArgs, ComparePairResult, on_first_call(_PANEL, "combine_pairs"))
+register(on_first_call("judge_mcp.methods.flip", "infer_instruction_reward"), InferInstructionRewardArgs, FlipResult)
+register(
+    on_first_call("judge_mcp.methods.grade_score", "grade_score_options"), GradeScoreOptionsArgs, GradeScoreResult, on_first_call(_PANEL, "combine_grades")
+)
+register(on_first_call("judge_mcp.methods.lwe", "lwe_judge"), LweJudgeArgs, LweResult)
 
 
 async def call(
@@ -81,6 +127,9 @@ async def call(
         args = method.args.parse(args)
     if not isinstance(args, method.args):
         raise TypeError(f"{name} takes {method.args.__name__}, got {type(args).__name__}")
+    loaded()
+    from judge_mcp.methods import panel
+
     records: list[dict[str, Any]] = []
 
     async def run(judge):

@@ -22,7 +22,6 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from judge_mcp.storage import verdict_facts, verdict_stats
 from judge_mcp.storage.engine import Migration, StoreError, Tx
 from judge_mcp.storage.verdict_log import stats_page
 
@@ -225,6 +224,8 @@ def m012_verdict_stats(tx: Tx) -> None:
     """The bias telemetry's aggregates (storage/verdict_stats.py: per-group counters, per-verdict facts, the skipped
     total), backfilled from the verdicts already logged: read BACKFILL_PAGE rows at a time, newest first, each
     page's facts computed by verdict_facts.py as the write path computes them, and its groups' counters added once."""
+    from judge_mcp.storage import verdict_facts, verdict_stats  # loaded only where this migration runs
+
     verdict_stats.create_tables(tx)
     before: int | None = None
     while True:
