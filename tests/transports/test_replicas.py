@@ -176,6 +176,7 @@ def test_kill_9_of_one_replica_mid_load_loses_no_acknowledged_verdict(cluster) -
 
 def test_a_postgres_restart_mid_load_gives_clear_errors_then_recovery(cluster, postgres_server) -> None:
     outcomes: dict[str, str] = {}
+    unwritten: set[str] = set()
 
     async def load() -> None:
         restarted = anyio.Event()
@@ -194,7 +195,10 @@ def test_a_postgres_restart_mid_load_gives_clear_errors_then_recovery(cluster, p
             while not restarted.is_set() or k < 3:
                 tag = f"restart-{c}-{k}"
                 try:
-                    outcomes[tag] = (await call(cluster.url, "compare_pair", pair(tag)))["winner"]
+                    result = await call(cluster.url, "compare_pair", pair(tag))
+                    outcomes[tag] = result["winner"]
+                    if any("row of this call is not written yet" in w for w in result.get("warnings", [])):
+                        unwritten.add(tag)  # answered before its row was in: the row follows, or is counted lost
                 except Exception as exc:  # noqa: BLE001 - collected: what a client sees while the database is down
                     outcomes[tag] = f"error: {leaf(exc)!r}"
                 k += 1
@@ -215,7 +219,10 @@ def test_a_postgres_restart_mid_load_gives_clear_errors_then_recovery(cluster, p
     final = anyio.run(each, 4, lambda k: call(cluster.url, "compare_pair", pair(f"recovered-{k}")))
     assert [r["winner"] if isinstance(r, dict) else r for r in final] == ["A"] * 4
     logged = verdicts(cluster.db_url)  # nothing half-written: every row whole (checked there), acknowledged ones once
-    assert all(len(logged.get(tag, [])) == 1 for tag, o in outcomes.items() if o == "A")
+    counts = {tag: len(logged.get(tag, [])) for tag, o in outcomes.items() if o == "A"}
+    assert all(n == 1 for tag, n in counts.items() if tag not in unwritten), (counts, unwritten)
+    # an answer that said its row was not written yet: the row came later (once) or was given up on, never twice
+    assert all(n <= 1 for n in counts.values()), (counts, unwritten)
 
 
 def test_health_and_readiness_need_no_token_and_say_nothing_else(cluster) -> None:
