@@ -72,24 +72,25 @@ def resolve_model_path(model_path: str | os.PathLike[str] | None) -> Path:
         if not path.is_file():
             raise ModelNotFoundError(f"model path {str(model_path)!r} is not a file; expected a .gguf file")
         path = path.resolve()
-    try:
-        with path.open("rb") as handle:
-            magic = handle.read(4)
-    except OSError as exc:
-        raise ModelNotFoundError(f"cannot read model file {str(path)!r}: {exc.strerror or exc}") from exc
-    if magic != GGUF_MAGIC:
-        raise ModelNotFoundError(f"{str(path)!r} is not a GGUF file (it does not start with the GGUF magic bytes)")
+    _check_gguf(path, f"cannot read model file {str(path)!r}", f"{str(path)!r} is not a GGUF file (it does not start with the GGUF magic bytes)")
     return path
 
 
 def resolve_mmproj(mmproj: str) -> Path:
     """The multimodal projector's GGUF file (`mmproj`); ModelNotFoundError naming the setting when it is not one."""
     path = Path(mmproj).expanduser()
+    named = f"mmproj (JUDGE_MCP_MMPROJ) {mmproj!r}"
+    _check_gguf(path, f"{named} cannot be read", f"{named} is not a GGUF file (a model's multimodal projector)")
+    return path.resolve()
+
+
+def _check_gguf(path: Path, unreadable: str, not_gguf: str) -> None:
+    """ModelNotFoundError unless `path` starts with the GGUF magic bytes: `unreadable` (with the OS's reason after a
+    colon) when it cannot be read, `not_gguf` when it is something else."""
     try:
         with path.open("rb") as handle:
             magic = handle.read(4)
     except OSError as exc:
-        raise ModelNotFoundError(f"mmproj (JUDGE_MCP_MMPROJ) {mmproj!r} cannot be read: {exc.strerror or exc}") from exc
+        raise ModelNotFoundError(f"{unreadable}: {exc.strerror or exc}") from exc
     if magic != GGUF_MAGIC:
-        raise ModelNotFoundError(f"mmproj (JUDGE_MCP_MMPROJ) {mmproj!r} is not a GGUF file (a model's multimodal projector)")
-    return path.resolve()
+        raise ModelNotFoundError(not_gguf)
