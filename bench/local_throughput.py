@@ -23,7 +23,9 @@ the prompt is computed (`--answer-chars` lengthens both answers, for prompt-heav
 the two-order wall time to the slower single order (1 would be both orders in the time of one) and to their mean,
 and the medians over the repetitions. `--batch-threads` loads one set of models per value of `n_threads_batch` (0:
 the shipped default; a `u` after it, as in `0u`, also turns on llama.cpp's unified KV cache) and alternates between
-them in every repetition.
+them in every repetition. Each row also splits the time as llama.cpp reports it (`timings` in its answer): one
+order's prompt and generation milliseconds alone (the mean of AB and BA), and how many times that each took with
+both orders at once (x2: the slower order's, since both run in the same steps).
 """
 
 from __future__ import annotations
@@ -152,26 +154,31 @@ def pair_payloads(backend: LocalBackend, n: int, max_tokens: int | None, chars: 
     return out
 
 
-async def timed(server: Any, payloads: list[dict[str, Any]]) -> tuple[float, list[int]]:
-    """Send `payloads` at once, each in its own worker thread; wall seconds and completion tokens of each."""
+async def timed(server: Any, payloads: list[dict[str, Any]]) -> tuple[float, list[int], list[tuple[float, float]]]:
+    """Send `payloads` at once, each in its own worker thread; wall seconds, the completion tokens of each, and each
+    one's (prompt ms, generation ms) as llama.cpp timed them (its `timings`: from the slot's start to its first token,
+    and from there to its last)."""
     tokens = [0] * len(payloads)
+    split = [(0.0, 0.0)] * len(payloads)
 
     async def one(i: int) -> None:
         body = await anyio.to_thread.run_sync(server.handle_chat_completions, payloads[i])
         tokens[i] = body["usage"]["completion_tokens"]
+        timings = body.get("timings") or {}
+        split[i] = (float(timings.get("prompt_ms", 0.0)), float(timings.get("predicted_ms", 0.0)))
 
     start = time.perf_counter()
     async with anyio.create_task_group() as tg:
         for i in range(len(payloads)):
             tg.start_soon(one, i)
-    return time.perf_counter() - start, tokens
+    return time.perf_counter() - start, tokens, split
 
 
 def load_pair_models(args: argparse.Namespace, backend: LocalBackend) -> dict[str, dict[str, Any]]:
     """Per `--batch-threads` value, three models with the backend's settings: AB alone, BA alone, both at once."""
     import xllamacpp
 
-    configs = {}
+    configs: dict[str, dict[str, Any]] = {}
     for setting in args.batch_threads.split(","):
         unified = setting.endswith("u")  # e.g. 0u: llama.cpp's unified KV cache (one buffer for every slot)
         value = int(setting.rstrip("u"))
@@ -188,11 +195,17 @@ def load_pair_models(args: argparse.Namespace, backend: LocalBackend) -> dict[st
 
 
 async def pair_round(models: dict[str, Any], payloads: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    ab, (ab_tokens,) = await timed(models["AB"], [payloads["AB"]])
-    ba, (ba_tokens,) = await timed(models["BA"], [payloads["BA"]])
-    both, together = await timed(models["both"], [payloads["AB"], payloads["BA"]])
+    ab, (ab_tokens,), (ab_split,) = await timed(models["AB"], [payloads["AB"]])
+    ba, (ba_tokens,), (ba_split,) = await timed(models["BA"], [payloads["BA"]])
+    both, together, both_split = await timed(models["both"], [payloads["AB"], payloads["BA"]])
+    # where the time goes: prompt and generation of both orders at once against one order alone (the mean of two)
+    prompt_alone, gen_alone = (ab_split[0] + ba_split[0]) / 2, (ab_split[1] + ba_split[1]) / 2
+    prompt_both, gen_both = max(p for p, _ in both_split), max(g for _, g in both_split)
     return {"ab": ab, "ba": ba, "both": both, "slower": both / max(ab, ba), "mean": both / ((ab + ba) / 2),
-            "tokens": (ab_tokens, ba_tokens), "together": tuple(together)}
+            "tokens": (ab_tokens, ba_tokens), "together": tuple(together),
+            "prompt": prompt_both / prompt_alone if prompt_alone else float("nan"),
+            "generation": gen_both / gen_alone if gen_alone else float("nan"),
+            "prompt_ms": prompt_alone, "generation_ms": gen_alone}
 
 
 async def measure_pair(args: argparse.Namespace) -> None:
@@ -208,7 +221,8 @@ async def measure_pair(args: argparse.Namespace) -> None:
         f"load average {load_average()}",
         flush=True,
     )
-    print(f"{'configuration':>26} {'rep':>3} {'AB s':>6} {'BA s':>6} {'both s':>6} {'/slower':>7} {'/mean':>6} {'tokens':>8} {'load':>5}")
+    print(f"{'configuration':>26} {'rep':>3} {'AB s':>6} {'BA s':>6} {'both s':>6} {'/slower':>7} {'/mean':>6} {'tokens':>8} "
+          f"{'prompt ms':>9} {'x2':>5} {'gen ms':>7} {'x2':>5} {'load':>5}")
     rows: dict[str, list[dict[str, Any]]] = {label: [] for label in configs}
     for rep in range(args.repeats):
         labels = list(configs) if rep % 2 == 0 else list(configs)[::-1]  # alternate which configuration goes first
@@ -218,15 +232,19 @@ async def measure_pair(args: argparse.Namespace) -> None:
             same = "" if r["together"] == r["tokens"] else f" (together {r['together'][0]},{r['together'][1]})"
             print(
                 f"{label:>26} {rep:>3} {r['ab']:>6.2f} {r['ba']:>6.2f} {r['both']:>6.2f} {r['slower']:>7.2f} "
-                f"{r['mean']:>6.2f} {'%d,%d' % r['tokens']:>8} {load_average():>5}{same}",
+                f"{r['mean']:>6.2f} {'%d,%d' % r['tokens']:>8} {r['prompt_ms']:>9.0f} {r['prompt']:>5.2f} "
+                f"{r['generation_ms']:>7.0f} {r['generation']:>5.2f} {load_average():>5}{same}",
                 flush=True,
             )
     print("medians:")
     for label, runs in rows.items():
-        med = {key: statistics.median(r[key] for r in runs) for key in ("ab", "ba", "both", "slower", "mean")}
+        keys = ("ab", "ba", "both", "slower", "mean", "prompt", "generation", "prompt_ms", "generation_ms")
+        med = {key: statistics.median(r[key] for r in runs) for key in keys}
         print(
             f"{label:>26}  AB {med['ab']:.2f}s  BA {med['ba']:.2f}s  both {med['both']:.2f}s  "
-            f"both/slower {med['slower']:.2f}  both/mean {med['mean']:.2f}",
+            f"both/slower {med['slower']:.2f}  both/mean {med['mean']:.2f}  "
+            f"prompt {med['prompt_ms']:.0f} ms alone, x{med['prompt']:.2f} both  "
+            f"generation {med['generation_ms']:.0f} ms alone, x{med['generation']:.2f} both",
             flush=True,
         )
 

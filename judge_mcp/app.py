@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import threading
 import time
 from functools import partial
 from collections.abc import Awaitable, Callable, Sequence
@@ -78,18 +79,20 @@ class App:
             verdicts_older_than_s=None if verdict_days is None else verdict_days * 86400,
         )
 
-    def warm_up(self) -> None:
+    def warm_up(self) -> list[threading.Thread]:
         """Ahead of the first tool call: the default backend's HTTP client imported in a thread (backends.preload).
         Nothing for the embedded model or a configuration with an error (each call reports that error). And the judging
-        methods' modules, in a thread of their own (methods/registry.py)."""
+        methods' modules, in a thread of their own (methods/registry.py). Returns the threads (a benchmark waits for
+        them, as a client's think time would)."""
         from judge_mcp.methods import registry
 
-        registry.preload()
+        threads = [registry.preload()]
         try:
             kind = self.settings.backend(None).kind
         except ConfigError:
-            return
-        preload(kind)
+            return threads
+        backend_thread = preload(kind)
+        return threads if backend_thread is None else [*threads, backend_thread]
 
     def backend(self, name: str | None) -> Backend:
         """The backend named `name` (None: the environment's). Raises ConfigError for unknown names."""
