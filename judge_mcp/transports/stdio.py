@@ -145,7 +145,7 @@ async def _stdin_lines() -> AsyncIterator[Any]:
             restore()
 
 
-def _warm_up(on_initialized: Callable[[], None]) -> None:
+def _warm_up(on_initialized: Callable[[], object]) -> None:
     try:
         on_initialized()
     except Exception:  # a warm-up that fails leaves the work to the first call, which reports what is wrong
@@ -157,7 +157,7 @@ def _is_initialized(item: SessionMessage) -> bool:
     return isinstance(message, types.JSONRPCNotification) and message.method == "notifications/initialized"
 
 
-async def serve_stdio(server: MCPServer, on_initialized: Callable[[], None] | None = None) -> None:
+async def serve_stdio(server: MCPServer, on_initialized: Callable[[], object] | None = None) -> None:
     """`server.run_stdio_async()`, with every unreadable line answered (see the module docstring). `on_initialized`
     runs once the client has finished the handshake (its `notifications/initialized`), as the server's warm-up."""
     lowlevel = server._lowlevel_server  # as MCPServer.run_stdio_async does
