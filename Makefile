@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-v1
 
-.PHONY: demo test lint serve clean setup dist
+.PHONY: demo test lint serve clean setup dist schemas
 
 setup: $(STAMP)
 
@@ -31,6 +31,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check --no-cache judge_mcp
 	$(BIN)/mypy --cache-dir=/dev/null
 	$(BIN)/python tools/check_sizes.py judge_mcp
+
+# The tools' schemas shipped in judge_mcp/tool_schemas.json, rewritten from the models (after editing args.py,
+# arg_types.py, outputs.py, images.py or tools.py; the tests say when it is out of date).
+schemas: $(STAMP)
+	$(BIN)/python -m judge_mcp.tool_schemas --write
 
 serve: $(STAMP)
 	JUDGE_MCP_DB="$${JUDGE_MCP_DB:-$(CHECKOUT_DB)}" $(BIN)/judge-mcp serve

@@ -26,7 +26,7 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetad
 from mcp_types import InputRequiredResult, ToolAnnotations
 from pydantic import BaseModel, Field, create_model
 
-from judge_mcp import images as imagelib, telemetry
+from judge_mcp import images as imagelib, telemetry, tool_schemas
 from judge_mcp.app import App
 from judge_mcp.arg_types import InputError
 from judge_mcp.args import (
@@ -309,9 +309,11 @@ class ArgsTool(Tool):
             return await super().run({"args": args}, context, convert_result)
 
 
-def mcp_tool(spec: ToolSpec, app: App) -> ArgsTool:
-    """The SDK tool for `spec`, running its function with `app` and the request's progress notifications."""
+def mcp_tool(spec: ToolSpec, app: App, schemas: dict[str, Any] | None = None) -> ArgsTool:
+    """The SDK tool for `spec`, running its function with `app` and the request's progress notifications. `schemas`:
+    its published input and output schemas when known (tool_schemas.py); else generated from its models."""
     args_model, result_model = spec.models()
+    schemas = schemas or {}
 
     async def call(args: ToolArgs, ctx: Context) -> BaseModel | InputRequiredResult:
         with sampling.serving(ctx) as rounds:  # a sampling backend asks this call's client
@@ -330,8 +332,8 @@ def mcp_tool(spec: ToolSpec, app: App) -> ArgsTool:
         name=spec.name,
         title=spec.title,
         description=reflow(spec.fn.__doc__ or ""),
-        parameters=args_model.input_schema(),
-        fn_metadata=FuncMetadata(arg_model=holder, output_model=result_model),
+        parameters=schemas.get("input") or args_model.input_schema(),
+        fn_metadata=FuncMetadata(arg_model=holder, output_model=result_model, output_schema=schemas.get("output")),
         is_async=True,
         context_kwarg="ctx",
         annotations=spec.annotations,
@@ -341,7 +343,8 @@ def mcp_tool(spec: ToolSpec, app: App) -> ArgsTool:
 
 
 def mcp_tools(app: App) -> list[Tool]:
-    return [mcp_tool(spec, app) for spec in TOOLS]
+    published = tool_schemas.schemas(TOOLS)  # read from the shipped file when it is current: no schema generation
+    return [mcp_tool(spec, app, published[spec.name]) for spec in TOOLS]
 
 
 def reflow(docstring: str) -> str:

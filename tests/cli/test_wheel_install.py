@@ -76,6 +76,17 @@ def test_wheel_and_sdist_carry_the_templates_and_the_licence(built) -> None:
         members = {m.split("/", 1)[1] for m in tar.getnames() if "/" in m}
     assert {"pyproject.toml", "README.md", "LICENSE"} <= members  # what a rebuild needs (the wheel was built from it)
     assert all(f"judge_mcp/prompts/{t}" in members for t in templates)
+    assert "judge_mcp/tool_schemas.json" in names and "judge_mcp/tool_schemas.json" in members
+
+
+def test_the_installed_package_reads_its_shipped_schemas_and_they_are_what_it_generates(built) -> None:
+    check = (
+        "import json; from judge_mcp import tool_schemas as t; from judge_mcp.tools import TOOLS; "
+        "d = t.shipped(); print(d is not None, d is not None and d['fingerprint']['sources'] == t.fingerprint()['sources'], "
+        "json.dumps(t.schemas(TOOLS)) == json.dumps(t.generate(TOOLS)))"
+    )
+    proc = _run([_bin(built["venv"], "python"), "-c", check], cwd=built["cwd"], env=_clean_env())
+    assert proc.stdout.split() == ["True", "True", "True"], proc.stdout
 
 
 def test_installed_package_is_imported_from_site_packages_not_the_checkout(built) -> None:
