@@ -76,7 +76,7 @@ def schemas(specs: Iterable[Spec]) -> Schemas:
     data = shipped()
     try:
         current = data is not None and data.get("fingerprint") == fingerprint()
-    except OSError:  # a source is not on disk (a zipped install): nothing to check the file against
+    except (OSError, TypeError):  # a source is not on disk (a zipped install): nothing to check the file against
         current = False
     if data is not None and current and set(data["tools"]) == {spec.name for spec in specs}:
         return dict(data["tools"])
