@@ -47,7 +47,8 @@ async def test_a_cache_hit_answers_while_another_process_holds_the_write_lock(sc
             stats = await client.call_tool("judge_stats", {})
             assert stats.structured_content["verdict_log"]["pending"] == 1
             other_process.execute("ROLLBACK")
-            await until(lambda: _verdicts(app) == 2, timeout_s=60)
+            # the row commits, then the writer counts it written: wait for both (a read between them sees it pending)
+            await until(lambda: _verdicts(app) == 2 and app.verdict_writes.health().pending == 0, timeout_s=60)
             stats = await client.call_tool("judge_stats", {})
             assert stats.structured_content["verdict_log"] == {"pending": 0, "written_late": 1, "lost": 0, "last_error": None}
         assert len(backend.requests) == 2  # the hit sent nothing
