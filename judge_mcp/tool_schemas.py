@@ -6,10 +6,10 @@ its first `tools/list`; docs/performance.md, Cold start).
 The file is used only when it was generated from exactly these models by exactly this pydantic and SDK: it records
 a fingerprint of both (`fingerprint`), and a start whose fingerprint differs (an edited model, another pydantic or
 mcp release installed beside this package) generates the schemas instead, as it would without the file.
-tests/test_tool_schemas.py fails when the file is out of date with this package's sources, naming the command that
-rewrites it (a newer pydantic or mcp only turns the file off until it is rewritten):
+tests/transports/test_tool_schemas.py fails when the file is out of date with this package's sources, naming the
+command that rewrites it (a newer pydantic or mcp only turns the file off until it is rewritten):
 
-    .venv/bin/python -m judge_mcp.tool_schemas --write
+    make schemas        (.venv/bin/python -m judge_mcp.tool_schemas --write)
 """
 
 from __future__ import annotations
@@ -74,13 +74,13 @@ def schemas(specs: Iterable[Spec]) -> Schemas:
     """The shipped schemas when they were generated from these sources and name these tools; else generated now."""
     specs = list(specs)
     data = shipped()
+    if data is None or set(data["tools"]) != {spec.name for spec in specs}:
+        return generate(specs)
     try:
-        current = data is not None and data.get("fingerprint") == fingerprint()
+        current = data.get("fingerprint") == fingerprint()
     except (OSError, TypeError):  # a source is not on disk (a zipped install): nothing to check the file against
         current = False
-    if data is not None and current and set(data["tools"]) == {spec.name for spec in specs}:
-        return dict(data["tools"])
-    return generate(specs)
+    return data["tools"] if current else generate(specs)
 
 
 def write() -> Path:

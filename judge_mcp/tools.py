@@ -309,11 +309,10 @@ class ArgsTool(Tool):
             return await super().run({"args": args}, context, convert_result)
 
 
-def mcp_tool(spec: ToolSpec, app: App, schemas: dict[str, Any] | None = None) -> ArgsTool:
+def mcp_tool(spec: ToolSpec, app: App, schemas: dict[str, Any]) -> ArgsTool:
     """The SDK tool for `spec`, running its function with `app` and the request's progress notifications. `schemas`:
-    its published input and output schemas when known (tool_schemas.py); else generated from its models."""
+    its published input and output schemas (tool_schemas.py: shipped, or generated from its models)."""
     args_model, result_model = spec.models()
-    schemas = schemas or {}
 
     async def call(args: ToolArgs, ctx: Context) -> BaseModel | InputRequiredResult:
         with sampling.serving(ctx) as rounds:  # a sampling backend asks this call's client
@@ -332,8 +331,8 @@ def mcp_tool(spec: ToolSpec, app: App, schemas: dict[str, Any] | None = None) ->
         name=spec.name,
         title=spec.title,
         description=reflow(spec.fn.__doc__ or ""),
-        parameters=schemas.get("input") or args_model.input_schema(),
-        fn_metadata=FuncMetadata(arg_model=holder, output_model=result_model, output_schema=schemas.get("output")),
+        parameters=schemas["input"],
+        fn_metadata=FuncMetadata(arg_model=holder, output_model=result_model, output_schema=schemas["output"]),
         is_async=True,
         context_kwarg="ctx",
         annotations=spec.annotations,
