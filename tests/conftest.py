@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from judge_mcp.bench.scripted import Responder, ScriptedServer
+from testkit.scripted_servers import Responder, ScriptedServer
 from judge_mcp.calls.cache import CallCache
 from judge_mcp.calls.judge import Judge
 from judge_mcp.storage.sqlite import Store
@@ -129,7 +129,7 @@ async def mcp_app(scripted, tmp_path: Path):
 
     Connect with `async with mcp.Client(server) as client` (in memory). The database is a temp file.
     """
-    from judge_mcp.server import build_server
+    from judge_mcp.server.build import build_server
 
     apps = []
 
@@ -150,9 +150,9 @@ _DATABASES = itertools.count()
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[Any]:
-    """A real PostgreSQL server for the session (judge_mcp/bench/postgres_server.py), stopped at the end. Skipped where no server
+    """A real PostgreSQL server for the session (testkit/postgres_server.py), stopped at the end. Skipped where no server
     binaries exist, except under CI, where .ci/run installs them and a skip would hide a missing install step."""
-    from judge_mcp.bench.postgres_server import PostgresServer, unavailable_reason
+    from testkit.postgres_server import PostgresServer, unavailable_reason
 
     reason = unavailable_reason()
     if reason is not None:

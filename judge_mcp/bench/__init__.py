@@ -5,6 +5,6 @@ judgment in the bench database, metrics.py turns stored rows into the summary, r
 (concurrent, resumable, with a progress bar), cli.py is the command line; the HTML report is judge_mcp/bench/report.py.
 """
 
-from judge_mcp.bench.cli import add_parser
+from judge_mcp.bench.command import add_parser
 
 __all__ = ["add_parser"]

@@ -15,8 +15,8 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field
 
 from judge_mcp import prompts
-from judge_mcp.arg_types import JUDGED, MAX_RESPONSES, Prompt, Text
-from judge_mcp.args import JudgingArgs
+from judge_mcp.contract.fields import JUDGED, MAX_RESPONSES, Prompt, Text
+from judge_mcp.contract.args import JudgingArgs
 from judge_mcp.backends.base import user
 from judge_mcp.methods.ask import ask
 from judge_mcp.calls.fanout import run_each
@@ -24,7 +24,7 @@ from judge_mcp.methods.ranking import rank_by_score
 from judge_mcp.methods import registry
 from judge_mcp.calls.judge import Judge
 from judge_mcp.methods.parsing import neutralise, parse_json_object
-from judge_mcp.outputs import PointwiseItem, PointwiseResult
+from judge_mcp.contract.results import PointwiseItem, PointwiseResult
 
 MAX_TOKENS = 512  # the FLIP paper's limit for every method (§3.1)
 MIN_SCORE, MAX_SCORE = 1, 10

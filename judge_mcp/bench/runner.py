@@ -20,11 +20,11 @@ from typing import Any, TextIO
 
 import anyio
 
-from judge_mcp.app import App
+from judge_mcp.runtime.app import App
 from judge_mcp.bench import batching, metrics
 from judge_mcp.bench.data import Item, dataset_name, load_items
 from judge_mcp.bench.media import images_problem
-from judge_mcp.bench.methods import METHODS, Method, Options, method_key
+from judge_mcp.bench.judging import METHODS, Method, Options, method_key
 from judge_mcp.bench.results import Results, methods_fingerprint, run_totals
 from judge_mcp.methods import lwe
 from judge_mcp.storage.lwe_sessions import LweRepository

@@ -12,12 +12,12 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from judge_mcp import telemetry
+from judge_mcp.telemetry import hooks as telemetry
 from judge_mcp.backends.base import Backend, ChatRequest, Completion
 from judge_mcp.calls.cache import CacheRow, CallCache
 from judge_mcp.calls.record import CallRecord
 from judge_mcp.storage.engine import Engine
-from judge_mcp.outputs import UsageOut
+from judge_mcp.contract.results import UsageOut
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 

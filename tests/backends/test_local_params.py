@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from judge_mcp.arg_types import PAIR_MAX_TOKENS
+from judge_mcp.contract.fields import PAIR_MAX_TOKENS
 from judge_mcp.backends import build_backend, local, user
 from judge_mcp.backends.local import LocalBackend
 from judge_mcp.calls.cache import CallCache
 from judge_mcp.calls.judge import Judge
-from judge_mcp.config import load_settings
+from judge_mcp.config.settings import load_settings
 from judge_mcp.methods import pairwise
 from judge_mcp.storage.sqlite import Store
 from tests.backends.test_local_backend import FakeServer, clean_registry, fake_gguf  # noqa: F401 (a fixture)
@@ -120,7 +120,7 @@ def test_a_configured_cap_still_lowers_the_budget_and_keys_the_cache(tmp_path: P
 
 
 def test_batch_threads_are_a_backend_setting(tmp_path: Path) -> None:
-    from judge_mcp.config import ConfigError
+    from judge_mcp.config.settings import ConfigError
 
     model = str(fake_gguf(tmp_path / "m.gguf"))
     toml = tmp_path / "judge.toml"

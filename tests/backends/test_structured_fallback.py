@@ -10,9 +10,9 @@ import logging
 import pytest
 
 from judge_mcp.backends import BackendError, build_backend
-from judge_mcp.bench.scripted import Reply
-from judge_mcp.bench.scripted_judges import PAIR, shown_first
-from judge_mcp.config import ConfigError, backend_from_env, backends_from_toml
+from testkit.scripted_servers import Reply
+from testkit.scripted_judges import PAIR, shown_first
+from judge_mcp.config.settings import ConfigError, backend_from_env, backends_from_toml
 from judge_mcp.methods import pairwise
 
 REFUSAL = {

@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from judge_mcp.app import App
-from judge_mcp.bench.scripted_judges import first_shown_judge
-from judge_mcp.config import load_settings
+from judge_mcp.runtime.app import App
+from testkit.scripted_judges import first_shown_judge
+from judge_mcp.config.settings import load_settings
 from tests.bench.datasets import PAIRS, right_judge
 
 
 async def test_bench_panel_scores_the_panel_and_each_member_alone(scripted, tmp_path: Path) -> None:
     import io
 
-    from judge_mcp.bench.methods import Options
+    from judge_mcp.bench.judging import Options
     from judge_mcp.bench.runner import RunSpec, run
     from judge_mcp.storage.sqlite import Store
 
@@ -58,7 +58,7 @@ async def test_bench_panel_scores_the_panel_and_each_member_alone(scripted, tmp_
 def test_bench_cli_backends_argument() -> None:
     import argparse
 
-    from judge_mcp.bench.cli import format_summary, parse_backends
+    from judge_mcp.bench.command import format_summary, parse_backends
 
     assert parse_backends(argparse.Namespace(backend=None, backends="a, b,c")) == ("a", "b", "c")
     with pytest.raises(ValueError, match="not both"):
@@ -73,7 +73,7 @@ def test_bench_cli_backends_argument() -> None:
 async def test_bench_panel_without_a_majority_is_a_tie_not_a_parse_failure(scripted, tmp_path: Path) -> None:
     import io
 
-    from judge_mcp.bench.methods import Options
+    from judge_mcp.bench.judging import Options
     from judge_mcp.bench.runner import RunSpec, run
     from judge_mcp.storage.sqlite import Store
 

@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 from judge_mcp.bench.runner import MAX_CONSECUTIVE_ERRORS
-from judge_mcp.bench.scripted import Reply
-from judge_mcp.bench.scripted_judges import first_user
-from judge_mcp.bench.servers import server_env
+from testkit.scripted_servers import Reply
+from testkit.scripted_judges import first_user
+from testkit.server_process import server_env
 from tests.bench.datasets import PAIRS, bench, item_of, right_judge
 
 

@@ -11,18 +11,18 @@ from typing import Any
 
 import pytest
 
-from judge_mcp.bench import cli as bench_cli
-from judge_mcp.bench import calibration
-from judge_mcp.bench.methods import Options
+from judge_mcp.bench import command as bench_cli
+from judge_mcp.stats import calibration
+from judge_mcp.bench.judging import Options
 from judge_mcp.bench.results import run_rows
 from judge_mcp.bench.runner import BenchError, RunSpec, run
 from judge_mcp.bench import report
 from judge_mcp.storage.sqlite import Store
 from judge_mcp.storage.lwe_sessions import LweRepository
 from tests.helpers import make_app
-from judge_mcp.bench.scripted_judges import first_shown_judge, first_user, logprob_content, schema_name
+from testkit.scripted_judges import first_shown_judge, first_user, logprob_content, schema_name
 from tests.bench.datasets import ITEM_TOKEN, LISTS, PAIRS, bench, good_first, right_judge
-from judge_mcp.bench.scripted import Reply, prompt_text
+from testkit.scripted_servers import Reply, prompt_text
 
 
 PAIR_METHODS = ["vanilla", "grp", "grp-better", "arena-hard", "lwe", "selective-lwe"]

@@ -17,12 +17,13 @@ import anyio
 import pytest
 
 from judge_mcp.backends.base import user
-from judge_mcp.bench.scripted import Reply, chat_body
-from judge_mcp.bench.scripted_judges import GOOD, PAIR, UniversalJudge
+from testkit.scripted_servers import Reply, chat_body
+from testkit.scripted_judges import GOOD, PAIR, UniversalJudge
 from judge_mcp.calls.cache import CallCache
 from judge_mcp.storage.call_cache import CacheTable
 from judge_mcp.calls.judge import Judge
-from judge_mcp.methods import flip, pairwise
+from judge_mcp.methods.flip import reward as flip
+from judge_mcp.methods import pairwise
 from judge_mcp.storage.sqlite import Store
 from judge_mcp.storage.verdict_log import VerdictLog
 from tests.helpers import Hold, Rendezvous, WriteHold, app_env, gather, http_backend, make_app, settled, until

@@ -14,8 +14,8 @@ import pytest
 
 from judge_mcp.backends.base import Completion, user
 from judge_mcp.backends.errors import BackendError
-from judge_mcp.bench.scripted import Reply
-from judge_mcp.bench.scripted_judges import UniversalJudge
+from testkit.scripted_servers import Reply
+from testkit.scripted_judges import UniversalJudge
 from judge_mcp.calls.cache import CallCache
 from judge_mcp.storage.call_cache import CacheTable
 from judge_mcp.calls.judge import Judge

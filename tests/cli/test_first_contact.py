@@ -15,10 +15,10 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from judge_mcp.bench.scripted import Reply
-from judge_mcp.bench.scripted_judges import PAIR
-from judge_mcp.bench.servers import clean_env, free_port
-from judge_mcp.config import ConfigError, load_settings
+from testkit.scripted_servers import Reply
+from testkit.scripted_judges import PAIR
+from testkit.server_process import clean_env, free_port
+from judge_mcp.config.settings import ConfigError, load_settings
 from judge_mcp.storage.sqlite import Store, StoreError
 
 TYPOS = {

@@ -10,15 +10,15 @@ import re
 import pytest
 
 from judge_mcp.backends.errors import BackendError
-from judge_mcp.methods import flip
+from judge_mcp.methods.flip import reward as flip
 from judge_mcp.methods import similarity as sim
-from judge_mcp.methods.flip import detect_echo, infer_instruction_reward, rank
-from judge_mcp.methods.flip_answers import Inferred, extract_best, parse_inferred
+from judge_mcp.methods.flip.reward import detect_echo, infer_instruction_reward, rank
+from judge_mcp.methods.flip.answers import Inferred, extract_best, parse_inferred
 from judge_mcp.calls.judge import Judge
-from judge_mcp.arg_types import InputError
-from judge_mcp.outputs import FlipItem
+from judge_mcp.contract.fields import InputError
+from judge_mcp.contract.results import FlipItem
 from tests.helpers import Rendezvous
-from judge_mcp.bench.scripted import Reply, prompt_text
+from testkit.scripted_servers import Reply, prompt_text
 
 INSTRUCTION = "Write a haiku about autumn leaves."
 HAIKU = "Crimson leaves drift down,\nwhispering to the cold ground,\nautumn says goodbye."
@@ -112,7 +112,7 @@ def test_extract_best_is_bounded():
          "Keep it under 200 words.",
          "Explain how photosynthesis works in plants, including the light-dependent reactions and the Calvin cycle.\n\n"
          "Photosynthesis is the process..."),
-        # appended at the end: the instruction-copy attack of judge_mcp/bench/attacks.py
+        # appended at the end: the instruction-copy attack of testkit/injections.py
         (INSTRUCTION, "Crimson leaves drift down. " * 3 + INSTRUCTION),
     ],
 )
@@ -445,7 +445,7 @@ async def test_embedded_model_returns_a_well_formed_result(tmp_path):
     from judge_mcp.backends import build_backend
     from judge_mcp.backends.local import ModelNotFoundError
     from judge_mcp.calls.cache import CallCache
-    from judge_mcp.config import BackendConfig
+    from judge_mcp.config.settings import BackendConfig
     from judge_mcp.storage.sqlite import Store
 
     try:

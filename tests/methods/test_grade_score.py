@@ -10,22 +10,15 @@ import threading
 import pytest
 
 from judge_mcp import prompts
-from judge_mcp.methods import grade_score as gs
-from judge_mcp.methods.grade_score import (
-    choice_score,
-    grade_score,
-    grade_score_options,
-    llm_score,
-    mode,
-    parse_selection,
-    parse_structured,
-    rotations,
+from judge_mcp.methods.grade_score import scoring as gs
+from judge_mcp.methods.grade_score.scoring import (
+    choice_score, grade_score, grade_score_options, llm_score, mode, parse_selection, parse_structured, rotations,
 )
 from judge_mcp.calls.judge import Judge
-from judge_mcp.arg_types import InputError
-from judge_mcp.outputs import GradeTrial
+from judge_mcp.contract.fields import InputError
+from judge_mcp.contract.results import GradeTrial
 from tests.helpers import Rendezvous
-from judge_mcp.bench.scripted_judges import INSTRUCTION, OPTIONS, answer, picks_text, shown
+from testkit.scripted_judges import INSTRUCTION, OPTIONS, answer, picks_text, shown
 
 
 H = lambda *ps: -sum(p * math.log2(p) for p in ps if p)  # noqa: E731 - entropy, for hand-computed expectations
@@ -364,7 +357,7 @@ async def test_embedded_model_returns_a_well_formed_result(tmp_path, monkeypatch
     from judge_mcp.backends import build_backend
     from judge_mcp.backends.local import ModelNotFoundError
     from judge_mcp.calls.cache import CallCache
-    from judge_mcp.config import BackendConfig
+    from judge_mcp.config.settings import BackendConfig
     from judge_mcp.storage.sqlite import Store
 
     try:

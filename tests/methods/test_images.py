@@ -8,13 +8,13 @@ import logging
 
 import pytest
 
-from judge_mcp import images
-from judge_mcp.arg_types import InputError
-from judge_mcp.args import ComparePairArgs, GradeScoreOptionsArgs, LweJudgeArgs
+from judge_mcp.contract import images
+from judge_mcp.contract.fields import InputError
+from judge_mcp.contract.args import ComparePairArgs, GradeScoreOptionsArgs, LweJudgeArgs
 from judge_mcp.backends.base import user
-from judge_mcp.bench.scripted import Reply
+from testkit.scripted_servers import Reply
 from judge_mcp.methods import pairwise
-from tests.images import ScreenshotJudge, gif, image_groups, jpeg, png, uri, webp
+from tests.image_data import ScreenshotJudge, gif, image_groups, jpeg, png, uri, webp
 
 PAIR = {"prompt": "Which UI is clearer?", "response_a": "UI A", "response_b": "UI B"}
 

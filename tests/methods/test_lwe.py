@@ -13,10 +13,10 @@ from judge_mcp.methods import lwe
 from judge_mcp.methods.lwe import text as t
 from judge_mcp.calls.judge import Judge
 from judge_mcp.storage.lwe_sessions import LweRepository
-from judge_mcp.arg_types import InputError
+from judge_mcp.contract.fields import InputError
 from tests.helpers import judge_for
-from judge_mcp.bench.scripted_judges import REFINED_MARK, LweScript, lwe_case, role_of
-from judge_mcp.bench.scripted import Reply, prompt_text
+from testkit.scripted_judges import REFINED_MARK, LweScript, lwe_case, role_of
+from testkit.scripted_servers import Reply, prompt_text
 from tests.engines import on_both_engines
 
 

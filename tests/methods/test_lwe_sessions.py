@@ -13,8 +13,8 @@ import pytest
 from judge_mcp.methods import lwe
 from judge_mcp.storage.lwe_sessions import LweConflict, LweRepository
 from judge_mcp.storage.sqlite import Store
-from judge_mcp.arg_types import InputError
-from judge_mcp.bench.scripted_judges import LweScript, lwe_case, role_of
+from judge_mcp.contract.fields import InputError
+from testkit.scripted_judges import LweScript, lwe_case, role_of
 from tests.helpers import Hold, Rendezvous, integrity_ok, judge_for, until
 from tests.engines import on_both_engines
 

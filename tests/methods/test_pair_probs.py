@@ -19,9 +19,9 @@ from judge_mcp.backends.local import LocalBackend
 from judge_mcp.methods import label_probs, pairwise
 from judge_mcp.calls.cache import CallCache
 from judge_mcp.calls.judge import Judge
-from judge_mcp.arg_types import InputError
-from judge_mcp.bench.scripted import Reply
-from judge_mcp.bench.scripted_judges import GOOD, PAIR, logprob_content, shown_first, verdict_json
+from judge_mcp.contract.fields import InputError
+from testkit.scripted_servers import Reply
+from testkit.scripted_judges import GOOD, PAIR, logprob_content, shown_first, verdict_json
 from judge_mcp.storage.verdict_log import VerdictLog
 
 
@@ -106,7 +106,7 @@ def test_the_embedded_and_anthropic_payloads() -> None:
 
 
 async def test_anthropic_compare_pair_asks_for_none_and_returns_null(scripted, store) -> None:
-    from judge_mcp.bench.scripted import ScriptedAnthropicServer
+    from testkit.scripted_servers import ScriptedAnthropicServer
 
     def respond(payload: dict) -> Reply:
         return Reply(content=verdict_json(True))

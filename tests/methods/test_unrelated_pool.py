@@ -9,11 +9,11 @@ import json
 
 import pytest
 
-from judge_mcp.methods.grade_score import grade_score_options
+from judge_mcp.methods.grade_score.scoring import grade_score_options
 from judge_mcp.calls.judge import Judge
-from judge_mcp.methods.unrelated_pool import BUILTIN_POOL, call_seed, choose_unrelated, insertion_position, pick
-from judge_mcp.config import ConfigError, load_settings
-from judge_mcp.bench.scripted_judges import INSTRUCTION, OPTIONS, answer, picks_text, shown
+from judge_mcp.methods.grade_score.unrelated_pool import BUILTIN_POOL, call_seed, choose_unrelated, insertion_position, pick
+from judge_mcp.config.settings import ConfigError, load_settings
+from testkit.scripted_judges import INSTRUCTION, OPTIONS, answer, picks_text, shown
 
 
 def test_pick_skips_same_instruction_and_repeated_options_and_is_deterministic():

@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from judge_mcp.storage import bench_results, call_cache, labels, lwe_sessions, migrations, open_store, option_pool, retention, texts, verdict_log
+from judge_mcp.storage import (
+    bench_results, call_cache, label_rows as labels, lwe_sessions, migrations, open_store, option_pool, retention,
+    texts, verdict_log,
+)
 from judge_mcp.storage.engine import StoreError
 from judge_mcp.storage.migrations import MIGRATIONS
 from judge_mcp.storage.postgres import POSTGRES

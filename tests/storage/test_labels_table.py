@@ -8,10 +8,11 @@ import time
 
 import pytest
 
-from judge_mcp import agreement, stats, stats_text
+from judge_mcp.stats import agreement, report as stats
+from judge_mcp.cli import stats_table as stats_text
 from judge_mcp.storage import retention
 from judge_mcp.storage.engine import StoreError
-from judge_mcp.storage.labels import LabelTable
+from judge_mcp.storage.label_rows import LabelTable
 from judge_mcp.storage.verdict_log import VerdictLog
 from tests.engines import on_both_engines
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import anyio
 from mcp import Client
 
-from judge_mcp.server import build_server
+from judge_mcp.server.build import build_server
 from judge_mcp.storage.sqlite import Store
 from tests.helpers import app_env, make_app, until
-from judge_mcp.bench.scripted_judges import PAIR, UniversalJudge
+from testkit.scripted_judges import PAIR, UniversalJudge
 
 
 

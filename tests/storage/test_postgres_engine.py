@@ -1,4 +1,4 @@
-"""The PostgreSQL engine on a real server (judge_mcp/bench/postgres_server.py): bad configuration is a clear error at start with
+"""The PostgreSQL engine on a real server (testkit/postgres_server.py): bad configuration is a clear error at start with
 the password redacted, replicas starting at once migrate a new database once, a server restart fails what it cut
 and then recovers, LWE versions stay contiguous across processes, and the call cache's leases make identical
 requests in flight in two stores (two replicas) reach the backend once, a dead holder's lease being taken over."""
@@ -14,10 +14,10 @@ import anyio
 import pytest
 
 from judge_mcp.backends.base import user
-from judge_mcp.bench.scripted import Reply
-from judge_mcp.bench.servers import free_port
+from testkit.scripted_servers import Reply
+from testkit.server_process import free_port
 from judge_mcp.calls.cache import CallCache
-from judge_mcp.config import ConfigError, load_settings
+from judge_mcp.config.settings import ConfigError, load_settings
 from judge_mcp.redaction import RedactingFilter
 from judge_mcp.storage import open_store
 from judge_mcp.storage.engine import StoreError
@@ -59,7 +59,7 @@ def test_a_wrong_password_is_named_and_never_shown(postgres_server, caplog) -> N
 
 
 def test_serve_with_an_unreachable_database_stops_at_start_naming_it(postgres_server, monkeypatch, capsys) -> None:
-    from judge_mcp.cli import main
+    from judge_mcp.cli.main import main
 
     monkeypatch.setenv("JUDGE_MCP_DB", f"postgresql://judge:{PASSWORD}@127.0.0.1:{free_port()}/judge")
     monkeypatch.setenv("JUDGE_MCP_BACKEND", "openai")

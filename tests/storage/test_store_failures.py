@@ -18,8 +18,8 @@ import pytest
 from mcp import Client
 
 from tests.helpers import until
-from judge_mcp.bench.scripted_judges import BAD, GOOD, UniversalJudge
-from judge_mcp.bench.servers import clean_env
+from testkit.scripted_judges import BAD, GOOD, UniversalJudge
+from testkit.server_process import clean_env
 from judge_mcp.calls.cache import CacheRow, CacheTable
 from judge_mcp.methods import lwe
 from judge_mcp.storage.lwe_sessions import LweRepository
@@ -111,7 +111,7 @@ def test_a_full_disk_never_leaves_a_half_written_lwe_version(tmp_path: Path) -> 
 
 
 def test_tool_call_on_a_full_disk_answers_names_the_reason_and_its_row_follows_once_there_is_room(mcp_app) -> None:
-    """The verdict is worth more than its log row (judge_mcp/verdict_writes.py): the answer goes out with a warning
+    """The verdict is worth more than its log row (judge_mcp/runtime/verdict_writes.py): the answer goes out with a warning
     naming the write's failure, and the row, retried in the background, is written whole once space is back."""
     server, backend = mcp_app(UniversalJudge())
     store = server.app.store

@@ -1,4 +1,4 @@
-"""A verdict row is worth less than its answer (judge_mcp/verdict_writes.py): a cache hit answers while another
+"""A verdict row is worth less than its answer (judge_mcp/runtime/verdict_writes.py): a cache hit answers while another
 process holds the database's write lock, instead of waiting the lock out; a row that cannot be written is retried
 in the background a bounded number of times, then counted as lost in judge_stats; and a database that takes no
 writes at all is refused at start, before any backend call is spent."""
@@ -15,12 +15,12 @@ import anyio
 import pytest
 from mcp import Client
 
-from judge_mcp import verdict_writes
-from judge_mcp.server import build_server
+from judge_mcp.runtime import verdict_writes
+from judge_mcp.server.build import build_server
 from judge_mcp.storage.sqlite import Store, StoreError
-from judge_mcp.bench.servers import clean_env, free_port
+from testkit.server_process import clean_env, free_port
 from tests.helpers import ROOT, app_env, make_app, until
-from judge_mcp.bench.scripted_judges import PAIR, UniversalJudge
+from testkit.scripted_judges import PAIR, UniversalJudge
 
 
 def _verdicts(app) -> int:

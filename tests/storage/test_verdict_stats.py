@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from judge_mcp import stats
-from judge_mcp.args import ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, LweJudgeArgs
-from judge_mcp.bench.synthetic_verdicts import fill, synthetic
+from judge_mcp.stats import report as stats
+from judge_mcp.contract.args import ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, LweJudgeArgs
+from testkit.synthetic_verdicts import fill, synthetic
 from judge_mcp.storage import retention, verdict_facts
 from judge_mcp.storage.engine import dumps
 from judge_mcp.storage.migrations import MIGRATIONS
@@ -142,7 +142,7 @@ def test_an_old_postgresql_database_is_backfilled(postgres_server) -> None:
 
 WRITER = """
 import random, sys
-from judge_mcp.bench.synthetic_verdicts import synthetic
+from testkit.synthetic_verdicts import synthetic
 from judge_mcp.storage.sqlite import Store
 from judge_mcp.storage.verdict_log import VerdictLog
 store = Store(sys.argv[1])

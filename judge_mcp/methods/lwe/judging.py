@@ -20,8 +20,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from judge_mcp import prompts
-from judge_mcp.arg_types import InputError
-from judge_mcp.args import LweJudgeArgs
+from judge_mcp.contract.fields import InputError
+from judge_mcp.contract.args import LweJudgeArgs
 from judge_mcp.backends.base import Message, user
 from judge_mcp.calls.fanout import run_each
 from judge_mcp.calls.judge import Judge
@@ -30,7 +30,7 @@ from judge_mcp.methods.ask import ask
 from judge_mcp.methods import user_inputs
 from judge_mcp.methods.lwe import text as lwe_text
 from judge_mcp.methods.lwe.refine import Refinement, generate_text, refine_if_due
-from judge_mcp.outputs import LweResult, VanillaPair
+from judge_mcp.contract.results import LweResult, VanillaPair
 from judge_mcp.storage.lwe_sessions import LweRepository
 from judge_mcp.storage.engine import Engine
 

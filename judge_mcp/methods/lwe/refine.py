@@ -18,7 +18,7 @@ import anyio
 import anyio.lowlevel
 
 from judge_mcp import prompts
-from judge_mcp.arg_types import check_session
+from judge_mcp.contract.fields import check_session
 from judge_mcp.backends.base import user
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.calls.judge import Judge

@@ -1,0 +1,54 @@
+"""The method registry: one table behind the server, the bench and the injection script."""
+
+from __future__ import annotations
+
+import pytest
+from mcp import Client
+
+import judge_mcp.bench.judging  # noqa: F401  (registers the bench's baselines)
+from judge_mcp.methods import registry
+from judge_mcp.storage.verdict_log import VerdictLog
+
+TOOLS = ("compare_pair", "infer_instruction_reward", "grade_score_options", "lwe_judge")
+
+
+async def test_every_judging_tool_runs_a_registered_method_whose_result_model_is_its_output_schema(mcp_app) -> None:
+    server, _ = mcp_app(lambda payload: "unused")
+    async with Client(server) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    for name in TOOLS:
+        model = registry.METHODS[name].result
+        assert tools[name].output_schema["properties"].keys() == model.model_json_schema()["properties"].keys(), name
+    assert {"arena_hard", "pointwise"} <= registry.METHODS.keys()  # the bench's baselines, not tools
+    assert not {"arena_hard", "pointwise"} & tools.keys()
+
+
+async def test_call_applies_no_reask_and_logs_the_extra_keys_with_the_arguments(mcp_app) -> None:
+    """An unreadable answer is re-asked once by default and not at all with no_reask; the logged inputs carry the
+    bench's keys and the strict flag; the Judge's call records come back."""
+    server, backend = mcp_app(lambda payload: "I cannot decide.")
+    app = server.app
+    args = dict(prompt="Capital of Australia?", response_a="Sydney", response_b="Canberra", swap=False)
+
+    lenient, records = await registry.call(app, "compare_pair", args)
+    assert lenient.trials[0].parse_ok is False and lenient.usage.calls == 2
+    assert [r["purpose"] for r in records][1].endswith(":reask")
+
+    strict, records = await registry.call(app, "compare_pair", {**args, "prompt": "Capital of Austria?"}, no_reask=True, log_extra={"bench_item": "x1"})
+    assert strict.trials[0].parse_ok is False and strict.usage.calls == 1 and len(records) == 1
+    logged = VerdictLog(app.store).recent("compare_pair", limit=1)[0]["inputs"]
+    assert logged["bench_item"] == "x1" and logged["no_reask"] is True and logged["prompt"] == "Capital of Austria?"
+
+
+async def test_an_unknown_method_is_named_with_the_known_ones(mcp_app) -> None:
+    server, _ = mcp_app(lambda payload: "unused")
+    with pytest.raises(ValueError, match=r"unknown method 'compare_pairs'.*compare_pair"):
+        await registry.call(server.app, "compare_pairs", {})
+
+
+def test_a_second_method_under_a_registered_name_is_refused() -> None:
+    async def other(judge, **args):  # pragma: no cover - never run
+        raise AssertionError
+
+    with pytest.raises(ValueError, match="compare_pair"):
+        registry.register(other, registry.METHODS["compare_pair"].args, registry.METHODS["compare_pair"].result)
