@@ -257,7 +257,7 @@ class ExternalScripted:
 
     def __init__(self, answer: str, latency: float):
         args = [sys.executable, "-m", "testkit.scripted_servers", "--answer", answer, "--delay", str(latency)]
-        here = Path(__file__).resolve().parents[2]  # where this judge_mcp is: the server runs this checkout's code
+        here = Path(__file__).resolve().parents[1]  # the checkout testkit/ sits in: the server runs its code
         self.proc = subprocess.Popen(args + (["--threaded"] if self.threaded else []), stdout=subprocess.PIPE, text=True, cwd=here)
         assert self.proc.stdout is not None
         self.base_url = self.proc.stdout.readline().strip()

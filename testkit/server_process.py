@@ -1,6 +1,6 @@
-"""A `judge-mcp` server as a subprocess, for the tests and the bench/ scripts: its environment (`clean_env`,
+"""A `judge-mcp` server as a subprocess, for the tests and the perf/ scripts: its environment (`clean_env`,
 `server_env`), a free loopback port (`free_port`) and `HttpServer` (`judge-mcp serve --transport http` on that port).
-The PostgreSQL server and the replicas behind nginx that build on it are postgres_server.py and replicas.py here.
+The PostgreSQL server and the replicas behind nginx that build on it are postgres_server.py and replica_set.py here.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import IO, Any
 
 __all__ = ["HttpServer", "clean_env", "free_port", "server_env"]
 
-SOURCE = Path(__file__).resolve().parent.parent.parent  # the folder holding judge_mcp/ (the checkout, or site-packages)
+SOURCE = Path(__file__).resolve().parent.parent  # the checkout (testkit/ never ships): the servers run its judge_mcp
 
 
 def clean_env(*, drop: tuple[str, ...] = (), **extra: str) -> dict[str, str]:
