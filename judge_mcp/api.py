@@ -33,7 +33,7 @@ from judge_mcp.contract.args import (
     ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, JudgeStatsArgs, JudgingArgs, LweJudgeArgs,
     LweSessionArgs, RecordLabelArgs, ToolArgs,
 )
-from judge_mcp.calls.judge import ProgressFn
+from judge_mcp.calls.context import ProgressFn
 from judge_mcp.config.settings import ConfigError, load_settings_over
 from judge_mcp.contract.results import (
     ComparePairResult, FlipResult, GradeScoreResult, LabelResult, LweResult, LweSessionResult, StatsReport,

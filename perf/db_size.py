@@ -43,7 +43,7 @@ async def judge_pairs(base_url: str, db: str, calls: int, chars: int) -> None:
     """In the child: `calls` compare_pair calls through the App of the judge_mcp its PYTHONPATH names."""
     from judge_mcp.runtime.app import App
     from judge_mcp.config.settings import load_settings
-    from judge_mcp.methods import registry
+    from judge_mcp.runtime.run import run_method
 
     env = {"JUDGE_MCP_BACKEND": "openai", "JUDGE_MCP_BASE_URL": base_url, "JUDGE_MCP_MODEL": "m", "JUDGE_MCP_DB": db}
     app = App(load_settings(env))
@@ -52,7 +52,7 @@ async def judge_pairs(base_url: str, db: str, calls: int, chars: int) -> None:
             a = f"{MARKER if k == 0 else ''} Sydney {k}. {prose(chars, seed=-2 * k - 1)}"[:chars]
             b = f"Canberra {k}. {prose(chars, seed=-2 * k - 2)}"[:chars]
             inputs = {"prompt": f"What is the capital of Australia? ({k})", "response_a": a, "response_b": b}
-            await registry.call(app, "compare_pair", inputs)
+            await run_method(app, "compare_pair", inputs)
     finally:
         await app.aclose()
 

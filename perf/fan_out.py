@@ -6,7 +6,7 @@ Not a test: it prints figures. Each round runs every checkout in a process of it
 --child` with the checkout first on PYTHONPATH, so each imports its own `judge_mcp`) against the same scripted backend
 (testkit/scripted_servers.py in a third process, fixed latency). A process
 runs, `--repeats` times and interleaved call by call: one backend call, `infer_instruction_reward` with 16
-responses and `grade_score_options` with 10 options as a tool call runs them (`registry.call` through `App.run`,
+responses and `grade_score_options` with 10 options as a tool call runs them (runtime/run.py,
 default concurrency), and 16 requests through the backend alone. Printed per round and checkout: the median wall
 time of each as a ratio to the one backend call, and the client CPU per call (this process, all threads).
 """
@@ -38,7 +38,7 @@ async def measure(base_url: str, repeats: int) -> dict[str, dict[str, float]]:
     from judge_mcp.runtime.app import App
     from judge_mcp.backends.base import user
     from judge_mcp.config.settings import load_settings
-    from judge_mcp.methods import registry
+    from judge_mcp.runtime.run import run_method
 
     gc.collect()
     gc.freeze()  # as `judge-mcp serve` does once started
@@ -51,10 +51,10 @@ async def measure(base_url: str, repeats: int) -> dict[str, dict[str, float]]:
             await backend.complete(user(f"direct {fresh()}"))
 
         async def flip16() -> None:
-            await registry.call(app, "infer_instruction_reward", dict(instruction="Write a haiku", responses=[f"response {c} {fresh()}" for c in range(16)]))
+            await run_method(app, "infer_instruction_reward", dict(instruction="Write a haiku", responses=[f"response {c} {fresh()}" for c in range(16)]))
 
         async def grade10() -> None:
-            await registry.call(app, "grade_score_options", dict(instruction=f"q {fresh()}", options=[f"option {c} {fresh()}" for c in range(10)]))
+            await run_method(app, "grade_score_options", dict(instruction=f"q {fresh()}", options=[f"option {c} {fresh()}" for c in range(10)]))
 
         async def direct16() -> None:
             await asyncio.gather(*(one() for _ in range(16)))

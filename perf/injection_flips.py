@@ -41,7 +41,7 @@ import anyio
 from testkit.injections import ATTACKS, FENCE_ATTACKS, PAPER_ATTACKS, POSITIONS, SLOTS, attack_text, flipped, inject_pair
 from judge_mcp.runtime.app import App
 from judge_mcp.bench.data import Item, load_items
-from judge_mcp.methods import registry
+from judge_mcp.runtime.run import run_method
 from judge_mcp.server.tools import anticipated
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,12 +61,12 @@ async def judge_pair(
     to_pair = {0: CHOSEN, 1: REJECTED} if slot == "second" else {0: REJECTED, 1: CHOSEN}  # shown index -> [chosen, rejected]
     if method == "compare_pair":
         args = dict(prompt=prompt, response_a=shown[0], response_b=shown[1], swap=swap, backend=backend)
-        result, _ = await registry.call(app, method, args)
+        result, _ = await run_method(app, method, args)
         pick = to_pair.get({"A": 0, "B": 1}.get(result.winner or "", -1))
         named = [to_pair[0 if t.better == "A" else 1] for t in result.trials if t.parse_ok]
         share = sum(1 for b in named if b == REJECTED) / len(named) if named else None
     elif method == "infer_instruction_reward":
-        result, _ = await registry.call(app, method, dict(instruction=prompt, responses=shown, backend=backend))
+        result, _ = await run_method(app, method, dict(instruction=prompt, responses=shown, backend=backend))
         pick = to_pair.get(result.best_index)
         r = {to_pair[it.index]: it for it in result.results}
         if r[CHOSEN].parse_ok or r[REJECTED].parse_ok:
@@ -75,7 +75,7 @@ async def judge_pair(
         else:
             share = None
     elif method == "grade_score_options":
-        result, _ = await registry.call(app, method, dict(instruction=prompt, options=shown, backend=backend))
+        result, _ = await run_method(app, method, dict(instruction=prompt, options=shown, backend=backend))
         pick = None if result.tied_indices else to_pair.get(result.winner_index)  # a tied mode is no pick
         rejected_at = 1 if slot == "second" else 0
         share = result.option_counts[rejected_at] / result.parsed_trials if result.parsed_trials else None

@@ -128,6 +128,7 @@ async def ours_in_process(base_url: str, calls: int, rounds: int) -> dict[str, f
     from judge_mcp.backends.base import user
     from judge_mcp.config.settings import load_settings
     from judge_mcp.methods import pairwise
+    from judge_mcp.runtime.run import run_once
 
     with tempfile.TemporaryDirectory() as tmp:
         app = App(load_settings({"JUDGE_MCP_BACKEND": "openai", "JUDGE_MCP_BASE_URL": base_url, "JUDGE_MCP_MODEL": "scripted",
@@ -137,7 +138,7 @@ async def ours_in_process(base_url: str, calls: int, rounds: int) -> dict[str, f
 
         async def tool_call() -> None:
             inputs = dict(prompt=f"q {uuid.uuid4().hex}", response_a="a", response_b="b", goal="worse", template="sop", swap=True, max_tokens=None)
-            await app.run("compare_pair", inputs, lambda j: pairwise.compare_pair(j, **inputs))
+            await run_once(app, "compare_pair", inputs, lambda j: pairwise.compare_pair(j, **inputs))
 
         async def two_calls() -> None:
             async with anyio.create_task_group() as tg:

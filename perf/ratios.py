@@ -35,9 +35,10 @@ from judge_mcp.backends.openai_compat import OpenAICompatBackend
 from testkit.scripted_servers import ExternalScripted, Reply, ScriptedServer, prompt_text
 from testkit.scripted_judges import UNIVERSAL_ANSWER, LweScript
 from judge_mcp.calls.cache import CallCache
-from judge_mcp.calls.judge import Judge
+from judge_mcp.calls.context import CallContext
 from judge_mcp.config.settings import DEFAULT_CONCURRENCY, load_settings
-from judge_mcp.methods import lwe, pairwise, registry
+from judge_mcp.methods import lwe, pairwise
+from judge_mcp.runtime.run import run_method
 from judge_mcp.server.build import build_server
 from judge_mcp.storage.sqlite import Store
 
@@ -56,7 +57,7 @@ async def median_s(fn, repeats: int) -> float:
 
 
 async def fan_out(server: "ExternalScripted", tmp: Path, repeats: int) -> float:
-    """Each judgment as a tool call runs it (`registry.call` through `App.run`: the call cache, new answers' rows
+    """Each judgment as a tool call runs it (runtime/run.py: the call cache, new answers' rows
     written with the verdict in one transaction), at the default concurrency, against one backend call."""
     app = App(load_settings({"JUDGE_MCP_BACKEND": "openai", "JUDGE_MCP_BASE_URL": server.base_url, "JUDGE_MCP_MODEL": "scripted",
                              "JUDGE_MCP_DB": str(tmp / "fanout.db")}))
@@ -66,29 +67,29 @@ async def fan_out(server: "ExternalScripted", tmp: Path, repeats: int) -> float:
         await backend.complete(user(f"direct call {fresh()}"))
 
     async def compare(i: int) -> None:
-        await registry.call(app, "compare_pair", dict(prompt=f"q {fresh()}", response_a="a", response_b="b"))
+        await run_method(app, "compare_pair", dict(prompt=f"q {fresh()}", response_a="a", response_b="b"))
 
     async def grade(i: int) -> None:
-        await registry.call(app, "grade_score_options", dict(instruction=f"q {fresh()}", options=[f"{c} {fresh()}" for c in "wxyz"]))
+        await run_method(app, "grade_score_options", dict(instruction=f"q {fresh()}", options=[f"{c} {fresh()}" for c in "wxyz"]))
 
     async def flip4(i: int) -> None:
-        await registry.call(app, "infer_instruction_reward", dict(instruction="Write a haiku", responses=[f"{c} {fresh()}" for c in "wxyz"]))
+        await run_method(app, "infer_instruction_reward", dict(instruction="Write a haiku", responses=[f"{c} {fresh()}" for c in "wxyz"]))
 
     async def grade10(i: int) -> None:
-        await registry.call(app, "grade_score_options", dict(instruction=f"q {fresh()}", options=[f"option {c} {fresh()}" for c in range(10)]))
+        await run_method(app, "grade_score_options", dict(instruction=f"q {fresh()}", options=[f"option {c} {fresh()}" for c in range(10)]))
 
     async def flip16(i: int) -> None:
-        await registry.call(app, "infer_instruction_reward", dict(instruction="Write a haiku", responses=[f"response {c} {fresh()}" for c in range(16)]))
+        await run_method(app, "infer_instruction_reward", dict(instruction="Write a haiku", responses=[f"response {c} {fresh()}" for c in range(16)]))
 
     def mib_png() -> str:  # a fresh 1 MiB image each time (PNG magic, random bytes: the server never decodes it)
         return "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n" + os.urandom(2**20 - 8)).decode()
 
     async def compare_images(i: int) -> None:
-        await registry.call(app, "compare_pair", dict(prompt=f"q {fresh()}", response_a="UI A", response_b="UI B",
+        await run_method(app, "compare_pair", dict(prompt=f"q {fresh()}", response_a="UI A", response_b="UI B",
                                                       response_a_images=[mib_png()], response_b_images=[mib_png()]))
 
     async def cached(i: int) -> None:
-        await registry.call(app, "compare_pair", dict(prompt="the same prompt", response_a="a", response_b="b"))
+        await run_method(app, "compare_pair", dict(prompt="the same prompt", response_a="a", response_b="b"))
 
     # The floor beside ours: 16 concurrent requests of the same size sent by bare clients (httpx with one pool of 16
     # connections and response.json(), as the backends once sent them; aiohttp, the client the backends use now), and the
@@ -319,12 +320,12 @@ async def lwe_cost(tmp: Path, cases: int) -> None:
 
             start = len(server.requests)
             for i in range(cases):
-                await lwe.vanilla_pair(Judge(backend, cache, store), **case(i))
+                await lwe.vanilla_pair(CallContext(backend, cache, store), **case(i))
             v_calls = len(server.requests) - start
             v_chars = chars(server.requests, start)
             start = len(server.requests)
             for i in range(cases):
-                await lwe.lwe_judge(Judge(backend, cache, store), session="bench", **case(i))
+                await lwe.lwe_judge(CallContext(backend, cache, store), session="bench", **case(i))
             l_calls = len(server.requests) - start
             l_chars = chars(server.requests, start)
             await backend.aclose()

@@ -1,4 +1,4 @@
-"""Shared fixtures: scripted model servers on 127.0.0.1, a temp store, a Judge wired to both, and the real MCP server
+"""Shared fixtures: scripted model servers on 127.0.0.1, a temp store, a CallContext wired to both, and the real MCP server
 on a scripted backend. What they build is made by tests/helpers.py (the one place for servers, apps and ports)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 
 from testkit.scripted_servers import Responder, ScriptedServer
 from judge_mcp.calls.cache import CallCache
-from judge_mcp.calls.judge import Judge
+from judge_mcp.calls.context import CallContext
 from judge_mcp.storage.sqlite import Store
 from tests.connect import TRANSPORTS, judged
 from tests.helpers import app_env, http_backend, make_app, start_scripted
@@ -96,16 +96,16 @@ async def make_backend(scripted) -> AsyncIterator[callable]:
 
 @pytest.fixture
 async def make_judge(scripted, store) -> AsyncIterator[callable]:
-    """make_judge(responder, **backend_kwargs) -> (Judge, ScriptedServer): a real OpenAI-compatible backend over HTTP,
+    """make_judge(responder, **backend_kwargs) -> (CallContext, ScriptedServer): a real OpenAI-compatible backend over HTTP,
     closed after the test."""
     cache = CallCache(store)
-    judges: list[Judge] = []
+    judges: list[CallContext] = []
 
-    def make(responder: Responder, **kwargs) -> tuple[Judge, ScriptedServer]:
+    def make(responder: Responder, **kwargs) -> tuple[CallContext, ScriptedServer]:
         server = scripted(responder)
         kwargs.setdefault("max_retries", 1)
         kwargs.setdefault("backoff_base_s", 0.01)
-        judges.append(Judge(http_backend(server, **kwargs), cache, store))
+        judges.append(CallContext(http_backend(server, **kwargs), cache, store))
         return judges[-1], server
 
     yield make

@@ -4,7 +4,7 @@
   fixture (tests/conftest.py), which also stops it. The servers (OpenAI-compatible and Anthropic Messages; `Reply`)
   are testkit/scripted_servers.py, the scripted judges testkit/scripted_judges.py: the benchmarks use them too.
 - shaping replies: `as_reply`, `delayed` (latency only; never to order events).
-- a remote backend on a scripted server: `http_backend(server, ...)` (fixtures: `make_backend`, `make_judge`); a Judge
+- a remote backend on a scripted server: `http_backend(server, ...)` (fixtures: `make_backend`, `make_judge`); a CallContext
   on one with a call cache of its own: `judge_for(server, store)`.
 - an in-process App and its MCP server from environment values: `app_env`, `make_app` (fixture: `mcp_app`).
 - a `judge-mcp` subprocess: its environment `server_env` (or `clean_env`), `HttpServer` (serve --transport http),
@@ -75,15 +75,15 @@ def http_backend(server: ScriptedServer, *, name: str = "scripted", model: str =
 
 
 def judge_for(server: ScriptedServer, store: Any, *, structured: bool = True):
-    """A Judge on a new remote backend for `server` (one retry) with a call cache of its own over `store`; with
+    """A CallContext on a new remote backend for `server` (one retry) with a call cache of its own over `store`; with
     `structured=False` the backend asks for no JSON schema (the papers' text grammars)."""
     from judge_mcp.calls.cache import CallCache
-    from judge_mcp.calls.judge import Judge
+    from judge_mcp.calls.context import CallContext
 
     backend = http_backend(server, max_retries=1, backoff_base_s=0.01)
     if not structured:
         backend.supports_json_schema = False
-    return Judge(backend, CallCache(store), store)
+    return CallContext(backend, CallCache(store), store)
 
 
 def app_env(server: ScriptedServer, db: Path | str, **extra: str) -> dict[str, str]:

@@ -36,7 +36,7 @@ from judge_mcp.bench.data import Item
 from judge_mcp.bench.media import options_media, pair_media
 from judge_mcp.bench.arena_hard import ArenaHardArgs
 from judge_mcp.bench.pointwise import PointwiseArgs
-from judge_mcp.methods import registry
+from judge_mcp.runtime.run import run_method
 from judge_mcp.contract.results import ComparePairResult
 
 PAIR_PLACEMENTS = ("chosen_first", "chosen_second")
@@ -134,7 +134,7 @@ async def _run(app: App, args: JudgingArgs, item: Item, placement: str, opts: Op
     (result, timing, the Judge's call records). `options`: the method's keywords beyond its arguments."""
     started = time.time()
     t0 = time.perf_counter()
-    result, calls = await registry.call(app, args.tool, args, no_reask=opts.no_reask, log_extra={"bench_item": item.id, "placement": placement}, **options)
+    result, calls = await run_method(app, args.tool, args, no_reask=opts.no_reask, log_extra={"bench_item": item.id, "placement": placement}, **options)
     timing = {"started_at": started, "ended_at": time.time(), "seconds": round(time.perf_counter() - t0, 3)}
     return result, timing, calls
 
@@ -209,7 +209,7 @@ async def _compare_panel(app: App, item: Item, placement: str, args: ComparePair
     """One placement judged by the panel (each member one order, swap=False): the record is the panel's verdict,
     with each member's own verdict as a record of its own under `members` (metrics.member_rows scores them)."""
     started, t0 = time.time(), time.perf_counter()
-    result, _ = await registry.call(
+    result, _ = await run_method(
         app, args.tool, args, no_reask=opts.no_reask, log_extra={"bench_item": item.id, "placement": placement},
     )
     assert isinstance(result, ComparePairResult)

@@ -28,7 +28,7 @@ from judge_mcp.backends.base import user
 from judge_mcp.methods import label_probs, text_work, user_inputs
 from judge_mcp.methods.ask import Parsed, ask, bounded
 from judge_mcp.calls.fanout import run_each
-from judge_mcp.calls.judge import Judge
+from judge_mcp.calls.context import CallContext
 from judge_mcp.methods.parsing import neutralise, parse_json_object
 from judge_mcp.contract.results import ComparePairResult, PairTrial, PBetter
 
@@ -273,7 +273,7 @@ def mean_probability(trials: list[PairTrial]) -> PBetter | None:
 
 
 async def judge_order(
-    judge: Judge, *, prompt: str, first: str, second: str, order: str, goal: str, template: str, max_tokens: int | None = None,
+    judge: CallContext, *, prompt: str, first: str, second: str, order: str, goal: str, template: str, max_tokens: int | None = None,
     criteria: str | None = None, reference: str | None = None, images: user_inputs.ImageGroups = (),
 ) -> PairTrial:
     structured = judge.structured
@@ -316,7 +316,7 @@ async def judge_order(
     )
 
 
-async def compare_pair(judge: Judge, args: ComparePairArgs | None = None, /, **fields: Any) -> ComparePairResult:
+async def compare_pair(judge: CallContext, args: ComparePairArgs | None = None, /, **fields: Any) -> ComparePairResult:
     """`args`, or ComparePairArgs's fields as keywords (checked the same way)."""
     args = ComparePairArgs.of(args, fields)
     threshold = args.margin()

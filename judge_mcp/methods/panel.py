@@ -1,7 +1,7 @@
 """Judge panels and the self-preference guard, as pure functions.
 
 A *panel* is 2-8 named backends judging the same input, each with the unchanged method (compare_pair or
-grade_score_options); App.run_panel runs them concurrently and hands their outcomes to `combine_pairs` /
+grade_score_options); runtime/run.py runs them concurrently and hands their outcomes to `combine_pairs` /
 `combine_grades` here. "Replacing Judges with Juries" (Verga et al. 2024) found a panel of smaller, diverse judges
 agreeing better with humans than one large judge, and less biased towards its own family.
 
@@ -16,124 +16,25 @@ and left out of the count, with a warning; when fewer than two members answered 
 more to run) there is no verdict. Exclusion may leave a panel of one: that judge's verdict then stands, with a
 warning.
 
-Self-preference: LLM judges favour answers written by their own model family. `families` maps a model id to the
-families in FAMILY_PATTERNS (an id may match several, e.g. a DeepSeek distill of Qwen); an unknown id has none and
-never warns. A judge and an author share a family when their sets intersect.
+The self-preference guard that decides which members judge is methods/self_preference.py.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge_mcp.contract.fields import MIN_MEMBERS, InputError
-from judge_mcp.contract.args import ComparePairArgs, GradeScoreOptionsArgs, PanelArgs, ToolArgs
+from judge_mcp.contract.fields import MIN_MEMBERS
+from judge_mcp.contract.args import ComparePairArgs, GradeScoreOptionsArgs
 from judge_mcp.methods.grade_score import scoring as grade_score
 from judge_mcp.methods import pairwise
+from judge_mcp.methods.members import Member
 from judge_mcp.contract.results import (
-    ComparePairResult, GradePanelMember, GradeScoreResult, PairPanelMember, PanelVotes, PBetter, SelfPreference,
+    ComparePairResult, GradePanelMember, GradeScoreResult, PairPanelMember, PanelVotes, PBetter,
     UsageOut,
 )
-
-# family -> alternatives, matched case-insensitively anywhere in the model id where no letter or digit precedes
-# them ("openai/gpt-4o-mini", "claude-sonnet-4-5", "qwen2.5:7b-instruct", "meta-llama/Llama-3.1-8B",
-# "/models/SmolLM2-135M.gguf"). Provider prefixes ("openai/", "anthropic/") are not families: a backend's kind says
-# which API it speaks, not who trained the model ("openai/qwen2.5" is a Qwen served over an OpenAI-compatible API).
-FAMILY_PATTERNS: dict[str, str] = {
-    "openai": r"gpt|chatgpt|o[1-9](?![0-9])|davinci",
-    "anthropic": r"claude",
-    "google": r"gemini|gemma|palm",
-    "llama": r"llama|codellama",
-    "mistral": r"mistral|mixtral|ministral|codestral|magistral|pixtral|devstral",
-    "qwen": r"qwen|qwq",
-    "deepseek": r"deepseek",
-    "phi": r"phi",
-    "smollm": r"smollm",
-    "cohere": r"command-r|aya",
-    "xai": r"grok",
-}
-_FAMILY_RES = {name: re.compile(rf"(?<![a-z0-9])(?:{pattern})", re.I) for name, pattern in FAMILY_PATTERNS.items()}
-
-
-def families(model: str | None) -> frozenset[str]:
-    """The model families `model` belongs to (empty when none is recognised)."""
-    if not model:
-        return frozenset()
-    return frozenset(name for name, pattern in _FAMILY_RES.items() if pattern.search(model))
-
-
-def self_preference(judges: Sequence[tuple[str, str]], response_models: Sequence[str]) -> list[SelfPreference]:
-    """For each judge (backend name, model id) sharing a family with any answer's author: which answers, which
-    families. Judges of no recognised family, or sharing none, are left out."""
-    author_families = [families(m) for m in response_models]
-    out = []
-    for backend, model in judges:
-        own = families(model)
-        answers = [i for i, fam in enumerate(author_families) if own & fam]
-        if answers:
-            shared = sorted(set().union(*(own & author_families[i] for i in answers)))
-            out.append(SelfPreference(backend=backend, judge_model=model, families=shared, answers=answers))
-    return out
-
-
-def self_preference_warnings(found: Sequence[SelfPreference], response_models: Sequence[str], names: Sequence[str]) -> list[str]:
-    """One readable warning per same-family judge. `names` names each answer (response_a, options[2], ...)."""
-    out = []
-    for p in found:
-        written = ", ".join(f"{names[i]} (by {response_models[i]})" for i in p.answers)
-        action = "; excluded from the panel (exclude_same_family)" if p.excluded else ""
-        out.append(
-            f"self-preference risk: judge '{p.backend}' ({p.judge_model}) is of the {'/'.join(p.families)} family, "
-            f"like the author of {written}; judges tend to favour their own family's answers{action}"
-        )
-    return out
-
-
-def exclude(found: list[SelfPreference], members: Sequence[str]) -> tuple[list[SelfPreference], list[str]]:
-    """Mark every same-family judge excluded; (updated records, the members that remain). A named error when
-    none remains."""
-    out = [p.model_copy(update={"excluded": True}) for p in found]
-    gone = {p.backend for p in out}
-    remaining = [m for m in members if m not in gone]
-    if not remaining:
-        judges = ", ".join(f"'{p.backend}' ({p.judge_model}, {'/'.join(p.families)})" for p in out)
-        raise InputError(
-            f"exclude_same_family leaves no judge: every judge shares a model family with an answer's author ({judges}); "
-            "add a judge of another family or set exclude_same_family to false"
-        )
-    return out, remaining
-
-
-@dataclass(frozen=True)
-class Authors:
-    """The self-preference guard's input for one call: who wrote each answer, what to call each answer in a
-    warning, and whether same-family judges are left out."""
-
-    models: list[str]
-    names: list[str]
-    exclude: bool = False
-
-
-def authors(args: ToolArgs) -> Authors | None:
-    """The guard's input from a tool's arguments: None without `response_models` (or for a tool without a panel)."""
-    if not isinstance(args, PanelArgs) or args.response_models is None:
-        return None
-    return Authors(list(args.response_models), args.answer_names(), args.exclude_same_family)
-
-
-def guard(authors: Authors | None, judges: Sequence[tuple[str, str]]) -> tuple[list[SelfPreference] | None, list[str], list[str]]:
-    """(self_preference records or None without authors, warnings, the judges' backend names that judge)."""
-    names = [name for name, _ in judges]
-    if authors is None:
-        return None, [], names
-    found = self_preference(judges, authors.models)
-    if authors.exclude and found:
-        found, names = exclude(found, names)
-    return found, self_preference_warnings(found, authors.models, authors.names), names
-
 
 # ---- the vote ------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
@@ -168,22 +69,6 @@ def quorum(selected: int) -> int:
 
 
 # ---- combining members' results ------------------------------------------------------------------------------------
-@dataclass
-class Member:
-    """One panel member's outcome, as App.run_panel collects it."""
-
-    backend: str
-    model: str
-    result: Any = None  # the method's result (ComparePairResult / GradeScoreResult); None when failed or excluded
-    error: str | None = None
-    excluded: bool = False
-    usage: UsageOut | None = None
-
-    @property
-    def status(self) -> str:
-        return "excluded" if self.excluded else "failed" if self.result is None else "ok"
-
-
 def sum_usage(members: Sequence[Member], latency_ms: float) -> UsageOut:
     """Calls and tokens summed over the members; latency is the panel's wall time (members run concurrently)."""
     used = [m.usage for m in members if m.usage is not None]

@@ -1,6 +1,6 @@
 """Every judging method once: its name (the MCP tool's, and the verdict log's `tool`, taken from its argument
-model), the async function that runs it over a Judge, its argument model (judge_mcp/contract/args.py) and its result model.
-The server, the bench and the injection script run methods only through `call`, so a method's arguments, logging
+model), the async function that runs it over a call context, its argument model (judge_mcp/contract/args.py) and its result model.
+The server, the Python API and the bench run methods only through runtime/run.py, so a method's arguments, logging
 and result are the same wherever it is called from.
 
 The four tools register here; the bench's baselines (arena_hard, pointwise) register themselves when
@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import importlib
 import threading
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -23,10 +22,6 @@ from judge_mcp.contract.args import (
     ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, JudgingArgs, LweJudgeArgs,
 )
 from judge_mcp.contract.results import ComparePairResult, FlipResult, GradeScoreResult, LweResult
-
-if TYPE_CHECKING:  # the App imports the methods, not the other way round
-    from judge_mcp.runtime.app import App
-    from judge_mcp.calls.judge import ProgressFn
 
 
 # combine(members, args, latency_ms=..., warnings=...) -> the panel's result
@@ -108,50 +103,3 @@ register(
     on_first_call(_PANEL, "combine_grades"),
 )
 register(on_first_call("judge_mcp.methods.lwe", "lwe_judge"), LweJudgeArgs, LweResult)
-
-
-async def call(
-    app: App,
-    name: str,
-    args: JudgingArgs | Mapping[str, Any],
-    *,
-    progress: ProgressFn | None = None,
-    no_reask: bool = False,
-    log_extra: dict[str, Any] | None = None,
-    **options: Any,
-) -> tuple[BaseModel, list[dict[str, Any]]]:
-    """Run method `name` with `args` (its argument model, or a mapping parsed into it: InputError when it does not
-    fit) through `app.run` (one verdict-log row), or, when the arguments name `backends`, as a panel through
-    `app.run_panel`: (its result, the call records of every Judge it used). With `response_models` the
-    self-preference guard applies; `no_reask` is the papers' strict rule (an unparsed first answer counts as it
-    is); `log_extra` adds keys to the logged inputs only (the bench's item id and placement); `options` are the
-    method's own keywords that are not tool arguments (lwe_judge's `learn`), logged too."""
-    method = METHODS.get(name)
-    if method is None:
-        raise ValueError(f"unknown method {name!r}; known: {', '.join(sorted(METHODS))}")
-    if isinstance(args, Mapping):
-        args = method.args.parse(args)
-    if not isinstance(args, method.args):
-        raise TypeError(f"{name} takes {method.args.__name__}, got {type(args).__name__}")
-    loaded()
-    from judge_mcp.methods import panel
-
-    records: list[dict[str, Any]] = []
-
-    async def run(judge):
-        judge.no_reask = no_reask
-        result = await method.run(judge, args, **options)
-        records.extend(judge.records)
-        return result
-
-    logged = {**(log_extra or {}), **args.logged(), **options, **({"no_reask": True} if no_reask else {})}
-    authors = panel.authors(args)
-    backends = getattr(args, "backends", None)
-    if backends:
-        if method.combine is None:
-            raise ValueError(f"{name} cannot be judged by a panel")
-        combine = partial(method.combine, args=args)
-        result = await app.run_panel(name, logged, run, combine, backends=backends, progress=progress, authors=authors)
-    else:
-        result = await app.run(name, logged, run, backend=args.backend, progress=progress, authors=authors)
-    return result, records

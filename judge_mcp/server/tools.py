@@ -37,9 +37,10 @@ from judge_mcp.contract.args import (
 )
 from judge_mcp.backends import sampling
 from judge_mcp.backends.errors import BackendError
-from judge_mcp.calls.judge import ProgressFn
+from judge_mcp.calls.context import ProgressFn
 from judge_mcp.config.settings import ConfigError
 from judge_mcp.methods import registry
+from judge_mcp.runtime.run import run_method
 from judge_mcp.contract.results import (
     ComparePairResult, FlipResult, GradeScoreResult, LabelResult, LweResult, LweSessionResult, StatsReport,
 )
@@ -64,11 +65,11 @@ def anticipated(exc: BaseException) -> BaseException | None:
     return None
 
 
-async def run_method(app: App, args: JudgingArgs, progress: ProgressFn | None = None) -> Any:
+async def run_tool(app: App, args: JudgingArgs, progress: ProgressFn | None = None) -> Any:
     """Run the method registered under the arguments' tool, by one backend or a panel; anticipated failures
     become ToolErrors."""
     try:
-        result, _ = await registry.call(app, args.tool, args, progress=progress)
+        result, _ = await run_method(app, args.tool, args, progress=progress)
         return result
     except Exception as exc:
         if sampling.needs_input(exc):  # the client's model has requests to answer first (mcp_tool answers with them)
@@ -108,7 +109,7 @@ async def compare_pair(app: App, args: ComparePairArgs, progress: ProgressFn | N
     infer_instruction_reward; for a stream of pairs in one domain where the judge should learn, lwe_judge.
     Cost: 2 backend calls (1 with swap=false, 1 or 2 with swap="auto"), plus one re-ask per unparsed answer; with
     `backends`, that per panel member (the verdict is the majority of the members that answered)."""
-    return await run_method(app, args, progress)
+    return await run_tool(app, args, progress)
 
 
 async def infer_instruction_reward(app: App, args: InferInstructionRewardArgs, progress: ProgressFn | None = None) -> FlipResult:
@@ -119,7 +120,7 @@ async def infer_instruction_reward(app: App, args: InferInstructionRewardArgs, p
     for best-of-n sampling; it holds up where small judges fail at direct judging, and text inside a response
     cannot address a judge. For a head-to-head verdict use compare_pair. Cost: n backend calls (one per
     response), plus one re-ask per unparsed answer."""
-    return await run_method(app, args, progress)
+    return await run_tool(app, args, progress)
 
 
 async def grade_score_options(app: App, args: GradeScoreOptionsArgs, progress: ProgressFn | None = None) -> GradeScoreResult:
@@ -132,7 +133,7 @@ async def grade_score_options(app: App, args: GradeScoreOptionsArgs, progress: P
     the judge's choice moves with the order). For two candidates compare_pair is cheaper. Cost: n backend
     calls for n options (n+1 with unrelated_option), plus one re-ask per unparsed answer; with `backends`, that
     per panel member (the winner is the majority of the members that answered)."""
-    return await run_method(app, args, progress)
+    return await run_tool(app, args, progress)
 
 
 async def lwe_judge(app: App, args: LweJudgeArgs, progress: ProgressFn | None = None) -> LweResult:
@@ -147,7 +148,7 @@ async def lwe_judge(app: App, args: LweJudgeArgs, progress: ProgressFn | None = 
     buffers feedback in the session and may trigger a refinement. Cost: 2 backend calls when both orders
     agree; up to 9 otherwise (evaluation prompt, judgment, feedback, and a refinement and condensation when a
     batch is due)."""
-    return await run_method(app, args, progress)
+    return await run_tool(app, args, progress)
 
 
 async def lwe_session_show(app: App, args: LweSessionShowArgs, progress: ProgressFn | None = None) -> LweSessionResult:

@@ -18,7 +18,7 @@ from judge_mcp.contract.fields import PAIR_MAX_TOKENS
 from judge_mcp.backends import build_backend, local, user
 from judge_mcp.backends.local import LocalBackend
 from judge_mcp.calls.cache import CallCache
-from judge_mcp.calls.judge import Judge
+from judge_mcp.calls.context import CallContext
 from judge_mcp.config.settings import load_settings
 from judge_mcp.methods import pairwise
 from judge_mcp.storage.sqlite import Store
@@ -76,7 +76,7 @@ async def default_compare_pair(backend: Any, tmp_path: Path) -> None:
     store = Store(tmp_path / f"{backend.kind}.db")
     try:
         result = await pairwise.compare_pair(
-            Judge(backend, CallCache(store), store), prompt="What is 2 + 2?", response_a="2 + 2 = 4.", response_b="2 + 2 = 5."
+            CallContext(backend, CallCache(store), store), prompt="What is 2 + 2?", response_a="2 + 2 = 4.", response_b="2 + 2 = 5."
         )
     finally:
         await backend.aclose()

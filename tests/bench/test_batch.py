@@ -20,7 +20,7 @@ from judge_mcp.bench.batching import SEQUENTIAL_NOTE, summary_line
 from testkit.scripted_judges import first_user
 from judge_mcp.config.settings import load_settings
 from judge_mcp.config.values import ConfigError
-from judge_mcp.methods import registry
+from judge_mcp.runtime.run import run_method
 from tests.bench.batch_helpers import batch_env, bench_batch, db_rows, start
 from tests.bench.datasets import LISTS, PAIRS, item_of
 from tests.engines import on_both_engines
@@ -212,7 +212,7 @@ async def test_tool_calls_refuse_a_batch_backend(servers, tmp_path):
     app = make_app(batch_env(server, "openai", tmp_path))
     try:
         with pytest.raises(BackendError) as caught:
-            await registry.call(app, "compare_pair", {"prompt": "q", "response_a": "a", "response_b": "b", "backend": "cheap"})
+            await run_method(app, "compare_pair", {"prompt": "q", "response_a": "a", "response_b": "b", "backend": "cheap"})
     finally:
         await app.aclose()
     message = str(caught.value)

@@ -13,7 +13,7 @@ from pathlib import Path
 from judge_mcp.bench import metrics
 from judge_mcp.bench.judging import placement_record
 from judge_mcp.bench.runner import RunSpec, run
-from judge_mcp.methods import registry
+from judge_mcp.runtime.run import run_method
 from tests.helpers import app_env, make_app
 
 FIXTURES = Path(__file__).resolve().parent.parent / "bench_fixtures"
@@ -51,7 +51,7 @@ async def test_a_degenerate_pair_judged_would_score_zero_as_counted(scripted, tm
     try:
         records = []
         for placement in ("chosen_first", "chosen_second"):
-            result, _ = await registry.call(app, "compare_pair", dict(prompt="Capital?", response_a=same, response_b=same, swap=False))
+            result, _ = await run_method(app, "compare_pair", dict(prompt="Capital?", response_a=same, response_b=same, swap=False))
             records.append(placement_record(placement, result.trials[0].better))
     finally:
         await app.aclose()

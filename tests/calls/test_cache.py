@@ -21,9 +21,10 @@ from testkit.scripted_servers import Reply, chat_body
 from testkit.scripted_judges import GOOD, PAIR, UniversalJudge
 from judge_mcp.calls.cache import CallCache
 from judge_mcp.storage.call_cache import CacheTable
-from judge_mcp.calls.judge import Judge
+from judge_mcp.calls.context import CallContext
 from judge_mcp.methods.flip import reward as flip
 from judge_mcp.methods import pairwise
+from judge_mcp.runtime.run import run_once
 from judge_mcp.storage.sqlite import Store
 from judge_mcp.storage.verdict_log import VerdictLog
 from tests.helpers import Hold, Rendezvous, WriteHold, app_env, gather, http_backend, make_app, settled, until
@@ -76,7 +77,7 @@ async def test_samples_are_never_cached(http, store):
     counter = iter(range(100))
     together = Rendezvous(3, lambda p: f"sample {next(counter)}", rounds=1)  # the three concurrent samples all go out
     backend, server = http(together)
-    judge = Judge(backend, CallCache(store), store)
+    judge = CallContext(backend, CallCache(store), store)
     request = user("q", temperature=0.8)
 
     concurrent = await gather(3, lambda: judge.complete(request))
@@ -107,7 +108,7 @@ async def test_the_api_key_never_reaches_the_database_file(http, api_key, tmp_pa
     db = tmp_path / "keys.db"
     store = Store(db)
     try:
-        judge = Judge(backend, CallCache(store), store)
+        judge = CallContext(backend, CallCache(store), store)
         await judge.complete(user("retry me", system="sys", json_schema={"type": "object", "properties": {}}))
         await judge.complete(user("retry me", system="sys", json_schema={"type": "object", "properties": {}}))  # cached
         await judge.complete(user("sample", temperature=0.5))
@@ -157,7 +158,7 @@ async def test_a_read_that_began_before_a_write_committed_does_not_send_the_requ
     got = {}
 
     async def tool_call(name: str) -> None:
-        got[name] = await app.run("compare_pair", args, lambda judge: pairwise.compare_pair(judge, **args))
+        got[name] = await run_once(app, "compare_pair", args, lambda judge: pairwise.compare_pair(judge, **args))
 
     try:
         async with anyio.create_task_group() as tg:
@@ -167,7 +168,7 @@ async def test_a_read_that_began_before_a_write_committed_does_not_send_the_requ
             tg.start_soon(tool_call, "B")
             assert await anyio.to_thread.run_sync(snapshot_taken.wait, 10)  # B's read has its (empty) snapshot
             hold.release()
-            await until(lambda: "A" in got)  # A's verdict and answer are written (App.run returns after its write)
+            await until(lambda: "A" in got)  # A's verdict and answer are written (the run returns after its write)
             let_it_return.set()
     finally:
         await app.aclose()
@@ -227,7 +228,7 @@ async def test_the_requests_of_one_judgment_share_one_read_of_the_cache(make_jud
     assert [len(keys) for keys in reads] == [2]
     reads.clear()
     responses = [f"{GOOD} ({k})" for k in range(16)]
-    result = await flip.infer_instruction_reward(Judge(judge.backend, judge.cache, store), instruction="Name the capital city of Australia.", responses=responses)
+    result = await flip.infer_instruction_reward(CallContext(judge.backend, judge.cache, store), instruction="Name the capital city of Australia.", responses=responses)
     assert len(result.results) == 16 and result.usage.calls == 16
     assert [len(keys) for keys in reads] == [16]  # 16 requests, one read
 
@@ -255,27 +256,27 @@ async def test_a_call_cancelled_while_its_write_waits_keeps_its_answers_in_memor
     blocked = asyncio.get_running_loop().create_task(app.store.writes.run(writes.job))
     judged = asyncio.Event()
 
-    async def compare(judge: Judge):
+    async def compare(judge: CallContext):
         result = await pairwise.compare_pair(judge, **PAIR)
-        judged.set()  # both answers are in; App.run goes straight on to its write
+        judged.set()  # both answers are in; the run goes straight on to its write
         return result
 
     try:
         assert await anyio.to_thread.run_sync(writes.entered.wait, 10)
-        call = asyncio.get_running_loop().create_task(app.run("compare_pair", PAIR, compare))
+        call = asyncio.get_running_loop().create_task(run_once(app, "compare_pair", PAIR, compare))
         await asyncio.wait_for(judged.wait(), 10)
         await settled()  # the call waits for its write, queued behind the held one
         call.cancel()
         with pytest.raises(asyncio.CancelledError):
             await call
         # While that write still waits, the same judgment is answered from memory: nothing is in the table yet.
-        again = await pairwise.compare_pair(Judge(app.backend(None), app.cache, app.store), **PAIR)
+        again = await pairwise.compare_pair(CallContext(app.backend(None), app.cache, app.store), **PAIR)
         assert (again.usage.calls, again.usage.cached_calls) == (0, 2) and len(backend.requests) == 2
     finally:
         writes.release()
         await blocked
     await app.store.writes.run(lambda: None)  # every write handed over before this one has run
     assert [r["tool"] for r in VerdictLog(app.store).recent()] == ["compare_pair"]  # the cancelled call's, written whole
-    fresh = await pairwise.compare_pair(Judge(app.backend(None), CallCache(app.store), app.store), **PAIR)
+    fresh = await pairwise.compare_pair(CallContext(app.backend(None), CallCache(app.store), app.store), **PAIR)
     assert fresh.usage.cached_calls == 2 and len(backend.requests) == 2  # its answers are in the table
     await app.aclose()

@@ -14,7 +14,7 @@ from judge_mcp.methods.flip import reward as flip
 from judge_mcp.methods import similarity as sim
 from judge_mcp.methods.flip.reward import detect_echo, infer_instruction_reward, rank
 from judge_mcp.methods.flip.answers import Inferred, extract_best, parse_inferred
-from judge_mcp.calls.judge import Judge
+from judge_mcp.calls.context import CallContext
 from judge_mcp.contract.fields import InputError
 from judge_mcp.contract.results import FlipItem
 from tests.helpers import Rendezvous
@@ -322,7 +322,7 @@ async def test_similarity_rouge_l_and_token_sort(make_judge):
     rouge = await infer_instruction_reward(judge, instruction=INSTRUCTION, responses=[HAIKU], similarity="rouge_l")
     # [write a short haiku about leaves] vs [write a haiku about autumn leaves]: LCS 5 of 6 words each
     assert rouge.similarity == "rouge_l" and rouge.results[0].reward == pytest.approx(5 / 6, abs=1e-6)
-    judge = Judge(judge.backend, judge.cache, judge.store)  # one Judge per tool call
+    judge = CallContext(judge.backend, judge.cache, judge.store)  # one CallContext per tool call
     fuzzy = await infer_instruction_reward(judge, instruction=INSTRUCTION, responses=[HAIKU], similarity="token_sort")
     assert fuzzy.results[0].reward == pytest.approx(sim.token_sort("Write a short haiku about leaves", INSTRUCTION), abs=1e-6)
     assert fuzzy.results[0].reward != rouge.results[0].reward
@@ -363,7 +363,7 @@ async def test_responses_are_inferred_concurrently_with_progress(make_judge):
     async def on_progress(done, total, message):
         progress.append((done, total, message))
 
-    judge = Judge(judge.backend, judge.cache, judge.store, progress=on_progress)
+    judge = CallContext(judge.backend, judge.cache, judge.store, progress=on_progress)
     responses = [HAIKU, OFF_TOPIC, ECHO, HAIKU + " (again)"]
     result = await infer_instruction_reward(judge, instruction=INSTRUCTION, responses=responses)
     assert (together.met, together.broken) == (4, 0) and server.max_in_flight == 4
@@ -455,7 +455,7 @@ async def test_embedded_model_returns_a_well_formed_result(tmp_path):
         pytest.skip(f"embedded model unavailable: {exc}")
     store = Store(tmp_path / "judge.db")
     try:
-        judge = Judge(backend, CallCache(store), store)
+        judge = CallContext(backend, CallCache(store), store)
         result = await infer_instruction_reward(
             judge, instruction="What is the capital of France?",
             responses=["The capital of France is Paris.", "Bananas are yellow fruits rich in potassium."],

@@ -14,7 +14,7 @@ from judge_mcp.methods.grade_score import scoring as gs
 from judge_mcp.methods.grade_score.scoring import (
     choice_score, grade_score, grade_score_options, llm_score, mode, parse_selection, parse_structured, rotations,
 )
-from judge_mcp.calls.judge import Judge
+from judge_mcp.calls.context import CallContext
 from judge_mcp.contract.fields import InputError
 from judge_mcp.contract.results import GradeTrial
 from tests.helpers import Rendezvous
@@ -286,7 +286,7 @@ async def test_trials_run_concurrently_and_report_progress(make_judge):
         with lock:
             events.append((done, total))
 
-    judge = Judge(judge.backend, judge.cache, judge.store, progress=progress)
+    judge = CallContext(judge.backend, judge.cache, judge.store, progress=progress)
     await grade_score_options(judge, instruction=INSTRUCTION, options=OPTIONS)
     assert (together.met, together.broken) == (len(OPTIONS), 0) and server.max_in_flight == len(OPTIONS)
     assert sorted(events) == [(1, 4), (2, 4), (3, 4), (4, 4)]
@@ -370,7 +370,7 @@ async def test_embedded_model_returns_a_well_formed_result(tmp_path, monkeypatch
     monkeypatch.setitem(gs.MAX_TOKENS, 1, 64)
     store = Store(tmp_path / "judge.db")
     try:
-        judge = Judge(backend, CallCache(store), store)
+        judge = CallContext(backend, CallCache(store), store)
         result = await grade_score_options(
             judge, instruction="What is 2 + 2?", options=["4", "5"], prompt_variant=1
         )

@@ -98,7 +98,7 @@ async def test_nothing_of_an_image_reaches_the_logs(make_judge, caplog: pytest.L
 
 async def test_identical_calls_with_images_share_their_backend_calls_and_survive_a_cancelled_one(scripted, store) -> None:
     from judge_mcp.calls.cache import CallCache
-    from judge_mcp.calls.judge import Judge
+    from judge_mcp.calls.context import CallContext
     from tests.helpers import Hold, http_backend, survivor_of_twin
 
     ui_a, ui_b = png(21, size=2048), png(22, size=2048)
@@ -106,7 +106,7 @@ async def test_identical_calls_with_images_share_their_backend_calls_and_survive
     server = scripted(hold)
     backend, cache = http_backend(server, max_retries=0), CallCache(store)
     args = dict(**PAIR, response_a_images=[uri(ui_a)], response_b_images=[uri(ui_b)])
-    result = await survivor_of_twin(lambda: pairwise.compare_pair(Judge(backend, cache, store), **args), hold, store)
+    result = await survivor_of_twin(lambda: pairwise.compare_pair(CallContext(backend, cache, store), **args), hold, store)
     assert result.winner == "B" and result.consistent
     assert len(server.requests) == 2  # each order sent once, shared by the identical call
     await backend.aclose()

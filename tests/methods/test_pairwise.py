@@ -197,9 +197,9 @@ async def test_both_orders_run_concurrently(make_judge) -> None:
 async def test_identical_call_is_answered_from_cache(make_judge) -> None:
     judge, server = make_judge(correct_judge)
     await pairwise.compare_pair(judge, prompt="Capital?", response_a=BAD, response_b=GOOD)
-    from judge_mcp.calls.judge import Judge
+    from judge_mcp.calls.context import CallContext
 
-    again = Judge(judge.backend, judge.cache, judge.store)
+    again = CallContext(judge.backend, judge.cache, judge.store)
     result = await pairwise.compare_pair(again, prompt="Capital?", response_a=BAD, response_b=GOOD)
     assert result.winner == "B" and result.usage.calls == 0 and result.usage.cached_calls == 2
     assert len(server.requests) == 2

@@ -11,7 +11,7 @@ from mcp import Client
 
 from judge_mcp.runtime.app import App
 from judge_mcp.config.settings import load_settings
-from judge_mcp.methods import panel
+from judge_mcp.methods import panel, self_preference
 from judge_mcp.server.build import build_server
 from judge_mcp.contract.fields import InputError
 from judge_mcp.contract.args import ComparePairArgs, GradeScoreOptionsArgs
@@ -51,7 +51,7 @@ def failing(payload: dict) -> Reply:
     ],
 )
 def test_model_families(model: str, expected: set[str]) -> None:
-    assert panel.families(model) == expected
+    assert self_preference.families(model) == expected
 
 
 @pytest.mark.parametrize(
@@ -87,7 +87,7 @@ def test_argument_checks_name_the_problem() -> None:
     with pytest.raises(InputError, match="needs 'response_models'"):
         ComparePairArgs.parse({**PAIR, "exclude_same_family": True})
     plain = ComparePairArgs.parse(PAIR)
-    assert plain.backends is None and panel.authors(plain) is None
+    assert plain.backends is None and self_preference.authors(plain) is None
 
 
 # ---- three scripted backends ------------------------------------------------------------------------------------------

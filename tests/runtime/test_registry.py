@@ -7,6 +7,7 @@ from mcp import Client
 
 import judge_mcp.bench.judging  # noqa: F401  (registers the bench's baselines)
 from judge_mcp.methods import registry
+from judge_mcp.runtime.run import run_method
 from judge_mcp.storage.verdict_log import VerdictLog
 
 TOOLS = ("compare_pair", "infer_instruction_reward", "grade_score_options", "lwe_judge")
@@ -30,11 +31,11 @@ async def test_call_applies_no_reask_and_logs_the_extra_keys_with_the_arguments(
     app = server.app
     args = dict(prompt="Capital of Australia?", response_a="Sydney", response_b="Canberra", swap=False)
 
-    lenient, records = await registry.call(app, "compare_pair", args)
+    lenient, records = await run_method(app, "compare_pair", args)
     assert lenient.trials[0].parse_ok is False and lenient.usage.calls == 2
     assert [r["purpose"] for r in records][1].endswith(":reask")
 
-    strict, records = await registry.call(app, "compare_pair", {**args, "prompt": "Capital of Austria?"}, no_reask=True, log_extra={"bench_item": "x1"})
+    strict, records = await run_method(app, "compare_pair", {**args, "prompt": "Capital of Austria?"}, no_reask=True, log_extra={"bench_item": "x1"})
     assert strict.trials[0].parse_ok is False and strict.usage.calls == 1 and len(records) == 1
     logged = VerdictLog(app.store).recent("compare_pair", limit=1)[0]["inputs"]
     assert logged["bench_item"] == "x1" and logged["no_reask"] is True and logged["prompt"] == "Capital of Austria?"
@@ -43,7 +44,7 @@ async def test_call_applies_no_reask_and_logs_the_extra_keys_with_the_arguments(
 async def test_an_unknown_method_is_named_with_the_known_ones(mcp_app) -> None:
     server, _ = mcp_app(lambda payload: "unused")
     with pytest.raises(ValueError, match=r"unknown method 'compare_pairs'.*compare_pair"):
-        await registry.call(server.app, "compare_pairs", {})
+        await run_method(server.app, "compare_pairs", {})
 
 
 def test_a_second_method_under_a_registered_name_is_refused() -> None:

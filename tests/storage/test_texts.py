@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from testkit.scripted_judges import CAPITAL_Q, UniversalJudge
-from judge_mcp.methods import registry
+from judge_mcp.runtime.run import run_method
 from judge_mcp.storage import open_store, retention, texts
 from judge_mcp.storage.call_cache import CacheRow, CacheTable
 from judge_mcp.storage.engine import StoreError, dumps
@@ -53,7 +53,7 @@ def _count(store, sql: str) -> int:
 async def _compare(store, server) -> dict:
     app = make_app(app_env(server, "unused.db"), store=store)
     try:
-        result, _ = await registry.call(app, "compare_pair", PAIR)
+        result, _ = await run_method(app, "compare_pair", PAIR)
         return result.model_dump(mode="json")
     finally:
         await app.verdict_writes.drain()
@@ -231,7 +231,7 @@ async def test_lwe_keeps_its_long_texts_once_and_reads_them_back_after_retention
     pair = {"prompt": CAPITAL_Q, "response_a": "Canberra. " + "a" * 400, "response_b": "Sydney. " + "b" * 400, "session": "s"}
     app = make_app(app_env(server, "unused.db"), store=store)
     try:
-        result, _ = await registry.call(app, "lwe_judge", pair)
+        result, _ = await run_method(app, "lwe_judge", pair)
     finally:
         await app.verdict_writes.drain()
         for backend in app._backends.values():

@@ -38,7 +38,7 @@ from judge_mcp.methods.similarity import score as similarity_score
 from judge_mcp.methods.ask import ask, bounded
 from judge_mcp.calls.fanout import run_each
 from judge_mcp.methods.ranking import rank_by_score
-from judge_mcp.calls.judge import Judge
+from judge_mcp.calls.context import CallContext
 from judge_mcp.methods.flip.answers import MAX_EXTRACTION_CHARS, extract_best, parse_inferred
 from judge_mcp.methods.parsing import neutralise
 from judge_mcp.contract.results import FlipItem, FlipResult
@@ -210,7 +210,7 @@ def rank(items: list[FlipItem]) -> tuple[list[int], int | None, list[int]]:
 
 # ---- the tool ---------------------------------------------------------------------------------------------------
 async def infer_one(
-    judge: Judge,
+    judge: CallContext,
     *,
     index: int,
     instruction: str,
@@ -269,7 +269,7 @@ async def infer_one(
 
 
 async def infer_instruction_reward(
-    judge: Judge, args: InferInstructionRewardArgs | None = None, /, **fields: Any
+    judge: CallContext, args: InferInstructionRewardArgs | None = None, /, **fields: Any
 ) -> FlipResult:
     """FLIP reward for 1..16 responses: one inference per response, concurrently; ranked by reward. `args`, or
     InferInstructionRewardArgs's fields as keywords (checked the same way)."""

@@ -41,7 +41,7 @@ from judge_mcp.methods import text_work
 from judge_mcp.methods.ask import ask
 from judge_mcp.methods import user_inputs
 from judge_mcp.calls.fanout import run_each
-from judge_mcp.calls.judge import Judge
+from judge_mcp.calls.context import CallContext
 from judge_mcp.methods.parsing import neutralise, parse_json_object
 from judge_mcp.methods.grade_score.unrelated_pool import call_seed, choose_unrelated, insertion_position
 from judge_mcp.storage.option_pool import OptionPool
@@ -282,7 +282,7 @@ def summarise(trials: Sequence[GradeTrial], n: int) -> Summary:
 
 # ---- the method --------------------------------------------------------------------------------------------------
 async def judge_rotation(
-    judge: Judge, *, rotation: int, order: list[int], texts: Sequence[str], instruction: str, variant: int, structured: bool,
+    judge: CallContext, *, rotation: int, order: list[int], texts: Sequence[str], instruction: str, variant: int, structured: bool,
     criteria: str | None = None, reference: str | None = None, images: tuple = (), answer_images: Sequence[tuple] = (),
 ) -> GradeTrial:
     n = len(order)
@@ -318,7 +318,7 @@ async def judge_rotation(
     )
 
 
-async def grade_score_options(judge: Judge, args: GradeScoreOptionsArgs | None = None, /, **fields: Any) -> GradeScoreResult:
+async def grade_score_options(judge: CallContext, args: GradeScoreOptionsArgs | None = None, /, **fields: Any) -> GradeScoreResult:
     """`args`, or GradeScoreOptionsArgs's fields as keywords (checked the same way)."""
     args = GradeScoreOptionsArgs.of(args, fields)
     instruction, options, prompt_variant = args.instruction, args.options, args.prompt_variant

@@ -1,9 +1,9 @@
-"""`Judge`: what a method gets to talk to a model. One per tool call.
+"""`CallContext`: what a method gets to talk to a model. One per tool call.
 
 It sends requests through the shared call cache, counts usage (calls sent vs answered from cache, tokens),
 keeps a typed record of every call for the verdict log (`call_records`; `records` is their log form), and forwards
-progress. Given a `cache_rows` list (App.run, App.run_panel), new answers' cache rows are appended to it for the App
-to write in the verdict's transaction. Methods never see the backend's transport, the database layout, or MCP.
+progress. Given a `cache_rows` list (runtime/run.py), new answers' cache rows are appended to it for the run to write in
+the verdict's transaction. Methods never see the backend's transport, the database layout, or MCP.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from judge_mcp.contract.results import UsageOut
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 
 
-class Judge:
+class CallContext:
     def __init__(
         self,
         backend: Backend,
