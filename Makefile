@@ -31,11 +31,12 @@ lint: $(STAMP)
 	$(BIN)/ruff check --no-cache judge_mcp
 	$(BIN)/mypy --cache-dir=/dev/null
 	$(BIN)/python tools/check_sizes.py judge_mcp
+	$(BIN)/python tools/check_imports.py judge_mcp
 
 # The tools' schemas shipped in judge_mcp/server/schemas.json, rewritten from the models (after editing args.py,
 # arg_types.py, outputs.py, images.py or tools.py; the tests say when it is out of date).
 schemas: $(STAMP)
-	$(BIN)/python -m judge_mcp.server.schemas --write
+	$(BIN)/python tools/write_schemas.py
 
 serve: $(STAMP)
 	JUDGE_MCP_DB="$${JUDGE_MCP_DB:-$(CHECKOUT_DB)}" $(BIN)/judge-mcp serve

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from judge_mcp._version import __version__
+
 __all__ = ["Judge", "JudgeError", "__version__"]
 
 if TYPE_CHECKING:
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Any:
     if name in ("Judge", "JudgeError"):
+        # lazy: the Python API loads for `from judge_mcp import Judge`, never for the server
         from judge_mcp import api
 
         return getattr(api, name)

@@ -40,7 +40,7 @@ from judge_mcp.config.settings import DEFAULT_CONCURRENCY, load_settings
 from judge_mcp.methods import lwe, pairwise
 from judge_mcp.runtime.run import run_method
 from judge_mcp.server.build import build_server
-from judge_mcp.storage.sqlite import Store
+from judge_mcp.storage.sqlite import SqliteEngine
 
 
 def fresh() -> str:
@@ -307,7 +307,7 @@ async def lwe_cost(tmp: Path, cases: int) -> None:
 
         with ScriptedServer(responder) as server:
             backend = OpenAICompatBackend("bench", "scripted", base_url=server.base_url, concurrency=DEFAULT_CONCURRENCY["openai"])
-            store = Store(tmp / f"lwe{share}.db")
+            store = SqliteEngine(tmp / f"lwe{share}.db")
             cache = CallCache(None)  # no cache: count every call
             n_biased = round(share * cases)
 

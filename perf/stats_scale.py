@@ -94,11 +94,11 @@ def backfill(folder: Path, count: int) -> None:
     """How long the migration that made the counters (m010) takes on an SQLite log of `count` verdicts written
     before it: the log is written under the migrations before m010, then reopened with all of them."""
     from judge_mcp.storage.migrations import MIGRATIONS
-    from judge_mcp.storage.sqlite import Store
+    from judge_mcp.storage.sqlite import SqliteEngine
 
     path = folder / "old.db"
     before = [m for m in MIGRATIONS if m.__name__ < "m010"]
-    old, rng = Store(path, before), random.Random(5)
+    old, rng = SqliteEngine(path, before), random.Random(5)
     sql = "INSERT INTO verdicts (tool, backend, model, inputs, output, usage, calls, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
     for offset in range(0, count, 5000):
         with old.transaction() as tx:
@@ -107,7 +107,7 @@ def backfill(folder: Path, count: int) -> None:
                 tx.execute(sql, [v.tool, v.backend, v.model, dumps(v.inputs), dumps(v.output), dumps(v.usage), dumps(v.calls), BASE_AT + k])
     old.close()
     started = time.perf_counter()
-    store = Store(path)
+    store = SqliteEngine(path)
     took = time.perf_counter() - started
     try:
         equal = stats.from_store(store, 100) == stats.scan_store(store, 100)
@@ -137,15 +137,15 @@ def main() -> None:
     sizes = sorted(int(s) for s in args.sizes.split(","))
     print(f"judge_stats (last=100) by log size: {describe()}")
     with tempfile.TemporaryDirectory(prefix="stats-scale-") as folder:
-        from judge_mcp.storage.sqlite import Store
+        from judge_mcp.storage.sqlite import SqliteEngine
 
-        store = Store(Path(folder) / "judge.db")
+        store = SqliteEngine(Path(folder) / "judge.db")
         try:
             if not args.writes_only:
                 run_engine("SQLite", store, sizes, args.repeat, args.old_budget_s)
         finally:
             store.close()
-        writes = Store(Path(folder) / "writes.db")
+        writes = SqliteEngine(Path(folder) / "writes.db")
         try:
             write_cost(writes)
         finally:
@@ -154,17 +154,17 @@ def main() -> None:
             backfill(Path(folder), args.backfill)
     if args.postgres:
         from testkit.postgres_server import PostgresServer
-        from judge_mcp.storage.postgres import PgStore
+        from judge_mcp.storage.postgres import PostgresEngine
 
         server = PostgresServer.start()
         try:
-            pg = PgStore(server.create_database("stats_scale"))
+            pg = PostgresEngine(server.create_database("stats_scale"))
             try:
                 if not args.writes_only:
                     run_engine("PostgreSQL", pg, sizes, args.repeat, args.old_budget_s)
             finally:
                 pg.close()
-            pg = PgStore(server.create_database("stats_writes"))
+            pg = PostgresEngine(server.create_database("stats_writes"))
             try:
                 write_cost(pg)
             finally:

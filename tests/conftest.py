@@ -17,7 +17,7 @@ import pytest
 from testkit.scripted_servers import Responder, ScriptedServer
 from judge_mcp.calls.cache import CallCache
 from judge_mcp.calls.context import CallContext
-from judge_mcp.storage.sqlite import Store
+from judge_mcp.storage.sqlite import SqliteEngine
 from tests.connect import TRANSPORTS, judged
 from tests.helpers import app_env, http_backend, make_app, start_scripted
 
@@ -48,15 +48,15 @@ def _no_real_network(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def store(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Store]:
+def store(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[SqliteEngine]:
     """An SQLite store in a temp file; a test decorated `@on_both_engines` (tests/engines.py) also runs with a
     PostgreSQL store on a new database of the session's server."""
     if getattr(request, "param", "sqlite") == "postgresql":
-        from judge_mcp.storage.postgres import PgStore
+        from judge_mcp.storage.postgres import PostgresEngine
 
-        s = PgStore(request.getfixturevalue("postgres_url"))
+        s = PostgresEngine(request.getfixturevalue("postgres_url"))
     else:
-        s = Store(tmp_path / "judge.db")
+        s = SqliteEngine(tmp_path / "judge.db")
     yield s
     s.close()
 

@@ -86,10 +86,10 @@ class Judged:
 
     def verdicts(self, tool: str | None = None) -> list[dict[str, Any]]:
         """The verdict log's rows (newest first), read from the database file."""
-        from judge_mcp.storage.sqlite import Store
+        from judge_mcp.storage.sqlite import SqliteEngine
         from judge_mcp.storage.verdict_log import VerdictLog
 
-        store = Store(self.db)
+        store = SqliteEngine(self.db)
         try:
             return VerdictLog(store).recent(tool)
         finally:

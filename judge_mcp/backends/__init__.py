@@ -59,6 +59,7 @@ def build_backend(cfg: BackendConfig) -> Backend:
     _await_preload(cfg.kind)
     backend = _build(cfg)
     if cfg.batch:
+        # lazy: a backend kind's client (aiohttp, xllamacpp, the MCP session) loads when one of that kind is built
         from judge_mcp.backends.batch import BatchBackend
         from judge_mcp.backends.client import HTTPBackend
 
@@ -73,18 +74,21 @@ def _build(cfg: BackendConfig) -> Backend:
         raise ConfigError(problem)
     common: dict[str, Any] = dict(concurrency=cfg.concurrency, timeout_s=cfg.timeout_s, max_retries=cfg.max_retries)
     if cfg.kind == "openai":
+        # lazy: a backend kind's client (aiohttp, xllamacpp, the MCP session) loads when one of that kind is built
         from judge_mcp.backends.openai_compat import OpenAICompatBackend
 
         return OpenAICompatBackend(
             cfg.name, cfg.model or "", base_url=cfg.base_url, api_key=cfg.api_key, structured_output=cfg.structured_output, **common
         )
     if cfg.kind == "anthropic":
+        # lazy: a backend kind's client (aiohttp, xllamacpp, the MCP session) loads when one of that kind is built
         from judge_mcp.backends.anthropic import AnthropicBackend
 
         return AnthropicBackend(
             cfg.name, cfg.model or "", base_url=cfg.base_url, api_key=cfg.api_key, structured_output=cfg.structured_output, **common
         )
     if cfg.kind == "local":
+        # lazy: a backend kind's client (aiohttp, xllamacpp, the MCP session) loads when one of that kind is built
         from judge_mcp.backends.local import LocalBackend
 
         backend = LocalBackend(cfg.name, cfg.model, n_ctx=cfg.n_ctx, n_threads=cfg.n_threads, n_threads_batch=cfg.n_threads_batch,
@@ -93,6 +97,7 @@ def _build(cfg: BackendConfig) -> Backend:
             backend.supports_json_schema = False
         return backend
     if cfg.kind == "sampling":
+        # lazy: a backend kind's client (aiohttp, xllamacpp, the MCP session) loads when one of that kind is built
         from judge_mcp.backends.sampling import SamplingBackend
 
         return SamplingBackend(cfg.name, cfg.model or "", priorities=cfg.priorities, **common)

@@ -27,7 +27,7 @@ from urllib.request import getproxies, proxy_bypass
 import aiohttp
 import anyio
 
-from judge_mcp import __version__
+from judge_mcp._version import __version__
 from judge_mcp.backends.base import Backend
 from judge_mcp.backends.errors import AttemptTimeout, FatalError, RetryableError
 from judge_mcp.backends.retry import parse_retry_after
@@ -273,6 +273,7 @@ def tls_context() -> ssl.SSLContext:
     cafile, capath = os.environ.get("SSL_CERT_FILE") or None, os.environ.get("SSL_CERT_DIR") or None
     context = ssl.create_default_context(cafile=cafile, capath=capath)
     if cafile is None and capath is None:
+        # lazy: the CA bundle is read only for an https:// backend
         import certifi
 
         context.load_verify_locations(cafile=certifi.where())

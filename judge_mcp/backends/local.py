@@ -103,6 +103,7 @@ def _load(
         if loaded is not None:
             return loaded
         try:
+            # lazy: the embedded engine (the optional `local` extra) loads only for the local backend
             import xllamacpp
         except ImportError as exc:
             raise ModelLoadError(

@@ -6,6 +6,9 @@ a 5xx comes back at once. A deadline, when given, bounds the whole loop: no wait
 
 from __future__ import annotations
 
+import datetime as _dt
+from email.utils import parsedate_to_datetime
+
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -42,9 +45,6 @@ def parse_retry_after(value: str | None) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         pass
-    from email.utils import parsedate_to_datetime
-    import datetime as _dt
-
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError):

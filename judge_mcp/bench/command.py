@@ -113,6 +113,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
+    # lazy: the harness loads when a bench command runs, not when `serve` builds the parser
     from judge_mcp.bench.convert import ConvertError, convert
 
     try:
@@ -126,6 +127,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 
 def _default_db() -> Path:
+    # lazy: the harness loads when a bench command runs, not when `serve` builds the parser
     from judge_mcp.config.settings import default_bench_db_path
 
     return default_bench_db_path()
@@ -144,6 +146,7 @@ def _positive(value: str) -> int:
 def resolve_backend(settings: Any, name: str | None) -> tuple[Any, str | None]:
     """(settings, backend name). A configured name is used as is; a bare kind ('local') that is not configured
     means the environment's backend when it is of that kind, else (for 'local') the bundled model with defaults."""
+    # lazy: the harness loads when a bench command runs, not when `serve` builds the parser
     from judge_mcp.config.settings import KINDS, BackendConfig, ConfigError
 
     if name is None or name in settings.backend_names():
@@ -196,7 +199,8 @@ def option_problem(args: argparse.Namespace) -> str | None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from judge_mcp.bench.judging import Options
+    # lazy: the harness loads when a bench command runs, not when `serve` builds the parser
+    from judge_mcp.bench.methods import Options
     from judge_mcp.bench.runner import RunSpec
     from judge_mcp.config.settings import ConfigError, load_settings
 
@@ -229,6 +233,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def run_bench(args: argparse.Namespace, settings: Settings, spec: RunSpec) -> int:
     """Run the bench as `spec` says, print its summary (and write --out, --report); the exit status."""
+    # lazy: the harness loads when a bench command runs, not when `serve` builds the parser
     from judge_mcp.runtime.app import App
     from judge_mcp.bench.data import DatasetError
     from judge_mcp.bench.runner import BenchError, run
@@ -294,7 +299,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     write_report(args.out, summaries)
     print(f"wrote {args.out} ({len(summaries)} runs)")
     if args.markdown:
-        from judge_mcp.bench import report
+        # lazy: the harness loads when a bench command runs, not when `serve` builds the parser
+        from judge_mcp.bench import html_report as report
 
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
         args.markdown.write_text(report.markdown(summaries) + "\n", encoding="utf-8")
@@ -303,7 +309,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def write_report(path: Path, summaries: list[dict[str, Any]]) -> None:
-    from judge_mcp.bench import report
+    # lazy: the harness loads when a bench command runs, not when `serve` builds the parser
+    from judge_mcp.bench import html_report as report
 
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(report.render(summaries), encoding="utf-8")
@@ -311,8 +318,9 @@ def write_report(path: Path, summaries: list[dict[str, Any]]) -> None:
 
 def summaries_from_db(db: Path) -> list[dict[str, Any]]:
     """Every run stored in a bench database, summarised from its rows (all items judged so far)."""
-    from judge_mcp.bench.judging import METHODS
-    from judge_mcp.bench.results import all_runs, run_rows
+    # lazy: the harness loads when a bench command runs, not when `serve` builds the parser
+    from judge_mcp.bench.methods import METHODS
+    from judge_mcp.bench.stored_runs import all_runs, run_rows
     from judge_mcp.bench.runner import run_summary
     from judge_mcp.storage import open_store
     from judge_mcp.storage.migrations import BENCH_MIGRATIONS
@@ -336,6 +344,7 @@ def _f(v: Any) -> str:
 
 def format_summary(s: dict[str, Any]) -> str:
     """A few readable lines for the terminal."""
+    # lazy: the harness loads when a bench command runs, not when `serve` builds the parser
     from judge_mcp.bench.metrics import COLUMNS
 
     cols = [key for key, _ in COLUMNS]
@@ -358,6 +367,7 @@ def format_summary(s: dict[str, Any]) -> str:
     if s.get("self_preference") is not None:
         extra.append(f"judges of the responses' model family: {', '.join(s['self_preference']['same_family_judges']) or 'none'}")
     if s.get("batch"):
+        # lazy: the harness loads when a bench command runs, not when `serve` builds the parser
         from judge_mcp.bench.batching import summary_line
         extra.append(summary_line(s["batch"]))
     run = s.get("run", {})

@@ -8,6 +8,8 @@ that point; a run that judged every item refines a last partial feedback batch (
 
 from __future__ import annotations
 
+import os
+
 import hashlib
 import logging
 import platform
@@ -24,8 +26,8 @@ from judge_mcp.runtime.app import App
 from judge_mcp.bench import batching, metrics
 from judge_mcp.bench.data import Item, dataset_name, load_items
 from judge_mcp.bench.media import images_problem
-from judge_mcp.bench.judging import METHODS, Method, Options, method_key
-from judge_mcp.bench.results import Results, methods_fingerprint, run_totals
+from judge_mcp.bench.methods import METHODS, Method, Options, method_key
+from judge_mcp.bench.stored_runs import Results, methods_fingerprint, run_totals
 from judge_mcp.methods import lwe
 from judge_mcp.storage.lwe_sessions import LweRepository
 from judge_mcp.calls.fanout import first_error
@@ -367,8 +369,6 @@ def build_summary(results: Results, items: list[Item], method: Method, spec: Run
 
 
 def machine() -> dict[str, Any]:
-    import os
-
     cores: int | None
     try:
         cores = len(os.sched_getaffinity(0))

@@ -220,6 +220,7 @@ async def run_steps(client: Client, steps: tuple[Step, ...], local: bool) -> int
 
 
 async def run_demo() -> int:
+    # lazy: the demo's client process loads the settings only once it runs
     from judge_mcp.config.settings import settings_or_error
 
     settings = settings_or_error()

@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -19,12 +20,14 @@ import anyio
 def _setup_logging(verbose: bool = False) -> None:
     # stdout belongs to JSON-RPC in stdio mode: every log line goes to stderr.
     logging.basicConfig(stream=sys.stderr, level=logging.DEBUG if verbose else logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    # lazy: each subcommand loads only what it runs (a `serve` start stays short)
     from judge_mcp import redaction
 
     redaction.install()  # backend credentials are blanked out of every record, whoever logs it
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    # lazy: each subcommand loads only what it runs (a `serve` start stays short)
     from judge_mcp.config.settings import settings_or_error
     from judge_mcp.server.build import build_server
 
@@ -36,6 +39,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         # An MCP client shows a server that exits before the handshake as "Failed to connect", without this message:
         # serve, and answer every judging call with the error instead.
         print("judge-mcp: serving anyway: every judging tool answers with this error until it is fixed", file=sys.stderr)
+    # lazy: each subcommand loads only what it runs (a `serve` start stays short)
     from judge_mcp.runtime.app import App, settle_heap
 
     if args.stateless and args.transport != "http":
@@ -45,6 +49,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     app.stdio = args.transport == "stdio"  # image arguments may name files (inside JUDGE_MCP_IMAGE_DIRS) over stdio only
     server = build_server(app)
     if args.transport == "stdio":
+        # lazy: each subcommand loads only what it runs (a `serve` start stays short)
         from judge_mcp.server.transports.stdio import serve_stdio
 
         main = partial(serve_stdio, server, on_initialized=app.warm_up)
@@ -87,6 +92,7 @@ def _terminated(signum: int, frame: Any) -> None:
 def _http_main(server: Any, app: Any, args: argparse.Namespace, *, stateless: bool) -> Any:
     """serve --transport http: the streamable HTTP app (without sessions when `stateless`) behind /healthz and
     /readyz (readiness: the store's database answers and is migrated)."""
+    # lazy: each subcommand loads only what it runs (a `serve` start stays short)
     from judge_mcp.storage.health import readiness
     from judge_mcp.server.transports.http import serve_http
 
@@ -98,12 +104,14 @@ def _http_main(server: Any, app: Any, args: argparse.Namespace, *, stateless: bo
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    # lazy: each subcommand loads only what it runs (a `serve` start stays short)
     from judge_mcp.cli.demo import run_demo
 
     return anyio.run(run_demo)
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
+    # lazy: each subcommand loads only what it runs (a `serve` start stays short)
     from judge_mcp.config.settings import load_settings
     from judge_mcp.methods import lwe
     from judge_mcp.contract.fields import InputError
@@ -135,18 +143,19 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
+    # lazy: each subcommand loads only what it runs (a `serve` start stays short)
     from judge_mcp.stats import report as stats
     from judge_mcp.cli.stats_table import render_stats
     from judge_mcp.storage import open_store
     from judge_mcp.storage.migrations import MIGRATIONS
 
+    # lazy: each subcommand loads only what it runs (a `serve` start stays short)
     from judge_mcp.storage.pg_url import is_postgres_url, shown
 
     if args.db is not None:
         path: Path | str = args.db if is_postgres_url(args.db) else Path(args.db)
     else:
+        # lazy: each subcommand loads only what it runs (a `serve` start stays short)
         from judge_mcp.config.settings import ConfigError, load_settings
 
         try:
@@ -168,6 +177,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 # ---- judge-mcp stats: the report as two tables ------------------------------------------------------------------
 def _last(value: str) -> int:
+    # lazy: each subcommand loads only what it runs (a `serve` start stays short)
     from judge_mcp.stats import report as stats
 
     try:
@@ -215,17 +225,20 @@ environment (set by the MCP client's "env" block or the shell):
 
 
 def _version() -> str:
+    # lazy: each subcommand loads only what it runs (a `serve` start stays short)
     from importlib.metadata import PackageNotFoundError, version
 
     try:
         return version("judge-mcp")
     except PackageNotFoundError:  # a source tree on sys.path without an install
-        from judge_mcp import __version__
+        # lazy: each subcommand loads only what it runs (a `serve` start stays short)
+        from judge_mcp._version import __version__
 
         return __version__
 
 
 def cmd_gc(args: argparse.Namespace) -> int:
+    # lazy: each subcommand loads only what it runs (a `serve` start stays short)
     from judge_mcp.config.settings import load_settings
     from judge_mcp.storage import open_store, retention
     from judge_mcp.storage.migrations import MIGRATIONS
@@ -256,6 +269,7 @@ def cmd_gc(args: argparse.Namespace) -> int:
         store.close()
     deleted = f"deleted {counts['call_cache']} call-cache rows, {counts['verdicts']} verdict rows and {counts['texts']} unused reply texts"
     if not on_file:
+        # lazy: each subcommand loads only what it runs (a `serve` start stays short)
         from judge_mcp.storage.pg_url import shown
 
         print(f"{shown(settings.db_url or '')}: {deleted}")
@@ -275,6 +289,7 @@ def _days(value: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # lazy: each subcommand loads only what it runs (a `serve` start stays short)
     from judge_mcp.config.settings import default_db_path
 
     parser = argparse.ArgumentParser(prog="judge-mcp", description="An MCP server that gives agents a judge.")
@@ -339,6 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     stats_cmd.set_defaults(fn=cmd_stats)
 
+    # lazy: each subcommand loads only what it runs (a `serve` start stays short)
     from judge_mcp.bench import add_parser as add_bench
 
     add_bench(sub)
@@ -359,6 +375,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(argv: list[str] | None) -> int:
+    # lazy: each subcommand loads only what it runs (a `serve` start stays short)
     from judge_mcp.config.settings import ConfigError
     from judge_mcp.storage.engine import StoreError
 

@@ -332,6 +332,7 @@ def _db_path(env: Mapping[str, str]) -> Path:
 def _database(env: Mapping[str, str]) -> tuple[Path, str | None]:
     """(SQLite file, PostgreSQL URL or None) from JUDGE_MCP_DB: a postgresql:// URL (its password registered for
     redaction) leaves the file at its default; any other `scheme://` is an error naming the two forms accepted."""
+    # lazy: the database URL's reader loads only when JUDGE_MCP_DB is set
     from judge_mcp.storage.pg_url import SCHEMES, register_secrets, scheme_of, shown
 
     value = _env(env, "JUDGE_MCP_DB", None)

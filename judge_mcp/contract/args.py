@@ -3,7 +3,7 @@
 Each model is at once
 - the tool's MCP input schema: limits, enums and descriptions, `additionalProperties: false` (tools.py);
 - what the tool's method receives (`pairwise.compare_pair(judge, ComparePairArgs)`), what a panel's combine reads
-  (methods/panel.py), what the verdict log keeps (`logged`) and what the bench builds (judge_mcp/bench/judging.py);
+  (methods/panel.py), what the verdict log keeps (`logged`) and what the bench builds (judge_mcp/bench/methods.py);
 - what record_label receives (`RecordLabelArgs`: a verdict's id and its correct answer);
 - what judge_stats reads to know which tools judge two answers (`PairArgs.ANSWERS`).
 
@@ -27,7 +27,7 @@ from typing import Annotated, Any, ClassVar, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from judge_mcp.contract import errors as arg_errors
+from judge_mcp.contract import validation as arg_errors
 from judge_mcp.contract import images as imagelib
 from judge_mcp.contract.fields import (
     DEFAULT_LAST, MAX_LAST, MAX_MEMBERS, MAX_OPTIONS, MIN_MEMBERS, MIN_OPTIONS, _fail, _IMAGE_FORMAT, _judged,

@@ -91,7 +91,7 @@ def rouge_l(prediction: str, reference: str) -> float:
 
 def token_sort(prediction: str, reference: str) -> float:
     """rapidfuzz `token_sort_ratio` / 100, after rapidfuzz's default processing (lowercase, non-alphanumerics out)."""
-    from rapidfuzz import fuzz, utils  # imported at the first use, not at the server's start
+    from rapidfuzz import fuzz, utils  # lazy: imported at the first use, not at the server's start
 
     if not utils.default_process(prediction).strip() or not utils.default_process(reference).strip():
         return 0.0

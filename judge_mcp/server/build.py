@@ -9,7 +9,8 @@ from types import ModuleType
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
-from judge_mcp import __version__, prompts
+from judge_mcp import prompts
+from judge_mcp._version import __version__
 from judge_mcp.runtime.app import App
 from judge_mcp.contract.fields import DEFAULT_LAST, MAX_LAST, InputError
 from judge_mcp.methods import registry
@@ -93,6 +94,7 @@ def build_server(app: App | None = None) -> JudgeServer:
         description=f"bias telemetry: all time and the last n verdicts (n from 1 to {MAX_LAST:,})",
     )
     def stats_last_resource(n: str) -> str:
+        # lazy: LWE and the stats load at their first use (or with the methods after the handshake), not at start
         from judge_mcp.stats import report as stats
 
         try:
@@ -108,12 +110,14 @@ def _lwe() -> ModuleType:
     """The LWE package, loaded at the first read of a session (or ahead of it, with the methods: registry.preload),
     like the stats at the first read of the report: the server starts without either."""
     registry.loaded()
+    # lazy: LWE and the stats load at their first use (or with the methods after the handshake), not at start
     from judge_mcp.methods import lwe
 
     return lwe
 
 
 def _stats_json(app: App, last: int) -> str:
+    # lazy: LWE and the stats load at their first use (or with the methods after the handshake), not at start
     from judge_mcp.stats import report as stats
 
     try:

@@ -9,14 +9,13 @@ mcp release installed beside this package) generates the schemas instead, as it 
 tests/server/test_tool_schemas.py fails when the file is out of date with this package's sources, naming the
 command that rewrites it (a newer pydantic or mcp only turns the file off until it is rewritten):
 
-    make schemas        (.venv/bin/python -m judge_mcp.server.schemas --write)
+    make schemas        (.venv/bin/python tools/write_schemas.py)
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
@@ -84,17 +83,8 @@ def schemas(specs: Iterable[Spec]) -> Schemas:
     return data["tools"] if current else generate(specs)
 
 
-def write() -> Path:
-    """Regenerate the shipped file from the current models."""
-    from judge_mcp.server.tools import TOOLS
-
-    data = {"fingerprint": fingerprint(), "tools": generate(TOOLS)}
+def write(specs: Iterable[Spec]) -> Path:
+    """Regenerate the shipped file from the current models (tools/write_schemas.py, `make schemas`)."""
+    data = {"fingerprint": fingerprint(), "tools": generate(specs)}
     FILE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     return FILE
-
-
-if __name__ == "__main__":
-    if sys.argv[1:] != ["--write"]:
-        print("usage: python -m judge_mcp.server.schemas --write", file=sys.stderr)
-        raise SystemExit(2)
-    print(f"wrote {write()}")

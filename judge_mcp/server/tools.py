@@ -155,6 +155,7 @@ async def lwe_session_show(app: App, args: LweSessionShowArgs, progress: Progres
     """Show an LWE session: its current meta-prompt, batch size, pending feedback and every version. Read-only
     (the same as lwe_session with action "show"); the lwe:// resources give the same data. No backend calls."""
     registry.loaded()  # the LWE modules (preloaded with the methods), the stats and the labels load at first use
+    # lazy: LWE, the stats and the labels load at their first use (or with the methods after the handshake), not at start
     from judge_mcp.methods import lwe
 
     return await _off_loop(partial(lwe.lwe_session, app.store, LweSessionArgs(session=args.session)))
@@ -166,6 +167,7 @@ async def lwe_session(app: App, args: LweSessionArgs, progress: ProgressFn | Non
     (history is never rewritten), but they change what every later lwe_judge call in the session uses. For
     read-only inspection use lwe_session_show. No backend calls."""
     registry.loaded()
+    # lazy: LWE, the stats and the labels load at their first use (or with the methods after the handshake), not at start
     from judge_mcp.methods import lwe
 
     return await _off_loop(partial(lwe.lwe_session, app.store, args))
@@ -182,6 +184,7 @@ async def judge_stats(app: App, args: JudgeStatsArgs, progress: ProgressFn | Non
 
     Use it before relying on a judge's verdicts, or to see whether a backend's habits changed lately. Read-only,
     the same report as the judge://stats resources. No backend calls."""
+    # lazy: LWE, the stats and the labels load at their first use (or with the methods after the handshake), not at start
     from judge_mcp.stats import report as stats
 
     report = await _off_loop(partial(stats.from_store, app.store, args.last))
@@ -200,6 +203,7 @@ async def record_label(app: App, args: RecordLabelArgs, progress: ProgressFn | N
     how far each judge can be trusted on your own cases. Labels stay in the server's database (tools report only
     counts and figures) and are deleted with their verdict by retention. Returns whether the verdict agreed. No
     backend calls."""
+    # lazy: LWE, the stats and the labels load at their first use (or with the methods after the handshake), not at start
     from judge_mcp.stats import labels
 
     settled = await app.verdict_writes.settle(args.verdict_id, LABEL_WAIT_S)  # a row still being written: wait a little

@@ -17,12 +17,15 @@ def open_store(location: str | Path, migrations: Sequence[Migration], *, busy_ti
     """The store at `location` (a `postgresql://` URL: that PostgreSQL database; else a path: an SQLite file, made if
     missing), brought to the schema `migrations` describes (migrations.MIGRATIONS; BENCH_MIGRATIONS for a bench
     database). The one place an engine is chosen."""
+    # lazy: only the engine the database names loads (psycopg only for PostgreSQL)
     from judge_mcp.storage.pg_url import is_postgres_url
 
     if is_postgres_url(location):
-        from judge_mcp.storage.postgres import PgStore
+        # lazy: only the engine the database names loads (psycopg only for PostgreSQL)
+        from judge_mcp.storage.postgres import PostgresEngine
 
-        return PgStore(str(location), migrations)
-    from judge_mcp.storage.sqlite import Store
+        return PostgresEngine(str(location), migrations)
+    # lazy: only the engine the database names loads (psycopg only for PostgreSQL)
+    from judge_mcp.storage.sqlite import SqliteEngine
 
-    return Store(location, migrations, busy_timeout_s=busy_timeout_s)
+    return SqliteEngine(location, migrations, busy_timeout_s=busy_timeout_s)

@@ -30,7 +30,7 @@ FEEDBACK_TEXTS = ("prompt", "response_a", "response_b", "eval_prompt", "judgment
 
 
 class LweRepository:
-    """Sessions, versions and feedback of every LWE session in one Store."""
+    """Sessions, versions and feedback of every LWE session in one store."""
 
     def __init__(self, store: Engine):
         self.store = store

@@ -224,7 +224,7 @@ def m012_verdict_stats(tx: Tx) -> None:
     """The bias telemetry's aggregates (storage/verdict_stats.py: per-group counters, per-verdict facts, the skipped
     total), backfilled from the verdicts already logged: read BACKFILL_PAGE rows at a time, newest first, each
     page's facts computed by verdict_facts.py as the write path computes them, and its groups' counters added once."""
-    from judge_mcp.storage import verdict_facts, verdict_stats  # loaded only where this migration runs
+    from judge_mcp.storage import verdict_facts, verdict_stats  # lazy: loaded only where this migration runs
 
     verdict_stats.create_tables(tx)
     before: int | None = None

@@ -94,7 +94,7 @@ class VerdictLog:
         texts (a call record's reply, the output's OUTPUT_TEXTS, the inputs' top-level strings: the judged texts) are
         stored once (storage/texts.py: shared with the cache rows and LWE's feedback buffer) and the row keeps their
         hashes; the telemetry's facts are taken from the texts themselves, before."""
-        from judge_mcp.storage import verdict_facts, verdict_stats  # the telemetry's modules load at the first write
+        from judge_mcp.storage import verdict_facts, verdict_stats  # lazy: the telemetry's modules load at the first write
 
         parts = verdict_facts.contributions(verdict_facts.written_row(tool, backend, model, inputs, output, usage, calls))
         created_at = time.time()
@@ -138,6 +138,7 @@ class VerdictLog:
     def delete_older_than(tx: Tx, cutoff: float) -> int:
         """Delete the rows logged before `cutoff` (a time.time() value), with their telemetry counts, inside the
         caller's transaction; how many."""
+        # lazy: the bias counters' modules load at the first verdict write, not at start
         from judge_mcp.storage import verdict_stats
 
         return verdict_stats.trim(tx, cutoff)

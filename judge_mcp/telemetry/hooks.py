@@ -52,6 +52,7 @@ def configure(settings: Settings) -> None:
     if not settings.otel.enabled:
         return
     try:
+        # lazy: OpenTelemetry (the optional `otel` extra) loads only when tracing is on
         from judge_mcp.telemetry import otel as telemetry_otel
     except ImportError as exc:
         level = logging.WARNING if settings.otel.explicit else logging.INFO

@@ -42,7 +42,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from judge_mcp import __version__
+from judge_mcp._version import __version__
 from judge_mcp.backends.base import Backend, ChatRequest, Completion
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.config.values import OtelSettings
@@ -66,9 +66,10 @@ def _exporter(name: str, protocol: str) -> SpanExporter | None:
         return ConsoleSpanExporter(out=sys.stderr)
     try:
         if protocol == "grpc":
+            # lazy: the OTLP exporter the environment names loads only when tracing starts
             from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
         else:
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter  # type: ignore[assignment]
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter  # lazy: type: ignore[assignment]
     except ImportError as exc:
         package = "opentelemetry-exporter-otlp-proto-grpc" if protocol == "grpc" else "opentelemetry-exporter-otlp-proto-http"
         log.warning("OTLP over %s needs %s (%s): spans are not exported", protocol, package, exc.name)

@@ -21,7 +21,7 @@ from judge_mcp.calls.cache import CallCache
 from judge_mcp.calls.context import CallContext
 from judge_mcp.config.settings import load_settings
 from judge_mcp.methods import pairwise
-from judge_mcp.storage.sqlite import Store
+from judge_mcp.storage.sqlite import SqliteEngine
 from tests.backends.test_local_backend import FakeServer, clean_registry, fake_gguf  # noqa: F401 (a fixture)
 from tests.helpers import app_env, start_scripted
 
@@ -73,7 +73,7 @@ async def test_thread_settings_are_kept_and_checked(tmp_path: Path, clean_regist
 
 async def default_compare_pair(backend: Any, tmp_path: Path) -> None:
     """A compare_pair with every argument at its default (template sop, both orders) on `backend`."""
-    store = Store(tmp_path / f"{backend.kind}.db")
+    store = SqliteEngine(tmp_path / f"{backend.kind}.db")
     try:
         result = await pairwise.compare_pair(
             CallContext(backend, CallCache(store), store), prompt="What is 2 + 2?", response_a="2 + 2 = 4.", response_b="2 + 2 = 5."

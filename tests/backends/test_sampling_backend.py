@@ -80,10 +80,10 @@ async def test_the_bench_refuses_the_clients_model_naming_it(tmp_path: Path) -> 
 
     from judge_mcp.runtime.app import App
     from judge_mcp.bench.runner import BenchError, RunSpec, run
-    from judge_mcp.storage.sqlite import Store
+    from judge_mcp.storage.sqlite import SqliteEngine
     from tests.bench.datasets import PAIRS
 
-    app = App(load_settings({"JUDGE_MCP_BACKEND": "sampling", "JUDGE_MCP_DB": str(tmp_path / "x.db")}), store=Store(tmp_path / "bench.db"))
+    app = App(load_settings({"JUDGE_MCP_BACKEND": "sampling", "JUDGE_MCP_DB": str(tmp_path / "x.db")}), store=SqliteEngine(tmp_path / "bench.db"))
     try:
         with pytest.raises(BenchError) as info:
             await run(app, RunSpec(dataset=PAIRS, method="grp"), progress_stream=io.StringIO())

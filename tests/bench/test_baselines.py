@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from judge_mcp.bench.judging import Options
+from judge_mcp.bench.methods import Options
 from judge_mcp.bench import arena_hard
 from judge_mcp.bench.pointwise import parse_rating
 from judge_mcp import prompts

@@ -264,7 +264,7 @@ async def test_lwe_learns_the_same_through_batches(servers, scripted, tmp_path, 
     """Selective LWE's steps depend on earlier answers and on the session's stored state: through batches (one per
     step) it buffers the same feedback and makes the same meta-prompt versions as the same run sent call by call."""
     from judge_mcp.bench import batching
-    from judge_mcp.bench.judging import Options
+    from judge_mcp.bench.methods import Options
     from testkit.scripted_judges import schema_name
     from tests.bench.datasets import bench, right_judge
 
@@ -300,7 +300,7 @@ async def test_lwe_learns_the_same_through_batches(servers, scripted, tmp_path, 
 
 
 async def test_a_panel_of_batch_backends_sends_one_batch_to_each(servers, tmp_path):
-    from judge_mcp.bench.judging import Options
+    from judge_mcp.bench.methods import Options
     from judge_mcp.bench.runner import RunSpec, run
 
     first, second = servers("openai"), servers("anthropic")

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from judge_mcp.bench import command as bench_cli
-from judge_mcp.bench import metrics, report
-from judge_mcp.bench.judging import METHODS
+from judge_mcp.bench import metrics, html_report as report
+from judge_mcp.bench.methods import METHODS
 from judge_mcp.bench.runner import session_name
 from testkit.scripted_judges import first_shown_judge
 from testkit.server_process import server_env

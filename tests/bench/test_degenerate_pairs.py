@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from judge_mcp.bench import metrics
-from judge_mcp.bench.judging import placement_record
+from judge_mcp.bench.methods import placement_record
 from judge_mcp.bench.runner import RunSpec, run
 from judge_mcp.runtime.run import run_method
 from tests.helpers import app_env, make_app

@@ -10,7 +10,7 @@ import pytest
 
 from judge_mcp.stats import calibration
 from judge_mcp.bench import metrics
-from judge_mcp.bench.judging import Options, method_key, placement_record, single_record
+from judge_mcp.bench.methods import Options, method_key, placement_record, single_record
 
 
 def test_placement_record_maps_shown_order_back_to_chosen():

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from judge_mcp.bench import command as bench_cli
-from judge_mcp.bench import metrics, report
+from judge_mcp.bench import metrics, html_report as report
 from judge_mcp.bench.runner import RunSpec, run
 from testkit.scripted_judges import first_shown_judge
 from testkit.server_process import clean_env

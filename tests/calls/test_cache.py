@@ -25,20 +25,20 @@ from judge_mcp.calls.context import CallContext
 from judge_mcp.methods.flip import reward as flip
 from judge_mcp.methods import pairwise
 from judge_mcp.runtime.run import run_once
-from judge_mcp.storage.sqlite import Store
+from judge_mcp.storage.sqlite import SqliteEngine
 from judge_mcp.storage.verdict_log import VerdictLog
 from tests.helpers import Hold, Rendezvous, WriteHold, app_env, gather, http_backend, make_app, settled, until
 from tests.engines import on_both_engines
 
 
-def cache_rows(store: Store) -> int:
+def cache_rows(store: SqliteEngine) -> int:
     return store.query("SELECT COUNT(*) AS n FROM call_cache")[0]["n"]
 
 
 async def test_repeat_is_answered_from_sqlite_also_after_reopening(http, tmp_path):
     backend, server = http(lambda p: Reply(content="stored answer", finish_reason="length", prompt_tokens=30, completion_tokens=7))
     db = tmp_path / "cache.db"
-    store = Store(db)
+    store = SqliteEngine(db)
     request = user("same question", json_schema={"type": "object"})
     try:
         first, cached = await CallCache(store).complete(backend, request)
@@ -52,7 +52,7 @@ async def test_repeat_is_answered_from_sqlite_also_after_reopening(http, tmp_pat
     finally:
         store.close()
 
-    reopened = Store(db)
+    reopened = SqliteEngine(db)
     try:
         third, cached = await CallCache(reopened).complete(backend, request)
         assert cached and third.text == "stored answer" and len(server.requests) == 1
@@ -106,7 +106,7 @@ async def test_the_api_key_never_reaches_the_database_file(http, api_key, tmp_pa
     respond.seen = []  # type: ignore[attr-defined]
     backend, server = http(respond, kind=kind)
     db = tmp_path / "keys.db"
-    store = Store(db)
+    store = SqliteEngine(db)
     try:
         judge = CallContext(backend, CallCache(store), store)
         await judge.complete(user("retry me", system="sys", json_schema={"type": "object", "properties": {}}))

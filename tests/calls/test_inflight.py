@@ -20,12 +20,12 @@ from judge_mcp.calls.cache import CallCache
 from judge_mcp.storage.call_cache import CacheTable
 from judge_mcp.calls.context import CallContext
 from judge_mcp.methods import pairwise
-from judge_mcp.storage.sqlite import Store
+from judge_mcp.storage.sqlite import SqliteEngine
 from tests.helpers import Hold, gather, http_backend, settled, survivor_of_twin
 from tests.engines import on_both_engines
 
 
-def cache_rows(store: Store) -> int:
+def cache_rows(store: SqliteEngine) -> int:
     return store.query("SELECT COUNT(*) AS n FROM call_cache")[0]["n"]
 
 
@@ -104,7 +104,7 @@ async def test_cancelling_one_compare_pair_never_breaks_an_identical_one(scripte
     await backend.aclose()
 
 
-async def gather_while_held(n: int, fn: Callable[[], Any], hold: Hold, store: Store) -> list[Any]:
+async def gather_while_held(n: int, fn: Callable[[], Any], hold: Hold, store: SqliteEngine) -> list[Any]:
     """gather(n, fn) against a backend that holds the call until all n callers wait (so none of them can have been
     answered from SQLite instead)."""
     out: list[Any] = []

@@ -23,7 +23,7 @@ from judge_mcp.storage.migrations import MIGRATIONS
 
 # OpenTelemetry's SDK and exporter load only when tracing is on (JUDGE_MCP_OTEL, OTEL_* exporter settings); its API
 # comes with the MCP SDK, which imports it for its own spans.
-DEFERRED = ("aiohttp", "sqlite_utils", "rapidfuzz", "certifi", "judge_mcp.backends.client", "judge_mcp.bench.report",
+DEFERRED = ("aiohttp", "sqlite_utils", "rapidfuzz", "certifi", "judge_mcp.backends.client", "judge_mcp.bench.html_report",
             "judge_mcp.telemetry.otel", "opentelemetry.sdk", "opentelemetry.exporter",
             "judge_mcp.methods.pairwise", "judge_mcp.methods.flip.reward", "judge_mcp.methods.grade_score.scoring", "judge_mcp.methods.lwe",
             "judge_mcp.methods.panel", "judge_mcp.methods.parsing", "judge_mcp.stats.report", "judge_mcp.stats.agreement", "judge_mcp.stats.labels",

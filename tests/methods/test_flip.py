@@ -446,14 +446,14 @@ async def test_embedded_model_returns_a_well_formed_result(tmp_path):
     from judge_mcp.backends.local import ModelNotFoundError
     from judge_mcp.calls.cache import CallCache
     from judge_mcp.config.settings import BackendConfig
-    from judge_mcp.storage.sqlite import Store
+    from judge_mcp.storage.sqlite import SqliteEngine
 
     try:
         # one attempt, generous timeout: a timed-out attempt keeps generating in its thread on the 2 CI cores
         backend = build_backend(BackendConfig(name="local", kind="local", timeout_s=600, max_retries=0))
     except ModelNotFoundError as exc:  # the model package is not installed (any other failure fails the test)
         pytest.skip(f"embedded model unavailable: {exc}")
-    store = Store(tmp_path / "judge.db")
+    store = SqliteEngine(tmp_path / "judge.db")
     try:
         judge = CallContext(backend, CallCache(store), store)
         result = await infer_instruction_reward(

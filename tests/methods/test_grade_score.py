@@ -358,7 +358,7 @@ async def test_embedded_model_returns_a_well_formed_result(tmp_path, monkeypatch
     from judge_mcp.backends.local import ModelNotFoundError
     from judge_mcp.calls.cache import CallCache
     from judge_mcp.config.settings import BackendConfig
-    from judge_mcp.storage.sqlite import Store
+    from judge_mcp.storage.sqlite import SqliteEngine
 
     try:
         # one attempt with a generous timeout: a timed-out attempt keeps generating in its thread, so a retry
@@ -368,7 +368,7 @@ async def test_embedded_model_returns_a_well_formed_result(tmp_path, monkeypatch
         pytest.skip(f"embedded model unavailable: {exc}")
     # keep it short on 2 cores: 64 tokens hold the complete "selection" field; the cut explanation still parses
     monkeypatch.setitem(gs.MAX_TOKENS, 1, 64)
-    store = Store(tmp_path / "judge.db")
+    store = SqliteEngine(tmp_path / "judge.db")
     try:
         judge = CallContext(backend, CallCache(store), store)
         result = await grade_score_options(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from mcp import Client
 
-import judge_mcp.bench.judging  # noqa: F401  (registers the bench's baselines)
+import judge_mcp.bench.methods  # noqa: F401  (registers the bench's baselines)
 from judge_mcp.methods import registry
 from judge_mcp.runtime.run import run_method
 from judge_mcp.storage.verdict_log import VerdictLog

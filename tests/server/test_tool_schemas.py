@@ -12,7 +12,7 @@ from judge_mcp.server import schemas as tool_schemas
 from testkit.scripted_judges import UniversalJudge
 from judge_mcp.server.tools import TOOLS
 
-REWRITE = "the shipped tool schemas are out of date with the models: run `make schemas` (.venv/bin/python -m judge_mcp.server.schemas --write)"
+REWRITE = "the shipped tool schemas are out of date with the models: run `make schemas` (.venv/bin/python tools/write_schemas.py)"
 
 
 def same(a: object, b: object) -> bool:

@@ -16,7 +16,7 @@ from testkit.scripted_judges import (
     BAD, CAPITAL_Q, GOOD, RIGHT_INSTRUCTION, UniversalJudge, logprob_content, shown_first, verdict_json,
 )
 from judge_mcp.server.build import build_server
-from judge_mcp.storage.sqlite import Store
+from judge_mcp.storage.sqlite import SqliteEngine
 from tests.helpers import app_env, make_app, until
 
 HEX32 = re.compile(r"[0-9a-f]{32}")
@@ -78,7 +78,7 @@ async def test_labels_give_each_judge_its_agreement_in_judge_stats(connect) -> N
     assert recent["text"]["labelled"] == 1 and recent["text"]["accuracy"]["rate"] == 0.0 and recent["text"]["calibration"]["of"] == 0
     # the rows: each verdict keeps the id its answer gave; the labels stay in the database
     assert sorted(row["verdict_id"] for row in judged.verdicts()) == sorted(ids)
-    store = Store(judged.db)
+    store = SqliteEngine(judged.db)
     try:
         rows = store.query("SELECT verdict_id, label, note FROM labels ORDER BY label")
     finally:
@@ -146,7 +146,7 @@ async def test_a_label_waits_for_a_verdict_row_still_being_written(scripted, tmp
 
     backend = scripted(UniversalJudge())
     db = tmp_path / "judge.db"
-    app = make_app(app_env(backend, db, JUDGE_MCP_MAX_RETRIES="0"), store=Store(db, busy_timeout_s=60))
+    app = make_app(app_env(backend, db, JUDGE_MCP_MAX_RETRIES="0"), store=SqliteEngine(db, busy_timeout_s=60))
     other_process = sqlite3.connect(str(db), isolation_level=None)
     try:
         async with Client(build_server(app)) as client:

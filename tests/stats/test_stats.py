@@ -16,7 +16,7 @@ from mcp.shared.exceptions import MCPError
 
 from judge_mcp.cli import main as cli
 from judge_mcp.stats import report as stats
-from judge_mcp.storage.sqlite import Store
+from judge_mcp.storage.sqlite import SqliteEngine
 from testkit.scripted_judges import LweScript, first_shown_judge
 from testkit.scripted_servers import prompt_text
 from judge_mcp.storage.verdict_log import VerdictLog
@@ -255,7 +255,7 @@ async def test_an_empty_log_has_null_rates_and_bad_n_is_named(mcp_app) -> None:
 
 # ---- rows the tools do not write: panels and unreadable output ----------------------------------------------------
 @on_both_engines
-def test_panel_members_with_trials_count_under_their_own_backend(store: Store) -> None:
+def test_panel_members_with_trials_count_under_their_own_backend(store: SqliteEngine) -> None:
     def member(name: str, ab_better: str) -> dict[str, Any]:  # its BA trial always names B (shown first there)
         trials = [{"order": "AB", "better": ab_better, "parse_ok": True}, {"order": "BA", "better": "B", "parse_ok": True}]
         usage = {"calls": 2, "cached_calls": 0, "latency_ms": 10.0}
@@ -275,7 +275,7 @@ def test_panel_members_with_trials_count_under_their_own_backend(store: Store) -
 
 
 @on_both_engines
-def test_unreadable_rows_are_skipped_and_paging_changes_nothing(store: Store) -> None:
+def test_unreadable_rows_are_skipped_and_paging_changes_nothing(store: SqliteEngine) -> None:
     for k in range(5):
         VerdictLog(store).log("compare_pair", "default", "m", {"response_a": "a" * (k + 1), "response_b": "b"},
                           {"winner": "A", "trials": [{"order": "AB", "better": "A", "parse_ok": True}]}, {"calls": 1}, [])
@@ -291,7 +291,7 @@ def test_unreadable_rows_are_skipped_and_paging_changes_nothing(store: Store) ->
 
 
 @on_both_engines
-def test_verdicts_are_grouped_by_the_inputs_callers_brought(store: Store) -> None:
+def test_verdicts_are_grouped_by_the_inputs_callers_brought(store: SqliteEngine) -> None:
     image = {"sha256": "0" * 64, "media_type": "image/png", "bytes": 10}
     brought = [{}, {"criteria": "c"}, {"reference": "r"}, {"criteria": "c", "reference": "r"}, {"response_b_images": [image]},
                {"option_images": [[image], None]}, {"criteria": "c", "images": [image]}]
@@ -335,14 +335,14 @@ def test_cli_stats_errors_and_the_empty_log(tmp_path: Path, capsys, monkeypatch)
     with pytest.raises(SystemExit) as done:
         cli.main(["stats", "--last", "abc"])
     assert done.value.code == 2 and "'last' must be a whole number from 1 to 1,000,000, got 'abc'" in capsys.readouterr().err
-    Store(tmp_path / "empty.db").close()
+    SqliteEngine(tmp_path / "empty.db").close()
     monkeypatch.setenv("JUDGE_MCP_DB", str(tmp_path / "empty.db"))  # the default database: JUDGE_MCP_DB
     assert cli.main(["stats"]) == 0
     assert "no verdicts in the log yet" in capsys.readouterr().out
 
 
 @on_both_engines
-def test_lengths_are_characters_not_bytes(store: Store) -> None:
+def test_lengths_are_characters_not_bytes(store: SqliteEngine) -> None:
     """SQLite computes the answers' lengths; 'éé' is 2 characters (4 bytes in UTF-8) against 'abc''s 3."""
     VerdictLog(store).log("compare_pair", "default", "m", {"response_a": "éé", "response_b": "abc"},
                       {"winner": "A", "trials": [{"order": "AB", "better": "A", "parse_ok": True}]}, {"calls": 1}, [])

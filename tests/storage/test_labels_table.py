@@ -102,14 +102,14 @@ def test_a_panel_verdict_counts_for_each_member_that_judged() -> None:
 
 def test_verdicts_logged_before_the_ids_keep_their_rows_without_one(tmp_path) -> None:
     from judge_mcp.storage.migrations import MIGRATIONS
-    from judge_mcp.storage.sqlite import Store
+    from judge_mcp.storage.sqlite import SqliteEngine
 
     db = tmp_path / "judge.db"
-    before = Store(db, MIGRATIONS[:7])
+    before = SqliteEngine(db, MIGRATIONS[:7])
     with before.transaction() as tx:
         tx.execute("INSERT INTO verdicts (tool, backend, model, inputs, output, usage, calls, created_at) VALUES ('compare_pair', 'b', 'm', '{}', '{}', '{}', '[]', 0)")
     before.close()
-    after = Store(db, MIGRATIONS)
+    after = SqliteEngine(db, MIGRATIONS)
     try:
         assert after.query("SELECT tool, verdict_id FROM verdicts") == [{"tool": "compare_pair", "verdict_id": None}]
         assert after.query("SELECT COUNT(*) AS n FROM labels")[0]["n"] == 0
@@ -118,9 +118,9 @@ def test_verdicts_logged_before_the_ids_keep_their_rows_without_one(tmp_path) ->
 
 
 def test_the_stats_text_shows_no_agreement_table_without_labels(tmp_path) -> None:
-    from judge_mcp.storage.sqlite import Store
+    from judge_mcp.storage.sqlite import SqliteEngine
 
-    store = Store(tmp_path / "judge.db")
+    store = SqliteEngine(tmp_path / "judge.db")
     try:
         _verdict(store, 1, "A")
         assert "agreement with human labels" not in stats_text.render_stats(stats.from_store(store))

@@ -191,12 +191,12 @@ async def test_replicas_share_a_long_answer_through_the_leases(scripted, postgre
     from judge_mcp.backends.base import user
     from testkit.scripted_servers import Reply
     from judge_mcp.calls.cache import CallCache
-    from judge_mcp.storage.postgres import PgStore
+    from judge_mcp.storage.postgres import PostgresEngine
     from tests.helpers import http_backend
 
     long_text = MARK + " v" * texts.LONG
     server = scripted(lambda p: Reply(content=long_text, delay_s=0.4))
-    stores = [PgStore(postgres_url), PgStore(postgres_url)]
+    stores = [PostgresEngine(postgres_url), PostgresEngine(postgres_url)]
     backends = [http_backend(server, max_retries=0) for _ in stores]
     caches = [CallCache(store) for store in stores]
     request = user("judge this once, at length", system="be fair")

@@ -156,7 +156,7 @@ class Echo:
 
 
 def _plain(text: str) -> str:
-    from rapidfuzz import utils  # imported at the first FLIP call, not at the server's start
+    from rapidfuzz import utils  # lazy: imported at the first FLIP call, not at the server's start
 
     return " ".join(utils.default_process(text).split())
 
@@ -164,7 +164,7 @@ def _plain(text: str) -> str:
 def _echo_score(inst: str, stretch: str) -> float:
     if not inst or not stretch:
         return 0.0
-    from rapidfuzz import fuzz  # imported at the first FLIP call, not at the server's start
+    from rapidfuzz import fuzz  # lazy: imported at the first FLIP call, not at the server's start
 
     needed = max(ECHO_MIN_WORDS, math.ceil(len(inst.split()) / 2))
     alignment = fuzz.partial_ratio_alignment(inst, stretch)

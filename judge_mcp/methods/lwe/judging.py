@@ -10,7 +10,7 @@ need it:
 3. when the session's buffer holds `batch_size` items, RefineMetaPrompt (Figure 13) makes a new version
    (refine.py).
 
-State lives in the Store (tables lwe_sessions / lwe_versions / lwe_feedback). Model calls never run inside a
+State lives in the store (tables lwe_sessions / lwe_versions / lwe_feedback). Model calls never run inside a
 database transaction. A process killed at any moment leaves either the whole new version or none of it.
 """
 
@@ -46,7 +46,7 @@ def initial_meta_prompt() -> str:
 
 def _require_store(judge: CallContext) -> Engine:
     if judge.store is None:
-        raise RuntimeError("lwe_judge needs a Store (judge.store is None)")
+        raise RuntimeError("lwe_judge needs a store (judge.store is None)")
     return judge.store
 
 

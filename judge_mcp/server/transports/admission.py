@@ -54,6 +54,7 @@ def default_limits() -> Limits:
     """Limits for this process: the defaults, or a quarter of the open-file limit for each bound when that is lower
     (pending, idle and working connections each hold a file descriptor, and so do the backends' connections)."""
     try:
+        # lazy: uvicorn and the process limits load only for an HTTP server
         import resource
 
         files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
@@ -246,6 +247,7 @@ def admitted_protocol(admission: Admission | None = None, timeout_s: float | Non
     in progress and began none in the last `timeout_s`: a client that opens connections and never finishes its
     headers no longer holds them open (uvicorn itself times out only the idle time after a response). A request in
     progress (a long tool call, an SSE stream) is never cut."""
+    # lazy: uvicorn and the process limits load only for an HTTP server
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     period = timeout_s if timeout_s is not None else (admission.limits.header_timeout_s if admission else HEADER_TIMEOUT_S)

@@ -8,6 +8,8 @@ bounded apart from working requests, and overload is a 503 with Retry-After.
 
 from __future__ import annotations
 
+import sys
+
 import ipaddress
 from typing import Any
 
@@ -99,9 +101,7 @@ async def serve_http(
     """Serve until stopped. `stateless`: no MCP sessions (replicas behind a load balancer; README "Replicas");
     `ready`: the readiness check behind /readyz (transports/probes.py), answered before the admission gate (no token);
     `limits`: the admission bounds (default: admission.default_limits); `max_body`: the request-body limit in bytes."""
-    import sys
-
-    import uvicorn
+    import uvicorn  # lazy: only an HTTP server loads uvicorn
 
     admission = Admission(limits or default_limits())
     config = uvicorn.Config(

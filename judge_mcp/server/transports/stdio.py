@@ -133,6 +133,7 @@ async def _stdin_lines() -> AsyncIterator[Any]:
     """The process's stdin as the SDK's stdio_server reads it: fd 0 claimed (pointed at the null device while
     serving, so nothing else reads the wire) through the SDK's own helper when it has one."""
     try:
+        # lazy: the SDK's stdio internals load only for a stdio server
         from mcp.server.stdio import _claim_fd, _open_stdin_diversion, _UnownedTextWrapper
     except ImportError:  # another SDK layout: read stdin in place
         yield anyio.wrap_file(TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))

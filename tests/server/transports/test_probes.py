@@ -14,7 +14,7 @@ from judge_mcp.cli.main import main
 from judge_mcp.config.settings import ConfigError, load_settings
 from judge_mcp.storage.health import readiness
 from judge_mcp.storage.migrations import MIGRATIONS
-from judge_mcp.storage.sqlite import Store
+from judge_mcp.storage.sqlite import SqliteEngine
 from judge_mcp.server.transports.admission import Admission, Gate
 from judge_mcp.server.transports.probes import with_probes
 
@@ -34,7 +34,7 @@ async def _get(app, path: str, method: str = "GET") -> httpx.Response:
 
 
 async def test_probes_answer_before_the_token_check_and_nothing_else(tmp_path: Path) -> None:
-    store = Store(tmp_path / "judge.db")
+    store = SqliteEngine(tmp_path / "judge.db")
     app = with_probes(Gate(_inner, Admission(), "a-token-of-sixteen-chars"), partial(readiness, store))
     live, ready = await _get(app, "/healthz"), await _get(app, "/readyz")
     assert (live.status_code, live.json()) == (200, {"status": "ok"})
@@ -47,7 +47,7 @@ async def test_probes_answer_before_the_token_check_and_nothing_else(tmp_path: P
 
 
 async def test_readiness_follows_the_database(tmp_path: Path) -> None:
-    store = Store(tmp_path / "judge.db")
+    store = SqliteEngine(tmp_path / "judge.db")
     behind = with_probes(_inner, partial(readiness, store, [*MIGRATIONS, m900_not_yet]))  # a migration it lacks
     answer = await _get(behind, "/readyz")
     assert (answer.status_code, answer.json()) == (503, {"status": "not ready", "reason": "migrations not applied"})
