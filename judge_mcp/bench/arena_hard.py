@@ -18,12 +18,25 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar, Literal
 
+from pydantic import Field
+
 from judge_mcp import prompts
 from judge_mcp.contract.args import PairArgs
 from judge_mcp.backends.base import ChatRequest, Message
 from judge_mcp.methods import registry
 from judge_mcp.calls.context import CallContext
-from judge_mcp.contract.results import ArenaHardResult
+from judge_mcp.contract.results import JudgedResult
+
+
+# ---- the result model (a bench baseline, not an MCP tool) -------------------------------------------------------
+class ArenaHardResult(JudgedResult):
+    decision: str | None = Field(description="A>B, B>A, A=B (or another single label as printed); null when unparsed")
+    winner: Literal["A", "B"] | None = Field(description="A or B for A>B / B>A; null for a tie or an unparsed judgment")
+    tie: bool
+    parse_ok: bool
+    continued: bool = Field(description="the first answer had no label and the continuation was asked")
+    judgment: str
+
 
 MAX_TOKENS = 4096
 ATTEMPTS = 2  # JudgeBench's number_of_judgment_attempts: the first answer and one continuation

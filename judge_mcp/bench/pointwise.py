@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, ClassVar
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from judge_mcp import prompts
 from judge_mcp.contract.fields import JUDGED, MAX_RESPONSES, Prompt, Text
@@ -24,7 +24,26 @@ from judge_mcp.methods.ranking import rank_by_score
 from judge_mcp.methods import registry
 from judge_mcp.calls.context import CallContext
 from judge_mcp.methods.parsing import neutralise, parse_json_object
-from judge_mcp.contract.results import PointwiseItem, PointwiseResult
+from judge_mcp.contract.results import JudgedResult
+
+
+# ---- the result model (a bench baseline, not an MCP tool) -------------------------------------------------------
+class PointwiseItem(BaseModel):
+    index: int = Field(description="0-based index of the response in the caller's list")
+    score: float | None = Field(description="the rating, 1..10; null when unparsed")
+    parse_ok: bool
+    reasoning: str = ""
+    reasked: bool = False
+    raw_answer: str | None = Field(None, description="unparsed only: the model's last answer (tail)")
+
+
+class PointwiseResult(JudgedResult):
+    results: list[PointwiseItem]
+    ranking: list[int] = Field(description="parsed responses by score, highest first (ties in index order), then unparsed")
+    best_index: int | None = Field(description="the single highest-rated response; null when tied or nothing parsed")
+    tied_best: list[int] = Field(default_factory=list)
+    unparsed: list[int] = Field(default_factory=list)
+
 
 MAX_TOKENS = 512  # the FLIP paper's limit for every method (§3.1)
 MIN_SCORE, MAX_SCORE = 1, 10

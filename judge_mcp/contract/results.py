@@ -20,7 +20,7 @@ class UsageOut(BaseModel):
     latency_ms: float = Field(0.0, description="wall time of the judgment, in milliseconds")
 
 
-class _Judged(BaseModel):
+class JudgedResult(BaseModel):
     model: str = Field(description="backend kind / model id")
     usage: UsageOut
     verdict_id: str | None = Field(
@@ -88,7 +88,7 @@ class PairPanelMember(_PanelMember):
     trials: list[PairTrial] = Field(default_factory=list)
 
 
-class ComparePairResult(_Judged):
+class ComparePairResult(JudgedResult):
     winner: Side | None = Field(description="A or B only when every trial parsed and all agree")
     consistent: bool | None = Field(
         description="both orders parsed and agree; null when only one order was judged (swap=false, or swap=auto without the second)"
@@ -138,7 +138,7 @@ class FlipItem(BaseModel):
     )
 
 
-class FlipResult(_Judged):
+class FlipResult(JudgedResult):
     results: list[FlipItem] = Field(description="one item per response, in the caller's order")
     ranking: list[int] = Field(
         description="response indices, best first: parsed by reward (ties keep the lower index first), then unparsed"
@@ -178,7 +178,7 @@ class GradePanelMember(_PanelMember):
     trials: list[GradeTrial] = Field(default_factory=list)
 
 
-class GradeScoreResult(_Judged):
+class GradeScoreResult(JudgedResult):
     winner_index: int | None = Field(
         description="mode of the chosen options (caller's indices); null when the mode is tied (see tied_indices), "
         "when no trial parsed, or when the mode is the unrelated option"
@@ -213,7 +213,7 @@ class VanillaPair(BaseModel):
     consistent: bool = Field(False, description="both parsed and agree")
 
 
-class LweResult(_Judged):
+class LweResult(JudgedResult):
     winner: Side | None = Field(description="the vanilla verdict when consistent, else the meta-prompt path's; null when unparsed")
     path: Literal["vanilla_consistent", "meta_prompt"]
     vanilla: VanillaPair | None = Field(description="the two vanilla verdicts (null when selective is false)")
@@ -259,33 +259,6 @@ class LweSessionResult(BaseModel):
     pending_feedback: int
     versions: list[MetaPromptVersion]
     discarded_feedback: int = Field(0, description="reset: buffered feedback items dropped (kept in the database as discarded)")
-
-
-# ---- the bench's baselines (not MCP tools: judge-mcp bench --method arena-hard / pointwise) ---------------------
-class ArenaHardResult(_Judged):
-    decision: str | None = Field(description="A>B, B>A, A=B (or another single label as printed); null when unparsed")
-    winner: Literal["A", "B"] | None = Field(description="A or B for A>B / B>A; null for a tie or an unparsed judgment")
-    tie: bool
-    parse_ok: bool
-    continued: bool = Field(description="the first answer had no label and the continuation was asked")
-    judgment: str
-
-
-class PointwiseItem(BaseModel):
-    index: int = Field(description="0-based index of the response in the caller's list")
-    score: float | None = Field(description="the rating, 1..10; null when unparsed")
-    parse_ok: bool
-    reasoning: str = ""
-    reasked: bool = False
-    raw_answer: str | None = Field(None, description="unparsed only: the model's last answer (tail)")
-
-
-class PointwiseResult(_Judged):
-    results: list[PointwiseItem]
-    ranking: list[int] = Field(description="parsed responses by score, highest first (ties in index order), then unparsed")
-    best_index: int | None = Field(description="the single highest-rated response; null when tied or nothing parsed")
-    tied_best: list[int] = Field(default_factory=list)
-    unparsed: list[int] = Field(default_factory=list)
 
 
 # ---- the report's shape (also the judge_stats tool's outputSchema) -------------------------------------------

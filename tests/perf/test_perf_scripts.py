@@ -1,4 +1,4 @@
-"""The top-level bench/ scripts run as `python -m perf.NAME` from the checkout: they import judge_mcp (and each other),
+"""The perf/ scripts run as `python -m perf.NAME` from the checkout: they import judge_mcp (and each other),
 never the tests, and they touch no sys.path."""
 
 from __future__ import annotations
