@@ -77,6 +77,11 @@ _ONE = ("items", "additionalProperties", "not", "contains", "propertyNames", "if
 _LIST = ("anyOf", "oneOf", "allOf", "prefixItems")
 _MAP = ("properties", "$defs", "patternProperties", "dependentSchemas")
 _NULL = {"type": "null"}
+# (output, inside $defs) -> the keywords left out
+_DROPPED = {
+    (False, False): ("title",), (False, True): ("title",),
+    (True, False): ("title", "default", "required"), (True, True): ("title", "default", "required", "description"),
+}
 _ABSENT = object()
 
 
@@ -86,24 +91,34 @@ def compact(schema: Any, *, output: bool) -> Any:
     - `X or null` written without `anyOf`: an input field whose default is null as just X, its `default` left out
       (an argument a client leaves out is absent: the argument model still reads an explicit null as absent); an
       output field (results carry the null) as X with "null" among its types (`"type": ["integer", "null"]`, or
-      null among the `enum`); a reference or a union stays an `anyOf`;
+      null among the `enum`); a reference or a union stays an `anyOf`; an output's enum of strings without its `type`;
     - an output schema without `default` and `required`: every field of a result is always present (the SDK dumps
-      the whole result model), so neither tells a client anything the structured content does not.
+      the whole result model), so neither tells a client anything the structured content does not;
+    - an output schema's descriptions only on the result's own fields: a nested model's (a trial, a panel member, a
+      stats group) stays in the source for readers of the code, while the tool's description and the field's name
+      say what an agent needs.
     Applied to every tool's schemas by `generate`, so a model added later is compacted the same way."""
+    return _compact(schema, output, nested=False)
+
+
+def _compact(schema: Any, output: bool, nested: bool) -> Any:
     if isinstance(schema, list):
-        return [compact(s, output=output) for s in schema]
+        return [_compact(s, output, nested) for s in schema]
     if not isinstance(schema, dict):
         return schema
     out: dict[str, Any] = {}
+    dropped = _DROPPED[output, nested]
     for key, value in schema.items():
-        if key == "title" or (output and key in ("default", "required")):
+        if key in dropped:
             continue
         if key in _ONE or key in _LIST:
-            out[key] = compact(value, output=output)
+            out[key] = _compact(value, output, nested)
         elif key in _MAP and isinstance(value, dict):
-            out[key] = {name: compact(sub, output=output) for name, sub in value.items()}
+            out[key] = {name: _compact(sub, output, nested or key == "$defs") for name, sub in value.items()}
         else:
             out[key] = value
+    if output and out.get("type") == "string" and all(isinstance(v, str) for v in out.get("enum", [None])):
+        del out["type"]  # an enum of strings: the type says nothing more (kept in input schemas, which some clients need)
     return _without_null_pair(out, output)
 
 
