@@ -80,6 +80,12 @@ def measure_base(checkout: Path) -> dict[str, Any]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _parts(label: str, figures: dict[str, Any]) -> str:
+    """The input schemas', output schemas' and descriptions' bytes summed over the tools."""
+    total = {part: sum(f[part] for f in figures["tools"].values()) for part in ("input", "output", "description")}
+    return f"{label:<26}{total['input']:>8,}{total['output']:>8,}{total['description']:>8,}"
+
+
 def report(now: dict[str, Any], base: dict[str, Any] | None) -> str:
     judge, naive = now["judge-mcp"], now["naive"]
     lines = [f"{'tool':<26}{'input':>8}{'output':>8}{'descr':>8}{'tool':>8}{'~tokens':>9}" + (f"{'base tool':>11}" if base else "")]
@@ -88,6 +94,7 @@ def report(now: dict[str, Any], base: dict[str, Any] | None) -> str:
         lines.append(f"{name:<26}{f['input']:>8,}{f['output']:>8,}{f['description']:>8,}{f['tool']:>8,}{f['tool'] // 4:>9,}"
                      + (f"{old:>11,}" if base and old else f"{'-':>11}" if base else ""))
     n = len(judge["tools"])
+    lines.append(_parts("all tools", judge) + (f"   base: {_parts('', base['judge-mcp']).strip()}" if base else ""))
     lines.append("")
     lines.append(f"judge-mcp tools/list: {judge['total']:,} bytes (~{judge['total'] // 4:,} tokens) for {n} tools, "
                  f"{judge['total'] // max(n, 1):,} per tool")

@@ -274,7 +274,7 @@ class InferInstructionRewardArgs(JudgingArgs):
     responses: Annotated[list[Text], JUDGED, Field(min_length=1, max_length=MAX_RESPONSES, description="candidate responses")]
     context: Annotated[OptionalText, JUDGED, Field(description="a user prompt or conversation; then `instruction` is a system prompt")] = None
     similarity: Annotated[
-        Similarity, Field(description="word-level F1, ROUGE-L F-measure or rapidfuzz token_sort_ratio")
+        Similarity, Field(description="f1: word-level F1; rouge_l: ROUGE-L F-measure; token_sort: rapidfuzz token_sort_ratio")
     ] = "f1"
     prompt_variant: Annotated[FlipVariant, Field(description="the FLIP paper's inference prompt")] = 1
     answer_order: Annotated[
@@ -333,7 +333,7 @@ class LweJudgeArgs(PairArgs, PairImagesArgs):
     tool: ClassVar[str] = "lwe_judge"
 
     session: Session = "default"
-    selective: Annotated[bool, Field(description="only cases the two orders disagree on take the meta-prompt path")] = True
+    selective: Annotated[bool, Field(description="only cases judged inconsistently in the two orders take the meta-prompt path")] = True
     batch_size: Annotated[int, Field(ge=1, le=MAX_BATCH_SIZE, description="feedback items per refinement (set when the session is created)")] = 4
 
 
