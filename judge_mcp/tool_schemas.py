@@ -77,7 +77,7 @@ _ONE = ("items", "additionalProperties", "not", "contains", "propertyNames", "if
 _LIST = ("anyOf", "oneOf", "allOf", "prefixItems")
 _MAP = ("properties", "$defs", "patternProperties", "dependentSchemas")
 _NULL = {"type": "null"}
-# (output, inside $defs) -> the keywords left out
+# (an output schema?, inside its $defs?) -> the keywords left out
 _DROPPED = {
     (False, False): ("title",), (False, True): ("title",),
     (True, False): ("title", "default", "required"), (True, True): ("title", "default", "required", "description"),
@@ -117,8 +117,8 @@ def _compact(schema: Any, output: bool, nested: bool) -> Any:
             out[key] = {name: _compact(sub, output, nested or key == "$defs") for name, sub in value.items()}
         else:
             out[key] = value
-    if output and out.get("type") == "string" and all(isinstance(v, str) for v in out.get("enum", [None])):
-        del out["type"]  # an enum of strings: the type says nothing more (kept in input schemas, which some clients need)
+    if output and out.get("type") == "string" and "enum" in out and all(isinstance(v, str) for v in out["enum"]):
+        del out["type"]  # an enum of strings: the type says nothing more (kept in input schemas: some clients need it)
     return _without_null_pair(out, output)
 
 
