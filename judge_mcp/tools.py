@@ -161,9 +161,8 @@ async def judge_stats(app: App, args: JudgeStatsArgs, progress: ProgressFn | Non
 
 
 async def record_label(app: App, args: RecordLabelArgs, progress: ProgressFn | None = None) -> LabelResult:
-    """Record the correct answer for a verdict by its `verdict_id`: "A", "B" or "tie" for compare_pair and
-    lwe_judge; the best option's or response's index (or exact text) for grade_score_options and
-    infer_instruction_reward. Recording again replaces the label; judge_stats then reports agreement with the labels.
+    """Record the correct answer (`label`) for a verdict, by the `verdict_id` a judging tool returned;
+    recording again replaces it. judge_stats then reports each judge's agreement with the labels.
 
     Use it when you know the right answer (a reviewer's decision, a passing test). Returns whether the verdict
     agreed. No backend calls."""
