@@ -32,10 +32,9 @@ from judge_mcp.contract import images as imagelib
 from judge_mcp.contract.fields import (
     DEFAULT_LAST, MAX_LAST, MAX_MEMBERS, MAX_OPTIONS, MIN_MEMBERS, MIN_OPTIONS, _fail, _IMAGE_FORMAT, _judged,
     _judges_last, _schema, Action, AnswerOrder, DEFAULT_SWAP_MARGIN, FlipVariant, Goal, GradeVariant, ImageList,
-    InputError, Instruction, JUDGED, LabelValue, MAX_BACKEND_CHARS, MAX_NOTE_CHARS, OptionalNote, VERDICT_ID_PATTERN,
-    MAX_BATCH_SIZE, MAX_CRITERIA_CHARS, MAX_REFERENCE_CHARS, MAX_RESPONSES, MAX_TOKENS_LIMIT, MAX_TOTAL_CHARS,
-    MAX_VERSION, ModelName, OptionalCriteria, OptionalReference, OptionalText, PAIR_MAX_TOKENS, Prompt, Session,
-    Similarity, Template, Text,
+    InputError, Instruction, JUDGED, LabelValue, MAX_BACKEND_CHARS, OptionalNote, VERDICT_ID_PATTERN, MAX_BATCH_SIZE,
+    MAX_RESPONSES, MAX_TOKENS_LIMIT, MAX_TOTAL_CHARS, MAX_VERSION, ModelName, OptionalCriteria, OptionalReference,
+    OptionalText, PAIR_MAX_TOKENS, Prompt, Session, Similarity, Template, Text,
 )
 
 
@@ -95,7 +94,7 @@ class JudgingArgs(ToolArgs):
     """A judging method's arguments: which backend judges."""
 
     backend: Annotated[
-        str | None, Field(max_length=MAX_BACKEND_CHARS, description="a backend named in the JUDGE_MCP_CONFIG TOML file; default: the environment's")
+        str | None, Field(max_length=MAX_BACKEND_CHARS, description="a backend of the JUDGE_MCP_CONFIG file; default: the environment's")
     ] = None
 
 
@@ -105,20 +104,16 @@ class UserInputsArgs(JudgingArgs):
 
     criteria: Annotated[
         OptionalCriteria, JUDGED,
-        Field(description=f"optional: your evaluation criteria (a rubric), up to {MAX_CRITERIA_CHARS:,} characters; the judge "
-              "decides against them (goal worse: which answer is worse against them), e.g. \"Code review: correctness first, "
-              "then thread safety, then readability; ignore style nits\""),
+        Field(description='your rubric, e.g. "Code review: correctness first, then readability; ignore style nits"'),
     ] = None
     reference: Annotated[
         OptionalReference, JUDGED,
-        Field(description=f"optional: a reference answer the judge compares the answers with, up to {MAX_REFERENCE_CHARS:,} characters, "
-              "e.g. for \"What is the sum of the first 100 positive integers?\" the reference \"5050 (n(n+1)/2 with n = 100)\""),
+        Field(description='a reference answer, e.g. "5050" for the sum of 1..100'),
     ] = None
 
     images: Annotated[
         ImageList,
-        Field(description=f"optional: images the judged prompt shows (e.g. the chart a question is about), up to {imagelib.MAX_IMAGES}: "
-              + _IMAGE_FORMAT),
+        Field(description="images the prompt shows: " + _IMAGE_FORMAT),
     ] = None
 
     IMAGE_FIELDS: ClassVar[tuple[str, ...]] = ("images",)
@@ -169,11 +164,10 @@ class PairImagesArgs(UserInputsArgs):
     IMAGE_FIELDS: ClassVar[tuple[str, ...]] = ("images", "response_a_images", "response_b_images")
 
     response_a_images: Annotated[
-        ImageList, Field(description=f"optional: images that are part of answer A (e.g. a screenshot of UI A), up to {imagelib.MAX_IMAGES}: "
-                         + _IMAGE_FORMAT)
+        ImageList, Field(description="images that are part of answer A (e.g. a screenshot), as `images`")
     ] = None
     response_b_images: Annotated[
-        ImageList, Field(description=f"optional: images that are part of answer B (e.g. a screenshot of UI B), up to {imagelib.MAX_IMAGES}")
+        ImageList, Field(description="images that are part of answer B, as `images`")
     ] = None
 
 
@@ -199,13 +193,13 @@ class PanelArgs(JudgingArgs):
             min_length=MIN_MEMBERS,
             max_length=MAX_MEMBERS,
             json_schema_extra={"uniqueItems": True},
-            description=f"a judge panel: {MIN_MEMBERS}-{MAX_MEMBERS} distinct backend names (JUDGE_MCP_CONFIG; 'default' is the "
-            "environment's); each judges concurrently and the verdict is the majority of those that answered. Not with `backend`",
+            description="a judge panel: distinct backend names ('default': the environment's); the verdict is the majority. "
+            "Not with `backend`",
         ),
     ] = None
     response_models: list[str] | None = None
     exclude_same_family: Annotated[
-        bool, Field(description="leave out every judge of the same model family as an answer's author (needs response_models)")
+        bool, Field(description="leave out judges of an author's model family (needs response_models)")
     ] = False
 
     def answer_names(self) -> list[str]:
@@ -236,27 +230,26 @@ class ComparePairArgs(PairArgs, PairImagesArgs, PanelArgs):
     tool: ClassVar[str] = "compare_pair"
     ANSWERS_SAID: ClassVar[str] = "response_a, response_b"
 
-    goal: Annotated[Goal, Field(description="ask which answer is worse (GRP, default) or better")] = "worse"
+    goal: Annotated[Goal, Field(description="ask which answer is worse (GRP) or better")] = "worse"
     template: Annotated[Template, Field(description="sop: judge answers first (Arena-Hard); cot; direct")] = "sop"
     swap: Annotated[
         bool | Literal["auto"],
-        Field(description='true: judge both orders (default), winner only when they agree; false: one order; "auto": '
-              "the second order only when the first is not confident (see swap_margin) or has no probabilities"),
+        Field(description='true: both orders, a winner only when they agree; false: one order; "auto": the second order '
+              "only when the first is unsure (swap_margin)"),
     ] = True
     swap_margin: Annotated[
         float | None,
-        Field(ge=0.0, le=1.0, description='swap "auto" only: run the second order when the first\'s |p_A - p_B| is under this '
-              f"(default {DEFAULT_SWAP_MARGIN:g}, i.e. p < {0.5 + DEFAULT_SWAP_MARGIN / 2:g})"),
+        Field(ge=0.0, le=1.0, description=f'swap "auto": run the second order when |p_A - p_B| is under this (default {DEFAULT_SWAP_MARGIN:g})'),
     ] = None
     max_tokens: Annotated[
         int | None,
         Field(ge=1, le=MAX_TOKENS_LIMIT,
-              description=f"answer budget in tokens, 1..{MAX_TOKENS_LIMIT} (default: {PAIR_MAX_TOKENS}, JudgeBench's Arena-Hard judge)"),
+              description=f"answer budget in tokens (default {PAIR_MAX_TOKENS})"),
     ] = None
     response_models: Annotated[
         list[ModelName] | None,
-        Field(min_length=2, max_length=2, description="the models that wrote response_a and response_b, e.g. [\"gpt-4o\", \"claude-sonnet-4-5\"]: "
-              "a judge of the same family gets a warning"),
+        Field(min_length=2, max_length=2, description='who wrote response_a and response_b, e.g. ["gpt-4o", "claude-sonnet-4-5"]; '
+              "same-family judges are flagged"),
     ] = None
 
     def answer_names(self) -> list[str]:
@@ -276,16 +269,16 @@ class ComparePairArgs(PairArgs, PairImagesArgs, PanelArgs):
 class InferInstructionRewardArgs(JudgingArgs):
     tool: ClassVar[str] = "infer_instruction_reward"
 
-    instruction: Annotated[Instruction, Field(description="the instruction (or, with context, the system prompt) the responses should follow")]
-    responses: Annotated[list[Text], JUDGED, Field(min_length=1, max_length=MAX_RESPONSES, description=f"1 to {MAX_RESPONSES} candidate responses")]
-    context: Annotated[OptionalText, JUDGED, Field(description="optional user prompt or conversation; then `instruction` is a system prompt")] = None
+    instruction: Annotated[Instruction, Field(description="the instruction (with context: the system prompt) the responses follow")]
+    responses: Annotated[list[Text], JUDGED, Field(min_length=1, max_length=MAX_RESPONSES, description="candidate responses")]
+    context: Annotated[OptionalText, JUDGED, Field(description="a user prompt or conversation; then `instruction` is a system prompt")] = None
     similarity: Annotated[
-        Similarity, Field(description="f1 (word-level F1, default), rouge_l (ROUGE-L F-measure) or token_sort (rapidfuzz token_sort_ratio)")
+        Similarity, Field(description="f1: word-level F1; rouge_l: ROUGE-L F-measure; token_sort: rapidfuzz token_sort_ratio")
     ] = "f1"
-    prompt_variant: Annotated[FlipVariant, Field(description="the FLIP paper's inference prompt 1 (default), 2 or 3")] = 1
+    prompt_variant: Annotated[FlipVariant, Field(description="the FLIP paper's inference prompt")] = 1
     answer_order: Annotated[
         AnswerOrder,
-        Field(description="reasoning_first: the paper's answer order (default); instruction_first: for small models that loop in the explanation"),
+        Field(description="reasoning_first: the paper's; instruction_first: for small models that loop in the explanation"),
     ] = "reasoning_first"
 
 
@@ -295,20 +288,20 @@ class GradeScoreOptionsArgs(UserInputsArgs, PanelArgs):
 
     instruction: Annotated[Instruction, Field(description="the question or task the options answer")]
     options: Annotated[
-        list[Text], JUDGED, Field(min_length=MIN_OPTIONS, max_length=MAX_OPTIONS, description=f"{MIN_OPTIONS} to {MAX_OPTIONS} candidate options")
+        list[Text], JUDGED, Field(min_length=MIN_OPTIONS, max_length=MAX_OPTIONS, description="candidate options")
     ]
-    prompt_variant: Annotated[GradeVariant, Field(description="the Grade Score paper's judge prompt A.1-A.4 (1..4, default 2)")] = 2
-    unrelated_option: Annotated[bool, Field(description="add an option answering a different instruction as a sanity check")] = False
+    prompt_variant: Annotated[GradeVariant, Field(description="the Grade Score paper's judge prompt A.1-A.4")] = 2
+    unrelated_option: Annotated[bool, Field(description="add an option answering another instruction, as a sanity check")] = False
     response_models: Annotated[
         list[ModelName] | None,
         Field(min_length=MIN_OPTIONS, max_length=MAX_OPTIONS,
-              description="the model that wrote each option, one per option: a judge of the same family gets a warning"),
+              description="who wrote each option, one per option; same-family judges are flagged"),
     ] = None
 
     option_images: Annotated[
         list[ImageList] | None,
-        Field(max_length=MAX_OPTIONS, description="optional: images that are part of each option, one list per option (null or [] for "
-              f"none), up to {imagelib.MAX_IMAGES} each: " + _IMAGE_FORMAT),
+        Field(max_length=MAX_OPTIONS, description="images that are part of each option, one list per option (null or [] for none), "
+              "as `images`"),
     ] = None
 
     IMAGE_FIELDS: ClassVar[tuple[str, ...]] = ("images", "option_images")
@@ -339,8 +332,8 @@ class LweJudgeArgs(PairArgs, PairImagesArgs):
     tool: ClassVar[str] = "lwe_judge"
 
     session: Session = "default"
-    selective: Annotated[bool, Field(description="only cases judged inconsistently in both orders take the meta-prompt path")] = True
-    batch_size: Annotated[int, Field(ge=1, le=MAX_BATCH_SIZE, description="feedback items per refinement (used when the session is created)")] = 4
+    selective: Annotated[bool, Field(description="only cases judged inconsistently in the two orders take the meta-prompt path")] = True
+    batch_size: Annotated[int, Field(ge=1, le=MAX_BATCH_SIZE, description="feedback items per refinement (set when the session is created)")] = 4
 
 
 class LweSessionShowArgs(ToolArgs):
@@ -352,7 +345,7 @@ class LweSessionShowArgs(ToolArgs):
 class LweSessionArgs(ToolArgs):
     tool: ClassVar[str] = "lwe_session"
 
-    action: Annotated[Action, Field(description="show the session, reset to the initial meta-prompt, or roll back to `version`")] = "show"
+    action: Annotated[Action, Field(description="show, reset to the initial meta-prompt, or roll back to `version`")] = "show"
     session: Session = "default"
     version: Annotated[int | None, Field(ge=1, le=MAX_VERSION, description="for rollback: the version to restore")] = None
 
@@ -369,7 +362,7 @@ class JudgeStatsArgs(ToolArgs):
     tool: ClassVar[str] = "judge_stats"
 
     last: Annotated[
-        int, Field(ge=1, le=MAX_LAST, description=f"size of the recent window: the newest `last` verdicts (default {DEFAULT_LAST})")
+        int, Field(ge=1, le=MAX_LAST, description="the recent window: the newest `last` verdicts")
     ] = DEFAULT_LAST
 
 
@@ -377,7 +370,7 @@ class RecordLabelArgs(ToolArgs):
     tool: ClassVar[str] = "record_label"
 
     verdict_id: Annotated[
-        str, Field(pattern=VERDICT_ID_PATTERN, description="the `verdict_id` a judging tool returned (32 hex digits)")
+        str, Field(pattern=VERDICT_ID_PATTERN, description="the `verdict_id` a judging tool returned")
     ]
     label: LabelValue
-    note: Annotated[OptionalNote, Field(description=f"optional: why, up to {MAX_NOTE_CHARS:,} characters (kept in the database only)")] = None
+    note: Annotated[OptionalNote, Field(description="why (kept in the database only)")] = None

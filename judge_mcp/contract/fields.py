@@ -113,10 +113,9 @@ Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValid
 OptionalText = Annotated[Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS)] | None, AfterValidator(_optional_text)]
 OptionalCriteria = Annotated[Annotated[str, Field(min_length=1, max_length=MAX_CRITERIA_CHARS)] | None, AfterValidator(_optional_text)]
 OptionalReference = Annotated[Annotated[str, Field(min_length=1, max_length=MAX_REFERENCE_CHARS)] | None, AfterValidator(_optional_text)]
-ImageUri = Annotated[str, Field(max_length=imagelib.MAX_IMAGE_CHARS, description="a data:image/...;base64 URI, or (over stdio only) "
-                                "a file path inside a folder listed in JUDGE_MCP_IMAGE_DIRS"), AfterValidator(_image)]
-_IMAGE_FORMAT = (f"data:image/(png|jpeg|webp|gif);base64,... URIs, at most {imagelib.MAX_IMAGE_BYTES // 2**20} MiB each decoded; "
-                 "http(s) URLs are refused; a file path is accepted only over stdio, inside a folder listed in JUDGE_MCP_IMAGE_DIRS")
+ImageUri = Annotated[str, Field(max_length=imagelib.MAX_IMAGE_CHARS), AfterValidator(_image)]
+_IMAGE_FORMAT = (f"data:image/(png|jpeg|webp|gif);base64 URIs of at most {imagelib.MAX_IMAGE_BYTES // 2**20} MiB decoded, no URLs; "
+                 "over stdio also file paths inside JUDGE_MCP_IMAGE_DIRS")
 ImageList = Annotated[list[ImageUri] | None, Field(max_length=imagelib.MAX_IMAGES)]
 Prompt = Annotated[Text, JUDGED, Field(description="the user prompt both answers respond to")]
 Instruction = Annotated[Text, JUDGED]
@@ -124,12 +123,11 @@ OptionalNote = Annotated[Annotated[str, Field(min_length=1, max_length=MAX_NOTE_
 # record_label's correct answer: "A", "B" or "tie" for a pair; an option's or response's index, or its exact text
 LabelValue = Annotated[
     int | Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(_text)],
-    Field(description='the correct answer: "A", "B" or "tie" for compare_pair and lwe_judge; for grade_score_options the best '
-          "option's 0-based index or its exact text; for infer_instruction_reward the index (or exact text) of the response that best "
-          "follows the instruction"),
+    Field(description='"A", "B" or "tie" for compare_pair and lwe_judge; for grade_score_options and infer_instruction_reward '
+          "the best option's or response's 0-based index or exact text"),
 ]
 ModelName = Annotated[str, Field(min_length=1, max_length=MAX_MODEL_CHARS), AfterValidator(_text)]
-Session = Annotated[str, Field(pattern=SESSION_PATTERN, description="session name, [A-Za-z0-9_.-]{1,64}; each has its own meta-prompt")]
+Session = Annotated[str, Field(pattern=SESSION_PATTERN, description="each session has its own meta-prompt")]
 FlipVariant = Annotated[Literal[1, 2, 3], BeforeValidator(_whole_number)]
 GradeVariant = Annotated[Literal[1, 2, 3, 4], BeforeValidator(_whole_number)]
 FLIP_VARIANTS: tuple[int, ...] = get_args(get_args(FlipVariant)[0])

@@ -21,11 +21,9 @@ class UsageOut(BaseModel):
 
 
 class JudgedResult(BaseModel):
-    model: str = Field(description="backend kind / model id")
+    model: str
     usage: UsageOut
-    verdict_id: str | None = Field(
-        None, description="this verdict's id in the verdict log: give it to record_label with the correct answer (null outside a tool call)"
-    )
+    verdict_id: str | None = Field(None, description="for record_label")
 
 
 # ---- panels and the self-preference guard (methods/panel.py) --------------------------------------------------------
@@ -90,24 +88,17 @@ class PairPanelMember(_PanelMember):
 
 class ComparePairResult(JudgedResult):
     winner: Side | None = Field(description="A or B only when every trial parsed and all agree")
-    consistent: bool | None = Field(
-        description="both orders parsed and agree; null when only one order was judged (swap=false, or swap=auto without the second)"
-    )
-    p_better: PBetter | None = Field(
-        None,
-        description="label probabilities averaged over the orders judged (both orders: position bias cancels; one order, "
-        "swap=false or a confident swap=auto: that order's, not debiased); null when any judged order has none. A panel: "
-        "the mean of the members' p_better, null when any member that answered has none",
-    )
-    swapped: bool = Field(True, description="the swapped order (BA) was judged (a panel: by every member that answered)")
+    consistent: bool | None = Field(description="both orders parsed and agree; null when one order was judged")
+    p_better: PBetter | None = Field(None, description="averaged over the orders judged (one order: not debiased); null without log-probabilities")
+    swapped: bool = Field(True, description="the swapped order (BA) was judged")
     trials: list[PairTrial]
     goal: Goal
     template: Template
     # panels and the self-preference guard; null/empty for a single backend without response_models
-    warnings: list[str] = Field(default_factory=list, description="signals worth a look: a judge of an author's model family, a failed panel member")
-    self_preference: list[SelfPreference] | None = Field(None, description="with response_models: each judge of the same model family as an answer's author")
-    panel: list[PairPanelMember] | None = Field(None, description="with backends: each member's own judgment, in the order given")
-    panel_votes: PanelVotes | None = Field(None, description="with backends: how the members voted")
+    warnings: list[str] = Field(default_factory=list)
+    self_preference: list[SelfPreference] | None = Field(None, description="with response_models: judges of an author's model family")
+    panel: list[PairPanelMember] | None = Field(None, description="with backends: each member's judgment")
+    panel_votes: PanelVotes | None = None
 
 
 # ---- infer_instruction_reward (FLIP) ----------------------------------------------------------------------------
@@ -139,24 +130,17 @@ class FlipItem(BaseModel):
 
 
 class FlipResult(JudgedResult):
-    results: list[FlipItem] = Field(description="one item per response, in the caller's order")
-    ranking: list[int] = Field(
-        description="response indices, best first: parsed by reward (ties keep the lower index first), then unparsed"
-    )
-    best_index: int | None = Field(
-        description="index of the single highest reward; null when the top reward is tied or any response stayed unparsed "
-        "(its reward is unknown, so none can be named best: see ranking)"
-    )
-    tied_best: list[int] = Field(default_factory=list, description="indices sharing the top reward when tied")
-    similarity: str = Field(description="the similarity metric used: f1, rouge_l or token_sort")
-    prompt_variant: int = Field(InferInstructionRewardArgs.default("prompt_variant"), description="the FLIP paper's inference prompt used (1..3)")
-    answer_order: AnswerOrder = Field(
-        InferInstructionRewardArgs.default("answer_order"), description="the answer's field order: the paper's (reasoning first) or instruction first"
-    )
-    context_mode: bool = Field(False, description="true when context was given: the system prompt was inferred")
-    warnings: list[str] = Field(default_factory=list, description="signals worth a look, e.g. a verdict log row not written yet")
-    unparsed: list[int] = Field(default_factory=list, description="indices whose answer stayed unparsed")
-    echoes: list[int] = Field(default_factory=list, description="indices of responses that echo the instruction")
+    results: list[FlipItem] = Field(description="one per response, in order; reward 0.0 when unparsed")
+    ranking: list[int] = Field(description="response indices, best first, unparsed last")
+    best_index: int | None = Field(description="null when the top reward is tied or a response stayed unparsed")
+    tied_best: list[int] = Field(default_factory=list)
+    similarity: str
+    prompt_variant: int = InferInstructionRewardArgs.default("prompt_variant")
+    answer_order: AnswerOrder = InferInstructionRewardArgs.default("answer_order")
+    context_mode: bool = Field(False, description="context was given: the system prompt was inferred")
+    warnings: list[str] = Field(default_factory=list)
+    unparsed: list[int] = Field(default_factory=list)
+    echoes: list[int] = Field(default_factory=list, description="responses repeating the instruction: their reward may be inflated")
 
 
 # ---- grade_score_options ----------------------------------------------------------------------------------------
@@ -179,31 +163,26 @@ class GradePanelMember(_PanelMember):
 
 
 class GradeScoreResult(JudgedResult):
-    winner_index: int | None = Field(
-        description="mode of the chosen options (caller's indices); null when the mode is tied (see tied_indices), "
-        "when no trial parsed, or when the mode is the unrelated option"
-    )
-    tied_indices: list[int] = Field(default_factory=list, description="all indices sharing the mode when tied")
+    winner_index: int | None = Field(description="the most picked option; null when tied, nothing parsed, or the unrelated option")
+    tied_indices: list[int] = Field(default_factory=list)
     trials: list[GradeTrial]
-    position_counts: list[int] = Field(description="how often each shown position (0-based) was picked")
-    option_counts: list[int] = Field(description="how often each option was picked; the unrelated option's count is at unrelated_index")
+    position_counts: list[int] = Field(description="picks per shown position")
+    option_counts: list[int] = Field(description="picks per option (the unrelated one at unrelated_index)")
     parsed_trials: int
     unparsed_trials: int
-    llm_score: float | None = Field(description="entropy of the picked positions / log2(number of positions); null when no trial parsed")
-    choice_score: float | None = Field(description="mode frequency / parsed trials; null when no trial parsed")
-    grade_score: float | None = Field(description="harmonic mean of llm_score and choice_score (0 when either is 0); null when no trial parsed")
-    unrelated_index: int | None = Field(description="index of the added unrelated option (= number of caller options), or null")
-    unrelated_picked: int = Field(0, description="how many trials picked the unrelated option")
-    unrelated_option: str | None = Field(None, description="the added unrelated option's text")
-    unrelated_source: Literal["pool", "builtin"] | None = Field(
-        None, description="pool: an option stored by an earlier call for another instruction; builtin: the built-in pool"
-    )
-    prompt_variant: int = Field(GradeScoreOptionsArgs.default("prompt_variant"), description="the paper's judge prompt used (1..4)")
-    warnings: list[str] = Field(default_factory=list, description="signals worth a look: unparsed trials, unrelated option picked, tied mode")
+    llm_score: float | None = Field(description="entropy of the picked positions, normalised")
+    choice_score: float | None = Field(description="the winner's share of parsed trials")
+    grade_score: float | None = Field(description="harmonic mean of llm_score and choice_score; null when no trial parsed")
+    unrelated_index: int | None
+    unrelated_picked: int = 0
+    unrelated_option: str | None = None
+    unrelated_source: Literal["pool", "builtin"] | None = None
+    prompt_variant: int = GradeScoreOptionsArgs.default("prompt_variant")
+    warnings: list[str] = Field(default_factory=list)
     # panels and the self-preference guard; null for a single backend without response_models
-    self_preference: list[SelfPreference] | None = Field(None, description="with response_models: each judge of the same model family as an option's author")
-    panel: list[GradePanelMember] | None = Field(None, description="with backends: each member's own judgment, in the order given")
-    panel_votes: PanelVotes | None = Field(None, description="with backends: how the members voted")
+    self_preference: list[SelfPreference] | None = Field(None, description="with response_models: judges of an author's model family")
+    panel: list[GradePanelMember] | None = Field(None, description="with backends: each member's judgment")
+    panel_votes: PanelVotes | None = None
 
 
 # ---- lwe_judge --------------------------------------------------------------------------------------------------
@@ -216,28 +195,25 @@ class VanillaPair(BaseModel):
 class LweResult(JudgedResult):
     winner: Side | None = Field(description="the vanilla verdict when consistent, else the meta-prompt path's; null when unparsed")
     path: Literal["vanilla_consistent", "meta_prompt"]
-    vanilla: VanillaPair | None = Field(description="the two vanilla verdicts (null when selective is false)")
+    vanilla: VanillaPair | None = Field(description="null when selective is false")
     orders_disagreed: bool | None = Field(
-        None,
-        description="this call's own vanilla verdicts in the two orders both parsed and named different answers: the "
-        "winner then comes from the meta-prompt path's one judgment in one order (the paper's design), so position "
-        "bias may decide it; false when they agreed; null when selective is false or an order was unparsed",
+        None, description="the two orders named different answers: the meta path's one order decided, so position bias may have"
     )
-    eval_prompt: str | None = Field(description="the case-specific evaluation prompt written from the meta-prompt (meta path only)")
-    judgment: str | None = Field(None, description="the judge's answer to the case-specific prompt (meta path only)")
-    parse_ok: bool = Field(True, description="the verdict that decided `winner` was parsed (false: winner is null)")
-    reasked: bool = Field(False, description="the meta-path judge was asked again for a readable verdict")
-    feedback: str | None = Field(description="the judge's self-feedback on its meta-path judgment, now buffered")
-    feedback_parse_ok: bool | None = Field(None, description="the feedback came in the paper's JSON format (else kept as raw text)")
-    meta_prompt_version: int = Field(description="meta-prompt version used for the case prompt (vanilla path: the current one)")
-    refined: bool = Field(description="this call refined the meta-prompt (a full feedback batch was used)")
-    new_meta_prompt_version: int | None = Field(description="the session's version after this call's refinement (and condensing)")
-    new_meta_prompt_versions: list[int] = Field(default_factory=list, description="every version this call added (refine, condense)")
-    condensed: bool = Field(False, description="the refined meta-prompt passed 10,000 characters and was condensed")
-    pending_feedback: int = Field(description="feedback items buffered in the session after this call")
-    batch_size: int = Field(LweJudgeArgs.default("batch_size"), description="the session's batch size (fixed when the session was created)")
+    eval_prompt: str | None = Field(description="meta path: the case prompt written from the meta-prompt")
+    judgment: str | None = None
+    parse_ok: bool = True
+    reasked: bool = False
+    feedback: str | None = Field(description="meta path: the judge's self-feedback, now buffered")
+    feedback_parse_ok: bool | None = None
+    meta_prompt_version: int
+    refined: bool = Field(description="this call refined the meta-prompt")
+    new_meta_prompt_version: int | None
+    new_meta_prompt_versions: list[int] = Field(default_factory=list)
+    condensed: bool = False
+    pending_feedback: int
+    batch_size: int = LweJudgeArgs.default("batch_size")
     session: str
-    warnings: list[str] = Field(default_factory=list, description="things worth a look, e.g. a refinement that produced no text")
+    warnings: list[str] = Field(default_factory=list)
 
 
 class MetaPromptVersion(BaseModel):
@@ -258,7 +234,7 @@ class LweSessionResult(BaseModel):
     batch_size: int
     pending_feedback: int
     versions: list[MetaPromptVersion]
-    discarded_feedback: int = Field(0, description="reset: buffered feedback items dropped (kept in the database as discarded)")
+    discarded_feedback: int = Field(0, description="reset: buffered feedback items dropped")
 
 
 # ---- the report's shape (also the judge_stats tool's outputSchema) -------------------------------------------
@@ -293,11 +269,11 @@ class Agreement(BaseModel):
 
 class LabelResult(BaseModel):
     verdict_id: str
-    tool: str = Field(description="the labelled verdict's tool")
-    label: str = Field(description='the label as stored: "A", "B", "tie", or an option or response index')
-    verdict: str = Field(description='the verdict\'s own answer in the same terms ("tie": a pair without a winner; "none": no single option or response)')
-    agrees: bool = Field(description="the verdict's answer is the label")
-    replaced: bool = Field(description="the verdict had a label already, which this one replaces")
+    tool: str
+    label: str = Field(description='as stored: "A", "B", "tie", or an index')
+    verdict: str = Field(description='the verdict\'s answer in the same terms ("tie": no winner; "none": no single pick)')
+    agrees: bool
+    replaced: bool = Field(description="an earlier label was replaced")
 
 
 class Mean(BaseModel):
@@ -343,9 +319,7 @@ class VerdictLogHealth(BaseModel):
 
 
 class StatsReport(BaseModel):
-    last_n: int = Field(description="the size of the `last` window asked for")
+    last_n: int
     all_time: Window
-    last: Window = Field(description="the newest last_n verdicts of the whole log, grouped the same way")
-    verdict_log: VerdictLogHealth | None = Field(
-        None, description="this server process: verdict rows written after their answer, still pending, or lost (null: not a server)"
-    )
+    last: Window = Field(description="the newest last_n verdicts")
+    verdict_log: VerdictLogHealth | None = Field(None, description="this server's rows written late, pending or lost")

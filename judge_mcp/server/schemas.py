@@ -28,7 +28,7 @@ HERE = Path(__file__).resolve().parent
 PACKAGE = HERE.parent
 FILE = HERE / "schemas.json"
 # Where the schemas come from: the models and the types they are built from, the tool table (names, models).
-SOURCES = ("contract/args.py", "contract/fields.py", "contract/results.py", "contract/images.py", "server/tools.py")
+SOURCES = ("contract/args.py", "contract/fields.py", "contract/results.py", "contract/images.py", "server/tools.py", "server/schemas.py")
 Schemas = dict[str, dict[str, Any]]  # tool name -> {"input": schema, "output": schema}
 
 
@@ -50,15 +50,92 @@ def fingerprint() -> dict[str, str]:
     return {"sources": sources.hexdigest(), "environment": environment.hexdigest()}
 
 
+def input_schema(args_model: Any) -> dict[str, Any]:
+    """The input schema a client lists: the argument model's `input_schema()`, compacted."""
+    return compact(args_model.input_schema(), output=False)
+
+
+def output_schema(result_model: type[BaseModel]) -> dict[str, Any]:
+    """The output schema a client lists: the one the SDK derives from the result model (FuncMetadata, as it does
+    when given none), compacted."""
+    derived = func_metadata.FuncMetadata(arg_model=func_metadata.ArgModelBase, output_model=result_model)
+    return compact(derived.output_schema, output=True)
+
+
 def generate(specs: Iterable[Spec]) -> Schemas:
-    """Each tool's schemas as the server publishes them: the argument model's `input_schema()`, and the output
-    schema the SDK derives from the result model (FuncMetadata, as it does when given none)."""
+    """Each tool's schemas as the server publishes them (`input_schema`, `output_schema`)."""
     out: Schemas = {}
     for spec in specs:
         args_model, result_model = spec.models()
-        derived = func_metadata.FuncMetadata(arg_model=func_metadata.ArgModelBase, output_model=result_model)
-        out[spec.name] = {"input": args_model.input_schema(), "output": derived.output_schema}
+        out[spec.name] = {"input": input_schema(args_model), "output": output_schema(result_model)}
     return out
+
+
+# ---- compacting: what a client pays for in every session's tools/list, without what tells it nothing ------------
+# Keywords whose value is one schema, a list of schemas, or a map of names to schemas (JSON Schema 2020-12).
+_ONE = ("items", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else")
+_LIST = ("anyOf", "oneOf", "allOf", "prefixItems")
+_MAP = ("properties", "$defs", "patternProperties", "dependentSchemas")
+_NULL = {"type": "null"}
+# (an output schema?, inside its $defs?) -> the keywords left out
+_DROPPED = {
+    (False, False): ("title",), (False, True): ("title",),
+    (True, False): ("title", "default", "required"), (True, True): ("title", "default", "required", "description"),
+}
+_ABSENT = object()
+
+
+def compact(schema: Any, *, output: bool) -> Any:
+    """`schema` as published, accepting and refusing exactly what it did apart from what is said below:
+    - no `title` (pydantic's, made from the field or model name the client already reads);
+    - `X or null` written without `anyOf`: an input field whose default is null as just X, its `default` left out
+      (an argument a client leaves out is absent: the argument model still reads an explicit null as absent); an
+      output field (results carry the null) as X with "null" among its types (`"type": ["integer", "null"]`, or
+      null among the `enum`); a reference or a union stays an `anyOf`; an output's enum of strings without its `type`;
+    - an output schema without `default` and `required`: every field of a result is always present (the SDK dumps
+      the whole result model), so neither tells a client anything the structured content does not;
+    - an output schema's descriptions only on the result's own fields: a nested model's (a trial, a panel member, a
+      stats group) stays in the source for readers of the code, while the tool's description and the field's name
+      say what an agent needs.
+    Applied to every tool's schemas by `generate`, so a model added later is compacted the same way."""
+    return _compact(schema, output, nested=False)
+
+
+def _compact(schema: Any, output: bool, nested: bool) -> Any:
+    if isinstance(schema, list):
+        return [_compact(s, output, nested) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    dropped = _DROPPED[output, nested]
+    for key, value in schema.items():
+        if key in dropped:
+            continue
+        if key in _ONE or key in _LIST:
+            out[key] = _compact(value, output, nested)
+        elif key in _MAP and isinstance(value, dict):
+            out[key] = {name: _compact(sub, output, nested or key == "$defs") for name, sub in value.items()}
+        else:
+            out[key] = value
+    if output and out.get("type") == "string" and "enum" in out and all(isinstance(v, str) for v in out["enum"]):
+        del out["type"]  # an enum of strings: the type says nothing more (kept in input schemas: some clients need it)
+    return _without_null_pair(out, output)
+
+
+def _without_null_pair(schema: dict[str, Any], output: bool) -> dict[str, Any]:
+    members = schema.get("anyOf")
+    if not isinstance(members, list) or len(members) != 2 or _NULL not in members or members[0] == members[1]:
+        return schema
+    other = members[1] if members[0] == _NULL else members[0]
+    rest = {k: v for k, v in schema.items() if k != "anyOf"}
+    if not output and rest.get("default", _ABSENT) is None:  # an optional argument: absent when left out
+        del rest["default"]
+        return {**other, **rest}
+    if set(other) <= {"enum", "type"} and "enum" in other and None not in other["enum"]:
+        return {"enum": [*other["enum"], None], **rest}
+    if isinstance(other.get("type"), str) and not other.keys() & {"enum", "const", "$ref", "anyOf", "oneOf", "allOf", "not"}:
+        return {**other, "type": [other["type"], "null"], **rest}
+    return schema
 
 
 def shipped() -> dict[str, Any] | None:

@@ -91,69 +91,51 @@ async def _off_loop(work: Callable[[], Any]) -> Any:
 
 # ---- the tools ----------------------------------------------------------------------------------------------------
 async def compare_pair(app: App, args: ComparePairArgs, progress: ProgressFn | None = None) -> ComparePairResult:
-    """Judge which of two answers to the same prompt is better, asking the model which is *worse*
-    (goal-reversed prompting) in both A/B orders concurrently. `winner` is A or B only when both orders agree;
-    otherwise null with `consistent: false` (position bias shows up as inconsistency, not as a wrong verdict;
-    with swap=false, `consistent` is null). Where the backend returns token log-probabilities (OpenAI-compatible
-    servers, the embedded model), `p_better` gives each answer's probability of being the better one, averaged
-    over both orders so position bias cancels; null where there are none. swap="auto" judges the second order
-    only when the first is not confident. Optional `criteria` (your rubric, e.g. for a code review "correctness
-    first, then thread safety, then readability") and `reference` (a reference answer, e.g. "5050" for the sum of
-    1..100) are shown to the judge in both orders; the verdict is then about them. Images as data: URIs: `images`
-    (what the prompt shows) and `response_a_images` / `response_b_images` (e.g. two UI screenshots), which move with
-    their answer when the order is swapped; for a vision model (over stdio, also file paths inside the folders
-    of JUDGE_MCP_IMAGE_DIRS).
+    """Judge which of two answers to one prompt is better. Goal-reversed: it asks which is *worse*, in both A/B
+    orders concurrently; `winner` is A or B only when both orders agree, else null with `consistent: false`
+    (position bias shows as inconsistency, not as a wrong verdict). `p_better`: each answer's probability of being
+    the better one, from log-probabilities. Optional: your `criteria`, a `reference` answer, images.
 
-    Use it for exactly two candidates (two drafts, two patches, before/after). For 3-10 candidates use
-    grade_score_options; to score responses against an instruction without a judge prompt, use
-    infer_instruction_reward; for a stream of pairs in one domain where the judge should learn, lwe_judge.
-    Cost: 2 backend calls (1 with swap=false, 1 or 2 with swap="auto"), plus one re-ask per unparsed answer; with
-    `backends`, that per panel member (the verdict is the majority of the members that answered)."""
+    Use it for exactly two candidates; for 3-10, grade_score_options; to rank responses by an instruction,
+    infer_instruction_reward; for many pairs in one domain, lwe_judge. Cost: 2 backend calls (1 with swap=false),
+    plus a re-ask per unparsed answer; with `backends`, per member."""
     return await run_tool(app, args, progress)
 
 
 async def infer_instruction_reward(app: App, args: InferInstructionRewardArgs, progress: ProgressFn | None = None) -> FlipResult:
-    """Reference-free reward (FLIP): the model infers, from each response alone, the instruction it answers;
-    the reward is the similarity (word-level F1) between inferred and given instruction. Ranks the responses.
+    """Reference-free reward (FLIP): the model infers from each response the instruction it answers; the reward
+    is the similarity of inferred and given instruction. Ranks the responses.
 
-    Use it to score or rank 1-16 responses to one instruction without a reference answer, e.g. as a reward
-    for best-of-n sampling; it holds up where small judges fail at direct judging, and text inside a response
-    cannot address a judge. For a head-to-head verdict use compare_pair. Cost: n backend calls (one per
-    response), plus one re-ask per unparsed answer."""
+    Use it to score or rank responses to one instruction without a reference answer (e.g. best-of-n); text inside
+    a response cannot address a judge. For a head-to-head verdict use compare_pair. Cost: n backend calls for n
+    responses, plus a re-ask per unparsed answer."""
     return await run_tool(app, args, progress)
 
 
 async def grade_score_options(app: App, args: GradeScoreOptionsArgs, progress: ProgressFn | None = None) -> GradeScoreResult:
-    """Multiple-choice judging: one trial per cyclic rotation of the options (each option at each position
-    once), reporting the winner, the position entropy (llm_score), the choice stability (choice_score) and
-    their harmonic mean, the Grade Score. Optional `criteria` and `reference` (as for compare_pair) are shown in
-    every rotation, as are `images` and `option_images` (one list per option, moving with it).
+    """Pick the best of several options: one trial per cyclic rotation of the options, reporting the winner and
+    the Grade Score (harmonic mean of position entropy and choice stability; low: the pick moves with the order).
+    Optional `criteria`, `reference` and images as for compare_pair.
 
-    Use it to pick the best of 2-10 options and to see how much to trust that pick (a low Grade Score means
-    the judge's choice moves with the order). For two candidates compare_pair is cheaper. Cost: n backend
-    calls for n options (n+1 with unrelated_option), plus one re-ask per unparsed answer; with `backends`, that
-    per panel member (the winner is the majority of the members that answered)."""
+    Use it for 3-10 candidates (for two, compare_pair is cheaper). Cost: n backend calls for n options (n+1 with
+    unrelated_option), plus a re-ask per unparsed answer; with `backends`, per panel member."""
     return await run_tool(app, args, progress)
 
 
 async def lwe_judge(app: App, args: LweJudgeArgs, progress: ProgressFn | None = None) -> LweResult:
-    """Learning While Evaluating: a vanilla judgment in both orders; inconsistent cases get a case-specific
-    evaluation prompt written from the session's meta-prompt, and the judge's self-feedback refines that
-    meta-prompt every `batch_size` cases (stored, versioned, shared across calls and restarts). Optional
-    `criteria`, `reference` and images (as for compare_pair) go with the case into every call that judges it or
-    writes about it; the meta-prompt itself stays text.
+    """Learning While Evaluating: judges a pair in both orders; an inconsistent case gets a case-specific
+    prompt written from the session's meta-prompt, and the judge's feedback refines that meta-prompt every
+    `batch_size` cases (stored per session, versioned). Optional `criteria`, `reference` and images as for
+    compare_pair.
 
-    Use it for many pairwise judgments in one domain, where the judge should get better at that domain as it
-    goes; for a one-off comparison compare_pair is cheaper and stateless. Not idempotent: an inconsistent case
-    buffers feedback in the session and may trigger a refinement. Cost: 2 backend calls when both orders
-    agree; up to 9 otherwise (evaluation prompt, judgment, feedback, and a refinement and condensation when a
-    batch is due)."""
+    Use it for many pairwise judgments in one domain, where the judge should improve as it goes; for a one-off,
+    compare_pair. Not idempotent. Cost: 2 backend calls when both orders agree, up to 9 otherwise."""
     return await run_tool(app, args, progress)
 
 
 async def lwe_session_show(app: App, args: LweSessionShowArgs, progress: ProgressFn | None = None) -> LweSessionResult:
-    """Show an LWE session: its current meta-prompt, batch size, pending feedback and every version. Read-only
-    (the same as lwe_session with action "show"); the lwe:// resources give the same data. No backend calls."""
+    """Show an LWE session: its meta-prompt, batch size, pending feedback and versions. Read-only (lwe_session's
+    "show"). No backend calls."""
     registry.loaded()  # the LWE modules (preloaded with the methods), the stats and the labels load at first use
     # lazy: LWE, the stats and the labels load at their first use (or with the methods after the handshake), not at start
     from judge_mcp.methods import lwe
@@ -162,10 +144,9 @@ async def lwe_session_show(app: App, args: LweSessionShowArgs, progress: Progres
 
 
 async def lwe_session(app: App, args: LweSessionArgs, progress: ProgressFn | None = None) -> LweSessionResult:
-    """Manage an LWE session's meta-prompt lineage: reset it to the initial meta-prompt (drops the buffered
-    feedback) or roll it back to an earlier version; "show" reads it. Reset and rollback add a new version
-    (history is never rewritten), but they change what every later lwe_judge call in the session uses. For
-    read-only inspection use lwe_session_show. No backend calls."""
+    """Reset an LWE session to the initial meta-prompt (dropping buffered feedback), roll it back to a version, or
+    show it. Reset and rollback add a version that later lwe_judge calls use; to only read, use lwe_session_show.
+    No backend calls."""
     registry.loaded()
     # lazy: LWE, the stats and the labels load at their first use (or with the methods after the handshake), not at start
     from judge_mcp.methods import lwe
@@ -174,16 +155,12 @@ async def lwe_session(app: App, args: LweSessionArgs, progress: ProgressFn | Non
 
 
 async def judge_stats(app: App, args: JudgeStatsArgs, progress: ProgressFn | None = None) -> StatsReport:
-    """How far to trust each judge, from the verdict log, per backend/model/tool, over all time and the newest
-    `last` verdicts: position_bias (share of parsed trials naming the first-shown answer; compare with
-    `unbiased`, 0.5 for pairs), order_inconsistency (both orders parsed and disagreeing), parse_failures and
-    reasks (per answer), ties (no winner / tied best / tied mode), length_preference (decided pairs won by the
-    longer answer) and mean calls, cached_calls and latency_ms; with verdicts labelled by record_label, `agreement`
-    (accuracy, Cohen's kappa, ECE and Brier of p_better against the labels). Each rate has its count and
-    denominator `of`; a null rate means nothing to count yet.
+    """How far to trust each judge, from the verdict log per backend/model/tool, all time and over the newest
+    `last` verdicts: position bias, order inconsistency, parse failures, re-asks, ties, length preference, calls,
+    latency; with record_label's labels, agreement (accuracy, kappa, calibration of p_better). Each rate has its
+    count and denominator `of`.
 
-    Use it before relying on a judge's verdicts, or to see whether a backend's habits changed lately. Read-only,
-    the same report as the judge://stats resources. No backend calls."""
+    Use it before relying on a judge's verdicts. Read-only. No backend calls."""
     # lazy: LWE, the stats and the labels load at their first use (or with the methods after the handshake), not at start
     from judge_mcp.stats import report as stats
 
@@ -192,17 +169,11 @@ async def judge_stats(app: App, args: JudgeStatsArgs, progress: ProgressFn | Non
 
 
 async def record_label(app: App, args: RecordLabelArgs, progress: ProgressFn | None = None) -> LabelResult:
-    """Record the correct answer for a verdict (human ground truth), by the `verdict_id` every judging tool returns:
-    "A", "B" or "tie" for compare_pair and lwe_judge; the best option's index (or exact text) for
-    grade_score_options; the index (or exact text) of the response that best follows the instruction for
-    infer_instruction_reward (2+ responses). An optional `note` says why. Recording again for the same verdict
-    replaces its label. judge_stats then reports, per judge, agreement with the labels (accuracy, Cohen's kappa,
-    ECE and Brier of p_better).
+    """Record the correct answer (`label`) for a verdict, by the `verdict_id` a judging tool returned;
+    recording again replaces it. judge_stats then reports each judge's agreement with the labels.
 
-    Use it when you know the right answer for a verdict (a reviewer's decision, a test that passed), to measure
-    how far each judge can be trusted on your own cases. Labels stay in the server's database (tools report only
-    counts and figures) and are deleted with their verdict by retention. Returns whether the verdict agreed. No
-    backend calls."""
+    Use it when you know the right answer (a reviewer's decision, a passing test). Returns whether the verdict
+    agreed. No backend calls."""
     # lazy: LWE, the stats and the labels load at their first use (or with the methods after the handshake), not at start
     from judge_mcp.stats import labels
 

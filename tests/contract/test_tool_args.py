@@ -8,7 +8,7 @@ import pytest
 from mcp import Client
 from mcp.server.mcpserver.exceptions import ToolError
 
-from judge_mcp.server import tools
+from judge_mcp.server import schemas as tool_schemas, tools
 from judge_mcp.contract.fields import InputError
 from judge_mcp.contract.args import ComparePairArgs, InferInstructionRewardArgs, LweJudgeArgs
 from judge_mcp.methods import registry
@@ -69,7 +69,7 @@ async def test_each_input_schema_is_its_argument_model(mcp_app) -> None:
     for spec in tools.TOOLS:
         args, result = spec.models()
         assert args.tool == spec.name
-        assert listed[spec.name].input_schema == args.input_schema()
+        assert listed[spec.name].input_schema == tool_schemas.input_schema(args)
         assert listed[spec.name].output_schema["properties"].keys() == result.model_json_schema()["properties"].keys()
         method = registry.METHODS.get(spec.name)
         if method is not None:  # a judging tool runs the registered method with the same models

@@ -42,7 +42,7 @@ def _limit_cases(schemas: dict[str, dict]) -> list[tuple[str, str, dict, dict]]:
     limit; a schema that lost a limit fails here (KeyError)."""
     flip, grade = schemas["infer_instruction_reward"]["properties"], schemas["grade_score_options"]["properties"]
     lwe = schemas["lwe_judge"]["properties"]
-    version = next(p for p in schemas["lwe_session"]["properties"]["version"]["anyOf"] if p.get("type") == "integer")
+    version = schemas["lwe_session"]["properties"]["version"]
     session_max = int(re.fullmatch(r"\^\[[^\]]+\]\{1,(\d+)\}\$", lwe["session"]["pattern"]).group(1))
 
     def responses(n: int, **extra: Any) -> dict:

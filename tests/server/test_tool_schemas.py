@@ -78,3 +78,106 @@ async def test_tools_list_is_the_same_with_and_without_the_file(connect, mcp_app
         assert same(tool.input_schema, generated[tool.name].input_schema), tool.name
         assert same(tool.output_schema, generated[tool.name].output_schema), tool.name
     assert {spec.name for spec in TOOLS} <= set(generated)
+
+
+# ---- what a client pays for: tools/list within a budget, every argument still offered --------------------------------
+EIGHT = ("compare_pair", "infer_instruction_reward", "grade_score_options", "lwe_judge", "lwe_session_show", "lwe_session",
+         "judge_stats", "record_label")
+EIGHT_BUDGET = 30_000  # bytes of tools/list for these eight (61,507 before the schemas were compacted, 28,685 after)
+NEW_SHAPES = 6_000  # what this round's new tools and shapes (score_response, conversations, trajectories) may add
+
+
+def wire_bytes(value: object) -> int:
+    """Compact JSON, UTF-8, as the SDK writes a result (mcp/server/runner.py, then the transport)."""
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+async def test_tools_list_stays_within_its_budget(mcp_app) -> None:
+    """What every connecting session pays before its first call: the eight tools' entries of tools/list, as the SDK
+    sends them, within EIGHT_BUDGET, and the whole list within NEW_SHAPES more (perf/surface.py prints each part)."""
+    from mcp import Client
+    from mcp_types import ListToolsResult
+
+    server, _backend = mcp_app(UniversalJudge())
+    async with Client(server) as client:
+        listed = await client.list_tools()
+    sent = ListToolsResult(tools=listed.tools).model_dump(by_alias=True, mode="json", exclude_none=True)
+    eight = [t for t in sent["tools"] if t["name"] in EIGHT]
+    assert [t["name"] for t in eight] == list(EIGHT)
+    assert wire_bytes({"tools": eight}) <= EIGHT_BUDGET, "perf/surface.py shows each tool's share"
+    assert wire_bytes(sent) <= EIGHT_BUDGET + NEW_SHAPES, "perf/surface.py shows each tool's share"
+
+
+_LIMITS = ("maxLength", "minLength", "maximum", "minimum", "maxItems", "minItems", "pattern", "enum", "const", "uniqueItems", "additionalProperties")
+
+
+def _limits(schema: object) -> list[str]:
+    """Every limit and choice stated anywhere in a schema (a null choice aside), as sorted JSON texts."""
+    found: list[str] = []
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            if key in _LIMITS and not isinstance(value, dict):
+                found.append(json.dumps([key, [v for v in value if v is not None] if key == "enum" else value]))
+            found += _limits(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            found += _limits(value)
+    return sorted(found)
+
+
+@pytest.mark.parametrize("spec", TOOLS, ids=lambda spec: spec.name)
+def test_every_argument_is_offered_with_its_default_and_limits(spec) -> None:
+    """The published input schema lists every field of the argument model, the required ones as required, every
+    default that is not null, and every limit and choice the model's own schema states."""
+    args_model, _result = spec.models()
+    published = tool_schemas.schemas(TOOLS)[spec.name]["input"]
+    props = published["properties"]
+    assert list(props) == list(args_model.input_schema()["properties"])
+    assert set(props) == set(args_model.model_fields)
+    assert published["additionalProperties"] is False
+    assert set(published.get("required", [])) == {n for n, f in args_model.model_fields.items() if f.is_required()}
+    for name, field in args_model.model_fields.items():
+        if not field.is_required() and field.default is not None:
+            assert props[name]["default"] == field.default, name
+        if not field.is_required() and field.default is None:  # optional: published as its type, no null pair, no default
+            assert {"type": "null"} not in props[name].get("anyOf", []) and "default" not in props[name], name
+        assert "title" not in props[name], name
+        assert _limits(props[name]) == _limits(args_model.input_schema()["properties"][name]), name
+
+
+@pytest.mark.parametrize("spec", TOOLS, ids=lambda spec: spec.name)
+def test_the_published_schemas_are_valid_json_schemas(spec) -> None:
+    """What the client's validator checks before it validates a result against the output schema (mcp/client/session.py)."""
+    from jsonschema.validators import validator_for
+
+    for schema in tool_schemas.schemas(TOOLS)[spec.name].values():
+        validator_for(schema).check_schema(schema)
+
+
+def test_compacting_knows_a_property_named_title_from_a_generated_title() -> None:
+    schema = {"title": "M", "type": "object", "properties": {"title": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None,
+                                                                     "title": "Title", "description": "d"}},
+              "required": ["title"]}
+    assert tool_schemas.compact(schema, output=False) == {"type": "object", "properties": {"title": {"type": "string", "description": "d"}},
+                                                         "required": ["title"]}
+    assert tool_schemas.compact(schema, output=True) == {"type": "object", "properties": {"title": {"type": ["string", "null"], "description": "d"}}}
+
+
+@pytest.mark.parametrize(
+    ("member", "published"),
+    [
+        ({"$ref": "#/$defs/X"}, {"anyOf": [{"$ref": "#/$defs/X"}, {"type": "null"}]}),  # a reference stays a union
+        ({"enum": ["A", "B"], "type": "string"}, {"enum": ["A", "B", None]}),
+        ({"type": "integer", "minimum": 1}, {"type": ["integer", "null"], "minimum": 1}),
+        ({"const": "auto", "type": "string"}, {"anyOf": [{"const": "auto", "type": "string"}, {"type": "null"}]}),
+    ],
+)
+def test_an_output_field_that_may_be_null_still_accepts_null(member: dict, published: dict) -> None:
+    from jsonschema import Draft202012Validator
+
+    schema = {"anyOf": [member, {"type": "null"}]}
+    out = tool_schemas.compact(schema, output=True)
+    assert out == published
+    defs = {"$defs": {"X": {"type": "object"}}}
+    for value in (None, "A", "C", 0, 1, 2, "auto", {}, [], 1.5):
+        assert Draft202012Validator({**schema, **defs}).is_valid(value) == Draft202012Validator({**out, **defs}).is_valid(value), value
