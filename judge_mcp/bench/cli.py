@@ -14,6 +14,7 @@ import anyio
 
 from judge_mcp.arg_types import ANSWER_ORDERS, FLIP_VARIANTS, GRADE_VARIANTS, TEMPLATES
 from judge_mcp.args import GradeScoreOptionsArgs, InferInstructionRewardArgs, LweJudgeArgs
+from judge_mcp.bench import figures
 
 if TYPE_CHECKING:
     from judge_mcp.bench.runner import RunSpec
@@ -90,6 +91,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--concurrency", type=_positive, help="items in flight (default: the backend's concurrency)")
     bench.add_argument("--quiet", action="store_true", help="no progress bar")
     bench.add_argument("--batch-poll-seconds", type=_positive, help="a batch = true backend's batches are polled this often (default 30)")
+    figures.add_options(bench)
     bench.set_defaults(fn=cmd_bench)
 
     report = sub.add_parser("bench-report", help="combine bench summaries (JSON files and/or a bench database) into one HTML page")
@@ -256,7 +258,7 @@ def run_bench(args: argparse.Namespace, settings: Settings, spec: RunSpec) -> in
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    print(format_summary(summary))
+    print(format_summary(summary, args.metric))
     if args.report:
         write_report(args.report, summaries_from_db(args.db))
     return failed_items_status(summary)
@@ -334,10 +336,9 @@ def _f(v: Any) -> str:
     return "-" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
 
 
-def format_summary(s: dict[str, Any]) -> str:
-    """A few readable lines for the terminal."""
-    from judge_mcp.bench.metrics import COLUMNS
-
+def format_summary(s: dict[str, Any], metric: str | None = None) -> str:
+    """A few readable lines for the terminal (`metric` "strict": the strict score beside JudgeBench's, figures.py)."""
+    COLUMNS = figures.columns(metric)
     cols = [key for key, _ in COLUMNS]
     widths = [max(len(title), 7) + 2 for _, title in COLUMNS]  # each column as wide as its whole title
     rows = [("overall", s["overall"]), *s.get("categories", {}).items()]
