@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 # The bench database: beside the server's in the per-user data directory (config.default_bench_db_path), never a
 # path relative to wherever the command runs; --db puts it elsewhere (the checkout's docs use state/bench.db).
 # The method names, without importing the methods at CLI start-up (tests check they match bench.methods.METHODS).
-METHOD_NAMES = ("vanilla", "grp", "grp-better", "arena-hard", "lwe", "selective-lwe", "flip", "pointwise", "grade")
+METHOD_NAMES = ("vanilla", "grp", "grp-better", "arena-hard", "lwe", "selective-lwe", "flip", "pointwise", "grade") + figures.METHOD_NAMES
 METHOD_HELP = (
     "vanilla: plain better-answer prompt (compare_pair goal=better, template=direct); grp: compare_pair defaults "
     "(goal=worse, SOP); grp-better: SOP, goal=better; arena-hard: JudgeBench's Arena-Hard judge (five labels, "
@@ -40,7 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "database as they come, so the same command resumes a killed run.",
     )
     bench.add_argument("dataset", type=Path, help="a JSONL file in the shape of shared/benchmarks/README.md")
-    bench.add_argument("--method", required=True, choices=METHOD_NAMES, help=METHOD_HELP)
+    bench.add_argument("--method", required=True, choices=METHOD_NAMES, help=METHOD_HELP + figures.METHOD_HELP)
     scope = bench.add_mutually_exclusive_group()
     scope.add_argument("--limit", type=_positive, help="judge only the first N items of the file")
     scope.add_argument("--sample", type=_positive, help="judge N items spread evenly over the file (every category of a sorted file, in proportion)")

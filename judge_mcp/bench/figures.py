@@ -21,6 +21,9 @@ import argparse
 from typing import Any
 
 METRICS = ("judgebench", "strict")
+# the published judges' bench methods (published.py), named here so the CLI starts without importing them
+METHOD_NAMES = ("jb-vanilla",)
+METHOD_HELP = "; jb-vanilla: JudgeBench's vanilla judge ('Output (a)' / 'Output (b)', as JudgeBench sends it)"
 STRICT_COLUMN = ("strict_score", "strict score")
 
 

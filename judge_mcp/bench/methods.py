@@ -395,3 +395,6 @@ def method_key(name: str, opts: Options) -> str:
     if opts.response_model and opts.exclude_same_family:
         key += f"+exclude-family[{opts.response_model}]"  # members left out change the verdicts
     return key
+
+
+import judge_mcp.bench.published  # noqa: E402,F401  (the published judges' methods join METHODS)
