@@ -26,9 +26,18 @@ def vanilla_judge(payload: dict[str, Any]) -> str:
     return "Output (a)" if good_first(first_user(payload)) else "Output (b)"
 
 
-def test_the_template_is_judgebench_s_file_byte_for_byte():
-    raw = (prompts.resources.files(prompts.__name__) / jb_vanilla.TEMPLATE).read_bytes()
-    assert hashlib.sha256(raw).hexdigest() == ORIGINAL_SHA256
+@pytest.mark.parametrize(
+    "name, sha256",
+    [
+        (jb_vanilla.TEMPLATE, ORIGINAL_SHA256),
+        # Arena-Hard's templates (arena_hard_judge_system.jinja2, arena_hard_judge_prompt.jinja2), same commit
+        ("arena_hard_system.txt", "03f68010febd7a6405102ef882b4dd5a9700c56b2e1ff286d3b38f5d3a929bbf"),
+        ("arena_hard_user.txt", "16c2290ec6737343982773be71f80bd1caa8a8eaffe65077736586252ddda4c3"),
+    ],
+)
+def test_the_templates_are_judgebench_s_files_byte_for_byte(name, sha256):
+    raw = (prompts.resources.files(prompts.__name__) / name).read_bytes()
+    assert hashlib.sha256(raw).hexdigest() == sha256
 
 
 def test_the_prompt_is_the_template_rendered_as_jinja_renders_it():
