@@ -351,7 +351,7 @@ def format_summary(s: dict[str, Any], metric: str | None = None) -> str:
     if s.get("degenerate"):
         extra.insert(0, f"degenerate pairs (identical or empty responses): {s['degenerate']}, not judged; left out of every "
                         "figure but the JudgeBench score, which counts them wrong as JudgeBench does")
-    extra += _method_lines(s)
+    extra += _method_lines(s) + figures.summary_lines(s)
     if s.get("panel"):
         extra.append("panel members, each scored alone on the same items:")
         for name, row in s["panel"].items():

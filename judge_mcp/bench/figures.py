@@ -22,8 +22,9 @@ from typing import Any
 
 METRICS = ("judgebench", "strict")
 # the published judges' bench methods (published.py), named here so the CLI starts without importing them
-METHOD_NAMES = ("jb-vanilla",)
-METHOD_HELP = "; jb-vanilla: JudgeBench's vanilla judge ('Output (a)' / 'Output (b)', as JudgeBench sends it)"
+METHOD_NAMES = ("jb-vanilla", "alpaca-eval")
+METHOD_HELP = ("; jb-vanilla: JudgeBench's vanilla judge ('Output (a)' / 'Output (b)', as JudgeBench sends it); alpaca-eval: "
+               "AlpacaEval 2.0's annotator over head-to-head rows (bench-convert alpaca-eval), win rate and LC win rate")
 STRICT_COLUMN = ("strict_score", "strict score")
 
 
@@ -64,3 +65,20 @@ def add_options(bench: argparse.ArgumentParser) -> None:
         "both placements are right; a tie, an inconsistent or unparsed placement, a degenerate pair: wrong). The JSON "
         "summary always holds strict_score",
     )
+
+
+def summary_lines(s: dict[str, Any]) -> list[str]:
+    """The terminal lines of a published judge's own figures (AlpacaEval's win rates)."""
+    a = s.get("alpaca_eval")
+    if not a:
+        return []
+    lc = "-" if a.get("lc_win_rate") is None else f"{a['lc_win_rate']:.2f} (se {a.get('lc_standard_error')}, {a.get('glm')})"
+    lines = [
+        f"AlpacaEval {' vs '.join(reversed(a['generators'])) if len(a['generators']) == 2 else a['generators']}: "
+        f"win rate {a['win_rate']} (se {a['standard_error']}, discrete {a['discrete_win_rate']}), LC win rate {lc}; "
+        f"{a['n_total']} annotated rows ({a['n_wins']} won, {a['n_wins_base']} lost, {a['n_draws']} draws), "
+        f"{a['unannotated']} unannotated (left out, as AlpacaEval does), {a['identical_outputs']} identical outputs (1.5, no call)"
+    ]
+    if a.get("lc_note"):
+        lines.append(f"LC win rate: {a['lc_note']}")
+    return lines

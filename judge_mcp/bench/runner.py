@@ -25,6 +25,7 @@ from judge_mcp.bench import batching, metrics
 from judge_mcp.bench.data import Item, dataset_name, load_items
 from judge_mcp.bench.media import images_problem
 from judge_mcp.bench.methods import METHODS, Method, Options, method_key
+from judge_mcp.bench.published import with_published
 from judge_mcp.bench.results import Results, methods_fingerprint, run_totals
 from judge_mcp.methods import lwe
 from judge_mcp.storage.lwe_sessions import LweRepository
@@ -340,7 +341,8 @@ def run_summary(info: dict[str, Any], method: Method, rows: list[dict[str, Any]]
         "backend": info["backend_name"],
         "backend_key": info["backend"],
         "model": info["model"],
-        **metrics.summarise(rows, method.placements(), info["method"]),
+        # with a published judge's own figures (AlpacaEval's win rates)
+        **with_published(info["method"], rows, metrics.summarise(rows, method.placements(), info["method"])),
         "run": run_totals(info),
     }
 
