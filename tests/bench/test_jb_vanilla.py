@@ -96,7 +96,8 @@ async def test_jb_vanilla_sends_judgebench_s_request_and_scores_by_its_rule(scri
     assert set(first) == {"model", "messages", "temperature", "top_p", "max_tokens"}
     assert (first["temperature"], first["top_p"], first["max_tokens"]) == (0.0, 1.0, 1024)
     assert len(first["messages"]) == 1 and first["messages"][0]["role"] == "user"
-    assert first["messages"][0]["content"].startswith("You are a helpful assistant in evaluating") and "# Instruction:\nTask p" in first["messages"][0]["content"]
+    content = first["messages"][0]["content"]
+    assert content.startswith("You are a helpful assistant in evaluating") and "# Instruction:\nTask p" in content
 
 
 async def test_an_answer_that_is_not_the_exact_phrase_is_unparsed_and_never_re_asked(scripted, tmp_path):
