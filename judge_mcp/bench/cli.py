@@ -14,7 +14,7 @@ import anyio
 
 from judge_mcp.arg_types import ANSWER_ORDERS, FLIP_VARIANTS, GRADE_VARIANTS, TEMPLATES
 from judge_mcp.args import GradeScoreOptionsArgs, InferInstructionRewardArgs, LweJudgeArgs
-from judge_mcp.bench import figures
+from judge_mcp.bench import convert_cli, figures
 
 if TYPE_CHECKING:
     from judge_mcp.bench.runner import RunSpec
@@ -101,24 +101,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--markdown", type=Path, help="also write the tables as Markdown here")
     report.set_defaults(fn=cmd_report)
 
-    conv = sub.add_parser(
-        "bench-convert",
-        help="convert VL-RewardBench or Multimodal RewardBench (downloaded, with their images) to a bench JSONL",
-        description="Write SOURCE as a pairwise bench JSONL whose items carry their image as a path relative to OUT.",
-    )
-    conv.add_argument("format", choices=("vl-rewardbench", "multimodal-rewardbench"))
-    conv.add_argument("source", type=Path, help="VL-RewardBench's data/data.jsonl, or Multimodal RewardBench's data/all_data.json")
-    conv.add_argument("--images", type=Path, help="the folder the image paths are relative to (default: SOURCE's folder)")
-    conv.add_argument("--out", type=Path, required=True, help="the JSONL file to write")
-    conv.add_argument("--skip-missing", action="store_true", help="leave out items whose image is missing (counted) instead of stopping")
-    conv.set_defaults(fn=cmd_convert)
+    convert_cli.add_parser(sub, cmd_convert)  # bench-convert
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    from judge_mcp.bench.convert import ConvertError, convert
+    from judge_mcp.bench.convert_published import ConvertError, convert
 
     try:
-        done = convert(args.format, args.source, args.images, args.out, skip_missing=args.skip_missing)
+        done = convert(args)
     except ConvertError as exc:
         print(f"judge-mcp bench-convert: {exc}", file=sys.stderr)
         return 2

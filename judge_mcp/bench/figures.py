@@ -82,3 +82,4 @@ def summary_lines(s: dict[str, Any]) -> list[str]:
     if a.get("lc_note"):
         lines.append(f"LC win rate: {a['lc_note']}")
     return lines
+
