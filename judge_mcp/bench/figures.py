@@ -79,6 +79,8 @@ def summary_lines(s: dict[str, Any]) -> list[str]:
         f"{a['n_total']} annotated rows ({a['n_wins']} won, {a['n_wins_base']} lost, {a['n_draws']} draws), "
         f"{a['unannotated']} unannotated (left out, as AlpacaEval does), {a['identical_outputs']} identical outputs (1.5, no call)"
     ]
+    if a.get("recorded_preferences_matched"):
+        lines.append(f"replayed: preferences equal to AlpacaEval's recorded ones in {a['recorded_preferences_matched']} rows")
     if a.get("lc_note"):
         lines.append(f"LC win rate: {a['lc_note']}")
     return lines
