@@ -36,7 +36,7 @@ class Item:
     chosen_images: tuple[str, ...] = ()
     rejected_images: tuple[str, ...] = ()
     option_images: tuple[tuple[str, ...], ...] = ()  # listwise: one tuple per response (empty: none for any)
-    generators: tuple[str, str] | None = None  # head2head: the models that wrote output_1 and output_2
+    generators: tuple[str, str] | None = None  # the models that wrote output_1 and output_2 (head2head), chosen and rejected (pairwise)
     difficulty: float | None = None  # head2head: AlpacaEval's instruction difficulty of the row, when the file has it
 
     @property
@@ -113,7 +113,8 @@ def _text_item(data: dict, seq: int, where: str) -> Item:
         raise DatasetError(f"{where}: missing {', '.join(missing)}")
     category = str(data.get("category") or "all")
     if "chosen" in data and "rejected" in data:
-        item = Item(seq, str(data["id"]), category, "pairwise", str(data["prompt"]), chosen=str(data["chosen"]), rejected=str(data["rejected"]))
+        item = Item(seq, str(data["id"]), category, "pairwise", str(data["prompt"]), chosen=str(data["chosen"]), rejected=str(data["rejected"]),
+                    generators=_pair_models(data, where))
     elif "responses" in data and "best" in data:
         responses = data["responses"]
         best = data["best"]
@@ -127,6 +128,16 @@ def _text_item(data: dict, seq: int, where: str) -> Item:
     else:
         raise DatasetError(f"{where}: neither pairwise (chosen, rejected), listwise (responses, best) nor head-to-head (output_1, output_2)")
     return item
+
+
+def _pair_models(data: dict, where: str) -> tuple[str, str] | None:
+    """A pair's `chosen_model` and `rejected_model` (the models that wrote them), when it names them."""
+    names = [data.get(k) for k in ("chosen_model", "rejected_model")]
+    if names == [None, None]:
+        return None
+    if not all(isinstance(n, str) and n for n in names):
+        raise DatasetError(f"{where}: a pair naming its models gives both 'chosen_model' and 'rejected_model' as text")
+    return str(names[0]), str(names[1])
 
 
 def _head2head(data: dict, seq: int, where: str, category: str) -> Item:

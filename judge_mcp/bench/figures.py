@@ -69,6 +69,11 @@ def add_options(bench: argparse.ArgumentParser) -> None:
 
 def summary_lines(s: dict[str, Any]) -> list[str]:
     """The terminal lines of a published judge's own figures (AlpacaEval's win rates)."""
+    h = s.get("head_to_head")
+    if h:
+        lc = "-" if h.get("lc_win_rate") is None else f"{h['lc_win_rate']:.2f} ({h.get('glm')})"
+        return [f"head to head, {h.get('model')} over {h.get('baseline')}: win rate {h.get('win_rate')}, LC win rate {lc}"
+                + (f"; {h['lc_note']}" if h.get("lc_note") else "")]
     a = s.get("alpaca_eval")
     if not a:
         return []

@@ -73,11 +73,50 @@ def alpaca_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 NO_GOLD = ("accuracy", "pair_accuracy", "single_order_accuracy", "judgebench_score", "strict_score")
 
 
+def _pair_preference(records: list[dict[str, Any]], model: str) -> float | None:
+    """A pair's AlpacaEval-style preference for `model` (1..2) from its placements' verdicts: a verdict naming it 1,
+    the other model 0, a tie 0.5, unparsed left out; None when no placement counts."""
+    picks = []
+    for r in records:
+        if r.get("names") in ("chosen", "rejected"):
+            picks.append(1.0 if r["models"][0 if r["names"] == "chosen" else 1] == model else 0.0)
+        elif r.get("tie"):
+            picks.append(0.5)
+    return 1.0 + sum(picks) / len(picks) if picks else None
+
+
+def pair_models(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """For a pairwise run whose pairs name the models that wrote them (`chosen_model`, `rejected_model`): the second
+    model's (in name order) win rate over the first, and its LC win rate, as AlpacaEval computes them from the
+    pairs' preferences (both placements of a pair averaged); None when the pairs name no models."""
+    by_item: dict[str, list[dict[str, Any]]] = {}
+    for row in sorted(rows, key=lambda r: r["seq"]):
+        record = row.get("record") or {}
+        if row["status"] == "done" and "names" in record:
+            by_item.setdefault(row["item_id"], []).append(record)
+    if not by_item or not all(r.get("models") for records in by_item.values() for r in records):
+        return None
+    names = sorted({m for records in by_item.values() for r in records for m in r["models"]})
+    if len(names) != 2:
+        return {"models": names, "lc_win_rate": None, "lc_note": f"the pairs name {len(names)} models, not two"}
+    baseline, model = names
+    annotated = []
+    for records in by_item.values():
+        preference = _pair_preference(records, model)
+        lengths = dict(zip(records[0]["models"], records[0]["lengths"]))
+        if preference is not None:
+            annotated.append({"preference": preference, "len_1": lengths.get(baseline, 0), "len_2": lengths.get(model, 0), "difficulty": None})
+    out = {"baseline": baseline, "model": model, **win_rate([a["preference"] for a in annotated]), "unannotated": len(by_item) - len(annotated)}
+    return {**out, **lc_win_rate(annotated, (baseline, model))}
+
+
 def with_published(method: str, rows: list[dict[str, Any]], summary: dict[str, Any]) -> dict[str, Any]:
     """metrics.summarise's `summary` of a run with a published judge's own figures: for alpaca-eval the
-    `alpaca_eval` block, and no accuracy (head-to-head rows have no gold label)."""
+    `alpaca_eval` block, and no accuracy (head-to-head rows have no gold label); for a pairwise run whose pairs name
+    two models, `head_to_head` (pair_models)."""
     if not method.startswith("alpaca-eval"):
-        return summary
+        models = pair_models(rows)
+        return summary if models is None else {**summary, "head_to_head": models}
     for row in [summary["overall"], *summary.get("categories", {}).values()]:
         row.update(dict.fromkeys(NO_GOLD))
     return {**summary, "alpaca_eval": alpaca_summary(rows)}

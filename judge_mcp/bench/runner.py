@@ -228,6 +228,8 @@ class _Run:
         self.consecutive_errors = 0
         if "names" in record:  # a pairwise verdict: which response was the longer (the length preference)
             record["longer"] = item.longer
+            if item.generators:  # the models that wrote chosen and rejected, and their lengths (published.pair_lc)
+                record.update(models=list(item.generators), lengths=[len(item.chosen or ""), len(item.rejected or "")])
         self.results.put(item.id, placement, item.seq, item.category, "done", record=record)
         return True, record["correct"]
 

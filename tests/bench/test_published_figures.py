@@ -8,6 +8,7 @@ import pytest
 from judge_mcp.bench import cli as bench_cli
 from judge_mcp.bench import figures, metrics
 from judge_mcp.bench.methods import placement_record
+from judge_mcp.bench.scripted_judges import first_shown_judge
 from tests.bench.datasets import PAIRS, bench, right_judge
 
 PLACEMENTS = ("chosen_first", "chosen_second")
@@ -86,3 +87,57 @@ async def test_every_pairwise_run_summary_carries_length_bias_and_strict_score(s
     # the fixture's chosen answers are the longer ones: an always-right judge prefers length only as much as the labels
     assert o["length_preference"] == 1.0 and o["length_gold_share"] == 1.0 and o["length_bias"] == 0.0
     assert o["strict_score"] == round(6 / 7, 4) and o["pair_accuracy"] == 1.0  # the degenerate pair counts wrong
+
+
+def _named_pairs(tmp_path) -> tuple:
+    """The fixture's pairs naming their models: model-x wrote the chosen answers of p1-p3, model-y those of p4-p6."""
+    import json
+
+    rows = []
+    for line in PAIRS.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        first_half = row["id"] in ("p0", "p1", "p2", "p3")
+        row.update(chosen_model="model-x" if first_half else "model-y", rejected_model="model-y" if first_half else "model-x")
+        rows.append(row)
+    path = tmp_path / "named.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path, rows
+
+
+async def test_pairs_naming_two_models_get_the_win_rate_and_lc_win_rate_of_one_over_the_other(scripted, tmp_path):
+    from judge_mcp.bench import alpaca_metrics
+
+    path, rows = _named_pairs(tmp_path)
+    summary, _ = await bench(scripted, right_judge, path, "vanilla", tmp_path)
+    h = summary["head_to_head"]
+    # an always-right judge: model-y (second by name) loses p1-p3 in both placements (1.0) and wins p4-p6 (2.0)
+    assert (h["baseline"], h["model"], h["win_rate"], h["n_total"], h["n_wins"], h["unannotated"]) == ("model-x", "model-y", 50.0, 6, 3, 0)
+    judged = [r for r in rows if r["id"] != "p0"]  # the degenerate pair is not judged
+    by_hand = [{"preference": 1.0 if r["chosen_model"] == "model-x" else 2.0,
+                "len_1": len(r["chosen"] if r["chosen_model"] == "model-x" else r["rejected"]),
+                "len_2": len(r["rejected"] if r["chosen_model"] == "model-x" else r["chosen"]), "difficulty": None} for r in judged]
+    assert h["lc_win_rate"] == alpaca_metrics.lc_win_rate(by_hand, ("model-x", "model-y"))["lc_win_rate"]
+    assert "head to head, model-y over model-x: win rate 50.0" in bench_cli.format_summary(summary)
+
+
+async def test_a_position_biased_judge_draws_every_named_pair(scripted, tmp_path):
+    path, _ = _named_pairs(tmp_path)
+    summary, _ = await bench(scripted, lambda p: first_shown_judge(p), path, "vanilla", tmp_path)
+    h = summary["head_to_head"]
+    assert h["win_rate"] == 50.0 and h["n_draws"] == 6  # each pair: one placement for each model
+
+
+async def test_pairs_without_model_names_have_no_head_to_head(scripted, tmp_path):
+    summary, _ = await bench(scripted, right_judge, PAIRS, "vanilla", tmp_path)
+    assert "head_to_head" not in summary
+
+
+def test_a_pair_naming_one_model_only_is_refused(tmp_path):
+    import json
+
+    from judge_mcp.bench.data import DatasetError, load_items
+
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps({"id": "x", "prompt": "p", "chosen": "a", "rejected": "b", "chosen_model": "m"}) + "\n")
+    with pytest.raises(DatasetError, match="both 'chosen_model' and 'rejected_model'"):
+        load_items(path)
