@@ -12,7 +12,9 @@ Protocol (JudgeBench): one user message (no system message), temperature 0.0, to
 answer, stripped of surrounding whitespace, must be exactly "Output (a)" (A>B) or "Output (b)" (B>A); anything
 else raises in JudgeBench (`Cannot parse output`), which records a failed judgment: here unparsed, never a verdict.
 There is no re-ask and no continuation. JudgeBench judges both orders (its `reverse_order`) and scores them with
-`compute_final_metrics`: the bench's two placements and its JudgeBench score.
+`compute_final_metrics`: the bench's two placements and its JudgeBench score. Not followed: for o1 models JudgeBench
+sends none of temperature, top_p and max_tokens, and to Anthropic an empty `system`; judge-mcp sends the same
+request to every model (the published 50.86 is GPT-4o's).
 """
 
 from __future__ import annotations
