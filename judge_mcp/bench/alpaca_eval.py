@@ -32,12 +32,12 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field
 
 from judge_mcp import prompts
-from judge_mcp.arg_types import JUDGED, MAX_TEXT_CHARS
-from judge_mcp.args import JudgingArgs
+from judge_mcp.contract.fields import JUDGED, MAX_TEXT_CHARS
+from judge_mcp.contract.args import JudgingArgs
 from judge_mcp.backends.base import ChatRequest, Message, TokenLogprob
-from judge_mcp.calls.judge import Judge
+from judge_mcp.calls.context import CallContext
 from judge_mcp.methods import registry
-from judge_mcp.outputs import _Judged
+from judge_mcp.contract.results import _Judged
 
 TEMPLATE = "alpaca_eval_clf.txt"
 PLACEHOLDERS = ("instruction", "output_1", "output_2")
@@ -132,7 +132,7 @@ def request(args: AlpacaEvalArgs) -> tuple[ChatRequest, bool]:
     return chat, switched
 
 
-async def alpaca_eval_judge(judge: Judge, args: AlpacaEvalArgs | None = None, /, **fields: Any) -> AlpacaEvalResult:
+async def alpaca_eval_judge(judge: CallContext, args: AlpacaEvalArgs | None = None, /, **fields: Any) -> AlpacaEvalResult:
     """One row annotated as AlpacaEval annotates it."""
     args = AlpacaEvalArgs.of(args, fields)
     if args.output_1 == args.output_2:

@@ -2,7 +2,7 @@
 listwise `{id, category, prompt, responses, best}` items; head-to-head rows (AlpacaEval's: `{id, category, prompt,
 output_1, output_2, generator_1, generator_2[, instruction_difficulty]}`, output_1 the reference) have no gold label
 and are never degenerate (identical outputs score 1.5 and empty ones are judged, as AlpacaEval counts them). The files store no A/B position; the harness places
-`chosen` itself. Items may carry images (judge_mcp/bench/images.py): `images` (the prompt's), `chosen_images` and
+`chosen` itself. Items may carry images (judge_mcp/bench/item_images.py): `images` (the prompt's), `chosen_images` and
 `rejected_images` (pairwise), `option_images` (listwise, one list per response)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from judge_mcp.bench.images import ImageError, image_list, option_image_lists
+from judge_mcp.bench.item_images import ImageError, image_list, option_image_lists
 
 
 class DatasetError(ValueError):

@@ -24,11 +24,11 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from judge_mcp import prompts
-from judge_mcp.args import PairArgs
+from judge_mcp.contract.args import PairArgs
 from judge_mcp.backends.base import ChatRequest, Message
-from judge_mcp.calls.judge import Judge
+from judge_mcp.calls.context import CallContext
 from judge_mcp.methods import registry
-from judge_mcp.outputs import _Judged
+from judge_mcp.contract.results import _Judged
 
 TEMPLATE = "jb_vanilla.txt"
 MAX_TOKENS = 1024
@@ -61,7 +61,7 @@ def request(args: JbVanillaArgs) -> ChatRequest:
     return ChatRequest(messages=(Message("user", prompt),), temperature=TEMPERATURE, top_p=TOP_P, max_tokens=MAX_TOKENS, purpose="jb_vanilla")
 
 
-async def jb_vanilla_judge(judge: Judge, args: JbVanillaArgs | None = None, /, **fields: Any) -> JbVanillaResult:
+async def jb_vanilla_judge(judge: CallContext, args: JbVanillaArgs | None = None, /, **fields: Any) -> JbVanillaResult:
     """One vanilla judgment of (A, B) in the order given."""
     args = JbVanillaArgs.of(args, fields)
     completion = await judge.complete(request(args))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from judge_mcp.app import App
+from judge_mcp.runtime.app import App
 from judge_mcp.bench import methods
 from judge_mcp.bench.data import Item
 from judge_mcp.bench.alpaca_eval import AlpacaEvalArgs

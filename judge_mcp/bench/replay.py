@@ -35,7 +35,7 @@ from judge_mcp import prompts
 from judge_mcp.bench import alpaca_eval, jb_vanilla
 from judge_mcp.bench.convert_published import alpaca_eval as alpaca_rows
 from judge_mcp.bench.convert_published import judgebench as judgebench_items
-from judge_mcp.bench.scripted import Reply, ScriptedServer
+from testkit.scripted_servers import Reply, ScriptedServer
 
 METHODS = ("arena-hard", "jb-vanilla")
 
@@ -110,9 +110,9 @@ def replay(kind: str, recorded: Path, method: str, db: Path, folder: Path) -> tu
     """(the run's summary, the user messages not in the recording) of replaying `recorded`."""
     import anyio
 
-    from judge_mcp.app import App
+    from judge_mcp.runtime.app import App
     from judge_mcp.bench.runner import RunSpec, run
-    from judge_mcp.config import load_settings
+    from judge_mcp.config.settings import load_settings
     from judge_mcp.storage import open_store
     from judge_mcp.storage.migrations import BENCH_MIGRATIONS
 
@@ -150,7 +150,7 @@ def replay(kind: str, recorded: Path, method: str, db: Path, folder: Path) -> tu
 
 def _matched(rows: list[dict[str, Any]], db: Path, summary: dict[str, Any]) -> str:
     """How many rows' preferences equal AlpacaEval's recorded ones (to 1e-6), of the rows with one."""
-    from judge_mcp.bench.results import run_rows
+    from judge_mcp.bench.stored_runs import run_rows
     from judge_mcp.storage import open_store
     from judge_mcp.storage.migrations import BENCH_MIGRATIONS
 
@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--metric", choices=("judgebench", "strict"), default="strict")
     parser.add_argument("--db", type=Path, help="the bench database (default: a temporary one)")
     args = parser.parse_args(argv)
-    from judge_mcp.bench.cli import format_summary
+    from judge_mcp.bench.command import format_summary
 
     with tempfile.TemporaryDirectory() as tmp:
         summary, misses = replay(args.kind, args.recorded, args.method, args.db or Path(tmp) / "replay.db", Path(tmp))

@@ -20,7 +20,7 @@ from judge_mcp import prompts
 from judge_mcp.backends.base import TokenLogprob
 from judge_mcp.bench import alpaca_eval, alpaca_metrics
 from judge_mcp.bench.data import DatasetError, load_items
-from judge_mcp.bench.scripted import Reply
+from testkit.scripted_servers import Reply
 from tests.bench.datasets import FIXTURES, bench
 
 H2H = FIXTURES / "alpaca_h2h.jsonl"

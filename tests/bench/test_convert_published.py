@@ -12,7 +12,7 @@ import pytest
 
 from judge_mcp.bench import convert, convert_cli, convert_published
 from judge_mcp.bench.data import load_items
-from judge_mcp.cli import main
+from judge_mcp.cli.main import main
 from tests.bench.datasets import FIXTURES
 
 JB_SOURCE = FIXTURES / "judgebench_source.jsonl"  # 5 lines of JudgeBench @ e2c52c28's GPT-4o pairs (MIT)

@@ -14,7 +14,7 @@ from judge_mcp.backends.anthropic import AnthropicBackend
 from judge_mcp.backends.base import ChatRequest, Message
 from judge_mcp.backends.openai_compat import OpenAICompatBackend
 from judge_mcp.bench import jb_vanilla
-from judge_mcp.bench.scripted_judges import first_user
+from testkit.scripted_judges import first_user
 from tests.bench.datasets import PAIRS, bench, good_first
 
 # sha256 of ScalerLab/JudgeBench @ e2c52c28 utils/templates/vanilla_prompt.jinja2 (git show ...:path | sha256sum)

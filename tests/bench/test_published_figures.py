@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from judge_mcp.bench import cli as bench_cli
+from judge_mcp.bench import command as bench_cli
 from judge_mcp.bench import figures, metrics
 from judge_mcp.bench.methods import placement_record
-from judge_mcp.bench.scripted_judges import first_shown_judge
+from testkit.scripted_judges import first_shown_judge
 from tests.bench.datasets import PAIRS, bench, right_judge
 
 PLACEMENTS = ("chosen_first", "chosen_second")
