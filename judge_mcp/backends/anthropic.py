@@ -144,6 +144,8 @@ class AnthropicBackend(HTTPBackend):
             payload["system"] = "\n\n".join(system_parts)
         if self._send_temperature:
             payload["temperature"] = min(max(float(request.temperature), 0.0), 1.0)
+        if request.top_p is not None:  # only a request that names it (a published judge's)
+            payload["top_p"] = request.top_p
         if request.json_schema is not None and self.supports_json_schema:
             payload["output_config"] = {"format": {"type": "json_schema", "schema": anthropic_schema(request.json_schema)}}
         return payload

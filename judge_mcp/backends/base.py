@@ -56,6 +56,8 @@ class ChatRequest:
     # with the `top_logprobs` most likely alternatives at each generated token.
     logprobs: bool = False
     top_logprobs: int = 0
+    # Nucleus sampling, sent only when set (a published judge's request that names it, e.g. JudgeBench's vanilla 1.0)
+    top_p: float | None = None
     # Free-form tag for logs (e.g. "compare_pair:AB"); not part of the cache key.
     purpose: str = field(default="", compare=False)
 
@@ -73,6 +75,8 @@ class ChatRequest:
         if self.logprobs:
             record["logprobs"] = True
             record["top_logprobs"] = self.top_logprobs
+        if self.top_p is not None:  # only when set: the cache keys of requests without it are unchanged
+            record["top_p"] = self.top_p
         return record
 
     def summary(self) -> dict[str, Any]:
@@ -88,6 +92,7 @@ class ChatRequest:
             "max_tokens": self.max_tokens,
             "schema_name": self.schema_name if self.json_schema is not None else None,
             **({"top_logprobs": self.top_logprobs} if self.logprobs else {}),
+            **({"top_p": self.top_p} if self.top_p is not None else {}),
         }
 
     def cache_key(self, backend_identity: str) -> str:

@@ -85,6 +85,8 @@ class OpenAICompatBackend(HTTPBackend):
             "temperature": request.temperature,
             "max_tokens": request.max_tokens,
         }
+        if request.top_p is not None:
+            payload["top_p"] = request.top_p
         if request.json_schema is not None and self.supports_json_schema:
             schema = request.json_schema if self.send_length_caps else without_length_caps(request.json_schema)
             payload["response_format"] = {

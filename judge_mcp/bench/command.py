@@ -14,6 +14,7 @@ import anyio
 
 from judge_mcp.contract.fields import ANSWER_ORDERS, FLIP_VARIANTS, GRADE_VARIANTS, TEMPLATES
 from judge_mcp.contract.args import GradeScoreOptionsArgs, InferInstructionRewardArgs, LweJudgeArgs
+from judge_mcp.bench import convert_cli, figures
 
 if TYPE_CHECKING:
     from judge_mcp.bench.runner import RunSpec
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 # The bench database: beside the server's in the per-user data directory (config.default_bench_db_path), never a
 # path relative to wherever the command runs; --db puts it elsewhere (the checkout's docs use state/bench.db).
 # The method names, without importing the methods at CLI start-up (tests check they match bench.methods.METHODS).
-METHOD_NAMES = ("vanilla", "grp", "grp-better", "arena-hard", "lwe", "selective-lwe", "flip", "pointwise", "grade")
+METHOD_NAMES = ("vanilla", "grp", "grp-better", "arena-hard", "lwe", "selective-lwe", "flip", "pointwise", "grade") + figures.METHOD_NAMES
 METHOD_HELP = (
     "vanilla: plain better-answer prompt (compare_pair goal=better, template=direct); grp: compare_pair defaults "
     "(goal=worse, SOP); grp-better: SOP, goal=better; arena-hard: JudgeBench's Arena-Hard judge (five labels, "
@@ -39,7 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "database as they come, so the same command resumes a killed run.",
     )
     bench.add_argument("dataset", type=Path, help="a JSONL file in the shape of shared/benchmarks/README.md")
-    bench.add_argument("--method", required=True, choices=METHOD_NAMES, help=METHOD_HELP)
+    bench.add_argument("--method", required=True, choices=METHOD_NAMES, help=METHOD_HELP + figures.METHOD_HELP)
     scope = bench.add_mutually_exclusive_group()
     scope.add_argument("--limit", type=_positive, help="judge only the first N items of the file")
     scope.add_argument("--sample", type=_positive, help="judge N items spread evenly over the file (every category of a sorted file, in proportion)")
@@ -90,6 +91,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--concurrency", type=_positive, help="items in flight (default: the backend's concurrency)")
     bench.add_argument("--quiet", action="store_true", help="no progress bar")
     bench.add_argument("--batch-poll-seconds", type=_positive, help="a batch = true backend's batches are polled this often (default 30)")
+    figures.add_options(bench)
     bench.set_defaults(fn=cmd_bench)
 
     report = sub.add_parser("bench-report", help="combine bench summaries (JSON files and/or a bench database) into one HTML page")
@@ -99,25 +101,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--markdown", type=Path, help="also write the tables as Markdown here")
     report.set_defaults(fn=cmd_report)
 
-    conv = sub.add_parser(
-        "bench-convert",
-        help="convert VL-RewardBench or Multimodal RewardBench (downloaded, with their images) to a bench JSONL",
-        description="Write SOURCE as a pairwise bench JSONL whose items carry their image as a path relative to OUT.",
-    )
-    conv.add_argument("format", choices=("vl-rewardbench", "multimodal-rewardbench"))
-    conv.add_argument("source", type=Path, help="VL-RewardBench's data/data.jsonl, or Multimodal RewardBench's data/all_data.json")
-    conv.add_argument("--images", type=Path, help="the folder the image paths are relative to (default: SOURCE's folder)")
-    conv.add_argument("--out", type=Path, required=True, help="the JSONL file to write")
-    conv.add_argument("--skip-missing", action="store_true", help="leave out items whose image is missing (counted) instead of stopping")
-    conv.set_defaults(fn=cmd_convert)
+    convert_cli.add_parser(sub, cmd_convert)  # bench-convert
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
     # lazy: the harness loads when a bench command runs, not when `serve` builds the parser
-    from judge_mcp.bench.convert import ConvertError, convert
+    from judge_mcp.bench.convert_published import ConvertError, convert
 
     try:
-        done = convert(args.format, args.source, args.images, args.out, skip_missing=args.skip_missing)
+        done = convert(args)
     except ConvertError as exc:
         print(f"judge-mcp bench-convert: {exc}", file=sys.stderr)
         return 2
@@ -261,7 +253,7 @@ def run_bench(args: argparse.Namespace, settings: Settings, spec: RunSpec) -> in
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    print(format_summary(summary))
+    print(format_summary(summary, args.metric))
     if args.report:
         write_report(args.report, summaries_from_db(args.db))
     return failed_items_status(summary)
@@ -319,7 +311,7 @@ def write_report(path: Path, summaries: list[dict[str, Any]]) -> None:
 def summaries_from_db(db: Path) -> list[dict[str, Any]]:
     """Every run stored in a bench database, summarised from its rows (all items judged so far)."""
     # lazy: the harness loads when a bench command runs, not when `serve` builds the parser
-    from judge_mcp.bench.methods import METHODS
+    from judge_mcp.bench.published import METHODS
     from judge_mcp.bench.stored_runs import all_runs, run_rows
     from judge_mcp.bench.runner import run_summary
     from judge_mcp.storage import open_store
@@ -342,11 +334,12 @@ def _f(v: Any) -> str:
     return "-" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
 
 
-def format_summary(s: dict[str, Any]) -> str:
-    """A few readable lines for the terminal."""
+def format_summary(s: dict[str, Any], metric: str | None = None) -> str:
+    """A few readable lines for the terminal (`metric` "strict": the strict score beside JudgeBench's, figures.py)."""
     # lazy: the harness loads when a bench command runs, not when `serve` builds the parser
-    from judge_mcp.bench.metrics import COLUMNS
+    from judge_mcp.bench import metrics
 
+    COLUMNS = metrics.columns(metric)
     cols = [key for key, _ in COLUMNS]
     widths = [max(len(title), 7) + 2 for _, title in COLUMNS]  # each column as wide as its whole title
     rows = [("overall", s["overall"]), *s.get("categories", {}).items()]
@@ -359,7 +352,7 @@ def format_summary(s: dict[str, Any]) -> str:
     if s.get("degenerate"):
         extra.insert(0, f"degenerate pairs (identical or empty responses): {s['degenerate']}, not judged; left out of every "
                         "figure but the JudgeBench score, which counts them wrong as JudgeBench does")
-    extra += _method_lines(s)
+    extra += _method_lines(s) + figures.summary_lines(s)
     if s.get("panel"):
         extra.append("panel members, each scored alone on the same items:")
         for name, row in s["panel"].items():

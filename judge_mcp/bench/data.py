@@ -1,11 +1,14 @@
 """Reading benchmark JSONL (shared/benchmarks/README.md): pairwise `{id, category, prompt, chosen, rejected}` and
-listwise `{id, category, prompt, responses, best}` items. The files store no A/B position; the harness places
+listwise `{id, category, prompt, responses, best}` items; head-to-head rows (AlpacaEval's: `{id, category, prompt,
+output_1, output_2, generator_1, generator_2[, instruction_difficulty]}`, output_1 the reference) have no gold label
+and are never degenerate (identical outputs score 1.5 and empty ones are judged, as AlpacaEval counts them). The files store no A/B position; the harness places
 `chosen` itself. Items may carry images (judge_mcp/bench/item_images.py): `images` (the prompt's), `chosen_images` and
 `rejected_images` (pairwise), `option_images` (listwise, one list per response)."""
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +36,8 @@ class Item:
     chosen_images: tuple[str, ...] = ()
     rejected_images: tuple[str, ...] = ()
     option_images: tuple[tuple[str, ...], ...] = ()  # listwise: one tuple per response (empty: none for any)
+    generators: tuple[str, str] | None = None  # the models that wrote output_1 and output_2 (head2head), chosen and rejected (pairwise)
+    difficulty: float | None = None  # head2head: AlpacaEval's instruction difficulty of the row, when the file has it
 
     @property
     def has_images(self) -> bool:
@@ -72,6 +77,8 @@ def _is_degenerate(options: list[str], images: list[tuple[str, ...]] | None = No
 def parse_item(data: dict, seq: int, where: str, base: Path | None = None) -> Item:
     """One dataset line; image paths are relative to `base` (the JSONL file's folder; default: the working one)."""
     item = _text_item(data, seq, where)
+    if item.kind == "head2head":
+        return item
     try:
         media = _media(data, item, base or Path.cwd())
     except ImageError as exc:
@@ -106,7 +113,8 @@ def _text_item(data: dict, seq: int, where: str) -> Item:
         raise DatasetError(f"{where}: missing {', '.join(missing)}")
     category = str(data.get("category") or "all")
     if "chosen" in data and "rejected" in data:
-        item = Item(seq, str(data["id"]), category, "pairwise", str(data["prompt"]), chosen=str(data["chosen"]), rejected=str(data["rejected"]))
+        item = Item(seq, str(data["id"]), category, "pairwise", str(data["prompt"]), chosen=str(data["chosen"]), rejected=str(data["rejected"]),
+                    generators=_pair_models(data, where))
     elif "responses" in data and "best" in data:
         responses = data["responses"]
         best = data["best"]
@@ -115,9 +123,35 @@ def _text_item(data: dict, seq: int, where: str) -> Item:
         if isinstance(best, bool) or not isinstance(best, int) or not 0 <= best < len(responses):
             raise DatasetError(f"{where}: 'best' must be an index into 'responses', got {best!r}")
         item = Item(seq, str(data["id"]), category, "listwise", str(data["prompt"]), responses=tuple(str(r) for r in responses), best=best)
+    elif "output_1" in data and "output_2" in data:
+        item = _head2head(data, seq, where, category)
     else:
-        raise DatasetError(f"{where}: neither pairwise (chosen, rejected) nor listwise (responses, best)")
+        raise DatasetError(f"{where}: neither pairwise (chosen, rejected), listwise (responses, best) nor head-to-head (output_1, output_2)")
     return item
+
+
+def _pair_models(data: dict, where: str) -> tuple[str, str] | None:
+    """A pair's `chosen_model` and `rejected_model` (the models that wrote them), when it names them."""
+    names = [data.get(k) for k in ("chosen_model", "rejected_model")]
+    if names == [None, None]:
+        return None
+    if not all(isinstance(n, str) and n for n in names):
+        raise DatasetError(f"{where}: a pair naming its models gives both 'chosen_model' and 'rejected_model' as text")
+    return str(names[0]), str(names[1])
+
+
+def _head2head(data: dict, seq: int, where: str, category: str) -> Item:
+    texts = [data[k] for k in ("prompt", "output_1", "output_2")]
+    names = [data.get(k) for k in ("generator_1", "generator_2")]
+    if not all(isinstance(t, str) for t in texts):
+        raise DatasetError(f"{where}: 'prompt', 'output_1' and 'output_2' must be strings (an output may be empty)")
+    if not all(isinstance(n, str) and n for n in names):
+        raise DatasetError(f"{where}: a head-to-head row names its models in 'generator_1' and 'generator_2'")
+    difficulty = data.get("instruction_difficulty")
+    if difficulty is not None and (isinstance(difficulty, bool) or not isinstance(difficulty, (int, float)) or not math.isfinite(difficulty)):
+        raise DatasetError(f"{where}: 'instruction_difficulty' must be a finite number, got {difficulty!r}")
+    return Item(seq, str(data["id"]), category, "head2head", texts[0], responses=(texts[1], texts[2]), generators=(str(names[0]), str(names[1])),
+                difficulty=None if difficulty is None else float(difficulty))
 
 
 def load_items(path: str | Path, limit: int | None = None, sample: int | None = None) -> list[Item]:
@@ -147,7 +181,7 @@ def load_items(path: str | Path, limit: int | None = None, sample: int | None = 
         raise DatasetError(f"dataset {str(path)!r} holds no items")
     kinds = {it.kind for it in items}
     if len(kinds) > 1:
-        raise DatasetError(f"dataset {str(path)!r} mixes pairwise and listwise items")
+        raise DatasetError(f"dataset {str(path)!r} mixes kinds of items ({', '.join(sorted(kinds))})")
     ids = [it.id for it in items]
     if len(set(ids)) != len(ids):
         raise DatasetError(f"dataset {str(path)!r} repeats item ids")

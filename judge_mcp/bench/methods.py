@@ -397,3 +397,4 @@ def method_key(name: str, opts: Options) -> str:
     if opts.response_model and opts.exclude_same_family:
         key += f"+exclude-family[{opts.response_model}]"  # members left out change the verdicts
     return key
+

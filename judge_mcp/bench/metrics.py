@@ -6,8 +6,7 @@ Pairwise-judging methods (two placements per item):
 - pair_accuracy: both placements are right;
 - position_bias: share of parsed verdicts naming the first-shown response, ties left out (null when none);
   position_bias_unbiased: the same for a judge without position bias (0.5; grade: the mean of 1/n shown options);
-- length_preference: share of the verdicts naming a response, on pairs whose responses differ in length, that
-  name the longer one (pairwise methods; null when none; `judge-mcp stats` reports the same for the verdict log);
+- length_preference, length_gold_share, length_bias; strict_score (the GRP paper's rule): see figures.py;
 - single_order_accuracy: the LWE paper's Accuracy, on one seeded random placement per item (`placement_for`);
 - judgebench_score: JudgeBench's official score (utils/metrics.py `compute_final_metrics`, reverse_order): per
   pair, +1 for each placement naming the chosen response, -1 for each naming the rejected one (a tie or an
@@ -44,6 +43,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from judge_mcp.stats.calibration import calibration_extras
+from judge_mcp.bench import figures
+from judge_mcp.bench.figures import length_figures
 
 FIELDS = ("n", "accuracy", "consistency", "pair_accuracy", "position_bias", "parse_failures", "calls_per_item", "seconds_per_item")
 COST_KEYS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "prompt_chars", "completion_chars")
@@ -57,8 +58,8 @@ PLACEMENT_SEED = 0  # the seed of the single-order placement draw (fixed, so run
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("n", "n"), ("pair_accuracy", "pair acc."), ("single_order_accuracy", "single-order acc."),
     ("judgebench_score", "JudgeBench score"), ("accuracy", "chosen-first acc."), ("consistency", "consistency"),
-    ("position_bias", "position bias"), ("length_preference", "longer picked"), ("parse_failures", "parse fail."),
-    ("ties", "ties"), ("reasked_verdicts", "re-asked"),
+    ("position_bias", "position bias"), ("length_preference", "longer picked"), ("length_bias", "length bias"),
+    ("parse_failures", "parse fail."), ("ties", "ties"), ("reasked_verdicts", "re-asked"),
     ("calls_per_item", "calls/item"), ("tokens_per_item", "tokens/item"), ("seconds_per_item", "s/item"),
 )
 
@@ -112,7 +113,8 @@ def with_degenerate(figures: dict[str, Any], outcomes: list[dict[str, Any]], deg
         return figures
     n = len(outcomes) + degenerate
     right = sum(bool(o["judgebench_right"]) for o in outcomes)
-    return {**figures, "judgebench_score": _ratio(right, n), "judgebench_n": n}
+    strict = sum(bool(o.get("pair_right")) for o in outcomes)  # the GRP paper's rule over the same pairs (figures.py)
+    return {**figures, "judgebench_score": _ratio(right, n), "judgebench_n": n, "strict_score": _ratio(strict, n)}
 
 
 def _order_figures(records: list[dict[str, Any]], item_id: str) -> tuple[bool | None, bool, bool | None, bool | None]:
@@ -157,6 +159,7 @@ def item_outcome(done: dict[str, dict[str, Any]], placements: tuple[str, ...], i
         # verdicts naming a response, of pairs whose responses differ in length: how many named the longer one
         "length_decided": sum(1 for r in records if r.get("longer") and r.get("names")),
         "longer_picks": sum(1 for r in records if r.get("longer") and r.get("names") == r["longer"]),
+        "longer_gold": sum(1 for r in records if r.get("longer") == "chosen" and r.get("names")),  # figures.length_figures
         "seconds": _item_seconds(records),
         **{k: sum(r.get(k, 0) for r in records) for k in COST_KEYS},
     }
@@ -182,7 +185,7 @@ def _quality(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
         "position_bias": _ratio(sum(o["first_shown_picks"] for o in with_position), parsed) if with_position and parsed else None,
         # the position_bias of a judge without one: 0.5 for pairs, the mean of 1/n over grade's parsed trials
         "position_bias_unbiased": _unbiased(with_position, parsed),
-        "length_preference": _ratio(longer, sum(o.get("length_decided", 0) for o in outcomes)),
+        **length_figures(longer, sum(o.get("longer_gold", 0) for o in outcomes), sum(o.get("length_decided", 0) for o in outcomes)),
         "parse_failures": sum(o["parse_failures"] for o in outcomes),
         "verdicts": sum(o["verdicts"] for o in outcomes),
         "ties": sum(o["tie"] for o in outcomes),
@@ -396,3 +399,16 @@ def member_rows(rows: Iterable[dict[str, Any]], name: str) -> list[dict[str, Any
         else:
             out.append({**row, "record": own})
     return out
+
+
+def columns(metric: str | None) -> tuple[tuple[str, str], ...]:
+    """The terminal table's columns: COLUMNS, with the strict score beside the JudgeBench score when `metric`
+    is "strict"."""
+    if metric != "strict":
+        return COLUMNS
+    out: list[tuple[str, str]] = []
+    for column in COLUMNS:
+        out.append(column)
+        if column[0] == "judgebench_score":
+            out.append(figures.STRICT_COLUMN)
+    return tuple(out)

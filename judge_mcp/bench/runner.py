@@ -26,7 +26,9 @@ from judge_mcp.runtime.app import App
 from judge_mcp.bench import batching, metrics
 from judge_mcp.bench.data import Item, dataset_name, load_items
 from judge_mcp.bench.media import images_problem
-from judge_mcp.bench.methods import METHODS, Method, Options, method_key
+from judge_mcp.bench.methods import Method, Options, method_key
+from judge_mcp.bench.published import METHODS
+from judge_mcp.bench.published import with_published
 from judge_mcp.bench.stored_runs import Results, methods_fingerprint, run_totals
 from judge_mcp.methods import lwe
 from judge_mcp.storage.lwe_sessions import LweRepository
@@ -229,6 +231,8 @@ class _Run:
         self.consecutive_errors = 0
         if "names" in record:  # a pairwise verdict: which response was the longer (the length preference)
             record["longer"] = item.longer
+            if item.generators:  # the models that wrote chosen and rejected, and their lengths (published.pair_lc)
+                record.update(models=list(item.generators), lengths=[len(item.chosen or ""), len(item.rejected or "")])
         self.results.put(item.id, placement, item.seq, item.category, "done", record=record)
         return True, record["correct"]
 
@@ -342,7 +346,8 @@ def run_summary(info: dict[str, Any], method: Method, rows: list[dict[str, Any]]
         "backend": info["backend_name"],
         "backend_key": info["backend"],
         "model": info["model"],
-        **metrics.summarise(rows, method.placements(), info["method"]),
+        # with a published judge's own figures (AlpacaEval's win rates)
+        **with_published(info["method"], rows, metrics.summarise(rows, method.placements(), info["method"])),
         "run": run_totals(info),
     }
 

@@ -15,7 +15,7 @@ import pytest
 
 from judge_mcp.bench import command as bench_cli
 from judge_mcp.bench import metrics, html_report as report
-from judge_mcp.bench.methods import METHODS
+from judge_mcp.bench.published import METHODS
 from judge_mcp.bench.runner import session_name
 from testkit.scripted_judges import first_shown_judge
 from testkit.server_process import server_env
