@@ -20,11 +20,12 @@ script runs with its user's own rights, as a stdio server does.
 from __future__ import annotations
 
 import os
+from functools import partial
 from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 
-from judge_mcp import images as imagelib, telemetry, tools
+from judge_mcp import image_files, images as imagelib, telemetry, tools
 from judge_mcp.app import App
 from judge_mcp.arg_types import InputError
 from judge_mcp.args import (
@@ -111,7 +112,7 @@ class Judge:
             arguments = {**arguments, "backend": self.default_backend}
         try:
             with telemetry.tool_call(tool.__name__):  # a no-op unless OpenTelemetry is on (telemetry.py)
-                args = model.parse(arguments, self._paths)
+                args = await image_files.checked(partial(model.parse, arguments, self._paths), self._paths)
                 result = await tool(self.app, args, progress)
                 telemetry.tool_result(args, result)
         except (InputError, ToolError) as exc:

@@ -26,7 +26,7 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetad
 from mcp_types import InputRequiredResult, ToolAnnotations
 from pydantic import BaseModel, Field, create_model
 
-from judge_mcp import images as imagelib, telemetry, tool_schemas
+from judge_mcp import image_files, images as imagelib, telemetry, tool_schemas
 from judge_mcp.app import App
 from judge_mcp.arg_types import InputError
 from judge_mcp.args import (
@@ -303,7 +303,8 @@ class ArgsTool(Tool):
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         with telemetry.tool_call(self.name):  # a no-op unless OpenTelemetry is on
             try:
-                args = client_args(self.args_model, arguments, image_paths(self.app))
+                paths = image_paths(self.app)
+                args = await image_files.checked(partial(client_args, self.args_model, arguments, paths), paths)
             except InputError as exc:
                 raise ToolError(f"Error executing tool {self.name}: {exc}") from None
             return await super().run({"args": args}, context, convert_result)
