@@ -57,7 +57,8 @@ PREFIXES = [
     "sk-",
 ]
 # Repeated units (each is a run of a grammar's own token).
-UNITS = ['{"', '{"a":', '{"a":"{', '{"a":[', "[[A>B]]", "[A]", "<|x|>", "the end of ", "user question ", "\\u", "\\\\\"", '"\\"', "a "]
+UNITS = ['{"', '{"a":', '{"a":"{', '{"a":[', "[[A>B]]", "[A]", "<|x|>", "the end of ", "user question ", "\\u", "\\\\\"", '"\\"', "a ",
+         "%73%6B%2d%6c", "\\u0073\\u006B\\u002d", "sk-live-%30%31"]  # the start of SECRET as an echo may escape it
 
 
 def hostile_texts(size: int = SIZE) -> dict[str, str]:
