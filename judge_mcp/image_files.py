@@ -64,7 +64,7 @@ def _refused(exc: OSError, name: str, fd: int) -> ValueError:
 
 def _open(folder: Path, names: list[str]) -> int:
     """A descriptor of the file `names` leads to from `folder`, no link followed, opened without blocking."""
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    fd = os.open(folder, _DIR_FLAGS)  # resolved at start: a link there now is a swap, refused
     try:
         for name in names[:-1]:
             try:
@@ -95,7 +95,9 @@ def read_file(value: str, dirs: tuple[Path, ...], max_bytes: int) -> bytes:
         raise ValueError(NOT_REGULAR)
     try:
         fd = _open(*found)
-    except OSError as exc:  # the allowed folder itself is gone
+    except OSError as exc:  # the allowed folder itself is gone, or now a link
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise ValueError(LINKED) from None
         raise ValueError(f"cannot be read: {exc.strerror or type(exc).__name__}") from None
     try:
         info = os.fstat(fd)

@@ -141,3 +141,12 @@ async def test_the_file_is_read_off_the_event_loop(scripted, allowed: Path, tmp_
         tg.cancel_scope.cancel()
     assert result.winner in ("A", "B", None)
     assert progressed == [True]
+
+
+def test_the_allowed_folder_itself_swapped_for_a_link_is_refused(allowed: Path, tmp_path: Path) -> None:
+    os.rename(allowed, tmp_path / "was-allowed")
+    os.symlink(tmp_path / "outside", allowed)  # the folder JUDGE_MCP_IMAGE_DIRS named (resolved at start) is now a link
+    (tmp_path / "outside" / "sub").mkdir()
+    (tmp_path / "outside" / "sub" / "shot.png").write_bytes(OUTSIDE)
+    out = _read(allowed / "sub" / "shot.png", allowed)[1]
+    assert out != [uri(OUTSIDE)] and "symbolic link" in str(out[0])
