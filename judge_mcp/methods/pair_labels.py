@@ -19,6 +19,7 @@ _MIN_AFTER = 8  # an echo needs at least this much matching text after the label
 
 
 _SPACES = re.compile(r"\s+")
+_COLLAPSIBLE = re.compile(r"[^\S ]|  ")  # whitespace _SPACES would change: other than one plain space
 
 
 def _canon_label(m: re.Match) -> str:
@@ -29,7 +30,9 @@ def _canon(text: str) -> str:
     """Lower-case, whitespace collapsed, every label written as ⟨A>B⟩ whatever its brackets."""
     if "[" in text:
         text = _REF_LABEL.sub(_canon_label, text)
-    return _SPACES.sub(" ", text).lower()
+    if _COLLAPSIBLE.search(text):  # most contexts have single spaces only: nothing to collapse
+        text = _SPACES.sub(" ", text)
+    return text.lower()
 
 
 def _label_of(m: re.Match) -> str:
