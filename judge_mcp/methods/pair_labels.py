@@ -70,6 +70,7 @@ class _EchoIndex:
 
 
 _CANON_LABEL = re.compile(r"⟨([ab])(>>|<<|>|<|=)([ab])⟩")
+_CANON_OF = {(x, op, y): f"⟨{x}{op}{y}⟩".lower() for x in "AB" for op in (">>", "<<", ">", "<", "=") for y in "AB"}
 
 
 def _is_echo(text: str, m: re.Match, index: _EchoIndex, seen: dict[tuple[str, str, str], bool]) -> bool:
@@ -83,8 +84,7 @@ def _is_echo(text: str, m: re.Match, index: _EchoIndex, seen: dict[tuple[str, st
     if found is None:
         if len(seen) >= 4096:
             seen.clear()
-        label = "⟨{}{}{}⟩".format(*m.group(1, 2, 3)).lower()
-        found = seen[raw] = index.holds(label, _canon(raw[0]), _canon(raw[2]))
+        found = seen[raw] = index.holds(_CANON_OF[m.group(1, 2, 3)], _canon(raw[0]), _canon(raw[2]))
     return found
 
 
