@@ -22,8 +22,12 @@ import anyio.to_thread
 
 T = TypeVar("T")
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
+_NOFOLLOW, _CLOEXEC = getattr(os, "O_NOFOLLOW", 0), getattr(os, "O_CLOEXEC", 0)  # (absent on Windows)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | _CLOEXEC | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+# Opening each name relative to its folder needs dir_fd (POSIX); elsewhere (Windows, which has no FIFOs in folders)
+# the resolved path is opened once and checked on its descriptor the same way.
+_WALK = os.open in os.supports_dir_fd and bool(_NOFOLLOW)
 OUTSIDE = "is outside the folders listed in JUDGE_MCP_IMAGE_DIRS"
 LINKED = (f"{OUTSIDE}, or reaches its file through a symbolic link inside one (links are not followed there: "
           "name the file by its real path)")
@@ -81,6 +85,17 @@ def _open(folder: Path, names: list[str]) -> int:
         os.close(fd)
 
 
+def _open_resolved(path: str, dirs: tuple[Path, ...]) -> int:
+    """Where names cannot be opened relative to a folder: the resolved path, if inside, opened once."""
+    resolved = Path(path).resolve()
+    if not any(resolved.is_relative_to(folder) and resolved != folder for folder in dirs):
+        raise ValueError(f"{OUTSIDE} (after resolving links and '..')")
+    try:
+        return os.open(resolved, _FILE_FLAGS)
+    except OSError as exc:
+        raise ValueError(NOT_REGULAR if exc.errno in (errno.ENOENT, errno.EISDIR, errno.EACCES) else f"cannot be read: {exc.strerror}") from None
+
+
 def read_file(value: str, dirs: tuple[Path, ...], max_bytes: int) -> bytes:
     """The bytes of the regular file `value` names inside one of `dirs` (at most `max_bytes`), or a ValueError
     saying why not (never which files exist outside the folders)."""
@@ -94,7 +109,7 @@ def read_file(value: str, dirs: tuple[Path, ...], max_bytes: int) -> bytes:
     if not found[1]:  # the allowed folder itself
         raise ValueError(NOT_REGULAR)
     try:
-        fd = _open(*found)
+        fd = _open(*found) if _WALK else _open_resolved(path, dirs)
     except OSError as exc:  # the allowed folder itself is gone, or now a link
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
             raise ValueError(LINKED) from None
