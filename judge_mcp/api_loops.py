@@ -16,7 +16,7 @@ import weakref
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 
-from judge_mcp.app import App
+from judge_mcp.runtime.app import App
 
 NOT_ASYNCIO = "the Python API runs on asyncio (asyncio.run, or an asyncio event loop): no asyncio event loop is running"
 

@@ -11,7 +11,7 @@ import warnings
 from pathlib import Path
 
 from judge_mcp import Judge
-from judge_mcp.bench.scripted_judges import UniversalJudge
+from testkit.scripted_judges import UniversalJudge
 from tests.helpers import app_env
 
 QUESTION = "What is the capital of Australia?"

@@ -2,13 +2,13 @@
 each grammar's opening words followed by such a run) at the input limit, it takes no more than a generous multiple
 of its time on plain prose of the same length, measured side by side in this run (tests/text_attacks.py says how).
 Quadratic work at 50,000 characters is thousands of times the baseline, so the bound fails on that and not on a
-slow or busy machine. bench/text_linear.py prints the same ratios."""
+slow or busy machine. perf/text_linear.py prints the same ratios."""
 
 from __future__ import annotations
 
 import pytest
 
-from judge_mcp.bench.text_attacks import FUNCTIONS, hostile_texts, prose_s, python_pass_s, worst_ratio
+from testkit.hostile_texts import FUNCTIONS, hostile_texts, prose_s, python_pass_s, worst_ratio
 
 MAX_RATIO = 150  # linear functions measure up to ~50 on the 2-core machine; the old quadratic ones 600 to 60,000
 MAX_PROSE_PASSES = 400  # prose: up to ~50 plain passes (rapidfuzz's token_sort); the old rouge_l ~7,000
@@ -33,7 +33,8 @@ import json  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from judge_mcp.methods import flip, similarity  # noqa: E402
+from judge_mcp.methods.flip import reward as flip
+from judge_mcp.methods import similarity  # noqa: E402
 from judge_mcp.methods.json_scan import top_level_objects  # noqa: E402
 
 _PIECES = ['{', '}', '[', ']', '"', ':', ',', ' ', '\n', '\\', 'a', '1', '0', '-', '.', 'e', 'true', 'null', 'NaN', '-Infinity',
@@ -86,7 +87,7 @@ def test_an_echo_of_a_long_instruction_is_found_at_either_end() -> None:
 
 
 # ---- replies full of labels (issue 34): a label reader costs about what prose does -----------------------------------
-from judge_mcp.bench.text_attacks import LABEL_READERS, label_floods  # noqa: E402
+from testkit.hostile_texts import LABEL_READERS, label_floods  # noqa: E402
 from judge_mcp.methods import pair_labels, pairwise  # noqa: E402
 
 MAX_LABEL_RATIO = 40  # the label readers measure up to ~15 (echoes of a judged text); the old parse_label 150 to 300

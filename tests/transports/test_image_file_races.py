@@ -16,10 +16,10 @@ import anyio
 import pytest
 
 from judge_mcp import Judge
-from judge_mcp import images as imagelib
-from judge_mcp.bench.scripted_judges import UniversalJudge
+from judge_mcp.contract import images as imagelib
+from testkit.scripted_judges import UniversalJudge
 from tests.helpers import app_env
-from tests.images import png, uri
+from tests.image_data import png, uri
 
 INSIDE, OUTSIDE = png(11, size=300), png(12, size=300)
 _armed: list[tuple[Callable[[str], bool], Callable[[], None]]] = []  # (which open, what to do first), fired once

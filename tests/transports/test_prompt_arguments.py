@@ -9,7 +9,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from judge_mcp.bench.scripted_judges import UniversalJudge
+from testkit.scripted_judges import UniversalJudge
 
 DRAFTS = {"task": "Write a haiku", "draft_a": "first draft", "draft_b": "second draft"}
 
