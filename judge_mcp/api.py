@@ -13,6 +13,9 @@ argument model (args.py) and returns the tool's result model (outputs.py). Whate
 error (bad arguments, a configuration problem, a backend that failed after its retries, the database) raises
 JudgeError with the same message; an unparsed model answer is a result that says so, as over MCP.
 
+One Judge may serve several event loops at once (threads each running `asyncio.run`): each loop gets its own backend
+sessions and limits over the one database, closed when that loop ends (runtime/loop_apps.py).
+
 Image arguments may be data: URIs or, as over stdio, file paths inside the JUDGE_MCP_IMAGE_DIRS folders: the
 script runs with its user's own rights, as a stdio server does.
 """
@@ -20,13 +23,16 @@ script runs with its user's own rights, as a stdio server does.
 from __future__ import annotations
 
 import os
+from functools import partial
 from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 
+from judge_mcp.contract import image_files
 from judge_mcp.contract import images as imagelib
 from judge_mcp.telemetry import hooks as telemetry
 from judge_mcp.server import tools
+from judge_mcp.runtime.loop_apps import LoopApps
 from judge_mcp.runtime.app import App
 from judge_mcp.contract.fields import InputError
 from judge_mcp.contract.args import (
@@ -69,6 +75,7 @@ class Judge:
             raise JudgeError(str(exc)) from exc
         self.default_backend = backend
         self._paths = imagelib.PathPolicy(stdio=True, dirs=settings.image_dirs)
+        self._loops = LoopApps(self.app)  # each event loop calling this Judge gets its own backends (runtime/loop_apps.py)
 
     async def __aenter__(self) -> Judge:
         return self
@@ -77,7 +84,9 @@ class Judge:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Wait for verdict rows still being written, close the backends and the database."""
+        """Wait for verdict rows still being written, close this event loop's backends and the database. (Another
+        loop's backends close when that loop ends; its later calls fail on the closed database.)"""
+        await self._loops.close_current()
         await self.app.aclose()
 
     async def compare_pair(self, progress: ProgressFn | None = None, **arguments: Any) -> ComparePairResult:
@@ -114,9 +123,13 @@ class Judge:
         if issubclass(model, JudgingArgs) and self.default_backend is not None and "backend" not in arguments and not arguments.get("backends"):
             arguments = {**arguments, "backend": self.default_backend}
         try:
+            app = await self._loops.current()
+        except RuntimeError as exc:
+            raise JudgeError(str(exc)) from None
+        try:
             with telemetry.tool_call(tool.__name__):  # a no-op unless OpenTelemetry is on (telemetry.py)
-                args = model.parse(arguments, self._paths)
-                result = await tool(self.app, args, progress)
+                args = await image_files.checked(partial(model.parse, arguments, self._paths), self._paths)
+                result = await tool(app, args, progress)
                 telemetry.tool_result(args, result)
         except (InputError, ToolError) as exc:
             raise JudgeError(str(exc)) from exc

@@ -2,7 +2,8 @@
 userinfo) is registered here, and a logging filter on the process's handlers blanks each one out of every record,
 whoever logs it (httpcore's debug lines print response headers, so a server echoing `Authorization` would
 otherwise put the key on stderr under `-v`). A secret is blanked in the forms an echo takes: as it is, reversed, in
-hex, in base64 (the Basic credential of a URL with userinfo included), and split across lines (see variants)."""
+hex, in base64 (the Basic credential of a URL with userinfo included), split across lines (see variants), and with
+any of its characters URL-encoded (`%73`, `%2F` or `%2f`) or \\u-escaped (`\\u0073`, either hex case)."""
 
 from __future__ import annotations
 
@@ -76,15 +77,37 @@ def variants(secrets: Iterable[str]) -> list[str]:
     return sorted(found, key=len, reverse=True)
 
 
+def _hex(value: int, digits: int) -> str:
+    """`value` as `digits` hex digits, each letter matching either case (an echo may upper- or lower-case them)."""
+    return "".join(f"[{d}{d.upper()}]" if d.isalpha() else d for d in f"{value:0{digits}x}")
+
+
+def _escaped(char: str) -> str:
+    """A pattern for one character of a secret as an echo may write it: itself, URL-encoded (`%73`, every UTF-8
+    byte), or JSON/Python-escaped (`\\u0073`, a UTF-16 pair beyond the BMP; `\\/` for a slash); hex in either case."""
+    options = [re.escape(char), "".join("%" + _hex(b, 2) for b in char.encode("utf-8"))]
+    units = char.encode("utf-16-be")
+    options.append("".join(r"\\u" + _hex(int.from_bytes(units[i : i + 2], "big"), 4) for i in range(0, len(units), 2)))
+    if char == "/":
+        options.append(r"\\/")
+    return "(?:" + "|".join(options) + ")"
+
+
 @lru_cache(maxsize=64)
 def _pattern(secrets: tuple[str, ...]) -> re.Pattern | None:
-    """One pattern for every variant of `secrets`, each allowing line breaks and spaces between its characters.
-    Every gap is possessive and followed by a literal character, so a search never backtracks: linear time."""
+    """One pattern for every variant of `secrets`, each allowing line breaks and spaces between its characters;
+    a secret itself also with any of its characters URL-encoded or \\u-escaped (`_escaped`). Every gap is
+    possessive and followed by a literal character (or an escape, which starts with one), and a character's
+    forms start differently but for `%` and `\\` themselves, so a search hardly backtracks: linear time."""
     # A form's own whitespace is left to the gaps (a possessive gap would take it from the literal space after it).
-    forms = [squeezed for squeezed in ("".join(_spaced(form).split()) for form in variants(secrets)) if squeezed]
-    if not forms:
-        return None
-    return re.compile("|".join(_GAP.join(re.escape(c) for c in form) for form in forms))
+    plain = set(secrets)
+    parts = []
+    for form in variants(secrets):
+        squeezed = "".join(_spaced(form).split())
+        if squeezed:
+            unit = _escaped if form in plain else re.escape
+            parts.append(_GAP.join(unit(c) for c in squeezed))
+    return re.compile("|".join(parts)) if parts else None
 
 
 def _compiled(secrets: Iterable[str]) -> re.Pattern | None:

@@ -59,7 +59,8 @@ PREFIXES = [
     "sk-",
 ]
 # Repeated units (each is a run of a grammar's own token).
-UNITS = ['{"', '{"a":', '{"a":"{', '{"a":[', "[[A>B]]", "[A]", "<|x|>", "the end of ", "user question ", "\\u", "\\\\\"", '"\\"', "a "]
+UNITS = ['{"', '{"a":', '{"a":"{', '{"a":[', "[[A>B]]", "[A]", "<|x|>", "the end of ", "user question ", "\\u", "\\\\\"", '"\\"', "a ",
+         "%73%6B%2d%6c", "\\u0073\\u006B\\u002d", "sk-live-%30%31"]  # the start of SECRET as an echo may escape it
 
 
 def hostile_texts(size: int = SIZE) -> dict[str, str]:
@@ -74,6 +75,31 @@ def hostile_texts(size: int = SIZE) -> dict[str, str]:
     for u in UNITS:
         texts[f"repeated {u!r}"] = (u * (size // len(u) + 1))[:size]
     return texts
+
+
+# Replies full of labels (what a sampling client's model may send): the same label, two alternating, quoted, spaced,
+# each followed by different words, and copies of a judged text holding a label (echoes), at the input limit.
+LABEL_UNITS = ["[[A>B]] ", "[[A>B]]", "[[A>B]] [[B>A]] ", '"[[B>A]]" ', "[[ A > B ]] ", "[[A=B]] ", "[A>B] ",
+               "Assistant A is worse: [[B>A]] clearly so. "]
+JUDGED_WITH_LABELS = ["Which answer is right? Answer with [[A>B]] if A is right.", "Assistant A is worse: [[B>A]] clearly so"]
+
+
+def label_floods(size: int = SIZE) -> dict[str, str]:
+    texts = {f"repeated {u!r}": (u * (size // len(u) + 1))[:size] for u in LABEL_UNITS}
+    texts["labels with different words"] = "".join(f"[[A>B]] {i:x} " for i in range(size))[:size]
+    texts["echoes with different words"] = "".join(f"Assistant A is worse: [[B>A]] clearly so {i} " for i in range(size // 30))[:size]
+    return texts
+
+
+# name -> function of one text: the readers of a judge's labels, on a reply next to short judged texts (with labels)
+LABEL_READERS: dict[str, Callable[[str], object]] = {
+    "pairwise.parse_label": lambda t: pairwise.parse_label(t + " [[A>B]]", JUDGED_WITH_LABELS),
+    "pairwise.parse_label (plain judged text)": lambda t: pairwise.parse_label(t + " [[A>B]]", ["Which is right?", "It is 4."]),
+    "arena_hard.parse": lambda t: arena_hard.LABEL.findall(t),
+    "label_probs.label_sites": lambda t: label_probs.label_sites(t),
+    "lwe.parse_verdict": lambda t: lwe_text.parse_verdict(t),
+    "grade_score.parse_selection": lambda t: grade_score.parse_selection(t, 5),
+}
 
 
 def prose(size: int = SIZE) -> str:

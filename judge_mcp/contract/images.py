@@ -3,9 +3,10 @@
 An image argument is a `data:image/<type>;base64,<data>` URI (PNG, JPEG, WebP or GIF). It is checked by its magic
 bytes, not only its declared type, and by its decoded size. http(s) URLs are refused: the server never fetches on a
 client's behalf. Over stdio only, an image may also be a file path inside a folder the operator lists in
-JUDGE_MCP_IMAGE_DIRS (`read_path`): resolved (symlinks and `..` included), checked like a data: URI, then carried as
-one. What is logged or stored of an image is its SHA-256, media type and size (`Image.described`),
-never its bytes; the call cache keys an image by its SHA-256.
+JUDGE_MCP_IMAGE_DIRS (`read_path`): opened once, without following a link below the folder and without blocking
+(image_files.py), checked like a data: URI, then carried as one; the arguments are checked in a worker thread where
+paths are allowed (tools.checked_args). What is logged or stored of an image is its SHA-256, media type and size
+(`Image.described`), never its bytes; the call cache keys an image by its SHA-256.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import os
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
+
+from judge_mcp.contract import image_files
 
 MAX_IMAGES = 8  # images in one list (`images`, `response_a_images`, one option's list)
 MAX_CALL_IMAGES = 16  # images in one call, all lists together
@@ -122,19 +125,7 @@ def read_path(value: str, policy: PathPolicy) -> str:
                          f"{os.pathsep!r}) in the server's environment, or send a data: URI")
     if "\x00" in value:
         raise ValueError("contains a NUL character")
-    try:
-        resolved = Path(value).expanduser().resolve()
-    except (OSError, RuntimeError) as exc:
-        raise ValueError(f"is not a readable path ({type(exc).__name__})") from None
-    if not any(resolved.is_relative_to(folder) for folder in policy.dirs):
-        raise ValueError("is outside the folders listed in JUDGE_MCP_IMAGE_DIRS (after resolving symlinks and '..')")
-    if not resolved.is_file():  # a folder, a missing file, or a FIFO/device whose read could block
-        raise ValueError("is not a regular file inside JUDGE_MCP_IMAGE_DIRS")
-    try:
-        with open(resolved, "rb") as f:
-            data = f.read(MAX_IMAGE_BYTES + 1)
-    except OSError as exc:
-        raise ValueError(f"cannot be read: {exc.strerror or type(exc).__name__}") from None
+    data = image_files.read_file(value, policy.dirs, MAX_IMAGE_BYTES)  # one open, no link followed (image_files.py)
     if len(data) > MAX_IMAGE_BYTES:
         raise ValueError(f"is a file larger than {MAX_IMAGE_BYTES:,} bytes; the limit is {MAX_IMAGE_BYTES:,}")
     actual = sniff(data)

@@ -25,7 +25,7 @@ from judge_mcp.contract.fields import GOALS as GOALS  # the tool's goals, for th
 from judge_mcp.contract.fields import PAIR_MAX_TOKENS, TEMPLATES
 from judge_mcp.contract.args import ComparePairArgs
 from judge_mcp.backends.base import user
-from judge_mcp.methods import label_probs, text_work, user_inputs
+from judge_mcp.methods import label_probs, pair_labels, text_work, user_inputs
 from judge_mcp.methods.ask import Parsed, ask, bounded
 from judge_mcp.calls.fanout import run_each
 from judge_mcp.calls.context import CallContext
@@ -88,67 +88,6 @@ def user_prompt(
     )
 
 
-# ---- the text grammar ----------------------------------------------------------------------------------------
-# Any [[X op Y]] label the judge writes, the offered ones and others ([[A=B]], [[A>>B]]).
-_ANY_LABEL = re.compile(r"\[\[\s*+([AB])\s*+(>>|<<|>|<|=)\s*+([AB])\s*+\]\]")
-# A label as it may stand in a reference text: double brackets (raw) or single (neutralised).
-_REF_LABEL = re.compile(r"\[{1,2}+\s*+([AB])\s*+(>>|<<|>|<|=)\s*+([AB])\s*+\]{1,2}")
-_QUOTES = "\"'`“”‘’«»"
-_CONTEXT = 24  # characters of context on each side of a label compared with the judged texts
-_MIN_AFTER = 8  # an echo needs at least this much matching text after the label (and before it)
-
-
-def _canon(text: str) -> str:
-    """Lower-case, whitespace collapsed, every label written as ⟨A>B⟩ whatever its brackets."""
-    text = _REF_LABEL.sub(lambda m: f"⟨{m.group(1)}{m.group(2)}{m.group(3)}⟩", text)
-    return re.sub(r"\s+", " ", text).lower()
-
-
-def _label_of(m: re.Match) -> str:
-    return f"[[{m.group(1).upper()}{m.group(2)}{m.group(3).upper()}]]"
-
-
-class _EchoIndex:
-    """Where each label stands in the reference texts, keyed by the label and the _MIN_AFTER characters after it,
-    holding the _MIN_AFTER characters before it (or all of them, when fewer precede it): an echo test is then one
-    lookup per label, whatever the number of labels in the answer and the references (linear time overall)."""
-
-    def __init__(self, references: list[str]) -> None:
-        self.long: set[tuple[str, str, str]] = set()
-        self.short: dict[tuple[str, str], set[str]] = {}
-        for ref in references:
-            for m in _CANON_LABEL.finditer(ref):
-                after = ref[m.end() : m.end() + _MIN_AFTER]
-                if len(after) < _MIN_AFTER:
-                    continue
-                before = ref[max(0, m.start() - _MIN_AFTER) : m.start()]
-                if len(before) == _MIN_AFTER:
-                    self.long.add((m.group(0), after, before))
-                else:  # the label opens the reference: all its text before the label must precede the echo
-                    self.short.setdefault((m.group(0), after), set()).add(before)
-
-    def holds(self, label: str, before: str, after: str) -> bool:
-        if len(after) < _MIN_AFTER:
-            return False
-        after = after[:_MIN_AFTER]
-        if len(before) >= _MIN_AFTER and (label, after, before[-_MIN_AFTER:]) in self.long:
-            return True
-        return any(before.endswith(b) for b in self.short.get((label, after), ()))
-
-
-_CANON_LABEL = re.compile(r"⟨[ab](?:>>|<<|>|<|=)[ab]⟩")
-
-
-def _is_echo(text: str, m: re.Match, index: _EchoIndex) -> bool:
-    """The label sits inside a verbatim copy of a reference text: at least _MIN_AFTER characters after it match
-    the text after that label in the reference, and so do at least _MIN_AFTER before it (or all of the
-    reference's text before it, when the label opens the reference)."""
-    label = _canon(m.group(0))
-    before = _canon(text[max(0, m.start() - _CONTEXT) : m.start()])
-    after = _canon(text[m.end() : m.end() + _CONTEXT])
-    return index.holds(label, before, after)
-
-
 def parse_label(text: str, judged: tuple[str, ...] | list[str] = ()) -> Verdict | None:
     """The judge's binary label, or None (unparsed).
 
@@ -171,30 +110,11 @@ def parse_label(text: str, judged: tuple[str, ...] | list[str] = ()) -> Verdict 
     different ones, or one outside the pair (`[[A=B]]`, `[[A>>B]]`) -> unparsed. The rationale is the text
     before the last plain label.
     """
-    if not text:
+    found = pair_labels.last_label(text, judged)
+    if found is None or found[0] not in LABELS:
         return None
-    judged = [t for t in judged if t]
-    index = _EchoIndex([_canon(t) for t in judged] + [_canon(neutralise(t)) for t in judged])
-    plain: list[re.Match] = []
-    mentions: list[re.Match] = []
-    for m in _ANY_LABEL.finditer(text):
-        if _is_echo(text, m, index):
-            continue
-        before, after = text[max(0, m.start() - 1) : m.start()], text[m.end() : m.end() + 1]
-        if before and after and before in _QUOTES and after in _QUOTES:
-            mentions.append(m)
-            continue
-        plain.append(m)
-    labels = {_label_of(m) for m in plain}
-    if len(labels) != 1:
-        return None
-    label = labels.pop()
-    if label not in LABELS:
-        return None
-    last = plain[-1]
-    if any(m.start() > last.start() and _label_of(m) != label for m in mentions):
-        return None
-    return Verdict(label, text[: last.start()].strip(), last.start())
+    label, at = found
+    return Verdict(label, text[:at].strip(), at)
 
 
 def parse_structured(text: str, template: str, judged: tuple[str, ...] | list[str] = ()) -> Verdict | None:

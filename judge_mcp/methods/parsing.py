@@ -51,7 +51,7 @@ def answer_object(
     if len(found) == 1 and text.strip().startswith("{") and text.strip().endswith("}"):
         return found[0]
     quoted = {_squash(json.dumps(o, ensure_ascii=False)) for j in judged for o in json_objects(j or "", strict=False)}
-    candidates = [o for o in found if _squash(json.dumps(o, ensure_ascii=False)) not in quoted]
+    candidates = [o for o in found if _squash(json.dumps(o, ensure_ascii=False)) not in quoted] if quoted else found
     if not candidates:
         return None
     if required:

@@ -7,6 +7,7 @@ of a method, from its arguments to its verdict row, is runtime/run.py. It knows 
 
 from __future__ import annotations
 
+import copy
 import gc
 import logging
 import threading
@@ -41,13 +42,25 @@ class App:
         self.settings = settings or load_settings()
         self.store = store or open_store(self.settings.database, MIGRATIONS)
         refuse_read_only(self.store)  # before any backend call is spent on answers that could not be kept
-        self.verdict_writes = VerdictWrites()
         self.apply_retention()
-        self.cache = CallCache(self.store)
-        self._backends: dict[str, Backend] = {}
+        self._new_loop_state()
         self._learned_limits = BackendLimits(self.store).all()  # by backend identity: where each limit starts
         self.stdio = False  # set by `serve --transport stdio`: only then may an image argument be a file path
         telemetry.configure(self.settings)  # OpenTelemetry on or off, as the settings say (telemetry.py)
+
+    def _new_loop_state(self) -> None:
+        """What belongs to one event loop: the backends (their HTTP sessions and limiters), the call cache's calls in
+        flight, the verdict rows being written."""
+        self.verdict_writes = VerdictWrites()
+        self.cache = CallCache(self.store)
+        self._backends: dict[str, Backend] = {}
+
+    def sibling(self) -> App:
+        """An App on this one's settings and store with loop state of its own: for another event loop (the Python API's
+        CallContext used from several threads, each with its own asyncio.run). Closed with `close_loop`, not `aclose`."""
+        other = copy.copy(self)
+        other._new_loop_state()
+        return other
 
     def apply_retention(self) -> dict[str, int]:
         """Delete cache and verdict-log rows past the configured ages (JUDGE_MCP_*_MAX_AGE_DAYS); none set: nothing."""
@@ -95,6 +108,12 @@ class App:
                 log.warning("could not keep the backends' learned concurrency limits", exc_info=True)
 
     async def aclose(self) -> None:
+        await self.close_loop()
+        self.store.close()
+        telemetry.flush()
+
+    async def close_loop(self) -> None:
+        """Close what belongs to the running event loop (the store stays open)."""
         await self.verdict_writes.drain()  # verdict rows still being written, before the store closes
         await self._keep_learned_limits()
         for backend in self._backends.values():
@@ -103,5 +122,3 @@ class App:
             except Exception:  # pragma: no cover - best effort on shutdown
                 log.exception("closing backend %s", backend.name)
         self._backends.clear()
-        self.store.close()
-        telemetry.flush()

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import json
 from types import ModuleType
+from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
+from mcp.server.mcpserver.prompts import Prompt
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 
 from judge_mcp import prompts
 from judge_mcp._version import __version__
@@ -32,6 +36,12 @@ class JudgeServer(MCPServer):
     """The MCP server, holding the App it serves (the CLI and the tests reach its store through `app`)."""
 
     app: App
+
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None, context: Any = None) -> Any:
+        """prompts/get, its arguments checked first: an unknown prompt, a missing or an unknown argument is invalid
+        params (-32602) naming it, as the specification says, not an internal error with a traceback."""
+        check_prompt_arguments(self._prompt_manager.get_prompt(name), name, arguments)
+        return await super().get_prompt(name, arguments, context)
 
 
 def build_server(app: App | None = None) -> JudgeServer:
@@ -125,6 +135,24 @@ def _stats_json(app: App, last: int) -> str:
         return report.model_copy(update={"verdict_log": app.verdict_writes.health()}).model_dump_json(indent=2)
     except StoreError as exc:
         raise ResourceError(str(exc)) from exc
+
+
+def check_prompt_arguments(prompt: Prompt | None, name: str, arguments: dict[str, Any] | None) -> None:
+    """Raise invalid params (-32602) naming what is wrong with a prompts/get request for `prompt`."""
+    if prompt is None:
+        raise MCPError(INVALID_PARAMS, f"unknown prompt {name!r}")
+    declared = prompt.arguments or []
+    given = set(arguments or {})
+    missing = [a.name for a in declared if a.required and a.name not in given]
+    unknown = sorted(given - {a.name for a in declared})
+    problems = []
+    if missing:
+        problems.append(f"missing required argument{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))}")
+    if unknown:
+        problems.append(f"unknown argument{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}")
+    if problems:
+        takes = ", ".join(a.name if a.required else f"{a.name} (optional)" for a in declared)
+        raise MCPError(INVALID_PARAMS, f"prompt {name!r}: {'; '.join(problems)}; it takes {takes}")
 
 
 def with_inputs(criteria: str, reference: str) -> str:

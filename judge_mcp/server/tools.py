@@ -26,6 +26,7 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetad
 from mcp_types import InputRequiredResult, ToolAnnotations
 from pydantic import BaseModel, Field, create_model
 
+from judge_mcp.contract import image_files
 from judge_mcp.contract import images as imagelib
 from judge_mcp.telemetry import hooks as telemetry
 from judge_mcp.server import schemas as tool_schemas
@@ -283,7 +284,8 @@ class ArgsTool(Tool):
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         with telemetry.tool_call(self.name):  # a no-op unless OpenTelemetry is on
             try:
-                args = client_args(self.args_model, arguments, image_paths(self.app))
+                paths = image_paths(self.app)
+                args = await image_files.checked(partial(client_args, self.args_model, arguments, paths), paths)
             except InputError as exc:
                 raise ToolError(f"Error executing tool {self.name}: {exc}") from None
             return await super().run({"args": args}, context, convert_result)

@@ -1,5 +1,5 @@
-"""Image arguments as local file paths: over stdio only, inside a folder of JUDGE_MCP_IMAGE_DIRS (resolved, symlinks
-and `..` included), checked by magic bytes and size as a data: URI is, then carried as one; refused over HTTP and
+"""Image arguments as local file paths: over stdio only, inside a folder of JUDGE_MCP_IMAGE_DIRS (`..` taken as
+written; no symbolic link followed below the folder: test_image_file_races.py), checked by magic bytes and size as a data: URI is, then carried as one; refused over HTTP and
 in memory with an error naming the image and the setting."""
 
 from __future__ import annotations

@@ -84,3 +84,62 @@ def test_an_echo_of_a_long_instruction_is_found_at_either_end() -> None:
     assert flip.detect_echo(instruction, instruction + " Here is my answer.").echoes
     assert flip.detect_echo(instruction, "Here is my answer. " + instruction).echoes
     assert not flip.detect_echo(instruction, "Here is my answer, which repeats nothing of the task at all.").echoes
+
+
+# ---- replies full of labels (issue 34): a label reader costs about what prose does -----------------------------------
+from testkit.hostile_texts import LABEL_READERS, label_floods  # noqa: E402
+from judge_mcp.methods import pair_labels, pairwise  # noqa: E402
+
+MAX_LABEL_RATIO = 40  # the label readers measure up to ~15 (echoes of a judged text); the old parse_label 150 to 300
+FLOODS = label_floods()
+
+
+@pytest.mark.parametrize("name", sorted(LABEL_READERS))
+def test_a_reply_full_of_labels_costs_a_small_multiple_of_prose(name: str) -> None:
+    ratio, text, worst_s, base_s = worst_ratio(LABEL_READERS[name], texts=FLOODS)
+    assert ratio < MAX_LABEL_RATIO, f"{name}: {text} took {worst_s * 1000:.1f} ms, {ratio:.0f}x its prose baseline ({base_s * 1000:.2f} ms)"
+
+
+def _old_canon(text: str) -> str:
+    import re
+
+    text = pair_labels._REF_LABEL.sub(lambda m: f"⟨{m.group(1)}{m.group(2)}{m.group(3)}⟩", text)
+    return re.sub(r"\s+", " ", text).lower()
+
+
+def _old_parse_label(text: str, judged: list[str]) -> pairwise.Verdict | None:
+    """parse_label as it was before the one-pass reading: every label classified, in order."""
+    if not text:
+        return None
+    judged = [t for t in judged if t]
+    index = pair_labels._EchoIndex([_old_canon(t) for t in judged] + [_old_canon(pairwise.neutralise(t)) for t in judged])
+    plain, mentions = [], []
+    for m in pair_labels._ANY_LABEL.finditer(text):
+        before_ctx = _old_canon(text[max(0, m.start() - pair_labels._CONTEXT) : m.start()])
+        if index.holds(_old_canon(m.group(0)), before_ctx, _old_canon(text[m.end() : m.end() + pair_labels._CONTEXT])):
+            continue
+        before, after = text[max(0, m.start() - 1) : m.start()], text[m.end() : m.end() + 1]
+        (mentions if before and after and before in pair_labels._QUOTES and after in pair_labels._QUOTES else plain).append(m)
+    labels = {pair_labels._label_of(m) for m in plain}
+    if len(labels) != 1:
+        return None
+    label = labels.pop()
+    if label not in pairwise.LABELS:
+        return None
+    last = plain[-1]
+    if any(m.start() > last.start() and pair_labels._label_of(m) != label for m in mentions):
+        return None
+    return pairwise.Verdict(label, text[: last.start()].strip(), last.start())
+
+
+_LABEL_PIECES = ["[[A>B]]", "[[B>A]]", "[[A=B]]", "[[A>>B]]", "[[ A > B ]]", "[B>A]", "[[", "]]", "[", "A", "B", ">", '"', "'",
+                 "`", "“", "”", " ", "\n", "x", "Assistant A is worse: ", " clearly so.", "My final verdict is ", "abcdefghij"]
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from(_LABEL_PIECES), max_size=40), st.lists(st.lists(st.sampled_from(_LABEL_PIECES), max_size=20), max_size=3))
+def test_the_one_pass_label_reading_answers_as_the_old_one(pieces: list[str], judged: list[list[str]]) -> None:
+    text, refs = "".join(pieces), ["".join(j) for j in judged]
+    if refs:  # a reply quoting a judged text, as the echo rule is about
+        text = text[: len(text) // 2] + refs[0] + text[len(text) // 2 :]
+    assert pairwise.parse_label(text, refs) == _old_parse_label(text, refs)

@@ -1,5 +1,6 @@
 """Credentials in the forms an echo takes: base64(`user:KEY`) (the Basic credential sent for a base URL with
-userinfo), the key in base64, hex, reversed, split across lines. A real `judge-mcp -v serve --transport http` talks
+userinfo), the key in base64, hex, reversed, split across lines, URL-encoded (`%XX`, either hex case, all or some of
+its bytes) and \\u-escaped (either hex case). A real `judge-mcp -v serve --transport http` talks
 to a backend whose URL holds `judge:KEY@`, and the backend echoes the credential it got in an error body (the tool
 error), in its answers (the database rows) and in a response header (the -v log). None of the forms reaches a
 client, a database file or stderr. A base URL with a password that is not an http(s) URL, or that does not parse,
@@ -43,6 +44,11 @@ def forms(key: str) -> dict[str, str]:
         "split across lines": key[:9] + "\n    " + key[9:],
         "split by spaces": " ".join(key),
         "split by zero-width characters": "\u200b".join(key[:10]) + "\ufeff" + "\u2060\u200d".join(key[10:]),
+        "percent-encoded": "".join(f"%{b:02X}" for b in key.encode()),
+        "percent-encoded, lower-case hex": "".join(f"%{b:02x}" for b in key.encode()),
+        "half percent-encoded": "".join(f"%{ord(c):02x}" if i % 2 else c for i, c in enumerate(key)),
+        "\\u-escaped": "".join(f"\\u{ord(c):04x}" for c in key),
+        "\\u-escaped, upper-case hex": "".join(f"\\u{ord(c):04X}" for c in key),
     }
 
 
@@ -81,7 +87,8 @@ class EchoingBackend:
         self.n += 1
         sent = self.server.headers[-1].get("authorization", "")
         if self.n == 1:
-            return Reply(status=500, raw_body=f"proxy error; request headers: Authorization: {sent}".encode())
+            echoed = " | ".join(v for v in forms(KEY).values() if "\n" not in v)
+            return Reply(status=500, raw_body=f"proxy error; request headers: Authorization: {sent}; {echoed}".encode())
         if self.n == 2:
             return Reply(content="echo: " + " | ".join([sent, *forms(KEY).values()]))
         reply = as_reply(self.judge(payload))
@@ -125,10 +132,14 @@ def test_url_credentials_and_their_forms_reach_no_client_no_database_and_no_log(
             assert needle.encode() not in data, (path.name, name)
     conn = sqlite3.connect(str(db))
     try:
-        stored = json.dumps(conn.execute("SELECT response FROM call_cache").fetchall())
+        rows = conn.execute("SELECT response FROM call_cache").fetchall()
     finally:
         conn.close()
+    stored = json.dumps(rows)
     assert stored.count(REDACTED) >= len(forms(KEY))  # the echoes were there, blanked
+    decoded = " ".join(json.dumps(json.loads(r[0]), ensure_ascii=False) for r in rows if r[0])  # the answers' own text
+    for name, needle in needles.items():
+        assert needle not in decoded, name
 
 
 @pytest.mark.parametrize(
