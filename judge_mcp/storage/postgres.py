@@ -29,7 +29,8 @@ from judge_mcp.redaction import known, redact
 from judge_mcp.storage import migrations as schema
 from judge_mcp.storage.engine import Dialect, Migration, StoreError
 from judge_mcp.storage.lanes import Lane
-from judge_mcp.storage.pg_url import register_secrets, shown
+from judge_mcp.storage.pg_conninfo import ConninfoError
+from judge_mcp.storage.pg_url import conninfo, register_secrets, shown
 
 __all__ = ["POSTGRES", "PgStore", "PgTx"]
 
@@ -111,6 +112,10 @@ class PgStore:
         register_secrets(url)
         self.url = url
         self.shown = shown(url)
+        try:
+            self._conninfo = conninfo(url)  # the driver gets the keywords as libpq reads the URL, quoted
+        except ConninfoError as exc:
+            raise StoreError(f"cannot open the database {self.shown!r} (JUDGE_MCP_DB): {exc}") from None
         self.connect_timeout_s = connect_timeout_s
         try:
             import psycopg
@@ -127,14 +132,14 @@ class PgStore:
         options: dict[str, Any] = {"autocommit": True, "row_factory": dict_row, "connect_timeout": max(2, int(connect_timeout_s))}
         self._options = options
         try:  # one connection of our own first: its failure says why (unreachable, password, no such database)
-            with psycopg.connect(url, **options) as probe:
+            with psycopg.connect(self._conninfo, **options) as probe:
                 info = probe.info
                 dbname = info.dbname
                 self._location = f"postgresql://{info.host}:{info.port}/{dbname}"
         except psycopg.Error as exc:
             raise StoreError(f"cannot open the database {self.shown!r} (JUDGE_MCP_DB): {_reason(exc)}") from None
         self.pool = ConnectionPool(
-            url, kwargs=options, min_size=2, max_size=max(2, pool_size), open=False, timeout=min(POOL_WAIT_S, connect_timeout_s), name="judge-mcp"
+            self._conninfo, kwargs=options, min_size=2, max_size=max(2, pool_size), open=False, timeout=min(POOL_WAIT_S, connect_timeout_s), name="judge-mcp"
         )
         self.reads = Lane(f"judge-mcp store reads {dbname}")
         self.writes = Lane(f"judge-mcp store writes {dbname}")
@@ -157,7 +162,7 @@ class PgStore:
 
     def connect(self) -> Any:
         """A connection of its own (not from the pool), autocommit: for LISTEN, which holds its connection."""
-        return self._psycopg.connect(self.url, **self._options)
+        return self._psycopg.connect(self._conninfo, **self._options)
 
     # ---- plumbing -----------------------------------------------------------------------------------------------
     def _failed(self, exc: BaseException, doing: str, after: str = "") -> StoreError:
@@ -185,7 +190,7 @@ class PgStore:
         try:
             conn = self.pool.getconn(timeout=FIRST_WAIT_S)
         except PoolTimeout:
-            self._psycopg.connect(self.url, **self._options).close()
+            self._psycopg.connect(self._conninfo, **self._options).close()
             conn = self.pool.getconn()
         try:
             yield conn

@@ -76,7 +76,7 @@ def test_a_missing_database_is_named(postgres_server) -> None:
 
 
 def test_a_url_of_another_scheme_is_a_configuration_error() -> None:
-    with pytest.raises(ConfigError, match=r"SQLite file path or a postgresql:// URL; got a mysql:// URL") as caught:
+    with pytest.raises(ConfigError, match=r"SQLite file path, a postgresql:// URL or a libpq keyword DSN .*; got a mysql:// URL") as caught:
         load_settings({"JUDGE_MCP_DB": f"mysql://root:{PASSWORD}@db/judge"})
     assert PASSWORD not in str(caught.value)
     settings = load_settings({"JUDGE_MCP_DB": f"postgresql://judge:{PASSWORD}@db/judge"})
