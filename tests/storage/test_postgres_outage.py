@@ -1,0 +1,108 @@
+"""PostgreSQL gone or frozen (issue 34, break 5), on a real server (judge_mcp/bench/postgres_server.py): a frozen
+server (SIGSTOP on every process of it, as a network partition behaves) fails every statement within the store's
+cut bound, a queue of them in a few seconds in all (not one bound each), judge_stats' and record_label's reads
+fail fast with a clear error meanwhile, and statements succeed again within seconds of the end of the freeze and
+of a restart."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from judge_mcp.storage.engine import StoreError
+from judge_mcp.storage.postgres import PgStore
+
+CUT_S = 2.0  # the store's bound on a connection held (the default is pg_guard.CUT_AFTER_S)
+
+
+def _processes(server) -> list[int]:
+    """The postmaster and every process it started (one per connection, the background workers)."""
+    postmaster = int((Path(server.root) / "data" / "postmaster.pid").read_text().split()[0])
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == postmaster:
+            children.append(int(stat.parent.name))
+    return [postmaster, *children]
+
+
+def _signal(pids: list[int], sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def _recovers_within(store: PgStore, limit_s: float) -> float:
+    started = time.monotonic()
+    while time.monotonic() - started < limit_s:
+        try:
+            store.query("SELECT 1 AS one")
+            return time.monotonic() - started
+        except StoreError:
+            time.sleep(0.1)
+    raise AssertionError(f"the store did not recover within {limit_s} s")
+
+
+async def _queued_reads(store: PgStore, n: int) -> list[BaseException | list]:
+    async def one() -> BaseException | list:
+        try:
+            return await store.reads.run(store.query, "SELECT 1 AS one")
+        except StoreError as exc:
+            return exc
+
+    return await asyncio.gather(*(one() for _ in range(n)))
+
+
+def test_a_frozen_server_fails_statements_within_the_bound_then_recovers(postgres_server, postgres_url) -> None:
+    from judge_mcp import stats
+
+    store = PgStore(postgres_url, connect_timeout_s=2, cut_after_s=CUT_S)
+    pids = _processes(postgres_server)
+    try:
+        assert store.query("SELECT 1 AS one") == [{"one": 1}]
+        _signal(pids, signal.SIGSTOP)
+        started = time.monotonic()
+        outcomes = asyncio.run(asyncio.wait_for(_queued_reads(store, 20), 30))  # 20 reads queued in the read lane
+        took = time.monotonic() - started
+        assert all(isinstance(o, StoreError) for o in outcomes), outcomes
+        assert took < CUT_S + 3, took  # the first waits out the cut; the rest fail at once, not one bound each
+        assert any("did not answer within 2 s" in str(o) for o in outcomes)
+        started = time.monotonic()
+        with pytest.raises(StoreError, match=r"could not (reach|use) the database 'postgresql://judge@127\.0\.0\.1"):
+            stats.from_store(store, 100)  # judge_stats' read
+        with pytest.raises(StoreError):
+            store.run("UPDATE verdicts SET created_at = created_at WHERE id = -1")  # a write (record_label's kind)
+        assert time.monotonic() - started < CUT_S + 3
+    finally:
+        _signal(pids, signal.SIGCONT)
+    try:
+        assert _recovers_within(store, 10) < 3  # after the freeze: within a second or two
+    finally:
+        store.close()
+
+
+def test_statements_succeed_again_within_seconds_of_a_restart(postgres_server, postgres_url) -> None:
+    store = PgStore(postgres_url, connect_timeout_s=2, cut_after_s=CUT_S)
+    try:
+        assert store.query("SELECT 1 AS one") == [{"one": 1}]
+        postgres_server.stop("immediate")
+        for _ in range(3):  # stopped: each fails at once (refused), naming the database
+            started = time.monotonic()
+            with pytest.raises(StoreError, match=r"could not (read|reach) the database"):
+                store.query("SELECT 1 AS one")
+            assert time.monotonic() - started < 3
+        time.sleep(3)  # long enough for the pool's reconnection attempts to back off
+        postgres_server._start()
+        assert _recovers_within(store, 30) < 3
+    finally:
+        store.close()
