@@ -5,8 +5,11 @@ partition accepts them (the kernel answers) and then never replies, so a stateme
 thread with it: the server's statement_timeout cannot fire, TCP keepalives are answered by the kernel. Two guards
 bound that:
 
-- `Watchdog`: a connection held longer than its bound has its socket shut down from a thread of the watchdog's own,
-  so the statement waiting on it fails at once (the driver reads end-of-file) and the thread holding it is free.
+- `Watchdog`: a connection held longer than its bound makes the watchdog prove the server with a new connection of
+  its own (bounded by its connect timeout): a server that answers it is alive, and the slow statement goes on (its
+  own statement_timeout ends it at the server); one that does not has the held connection's socket shut down from
+  the watchdog's thread, so the statement waiting on it fails at once (the driver reads end-of-file) and the
+  thread holding it is free.
 - `Outage`: after the server could not be reached or a connection was cut, statements fail at once with the reason
   for RETRY_AFTER_S; after that one of them (one at a time) proves the server with a new connection, bounded by its
   connect timeout, before the others go on. So a queue of statements drains in milliseconds instead of each waiting
@@ -19,6 +22,7 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 TICK_S = 0.2  # how often the watchdog looks at the connections held
@@ -39,12 +43,14 @@ def cut(conn: Any) -> None:
 
 
 class Watchdog:
-    """Cuts connections held longer than their bound (see the module docstring). Its thread starts on first use and
-    ends with `stop()` or when nothing was held for a while."""
+    """Proves the server when a connection is held longer than its bound; cuts the late connections when it does not
+    answer (see the module docstring). `alive()` is the proof: a new connection made and closed, bounded. Its thread
+    starts on first use and ends with `stop()` or when nothing was held for a while."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, alive: Callable[[], bool]):
         self.name = name
-        self._held: dict[int, tuple[float, Any]] = {}  # id(conn) -> (deadline, conn)
+        self.alive = alive
+        self._held: dict[int, tuple[float, float, Any]] = {}  # id(conn) -> (deadline, bound, conn)
         self._cut: set[int] = set()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -55,7 +61,7 @@ class Watchdog:
         if bound_s is None:
             return
         with self._lock:
-            self._held[id(conn)] = (time.monotonic() + bound_s, conn)
+            self._held[id(conn)] = (time.monotonic() + bound_s, bound_s, conn)
             if self._thread is None and not self._stopped:
                 self._thread = threading.Thread(target=self._watch, name=self.name, daemon=True)
                 self._thread.start()
@@ -75,17 +81,32 @@ class Watchdog:
             time.sleep(TICK_S)
             now = time.monotonic()
             with self._lock:
-                late = [conn for deadline, conn in self._held.values() if deadline <= now]
-                for conn in late:
-                    self._cut.add(id(conn))
-                    del self._held[id(conn)]
-                if self._held or late:
+                late = [conn for deadline, _, conn in self._held.values() if deadline <= now]
+                if self._held:
                     idle_since = now
                 elif self._stopped or now - idle_since > 30 * TICK_S:  # nothing held for a while: end; hold() restarts
                     self._thread = None
                     return
+            if late:
+                self._settle(late, self.alive())
+
+    def _settle(self, late: list[Any], alive: bool) -> None:
+        """The server answered: give the late connections another bound each; it did not: cut them."""
+        now = time.monotonic()
+        with self._lock:
             for conn in late:
-                cut(conn)
+                held = self._held.get(id(conn))
+                if held is None or held[2] is not conn:  # released meanwhile
+                    continue
+                if alive:
+                    self._held[id(conn)] = (now + held[1], held[1], conn)
+                else:
+                    del self._held[id(conn)]
+                    self._cut.add(id(conn))
+        if not alive:
+            for conn in late:
+                if id(conn) in self._cut:
+                    cut(conn)
 
     def stop(self) -> None:
         with self._lock:
@@ -127,15 +148,16 @@ class Outage:
             return None, True
 
 
-STATEMENT_TIMEOUT_S = 5.0  # the server ends a statement running longer (statement_timeout); migrations and VACUUM are exempt
-CUT_AFTER_S = 8.0  # a connection held longer has its socket cut (a frozen or partitioned server)
+STATEMENT_TIMEOUT_S = 60.0  # the server ends a statement running longer (statement_timeout); migrations and VACUUM are exempt
+SUSPECT_AFTER_S = 3.0  # a connection held longer makes the watchdog prove the server (and cut it if that fails)
+TCP_USER_TIMEOUT_S = 10.0  # data the peer has not acknowledged for this long: the connection is dead (a partition)
 KEEPALIVES = {"keepalives": "1", "keepalives_idle": "5", "keepalives_interval": "2", "keepalives_count": "3"}
 
 
 def bounded(params: dict[str, str]) -> dict[str, str]:
     """The connection keywords with the bounds added where the connection string does not set them: TCP keepalives
     and tcp_user_timeout (a peer gone without a word), the server's statement_timeout (via `options`)."""
-    out = {**KEEPALIVES, "tcp_user_timeout": str(int(CUT_AFTER_S * 1000)), **params}
+    out = {**KEEPALIVES, "tcp_user_timeout": str(int(TCP_USER_TIMEOUT_S * 1000)), **params}
     options = out.get("options", "")
     if "statement_timeout" not in options:
         out["options"] = f"{options} -c statement_timeout={int(STATEMENT_TIMEOUT_S * 1000)}".strip()

@@ -31,7 +31,7 @@ from judge_mcp.storage.engine import Dialect, Migration, StoreError
 from judge_mcp.storage.lanes import Lane
 from judge_mcp.storage import pg_conninfo
 from judge_mcp.storage.pg_conninfo import ConninfoError
-from judge_mcp.storage.pg_guard import CUT_AFTER_S, Outage, Watchdog, bounded
+from judge_mcp.storage.pg_guard import SUSPECT_AFTER_S, Outage, Watchdog, bounded
 from judge_mcp.storage.pg_url import register_secrets, shown
 
 __all__ = ["POSTGRES", "PgStore", "PgTx"]
@@ -111,7 +111,7 @@ class PgStore:
         connect_timeout_s: float = CONNECT_TIMEOUT_S,
         pool_size: int = POOL_SIZE,
         lease_ttl_s: float | None = None,
-        cut_after_s: float = CUT_AFTER_S,
+        suspect_after_s: float = SUSPECT_AFTER_S,
     ):
         register_secrets(url)
         self.url = url
@@ -122,7 +122,7 @@ class PgStore:
         except ConninfoError as exc:
             raise StoreError(f"cannot open the database {self.shown!r} (JUDGE_MCP_DB): {exc}") from None
         self.connect_timeout_s = connect_timeout_s
-        self.cut_after_s = cut_after_s  # a connection held longer is cut (pg_guard.Watchdog)
+        self.suspect_after_s = suspect_after_s  # a connection held longer: the server is proved, else it is cut (pg_guard)
         try:
             import psycopg
             from psycopg.rows import dict_row
@@ -135,7 +135,7 @@ class PgStore:
         self._psycopg = psycopg
         self._local = threading.local()  # .tx: this thread's open transaction
         self._migrated: set[str] = set()
-        self._watchdog = Watchdog(f"judge-mcp store watchdog {self.shown}")
+        self._watchdog = Watchdog(f"judge-mcp store watchdog {self.shown}", self._alive)
         self._outage = Outage()
         self._checking = threading.Lock()  # held while a pool check runs (_check_idle)
         options: dict[str, Any] = {"autocommit": True, "row_factory": dict_row, "connect_timeout": max(2, int(connect_timeout_s))}
@@ -197,17 +197,18 @@ class PgStore:
             self._checking.release()
 
     @contextmanager
-    def _connection(self, watched: bool = True) -> Iterator[Any]:
-        """A connection for at most `cut_after_s` when `watched` (pg_guard.Watchdog cuts it then: StoreError).
-        Pooled when one is had within FIRST_WAIT_S; else a connection of its own, made now (its failure says at once that the server cannot
-        be reached) and used, then closed. After the server could not be reached, StoreError at once for
+    def _connection(self, watched: bool = True, *, fresh: bool = False) -> Iterator[Any]:
+        """A connection, watched past `suspect_after_s` when `watched` (pg_guard.Watchdog: when the server does not
+        answer a new connection then, it is cut: StoreError). Pooled when one is had within FIRST_WAIT_S; else (or
+        at once when `fresh`) a connection of its own, made now (its failure says at once that the server cannot be
+        reached), used, then closed. After the server could not be reached, StoreError at once for
         pg_guard.RETRY_AFTER_S; then one statement proves the server with a connection of its own."""
         from psycopg_pool import PoolTimeout
 
         down, probe = self._outage.enter()
         if down is not None:
             raise StoreError(f"could not reach the database {self.shown!r}: {down}")
-        pooled, conn = not probe, None
+        pooled, conn = not (probe or fresh), None
         try:
             conn = self.pool.getconn(timeout=FIRST_WAIT_S) if pooled else None
         except PoolTimeout:
@@ -217,7 +218,7 @@ class PgStore:
         if probe:
             self._outage.recovered()
             self._check_idle()  # connections the server dropped while it was down (a restart ends them all)
-        bound_s = self.cut_after_s if watched else None
+        bound_s = self.suspect_after_s if watched else None
         self._watchdog.hold(conn, bound_s)
         try:
             yield conn
@@ -229,17 +230,25 @@ class PgStore:
                 conn.close()
             if late:
                 reason = (
-                    f"it did not answer within {bound_s:g} s (stopped, frozen or unreachable); the connection was closed "
-                    "(a write on it was kept whole or not at all)"
+                    f"it did not answer within {bound_s:g} s, nor a new connection within {PROBE_CONNECT_S} s (stopped, frozen "
+                    "or unreachable); the connection was closed (a write on it was kept whole or not at all)"
                 )
                 self._outage.failed(reason)
                 raise StoreError(f"could not use the database {self.shown!r}: {reason}")
+
+    def _alive(self) -> bool:
+        """Whether the server completes a new connection within PROBE_CONNECT_S (pg_guard.Watchdog's proof)."""
+        try:
+            self._psycopg.connect(self._conninfo, **{**self._options, "connect_timeout": PROBE_CONNECT_S}).close()
+        except self._psycopg.Error:
+            return False
+        return True
 
     def _direct(self) -> Any:
         """A connection of its own, within PROBE_CONNECT_S; an unreachable server starts an outage (pg_guard.Outage)."""
         try:
             return self._psycopg.connect(self._conninfo, **{**self._options, "connect_timeout": PROBE_CONNECT_S})
-        except self._psycopg.OperationalError as exc:
+        except self._psycopg.Error as exc:
             self._outage.failed(f"the server cannot be reached: {_reason(exc)}")
             raise
 
@@ -276,7 +285,7 @@ class PgStore:
             return tx.query(sql, params)
         for attempt in (1, 2):
             try:
-                with self._connection() as conn:
+                with self._connection(fresh=attempt == 2) as conn:
                     cursor = conn.execute(pg_sql(sql), tuple(params))
                     return cursor.fetchall() if cursor.description else []
             except psycopg.OperationalError as exc:
