@@ -1,8 +1,8 @@
 """PostgreSQL gone or frozen (issue 34, break 5), on a real server (judge_mcp/bench/postgres_server.py): a frozen
 server (SIGSTOP on every process of it, as a network partition behaves) fails every statement within the store's
 cut bound, a queue of them in a few seconds in all (not one bound each), judge_stats' and record_label's reads
-fail fast with a clear error meanwhile, and statements succeed again within seconds of the end of the freeze and
-of a restart."""
+fail fast with a clear error meanwhile (through the tools too: a cache hit, judge_stats, record_label), and
+statements succeed again within seconds of the end of the freeze and of a restart."""
 
 from __future__ import annotations
 
@@ -116,3 +116,42 @@ def test_a_slow_statement_on_a_live_server_is_not_cut(postgres_url) -> None:
         assert store.query("SELECT 1 AS one") == [{"one": 1}]  # no outage was declared
     finally:
         store.close()
+
+
+async def test_tools_fail_fast_with_a_clear_error_while_the_server_is_frozen(postgres_server, postgres_url, scripted) -> None:
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from judge_mcp import tools
+    from judge_mcp.args import JudgeStatsArgs, RecordLabelArgs
+    from judge_mcp.bench.scripted_judges import PAIR, UniversalJudge
+    from judge_mcp.methods import pairwise
+    from tests.helpers import app_env, make_app
+
+    server = scripted(UniversalJudge())
+    app = make_app(app_env(server, postgres_url, JUDGE_MCP_MAX_RETRIES="0"), store=PgStore(postgres_url, connect_timeout_s=2, suspect_after_s=CUT_S))
+    args = {**PAIR, "swap": False}
+
+    async def compare() -> object:
+        return await app.run("compare_pair", args, lambda judge: pairwise.compare_pair(judge, **args))
+
+    pids = _processes(postgres_server)
+    try:
+        first = await compare()  # its answer is in the call cache: the same call again is a cache hit
+        _signal(pids, signal.SIGSTOP)
+        try:
+            for call in (
+                compare,
+                lambda: tools.judge_stats(app, JudgeStatsArgs()),
+                lambda: tools.record_label(app, RecordLabelArgs(verdict_id=first.verdict_id, label="A")),
+            ):
+                started = time.monotonic()
+                with pytest.raises((StoreError, ToolError), match=r"could not (reach|use|read) the database 'postgresql://judge@"):
+                    await asyncio.wait_for(call(), 30)
+                assert time.monotonic() - started < CUT_S + 4
+        finally:
+            _signal(pids, signal.SIGCONT)
+        assert _recovers_within(app.store, 10) < 3
+        assert (await compare()).winner == first.winner
+    finally:
+        _signal(pids, signal.SIGCONT)
+        await app.aclose()
