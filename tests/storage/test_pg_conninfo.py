@@ -120,3 +120,40 @@ def test_an_unusable_database_setting_never_sends_a_tool_to_another_database(val
     proc = subprocess.run([sys.executable, "-m", "judge_mcp", "serve"], input="", capture_output=True, text=True, env=env, timeout=60)
     assert proc.returncode == 2 and "configuration error: JUDGE_MCP_DB" in proc.stderr, proc.stderr
     assert "serving anyway" not in proc.stderr and not data.exists()  # the per-user database was never made
+
+
+async def test_the_password_reaches_no_tool_result_and_no_log_line_of_a_server(postgres_server, tmp_path: Path) -> None:
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    from judge_mcp.bench.scripted_judges import PAIR
+    from judge_mcp.bench.servers import free_port
+
+    base = postgres_server.require_password("leak_user", SECRET)
+    import psycopg
+
+    with psycopg.connect(postgres_server.url(), autocommit=True) as conn:
+        conn.execute("CREATE DATABASE leak_db OWNER leak_user")
+    url = base.replace("leak_user@", f"leak_user:{SECRET}@").replace("/postgres", "/leak_db")
+    env = clean_env(
+        JUDGE_MCP_DB=url, JUDGE_MCP_BACKEND="openai", JUDGE_MCP_MODEL="m", JUDGE_MCP_MAX_RETRIES="0",
+        JUDGE_MCP_BASE_URL=f"http://127.0.0.1:{free_port()}/v1",  # nothing listens: every judging call fails
+    )
+    params = StdioServerParameters(command=sys.executable, args=["-m", "judge_mcp", "serve", "-v"], env=env, cwd=tmp_path)
+    with open(tmp_path / "stderr.txt", "w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=60) as client:
+            results = [await client.call_tool("compare_pair", PAIR), await client.call_tool("judge_stats", {})]
+            with psycopg.connect(postgres_server.url(), autocommit=True) as conn:  # the server's connections cut
+                conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'leak_user'")
+                conn.execute("ALTER ROLE leak_user NOLOGIN")
+            try:
+                results += [await client.call_tool("judge_stats", {}), await client.call_tool("lwe_session_show", {"session": "s"})]
+            finally:
+                with psycopg.connect(postgres_server.url(), autocommit=True) as conn:
+                    conn.execute("ALTER ROLE leak_user LOGIN")
+    texts = [block.text for result in results for block in result.content]
+    assert results[0].is_error and not results[1].is_error and results[2].is_error  # the database failed the third
+    assert any("could not" in t and "the database 'postgresql://leak_user:[redacted]@127.0.0.1" in t for t in texts[2:]), texts
+    stderr = (tmp_path / "stderr.txt").read_text()
+    for text in [*texts, stderr]:
+        assert "secret-4417" not in text and "Pw#" not in text
