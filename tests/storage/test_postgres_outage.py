@@ -155,3 +155,36 @@ async def test_tools_fail_fast_with_a_clear_error_while_the_server_is_frozen(pos
     finally:
         _signal(pids, signal.SIGCONT)
         await app.aclose()
+
+
+async def test_a_leased_answer_is_returned_when_its_write_cannot_be_made_in_time(scripted, postgres_url, monkeypatch) -> None:
+    """calls/leased.complete_once: the answer is back from the backend, but the store's write lane is stuck (a frozen
+    server, a lock): the caller gets the answer after STORE_WAIT_S, not after the write."""
+    import threading
+
+    from judge_mcp.backends.base import user
+    from judge_mcp.bench.scripted import Reply
+    from judge_mcp.calls import leased
+    from judge_mcp.calls.cache import CallCache
+    from tests.helpers import Hold, http_backend
+
+    monkeypatch.setattr(leased, "STORE_WAIT_S", 0.5)
+    hold = Hold(lambda p: Reply(content="the answer"))
+    server = scripted(hold)
+    store = PgStore(postgres_url)
+    backend = http_backend(server, max_retries=0)
+    stuck = threading.Event()
+    try:
+        rows: list = []  # as App.run does: the answer's row is written with the verdict (verdict_writes bounds that wait)
+        call = asyncio.ensure_future(CallCache(store).lookup(backend, user("judge this"), defer=rows))
+        assert await asyncio.to_thread(hold.arrived.wait, 10)  # claimed, and at the backend
+        store.writes.submit(lambda: stuck.wait(20), lambda result, error: None)  # the write lane is stuck from now
+        hold.release()
+        started = time.monotonic()
+        completion, cached, _ = await asyncio.wait_for(call, 30)
+        assert completion.text == "the answer" and not cached and len(rows) == 1
+        assert time.monotonic() - started < 3  # not the 20 s of the stuck write
+    finally:
+        stuck.set()
+        await backend.aclose()
+        store.close()
