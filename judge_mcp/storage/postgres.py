@@ -57,6 +57,15 @@ def _reason(exc: BaseException) -> str:
     return redact(text, known())
 
 
+_NOT_SERVING = ("shutting down", "starting up", "recovery mode", "not yet accepting")
+
+
+def _server_answered(reason: str) -> bool:
+    """A failed connection's error came from a server that is up (its FATAL reply: too many clients, a password),
+    not from one stopping, starting, refusing or silent."""
+    return "FATAL:" in reason and not any(state in reason for state in _NOT_SERVING)
+
+
 class PgTx:
     """`engine.Tx` over one pooled connection inside `PgStore.transaction()`."""
 
@@ -249,7 +258,11 @@ class PgStore:
         try:
             return self._psycopg.connect(self._conninfo, **{**self._options, "connect_timeout": PROBE_CONNECT_S})
         except self._psycopg.Error as exc:
-            self._outage.failed(f"the server cannot be reached: {_reason(exc)}")
+            reason = _reason(exc)
+            if _server_answered(reason):  # alive, but refusing this connection (too many clients): no outage
+                self._outage.recovered()
+            else:
+                self._outage.failed(f"the server cannot be reached: {reason}")
             raise
 
     @contextmanager

@@ -188,3 +188,24 @@ async def test_a_leased_answer_is_returned_when_its_write_cannot_be_made_in_time
         stuck.set()
         await backend.aclose()
         store.close()
+
+
+def test_only_a_silent_or_stopping_server_starts_an_outage() -> None:
+    from judge_mcp.storage.pg_guard import Outage
+    from judge_mcp.storage.postgres import _server_answered
+
+    assert _server_answered('connection failed: ... failed: FATAL:  sorry, too many clients already')
+    assert _server_answered('connection failed: ... failed: FATAL:  password authentication failed for user "judge"')
+    assert not _server_answered('connection failed: ... failed: Connection refused Is the server running on that host?')
+    assert not _server_answered("connection failed: ... failed: timeout expired")
+    assert not _server_answered("connection failed: ... failed: FATAL:  the database system is shutting down")
+    outage = Outage()
+    assert outage.enter() == (None, False)
+    outage.failed("the server cannot be reached: refused")
+    down, probe = outage.enter()
+    assert "refused" in down and not probe  # at once, for RETRY_AFTER_S
+    outage._until = 0.0  # the second is over: one statement proves the server, the others still fail at once
+    assert outage.enter() == (None, True)
+    assert outage.enter()[0] is not None
+    outage.recovered()
+    assert outage.enter() == (None, False)
