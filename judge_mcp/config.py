@@ -72,7 +72,8 @@ class Settings:
     config_error: str | None = None
     # grade_score_options' unrelated option may come from options stored by earlier calls of any client
     shared_option_pool: bool = False
-    # JUDGE_MCP_DB as a postgresql:// URL (then db_path is unused); its password is never shown (storage/pg_url.py)
+    # JUDGE_MCP_DB as a postgresql:// URL or libpq keyword DSN (then db_path is unused); its password is never shown
+    # (storage/pg_url.py)
     db_url: str | None = field(default=None, repr=False)
     # serve --transport http without sessions (replicas behind a load balancer): JUDGE_MCP_HTTP_STATELESS
     http_stateless: bool = False
@@ -355,7 +356,8 @@ def _database(env: Mapping[str, str]) -> tuple[Path, str | None]:
 def settings_or_error(env: Mapping[str, str] | None = None) -> Settings:
     """`load_settings`, or, when the configuration has an error, settings that carry it (`config_error`) with the
     database path and the embedded backend in place of the rest: the server then starts and answers each call that
-    needs a backend with the error, where a user looks, instead of exiting before the MCP handshake."""
+    needs a backend with the error, where a user looks, instead of exiting before the MCP handshake. An unusable
+    JUDGE_MCP_DB is raised instead (ConfigError): no tool may use another database in its place."""
     env = os.environ if env is None else env
     try:
         return load_settings(env)
