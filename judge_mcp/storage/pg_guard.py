@@ -27,6 +27,7 @@ from typing import Any
 
 TICK_S = 0.2  # how often the watchdog looks at the connections held
 RETRY_AFTER_S = 1.0  # how long statements fail at once after the server could not be reached
+REFILL_S = 30.0  # after the server is back, a statement that finds no idle pooled connection makes its own at once
 
 
 def cut(conn: Any) -> None:
@@ -123,6 +124,7 @@ class Outage:
         self._since = 0.0
         self._down = False
         self._probing = False
+        self.recovered_at = -1e9  # when a statement last found the server back (monotonic)
 
     def failed(self, reason: str) -> None:
         with self._lock:
@@ -134,7 +136,13 @@ class Outage:
 
     def recovered(self) -> None:
         with self._lock:
+            if self._down:
+                self.recovered_at = time.monotonic()
             self._down = self._probing = False
+
+    def lately_recovered(self, within_s: float = REFILL_S) -> bool:
+        """Whether the server came back within the last `within_s` (the pool is still refilling, slowly)."""
+        return time.monotonic() - self.recovered_at < within_s
 
     def enter(self) -> tuple[str | None, bool]:
         """(why a statement must fail now, or None; whether it is to prove the server with a new connection)."""

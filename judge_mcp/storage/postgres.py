@@ -217,7 +217,7 @@ class PgStore:
         down, probe = self._outage.enter()
         if down is not None:
             raise StoreError(f"could not reach the database {self.shown!r}: {down}")
-        pooled, conn = not (probe or fresh), None
+        pooled, conn = not (probe or fresh or self._refilling()), None
         try:
             conn = self.pool.getconn(timeout=FIRST_WAIT_S) if pooled else None
         except PoolTimeout:
@@ -244,6 +244,11 @@ class PgStore:
                 )
                 self._outage.failed(reason)
                 raise StoreError(f"could not use the database {self.shown!r}: {reason}")
+
+    def _refilling(self) -> bool:
+        """Just after an outage, while the pool has no idle connection (it reconnects on its own back-off): a
+        connection of its own at once beats waiting FIRST_WAIT_S for one."""
+        return self._outage.lately_recovered() and self.pool.get_stats().get("pool_available", 1) == 0
 
     def _alive(self) -> bool:
         """Whether the server completes a new connection within PROBE_CONNECT_S (pg_guard.Watchdog's proof)."""
