@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from judge_mcp.bench.servers import clean_env
-from judge_mcp.config import ConfigError, load_settings, settings_or_error
+from testkit.server_process import clean_env
+from judge_mcp.config.settings import ConfigError, load_settings, settings_or_error
 from judge_mcp.redaction import known
 from judge_mcp.storage.engine import StoreError
 from judge_mcp.storage.pg_conninfo import ConninfoError, conninfo, parse
 from judge_mcp.storage.pg_url import is_postgres_url, shown
-from judge_mcp.storage.postgres import PgStore
+from judge_mcp.storage.postgres import PostgresEngine
 
 SECRET = "Pw#?[x-secret-4417"  # what libpq accepts unencoded in a URL's password
 LIBPQ_READS = [
@@ -84,7 +84,7 @@ def test_a_keyword_dsn_is_postgresql_never_an_sqlite_file(tmp_path: Path, monkey
     settings = load_settings({"JUDGE_MCP_DB": value, "HOME": str(tmp_path)})
     assert settings.db_url == value and "x-secret-4417" in known()
     with pytest.raises(StoreError) as caught:  # an SQLite file would have opened (named after the password)
-        PgStore("host=127.0.0.1 port=1 password=x-secret-4417 dbname=judge connect_timeout=2")
+        PostgresEngine("host=127.0.0.1 port=1 password=x-secret-4417 dbname=judge connect_timeout=2")
     assert "x-secret-4417" not in str(caught.value) and "password=[redacted]" in str(caught.value)
     assert list(tmp_path.iterdir()) == []
 
@@ -99,7 +99,7 @@ def test_a_password_libpq_accepts_unencoded_works_and_never_shows(postgres_serve
     with psycopg.connect(postgres_server.url(), autocommit=True) as conn:
         conn.execute("CREATE DATABASE odd_pw_db OWNER odd_pw_user")
     for value in (url.replace("/postgres", "/odd_pw_db"), dsn.replace("dbname=postgres", "dbname=odd_pw_db")):
-        store = PgStore(value)  # the old urlsplit reading crashed on '[' and showed everything after '#'
+        store = PostgresEngine(value)  # the old urlsplit reading crashed on '[' and showed everything after '#'
         try:
             assert store.query("SELECT current_user AS u") == [{"u": "odd_pw_user"}]
             assert SECRET not in store.shown and "Pw#" not in store.shown and "[redacted]" in store.shown
@@ -107,7 +107,7 @@ def test_a_password_libpq_accepts_unencoded_works_and_never_shows(postgres_serve
             store.close()
     wrong = url.replace(SECRET, SECRET[::-1])
     with pytest.raises(StoreError, match="password authentication failed") as caught:
-        PgStore(wrong)
+        PostgresEngine(wrong)
     assert SECRET[::-1] not in str(caught.value) and "secret" not in str(caught.value)
 
 
@@ -126,8 +126,8 @@ async def test_the_password_reaches_no_tool_result_and_no_log_line_of_a_server(p
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    from judge_mcp.bench.scripted_judges import PAIR
-    from judge_mcp.bench.servers import free_port
+    from testkit.scripted_judges import PAIR
+    from testkit.server_process import free_port
 
     base = postgres_server.require_password("leak_user", SECRET)
     import psycopg

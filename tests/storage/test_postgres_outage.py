@@ -1,4 +1,4 @@
-"""PostgreSQL gone or frozen (issue 34, break 5), on a real server (judge_mcp/bench/postgres_server.py): a frozen
+"""PostgreSQL gone or frozen (issue 34, break 5), on a real server (testkit/postgres_server.py): a frozen
 server (SIGSTOP on every process of it, as a network partition behaves) fails every statement within the store's
 cut bound, a queue of them in a few seconds in all (not one bound each), judge_stats' and record_label's reads
 fail fast with a clear error meanwhile (through the tools too: a cache hit, judge_stats, record_label), and
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from judge_mcp.storage.engine import StoreError
-from judge_mcp.storage.postgres import PgStore
+from judge_mcp.storage.postgres import PostgresEngine
 
 CUT_S = 2.0  # the store's bound on a connection held before it proves the server (pg_guard.SUSPECT_AFTER_S)
 
@@ -42,7 +42,7 @@ def _signal(pids: list[int], sig: int) -> None:
             pass
 
 
-def _recovers_within(store: PgStore, limit_s: float) -> float:
+def _recovers_within(store: PostgresEngine, limit_s: float) -> float:
     started = time.monotonic()
     while time.monotonic() - started < limit_s:
         try:
@@ -53,7 +53,7 @@ def _recovers_within(store: PgStore, limit_s: float) -> float:
     raise AssertionError(f"the store did not recover within {limit_s} s")
 
 
-async def _queued_reads(store: PgStore, n: int) -> list[BaseException | list]:
+async def _queued_reads(store: PostgresEngine, n: int) -> list[BaseException | list]:
     async def one() -> BaseException | list:
         try:
             return await store.reads.run(store.query, "SELECT 1 AS one")
@@ -64,9 +64,9 @@ async def _queued_reads(store: PgStore, n: int) -> list[BaseException | list]:
 
 
 def test_a_frozen_server_fails_statements_within_the_bound_then_recovers(postgres_server, postgres_url) -> None:
-    from judge_mcp import stats
+    from judge_mcp.stats import report as stats
 
-    store = PgStore(postgres_url, connect_timeout_s=2, suspect_after_s=CUT_S)
+    store = PostgresEngine(postgres_url, connect_timeout_s=2, suspect_after_s=CUT_S)
     pids = _processes(postgres_server)
     try:
         assert store.query("SELECT 1 AS one") == [{"one": 1}]
@@ -92,7 +92,7 @@ def test_a_frozen_server_fails_statements_within_the_bound_then_recovers(postgre
 
 
 def test_statements_succeed_again_within_seconds_of_a_restart(postgres_server, postgres_url) -> None:
-    store = PgStore(postgres_url, connect_timeout_s=2, suspect_after_s=CUT_S)
+    store = PostgresEngine(postgres_url, connect_timeout_s=2, suspect_after_s=CUT_S)
     try:
         assert store.query("SELECT 1 AS one") == [{"one": 1}]
         postgres_server.stop("immediate")
@@ -110,7 +110,7 @@ def test_statements_succeed_again_within_seconds_of_a_restart(postgres_server, p
 
 
 def test_a_slow_statement_on_a_live_server_is_not_cut(postgres_url) -> None:
-    store = PgStore(postgres_url, connect_timeout_s=2, suspect_after_s=0.5)  # the server is proved, and answers
+    store = PostgresEngine(postgres_url, connect_timeout_s=2, suspect_after_s=0.5)  # the server is proved, and answers
     try:
         assert store.query("SELECT 2 AS two FROM pg_sleep(1.5)") == [{"two": 2}]
         assert store.query("SELECT 1 AS one") == [{"one": 1}]  # no outage was declared
@@ -121,14 +121,14 @@ def test_a_slow_statement_on_a_live_server_is_not_cut(postgres_url) -> None:
 async def test_tools_fail_fast_with_a_clear_error_while_the_server_is_frozen(postgres_server, postgres_url, scripted) -> None:
     from mcp.server.mcpserver.exceptions import ToolError
 
-    from judge_mcp import tools
-    from judge_mcp.args import JudgeStatsArgs, RecordLabelArgs
-    from judge_mcp.bench.scripted_judges import PAIR, UniversalJudge
+    from judge_mcp.server import tools
+    from judge_mcp.contract.args import JudgeStatsArgs, RecordLabelArgs
+    from testkit.scripted_judges import PAIR, UniversalJudge
     from judge_mcp.methods import pairwise
     from tests.helpers import app_env, make_app
 
     server = scripted(UniversalJudge())
-    app = make_app(app_env(server, postgres_url, JUDGE_MCP_MAX_RETRIES="0"), store=PgStore(postgres_url, connect_timeout_s=2, suspect_after_s=CUT_S))
+    app = make_app(app_env(server, postgres_url, JUDGE_MCP_MAX_RETRIES="0"), store=PostgresEngine(postgres_url, connect_timeout_s=2, suspect_after_s=CUT_S))
     args = {**PAIR, "swap": False}
 
     async def compare() -> object:
@@ -163,7 +163,7 @@ async def test_a_leased_answer_is_returned_when_its_write_cannot_be_made_in_time
     import threading
 
     from judge_mcp.backends.base import user
-    from judge_mcp.bench.scripted import Reply
+    from testkit.scripted_servers import Reply
     from judge_mcp.calls import leased
     from judge_mcp.calls.cache import CallCache
     from tests.helpers import Hold, http_backend
@@ -171,7 +171,7 @@ async def test_a_leased_answer_is_returned_when_its_write_cannot_be_made_in_time
     monkeypatch.setattr(leased, "STORE_WAIT_S", 0.5)
     hold = Hold(lambda p: Reply(content="the answer"))
     server = scripted(hold)
-    store = PgStore(postgres_url)
+    store = PostgresEngine(postgres_url)
     backend = http_backend(server, max_retries=0)
     stuck = threading.Event()
     try:
