@@ -20,12 +20,14 @@ from typing import Any
 
 from judge_mcp.backends.base import Backend, ChatRequest, Completion
 from judge_mcp.storage.call_cache import CacheRow
+from judge_mcp.storage.engine import StoreError
 
 log = logging.getLogger("judge_mcp")
 
 # how a flight's answer came: sent by this process and written (SENT_STORED) or not written (SENT), or read from
 # the table after another process wrote it (ELSEWHERE)
 SENT, SENT_STORED, ELSEWHERE = "sent", "sent-stored", "elsewhere"
+STORE_WAIT_S = 5.0  # the longest a claim or the answer's write is waited for (the job itself runs to its end in the lane)
 
 
 async def complete_once(
@@ -46,7 +48,7 @@ async def complete_once(
         while True:
             woken = leases.watch(key, loop)  # before the claim: a notification in between is not missed
             try:
-                state, stored = await store.writes.run(leases.claim, key, token)
+                state, stored = await _bounded(store, "claim the request's lease", leases.claim, key, token)
                 if state == "stored":
                     return stored, ELSEWHERE
                 if state == "mine":
@@ -62,11 +64,20 @@ async def complete_once(
         _release_soon(store, key, token)
         raise
     try:
-        await store.writes.run(_finish, leases, key, token, row_of(completion), written)
+        await _bounded(store, "write the answer", _finish, leases, key, token, row_of(completion), written)
     except Exception as exc:  # the answer stands; its lease runs out by itself and the caller writes the row later
         log.warning("could not write a shared answer and release its lease (%s); it is written with the verdict", exc)
         return completion, SENT
     return completion, SENT_STORED
+
+
+async def _bounded(store: Any, doing: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """`fn(*args)` in the store's write lane, waited for STORE_WAIT_S at most (StoreError then; the job still runs
+    to its end, so a claim it makes is released by the release queued behind it)."""
+    try:
+        return await asyncio.wait_for(store.writes.run(fn, *args), STORE_WAIT_S)
+    except TimeoutError:
+        raise StoreError(f"could not {doing} in the database {store.location!r} within {STORE_WAIT_S:g} s (is it stopped or unreachable?)") from None
 
 
 def _finish(leases: Any, key: str, token: str, row: CacheRow | None, written: Callable[[CacheRow], None]) -> None:

@@ -195,7 +195,8 @@ environment (set by the MCP client's "env" block or the shell):
   JUDGE_MCP_API_KEY      the backend's key                       [default: OPENAI_API_KEY / ANTHROPIC_API_KEY,
                                                                  sent only to the provider's own URL]
   JUDGE_MCP_DB           SQLite file holding all state           [default: {db}]
-                         or a postgresql://user:password@host/db URL (replicas sharing one database)
+                         or a postgresql://user:password@host/db URL or a keyword DSN
+                         (host=... password=... dbname=...): replicas sharing one database
   JUDGE_MCP_CONFIG       TOML file with [backends.NAME] tables   [default: none]
   JUDGE_MCP_HTTP_TOKEN   bearer token for --transport http       [default: none, then loopback binds only]
   JUDGE_MCP_HTTP_STATELESS  1: as serve --stateless              [default: 0]

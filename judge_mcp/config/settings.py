@@ -72,7 +72,8 @@ class Settings:
     config_error: str | None = None
     # grade_score_options' unrelated option may come from options stored by earlier calls of any client
     shared_option_pool: bool = False
-    # JUDGE_MCP_DB as a postgresql:// URL (then db_path is unused); its password is never shown (storage/pg_url.py)
+    # JUDGE_MCP_DB as a postgresql:// URL or libpq keyword DSN (then db_path is unused); its password is never shown
+    # (storage/pg_url.py)
     db_url: str | None = field(default=None, repr=False)
     # serve --transport http without sessions (replicas behind a load balancer): JUDGE_MCP_HTTP_STATELESS
     http_stateless: bool = False
@@ -330,34 +331,39 @@ def _db_path(env: Mapping[str, str]) -> Path:
 
 
 def _database(env: Mapping[str, str]) -> tuple[Path, str | None]:
-    """(SQLite file, PostgreSQL URL or None) from JUDGE_MCP_DB: a postgresql:// URL (its password registered for
-    redaction) leaves the file at its default; any other `scheme://` is an error naming the two forms accepted."""
+    """(SQLite file, PostgreSQL connection string or None) from JUDGE_MCP_DB: a postgresql:// URL or a libpq keyword
+    DSN (its password registered for redaction) leaves the file at its default; one libpq would read otherwise than
+    meant, or any other `scheme://`, is an error that shows none of the value's secrets."""
     # lazy: the database URL's reader loads only when JUDGE_MCP_DB is set
-    from judge_mcp.storage.pg_url import SCHEMES, register_secrets, scheme_of, shown
+    from judge_mcp.storage.pg_url import SCHEMES, check, is_postgres_url, register_secrets, scheme_of
 
     value = _env(env, "JUDGE_MCP_DB", None)
-    scheme = None if value is None else scheme_of(value)
-    if value is None or scheme is None:
+    if value is None or not (scheme_of(value) or is_postgres_url(value)):
         return _db_path(env), None
     value = value.strip()
+    scheme = scheme_of(value)
+    if scheme is not None and scheme not in SCHEMES:
+        raise ConfigError(
+            f"JUDGE_MCP_DB must be an SQLite file path, a postgresql:// URL or a libpq keyword DSN (host=... dbname=...); "
+            f"got a {scheme}:// URL (nothing after the scheme is shown)"
+        )
     register_secrets(value)
-    if scheme not in SCHEMES:
-        raise ConfigError(f"JUDGE_MCP_DB must be an SQLite file path or a postgresql:// URL; got a {scheme}:// URL ({shown(value)!r})")
+    problem = check(value)
+    if problem:
+        raise ConfigError(f"JUDGE_MCP_DB is not a PostgreSQL connection string libpq reads as written: {problem}")
     return default_db_path(env), value
 
 
 def settings_or_error(env: Mapping[str, str] | None = None) -> Settings:
     """`load_settings`, or, when the configuration has an error, settings that carry it (`config_error`) with the
     database path and the embedded backend in place of the rest: the server then starts and answers each call that
-    needs a backend with the error, where a user looks, instead of exiting before the MCP handshake."""
+    needs a backend with the error, where a user looks, instead of exiting before the MCP handshake. An unusable
+    JUDGE_MCP_DB is raised instead (ConfigError): no tool may use another database in its place."""
     env = os.environ if env is None else env
     try:
         return load_settings(env)
     except ConfigError as exc:
-        try:
-            db_path, db_url = _database(env)
-        except ConfigError:  # JUDGE_MCP_DB itself is the error: the per-user file until it is fixed
-            db_path, db_url = default_db_path(env), None
+        db_path, db_url = _database(env)  # JUDGE_MCP_DB itself is the error: raised, never another database in its place
         return Settings(
             db_path=db_path, db_url=db_url, default_backend=BackendConfig(DEFAULT_BACKEND_NAME, "local"), named_backends={}, config_error=str(exc)
         )

@@ -27,7 +27,7 @@ from judge_mcp.storage.pg_leases import MINE, PgLeases
 from judge_mcp.storage.postgres import PostgresEngine
 from judge_mcp.storage.sqlite import SqliteEngine
 from tests.engines import on_both_engines
-from tests.helpers import http_backend
+from tests.helpers import http_backend, until
 
 PASSWORD = "s3cret-Pg-pass-31337"
 
@@ -76,7 +76,7 @@ def test_a_missing_database_is_named(postgres_server) -> None:
 
 
 def test_a_url_of_another_scheme_is_a_configuration_error() -> None:
-    with pytest.raises(ConfigError, match=r"SQLite file path or a postgresql:// URL; got a mysql:// URL") as caught:
+    with pytest.raises(ConfigError, match=r"SQLite file path, a postgresql:// URL or a libpq keyword DSN .*; got a mysql:// URL") as caught:
         load_settings({"JUDGE_MCP_DB": f"mysql://root:{PASSWORD}@db/judge"})
     assert PASSWORD not in str(caught.value)
     settings = load_settings({"JUDGE_MCP_DB": f"postgresql://judge:{PASSWORD}@db/judge"})
@@ -249,7 +249,7 @@ async def test_a_failed_holder_gives_its_lease_up_and_a_waiter_sends_the_request
                 return type(exc).__name__
 
         holder = asyncio.ensure_future(ask(first, backends[0]))
-        await asyncio.sleep(0.05)
+        await until(lambda: calls)  # the holder has its lease and is at the backend (a fixed head start raced under load)
         waiter = asyncio.ensure_future(ask(second, backends[1]))
         outcomes = [await holder, await waiter]
         assert len(server.requests) == 2 and outcomes[1] == "second try" and outcomes[0] != "second try"
