@@ -180,3 +180,7 @@ _WRITERS: dict[str, Writer] = {
     "literal_error": _choice,
     "enum": _choice,
 }
+
+# for the sentences about one message of a conversation (messages.py)
+WRITERS: dict[str, Writer] = _WRITERS
+other: Writer = _other

@@ -29,6 +29,8 @@ from pydantic_core import PydanticCustomError
 
 from judge_mcp import arg_errors
 from judge_mcp import images as imagelib
+from judge_mcp import messages
+from judge_mcp.messages import AnswerLike, CONVERSATION_DOC, PromptLike, TRAJECTORY_DOC
 from judge_mcp.arg_types import (
     DEFAULT_LAST, MAX_LAST, MAX_MEMBERS, MAX_OPTIONS, MIN_MEMBERS, MIN_OPTIONS, _fail, _IMAGE_FORMAT, _judged, _judges_last,
     _schema, Action, AnswerOrder, DEFAULT_SWAP_MARGIN, FlipVariant, Goal, GradeVariant, ImageList, InputError, Instruction,
@@ -78,14 +80,18 @@ class ToolArgs(BaseModel):
     def logged(self) -> dict[str, Any]:
         """The arguments as the verdict log keeps them: what was given or defaulted, without `backend` (a column of
         its own) and without absent optional ones."""
-        return self.model_dump(exclude={"backend"}, exclude_none=True)
+        data = self.model_dump(exclude={"backend"}, exclude_none=True)
+        for name in _judged(type(self)):  # a conversation's images: described, never their bytes
+            if isinstance(data.get(name), list):
+                data[name] = messages.logged(data[name])
+        return data
 
     @model_validator(mode="after")
     def _call_size(self) -> Self:
         size = 0
         for name in _judged(type(self)):
             value = getattr(self, name)
-            size += sum(len(v) for v in value) if isinstance(value, list) else len(value or "")
+            size += sum(messages.chars(v) for v in value) if isinstance(value, list) and not messages.is_messages(value) else messages.chars(value)
         if size > MAX_TOTAL_CHARS:
             raise PydanticCustomError("call", f"the inputs add up to {size:,} characters; the limit for one call is {MAX_TOTAL_CHARS:,}")
         return self
@@ -146,6 +152,7 @@ class UserInputsArgs(JudgingArgs):
         for name in self.IMAGE_FIELDS:
             for item in getattr(self, name) or ():
                 uris += [item] if isinstance(item, str) else list(item or ())  # option_images holds a list per option
+        uris += messages.image_uris(getattr(self, name) for name in _judged(type(self)))  # images inside messages
         count, size = len(uris), sum(len(imagelib.decode(uri).data) for uri in uris)
         if size > imagelib.MAX_CALL_IMAGE_BYTES:
             raise PydanticCustomError(
@@ -182,9 +189,9 @@ class PairArgs(JudgingArgs):
 
     ANSWERS: ClassVar[tuple[str, str]] = ("response_a", "response_b")
 
-    prompt: Prompt
-    response_a: Annotated[Text, JUDGED, Field(description="answer A")]
-    response_b: Annotated[Text, JUDGED, Field(description="answer B")]
+    prompt: Annotated[PromptLike, JUDGED, Field(description="the user prompt both answers respond to: a string, " + CONVERSATION_DOC)]
+    response_a: Annotated[AnswerLike, JUDGED, Field(description="answer A: a string, " + TRAJECTORY_DOC)]
+    response_b: Annotated[AnswerLike, JUDGED, Field(description="answer B: a string or a trajectory")]
 
 
 class PanelArgs(JudgingArgs):
