@@ -36,8 +36,8 @@ from judge_mcp.arg_types import (
     _schema, Action, AnswerOrder, DEFAULT_SWAP_MARGIN, FlipVariant, Goal, GradeVariant, ImageList, InputError, Instruction,
     JUDGED, LabelValue, MAX_BACKEND_CHARS, MAX_NOTE_CHARS, OptionalNote, VERDICT_ID_PATTERN,
     MAX_BATCH_SIZE, MAX_CRITERIA_CHARS, MAX_REFERENCE_CHARS, MAX_RESPONSES, MAX_TOKENS_LIMIT,
-    MAX_TOTAL_CHARS, MAX_VERSION, ModelName, OptionalCriteria, OptionalReference, OptionalText, PAIR_MAX_TOKENS, Prompt,
-    Session, Similarity, Template, Text,
+    MAX_TOTAL_CHARS, MAX_VERSION, ModelName, OptionalCriteria, OptionalReference, PAIR_MAX_TOKENS,
+    Session, Similarity, Template,
 )
 
 
@@ -284,8 +284,14 @@ class InferInstructionRewardArgs(JudgingArgs):
     tool: ClassVar[str] = "infer_instruction_reward"
 
     instruction: Annotated[Instruction, Field(description="the instruction (or, with context, the system prompt) the responses should follow")]
-    responses: Annotated[list[Text], JUDGED, Field(min_length=1, max_length=MAX_RESPONSES, description=f"1 to {MAX_RESPONSES} candidate responses")]
-    context: Annotated[OptionalText, JUDGED, Field(description="optional user prompt or conversation; then `instruction` is a system prompt")] = None
+    responses: Annotated[
+        list[AnswerLike], JUDGED,
+        Field(min_length=1, max_length=MAX_RESPONSES, description=f"1 to {MAX_RESPONSES} candidate responses, each a string or a trajectory"),
+    ]
+    context: Annotated[
+        messages.OptionalPromptLike, JUDGED,
+        Field(description="optional user prompt or conversation (a string or a list of messages); then `instruction` is a system prompt"),
+    ] = None
     similarity: Annotated[
         Similarity, Field(description="f1 (word-level F1, default), rouge_l (ROUGE-L F-measure) or token_sort (rapidfuzz token_sort_ratio)")
     ] = "f1"
@@ -300,9 +306,10 @@ class GradeScoreOptionsArgs(UserInputsArgs, PanelArgs):
     tool: ClassVar[str] = "grade_score_options"
     ANSWERS_SAID: ClassVar[str] = "one per option"
 
-    instruction: Annotated[Instruction, Field(description="the question or task the options answer")]
+    instruction: Annotated[PromptLike, JUDGED, Field(description="the question or task the options answer: a string or a conversation")]
     options: Annotated[
-        list[Text], JUDGED, Field(min_length=MIN_OPTIONS, max_length=MAX_OPTIONS, description=f"{MIN_OPTIONS} to {MAX_OPTIONS} candidate options")
+        list[AnswerLike], JUDGED,
+        Field(min_length=MIN_OPTIONS, max_length=MAX_OPTIONS, description=f"{MIN_OPTIONS} to {MAX_OPTIONS} candidate options, each a string or a trajectory"),
     ]
     prompt_variant: Annotated[GradeVariant, Field(description="the Grade Score paper's judge prompt A.1-A.4 (1..4, default 2)")] = 2
     unrelated_option: Annotated[bool, Field(description="add an option answering a different instruction as a sanity check")] = False
@@ -333,12 +340,13 @@ class GradeScoreOptionsArgs(UserInputsArgs, PanelArgs):
 
     @field_validator("options")
     @classmethod
-    def _distinct(cls, options: list[str]) -> list[str]:
-        seen: dict[str, int] = {}
+    def _distinct(cls, options: list[Any]) -> list[Any]:
+        seen: dict[tuple[str, str], int] = {}
         for i, option in enumerate(options):
-            if option in seen:
-                raise _fail(f"must not repeat an option: options[{i}] is identical to options[{seen[option]}]")
-            seen[option] = i
+            key = messages.identity(option)
+            if key in seen:
+                raise _fail(f"must not repeat an option: options[{i}] is identical to options[{seen[key]}]")
+            seen[key] = i
         return options
 
 

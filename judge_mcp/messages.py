@@ -23,11 +23,11 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, ValidationInfo, WrapValidator, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, ValidationInfo, WrapValidator, model_validator
 from pydantic_core import PydanticCustomError
 
 from judge_mcp import arg_errors
-from judge_mcp.arg_types import ImageUri, MAX_TEXT_CHARS, MAX_TOTAL_CHARS, Text
+from judge_mcp.arg_types import _image, MAX_TEXT_CHARS, MAX_TOTAL_CHARS, Text
 from judge_mcp import images as imagelib
 
 MAX_MESSAGES = 200  # messages in one conversation or trajectory
@@ -46,6 +46,7 @@ def _lean(schema: dict[str, Any]) -> None:
         prop.pop("title", None)
 
 
+_ImageUri = Annotated[str, Field(max_length=imagelib.MAX_IMAGE_CHARS), AfterValidator(_image)]  # as `images` (described there)
 _STRICT = ConfigDict(extra="forbid", strict=True, frozen=True, json_schema_extra=_lean)
 
 
@@ -67,8 +68,8 @@ class ToolCall(BaseModel):
 
 
 class Message(BaseModel):
-    """A chat message. tool_calls: assistant only; tool_call_id: tool only (an earlier call's id); images: data URIs
-    shown with the message."""
+    """A chat message. tool_calls: assistant only; tool_call_id: tool only (an earlier call's id); images: as the
+    `images` argument, shown with the message."""
 
     model_config = _STRICT
 
@@ -76,7 +77,7 @@ class Message(BaseModel):
     content: Annotated[str, Field(max_length=MAX_TEXT_CHARS)] | None = None
     tool_calls: Annotated[list[ToolCall], Field(max_length=MAX_TOOL_CALLS)] | None = None
     tool_call_id: Annotated[str, Field(pattern=ID_PATTERN)] | None = None
-    images: Annotated[list[ImageUri], Field(max_length=imagelib.MAX_IMAGES)] | None = None
+    images: Annotated[list[_ImageUri], Field(max_length=imagelib.MAX_IMAGES)] | None = None
 
     @model_validator(mode="after")
     def _shape(self) -> Message:
@@ -229,3 +230,18 @@ def logged(value: Any) -> Any:
     if isinstance(value, dict) and "role" in value and value.get("images"):
         return {**value, "images": [imagelib.decode(uri).described() for uri in value["images"]]}
     return value
+
+
+def identity(value: str | Sequence[Message]) -> tuple[str, str]:
+    """A hashable key that is equal for equal values (a repeated option), a string and a list never equal."""
+    if isinstance(value, str):
+        return ("text", value)
+    return ("messages", json.dumps([m.model_dump(exclude_none=True) for m in value], ensure_ascii=False, sort_keys=True))
+
+
+def _blank_is_absent(value: Any) -> Any:
+    """An optional text argument: blank means absent (a form-filling client sends an empty optional string)."""
+    return None if isinstance(value, str) and not value.strip() and "\x00" not in value else value
+
+
+OptionalPromptLike = Annotated[PromptLike | None, BeforeValidator(_blank_is_absent)]

@@ -70,7 +70,8 @@ def system_prompt(goal: str, template: str, structured: bool) -> str:
 
 
 def user_prompt(
-    prompt: transcript.Value, first: transcript.Value, second: transcript.Value, *, criteria: str | None = None, reference: str | None = None, goal: str = "worse"
+    prompt: transcript.Value, first: transcript.Value, second: transcript.Value, *, criteria: str | None = None, reference: str | None = None,
+    goal: str = "worse",
 ) -> str:
     """The judged content, with verdict tokens inside it defused (see parsing.neutralise); the caller's reference
     and criteria, when given, as fenced blocks between the prompt and the answers (user_inputs.py). A conversation
@@ -272,8 +273,8 @@ def mean_probability(trials: list[PairTrial]) -> PBetter | None:
 
 
 async def judge_order(
-    judge: Judge, *, prompt: transcript.Value, first: transcript.Value, second: transcript.Value, order: str, goal: str, template: str, max_tokens: int | None = None,
-    criteria: str | None = None, reference: str | None = None, images: user_inputs.ImageGroups = (),
+    judge: Judge, *, prompt: transcript.Value, first: transcript.Value, second: transcript.Value, order: str, goal: str, template: str,
+    max_tokens: int | None = None, criteria: str | None = None, reference: str | None = None, images: user_inputs.ImageGroups = (),
 ) -> PairTrial:
     structured = judge.structured
     size = text_work.chars(prompt, first, second, criteria, reference)

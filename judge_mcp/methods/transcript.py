@@ -61,7 +61,7 @@ def _clean(text: str, defuse: Callable[[str], str]) -> str:
 
 
 def _message(number: int, message: Message, defuse: Callable[[str], str], calls: dict[str, str]) -> str:
-    parts = [_clean(message.content, defuse)] if (message.content or "").strip() else []
+    parts = [_clean(message.content, defuse)] if message.content and message.content.strip() else []
     for k, call in enumerate(message.tool_calls or (), start=1):
         parts.append(prompts.render(
             "transcript_tool_call.txt", number=f"{number}.{k}", tool=call.name, id=call.id, arguments=_clean(call.arguments_text(), defuse)
@@ -119,3 +119,22 @@ def pair_images(prompt: Any, first: Any, second: Any, prompt_images: Images, fir
         (_caption("images_answer_b.txt"), second_images), *message_images(second, owner("owner_answer_b.txt")),
     )
     return tuple(g for g in groups if g[1])
+
+
+def option_images(instruction: Any, prompt_images: Images, shown: Sequence[Any], shown_images: Sequence[Images]) -> ImageGroups:
+    """A Grade Score request's image groups: the instruction's, then each shown option's (its argument images, then its
+    messages'), numbered as shown (user_inputs.option_images when no message holds an image)."""
+    groups = [(_caption("images_prompt.txt"), prompt_images), *message_images(instruction, owner("owner_prompt.txt"))]
+    for k, (value, images) in enumerate(zip(shown, shown_images), start=1):
+        groups += [(_caption("images_option.txt", number=str(k)), images), *message_images(value, owner("owner_option.txt", number=str(k)))]
+    return tuple(g for g in groups if g[1])
+
+
+def _as_is(text: str) -> str:
+    return text
+
+
+def text(value: Value) -> str:
+    """`value` as one string, not defused: a string itself, a list of messages its transcript (what keys a seed, and
+    what a store keeps where it keeps text: LWE's feedback buffer)."""
+    return render(value, _as_is)
