@@ -28,7 +28,7 @@ from pydantic import BaseModel
 HERE = Path(__file__).resolve().parent
 FILE = HERE / "tool_schemas.json"
 # Where the schemas come from: the models and the types they are built from, the tool table (names, models).
-SOURCES = ("args.py", "arg_types.py", "outputs.py", "images.py", "tools.py")
+SOURCES = ("args.py", "arg_types.py", "messages.py", "outputs.py", "images.py", "tools.py")
 Schemas = dict[str, dict[str, Any]]  # tool name -> {"input": schema, "output": schema}
 
 

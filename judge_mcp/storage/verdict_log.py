@@ -40,7 +40,11 @@ STATS_PAGE = {
         "  json_type(inputs, '$.criteria') IS NOT NULL OR json_type(inputs, '$.text_refs.criteria') IS NOT NULL,"
         "  json_type(inputs, '$.reference') IS NOT NULL OR json_type(inputs, '$.text_refs.reference') IS NOT NULL,"
         "  json_type(inputs, '$.images') IS NOT NULL OR json_type(inputs, '$.response_a_images') IS NOT NULL"
-        "  OR json_type(inputs, '$.response_b_images') IS NOT NULL OR json_type(inputs, '$.option_images') IS NOT NULL) END AS brought"
+        "  OR json_type(inputs, '$.response_b_images') IS NOT NULL OR json_type(inputs, '$.option_images') IS NOT NULL,"
+        "  json_type(inputs, '$.prompt') = 'array' OR json_type(inputs, '$.instruction') = 'array' OR json_type(inputs, '$.context') = 'array',"
+        "  json_type(inputs, '$.response_a') = 'array' OR json_type(inputs, '$.response_b') = 'array'"
+        "  OR EXISTS (SELECT 1 FROM json_each(inputs, '$.options') AS o WHERE o.type = 'array')"
+        "  OR EXISTS (SELECT 1 FROM json_each(inputs, '$.responses') AS r WHERE r.type = 'array')) END AS brought"
         " FROM verdicts WHERE id < ? ORDER BY id DESC LIMIT ?"
     ),
     # judge_mcp_json(text): the text as jsonb, or NULL when it is not valid JSON (migrations.m007_json_or_null)
@@ -63,7 +67,14 @@ STATS_PAGE = {
         "  (judge_mcp_json(inputs) -> 'criteria') IS NOT NULL OR (judge_mcp_json(inputs) -> 'text_refs' -> 'criteria') IS NOT NULL,"
         "  (judge_mcp_json(inputs) -> 'reference') IS NOT NULL OR (judge_mcp_json(inputs) -> 'text_refs' -> 'reference') IS NOT NULL,"
         "  (judge_mcp_json(inputs) -> 'images') IS NOT NULL OR (judge_mcp_json(inputs) -> 'response_a_images') IS NOT NULL"
-        "  OR (judge_mcp_json(inputs) -> 'response_b_images') IS NOT NULL OR (judge_mcp_json(inputs) -> 'option_images') IS NOT NULL"
+        "  OR (judge_mcp_json(inputs) -> 'response_b_images') IS NOT NULL OR (judge_mcp_json(inputs) -> 'option_images') IS NOT NULL,"
+        "  jsonb_typeof(judge_mcp_json(inputs) -> 'prompt') = 'array' OR jsonb_typeof(judge_mcp_json(inputs) -> 'instruction') = 'array'"
+        "  OR jsonb_typeof(judge_mcp_json(inputs) -> 'context') = 'array',"
+        "  jsonb_typeof(judge_mcp_json(inputs) -> 'response_a') = 'array' OR jsonb_typeof(judge_mcp_json(inputs) -> 'response_b') = 'array'"
+        "  OR EXISTS (SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof(judge_mcp_json(inputs) -> 'options') = 'array'"
+        "   THEN judge_mcp_json(inputs) -> 'options' ELSE '[]'::jsonb END) AS o WHERE jsonb_typeof(o.value) = 'array')"
+        "  OR EXISTS (SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof(judge_mcp_json(inputs) -> 'responses') = 'array'"
+        "   THEN judge_mcp_json(inputs) -> 'responses' ELSE '[]'::jsonb END) AS r WHERE jsonb_typeof(r.value) = 'array')"
         " )::text END AS brought"
         " FROM verdicts WHERE id < ? ORDER BY id DESC LIMIT ?"
     ),
