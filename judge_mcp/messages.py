@@ -82,13 +82,13 @@ class Message(BaseModel):
     @model_validator(mode="after")
     def _shape(self) -> Message:
         if self.tool_calls and self.role != "assistant":
-            raise PydanticCustomError("argument", f"'tool_calls' belong to assistant messages only (role is '{self.role}')")
+            raise PydanticCustomError("argument", f"has 'tool_calls': only an assistant message makes tool calls (role is '{self.role}')")
         if self.tool_call_id is not None and self.role != "tool":
-            raise PydanticCustomError("argument", f"'tool_call_id' belongs to tool messages only (role is '{self.role}')")
+            raise PydanticCustomError("argument", f"has 'tool_call_id': only a tool message answers a call (role is '{self.role}')")
         if self.role == "tool" and self.tool_call_id is None:
-            raise PydanticCustomError("argument", "a tool message needs 'tool_call_id' (the id of the call it answers)")
+            raise PydanticCustomError("argument", "is a tool message without 'tool_call_id' (the id of the call it answers)")
         if self.content is not None and "\x00" in self.content:
-            raise PydanticCustomError("argument", "'content' contains a NUL character")
+            raise PydanticCustomError("argument", "has a NUL character in 'content'")
         if not (self.content or "").strip() and not self.tool_calls and not self.images:
             raise PydanticCustomError("argument", "is empty: give 'content'" + (" or 'tool_calls'" if self.role == "assistant" else ""))
         return self
@@ -136,6 +136,9 @@ def _sentence(error: Any) -> str:
         return f"message {index} must be an object with 'role' and 'content', got {type(error.get('input')).__name__}"
     if not inner:
         return f"message {index} {error['msg']}" if error["type"] == "argument" else f"message {index}: {error['msg']}"
+    if error["type"] == "extra_forbidden":
+        model = ToolCall if len(inner) > 1 else Message
+        return f"message {index}: unknown field '{_where(inner)}'; {model.__name__} takes {', '.join(model.model_fields)}"
     write = arg_errors.WRITERS.get(error["type"], arg_errors.other)
     return f"message {index}: {write(_where(inner), error, _field_schema(inner))}"
 
