@@ -13,6 +13,9 @@ argument model (args.py) and returns the tool's result model (outputs.py). Whate
 error (bad arguments, a configuration problem, a backend that failed after its retries, the database) raises
 JudgeError with the same message; an unparsed model answer is a result that says so, as over MCP.
 
+`prompt`, `instruction` and `context` take a conversation, the answers, options and responses a trajectory: a list
+of messages, as dicts or as `judge_mcp.Message` (with `judge_mcp.ToolCall`s), as over MCP.
+
 Image arguments may be data: URIs or, as over stdio, file paths inside the JUDGE_MCP_IMAGE_DIRS folders: the
 script runs with its user's own rights, as a stdio server does.
 """
