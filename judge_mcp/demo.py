@@ -29,12 +29,12 @@ REAL_MODEL_LINE = (
 
 QUESTION = "What is the capital of Australia?"
 # two agent runs on one task, as trajectories: the tool calls, what the tools returned, the final answer
-RUN_A = [
+RUN_A: list[dict[str, Any]] = [
     {"role": "assistant", "tool_calls": [{"id": "call_1", "name": "search", "arguments": '{"q": "biggest city in Australia"}'}]},
     {"role": "tool", "tool_call_id": "call_1", "content": "Sydney is the biggest city in Australia."},
     {"role": "assistant", "content": "Sydney."},
 ]
-RUN_B = [
+RUN_B: list[dict[str, Any]] = [
     {"role": "assistant", "tool_calls": [{"id": "call_1", "name": "search", "arguments": '{"q": "capital of Australia"}'}]},
     {"role": "tool", "tool_call_id": "call_1", "content": "Canberra is the capital of Australia."},
     {"role": "assistant", "content": "Canberra."},
