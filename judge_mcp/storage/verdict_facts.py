@@ -274,15 +274,24 @@ def written_row(tool: str, backend: str, model: str, inputs: Mapping[str, Any], 
     if tool in PAIR_TOOLS:
         a, b = inputs.get(ANSWERS[0]), inputs.get(ANSWERS[1])
         lengths = (len(a), len(b)) if isinstance(a, str) and isinstance(b, str) else None
-    brought = [BROUGHT[0] in inputs, BROUGHT[1] in inputs, any(key in inputs for key in IMAGE_KEYS),
-               any(isinstance(inputs.get(key), list) for key in CONVERSATION_KEYS),
-               any(isinstance(inputs.get(key), list) for key in TRAJECTORY_KEYS)
-               or any(isinstance(item, list) for key in TRAJECTORY_LISTS for item in inputs.get(key) or ())]
+    brought = brought_flags(inputs)
     reasks = None
     if tool == LWE_JUDGE and isinstance(calls, list):
         reasks = _vanilla_reasks(call.get("purpose") for call in calls if isinstance(call, dict))
     return {"tool": tool, "backend": backend, "model": model, "output": output, "usage": usage if isinstance(usage, dict) else {},
             "lengths": lengths, "brought": brought, "vanilla_reasks": reasks}
+
+
+def brought_flags(inputs: Mapping[str, Any]) -> list[bool]:
+    """Which of BROUGHT a verdict's (logged) inputs hold, in BROUGHT's order; a long criteria or reference may be
+    stored apart (the row's `text_refs`, storage/texts.py)."""
+    lists = [inputs.get(key) for key in TRAJECTORY_LISTS]
+    refs = inputs.get("text_refs")
+    shelved = refs if isinstance(refs, dict) else {}
+    return [BROUGHT[0] in inputs or BROUGHT[0] in shelved, BROUGHT[1] in inputs or BROUGHT[1] in shelved, any(key in inputs for key in IMAGE_KEYS),
+            any(isinstance(inputs.get(key), list) for key in CONVERSATION_KEYS),
+            any(isinstance(inputs.get(key), list) for key in TRAJECTORY_KEYS)
+            or any(isinstance(item, list) for items in lists if isinstance(items, list) for item in items)]
 
 
 def _vanilla_reasks(purposes: Iterable[Any]) -> set[str]:

@@ -102,7 +102,8 @@ class VerdictLog:
     ) -> int:
         """The verdict row, the tool call's new cache rows and the verdict's telemetry counts, in one transaction; the
         row's id. `verdict_id`: the text id the tool call returned (unique; record_label finds the row by it). The long
-        texts (a call record's reply, the output's OUTPUT_TEXTS, the inputs' top-level strings: the judged texts) are
+        texts (a call record's reply, the output's OUTPUT_TEXTS, the inputs' top-level strings: the judged texts, and the
+        contents of the messages of a conversation or trajectory) are
         stored once (storage/texts.py: shared with the cache rows and LWE's feedback buffer) and the row keeps their
         hashes; the telemetry's facts are taken from the texts themselves, before."""
         from judge_mcp.storage import verdict_facts, verdict_stats  # the telemetry's modules load at the first write
@@ -114,6 +115,7 @@ class VerdictLog:
             kept = [texts.shelve(tx, call, ("text",), "verdict", created_at) for call in calls]
             output = texts.shelve(tx, output, OUTPUT_TEXTS, "verdict", created_at)
             inputs = texts.shelve(tx, inputs, tuple(k for k, v in inputs.items() if isinstance(v, str)), "verdict", created_at)
+            inputs = texts.shelve_messages(tx, inputs, "verdict", created_at)
             row_id = tx.insert(
                 "INSERT INTO verdicts (tool, backend, model, inputs, output, usage, calls, created_at, verdict_id)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -131,7 +133,8 @@ class VerdictLog:
             for col in ("inputs", "output", "usage", "calls"):
                 row[col] = json.loads(row[col])
         calls = [c for row in rows if isinstance(row["calls"], list) for c in row["calls"]]
-        texts.resolve(self.store, [*(row["inputs"] for row in rows), *(row["output"] for row in rows), *calls])
+        messages = [m for row in rows for m in texts.messages_in(row["inputs"])]  # a conversation's long contents, too
+        texts.resolve(self.store, [*(row["inputs"] for row in rows), *(row["output"] for row in rows), *calls, *messages])
         return rows
 
     def stats_page(

@@ -42,8 +42,9 @@ async def test_compare_pair_judges_two_trajectories_in_both_orders(connect) -> N
         again = await client.call_tool("compare_pair", PAIR)
         other_args = [dict(RUN_B[0], tool_calls=[{"id": "call_7", "name": "web_search", "arguments": '{"q": "Australia capital"}'}]), *RUN_B[1:]]
         other = await client.call_tool("compare_pair", {**PAIR, "response_b": other_args})
+        label = await client.call_tool("record_label", {"verdict_id": first.structured_content["verdict_id"], "label": "B"})
         stats = await client.call_tool("judge_stats", {})
-    assert not any(r.is_error for r in (first, again, other, stats)), [r.content for r in (first, again, other, stats)]
+    assert not any(r.is_error for r in (first, again, other, label, stats)), [r.content for r in (first, again, other, label, stats)]
     out = first.structured_content
     assert (out["winner"], out["consistent"], len(out["trials"])) == ("B", True, 2)
     assert again.structured_content["usage"]["cached_calls"] == 2  # the same two runs: the same requests
@@ -69,8 +70,9 @@ async def test_compare_pair_judges_two_trajectories_in_both_orders(connect) -> N
     logged_image = row["inputs"]["response_b"][1]["images"][0]
     assert logged_image["media_type"] == "image/png" and len(logged_image["sha256"]) == 64
     assert base64.b64encode(SHOT).decode() not in str(row)  # never the image's bytes
-    groups = {(g["tool"], g["inputs"]): g["verdicts"] for g in stats.structured_content["all_time"]["groups"]}
-    assert groups[("compare_pair", "conversation+trajectory")] == 3
+    groups = {(g["tool"], g["inputs"]): g for g in stats.structured_content["all_time"]["groups"]}
+    group = groups[("compare_pair", "conversation+trajectory")]  # the label counts in the verdict's own group
+    assert group["verdicts"] == 3 and group["agreement"]["labelled"] == 1 and group["agreement"]["accuracy"]["rate"] == 1.0
 
 
 async def test_a_bad_message_is_a_tool_error_naming_the_message_and_the_field(connect) -> None:
