@@ -140,10 +140,12 @@ async def test_the_methods_take_conversations_and_trajectories(scripted, tmp_pat
         grade = await judge.grade_score_options(instruction=chat, options=[bad, good])
         flip = await judge.infer_instruction_reward(instruction=QUESTION, responses=[good, bad], context=chat)
         lwe = await judge.lwe_judge(prompt=chat, response_a=bad, response_b=good, session="traj")
+        checked = await judge.grade_score_options(instruction=chat, options=[bad, good], unrelated_option=True)
         with pytest.raises(JudgeError, match="'response_a' message 0 has role 'user'"):
             await judge.compare_pair(prompt=chat, response_a=[{"role": "user", "content": "x"}], response_b=good)
         stats = await judge.judge_stats()
-    assert (pair.winner, grade.winner_index, flip.best_index, lwe.winner) == ("B", 1, 0, "B")
+    assert (pair.winner, grade.winner_index, flip.best_index, lwe.winner, checked.winner_index) == ("B", 1, 0, "B", 1)
+    assert checked.unrelated_index == 2 and checked.unrelated_option  # a text from the built-in pool beside two runs
     shown = "\n".join(m["content"] if isinstance(m["content"], str) else "" for r in server.requests for m in r["messages"])
     assert '<|The Start of Tool Call 1.1: atlas (id c1)|>\n{"country": "Australia"}' in shown
     assert {g.inputs for g in stats.all_time.groups} == {"conversation+trajectory"}

@@ -191,3 +191,22 @@ def test_the_schema_holds_one_message_definition() -> None:
         member = schema["properties"][name]["anyOf"][1]
         assert member == {"items": {"$ref": "#/$defs/Message"}, "maxItems": MAX_MESSAGES, "minItems": 1, "type": "array"}
     assert "title" not in json.dumps(schema["$defs"])
+
+
+@pytest.mark.parametrize("big", [True, False])
+async def test_a_long_trajectory_is_rendered_off_the_event_loop(make_judge, monkeypatch, big: bool) -> None:
+    import threading
+
+    loop_thread, seen = threading.get_ident(), set()
+    original = transcript.render
+
+    def render(*args, **kwargs):
+        seen.add(threading.get_ident() == loop_thread)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(transcript, "render", render)
+    judge, _ = make_judge(lambda p: "My final verdict is: [[B>A]]")
+    page = " ".join(["Canberra is the capital."] * (700 if big else 1))  # 17,499 characters of tool output, or 24
+    run = [TRAJECTORY[0], {**TRAJECTORY[1], "content": page}, *TRAJECTORY[2:]]
+    result = await pairwise.compare_pair(judge, prompt=CONVERSATION, response_a="It is 21 C.", response_b=run, swap=False)
+    assert result.winner == "B" and seen == {not big}

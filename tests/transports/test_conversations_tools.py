@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import base64
 
+import pytest
+
 from judge_mcp.bench.scripted import prompt_text
 from judge_mcp.bench.scripted_judges import UniversalJudge
 from tests.images import image_groups, png, uri
@@ -28,6 +30,7 @@ RUN_B = [  # the better run: a second search, a screenshot of the page it read
     {"role": "assistant", "content": "Canberra."},
 ]
 PAIR = {"prompt": QUESTION, "response_a": RUN_A, "response_b": RUN_B}
+ANTHROPIC = {"JUDGE_MCP_MODEL": "claude-scripted", "JUDGE_MCP_API_KEY": "sk-ant-test", "JUDGE_MCP_MAX_RETRIES": "1"}
 
 
 def _shown_first(payload) -> str:
@@ -35,8 +38,9 @@ def _shown_first(payload) -> str:
     return "A" if text.index("largest city Australia") < text.index("capital of Australia\"") else "B"
 
 
-async def test_compare_pair_judges_two_trajectories_in_both_orders(connect) -> None:
-    async with connect(UniversalJudge()) as judged:
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+async def test_compare_pair_judges_two_trajectories_in_both_orders(connect, kind: str) -> None:
+    async with connect(UniversalJudge(), kind, **(ANTHROPIC if kind == "anthropic" else {})) as judged:
         client = judged.client
         first = await client.call_tool("compare_pair", PAIR)
         again = await client.call_tool("compare_pair", PAIR)
