@@ -186,7 +186,8 @@ def _either(kind: str):
                 raise PydanticCustomError(e["type"], e["msg"], e.get("ctx")) from None
         if isinstance(value, list):
             return _messages(value, info, kind)
-        raise _fail(f"must be a string or a {kind} (a list of messages), got {type(value).__name__}")
+        got = repr(value) if value is None or isinstance(value, (bool, int, float)) else type(value).__name__
+        raise _fail(f"must be a string or a {kind} (a list of messages), got {got}")
 
     return validate
 
