@@ -146,7 +146,7 @@ def transcript_chars() -> int:
     ({"response_a": [{"role": "assistant", "content": "x" * 50_001}]}, "'response_a' message 0: 'content' is 50,001 characters; the limit is 50,000"),
     ({"prompt": [{"role": "user", "content": "x" * 50_000}] * 5}, "'prompt' is a conversation of 250,000 characters of text; the limit is 200,000"),
     ({"prompt": [{"role": "user", "content": "q"}, "hello"]}, "'prompt' message 1 must be an object with 'role' and 'content', got str"),
-    ({"response_b": 7}, "'response_b' must be a string or a trajectory (a list of messages), got int"),
+    ({"response_b": 7}, "'response_b' must be a string or a trajectory (a list of messages), got 7"),
     ({"response_b": ""}, "'response_b' is empty"),
     ({"response_a": [{"role": "assistant", "content": "x", "tool_call_id": "c"}]},
      "'response_a' message 0 has 'tool_call_id': only a tool message answers a call (role is 'assistant')"),
