@@ -33,6 +33,7 @@ from judge_mcp import images as imagelib
 MAX_MESSAGES = 200  # messages in one conversation or trajectory
 MAX_CONVERSATION_CHARS = MAX_TOTAL_CHARS  # all the text of one conversation or trajectory (contents, tool names, arguments)
 MAX_TOOL_CALLS = 32  # tool calls in one assistant message
+MAX_ARGUMENT_DEPTH = 64  # levels of nesting in a tool call's arguments object
 ID_PATTERN = r"^[A-Za-z0-9_.:@/-]{1,128}$"  # a tool call's id and a tool's name: printed in the transcript's fence lines
 Role = Literal["system", "user", "assistant", "tool"]
 AGENT_ROLES = ("assistant", "tool")  # a trajectory's roles
@@ -59,6 +60,16 @@ class ToolCall(BaseModel):
     id: Annotated[str, Field(pattern=ID_PATTERN)]
     name: Annotated[str, Field(pattern=ID_PATTERN)]
     arguments: Annotated[str, Field(max_length=MAX_TEXT_CHARS)] | dict[str, Any] = ""
+
+    @model_validator(mode="after")
+    def _depth(self) -> ToolCall:
+        """Arguments nest at most MAX_ARGUMENT_DEPTH levels (checked without recursion), so writing them is safe."""
+        level: list[Any] = [self.arguments]
+        for _ in range(MAX_ARGUMENT_DEPTH):
+            level = [v for item in level for v in (item.values() if isinstance(item, dict) else item if isinstance(item, list) else ())]
+            if not level:
+                return self
+        raise PydanticCustomError("argument", f"has arguments nested deeper than {MAX_ARGUMENT_DEPTH} levels")
 
     def arguments_text(self) -> str:
         """The arguments as the judge reads them: the string as given, an object as compact JSON."""

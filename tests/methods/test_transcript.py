@@ -53,6 +53,15 @@ Checking.
 <|The End of Message 4|>"""
 
 
+def _nested(depth: int) -> dict:
+    top: dict = {}
+    inner = top
+    for _ in range(depth):
+        inner["a"] = [{}]
+        inner = inner["a"][0]
+    return top
+
+
 def pair(**fields) -> ComparePairArgs:
     return ComparePairArgs.parse({"prompt": CONVERSATION, "response_a": TRAJECTORY, "response_b": "It is 21 C.", **fields})
 
@@ -146,6 +155,8 @@ def transcript_chars() -> int:
     ({"response_a": [{"role": "assistant", "content": "x" * 50_001}]}, "'response_a' message 0: 'content' is 50,001 characters; the limit is 50,000"),
     ({"prompt": [{"role": "user", "content": "x" * 50_000}] * 5}, "'prompt' is a conversation of 250,000 characters of text; the limit is 200,000"),
     ({"prompt": [{"role": "user", "content": "q"}, "hello"]}, "'prompt' message 1 must be an object with 'role' and 'content', got str"),
+    ({"response_a": [{"role": "assistant", "tool_calls": [{"id": "c", "name": "f", "arguments": _nested(5000)}]}]},
+     "'response_a' message 0: 'tool_calls[0]' has arguments nested deeper than 64 levels"),
     ({"response_b": 7}, "'response_b' must be a string or a trajectory (a list of messages), got 7"),
     ({"response_b": ""}, "'response_b' is empty"),
     ({"response_a": [{"role": "assistant", "content": "x", "tool_call_id": "c"}]},
