@@ -283,6 +283,10 @@ def summarise(trials: Sequence[GradeTrial], n: int) -> Summary:
 
 
 # ---- the method --------------------------------------------------------------------------------------------------
+def _as_texts(instruction: transcript.Value, options: Sequence[transcript.Value]) -> tuple[str, list[str]]:
+    return transcript.text(instruction), [transcript.text(o) for o in options]
+
+
 async def judge_rotation(
     judge: Judge, *, rotation: int, order: list[int], texts: Sequence[transcript.Value], instruction: transcript.Value, variant: int, structured: bool,
     criteria: str | None = None, reference: str | None = None, images: tuple = (), answer_images: Sequence[tuple] = (),
@@ -326,11 +330,10 @@ async def grade_score_options(judge: Judge, args: GradeScoreOptionsArgs | None =
     instruction, options, prompt_variant = args.instruction, args.options, args.prompt_variant
     n = len(options)
     texts: list[transcript.Value] = list(options)
-    as_text = isinstance(instruction, str) and all(isinstance(o, str) for o in options)  # the option pool keeps strings only
-    seed_instruction, seed_options = transcript.text(instruction), [transcript.text(o) for o in options]
     base = list(range(n))
     unrelated = None
-    if args.unrelated_option:
+    if args.unrelated_option:  # drawn and placed by the call's texts (a conversation or trajectory: its transcript)
+        seed_instruction, seed_options = await text_work.run(_as_texts, instruction, options, size=text_work.chars(instruction, *options))
         unrelated = await anyio.to_thread.run_sync(
             partial(choose_unrelated, judge.store, seed_instruction, seed_options, shared=judge.shared_option_pool)
         )
@@ -352,8 +355,9 @@ async def grade_score_options(judge: Judge, args: GradeScoreOptionsArgs | None =
         lambda k, _: f"rotation {k + 1} of {m} judged",
     )
 
-    if judge.store is not None and as_text:
-        await OptionPool(judge.store).aio.add(seed_instruction, seed_options)
+    pooled = [o for o in options if isinstance(o, str)]
+    if judge.store is not None and isinstance(instruction, str) and len(pooled) == n:  # the option pool keeps texts only
+        await OptionPool(judge.store).aio.add(instruction, pooled)
 
     s = summarise(trials, m)
     unrelated_index = n if unrelated is not None else None
