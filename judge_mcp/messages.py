@@ -39,7 +39,6 @@ Role = Literal["system", "user", "assistant", "tool"]
 AGENT_ROLES = ("assistant", "tool")  # a trajectory's roles
 
 
-
 def _lean(schema: dict[str, Any]) -> None:
     """A message model's schema without the titles pydantic adds (the tools/list answer carries it per tool)."""
     schema.pop("title", None)
@@ -100,7 +99,7 @@ class Message(BaseModel):
             raise PydanticCustomError("argument", "is a tool message without 'tool_call_id' (the id of the call it answers)")
         if self.content is not None and "\x00" in self.content:
             raise PydanticCustomError("argument", "has a NUL character in 'content'")
-        if not (self.content or "").strip() and not self.tool_calls and not self.images:
+        if not (self.content or "").strip() and not self.tool_calls and not self.images and self.role != "tool":  # a tool may return nothing
             raise PydanticCustomError("argument", "is empty: give 'content'" + (" or 'tool_calls'" if self.role == "assistant" else ""))
         return self
 
@@ -203,15 +202,14 @@ def _either(kind: str):
     return validate
 
 
-_CONVERSATION_DOC = (f"or a conversation: 1-{MAX_MESSAGES} messages oldest first (see $defs Message), "
+CONVERSATION_DOC = (f"or a conversation: 1-{MAX_MESSAGES} messages oldest first (see $defs Message), "
                      f"at most {MAX_CONVERSATION_CHARS:,} characters of text")
-_TRAJECTORY_DOC = (f"or a trajectory: 1-{MAX_MESSAGES} messages of role assistant (with tool_calls) or tool (tool_call_id: "
-                   f"the call it answers), at most {MAX_CONVERSATION_CHARS:,} characters of text")
+TRAJECTORY_DOC = (f"or a trajectory: 1-{MAX_MESSAGES} messages of role assistant (with tool_calls) or tool (tool_call_id: "
+                  f"the call it answers), at most {MAX_CONVERSATION_CHARS:,} characters of text")
 ConversationList = Annotated[list[Message], Field(min_length=1, max_length=MAX_MESSAGES)]
 PromptLike = Annotated[Text | ConversationList, WrapValidator(_either("conversation"))]
 AnswerLike = Annotated[Text | ConversationList, WrapValidator(_either("trajectory"))]
 Trajectory = list[Message]  # validated as AnswerLike's list member: assistant and tool messages only
-CONVERSATION_DOC, TRAJECTORY_DOC = _CONVERSATION_DOC, _TRAJECTORY_DOC
 
 
 # ---- reading a validated value ---------------------------------------------------------------------------------------

@@ -68,6 +68,8 @@ def _message(number: int, message: Message, defuse: Callable[[str], str], calls:
         ).rstrip("\n"))
     if message.images:
         parts.append(prompts.render("transcript_images.txt", count=str(len(message.images))).rstrip("\n"))
+    if not parts:  # a tool that returned nothing
+        parts.append(prompts.load("transcript_empty_result.txt").rstrip("\n"))
     role: str = message.role
     if message.tool_call_id is not None:
         role = prompts.render("transcript_tool_result.txt", id=message.tool_call_id, tool=calls.get(message.tool_call_id, "?")).strip("\n")

@@ -240,3 +240,12 @@ async def test_lwe_writes_its_case_prompt_about_trajectories_and_keeps_them_as_t
     assert item["response_a"].count("The End of Message 2") == 1  # the forged fence is defused in what is kept
     refine = next(p for p in server.requests if role_of(p) == "refine")
     assert "weather (id call_1)" in prompt_text(refine)  # the refinement sees the run it learned from
+
+
+def test_a_tool_may_return_nothing_but_a_turn_may_not_be_empty() -> None:
+    run = [{"role": "assistant", "tool_calls": [{"id": "c", "name": "mkdir", "arguments": '{"path": "out"}'}]},
+           {"role": "tool", "tool_call_id": "c", "content": ""}, {"role": "assistant", "content": "Done."}]
+    text = transcript.render(pair(response_a=run).response_a, neutralise)
+    assert "<|The Start of Message 2: tool result of call c (mkdir)|>\n(the tool returned nothing)\n<|The End of Message 2|>" in text
+    with pytest.raises(InputError, match="'response_a' message 2 is empty"):
+        pair(response_a=[*run[:2], {"role": "assistant", "content": ""}])
