@@ -40,10 +40,16 @@ AGENT_ROLES = ("assistant", "tool")  # a trajectory's roles
 
 
 def _lean(schema: dict[str, Any]) -> None:
-    """A message model's schema without the titles pydantic adds (the tools/list answer carries it per tool)."""
+    """A message model's schema as small as it can say the same (every judging tool's tools/list entry carries it):
+    no titles, no defaults, an optional field as its type alone (it may be left out; null is accepted as absent)."""
     schema.pop("title", None)
-    for prop in schema.get("properties", {}).values():
+    props = schema.get("properties", {})
+    for name, prop in props.items():
+        members = [m for m in prop.get("anyOf", []) if m != {"type": "null"}]
+        if len(members) == 1 and len(prop["anyOf"]) == 2:
+            prop = props[name] = {**members[0], **{k: v for k, v in prop.items() if k not in ("anyOf", "default")}}
         prop.pop("title", None)
+        prop.pop("default", None)
 
 
 _ImageUri = Annotated[str, Field(max_length=imagelib.MAX_IMAGE_CHARS), AfterValidator(_image)]  # as `images` (described there)
