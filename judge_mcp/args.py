@@ -104,6 +104,24 @@ class JudgingArgs(ToolArgs):
         str | None, Field(max_length=MAX_BACKEND_CHARS, description="a backend named in the JUDGE_MCP_CONFIG TOML file; default: the environment's")
     ] = None
 
+    IMAGE_FIELDS: ClassVar[tuple[str, ...]] = ()  # the image arguments (UserInputsArgs); images inside messages count too
+
+    @model_validator(mode="after")
+    def _image_count(self) -> Self:
+        uris = []
+        for name in self.IMAGE_FIELDS:
+            for item in getattr(self, name) or ():
+                uris += [item] if isinstance(item, str) else list(item or ())  # option_images holds a list per option
+        uris += messages.image_uris(getattr(self, name) for name in _judged(type(self)))  # images inside messages
+        count, size = len(uris), sum(len(imagelib.decode(uri).data) for uri in uris)
+        if size > imagelib.MAX_CALL_IMAGE_BYTES:
+            raise PydanticCustomError(
+                "call", f"the call's images add up to {size:,} bytes; the limit for one call is {imagelib.MAX_CALL_IMAGE_BYTES:,}"
+            )
+        if count > imagelib.MAX_CALL_IMAGES:
+            raise PydanticCustomError("call", f"the call brings {count} images; the limit for one call is {imagelib.MAX_CALL_IMAGES}")
+        return self
+
 
 class UserInputsArgs(JudgingArgs):
     """What a caller brings besides the answers (compare_pair, grade_score_options, lwe_judge): a rubric and a
@@ -145,22 +163,6 @@ class UserInputsArgs(JudgingArgs):
             if value is not None:
                 data[name] = [_described(v) for v in value]
         return data
-
-    @model_validator(mode="after")
-    def _image_count(self) -> Self:
-        uris = []
-        for name in self.IMAGE_FIELDS:
-            for item in getattr(self, name) or ():
-                uris += [item] if isinstance(item, str) else list(item or ())  # option_images holds a list per option
-        uris += messages.image_uris(getattr(self, name) for name in _judged(type(self)))  # images inside messages
-        count, size = len(uris), sum(len(imagelib.decode(uri).data) for uri in uris)
-        if size > imagelib.MAX_CALL_IMAGE_BYTES:
-            raise PydanticCustomError(
-                "call", f"the call's images add up to {size:,} bytes; the limit for one call is {imagelib.MAX_CALL_IMAGE_BYTES:,}"
-            )
-        if count > imagelib.MAX_CALL_IMAGES:
-            raise PydanticCustomError("call", f"the call brings {count} images; the limit for one call is {imagelib.MAX_CALL_IMAGES}")
-        return self
 
 
 def _described(value: Any) -> Any:

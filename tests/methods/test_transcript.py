@@ -249,3 +249,11 @@ def test_a_tool_may_return_nothing_but_a_turn_may_not_be_empty() -> None:
     assert "<|The Start of Message 2: tool result of call c (mkdir)|>\n(the tool returned nothing)\n<|The End of Message 2|>" in text
     with pytest.raises(InputError, match="'response_a' message 2 is empty"):
         pair(response_a=[*run[:2], {"role": "assistant", "content": ""}])
+
+
+def test_images_inside_messages_count_towards_the_calls_image_limit() -> None:
+    shots = [{"role": "user", "content": f"screen {k}", "images": [uri(png(k))] * 4} for k in range(5)]  # 20 images
+    with pytest.raises(InputError, match="the call brings 20 images; the limit for one call is 16"):
+        InferInstructionRewardArgs.parse({"instruction": "Say x", "responses": ["x"], "context": shots})
+    with pytest.raises(InputError, match="the call brings 17 images"):
+        pair(prompt=shots[:4], images=[uri(png(9))])
