@@ -14,7 +14,7 @@ result: the call it answers and that call's tool):
 Every piece of caller text inside (content, arguments) is defused by the method's own function (verdict tokens,
 the template's fences) and then loses any imitation of these message and tool-call fences, so a tool's output can
 neither write a verdict nor close its message and speak as another role. Tool names and call ids match
-messages.ID_PATTERN, so they are safe in a fence line. A message's images go after the request's text as image
+messages.ID_PATTERN, so they are safe in a fence line. A tool result with no content says so. A message's images go after the request's text as image
 parts captioned with the message's number and its owner (the prompt, answer A or B as shown, an option), so they
 move with their answer when the order is swapped. The same value renders the same in both orders.
 
