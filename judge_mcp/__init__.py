@@ -1,7 +1,7 @@
 """judge-mcp: an MCP server that gives coding agents and chat clients a judge they can call.
 
 `from judge_mcp import Judge` gives the same tools as a Python API (judge_mcp/api.py), imported on first use so
-that starting the server loads none of it twice. `Message` and `ToolCall` (judge_mcp/messages.py) build the
+that starting the server loads none of it twice. `Message` and `ToolCall` (judge_mcp/contract/messages.py) build the
 conversations and trajectories the tools take (plain dicts work as well).
 """
 
@@ -14,7 +14,7 @@ __all__ = ["Judge", "JudgeError", "Message", "ToolCall", "__version__"]
 
 if TYPE_CHECKING:
     from judge_mcp.api import Judge, JudgeError
-    from judge_mcp.messages import Message, ToolCall
+    from judge_mcp.contract.messages import Message, ToolCall
 
 
 def __getattr__(name: str) -> Any:
@@ -23,7 +23,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(api, name)
     if name in ("Message", "ToolCall"):
-        from judge_mcp import messages
+        from judge_mcp.contract import messages
 
         return getattr(messages, name)
     raise AttributeError(f"module 'judge_mcp' has no attribute {name!r}")

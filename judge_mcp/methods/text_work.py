@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 
-from judge_mcp import messages
+from judge_mcp.contract import messages
 
 T = TypeVar("T")
 

@@ -1,4 +1,4 @@
-"""The one renderer of conversations and trajectories (judge_mcp/messages.py) into the transcript a judge reads.
+"""The one renderer of conversations and trajectories (judge_mcp/contract/messages.py) into the transcript a judge reads.
 
 A plain string renders as the method's own defusing of it, so a string prompt or answer keeps today's prompt byte
 for byte. A list of messages renders as one fenced block per message, numbered from 1 and naming its role (a tool
@@ -28,9 +28,9 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from judge_mcp import images as imagelib
+from judge_mcp.contract import images as imagelib
 from judge_mcp import prompts
-from judge_mcp.messages import Message
+from judge_mcp.contract.messages import Message
 from judge_mcp.methods.parsing import _defuse_fences, _SEP
 from judge_mcp.methods.user_inputs import ImageGroups, Images, _caption
 

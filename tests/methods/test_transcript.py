@@ -1,4 +1,4 @@
-"""Conversations and trajectories (judge_mcp/messages.py) and their one renderer (judge_mcp/methods/transcript.py):
+"""Conversations and trajectories (judge_mcp/contract/messages.py) and their one renderer (judge_mcp/methods/transcript.py):
 the checks name the message and the field; the transcript is exact, defused, the same in both orders; a plain string
 keeps every method's prompt byte for byte."""
 
@@ -9,13 +9,15 @@ import json
 import pytest
 
 from judge_mcp import prompts
-from judge_mcp.arg_types import InputError
-from judge_mcp.args import ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs
-from judge_mcp.messages import MAX_MESSAGES
-from judge_mcp.methods import flip, grade_score, pairwise, text_work, transcript
+from judge_mcp.contract.fields import InputError
+from judge_mcp.contract.args import ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs
+from judge_mcp.contract.messages import MAX_MESSAGES
+from judge_mcp.methods.flip import reward as flip
+from judge_mcp.methods.grade_score import scoring as grade_score
+from judge_mcp.methods import pairwise, text_work, transcript
 from judge_mcp.methods.lwe import text as lwe_text
 from judge_mcp.methods.parsing import neutralise
-from tests.images import png, uri
+from tests.image_data import png, uri
 
 CONVERSATION = [
     {"role": "system", "content": "You are terse."},
@@ -224,8 +226,8 @@ async def test_a_long_trajectory_is_rendered_off_the_event_loop(make_judge, monk
 
 
 async def test_lwe_writes_its_case_prompt_about_trajectories_and_keeps_them_as_transcripts(make_judge, store) -> None:
-    from judge_mcp.bench.scripted import prompt_text
-    from judge_mcp.bench.scripted_judges import LweScript, role_of
+    from testkit.scripted_servers import prompt_text
+    from testkit.scripted_judges import LweScript, role_of
     from judge_mcp.methods import lwe
     from judge_mcp.storage.lwe_sessions import LweRepository
 

@@ -10,9 +10,9 @@ import base64
 
 import pytest
 
-from judge_mcp.bench.scripted import prompt_text
-from judge_mcp.bench.scripted_judges import UniversalJudge
-from tests.images import image_groups, png, uri
+from testkit.scripted_servers import prompt_text
+from testkit.scripted_judges import UniversalJudge
+from tests.image_data import image_groups, png, uri
 
 SHOT = png(5, size=600)
 QUESTION = [
