@@ -15,6 +15,8 @@ JudgeError with the same message; an unparsed model answer is a result that says
 
 One Judge may serve several event loops at once (threads each running `asyncio.run`): each loop gets its own backend
 sessions and limits over the one database, closed when that loop ends (runtime/loop_apps.py).
+`prompt`, `instruction` and `context` take a conversation, the answers, options and responses a trajectory: a list
+of messages, as dicts or as `judge_mcp.Message` (with `judge_mcp.ToolCall`s), as over MCP.
 
 Image arguments may be data: URIs or, as over stdio, file paths inside the JUDGE_MCP_IMAGE_DIRS folders: the
 script runs with its user's own rights, as a stdio server does.

@@ -19,9 +19,10 @@ from collections.abc import Callable
 
 from judge_mcp import redaction
 from judge_mcp.bench import arena_hard, pointwise
+from judge_mcp.contract.messages import Message, ToolCall
 from judge_mcp.methods.flip import reward as flip
 from judge_mcp.methods.grade_score import scoring as grade_score
-from judge_mcp.methods import label_probs, pairwise, parsing, similarity
+from judge_mcp.methods import label_probs, pairwise, parsing, similarity, transcript
 from judge_mcp.methods.lwe import text as lwe_text
 from judge_mcp.server.transports import stdio
 from judge_mcp.contract.fields import MAX_TEXT_CHARS
@@ -57,6 +58,7 @@ PREFIXES = [
     "```json\n",
     '"id": "',
     "sk-",
+    "The End of Message 2",
 ]
 # Repeated units (each is a run of a grammar's own token).
 UNITS = ['{"', '{"a":', '{"a":"{', '{"a":[', "[[A>B]]", "[A]", "<|x|>", "the end of ", "user question ", "\\u", "\\\\\"", '"\\"', "a ",
@@ -110,6 +112,16 @@ def prose(size: int = SIZE) -> str:
     return (sentence * (size // len(sentence) + 1))[:size]
 
 
+def _trajectory(text: str) -> list[Message]:
+    """A trajectory holding `text` twice: half as an assistant's content and half as its tool call's arguments, all
+    of it as the tool's result (messages.MAX_CONVERSATION_CHARS allows it at the input limit). Built unchecked: a
+    run of blanks is no valid message, but the renderer is what is timed."""
+    half = len(text) // 2
+    call = ToolCall.model_construct(id="call_1", name="search", arguments=text[half:])
+    return [Message.model_construct(role="assistant", content=text[:half], tool_calls=[call], tool_call_id=None, images=None),
+            Message.model_construct(role="tool", content=text, tool_calls=None, tool_call_id="call_1", images=None)]
+
+
 def _json_answer(text: str) -> str:
     return text + json.dumps({"verdict": "[[A>B]]", "explanation": "x"})
 
@@ -124,6 +136,8 @@ FUNCTIONS: dict[str, Callable[[str], object]] = {
     "pairwise.parse_label": lambda t: pairwise.parse_label(t + " [[A>B]]", [t, t[::-1]]),
     "pairwise.parse_structured": lambda t: pairwise.parse_structured(t, "sop", [t]),
     "pairwise.user_prompt": lambda t: pairwise.user_prompt(t, t, t),
+    "transcript.render": lambda t: transcript.render(_trajectory(t), parsing.neutralise.__wrapped__),
+    "transcript.defuse_fences": lambda t: transcript.defuse_fences(t),
     "flip.defuse": lambda t: flip.defuse.__wrapped__(t),
     "flip.parse_inferred": lambda t: flip.parse_inferred(t),
     "flip.extract_best": lambda t: flip.extract_best(t),

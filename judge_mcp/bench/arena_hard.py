@@ -23,7 +23,7 @@ from pydantic import Field
 from judge_mcp import prompts
 from judge_mcp.contract.args import PairArgs
 from judge_mcp.backends.base import ChatRequest, Message
-from judge_mcp.methods import registry
+from judge_mcp.methods import registry, transcript
 from judge_mcp.calls.context import CallContext
 from judge_mcp.contract.results import JudgedResult
 
@@ -68,7 +68,10 @@ async def arena_hard_judge(judge: CallContext, args: ArenaHardArgs | None = None
     """One Arena-Hard judgment of (A, B) in the order given."""
     args = ArenaHardArgs.of(args, fields)
     messages: tuple[Message, ...] = (
-        Message("user", prompts.render("arena_hard_user.txt", prompt=args.prompt, answer_a=args.response_a, answer_b=args.response_b)),
+        Message("user", prompts.render(  # the baseline shows its texts as they are (a conversation: its transcript, not defused)
+            "arena_hard_user.txt", prompt=transcript.text(args.prompt), answer_a=transcript.text(args.response_a),
+            answer_b=transcript.text(args.response_b),
+        )),
     )
     system = prompts.load("arena_hard_system.txt")
     judgment, decision, continued = "", None, False

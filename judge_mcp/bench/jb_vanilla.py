@@ -27,7 +27,7 @@ from judge_mcp import prompts
 from judge_mcp.contract.args import PairArgs
 from judge_mcp.backends.base import ChatRequest, Message
 from judge_mcp.calls.context import CallContext
-from judge_mcp.methods import registry
+from judge_mcp.methods import registry, transcript
 from judge_mcp.contract.results import JudgedResult
 
 TEMPLATE = "jb_vanilla.txt"
@@ -57,7 +57,9 @@ class JbVanillaResult(JudgedResult):
 
 def request(args: JbVanillaArgs) -> ChatRequest:
     """JudgeBench's request for (question, A, B)."""
-    prompt = prompts.render(TEMPLATE, question=args.prompt, answer_a=args.response_a, answer_b=args.response_b)
+    prompt = prompts.render(
+        TEMPLATE, question=transcript.text(args.prompt), answer_a=transcript.text(args.response_a), answer_b=transcript.text(args.response_b)
+    )
     return ChatRequest(messages=(Message("user", prompt),), temperature=TEMPERATURE, top_p=TOP_P, max_tokens=MAX_TOKENS, purpose="jb_vanilla")
 
 

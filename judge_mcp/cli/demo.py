@@ -19,7 +19,7 @@ import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from judge_mcp.cli.demo_text import RENDERERS, small_model_note
+from judge_mcp.cli.demo_text import RENDERERS, run_text, small_model_note
 
 DEMO_MAX_OUTPUT_TOKENS = 128  # the embedded model only: answers are short, so JSON answers still close within it
 TICK_S = 10.0  # with no progress news for this long, say the call is still running
@@ -28,6 +28,17 @@ REAL_MODEL_LINE = (
 )
 
 QUESTION = "What is the capital of Australia?"
+# two agent runs on one task, as trajectories: the tool calls, what the tools returned, the final answer
+RUN_A: list[dict[str, Any]] = [
+    {"role": "assistant", "tool_calls": [{"id": "call_1", "name": "search", "arguments": '{"q": "biggest city in Australia"}'}]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "Sydney is the biggest city in Australia."},
+    {"role": "assistant", "content": "Sydney."},
+]
+RUN_B: list[dict[str, Any]] = [
+    {"role": "assistant", "tool_calls": [{"id": "call_1", "name": "search", "arguments": '{"q": "capital of Australia"}'}]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "Canberra is the capital of Australia."},
+    {"role": "assistant", "content": "Canberra."},
+]
 
 
 @dataclass(frozen=True)
@@ -104,6 +115,13 @@ STEPS: tuple[Step, ...] = (
         "judge_stats then reports how often each judge agrees with such human labels.",
         {"label": "B", "note": "Canberra is the capital of Australia"},
         labels="compare_pair",
+    ),
+    Step(
+        "compare_pair",
+        "the same, for two agent runs given as trajectories (each tool call, its arguments and result, the final "
+        "answer): the model reads each run as a transcript and is asked which run is WORSE, in both orders.",
+        {"prompt": [{"role": "user", "content": QUESTION + " Use the search tool."}], "response_a": RUN_A, "response_b": RUN_B},
+        (("task", QUESTION + " Use the search tool."), ("run A", run_text(RUN_A)), ("run B", run_text(RUN_B))),
     ),
     Step(
         "judge_stats",

@@ -190,6 +190,21 @@ def label_lines(data: dict[str, Any]) -> Lines:
             f"the verdict said {verdict_said.get(verdict, verdict)}, so it {agrees}."]
 
 
+def run_text(messages: list[dict[str, Any]]) -> str:
+    """An agent's run (a trajectory's messages) in one line: each tool call with its arguments, each result, the
+    final words."""
+    names = {c["id"]: c["name"] for m in messages for c in m.get("tool_calls") or ()}
+    parts = []
+    for m in messages:
+        for call in m.get("tool_calls") or ():
+            parts.append(f"calls {call['name']}({call.get('arguments', '')})")
+        if m.get("role") == "tool":
+            parts.append(f"{names.get(m.get('tool_call_id'), 'the tool')} returns {_quote(m.get('content'), 60)}")
+        elif m.get("content"):
+            parts.append(f"says {_quote(m['content'], 60)}")
+    return "; ".join(parts)
+
+
 RENDERERS: dict[str, Callable[[dict[str, Any]], Lines]] = {
     "compare_pair": pair_lines,
     "infer_instruction_reward": flip_lines,

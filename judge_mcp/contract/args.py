@@ -29,12 +29,14 @@ from pydantic_core import PydanticCustomError
 
 from judge_mcp.contract import validation as arg_errors
 from judge_mcp.contract import images as imagelib
+from judge_mcp.contract import messages
+from judge_mcp.contract.messages import AnswerLike, CONVERSATION_DOC, PromptLike, TRAJECTORY_DOC
 from judge_mcp.contract.fields import (
     DEFAULT_LAST, MAX_LAST, MAX_MEMBERS, MAX_OPTIONS, MIN_MEMBERS, MIN_OPTIONS, _fail, _IMAGE_FORMAT, _judged,
     _judges_last, _schema, Action, AnswerOrder, DEFAULT_SWAP_MARGIN, FlipVariant, Goal, GradeVariant, ImageList,
-    InputError, Instruction, JUDGED, LabelValue, MAX_BACKEND_CHARS, OptionalNote, VERDICT_ID_PATTERN, MAX_BATCH_SIZE,
-    MAX_RESPONSES, MAX_TOKENS_LIMIT, MAX_TOTAL_CHARS, MAX_VERSION, ModelName, OptionalCriteria, OptionalReference,
-    OptionalText, PAIR_MAX_TOKENS, Prompt, Session, Similarity, Template, Text,
+    InputError, Instruction, JUDGED, LabelValue, MAX_BACKEND_CHARS, OptionalNote, VERDICT_ID_PATTERN,
+    MAX_BATCH_SIZE, MAX_RESPONSES, MAX_TOKENS_LIMIT, MAX_TOTAL_CHARS,
+    MAX_VERSION, ModelName, OptionalCriteria, OptionalReference, PAIR_MAX_TOKENS, Session, Similarity, Template,
 )
 
 
@@ -77,14 +79,18 @@ class ToolArgs(BaseModel):
     def logged(self) -> dict[str, Any]:
         """The arguments as the verdict log keeps them: what was given or defaulted, without `backend` (a column of
         its own) and without absent optional ones."""
-        return self.model_dump(exclude={"backend"}, exclude_none=True)
+        data = self.model_dump(exclude={"backend"}, exclude_none=True)
+        for name in _judged(type(self)):  # a conversation's images: described, never their bytes
+            if isinstance(data.get(name), list):
+                data[name] = messages.logged(data[name])
+        return data
 
     @model_validator(mode="after")
     def _call_size(self) -> Self:
         size = 0
         for name in _judged(type(self)):
             value = getattr(self, name)
-            size += sum(len(v) for v in value) if isinstance(value, list) else len(value or "")
+            size += sum(messages.chars(v) for v in value) if isinstance(value, list) and not messages.is_messages(value) else messages.chars(value)
         if size > MAX_TOTAL_CHARS:
             raise PydanticCustomError("call", f"the inputs add up to {size:,} characters; the limit for one call is {MAX_TOTAL_CHARS:,}")
         return self
@@ -96,6 +102,24 @@ class JudgingArgs(ToolArgs):
     backend: Annotated[
         str | None, Field(max_length=MAX_BACKEND_CHARS, description="a backend of the JUDGE_MCP_CONFIG file; default: the environment's")
     ] = None
+
+    IMAGE_FIELDS: ClassVar[tuple[str, ...]] = ()  # the image arguments (UserInputsArgs); images inside messages count too
+
+    @model_validator(mode="after")
+    def _image_count(self) -> Self:
+        uris = []
+        for name in self.IMAGE_FIELDS:
+            for item in getattr(self, name) or ():
+                uris += [item] if isinstance(item, str) else list(item or ())  # option_images holds a list per option
+        uris += messages.image_uris(getattr(self, name) for name in _judged(type(self)))  # images inside messages
+        count, size = len(uris), sum(len(imagelib.decode(uri).data) for uri in uris)
+        if size > imagelib.MAX_CALL_IMAGE_BYTES:
+            raise PydanticCustomError(
+                "call", f"the call's images add up to {size:,} bytes; the limit for one call is {imagelib.MAX_CALL_IMAGE_BYTES:,}"
+            )
+        if count > imagelib.MAX_CALL_IMAGES:
+            raise PydanticCustomError("call", f"the call brings {count} images; the limit for one call is {imagelib.MAX_CALL_IMAGES}")
+        return self
 
 
 class UserInputsArgs(JudgingArgs):
@@ -135,21 +159,6 @@ class UserInputsArgs(JudgingArgs):
                 data[name] = [_described(v) for v in value]
         return data
 
-    @model_validator(mode="after")
-    def _image_count(self) -> Self:
-        uris = []
-        for name in self.IMAGE_FIELDS:
-            for item in getattr(self, name) or ():
-                uris += [item] if isinstance(item, str) else list(item or ())  # option_images holds a list per option
-        count, size = len(uris), sum(len(imagelib.decode(uri).data) for uri in uris)
-        if size > imagelib.MAX_CALL_IMAGE_BYTES:
-            raise PydanticCustomError(
-                "call", f"the call's images add up to {size:,} bytes; the limit for one call is {imagelib.MAX_CALL_IMAGE_BYTES:,}"
-            )
-        if count > imagelib.MAX_CALL_IMAGES:
-            raise PydanticCustomError("call", f"the call brings {count} images; the limit for one call is {imagelib.MAX_CALL_IMAGES}")
-        return self
-
 
 def _described(value: Any) -> Any:
     """An image URI (or a list of them) as the log keeps it."""
@@ -176,9 +185,9 @@ class PairArgs(JudgingArgs):
 
     ANSWERS: ClassVar[tuple[str, str]] = ("response_a", "response_b")
 
-    prompt: Prompt
-    response_a: Annotated[Text, JUDGED, Field(description="answer A")]
-    response_b: Annotated[Text, JUDGED, Field(description="answer B")]
+    prompt: Annotated[PromptLike, JUDGED, Field(description="the user prompt both answers respond to: a string, " + CONVERSATION_DOC)]
+    response_a: Annotated[AnswerLike, JUDGED, Field(description="answer A: a string, " + TRAJECTORY_DOC)]
+    response_b: Annotated[AnswerLike, JUDGED, Field(description="answer B: a string or a trajectory")]
 
 
 class PanelArgs(JudgingArgs):
@@ -270,8 +279,12 @@ class InferInstructionRewardArgs(JudgingArgs):
     tool: ClassVar[str] = "infer_instruction_reward"
 
     instruction: Annotated[Instruction, Field(description="the instruction (with context: the system prompt) the responses follow")]
-    responses: Annotated[list[Text], JUDGED, Field(min_length=1, max_length=MAX_RESPONSES, description="candidate responses")]
-    context: Annotated[OptionalText, JUDGED, Field(description="a user prompt or conversation; then `instruction` is a system prompt")] = None
+    responses: Annotated[
+        list[AnswerLike], JUDGED, Field(min_length=1, max_length=MAX_RESPONSES, description="candidate responses, each a string or a trajectory")
+    ]
+    context: Annotated[
+        messages.OptionalPromptLike, JUDGED, Field(description="a user prompt or conversation; then `instruction` is a system prompt")
+    ] = None
     similarity: Annotated[
         Similarity, Field(description="f1: word-level F1; rouge_l: ROUGE-L F-measure; token_sort: rapidfuzz token_sort_ratio")
     ] = "f1"
@@ -286,9 +299,9 @@ class GradeScoreOptionsArgs(UserInputsArgs, PanelArgs):
     tool: ClassVar[str] = "grade_score_options"
     ANSWERS_SAID: ClassVar[str] = "one per option"
 
-    instruction: Annotated[Instruction, Field(description="the question or task the options answer")]
+    instruction: Annotated[PromptLike, JUDGED, Field(description="the question or task the options answer: a string or a conversation")]
     options: Annotated[
-        list[Text], JUDGED, Field(min_length=MIN_OPTIONS, max_length=MAX_OPTIONS, description="candidate options")
+        list[AnswerLike], JUDGED, Field(min_length=MIN_OPTIONS, max_length=MAX_OPTIONS, description="candidate options, each a string or a trajectory"),
     ]
     prompt_variant: Annotated[GradeVariant, Field(description="the Grade Score paper's judge prompt A.1-A.4")] = 2
     unrelated_option: Annotated[bool, Field(description="add an option answering another instruction, as a sanity check")] = False
@@ -319,12 +332,13 @@ class GradeScoreOptionsArgs(UserInputsArgs, PanelArgs):
 
     @field_validator("options")
     @classmethod
-    def _distinct(cls, options: list[str]) -> list[str]:
-        seen: dict[str, int] = {}
+    def _distinct(cls, options: list[Any]) -> list[Any]:
+        seen: dict[tuple[str, str], int] = {}
         for i, option in enumerate(options):
-            if option in seen:
-                raise _fail(f"must not repeat an option: options[{i}] is identical to options[{seen[option]}]")
-            seen[option] = i
+            key = messages.identity(option)
+            if key in seen:
+                raise _fail(f"must not repeat an option: options[{i}] is identical to options[{seen[key]}]")
+            seen[key] = i
         return options
 
 

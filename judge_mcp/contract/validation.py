@@ -115,6 +115,8 @@ def _bounds(name: str, error: ErrorDetails, prop: dict[str, Any]) -> str:
 def _list(name: str, error: ErrorDetails, prop: dict[str, Any]) -> str:
     items = _member(prop, "items").get("items", {})
     kind = {"string": "strings", "integer": "whole numbers"}.get(items.get("type", ""), "values")
+    if {p.get("type") for p in items.get("anyOf", [])} == {"string", "array"}:  # messages.AnswerLike
+        kind = "strings or trajectories (lists of messages)"
     return f"'{name}' must be a list of {kind}, got {type(error.get('input')).__name__}"
 
 
@@ -180,3 +182,7 @@ _WRITERS: dict[str, Writer] = {
     "literal_error": _choice,
     "enum": _choice,
 }
+
+# for the sentences about one message of a conversation (messages.py)
+WRITERS: dict[str, Writer] = _WRITERS
+other: Writer = _other

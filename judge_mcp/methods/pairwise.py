@@ -25,7 +25,7 @@ from judge_mcp.contract.fields import GOALS as GOALS  # the tool's goals, for th
 from judge_mcp.contract.fields import PAIR_MAX_TOKENS, TEMPLATES
 from judge_mcp.contract.args import ComparePairArgs
 from judge_mcp.backends.base import user
-from judge_mcp.methods import label_probs, pair_labels, text_work, user_inputs
+from judge_mcp.methods import label_probs, pair_labels, text_work, transcript, user_inputs
 from judge_mcp.methods.ask import Parsed, ask, bounded
 from judge_mcp.calls.fanout import run_each
 from judge_mcp.calls.context import CallContext
@@ -70,20 +70,20 @@ def system_prompt(goal: str, template: str, structured: bool) -> str:
 
 
 def user_prompt(
-    prompt: str, first: str, second: str, *, criteria: str | None = None, reference: str | None = None, goal: str = "worse"
+    prompt: transcript.Value, first: transcript.Value, second: transcript.Value, *, criteria: str | None = None, reference: str | None = None,
+    goal: str = "worse",
 ) -> str:
     """The judged content, with verdict tokens inside it defused (see parsing.neutralise); the caller's reference
-    and criteria, when given, as fenced blocks between the prompt and the answers (user_inputs.py)."""
+    and criteria, when given, as fenced blocks between the prompt and the answers (user_inputs.py). A conversation
+    or trajectory is its transcript (transcript.py); a string is as it always was."""
+    shown = {"prompt": transcript.render(prompt, neutralise), "answer_a": transcript.render(first, neutralise),
+             "answer_b": transcript.render(second, neutralise)}
     if not user_inputs.given(criteria, reference):
-        return prompts.render(
-            "grp_user.txt", prompt=neutralise(prompt), answer_a=neutralise(first), answer_b=neutralise(second)
-        )
+        return prompts.render("grp_user.txt", **shown)
     return prompts.render(
         "grp_user_inputs.txt",
-        prompt=neutralise(prompt),
+        **shown,
         inputs=user_inputs.blocks(criteria, reference, neutralise),
-        answer_a=neutralise(first),
-        answer_b=neutralise(second),
         notes=user_inputs.notes(criteria, reference, reference_note="grp_reference_note.txt", criteria_note=f"grp_criteria_{goal}.txt"),
     )
 
@@ -193,8 +193,8 @@ def mean_probability(trials: list[PairTrial]) -> PBetter | None:
 
 
 async def judge_order(
-    judge: CallContext, *, prompt: str, first: str, second: str, order: str, goal: str, template: str, max_tokens: int | None = None,
-    criteria: str | None = None, reference: str | None = None, images: user_inputs.ImageGroups = (),
+    judge: CallContext, *, prompt: transcript.Value, first: transcript.Value, second: transcript.Value, order: str, goal: str, template: str,
+    max_tokens: int | None = None, criteria: str | None = None, reference: str | None = None, images: user_inputs.ImageGroups = (),
 ) -> PairTrial:
     structured = judge.structured
     size = text_work.chars(prompt, first, second, criteria, reference)
@@ -209,7 +209,7 @@ async def judge_order(
         top_logprobs=TOP_LOGPROBS if judge.logprobs else 0,
         purpose=f"compare_pair:{order}",
     )
-    judged = [t for t in (prompt, first, second, criteria, reference) if t is not None]
+    judged = [transcript.plain(t) for t in (prompt, first, second, criteria, reference) if t is not None]
     references = judged + [request.system or ""]  # a judge echoing the template's list of labels is quoting it
     if structured:
         parse = lambda t: parse_structured(t, template, judged) or parse_label(t, references)  # noqa: E731
@@ -245,7 +245,8 @@ async def compare_pair(judge: CallContext, args: ComparePairArgs | None = None, 
 
     def judge_one(order: str):
         first, second = (args.response_a, args.response_b) if order == "AB" else (args.response_b, args.response_a)
-        images = user_inputs.pair_images(shown, a_images, b_images) if order == "AB" else user_inputs.pair_images(shown, b_images, a_images)
+        images = (transcript.pair_images(args.prompt, first, second, shown, a_images, b_images) if order == "AB"
+                  else transcript.pair_images(args.prompt, first, second, shown, b_images, a_images))
         return judge_order(
             judge, prompt=args.prompt, first=first, second=second, order=order, goal=args.goal, template=args.template, max_tokens=args.max_tokens,
             criteria=args.criteria, reference=args.reference, images=images,

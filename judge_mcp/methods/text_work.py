@@ -15,6 +15,8 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 
+from judge_mcp.contract import messages
+
 T = TypeVar("T")
 
 OFF_LOOP_CHARS = 16_000  # ~2 ms of defusing or parsing; the hop to a thread costs ~0.1 ms
@@ -28,5 +30,6 @@ async def run(fn: Callable[..., T], *args: Any, size: int, **kwargs: Any) -> T:
     return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
 
 
-def chars(*texts: str | None) -> int:
-    return sum(len(t) for t in texts if t)
+def chars(*texts: Any) -> int:
+    """The characters of text the judged values hold (strings, conversations and trajectories; None counts 0)."""
+    return sum(messages.chars(t) for t in texts)

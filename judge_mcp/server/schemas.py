@@ -28,7 +28,10 @@ HERE = Path(__file__).resolve().parent
 PACKAGE = HERE.parent
 FILE = HERE / "schemas.json"
 # Where the schemas come from: the models and the types they are built from, the tool table (names, models).
-SOURCES = ("contract/args.py", "contract/fields.py", "contract/results.py", "contract/images.py", "server/tools.py", "server/schemas.py")
+SOURCES = (
+    "contract/args.py", "contract/fields.py", "contract/results.py", "contract/images.py", "contract/messages.py", "server/tools.py",
+    "server/schemas.py",
+)
 Schemas = dict[str, dict[str, Any]]  # tool name -> {"input": schema, "output": schema}
 
 
@@ -124,6 +127,9 @@ def _compact(schema: Any, output: bool, nested: bool) -> Any:
 
 def _without_null_pair(schema: dict[str, Any], output: bool) -> dict[str, Any]:
     members = schema.get("anyOf")
+    if not output and isinstance(members, list) and len(members) > 2 and _NULL in members and schema.get("default", _ABSENT) is None:
+        # an optional argument of several shapes (a string or a conversation): the shapes without the null
+        return {**{k: v for k, v in schema.items() if k not in ("anyOf", "default")}, "anyOf": [m for m in members if m != _NULL]}
     if not isinstance(members, list) or len(members) != 2 or _NULL not in members or members[0] == members[1]:
         return schema
     other = members[1] if members[0] == _NULL else members[0]

@@ -28,6 +28,7 @@ from judge_mcp.contract.args import (
 )
 from judge_mcp.contract.results import LabelResult
 from judge_mcp.storage.engine import Engine
+from judge_mcp.storage import verdict_facts
 from judge_mcp.storage.label_rows import LabelTable
 
 PAIRWISE = (ComparePairArgs.tool, LweJudgeArgs.tool)
@@ -35,17 +36,14 @@ PAIRWISE = (ComparePairArgs.tool, LweJudgeArgs.tool)
 CHOICES = {GradeScoreOptionsArgs.tool: "options", InferInstructionRewardArgs.tool: "responses"}
 PAIR_LABELS = ("A", "B", "tie")
 NONE = "none"  # the verdict named no single option or response
-# what callers brought besides the judged texts, as judge_stats groups verdicts by (stats.BROUGHT's flags)
-IMAGE_INPUTS = ("images", "response_a_images", "response_b_images", "option_images")
 
 
 def inputs_label(inputs: Any) -> str:
-    """A verdict's judge_stats group `inputs`: criteria, reference, images joined by '+', or 'text'."""
+    """A verdict's judge_stats group `inputs`: criteria, reference, images, conversation, trajectory joined by '+',
+    or 'text' (verdict_facts.brought_label, as judge_stats groups the verdict)."""
     if not isinstance(inputs, dict):
         return "text"
-    names = [name for name, keys in (("criteria", ("criteria",)), ("reference", ("reference",)), ("images", IMAGE_INPUTS))
-             if any(key in inputs for key in keys)]
-    return "+".join(names) or "text"
+    return verdict_facts.brought_label(verdict_facts.brought_flags(inputs))
 
 
 def canonical(tool: str, inputs: Any, given: int | str) -> str:

@@ -87,6 +87,35 @@ def shelve(tx: Tx, item: dict[str, Any], fields: tuple[str, ...], use: str, now:
     return out
 
 
+def messages_in(item: Any) -> list[dict[str, Any]]:
+    """The chat messages inside an item's list values (a conversation or trajectory, or a list of them: options,
+    responses): the dicts carrying a `role`."""
+    found: list[dict[str, Any]] = []
+    stack = [v for v in item.values() if isinstance(v, list)] if isinstance(item, dict) else []
+    while stack:
+        for value in stack.pop():
+            if isinstance(value, list):
+                stack.append(value)
+            elif isinstance(value, dict) and "role" in value:
+                found.append(value)
+    return found
+
+
+def shelve_messages(tx: Tx, item: dict[str, Any], use: str, now: float) -> dict[str, Any]:
+    """A copy of `item` (a verdict's inputs) in which every message inside its list values has its long `content`
+    stored here (see shelve); `item` itself when it holds no list."""
+    def shelved(value: Any) -> Any:
+        if isinstance(value, list):
+            return [shelved(v) for v in value]
+        if isinstance(value, dict) and "role" in value:
+            return shelve(tx, value, ("content",), use, now)
+        return value
+
+    if not any(isinstance(v, list) for v in item.values()):
+        return item
+    return {k: shelved(v) for k, v in item.items()}
+
+
 def read_many(store: Engine | Tx, digests: Iterable[str]) -> dict[str, str]:
     """The texts among `digests`, by hash (missing ones are left out)."""
     found: dict[str, str] = {}

@@ -23,7 +23,12 @@ from typing import Any
 COMPARE_PAIR, LWE_JUDGE, GRADE_SCORE, FLIP = "compare_pair", "lwe_judge", "grade_score_options", "infer_instruction_reward"
 PAIR_TOOLS = (COMPARE_PAIR, LWE_JUDGE)  # the tools whose verdicts judge two answers (position, order, length)
 ANSWERS = ("response_a", "response_b")  # those two answers' input keys
-BROUGHT = ("criteria", "reference", "images")  # a group's `inputs`: what the caller brought besides the texts
+# a group's `inputs`: what the caller brought besides the texts; a conversation (prompt, instruction or context given as
+# messages) and a trajectory (an answer, option or response given as messages) are kinds of their own
+BROUGHT = ("criteria", "reference", "images", "conversation", "trajectory")
+CONVERSATION_KEYS = ("prompt", "instruction", "context")  # the inputs that may be a conversation
+TRAJECTORY_KEYS = ("response_a", "response_b")  # the inputs that may be a trajectory ...
+TRAJECTORY_LISTS = ("options", "responses")  # ... or hold trajectories
 IMAGE_KEYS = ("images", "response_a_images", "response_b_images", "option_images")
 Key = tuple[str, str, str, str]  # (backend, model, tool, inputs)
 
@@ -162,7 +167,8 @@ def panel_members(row: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def brought_label(flags: Any) -> str:
-    """A group's `inputs`: the names of the inputs a caller brought (criteria, reference, images), or 'text'."""
+    """A group's `inputs`: the names of the inputs a caller brought (criteria, reference, images, conversation,
+    trajectory), or 'text'. Rows logged before the last two kinds carry three flags."""
     names = [name for name, flag in zip(BROUGHT, flags) if flag] if isinstance(flags, (list, tuple)) else []
     return "+".join(names) or "text"
 
@@ -268,12 +274,24 @@ def written_row(tool: str, backend: str, model: str, inputs: Mapping[str, Any], 
     if tool in PAIR_TOOLS:
         a, b = inputs.get(ANSWERS[0]), inputs.get(ANSWERS[1])
         lengths = (len(a), len(b)) if isinstance(a, str) and isinstance(b, str) else None
-    brought = [BROUGHT[0] in inputs, BROUGHT[1] in inputs, any(key in inputs for key in IMAGE_KEYS)]
+    brought = brought_flags(inputs)
     reasks = None
     if tool == LWE_JUDGE and isinstance(calls, list):
         reasks = _vanilla_reasks(call.get("purpose") for call in calls if isinstance(call, dict))
     return {"tool": tool, "backend": backend, "model": model, "output": output, "usage": usage if isinstance(usage, dict) else {},
             "lengths": lengths, "brought": brought, "vanilla_reasks": reasks}
+
+
+def brought_flags(inputs: Mapping[str, Any]) -> list[bool]:
+    """Which of BROUGHT a verdict's (logged) inputs hold, in BROUGHT's order; a long criteria or reference may be
+    stored apart (the row's `text_refs`, storage/texts.py)."""
+    lists = [inputs.get(key) for key in TRAJECTORY_LISTS]
+    refs = inputs.get("text_refs")
+    shelved = refs if isinstance(refs, dict) else {}
+    return [BROUGHT[0] in inputs or BROUGHT[0] in shelved, BROUGHT[1] in inputs or BROUGHT[1] in shelved, any(key in inputs for key in IMAGE_KEYS),
+            any(isinstance(inputs.get(key), list) for key in CONVERSATION_KEYS),
+            any(isinstance(inputs.get(key), list) for key in TRAJECTORY_KEYS)
+            or any(isinstance(item, list) for items in lists if isinstance(items, list) for item in items)]
 
 
 def _vanilla_reasks(purposes: Iterable[Any]) -> set[str]:

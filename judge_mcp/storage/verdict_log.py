@@ -40,7 +40,11 @@ STATS_PAGE = {
         "  json_type(inputs, '$.criteria') IS NOT NULL OR json_type(inputs, '$.text_refs.criteria') IS NOT NULL,"
         "  json_type(inputs, '$.reference') IS NOT NULL OR json_type(inputs, '$.text_refs.reference') IS NOT NULL,"
         "  json_type(inputs, '$.images') IS NOT NULL OR json_type(inputs, '$.response_a_images') IS NOT NULL"
-        "  OR json_type(inputs, '$.response_b_images') IS NOT NULL OR json_type(inputs, '$.option_images') IS NOT NULL) END AS brought"
+        "  OR json_type(inputs, '$.response_b_images') IS NOT NULL OR json_type(inputs, '$.option_images') IS NOT NULL,"
+        "  json_type(inputs, '$.prompt') = 'array' OR json_type(inputs, '$.instruction') = 'array' OR json_type(inputs, '$.context') = 'array',"
+        "  json_type(inputs, '$.response_a') = 'array' OR json_type(inputs, '$.response_b') = 'array'"
+        "  OR EXISTS (SELECT 1 FROM json_each(inputs, '$.options') AS o WHERE o.type = 'array')"
+        "  OR EXISTS (SELECT 1 FROM json_each(inputs, '$.responses') AS r WHERE r.type = 'array')) END AS brought"
         " FROM verdicts WHERE id < ? ORDER BY id DESC LIMIT ?"
     ),
     # judge_mcp_json(text): the text as jsonb, or NULL when it is not valid JSON (migrations.m007_json_or_null)
@@ -63,7 +67,14 @@ STATS_PAGE = {
         "  (judge_mcp_json(inputs) -> 'criteria') IS NOT NULL OR (judge_mcp_json(inputs) -> 'text_refs' -> 'criteria') IS NOT NULL,"
         "  (judge_mcp_json(inputs) -> 'reference') IS NOT NULL OR (judge_mcp_json(inputs) -> 'text_refs' -> 'reference') IS NOT NULL,"
         "  (judge_mcp_json(inputs) -> 'images') IS NOT NULL OR (judge_mcp_json(inputs) -> 'response_a_images') IS NOT NULL"
-        "  OR (judge_mcp_json(inputs) -> 'response_b_images') IS NOT NULL OR (judge_mcp_json(inputs) -> 'option_images') IS NOT NULL"
+        "  OR (judge_mcp_json(inputs) -> 'response_b_images') IS NOT NULL OR (judge_mcp_json(inputs) -> 'option_images') IS NOT NULL,"
+        "  jsonb_typeof(judge_mcp_json(inputs) -> 'prompt') = 'array' OR jsonb_typeof(judge_mcp_json(inputs) -> 'instruction') = 'array'"
+        "  OR jsonb_typeof(judge_mcp_json(inputs) -> 'context') = 'array',"
+        "  jsonb_typeof(judge_mcp_json(inputs) -> 'response_a') = 'array' OR jsonb_typeof(judge_mcp_json(inputs) -> 'response_b') = 'array'"
+        "  OR EXISTS (SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof(judge_mcp_json(inputs) -> 'options') = 'array'"
+        "   THEN judge_mcp_json(inputs) -> 'options' ELSE '[]'::jsonb END) AS o WHERE jsonb_typeof(o.value) = 'array')"
+        "  OR EXISTS (SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof(judge_mcp_json(inputs) -> 'responses') = 'array'"
+        "   THEN judge_mcp_json(inputs) -> 'responses' ELSE '[]'::jsonb END) AS r WHERE jsonb_typeof(r.value) = 'array')"
         " )::text END AS brought"
         " FROM verdicts WHERE id < ? ORDER BY id DESC LIMIT ?"
     ),
@@ -91,7 +102,8 @@ class VerdictLog:
     ) -> int:
         """The verdict row, the tool call's new cache rows and the verdict's telemetry counts, in one transaction; the
         row's id. `verdict_id`: the text id the tool call returned (unique; record_label finds the row by it). The long
-        texts (a call record's reply, the output's OUTPUT_TEXTS, the inputs' top-level strings: the judged texts) are
+        texts (a call record's reply, the output's OUTPUT_TEXTS, the inputs' top-level strings: the judged texts, and the
+        contents of the messages of a conversation or trajectory) are
         stored once (storage/texts.py: shared with the cache rows and LWE's feedback buffer) and the row keeps their
         hashes; the telemetry's facts are taken from the texts themselves, before."""
         from judge_mcp.storage import verdict_facts, verdict_stats  # lazy: the telemetry's modules load at the first write
@@ -103,6 +115,7 @@ class VerdictLog:
             kept = [texts.shelve(tx, call, ("text",), "verdict", created_at) for call in calls]
             output = texts.shelve(tx, output, OUTPUT_TEXTS, "verdict", created_at)
             inputs = texts.shelve(tx, inputs, tuple(k for k, v in inputs.items() if isinstance(v, str)), "verdict", created_at)
+            inputs = texts.shelve_messages(tx, inputs, "verdict", created_at)
             row_id = tx.insert(
                 "INSERT INTO verdicts (tool, backend, model, inputs, output, usage, calls, created_at, verdict_id)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -120,7 +133,8 @@ class VerdictLog:
             for col in ("inputs", "output", "usage", "calls"):
                 row[col] = json.loads(row[col])
         calls = [c for row in rows if isinstance(row["calls"], list) for c in row["calls"]]
-        texts.resolve(self.store, [*(row["inputs"] for row in rows), *(row["output"] for row in rows), *calls])
+        messages = [m for row in rows for m in texts.messages_in(row["inputs"])]  # a conversation's long contents, too
+        texts.resolve(self.store, [*(row["inputs"] for row in rows), *(row["output"] for row in rows), *calls, *messages])
         return rows
 
     def stats_page(

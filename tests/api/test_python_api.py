@@ -125,3 +125,27 @@ def test_the_readme_pytest_example_runs_as_written(scripted, tmp_path: Path) -> 
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 passed" in proc.stdout and len(server.requests) == 2
+
+
+async def test_the_methods_take_conversations_and_trajectories(scripted, tmp_path: Path) -> None:
+    from judge_mcp import Message, ToolCall
+
+    chat = [Message(role="system", content="Answer in one word."), {"role": "user", "content": QUESTION}]
+    good = [Message(role="assistant", tool_calls=[ToolCall(id="c1", name="atlas", arguments={"country": "Australia"})]),
+            Message(role="tool", tool_call_id="c1", content="capital: Canberra"), Message(role="assistant", content="Canberra.")]
+    bad = [{"role": "assistant", "content": "Sydney."}]
+    server = scripted(UniversalJudge())
+    async with Judge(env=app_env(server, tmp_path / "judge.db")) as judge:
+        pair = await judge.compare_pair(prompt=chat, response_a=bad, response_b=good)
+        grade = await judge.grade_score_options(instruction=chat, options=[bad, good])
+        flip = await judge.infer_instruction_reward(instruction=QUESTION, responses=[good, bad], context=chat)
+        lwe = await judge.lwe_judge(prompt=chat, response_a=bad, response_b=good, session="traj")
+        checked = await judge.grade_score_options(instruction=chat, options=[bad, good], unrelated_option=True)
+        with pytest.raises(JudgeError, match="'response_a' message 0 has role 'user'"):
+            await judge.compare_pair(prompt=chat, response_a=[{"role": "user", "content": "x"}], response_b=good)
+        stats = await judge.judge_stats()
+    assert (pair.winner, grade.winner_index, flip.best_index, lwe.winner, checked.winner_index) == ("B", 1, 0, "B", 1)
+    assert checked.unrelated_index == 2 and checked.unrelated_option  # a text from the built-in pool beside two runs
+    shown = "\n".join(m["content"] if isinstance(m["content"], str) else "" for r in server.requests for m in r["messages"])
+    assert '<|The Start of Tool Call 1.1: atlas (id c1)|>\n{"country": "Australia"}' in shown
+    assert {g.inputs for g in stats.all_time.groups} == {"conversation+trajectory"}

@@ -27,7 +27,8 @@ async def test_the_demo_calls_every_tool_the_server_offers(tmp_path: Path) -> No
             tools = {t.name for t in (await client.list_tools()).tools}
     finally:
         await app.aclose()
-    assert [s.tool for s in STEPS] and sorted(s.tool for s in STEPS) == sorted(tools)  # each once
+    assert {s.tool for s in STEPS} == tools  # each tool; compare_pair twice: two answers, then two agent runs (trajectories)
+    assert sorted(s.tool for s in STEPS) == sorted([*tools, "compare_pair"])
 
 
 def _demo(env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
@@ -44,7 +45,8 @@ def test_the_demo_says_each_tools_inputs_and_verdict_and_exits_0(scripted, tmp_p
     for n, step in enumerate(STEPS, 1):
         assert f"[{n}/{len(STEPS)}] {step.tool}:" in out
     assert "question: What is the capital of Australia?" in out and "answer B: Canberra." in out
-    assert "VERDICT: B is better (both orders agree)." in out
+    assert out.count("VERDICT: B is better (both orders agree).") == 2  # the two answers, the two agent runs
+    assert " ".join(out.split()).count("run B: calls search({\"q\": \"capital of Australia\"}); search returns 'Canberra is the capital") == 1
     assert "... order AB judged" in out or "... order BA judged" in out  # progress while the call ran
     assert f"{len(STEPS)} of {len(STEPS)} tool calls succeeded" in out
     assert "Answers are capped" not in out and "JUDGE_MCP_MAX_OUTPUT_TOKENS" not in str(backend.requests)  # a real judge keeps its budgets

@@ -37,6 +37,15 @@ async def test_unknown_arguments_are_named(connect) -> None:
     assert judged.backend.requests == []  # refused before any model call
 
 
+def _text(prop: dict) -> dict:
+    """The string member of a text argument that also takes a conversation or trajectory (its `anyOf`)."""
+    return next(p for p in prop.get("anyOf", [prop]) if p.get("type") == "string")
+
+
+def _messages(prop: dict) -> dict:
+    return next(p for p in prop["anyOf"] if p.get("type") == "array")
+
+
 def _limit_cases(schemas: dict[str, dict]) -> list[tuple[str, str, dict, dict]]:
     """(tool, argument, arguments at the limit its input schema declares, arguments just past it), for every declared
     limit; a schema that lost a limit fails here (KeyError)."""
@@ -57,7 +66,8 @@ def _limit_cases(schemas: dict[str, dict]) -> list[tuple[str, str, dict, dict]]:
     cases = [
         ("infer_instruction_reward", "responses", responses(flip["responses"]["maxItems"]), responses(flip["responses"]["maxItems"] + 1)),
         ("infer_instruction_reward", "responses", responses(flip["responses"]["minItems"]), responses(flip["responses"]["minItems"] - 1)),
-        ("infer_instruction_reward", "responses[0]", one_text(flip["responses"]["items"]["maxLength"]), one_text(flip["responses"]["items"]["maxLength"] + 1)),
+        ("infer_instruction_reward", "responses[0]", one_text(_text(flip["responses"]["items"])["maxLength"]),
+         one_text(_text(flip["responses"]["items"])["maxLength"] + 1)),
         ("infer_instruction_reward", "prompt_variant", responses(2, prompt_variant=max(flip["prompt_variant"]["enum"])),
          responses(2, prompt_variant=max(flip["prompt_variant"]["enum"]) + 1)),
         ("grade_score_options", "options", options(grade["options"]["maxItems"]), options(grade["options"]["maxItems"] + 1)),
@@ -76,9 +86,12 @@ def _limit_cases(schemas: dict[str, dict]) -> list[tuple[str, str, dict, dict]]:
     ]
     for tool in ("compare_pair", "lwe_judge"):
         for field in ("prompt", "response_a", "response_b"):
-            limit = schemas[tool]["properties"][field]["maxLength"]
+            limit = _text(schemas[tool]["properties"][field])["maxLength"]
             extra = {"session": "texts"} if tool == "lwe_judge" else {}
             cases.append((tool, field, {**PAIR, **extra, field: "x" * limit}, {**PAIR, **extra, field: "x" * (limit + 1)}))
+            messages = _messages(schemas[tool]["properties"][field])["maxItems"]  # a conversation's or trajectory's length
+            turn = {"role": "user" if field == "prompt" else "assistant", "content": "x"}
+            cases.append((tool, field, {**PAIR, **extra, field: [turn] * messages}, {**PAIR, **extra, field: [turn] * (messages + 1)}))
     return cases
 
 
@@ -102,8 +115,8 @@ async def test_the_limits_in_the_input_schema_are_the_ones_enforced(connect) -> 
 
 
 TYPE_AND_RANGE_ERRORS = [
-        ("infer_instruction_reward", {"instruction": "x", "responses": "just one string"}, "'responses' must be a list of strings, got str"),
-        ("infer_instruction_reward", {"instruction": "x", "responses": ["ok", 7]}, "'responses[1]' must be a string, got 7"),
+        ("infer_instruction_reward", {"instruction": "x", "responses": "just one string"}, "'responses' must be a list of strings or trajectories (lists of messages), got str"),
+        ("infer_instruction_reward", {"instruction": "x", "responses": ["ok", 7]}, "'responses[1]' must be a string or a trajectory (a list of messages), got 7"),
         ("infer_instruction_reward", {"instruction": "x", "responses": ["r"] * 17}, "'responses' must hold 1 to 16 items, got 17"),
         ("grade_score_options", {"instruction": "x", "options": ["only one"]}, "'options' must hold 2 to 10 items, got 1"),
         ("grade_score_options", {"instruction": "x", "options": ["a", "b"], "prompt_variant": 7}, "'prompt_variant' must be one of 1, 2, 3, 4; got 7"),

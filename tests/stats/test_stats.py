@@ -348,3 +348,26 @@ def test_lengths_are_characters_not_bytes(store: SqliteEngine) -> None:
                       {"winner": "A", "trials": [{"order": "AB", "better": "A", "parse_ok": True}]}, {"calls": 1}, [])
     g = stats.from_store(store).all_time.groups[0]
     assert (g.length_preference.count, g.length_preference.of) == (0, 1)  # the shorter answer won
+
+
+@on_both_engines
+def test_conversations_and_trajectories_are_kinds_of_inputs(store: SqliteEngine) -> None:
+    chat = [{"role": "user", "content": "q"}]
+    run = [{"role": "assistant", "content": "a"}]
+    rows = [
+        ("compare_pair", {"prompt": "q", "response_a": "a", "response_b": "b"}),
+        ("compare_pair", {"prompt": chat, "response_a": "a", "response_b": "b"}),
+        ("compare_pair", {"prompt": "q", "response_a": "a", "response_b": run}),
+        ("lwe_judge", {"prompt": chat, "response_a": run, "response_b": run, "criteria": "c"}),
+        ("grade_score_options", {"instruction": "q", "options": ["a", run]}),
+        ("infer_instruction_reward", {"instruction": "q", "responses": ["a", run], "context": chat}),
+    ]
+    for tool, inputs in rows:
+        VerdictLog(store).log(tool, "default", "m", inputs, {"winner": "A", "trials": [{"order": "AB", "better": "A", "parse_ok": True}]},
+                              {"calls": 1}, [])
+    expected = {("compare_pair", "text"), ("compare_pair", "conversation"), ("compare_pair", "trajectory"),
+                ("lwe_judge", "criteria+conversation+trajectory"), ("grade_score_options", "trajectory"),
+                ("infer_instruction_reward", "conversation+trajectory")}
+    counted = {(g.tool, g.inputs) for g in stats.from_store(store, 10).all_time.groups}  # the counters kept as rows are written
+    scanned = {(g.tool, g.inputs) for g in stats.scan_store(store, 10).all_time.groups}  # the SQL scan of the log
+    assert counted == scanned == expected

@@ -264,3 +264,23 @@ def test_judge_stats_reads_the_lengths_and_inputs_of_judged_texts_stored_once(st
     assert VerdictLog(store).recent()[0]["inputs"] == inputs
     g = stats.from_store(store).all_time.groups[0]
     assert g.inputs == "criteria" and (g.length_preference.count, g.length_preference.of) == (0, 1)  # the shorter won
+
+
+@on_both_engines
+def test_the_long_contents_of_a_conversation_are_stored_once(store) -> None:
+    page = "Canberra " * texts.LONG  # a long tool result, seen by both runs
+    run_a = [{"role": "assistant", "tool_calls": [{"id": "c", "name": "read", "arguments": {"url": "x"}}]},
+             {"role": "tool", "tool_call_id": "c", "content": page}, {"role": "assistant", "content": "Canberra."}]
+    run_b = [run_a[0], {"role": "tool", "tool_call_id": "c", "content": page}, {"role": "assistant", "content": "Sydney."}]
+    inputs = {"prompt": [{"role": "user", "content": "q"}], "response_a": run_a, "response_b": run_b}
+    grade = {"instruction": "q", "options": [run_a, run_b]}
+    log = VerdictLog(store)
+    log.log("compare_pair", "default", "m", inputs, {"winner": "A", "trials": []}, {"calls": 1}, [])
+    log.log("grade_score_options", "default", "m", grade, {"winner_index": 0}, {"calls": 1}, [])
+    raw = [json.loads(r) for r in _raw(store, "verdicts", "inputs")]
+    assert all(page not in json.dumps(r) for r in raw)  # kept apart, by hash
+    assert raw[0]["response_a"][1]["text_refs"]["content"] == raw[0]["response_b"][1]["text_refs"]["content"] == texts.sha256(page)
+    assert raw[0]["response_a"][2] == {"role": "assistant", "content": "Canberra."}  # a short content stays inline
+    assert len(_raw(store, "texts", "sha256")) == 1  # one text for four uses
+    assert [row["inputs"] for row in log.recent()] == [grade, inputs]  # every read gets them back
+    assert inputs["response_a"][1]["content"] == page  # the caller's inputs were not changed

@@ -33,7 +33,7 @@ from judge_mcp.contract.fields import ANSWER_ORDERS as ANSWER_ORDERS  # the tool
 from judge_mcp.contract.fields import FLIP_VARIANTS
 from judge_mcp.contract.args import InferInstructionRewardArgs
 from judge_mcp.backends.base import user
-from judge_mcp.methods import text_work
+from judge_mcp.methods import text_work, transcript
 from judge_mcp.methods.similarity import score as similarity_score
 from judge_mcp.methods.ask import ask, bounded
 from judge_mcp.calls.fanout import run_each
@@ -132,11 +132,16 @@ def system_prompt(variant: int, *, with_context: bool, structured: bool, answer_
     return text
 
 
-def user_prompt(response: str, *, context: str | None, structured: bool, answer_order: str = PAPER_ORDER) -> str:
+def user_prompt(
+    response: transcript.Value, *, context: transcript.Value | None, structured: bool, answer_order: str = PAPER_ORDER
+) -> str:
+    """The response (a trajectory as its transcript) and, in context mode, the user prompt or conversation before it."""
     fmt = answer_format(SCHEMA_KEY if structured else PAPER_KEY, structured=structured, answer_order=answer_order)
     if context is None:
-        return prompts.render("flip_user.txt", response=defuse(response), answer_format=fmt)
-    return prompts.render("flip_context_user.txt", context=defuse(context), response=defuse(response), answer_format=fmt)
+        return prompts.render("flip_user.txt", response=transcript.render(response, defuse), answer_format=fmt)
+    return prompts.render(
+        "flip_context_user.txt", context=transcript.render(context, defuse), response=transcript.render(response, defuse), answer_format=fmt
+    )
 
 
 # ---- echo detection ---------------------------------------------------------------------------------------------
@@ -214,8 +219,8 @@ async def infer_one(
     *,
     index: int,
     instruction: str,
-    response: str,
-    context: str | None,
+    response: transcript.Value,
+    context: transcript.Value | None,
     similarity: str,
     prompt_variant: int,
     answer_order: str = PAPER_ORDER,
@@ -225,6 +230,8 @@ async def infer_one(
     size = text_work.chars(response, context)
     request = user(
         await text_work.run(user_prompt, response, context=context, structured=structured, answer_order=answer_order, size=size),
+        images=transcript.message_images(context, transcript.owner("owner_context.txt"))
+        + transcript.message_images(response, transcript.owner("owner_response.txt")),
         system=system_prompt(prompt_variant, with_context=context is not None, structured=structured, answer_order=answer_order),
         max_tokens=MAX_TOKENS,
         json_schema=answer_schema(answer_order) if structured else None,
@@ -233,7 +240,7 @@ async def infer_one(
     )
     reminder = prompts.render("flip_reask.txt", answer_format=answer_format(SCHEMA_KEY, structured=True, answer_order=answer_order))
     result = await ask(judge, request, parse_inferred, reminder)
-    echo = await text_work.run(detect_echo, instruction, response, size=text_work.chars(instruction, response))
+    echo = await text_work.run(detect_echo, instruction, transcript.plain(response), size=text_work.chars(instruction, response))
     if result.value is not None:
         inferred = result.value.instruction
         score = await text_work.run(similarity_score, similarity, inferred, instruction, size=text_work.chars(inferred, instruction))

@@ -37,7 +37,7 @@ from judge_mcp import prompts
 from judge_mcp.contract.fields import GRADE_VARIANTS
 from judge_mcp.contract.args import GradeScoreOptionsArgs
 from judge_mcp.backends.base import user
-from judge_mcp.methods import text_work
+from judge_mcp.methods import text_work, transcript
 from judge_mcp.methods.ask import ask
 from judge_mcp.methods import user_inputs
 from judge_mcp.calls.fanout import run_each
@@ -209,20 +209,22 @@ def system_prompt(variant: int, structured: bool, n: int) -> str:
     return text
 
 
-def user_prompt(instruction: str, shown: Sequence[str], *, criteria: str | None = None, reference: str | None = None) -> str:
+def user_prompt(instruction: transcript.Value, shown: Sequence[transcript.Value], *, criteria: str | None = None, reference: str | None = None) -> str:
     """§4.5: the instruction, then the options numbered from 1 in the order shown; the caller's reference and
-    criteria, when given, as fenced blocks between them (user_inputs.py)."""
+    criteria, when given, as fenced blocks between them (user_inputs.py); a conversation or trajectory as its
+    transcript (transcript.py)."""
     blocks = [
-        prompts.render("grade_score_option.txt", number=str(k), content=defuse_markers(text).strip("\n")).rstrip("\n")
+        prompts.render("grade_score_option.txt", number=str(k), content=transcript.render(text, defuse_markers).strip("\n")).rstrip("\n")
         for k, text in enumerate(shown, start=1)
     ]
+    shown_instruction = transcript.render(instruction, defuse_markers).strip("\n")
     if not user_inputs.given(criteria, reference):
         return prompts.render(
-            "grade_score_user.txt", instruction=defuse_markers(instruction).strip("\n"), options="\n\n".join(blocks)
+            "grade_score_user.txt", instruction=shown_instruction, options="\n\n".join(blocks)
         ).rstrip("\n")
     return prompts.render(
         "grade_score_user_inputs.txt",
-        instruction=defuse_markers(instruction).strip("\n"),
+        instruction=shown_instruction,
         inputs=user_inputs.blocks(criteria, reference, defuse_markers),
         options="\n\n".join(blocks),
         notes=user_inputs.notes(
@@ -281,8 +283,12 @@ def summarise(trials: Sequence[GradeTrial], n: int) -> Summary:
 
 
 # ---- the method --------------------------------------------------------------------------------------------------
+def _as_texts(instruction: transcript.Value, options: Sequence[transcript.Value]) -> tuple[str, list[str]]:
+    return transcript.text(instruction), [transcript.text(o) for o in options]
+
+
 async def judge_rotation(
-    judge: CallContext, *, rotation: int, order: list[int], texts: Sequence[str], instruction: str, variant: int, structured: bool,
+    judge: CallContext, *, rotation: int, order: list[int], texts: Sequence[transcript.Value], instruction: transcript.Value, variant: int, structured: bool,
     criteria: str | None = None, reference: str | None = None, images: tuple = (), answer_images: Sequence[tuple] = (),
 ) -> GradeTrial:
     n = len(order)
@@ -294,7 +300,7 @@ async def judge_rotation(
     )
     request = user(
         prompt,
-        images=user_inputs.option_images(images, shown) if images or any(shown) else (),
+        images=transcript.option_images(instruction, images, shown_texts, shown),
         system=system_prompt(variant, structured, n),
         max_tokens=MAX_TOKENS[variant],
         json_schema=selection_schema(variant, n) if structured else None,
@@ -323,13 +329,16 @@ async def grade_score_options(judge: CallContext, args: GradeScoreOptionsArgs | 
     args = GradeScoreOptionsArgs.of(args, fields)
     instruction, options, prompt_variant = args.instruction, args.options, args.prompt_variant
     n = len(options)
-    texts = list(options)
+    texts: list[transcript.Value] = list(options)
     base = list(range(n))
     unrelated = None
-    if args.unrelated_option:
-        unrelated = await anyio.to_thread.run_sync(partial(choose_unrelated, judge.store, instruction, options, shared=judge.shared_option_pool))
+    if args.unrelated_option:  # drawn and placed by the call's texts (a conversation or trajectory: its transcript)
+        seed_instruction, seed_options = await text_work.run(_as_texts, instruction, options, size=text_work.chars(instruction, *options))
+        unrelated = await anyio.to_thread.run_sync(
+            partial(choose_unrelated, judge.store, seed_instruction, seed_options, shared=judge.shared_option_pool)
+        )
         texts.append(unrelated.text)
-        base.insert(insertion_position(call_seed(instruction, options), n), n)
+        base.insert(insertion_position(call_seed(seed_instruction, seed_options), n), n)
     m = len(texts)
     orders = [[base[i] for i in rotation] for rotation in rotations(m)]
     structured = judge.structured
@@ -346,8 +355,9 @@ async def grade_score_options(judge: CallContext, args: GradeScoreOptionsArgs | 
         lambda k, _: f"rotation {k + 1} of {m} judged",
     )
 
-    if judge.store is not None:
-        await OptionPool(judge.store).aio.add(instruction, options)
+    pooled = [o for o in options if isinstance(o, str)]
+    if judge.store is not None and isinstance(instruction, str) and len(pooled) == n:  # the option pool keeps texts only
+        await OptionPool(judge.store).aio.add(instruction, pooled)
 
     s = summarise(trials, m)
     unrelated_index = n if unrelated is not None else None

@@ -27,7 +27,7 @@ from judge_mcp.calls.fanout import run_each
 from judge_mcp.calls.context import CallContext
 from judge_mcp.methods import text_work
 from judge_mcp.methods.ask import ask
-from judge_mcp.methods import user_inputs
+from judge_mcp.methods import transcript, user_inputs
 from judge_mcp.methods.lwe import text as lwe_text
 from judge_mcp.methods.lwe.refine import Refinement, generate_text, refine_if_due
 from judge_mcp.contract.results import LweResult, VanillaPair
@@ -52,7 +52,8 @@ def _require_store(judge: CallContext) -> Engine:
 
 # ---- the vanilla pair ----------------------------------------------------------------------------------------------
 async def _vanilla_order(
-    judge: CallContext, prompt: str, first: str, second: str, order: str, criteria: str | None = None, reference: str | None = None,
+    judge: CallContext, prompt: transcript.Value, first: transcript.Value, second: transcript.Value, order: str,
+    criteria: str | None = None, reference: str | None = None,
     images: user_inputs.ImageGroups = (),
 ) -> str | None:
     structured = judge.structured
@@ -73,7 +74,8 @@ async def _vanilla_order(
 
 
 async def vanilla_pair(
-    judge: CallContext, prompt: str, response_a: str, response_b: str, *, criteria: str | None = None, reference: str | None = None,
+    judge: CallContext, prompt: transcript.Value, response_a: transcript.Value, response_b: transcript.Value, *,
+    criteria: str | None = None, reference: str | None = None,
     images: tuple[user_inputs.Images, user_inputs.Images, user_inputs.Images] = ((), (), ()),
 ) -> VanillaPair:
     """The vanilla prompt in both orders, concurrently; verdicts in the caller's A/B. `images`: the prompt's and each
@@ -83,7 +85,8 @@ async def vanilla_pair(
     async def one(k: int) -> str | None:
         order = ("AB", "BA")[k]
         first, second = (response_a, response_b) if order == "AB" else (response_b, response_a)
-        groups = user_inputs.pair_images(shown, a_images, b_images) if order == "AB" else user_inputs.pair_images(shown, b_images, a_images)
+        groups = (transcript.pair_images(prompt, first, second, shown, a_images, b_images) if order == "AB"
+                  else transcript.pair_images(prompt, first, second, shown, b_images, a_images))
         return await _vanilla_order(judge, prompt, first, second, order, criteria, reference, groups)
 
     ab, ba = await run_each(judge, 2, one)
@@ -143,9 +146,9 @@ class _Case:
     judge: CallContext
     repo: LweRepository
     session: str
-    prompt: str
-    response_a: str
-    response_b: str
+    prompt: transcript.Value
+    response_a: transcript.Value
+    response_b: transcript.Value
     base: float  # progress steps: [vanilla pair], case prompt, judgment, feedback, buffering, refinement
     warnings: list[str] = field(default_factory=list)
     vanilla: VanillaPair | None = None
@@ -210,9 +213,9 @@ async def _learn(case: _Case, meta: _MetaJudgment) -> tuple[str, bool, Refinemen
     await case.progress(base + 3, "buffering the feedback")
     item = {
         "meta_version": meta.meta_version,
-        "prompt": case.prompt,
-        "response_a": case.response_a,
-        "response_b": case.response_b,
+        "prompt": transcript.text(case.prompt),  # a conversation or trajectory kept as its transcript's text
+        "response_a": transcript.text(case.response_a),
+        "response_b": transcript.text(case.response_b),
         "eval_prompt": meta.eval_prompt or "",
         "judgment": meta.judgment,
         "winner": meta.winner,
@@ -242,7 +245,7 @@ async def lwe_judge(judge: CallContext, args: LweJudgeArgs | None = None, /, *, 
     case_images = (args.image_list("images"), args.image_list("response_a_images"), args.image_list("response_b_images"))
     case = _Case(
         judge, repo, session, prompt, response_a, response_b, base=1.0 if args.selective else 0.0, criteria=args.criteria, reference=args.reference,
-        images=user_inputs.pair_images(*case_images),
+        images=transcript.pair_images(prompt, response_a, response_b, *case_images),
     )
     if args.selective:
         await case.progress(0, "vanilla judgments in both orders")

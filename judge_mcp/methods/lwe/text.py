@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from judge_mcp import prompts
-from judge_mcp.methods import user_inputs
+from judge_mcp.methods import transcript, user_inputs
 from judge_mcp.methods.parsing import neutralise, parse_json_object
 
 SIDES = ("A", "B")
@@ -54,17 +54,20 @@ def feedback_schema() -> dict[str, Any]:
 
 
 # ---- prompts -------------------------------------------------------------------------------------------------------
-def example_text(prompt: str, first: str, second: str, *, criteria: str | None = None, reference: str | None = None) -> str:
-    """Figure 14: the case as shown to the model (judged content neutralised), `first` as Assistant A; the caller's
-    reference and criteria, when given, as fenced blocks between the question and the answers (user_inputs.py)."""
+def example_text(
+    prompt: transcript.Value, first: transcript.Value, second: transcript.Value, *, criteria: str | None = None, reference: str | None = None
+) -> str:
+    """Figure 14: the case as shown to the model (judged content neutralised; a conversation or trajectory as its
+    transcript), `first` as Assistant A; the caller's reference and criteria, when given, as fenced blocks between the
+    question and the answers (user_inputs.py)."""
+    shown = {"question": transcript.render(prompt, neutralise), "answer_a": transcript.render(first, neutralise),
+             "answer_b": transcript.render(second, neutralise)}
     if not user_inputs.given(criteria, reference):
-        return prompts.render("lwe_example.txt", question=neutralise(prompt), answer_a=neutralise(first), answer_b=neutralise(second))
+        return prompts.render("lwe_example.txt", **shown)
     return prompts.render(
         "lwe_example_inputs.txt",
-        question=neutralise(prompt),
+        **shown,
         inputs=user_inputs.blocks(criteria, reference, neutralise, reference_block="lwe_reference.txt", criteria_block="lwe_criteria.txt"),
-        answer_a=neutralise(first),
-        answer_b=neutralise(second),
         notes=user_inputs.notes(criteria, reference, reference_note="lwe_reference_note.txt", criteria_note="lwe_criteria_note.txt"),
     )
 
@@ -74,7 +77,7 @@ def verdict_instruction(structured: bool) -> str:
 
 
 def vanilla_prompt(
-    prompt: str, first: str, second: str, structured: bool, *, criteria: str | None = None, reference: str | None = None
+    prompt: transcript.Value, first: transcript.Value, second: transcript.Value, structured: bool, *, criteria: str | None = None, reference: str | None = None
 ) -> str:
     """Figure 9 (the vanilla prompt), plus the JSON answer format when the backend decodes under a schema."""
     example = example_text(prompt, first, second, criteria=criteria, reference=reference)
