@@ -39,6 +39,7 @@ from judge_mcp.calls.judge import ProgressFn
 from judge_mcp.config import ConfigError
 from judge_mcp.methods import registry
 from judge_mcp.outputs import ComparePairResult, FlipResult, GradeScoreResult, LabelResult, LweResult, LweSessionResult, StatsReport
+from judge_mcp.score_models import ScoreResponseArgs, ScoreResponseResult
 from judge_mcp.storage.engine import StoreError
 
 log = logging.getLogger("judge_mcp.server")
@@ -128,6 +129,20 @@ async def grade_score_options(app: App, args: GradeScoreOptionsArgs, progress: P
     the judge's choice moves with the order). For two candidates compare_pair is cheaper. Cost: n backend
     calls for n options (n+1 with unrelated_option), plus one re-ask per unparsed answer; with `backends`, that
     per panel member (the winner is the majority of the members that answered)."""
+    return await run_method(app, args, progress)
+
+
+async def score_response(app: App, args: ScoreResponseArgs, progress: ProgressFn | None = None) -> ScoreResponseResult:
+    """Score one response against 1-10 weighted criteria on an integer scale (default 1-10, the FLIP paper's
+    pointwise rating), each criterion in its own concurrent call; `overall` is the weighted mean (null when a
+    criterion stayed unparsed). Where the backend returns token log-probabilities, a score is probability-weighted
+    over the scale (`distribution`). `samples` > 1 draws independent samples at `temperature` (default 1.0) and
+    reports each one, the stdev and the `unstable` criteria (samples spanning more than 20% of the scale).
+    `reference`, `images`, `backends` (a panel: mean of the members' scores) and `response_models` as for
+    compare_pair.
+
+    Use it when there is one draft to grade (a self-critique loop, a rubric check); for two drafts compare_pair is
+    more reliable. Cost: criteria x samples backend calls, plus one re-ask per unparsed answer."""
     return await run_method(app, args, progress)
 
 
@@ -235,6 +250,7 @@ TOOLS = (
     ToolSpec(compare_pair, "Compare two answers (goal-reversed, both orders)", JUDGING),
     ToolSpec(infer_instruction_reward, "FLIP reward: infer the instruction back from each response", JUDGING),
     ToolSpec(grade_score_options, "Pick the best option over every cyclic order (Grade Score)", JUDGING),
+    ToolSpec(score_response, "Score one response against weighted criteria (pointwise)", JUDGING),
     ToolSpec(lwe_judge, "Judge a pair while learning a meta-prompt (LWE)", LEARNING),
     ToolSpec(lwe_session_show, "Show an LWE session (read-only)", READ_ONLY),
     ToolSpec(lwe_session, "Show, reset or roll back an LWE session", ADMIN),
