@@ -126,7 +126,7 @@ LabelValue = Annotated[
     int | Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(_text)],
     Field(description='the correct answer: "A", "B" or "tie" for compare_pair and lwe_judge; for grade_score_options the best '
           "option's 0-based index or its exact text; for infer_instruction_reward the index (or exact text) of the response that best "
-          "follows the instruction"),
+          "follows the instruction; for score_response the right overall score, a whole number on its scale"),
 ]
 ModelName = Annotated[str, Field(min_length=1, max_length=MAX_MODEL_CHARS), AfterValidator(_text)]
 Session = Annotated[str, Field(pattern=SESSION_PATTERN, description="session name, [A-Za-z0-9_.-]{1,64}; each has its own meta-prompt")]

@@ -6,6 +6,9 @@ A label is the correct answer in the verdict's own terms, stored as text:
 - grade_score_options: the best option's 0-based index, given as a number, or as the option's exact text (a string
   that is no option's text but is digits is read as the index); the verdict's answer is its `winner_index`, "none"
   when it named no single option (a tied mode, nothing parsed, the unrelated option);
+- score_response: a whole number on the verdict's scale (given as a number or digits), the right overall score;
+  the verdict's answer is its `overall` rounded to the nearest whole number (halves up), "none" when it has none;
+  judge_stats compares the unrounded `overall` with the labels (mean absolute error, Spearman, Kendall);
 - infer_instruction_reward: the index (or exact text) of the response that best follows the instruction, among 2 or
   more responses (one response leaves nothing to choose); the verdict's answer is its `best_index`, "none" when it
   named none (a tied top reward, an unparsed response).
@@ -20,6 +23,7 @@ Labels never leave the database: tools report them only as counts and figures (j
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from judge_mcp.arg_types import InputError
@@ -29,6 +33,7 @@ from judge_mcp.storage.engine import Engine
 from judge_mcp.storage.labels import LabelTable
 
 PAIRWISE = (ComparePairArgs.tool, LweJudgeArgs.tool)
+SCORED = "score_response"  # ScoreResponseArgs.tool (score_models imports the args; labels stays light)
 # tool -> the input holding the choices a label picks from
 CHOICES = {GradeScoreOptionsArgs.tool: "options", InferInstructionRewardArgs.tool: "responses"}
 PAIR_LABELS = ("A", "B", "tie")
@@ -54,9 +59,11 @@ def canonical(tool: str, inputs: Any, given: int | str) -> str:
         if found is None:
             raise InputError(f"'label' must be \"A\", \"B\" or \"tie\" for a {tool} verdict, got {_shown(given)}")
         return found
+    if tool == SCORED:
+        return _score_label(inputs, given)
     key = CHOICES.get(tool)
     if key is None:
-        raise InputError(f"verdicts of {tool!r} take no labels (record_label labels {', '.join([*PAIRWISE, *CHOICES])})")
+        raise InputError(f"verdicts of {tool!r} take no labels (record_label labels {', '.join([*PAIRWISE, *CHOICES, SCORED])})")
     choices = inputs.get(key) if isinstance(inputs, dict) else None
     if not isinstance(choices, list) or len(choices) < 2:
         raise InputError(f"this {tool} verdict judged fewer than 2 {key}: there is no best one to label")
@@ -71,6 +78,22 @@ def canonical(tool: str, inputs: Any, given: int | str) -> str:
     return str(given)
 
 
+def _score_label(inputs: Any, given: int | str) -> str:
+    scale = inputs.get("scale") if isinstance(inputs, dict) else None
+    low, high = scale if isinstance(scale, list) and len(scale) == 2 else (1, 10)
+    word = given.strip() if isinstance(given, str) else None
+    value = int(word) if word is not None and word.isascii() and word.isdigit() and len(word) <= 3 else given
+    if not isinstance(value, int) or not low <= value <= high:
+        raise InputError(f"'label' must be a whole number from {low} to {high} (this score_response verdict's scale), got {_shown(given)}")
+    return str(value)
+
+
+def score_of(tool: str, output: dict[str, Any]) -> float | None:
+    """A score_response verdict's `overall` (None for other tools, or without one)."""
+    value = output.get("overall") if tool == SCORED else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def _shown(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -81,6 +104,9 @@ def judged(tool: str, output: dict[str, Any]) -> str:
     if tool in PAIRWISE:
         winner = output.get("winner")
         return winner if winner in ("A", "B") else "tie"
+    if tool == SCORED:
+        overall = score_of(tool, output)
+        return NONE if overall is None else str(math.floor(overall + 0.5))
     value = output.get("winner_index" if tool == GradeScoreOptionsArgs.tool else "best_index")
     return str(value) if isinstance(value, int) and not isinstance(value, bool) else NONE
 

@@ -306,6 +306,13 @@ class LabelCalibration(BaseModel):
     brier: float | None = Field(None, description="mean (1 - p_better of the labelled answer)^2; null when n is 0")
 
 
+class ScoreAgreement(BaseModel):
+    n: int = Field(description="labelled score_response verdicts with an overall score")
+    mae: float | None = Field(description="mean absolute error of overall against the labels")
+    spearman: float | None = Field(description="Spearman's rho (null with under 2 labels or a constant side)")
+    kendall: float | None = Field(description="Kendall's tau-b (null likewise)")
+
+
 class Agreement(BaseModel):
     """How the group's verdicts agree with human labels (record_label); null figures when none is labelled."""
 
@@ -316,6 +323,7 @@ class Agreement(BaseModel):
         "'none'); null when nothing is labelled or chance agreement is total"
     )
     calibration: LabelCalibration = Field(default_factory=LabelCalibration, description="p_better against A/B labels (compare_pair)")
+    scores: ScoreAgreement | None = Field(None, description="score_response: overall against the score labels")
 
 
 class LabelResult(BaseModel):

@@ -187,7 +187,7 @@ async def judge_stats(app: App, args: JudgeStatsArgs, progress: ProgressFn | Non
     `unbiased`, 0.5 for pairs), order_inconsistency (both orders parsed and disagreeing), parse_failures and
     reasks (per answer), ties (no winner / tied best / tied mode), length_preference (decided pairs won by the
     longer answer) and mean calls, cached_calls and latency_ms; with verdicts labelled by record_label, `agreement`
-    (accuracy, Cohen's kappa, ECE and Brier of p_better against the labels). Each rate has its count and
+    (accuracy, Cohen's kappa, ECE and Brier of p_better; for score_response MAE, Spearman and Kendall). Each rate has its count and
     denominator `of`; a null rate means nothing to count yet.
 
     Use it before relying on a judge's verdicts, or to see whether a backend's habits changed lately. Read-only,
@@ -202,7 +202,8 @@ async def record_label(app: App, args: RecordLabelArgs, progress: ProgressFn | N
     """Record the correct answer for a verdict (human ground truth), by the `verdict_id` every judging tool returns:
     "A", "B" or "tie" for compare_pair and lwe_judge; the best option's index (or exact text) for
     grade_score_options; the index (or exact text) of the response that best follows the instruction for
-    infer_instruction_reward (2+ responses). An optional `note` says why. Recording again for the same verdict
+    infer_instruction_reward (2+ responses); the right overall score (a whole number on its scale) for
+    score_response. An optional `note` says why. Recording again for the same verdict
     replaces its label. judge_stats then reports, per judge, agreement with the labels (accuracy, Cohen's kappa,
     ECE and Brier of p_better).
 
