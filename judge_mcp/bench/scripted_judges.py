@@ -46,7 +46,7 @@ INSTRUCTION = "What is the capital of France?"
 FEEDBACK = json.dumps({"score": 4, "label": "Not sure", "learned tips": "compare carefully", "reasoning": "fine"})
 UNIVERSAL_ANSWER = json.dumps({"own_answer": "x", "evaluation": "y", "verdict": "[[A>B]]", "REASONING": "r",
                                "INFERRED INSTRUCTION": "Write a haiku about the sea.", "explanation": "e", "selection": 1,
-                               "Selection": "Option 1"})
+                               "Selection": "Option 1", "SCORE": "7"})
 
 
 # ---- reading a request -------------------------------------------------------------------------------------------------
