@@ -135,11 +135,21 @@ def record(store: Engine, args: RecordLabelArgs, *, pending: bool = False) -> La
         )
     inputs, output = _load(row["inputs"]), _load(row["output"])
     label = canonical(row["tool"], inputs, args.label)
-    replaced = table.put(args.verdict_id, row["tool"], label, inputs_label(inputs), args.note)
+    learned: list[bool] = []
+
+    def learn(tx: Any, earlier: str | None) -> None:  # LWE learns from labels (methods/lwe/label_feedback.py), in the label's transaction
+        from judge_mcp.methods.lwe import label_feedback
+
+        learned.append(label_feedback.buffer(tx, args.verdict_id, inputs, output, label, args.note, earlier))
+
+    replaced = table.put(args.verdict_id, row["tool"], label, inputs_label(inputs), args.note, learn if row["tool"] == LweJudgeArgs.tool else None)
     if replaced is None:  # trimmed between the two reads
         raise InputError(f"unknown verdict_id {args.verdict_id!r}: its verdict was just deleted by retention")
     verdict = judged(row["tool"], output if isinstance(output, dict) else {})
-    return LabelResult(verdict_id=args.verdict_id, tool=row["tool"], label=label, verdict=verdict, agrees=verdict == label, replaced=replaced)
+    return LabelResult(
+        verdict_id=args.verdict_id, tool=row["tool"], label=label, verdict=verdict, agrees=verdict == label, replaced=replaced,
+        label_feedback=any(learned),
+    )
 
 
 def _load(text: Any) -> Any:

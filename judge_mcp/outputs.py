@@ -257,6 +257,8 @@ class LweSessionResult(BaseModel):
     meta_prompt: str
     batch_size: int
     pending_feedback: int
+    label_feedback: int = Field(0, description="feedback items made from human labels (record_label), buffered or used")
+    learn_from_labels: bool = Field(True, description="the session takes labels as feedback (set when it was created)")
     versions: list[MetaPromptVersion]
     discarded_feedback: int = Field(0, description="reset: buffered feedback items dropped (kept in the database as discarded)")
 
@@ -333,6 +335,7 @@ class LabelResult(BaseModel):
     verdict: str = Field(description='the verdict\'s own answer in the same terms ("tie": a pair without a winner; "none": no single option or response)')
     agrees: bool = Field(description="the verdict's answer is the label")
     replaced: bool = Field(description="the verdict had a label already, which this one replaces")
+    label_feedback: bool = Field(False, description="lwe_judge: the label went into the session's feedback buffer (the next refinement learns from it)")
 
 
 class Mean(BaseModel):
