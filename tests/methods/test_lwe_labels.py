@@ -13,7 +13,10 @@ from judge_mcp.args import RecordLabelArgs
 from judge_mcp.bench.scripted import prompt_text
 from judge_mcp.bench.scripted_judges import LweScript, lwe_case, role_of
 from judge_mcp.storage.labels import LabelTable
+from judge_mcp.methods import registry
 from judge_mcp.storage.lwe_sessions import LweRepository
+from tests.engines import on_both_engines
+from tests.helpers import app_env, make_app
 
 
 async def tool(client: Client, name: str, arguments: dict) -> dict:
@@ -80,11 +83,12 @@ async def test_a_session_created_without_learning_from_labels_ignores_them(mcp_a
     assert shown["learn_from_labels"] is False and shown["label_feedback"] == 0 and shown["pending_feedback"] == 2
 
 
-async def test_the_label_and_its_feedback_item_are_written_together_or_not_at_all(mcp_app, monkeypatch) -> None:
-    server, _ = mcp_app(LweScript("first"))
-    store = server.app.store
-    async with Client(server) as client:
-        verdict = await tool(client, "lwe_judge", {**lwe_case(0), "session": "c", "batch_size": 4})
+@on_both_engines
+async def test_the_label_and_its_feedback_item_are_written_together_or_not_at_all(scripted, store, tmp_path, monkeypatch) -> None:
+    backend = scripted(LweScript("first"))
+    app = make_app(app_env(backend, tmp_path / "unused.db", JUDGE_MCP_MAX_RETRIES="1"), store=store)
+    verdict, _ = await registry.call(app, "lwe_judge", {**lwe_case(0), "session": "c", "batch_size": 4})
+    await app.verdict_writes.settle(verdict.verdict_id, 5.0)
 
     def crash(*args, **kwargs):
         raise RuntimeError("the process died here")
@@ -92,7 +96,9 @@ async def test_the_label_and_its_feedback_item_are_written_together_or_not_at_al
     with monkeypatch.context() as patch:
         patch.setattr(LweRepository, "_insert_feedback", staticmethod(crash))
         with pytest.raises(RuntimeError):
-            labels.record(store, RecordLabelArgs(verdict_id=verdict["verdict_id"], label="B"))
+            labels.record(store, RecordLabelArgs(verdict_id=verdict.verdict_id, label="B"))
     assert LabelTable(store).page() == [] and len(LweRepository(store).pending("c")) == 1  # neither the label nor its item
-    result = labels.record(store, RecordLabelArgs(verdict_id=verdict["verdict_id"], label="B"))
+    result = labels.record(store, RecordLabelArgs(verdict_id=verdict.verdict_id, label="B"))
     assert result.label_feedback is True and result.replaced is False and len(LweRepository(store).pending("c")) == 2
+    assert [f["source"] for f in LweRepository(store).pending("c")] == ["self", "label"]
+    await app.aclose()
