@@ -86,6 +86,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help='vanilla/grp/grp-better: also judge each placement with compare_pair swap="auto" and swap=true (over the call cache) '
         "and report calls and accuracy of both; stored as METHOD+auto",
     )
+    bench.add_argument("--labels", action="store_true", help="lwe/selective-lwe: record each item's gold label (LWE learns from it); METHOD+labels")
     bench.add_argument("--swap-margin", type=float, help="with --adaptive-swap: compare_pair's swap_margin, 0..1 (default: the tool's)")
     bench.add_argument("--concurrency", type=_positive, help="items in flight (default: the backend's concurrency)")
     bench.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -218,7 +219,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         template=args.template, unrelated=args.unrelated, prompt_variant=args.prompt_variant, batch_size=args.batch_size,
         no_reask=args.no_reask, flip_answer_order=args.flip_answer_order, adaptive_swap=args.adaptive_swap,
         swap_margin=args.swap_margin, panel=members, response_model=args.response_model,
-        exclude_same_family=args.exclude_same_family,
+        exclude_same_family=args.exclude_same_family, labels=args.labels,
     )
     spec = RunSpec(
         dataset=args.dataset, method=args.method, limit=args.limit, sample=args.sample, backend=backend, options=options,

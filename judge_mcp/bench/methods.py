@@ -14,10 +14,8 @@ A record is a plain dict (stored as JSON, summarised by metrics.py):
   (`started_at`, `ended_at`, `seconds`) and a `detail` dict;
 - placement records also: `shown_first` ("chosen"|"rejected"), `named` ("first"|"second"|None), `names`
   ("chosen"|"rejected"|None: the response the verdict picked) and `tie` (arena-hard's [[A=B]]: no winner, wrong);
-
-With `Options.no_reask` (`--no-reask`) every Judge gets `no_reask`: an unparsed first answer is not re-asked (nor
-continued) and counts wrong, the papers' rule.
 - single records also: `predicted` (index or None), `tie`, `consistent` (grade: every rotation picked the same option).
+With `Options.no_reask` (`--no-reask`) an unparsed first answer is not re-asked (nor continued) and counts wrong.
 """
 
 from __future__ import annotations
@@ -31,6 +29,7 @@ from judge_mcp.app import App
 from judge_mcp.args import ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, JudgingArgs, LweJudgeArgs
 from judge_mcp.bench.calibration import p_chosen
 from judge_mcp.bench.data import Item
+from judge_mcp.bench.lwe_labels import gold_label
 from judge_mcp.bench.media import options_media, pair_media
 from judge_mcp.bench.arena_hard import ArenaHardArgs
 from judge_mcp.bench.pointwise import PointwiseArgs
@@ -56,6 +55,7 @@ class Options:  # a tool argument's default is its model's (judge_mcp/args.py); 
     panel: tuple[str, ...] = ()  # vanilla/grp/grp-better: judge each placement with this panel of backends (--backends)
     response_model: str | None = None  # vanilla/grp/grp-better: the model that wrote every response (self-preference guard)
     exclude_same_family: bool = False  # with response_model: leave same-family panel members out
+    labels: bool = False  # lwe: record each item's gold label on its learning verdict (LWE learns from labels)
 
 
 @dataclass(frozen=True)
@@ -269,6 +269,7 @@ def _lwe(selective: bool):
         record["vanilla_chars"] = sum(c.get("prompt_chars", 0) + c.get("completion_chars", 0) for c in vanilla_calls)
         record["detail"] = {
             "learn": learn,
+            "label_feedback": await gold_label(app, result.verdict_id) if learn and opts.labels else None,  # chosen is shown first: "A"
             "path": result.path,
             "vanilla_ab": result.vanilla.ab if result.vanilla else None,
             "vanilla_ba": result.vanilla.ba if result.vanilla else None,
@@ -390,6 +391,8 @@ def method_key(name: str, opts: Options) -> str:
         key += f"[b{opts.batch_size}]"
     if opts.adaptive_swap and name in ("vanilla", "grp", "grp-better"):
         key += "+auto" + ("" if opts.swap_margin is None else f"{opts.swap_margin:g}")
+    if opts.labels and name in ("lwe", "selective-lwe"):
+        key += "+labels"
     if opts.no_reask:
         key += "+strict"
     if opts.response_model and opts.exclude_same_family:

@@ -21,7 +21,7 @@ from typing import Any, TextIO
 import anyio
 
 from judge_mcp.app import App
-from judge_mcp.bench import batching, metrics
+from judge_mcp.bench import batching, lwe_labels, metrics
 from judge_mcp.bench.data import Item, dataset_name, load_items
 from judge_mcp.bench.media import images_problem
 from judge_mcp.bench.methods import METHODS, Method, Options, method_key
@@ -352,6 +352,8 @@ def build_summary(results: Results, items: list[Item], method: Method, spec: Run
     info = results.run_info()
     assert info is not None, "Results.start() records the run before it is summarised"
     summary = run_summary(info, method, rows, items=len(items))
+    if "lwe" in summary:  # accuracy per block of items (with --labels: LWE learning from the gold labels)
+        summary["lwe"].update(lwe_labels.learning_curve(rows, method.placements()))
     summary.update(
         limit=spec.limit,
         sample=spec.sample,
