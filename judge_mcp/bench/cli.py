@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from judge_mcp.bench import repeats
 from judge_mcp.arg_types import ANSWER_ORDERS, FLIP_VARIANTS, GRADE_VARIANTS, TEMPLATES
 from judge_mcp.args import GradeScoreOptionsArgs, InferInstructionRewardArgs, LweJudgeArgs
 
@@ -86,7 +87,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help='vanilla/grp/grp-better: also judge each placement with compare_pair swap="auto" and swap=true (over the call cache) '
         "and report calls and accuracy of both; stored as METHOD+auto",
     )
-    bench.add_argument("--labels", action="store_true", help="lwe/selective-lwe: record each item's gold label (LWE learns from it); METHOD+labels")
+    repeats.add_arguments(bench)  # --labels, --repeats, --temperature
     bench.add_argument("--swap-margin", type=float, help="with --adaptive-swap: compare_pair's swap_margin, 0..1 (default: the tool's)")
     bench.add_argument("--concurrency", type=_positive, help="items in flight (default: the backend's concurrency)")
     bench.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -211,15 +212,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError) as exc:
         print(f"judge-mcp bench: configuration error: {exc}", file=sys.stderr)
         return 2
-    problem = option_problem(args)
+    problem = option_problem(args) or repeats.problem(args)
     if problem is not None:
         print(f"judge-mcp bench: {problem}", file=sys.stderr)
         return 2
     options = Options(
         template=args.template, unrelated=args.unrelated, prompt_variant=args.prompt_variant, batch_size=args.batch_size,
         no_reask=args.no_reask, flip_answer_order=args.flip_answer_order, adaptive_swap=args.adaptive_swap,
-        swap_margin=args.swap_margin, panel=members, response_model=args.response_model,
-        exclude_same_family=args.exclude_same_family, labels=args.labels,
+        swap_margin=args.swap_margin, panel=members, response_model=args.response_model, exclude_same_family=args.exclude_same_family, labels=args.labels,
     )
     spec = RunSpec(
         dataset=args.dataset, method=args.method, limit=args.limit, sample=args.sample, backend=backend, options=options,
@@ -242,7 +242,7 @@ def run_bench(args: argparse.Namespace, settings: Settings, spec: RunSpec) -> in
 
     async def main() -> dict[str, Any]:
         try:
-            return await run(app, spec, quiet=args.quiet)
+            return await (repeats.from_args(app, spec, args) if args.repeats else run(app, spec, quiet=args.quiet))
         finally:
             await app.aclose()
 
@@ -257,7 +257,7 @@ def run_bench(args: argparse.Namespace, settings: Settings, spec: RunSpec) -> in
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    print(format_summary(summary))
+    print(format_summary(summary) + ("\n" + repeats.format_line(summary) if "repeats" in summary else ""))
     if args.report:
         write_report(args.report, summaries_from_db(args.db))
     return failed_items_status(summary)

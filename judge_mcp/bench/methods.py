@@ -33,6 +33,7 @@ from judge_mcp.bench.lwe_labels import gold_label
 from judge_mcp.bench.media import options_media, pair_media
 from judge_mcp.bench.arena_hard import ArenaHardArgs
 from judge_mcp.bench.pointwise import PointwiseArgs
+from judge_mcp.calls.judge import Sampling
 from judge_mcp.methods import registry
 from judge_mcp.outputs import ComparePairResult
 
@@ -56,6 +57,8 @@ class Options:  # a tool argument's default is its model's (judge_mcp/args.py); 
     response_model: str | None = None  # vanilla/grp/grp-better: the model that wrote every response (self-preference guard)
     exclude_same_family: bool = False  # with response_model: leave same-family panel members out
     labels: bool = False  # lwe: record each item's gold label on its learning verdict (LWE learns from labels)
+    repeat: int = 0  # --repeats: this run's number (1..K; 0: not repeated), stored as METHOD#rN (bench/repeats.py)
+    sampling: Sampling | None = None  # --repeats: every request's temperature, never from the call cache
 
 
 @dataclass(frozen=True)
@@ -88,14 +91,8 @@ def placement_record(placement: str, winner: str | None, tie: bool = False) -> d
     else:
         names = "rejected" if shown_first == "chosen" else "chosen"
     return {
-        "shown_first": shown_first,
-        "named": named,
-        "names": names,
-        "correct": names == "chosen",
-        "tie": bool(tie and named is None),
-        "parse_failures": 0 if (named or tie) else 1,
-        "verdicts": 1,
-        "parsed_verdicts": 1 if (named or tie) else 0,
+        "shown_first": shown_first, "named": named, "names": names, "correct": names == "chosen", "tie": bool(tie and named is None),
+        "parse_failures": 0 if (named or tie) else 1, "verdicts": 1, "parsed_verdicts": 1 if (named or tie) else 0,
         "first_shown_picks": 1 if named == "first" else 0,
     }
 
@@ -130,9 +127,9 @@ def given(**fields: Any) -> dict[str, Any]:
 async def _run(app: App, args: JudgingArgs, item: Item, placement: str, opts: Options, **options: Any) -> tuple[Any, dict[str, Any], list[dict[str, Any]]]:
     """Run one judgment through the method registry (logged like a tool call, with the item id and placement):
     (result, timing, the Judge's call records). `options`: the method's keywords beyond its arguments."""
-    started = time.time()
-    t0 = time.perf_counter()
-    result, calls = await registry.call(app, args.tool, args, no_reask=opts.no_reask, log_extra={"bench_item": item.id, "placement": placement}, **options)
+    started, t0 = time.time(), time.perf_counter()
+    result, calls = await registry.call(app, args.tool, args, no_reask=opts.no_reask, log_extra={"bench_item": item.id, "placement": placement},
+                                        sampling=opts.sampling, **options)
     timing = {"started_at": started, "ended_at": time.time(), "seconds": round(time.perf_counter() - t0, 3)}
     return result, timing, calls
 
@@ -208,7 +205,7 @@ async def _compare_panel(app: App, item: Item, placement: str, args: ComparePair
     with each member's own verdict as a record of its own under `members` (metrics.member_rows scores them)."""
     started, t0 = time.time(), time.perf_counter()
     result, _ = await registry.call(
-        app, args.tool, args, no_reask=opts.no_reask, log_extra={"bench_item": item.id, "placement": placement},
+        app, args.tool, args, no_reask=opts.no_reask, log_extra={"bench_item": item.id, "placement": placement}, sampling=opts.sampling,
     )
     assert isinstance(result, ComparePairResult)
     timing = {"started_at": started, "ended_at": time.time(), "seconds": round(time.perf_counter() - t0, 3)}

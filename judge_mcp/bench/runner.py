@@ -21,7 +21,7 @@ from typing import Any, TextIO
 import anyio
 
 from judge_mcp.app import App
-from judge_mcp.bench import batching, lwe_labels, metrics
+from judge_mcp.bench import batching, lwe_labels, metrics, repeats
 from judge_mcp.bench.data import Item, dataset_name, load_items
 from judge_mcp.bench.media import images_problem
 from judge_mcp.bench.methods import METHODS, Method, Options, method_key
@@ -163,7 +163,7 @@ class _Run:
         check_method(self.method, self.items, self.dataset)
         panel = spec.options.panel
         key, backend_name, model = panel_key(app, panel) if panel else backend_key(app, spec.backend)
-        self.mkey = method_key(self.method.name, spec.options)
+        self.mkey = method_key(self.method.name, spec.options) + repeats.suffix(spec.options)
         self.sequential = self.method.name in LWE_METHODS
         self.options = spec.options
         if self.sequential:

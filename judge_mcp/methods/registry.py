@@ -25,7 +25,7 @@ from judge_mcp.score_models import ScoreResponseArgs, ScoreResponseResult
 
 if TYPE_CHECKING:  # the App imports the methods, not the other way round
     from judge_mcp.app import App
-    from judge_mcp.calls.judge import ProgressFn
+    from judge_mcp.calls.judge import ProgressFn, Sampling
 
 
 # combine(members, args, latency_ms=..., warnings=...) -> the panel's result
@@ -116,13 +116,15 @@ async def call(
     progress: ProgressFn | None = None,
     no_reask: bool = False,
     log_extra: dict[str, Any] | None = None,
+    sampling: Sampling | None = None,
     **options: Any,
 ) -> tuple[BaseModel, list[dict[str, Any]]]:
     """Run method `name` with `args` (its argument model, or a mapping parsed into it: InputError when it does not
     fit) through `app.run` (one verdict-log row), or, when the arguments name `backends`, as a panel through
     `app.run_panel`: (its result, the call records of every Judge it used). With `response_models` the
     self-preference guard applies; `no_reask` is the papers' strict rule (an unparsed first answer counts as it
-    is); `log_extra` adds keys to the logged inputs only (the bench's item id and placement); `options` are the
+    is); `log_extra` adds keys to the logged inputs only (the bench's item id and placement); `sampling` (the bench's
+    --repeats) sets every request's temperature and bypasses the call cache (logged); `options` are the
     method's own keywords that are not tool arguments (lwe_judge's `learn`), logged too."""
     method = METHODS.get(name)
     if method is None:
@@ -137,12 +139,14 @@ async def call(
     records: list[dict[str, Any]] = []
 
     async def run(judge):
-        judge.no_reask = no_reask
+        judge.no_reask, judge.sampling = no_reask, sampling
         result = await method.run(judge, args, **options)
         records.extend(judge.records)
         return result
 
     logged = {**(log_extra or {}), **args.logged(), **options, **({"no_reask": True} if no_reask else {})}
+    if sampling is not None:
+        logged["sampling"] = {"temperature": sampling.temperature, "fresh": sampling.fresh}
     authors = panel.authors(args)
     backends = getattr(args, "backends", None)
     if backends:
