@@ -222,3 +222,16 @@ async def test_the_python_api_scores_and_refuses_bad_input(scripted, tmp_path: P
             await judge.score_response(instruction="q", response="r", criteria="c", scale=[3])
     assert isinstance(good, ScoreResponseResult) and good.overall == 9.0 and bad.overall == 2.0
     assert len(server.requests) == 2
+
+
+def test_one_telemetry_event_per_criterion() -> None:
+    from types import SimpleNamespace as NS
+
+    from judge_mcp.telemetry_events import evaluations
+
+    items = [NS(criterion="a", parse_ok=True, samples=[7.0, 7.0], stdev=0.0, score=7.0, rationale="fine"),
+             NS(criterion="b", parse_ok=True, samples=[2.0, 9.0], stdev=4.9497, score=5.5, rationale=""),
+             NS(criterion="c", parse_ok=False, samples=[None], stdev=None, score=None, rationale="")]
+    events = evaluations("score_response", NS(scores=items, unstable=["b"]), capture_text=False)
+    assert [(e["judge_mcp.criterion"], e["gen_ai.evaluation.score.label"], e.get("gen_ai.evaluation.score.value")) for e in events] == [
+        ("a", "scored", 7.0), ("b", "unstable", 5.5), ("c", "unparsed", None)]
