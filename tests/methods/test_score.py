@@ -101,6 +101,9 @@ async def test_an_answer_outside_the_scale_is_reasked_once_then_unparsed_never_a
     assert broken["parse_ok"] is False and broken["score"] is None and broken["samples"] == [None] and '"11"' in broken["rationale"]
     assert data["overall"] is None and any("broken" in w for w in data["warnings"])
     assert len(backend.requests) == 4  # each criterion: the answer and one re-ask, no more
+    stats = await call(server, "judge_stats", {})
+    [group] = [g for g in stats["all_time"]["groups"] if g["tool"] == "score_response"]
+    assert group["parse_failures"] == {"rate": 0.5, "count": 1, "of": 2} and group["reasks"]["count"] == 2
 
 
 async def test_samples_are_independent_draws_at_temperature_never_cached_and_spread_is_flagged(mcp_app) -> None:
