@@ -238,3 +238,18 @@ def test_one_telemetry_event_per_criterion() -> None:
     events = evaluations("score_response", NS(scores=items, unstable=["b"]), capture_text=False)
     assert [(e["judge_mcp.criterion"], e["gen_ai.evaluation.score.label"], e.get("gen_ai.evaluation.score.value")) for e in events] == [
         ("a", "scored", 7.0), ("b", "unstable", 5.5), ("c", "unparsed", None)]
+
+
+async def test_the_prompts_images_go_with_every_criterions_call_and_the_log_keeps_only_their_hash(mcp_app) -> None:
+    import base64
+
+    from tests.images import png
+
+    uri = "data:image/png;base64," + base64.b64encode(png(3)).decode()
+    server, backend = mcp_app(ScoreJudge(lambda name, _: 5))
+    await call(server, "score_response", {**ARGS, "criteria": RUBRIC, "images": [uri]})
+    parts = [[p for p in m["content"] if isinstance(m["content"], list) and p["type"] == "image_url"]
+             for r in backend.requests for m in r["messages"] if m["role"] == "user"]
+    assert len(parts) == 2 and all(len(p) == 1 and p[0]["image_url"]["url"] == uri for p in parts)
+    [row] = VerdictLog(server.app.store).recent("score_response")
+    assert "base64" not in json.dumps(row["inputs"]) and row["inputs"]["images"][0]["sha256"]
