@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Self
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from judge_mcp.arg_types import JUDGED, MAX_CRITERIA_CHARS, MAX_TOTAL_CHARS, Instruction, ModelName, Text, _text
+from judge_mcp.arg_types import JUDGED, MAX_CRITERIA_CHARS, MAX_TOTAL_CHARS, Instruction, ModelName, Text, _fail, _text
 from judge_mcp.args import PanelArgs, UserInputsArgs
 from judge_mcp.outputs import _Judged, _PanelMember, SelfPreference
 
@@ -42,6 +42,17 @@ class Criterion(BaseModel):
         return self.description if self.name == SINGLE else f"{self.name}: {self.description}"
 
 
+def _one_criterion(value: object) -> object:
+    """A criterion given as text: the one criterion named "criterion" (its text shown to the judge as it is)."""
+    if not isinstance(value, str):
+        return value
+    if not value.strip() or "\x00" in value:
+        raise _fail("is empty" if not value.strip() else "contains a NUL character")
+    if len(value) > MAX_CRITERIA_CHARS:
+        raise _fail(f"is {len(value):,} characters; the limit is {MAX_CRITERIA_CHARS:,}")
+    return [{"name": SINGLE, "description": value}]
+
+
 class ScoreResponseArgs(UserInputsArgs, PanelArgs):
     tool: ClassVar[str] = "score_response"
     ANSWERS_SAID: ClassVar[str] = "the response"
@@ -49,9 +60,11 @@ class ScoreResponseArgs(UserInputsArgs, PanelArgs):
     instruction: Annotated[InstructionText, Field(description="the instruction or question the response answers")]
     response: Annotated[ResponseText, Field(description="the response to score")]
     criteria: Annotated[  # type: ignore[assignment]  # a rubric of named criteria here, not one text
-        str | list[Criterion],
-        Field(description=f"one criterion as text, or 1-{MAX_CRITERIA} of {{name, description, weight (default 1)}}; each is "
-              "judged in its own call, e.g. [{\"name\": \"correctness\", \"weight\": 2}, {\"name\": \"concision\"}]"),
+        list[Criterion],
+        BeforeValidator(_one_criterion, json_schema_input_type=Annotated[str, Field(min_length=1, max_length=MAX_CRITERIA_CHARS)] | list[Criterion]),
+        Field(min_length=1, max_length=MAX_CRITERIA,
+              description=f"one criterion as text, or 1-{MAX_CRITERIA} of {{name, description, weight (default 1)}}; each is judged in its own "
+              "call, e.g. [{\"name\": \"correctness\", \"weight\": 2}, {\"name\": \"concision\"}]"),
     ]
     scale: Annotated[
         list[int], Field(min_length=2, max_length=2, description=f"[low, high] integers, {MIN_SCALE}..{MAX_SCALE} (default [1, 10], FLIP's pointwise rating)")
@@ -68,8 +81,8 @@ class ScoreResponseArgs(UserInputsArgs, PanelArgs):
         return ["response"]
 
     def rubric(self) -> list[Criterion]:
-        """The criteria as a list (a string is one criterion named "criterion")."""
-        return [Criterion(name=SINGLE, description=self.criteria)] if isinstance(self.criteria, str) else list(self.criteria)
+        """The criteria, in the caller's order (a string was made the one criterion named "criterion")."""
+        return list(self.criteria)
 
     def sampling_temperature(self) -> float:
         if self.temperature is not None:
@@ -84,11 +97,6 @@ class ScoreResponseArgs(UserInputsArgs, PanelArgs):
         low, high = self.scale
         if not MIN_SCALE <= low < high <= MAX_SCALE:
             raise PydanticCustomError("call", f"'scale' must be [low, high] with {MIN_SCALE} <= low < high <= {MAX_SCALE}, got {self.scale}")
-        if isinstance(self.criteria, str):
-            if not self.criteria.strip() or "\x00" in self.criteria or len(self.criteria) > MAX_CRITERIA_CHARS:
-                raise PydanticCustomError("call", f"'criteria' as text must be 1..{MAX_CRITERIA_CHARS:,} characters, not blank, without NUL")
-        elif not 1 <= len(self.criteria) <= MAX_CRITERIA:
-            raise PydanticCustomError("call", f"'criteria' must hold 1 to {MAX_CRITERIA} criteria, got {len(self.criteria)}")
         names = [c.name for c in self.rubric()]
         repeated = sorted({n for n in names if names.count(n) > 1})
         if repeated:

@@ -144,7 +144,7 @@ async def test_a_deterministic_score_is_answered_from_the_cache_the_second_time(
     [
         ({"criteria": "c", "samples": 3, "temperature": 0}, "samples > 1 needs a temperature above 0"),
         ({"criteria": "c", "scale": [5, 3]}, "'scale' must be [low, high]"),
-        ({"criteria": [{"name": f"c{k}"} for k in range(11)]}, "1 to 10 criteria"),
+        ({"criteria": [{"name": f"c{k}"} for k in range(11)]}, "'criteria' must hold 1 to 10 items, got 11"),
         ({"criteria": [{"name": "c"}, {"name": "c"}]}, "repeated: c"),
         ({"criteria": [{"name": "c", "weight": 0}]}, "weight"),
         ({"criteria": "c", "samples": 11}, "'samples'"),
