@@ -140,7 +140,7 @@ def record(store: Engine, args: RecordLabelArgs, *, pending: bool = False) -> La
     def learn(tx: Any, earlier: str | None) -> None:  # LWE learns from labels (methods/lwe/label_feedback.py), in the label's transaction
         from judge_mcp.methods.lwe import label_feedback
 
-        learned.append(label_feedback.buffer(tx, args.verdict_id, inputs, output, label, args.note, earlier))
+        learned.append(label_feedback.buffer(tx, args.verdict_id, inputs, output, label, earlier))
 
     replaced = table.put(args.verdict_id, row["tool"], label, inputs_label(inputs), args.note, learn if row["tool"] == LweJudgeArgs.tool else None)
     if replaced is None:  # trimmed between the two reads

@@ -149,7 +149,9 @@ async def score_response(app: App, args: ScoreResponseArgs, progress: ProgressFn
 async def lwe_judge(app: App, args: LweJudgeArgs, progress: ProgressFn | None = None) -> LweResult:
     """Learning While Evaluating: a vanilla judgment in both orders; inconsistent cases get a case-specific
     evaluation prompt written from the session's meta-prompt, and the judge's self-feedback refines that
-    meta-prompt every `batch_size` cases (stored, versioned, shared across calls and restarts). Optional
+    meta-prompt every `batch_size` cases (stored, versioned, shared across calls and restarts); a record_label that
+    contradicts a verdict (or labels one without a winner) joins that feedback with the right answer (a session
+    created with learn_from_labels false ignores labels). Optional
     `criteria`, `reference` and images (as for compare_pair) go with the case into every call that judges it or
     writes about it; the meta-prompt itself stays text.
 
@@ -203,9 +205,10 @@ async def record_label(app: App, args: RecordLabelArgs, progress: ProgressFn | N
     "A", "B" or "tie" for compare_pair and lwe_judge; the best option's index (or exact text) for
     grade_score_options; the index (or exact text) of the response that best follows the instruction for
     infer_instruction_reward (2+ responses); the right overall score (a whole number on its scale) for
-    score_response. An optional `note` says why. Recording again for the same verdict
-    replaces its label. judge_stats then reports, per judge, agreement with the labels (accuracy, Cohen's kappa,
-    ECE and Brier of p_better).
+    score_response. An optional `note` says why. Recording again for the same verdict replaces its label; on an
+    lwe_judge verdict it contradicts, the label (not the note) also becomes feedback its session's next refinement
+    learns from (`label_feedback`). judge_stats then reports, per judge, agreement with the labels (accuracy,
+    Cohen's kappa, ECE and Brier of p_better; MAE, Spearman and Kendall for scores).
 
     Use it when you know the right answer for a verdict (a reviewer's decision, a test that passed), to measure
     how far each judge can be trusted on your own cases. Labels stay in the server's database (tools report only

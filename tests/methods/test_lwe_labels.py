@@ -44,7 +44,7 @@ async def test_a_contradicting_label_is_buffered_used_once_by_the_next_refinemen
         [refine] = refine_prompts(backend)
         assert second["meta_prompt_version"] == 2 and second["pending_feedback"] == 1
         assert "corrected by a human label" in refine and "The verdict given was Assistant A's answer is better" in refine
-        assert "the correct answer is Assistant B's answer is better. Reviewer's note: B shows the work" in refine
+        assert "the correct answer is Assistant B's answer is better." in refine and "B shows the work" not in refine  # the note stays
         assert refine.count("[[[Batch example") == 2  # the self-feedback item and the label's
 
         again = await tool(client, "record_label", {"verdict_id": first["verdict_id"], "label": "B"})  # the same label again

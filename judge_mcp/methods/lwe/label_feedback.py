@@ -22,8 +22,9 @@ from judge_mcp.storage.lwe_sessions import LweRepository
 SAID = {"A": "Assistant A's answer is better", "B": "Assistant B's answer is better", "tie": "no winner (a tie)"}
 
 
-def item(inputs: dict[str, Any], output: dict[str, Any], label: str, note: str | None) -> dict[str, Any] | None:
-    """The feedback item a label makes of an lwe_judge verdict; None when the label agrees with a decided verdict."""
+def item(inputs: dict[str, Any], output: dict[str, Any], label: str) -> dict[str, Any] | None:
+    """The feedback item a label makes of an lwe_judge verdict; None when the label agrees with a decided verdict.
+    The label's note stays in the database (record_label's promise): the model is told only the right answer."""
     winner = output.get("winner")
     if winner in ("A", "B") and winner == label:
         return None
@@ -31,7 +32,7 @@ def item(inputs: dict[str, Any], output: dict[str, Any], label: str, note: str |
     vanilla: dict[str, Any] = found if isinstance(found, dict) else {}
     judgment = output.get("judgment") or f"Vanilla verdicts: {vanilla.get('ab')} with A shown first, {vanilla.get('ba')} with B shown first."
     verdict = SAID[winner] if winner in ("A", "B") else "no verdict (the judgment did not decide)"
-    feedback = prompts.render("lwe_label_feedback.txt", verdict=verdict, label=SAID[label], note=f" Reviewer's note: {note}" if note else "").rstrip("\n")
+    feedback = prompts.render("lwe_label_feedback.txt", verdict=verdict, label=SAID[label]).rstrip("\n")
     return {
         "meta_version": int(output.get("meta_prompt_version") or 1),
         "prompt": str(inputs.get("prompt", "")),
@@ -45,7 +46,7 @@ def item(inputs: dict[str, Any], output: dict[str, Any], label: str, note: str |
     }
 
 
-def buffer(tx: Tx, verdict_id: str, inputs: Any, output: Any, label: str, note: str | None, previous: str | None) -> bool:
+def buffer(tx: Tx, verdict_id: str, inputs: Any, output: Any, label: str, previous: str | None) -> bool:
     """Inside the label's transaction: buffer the label's feedback item in the verdict's session (see the module
     doc). Whether an item was buffered."""
     if previous == label or not isinstance(inputs, dict) or not isinstance(output, dict):
@@ -54,4 +55,4 @@ def buffer(tx: Tx, verdict_id: str, inputs: Any, output: Any, label: str, note: 
     if not isinstance(session, str):
         return False
     texts.resolve(tx, [inputs, output])
-    return LweRepository.label_feedback(tx, session, verdict_id, item(inputs, output, label, note))
+    return LweRepository.label_feedback(tx, session, verdict_id, item(inputs, output, label))
