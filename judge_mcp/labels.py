@@ -17,7 +17,9 @@ Recording a label for a verdict that already has one replaces it (the label, the
 `created_at` stays): a correction, not a second vote. A label is kept for a verdict row that is in the log: an id
 whose row is still being written in the background (the database was busy when the answer went out) is waited for a
 few seconds (tools.record_label), then refused with a message saying to try again; an id no row has is refused.
-Labels never leave the database: tools report them only as counts and figures (judge_stats' `agreement`).
+Tools report labels only as counts and figures (judge_stats' `agreement`). One use leaves the database: on an
+lwe_judge verdict a contradicting label becomes feedback for its session, so the right answer (A, B or tie; never
+the note) reaches the model in the next refinement prompt (methods/lwe/label_feedback.py), in the label's transaction.
 """
 
 from __future__ import annotations
