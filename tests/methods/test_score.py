@@ -253,3 +253,14 @@ async def test_the_prompts_images_go_with_every_criterions_call_and_the_log_keep
     assert len(parts) == 2 and all(len(p) == 1 and p[0]["image_url"]["url"] == uri for p in parts)
     [row] = VerdictLog(server.app.store).recent("score_response")
     assert "base64" not in json.dumps(row["inputs"]) and row["inputs"]["images"][0]["sha256"]
+
+
+def test_the_demo_says_each_criterions_score_and_the_overall() -> None:
+    from judge_mcp.demo_text import score_lines
+
+    data = {"scale": [1, 10], "overall": 7.5, "scores": [
+        {"criterion": "correct", "weight": 2.0, "score": 8.25, "parse_ok": True, "distribution": [0.1] * 10},
+        {"criterion": "concise", "weight": 1.0, "score": None, "parse_ok": False, "distribution": None}]}
+    assert score_lines(data) == ["correct (weight 2): 8.25 (probability-weighted over the scale)", "concise (weight 1): unreadable or off the scale",
+                                 "OVERALL: 7.5 on 1 to 10."]
+    assert score_lines({**data, "overall": None})[-1] == "OVERALL: none: a criterion's answer could not be read."
