@@ -2,7 +2,7 @@
 criteria on an integer scale. Kept beside args.py / outputs.py (their tool models) so those stay within size.
 
 `InstructionText` and `ResponseText` are the one place the judged texts' types are named: plain strings today;
-the conversation and trajectory types (judge_mcp/messages.py's PromptLike / AnswerLike) replace them in one line.
+the conversation and trajectory types (judge_mcp/contract/messages.py's PromptLike / AnswerLike) replace them in one line.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Annotated, ClassVar, Self
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from judge_mcp.arg_types import JUDGED, MAX_CRITERIA_CHARS, MAX_TOTAL_CHARS, Instruction, ModelName, Text, _fail, _text
-from judge_mcp.args import PanelArgs, UserInputsArgs
-from judge_mcp.outputs import _Judged, _PanelMember, SelfPreference
+from judge_mcp.contract.fields import JUDGED, MAX_CRITERIA_CHARS, MAX_TOTAL_CHARS, Instruction, ModelName, Text, _fail, _text
+from judge_mcp.contract.args import PanelArgs, UserInputsArgs
+from judge_mcp.contract.results import JudgedResult, _PanelMember, SelfPreference
 
 InstructionText = Instruction  # -> PromptLike (a string or a conversation) at merge
 ResponseText = Annotated[Text, JUDGED]  # -> AnswerLike (a string or a trajectory) at merge
@@ -129,7 +129,7 @@ class ScorePanelMember(_PanelMember):
     scores: list[CriterionScore] = Field(default_factory=list)
 
 
-class ScoreResponseResult(_Judged):
+class ScoreResponseResult(JudgedResult):
     scores: list[CriterionScore] = Field(description="one per criterion, in the caller's order")
     overall: float | None = Field(description="weighted mean of the criteria's scores; null when any criterion is unparsed")
     unstable: list[str] = Field(description="criteria whose samples span more than 20% of the scale")

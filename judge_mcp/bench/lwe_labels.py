@@ -12,9 +12,9 @@ from typing import Any
 
 import anyio.to_thread
 
-from judge_mcp import labels
-from judge_mcp.app import App
-from judge_mcp.args import RecordLabelArgs
+from judge_mcp.stats import labels
+from judge_mcp.runtime.app import App
+from judge_mcp.contract.args import RecordLabelArgs
 
 BLOCKS = 5  # the learning curve's blocks of items (equal shares of the run, in file order)
 SETTLE_S = 5.0  # wait at most this long for the verdict's row (written in the background)

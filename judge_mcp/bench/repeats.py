@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from judge_mcp.app import App
+    from judge_mcp.runtime.app import App
     from judge_mcp.bench.methods import Options
     from judge_mcp.bench.runner import RunSpec
 
@@ -64,9 +64,9 @@ async def from_args(app: App, spec: RunSpec, args: argparse.Namespace) -> dict[s
 
 async def run_repeats(app: App, spec: RunSpec, repeats: int, temperature: float | None, *, quiet: bool = False) -> dict[str, Any]:
     """Judge the run `repeats` times; the first run's summary with `repeats` (see the module doc) added."""
-    from judge_mcp.bench.results import run_rows
+    from judge_mcp.bench.stored_runs import run_rows
     from judge_mcp.bench.runner import BenchError, run
-    from judge_mcp.calls.judge import Sampling
+    from judge_mcp.calls.context import Sampling
 
     problem = check(repeats, temperature)
     if problem is not None:

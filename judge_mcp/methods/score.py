@@ -23,7 +23,7 @@ from typing import Any
 from judge_mcp import prompts
 from judge_mcp.backends.base import user
 from judge_mcp.calls.fanout import run_each
-from judge_mcp.calls.judge import Judge
+from judge_mcp.calls.context import CallContext
 from judge_mcp.methods import score_probs, text_work, user_inputs
 from judge_mcp.methods.ask import ask, bounded
 from judge_mcp.methods.panel import Member, panel_model, quorum, sum_usage
@@ -133,7 +133,7 @@ class Sample:
     reasked: bool
 
 
-async def judge_sample(judge: Judge, args: ScoreResponseArgs, criterion: Criterion, purpose: str, images: user_inputs.ImageGroups) -> Sample:
+async def judge_sample(judge: CallContext, args: ScoreResponseArgs, criterion: Criterion, purpose: str, images: user_inputs.ImageGroups) -> Sample:
     low, high = args.scale
     structured = judge.structured
     size = text_work.chars(args.instruction, args.response, criterion.text(), args.reference)
@@ -200,7 +200,7 @@ def _span(samples: Sequence[float | None]) -> float:
     return max(values) - min(values) if len(values) >= 2 else 0.0
 
 
-async def score_response(judge: Judge, args: ScoreResponseArgs | None = None, /, **fields: Any) -> ScoreResponseResult:
+async def score_response(judge: CallContext, args: ScoreResponseArgs | None = None, /, **fields: Any) -> ScoreResponseResult:
     """`args`, or ScoreResponseArgs's fields as keywords (checked the same way)."""
     args = ScoreResponseArgs.of(args, fields)
     rubric, n = args.rubric(), args.samples

@@ -8,10 +8,10 @@ import json
 from typing import Any
 
 from judge_mcp.bench.methods import Options
-from judge_mcp.bench.results import run_rows
-from judge_mcp.bench.scripted_judges import first_shown_judge, first_user, schema_name
+from judge_mcp.bench.stored_runs import run_rows
+from testkit.scripted_judges import first_shown_judge, first_user, schema_name
 from judge_mcp.storage.lwe_sessions import LweRepository
-from judge_mcp.storage.sqlite import Store
+from judge_mcp.storage.sqlite import SqliteEngine
 from tests.bench.datasets import PAIRS, bench
 
 
@@ -30,7 +30,7 @@ async def test_gold_labels_feed_the_session_and_each_label_item_is_used_once(scr
     assert [b["items"] for b in labelled["lwe"]["learning_curve"]] == [[1, 2], [3, 4], [5, 6]]  # 6 items in blocks of ceil(6 / 5)
     assert all(b["accuracy"] == 0.5 for b in plain["lwe"]["learning_curve"])  # right in the swapped placement only
 
-    store = Store(tmp_path / "bench.db")
+    store = SqliteEngine(tmp_path / "bench.db")
     try:
         sessions = {s["name"]: LweRepository(store).feedback(s["name"]) for s in LweRepository(store).sessions()}
         rows = run_rows(store, labelled["dataset"], labelled["method_key"], labelled["backend_key"])

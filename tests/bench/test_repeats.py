@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from judge_mcp.bench import cli as bench_cli
+from judge_mcp.bench import command as bench_cli
 from judge_mcp.bench.repeats import run_repeats
 from judge_mcp.bench.runner import BenchError, RunSpec
-from judge_mcp.bench.scripted_judges import first_user
-from judge_mcp.bench.servers import server_env
+from testkit.scripted_judges import first_user
+from testkit.server_process import server_env
 from tests.bench.datasets import ITEM_TOKEN, PAIRS, right_judge
 from tests.helpers import app_env, make_app
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 from mcp import Client
 
-from judge_mcp import labels
-from judge_mcp.args import RecordLabelArgs
-from judge_mcp.bench.scripted import prompt_text
-from judge_mcp.bench.scripted_judges import LweScript, lwe_case, role_of
-from judge_mcp.storage.labels import LabelTable
+from judge_mcp.stats import labels
+from judge_mcp.contract.args import RecordLabelArgs
+from testkit.scripted_servers import prompt_text
+from testkit.scripted_judges import LweScript, lwe_case, role_of
+from judge_mcp.storage.label_rows import LabelTable
 from judge_mcp.methods import registry
 from judge_mcp.storage.lwe_sessions import LweRepository
 from tests.engines import on_both_engines

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from judge_mcp.app import App
-from judge_mcp.bench.scripted import Reply
-from judge_mcp.bench.scripted_judges import ScoreJudge, first_user, reasked
-from judge_mcp.config import load_settings
+from judge_mcp.runtime.app import App
+from testkit.scripted_servers import Reply
+from testkit.scripted_judges import ScoreJudge, first_user, reasked
+from judge_mcp.config.settings import load_settings
 from judge_mcp.methods.score import parse_score
 from judge_mcp.score_agreement import kendall, mae, spearman
-from judge_mcp.server import build_server
+from judge_mcp.server.build import build_server
 from judge_mcp.storage.verdict_log import VerdictLog
 from tests.helpers import Rendezvous
 
@@ -213,7 +213,7 @@ async def test_a_panel_averages_its_members_and_warns_of_a_same_family_judge(pan
 # ---- the Python API --------------------------------------------------------------------------------------------------
 async def test_the_python_api_scores_and_refuses_bad_input(scripted, tmp_path: Path) -> None:
     from judge_mcp import Judge, JudgeError
-    from judge_mcp.bench.scripted_judges import UniversalJudge
+    from testkit.scripted_judges import UniversalJudge
     from judge_mcp.score_models import ScoreResponseResult
     from tests.helpers import app_env
 
@@ -230,7 +230,7 @@ async def test_the_python_api_scores_and_refuses_bad_input(scripted, tmp_path: P
 def test_one_telemetry_event_per_criterion() -> None:
     from types import SimpleNamespace as NS
 
-    from judge_mcp.telemetry_events import evaluations
+    from judge_mcp.telemetry.events import evaluations
 
     items = [NS(criterion="a", parse_ok=True, samples=[7.0, 7.0], stdev=0.0, score=7.0, rationale="fine"),
              NS(criterion="b", parse_ok=True, samples=[2.0, 9.0], stdev=4.9497, score=5.5, rationale=""),
@@ -243,7 +243,7 @@ def test_one_telemetry_event_per_criterion() -> None:
 async def test_the_prompts_images_go_with_every_criterions_call_and_the_log_keeps_only_their_hash(mcp_app) -> None:
     import base64
 
-    from tests.images import png
+    from tests.image_data import png
 
     uri = "data:image/png;base64," + base64.b64encode(png(3)).decode()
     server, backend = mcp_app(ScoreJudge(lambda name, _: 5))
@@ -256,7 +256,7 @@ async def test_the_prompts_images_go_with_every_criterions_call_and_the_log_keep
 
 
 def test_the_demo_says_each_criterions_score_and_the_overall() -> None:
-    from judge_mcp.demo_text import score_lines
+    from judge_mcp.cli.demo_text import score_lines
 
     data = {"scale": [1, 10], "overall": 7.5, "scores": [
         {"criterion": "correct", "weight": 2.0, "score": 8.25, "parse_ok": True, "distribution": [0.1] * 10},
