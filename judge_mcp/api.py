@@ -46,6 +46,7 @@ from judge_mcp.config.settings import ConfigError, load_settings_over
 from judge_mcp.contract.results import (
     ComparePairResult, FlipResult, GradeScoreResult, LabelResult, LweResult, LweSessionResult, StatsReport,
 )
+from judge_mcp.contract.rubric import ScoreResponseArgs, ScoreResponseResult
 from judge_mcp.storage.engine import StoreError
 
 
@@ -107,6 +108,11 @@ class Judge:
     async def lwe_judge(self, progress: ProgressFn | None = None, **arguments: Any) -> LweResult:
         """lwe_judge's arguments as keywords (session, prompt, response_a, response_b, ...): Selective LWE."""
         return await self._run(tools.lwe_judge, LweJudgeArgs, arguments, progress)
+
+    async def score_response(self, progress: ProgressFn | None = None, **arguments: Any) -> ScoreResponseResult:
+        """score_response's arguments as keywords (instruction, response, criteria, scale, samples, ...): pointwise
+        scores against a rubric, one call per criterion and sample."""
+        return await self._run(tools.score_response, ScoreResponseArgs, arguments, progress)
 
     async def lwe_session(self, **arguments: Any) -> LweSessionResult:
         """lwe_session's arguments as keywords (session, action "show" / "reset" / "rollback", version)."""

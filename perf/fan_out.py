@@ -6,7 +6,7 @@ Not a test: it prints figures. Each round runs every checkout in a process of it
 --child` with the checkout first on PYTHONPATH, so each imports its own `judge_mcp`) against the same scripted backend
 (testkit/scripted_servers.py in a third process, fixed latency). A process
 runs, `--repeats` times and interleaved call by call: one backend call, `infer_instruction_reward` with 16
-responses and `grade_score_options` with 10 options as a tool call runs them (runtime/run.py,
+responses, `grade_score_options` with 10 options and `score_response` with 5 criteria x 2 samples as a tool call runs them (runtime/run.py,
 default concurrency), and 16 requests through the backend alone. Printed per round and checkout: the median wall
 time of each as a ratio to the one backend call, and the client CPU per call (this process, all threads).
 """
@@ -56,10 +56,14 @@ async def measure(base_url: str, repeats: int) -> dict[str, dict[str, float]]:
         async def grade10() -> None:
             await run_method(app, "grade_score_options", dict(instruction=f"q {fresh()}", options=[f"option {c} {fresh()}" for c in range(10)]))
 
+        async def score5x2() -> None:
+            await run_method(app, "score_response", dict(instruction=f"q {fresh()}", response=f"r {fresh()}",
+                                                            criteria=[{"name": f"c{c}"} for c in range(5)], samples=2))
+
         async def direct16() -> None:
             await asyncio.gather(*(one() for _ in range(16)))
 
-        rows = {"one backend call": one, "FLIP n = 16": flip16, "Grade Score n = 10": grade10, "16 requests, backend alone": direct16}
+        rows = {"one backend call": one, "FLIP n = 16": flip16, "Grade Score n = 10": grade10, "score_response 5 criteria x 2 samples": score5x2, "16 requests, backend alone": direct16}
         for fn in rows.values():  # warm: connections, prompt caches
             await fn()
         walls: dict[str, list[float]] = {name: [] for name in rows}

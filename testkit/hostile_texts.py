@@ -22,7 +22,7 @@ from judge_mcp.bench import arena_hard, pointwise
 from judge_mcp.contract.messages import Message, ToolCall
 from judge_mcp.methods.flip import reward as flip
 from judge_mcp.methods.grade_score import scoring as grade_score
-from judge_mcp.methods import label_probs, pairwise, parsing, similarity, transcript
+from judge_mcp.methods import label_probs, pairwise, parsing, score, score_probs, similarity, transcript
 from judge_mcp.methods.lwe import text as lwe_text
 from judge_mcp.server.transports import stdio
 from judge_mcp.contract.fields import MAX_TEXT_CHARS
@@ -52,6 +52,7 @@ PREFIXES = [
     "The inferred instruction is",
     "instruction “",
     "score:",
+    '"SCORE": "',
     '"score": "7',
     "<|",
     "[[[",
@@ -154,6 +155,9 @@ FUNCTIONS: dict[str, Callable[[str], object]] = {
     "similarity.rouge_l": lambda t: similarity.rouge_l(t, t[::-1]),
     "similarity.token_sort": lambda t: similarity.token_sort(t, t[::-1]),
     "pointwise.parse_rating": lambda t: pointwise.parse_rating(t),
+    "score.parse_score": lambda t: score.parse_score(t, 1, 10, [t]),
+    "score.user_prompt": lambda t: score.user_prompt(t, t, t, t, 1, 10, True),
+    "score_probs.score_sites": lambda t: score_probs.score_sites(t),
     "arena_hard.parse": lambda t: arena_hard.LABEL.findall(t),
     "redaction.redact_tree": lambda t: redaction.redact_tree({"error": t, "body": [t]}, redaction.variants([SECRET])),
     "stdio.request_id": lambda t: stdio._request_id(t),

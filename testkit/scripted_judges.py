@@ -8,6 +8,7 @@ defines a scripted judge that more than one test file uses.
   fails in a chosen way, once per request or always.
 - `correct_judge`, `first_shown_judge`: plain pairwise judges (`first_shown_judge` is position-biased for every
   method); `fence_follower`: a pairwise text judge fooled by forged fences.
+- `ScoreJudge`: score_response's pointwise scores per criterion (chosen scores, samples, token probabilities).
 - `LweScript`: the LWE steps (vanilla, case prompt, case verdict, feedback, refine, condense) with a chosen habit.
 - Answer builders: `verdict_json`, `logprob_content` (chosen token log-probabilities), `answer`/`picks_text` (Grade
   Score selections), `UNIVERSAL_ANSWER` (one JSON object every method's parser accepts).
@@ -30,6 +31,7 @@ Responder = Callable[[dict[str, Any]], "Reply | str"]
 PAIR_A = re.compile(r"<\|The Start of Assistant A's Answer\|>\n(.*?)\n<\|The End of Assistant A's Answer\|>", re.S)
 PAIR_B = re.compile(r"<\|The Start of Assistant B's Answer\|>\n(.*?)\n<\|The End of Assistant B's Answer\|>", re.S)
 OPTION_BLOCK = re.compile(r"^\[Option (\d+)\]\n(.*?)\n\[\\Option \1\]$", re.S | re.M)
+CRITERION_BLOCK = re.compile(r"<\|The Start of Evaluation Criterion\|>\n(.*?)\n<\|The End of Evaluation Criterion\|>", re.S)
 RESPONSE_BLOCK = re.compile(r"----- BEGIN RESPONSE -----\n(.*?)\n----- END RESPONSE -----", re.S)
 
 # ---- the known-verdict texts (GOOD is the right answer) -----------------------------------------------------------------
@@ -44,7 +46,7 @@ INSTRUCTION = "What is the capital of France?"
 FEEDBACK = json.dumps({"score": 4, "label": "Not sure", "learned tips": "compare carefully", "reasoning": "fine"})
 UNIVERSAL_ANSWER = json.dumps({"own_answer": "x", "evaluation": "y", "verdict": "[[A>B]]", "REASONING": "r",
                                "INFERRED INSTRUCTION": "Write a haiku about the sea.", "explanation": "e", "selection": 1,
-                               "Selection": "Option 1"})
+                               "Selection": "Option 1", "SCORE": "7"})
 
 
 # ---- reading a request -------------------------------------------------------------------------------------------------
@@ -64,6 +66,8 @@ def method_of(payload: dict[str, Any]) -> str:
         return "grade_score_options"
     if "----- BEGIN RESPONSE -----" in text:
         return "infer_instruction_reward"
+    if "<|The Start of AI Answer|>" in text:
+        return "score_response"
     return "lwe_judge"
 
 
@@ -192,6 +196,8 @@ class UniversalJudge:
             response = RESPONSE_BLOCK.search(text)
             assert response, "not a FLIP prompt"
             return json.dumps({"INFERRED INSTRUCTION": self._inferred(response.group(1)), "REASONING": "read the response"})
+        if method == "score_response":
+            return ScoreJudge(lambda name, p: 9 if self.good in first_user(p).rsplit("<|The Start of AI Answer|>", 1)[1] else 2)(payload)
         # LWE: vanilla verdicts go by the keyword (both orders agree), everything else by LweScript.
         full = prompt_text(payload)
         if full.startswith("Please act as an impartial judge") and self.gullible is None:
@@ -220,6 +226,34 @@ class UniversalJudge:
                     if marker in block:
                         return k
         return 0
+
+
+class ScoreJudge:
+    """score_response: answers a criterion's request (its name: the criterion block's text before any ':') with
+    `score(name, payload)`, an int or any text (an out-of-scale or unreadable one); with `probabilities(name)` ->
+    {value: p}, the score's digits are one token whose alternatives carry those probabilities. Thread-safe."""
+
+    def __init__(self, score: Callable[[str, dict[str, Any]], Any], probabilities: Callable[[str], dict[int, float]] | None = None):
+        self.score, self.probabilities = score, probabilities
+        self.asked: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def __call__(self, payload: dict[str, Any]) -> Reply:
+        block = CRITERION_BLOCK.search(first_user(payload))
+        name = block.group(1).split(":", 1)[0] if block else ""
+        with self._lock:
+            self.asked[name] += 1
+        content = json.dumps({"REASONING": f"judged on {name}", "SCORE": str(self.score(name, payload))})
+        probs = self.probabilities(name) if self.probabilities else None
+        if not probs:
+            return Reply(content=content)
+        head, digits, tail = re.match(r'(.*"SCORE": ")(\d+)(.*)', content, re.S).groups()  # type: ignore[union-attr]
+        top = [{"token": str(v), "logprob": math.log(p) if p > 0 else -9999.0} for v, p in probs.items()]
+        chosen = next((t["logprob"] for t in top if t["token"] == digits), -0.01)
+        pieces = [{"token": head, "logprob": -0.01, "top_logprobs": [{"token": head, "logprob": -0.01}]},
+                  {"token": digits, "logprob": chosen, "top_logprobs": top},
+                  {"token": tail, "logprob": -0.01, "top_logprobs": [{"token": tail, "logprob": -0.01}]}]
+        return Reply(content=content, logprobs=pieces)
 
 
 # tool -> (arguments, how to read the verdict from the structured output, the right verdict)

@@ -14,7 +14,7 @@ import anyio
 
 from judge_mcp.contract.fields import ANSWER_ORDERS, FLIP_VARIANTS, GRADE_VARIANTS, TEMPLATES
 from judge_mcp.contract.args import GradeScoreOptionsArgs, InferInstructionRewardArgs, LweJudgeArgs
-from judge_mcp.bench import convert_cli, figures
+from judge_mcp.bench import convert_cli, figures, repeats
 
 if TYPE_CHECKING:
     from judge_mcp.bench.runner import RunSpec
@@ -87,6 +87,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help='vanilla/grp/grp-better: also judge each placement with compare_pair swap="auto" and swap=true (over the call cache) '
         "and report calls and accuracy of both; stored as METHOD+auto",
     )
+    repeats.add_arguments(bench)  # --labels, --repeats, --temperature
     bench.add_argument("--swap-margin", type=float, help="with --adaptive-swap: compare_pair's swap_margin, 0..1 (default: the tool's)")
     bench.add_argument("--concurrency", type=_positive, help="items in flight (default: the backend's concurrency)")
     bench.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -206,15 +207,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError) as exc:
         print(f"judge-mcp bench: configuration error: {exc}", file=sys.stderr)
         return 2
-    problem = option_problem(args)
+    problem = option_problem(args) or repeats.problem(args)
     if problem is not None:
         print(f"judge-mcp bench: {problem}", file=sys.stderr)
         return 2
     options = Options(
         template=args.template, unrelated=args.unrelated, prompt_variant=args.prompt_variant, batch_size=args.batch_size,
         no_reask=args.no_reask, flip_answer_order=args.flip_answer_order, adaptive_swap=args.adaptive_swap,
-        swap_margin=args.swap_margin, panel=members, response_model=args.response_model,
-        exclude_same_family=args.exclude_same_family,
+        swap_margin=args.swap_margin, panel=members, response_model=args.response_model, exclude_same_family=args.exclude_same_family, labels=args.labels,
     )
     spec = RunSpec(
         dataset=args.dataset, method=args.method, limit=args.limit, sample=args.sample, backend=backend, options=options,
@@ -238,7 +238,7 @@ def run_bench(args: argparse.Namespace, settings: Settings, spec: RunSpec) -> in
 
     async def main() -> dict[str, Any]:
         try:
-            return await run(app, spec, quiet=args.quiet)
+            return await (repeats.from_args(app, spec, args) if args.repeats else run(app, spec, quiet=args.quiet))
         finally:
             await app.aclose()
 
@@ -253,7 +253,7 @@ def run_bench(args: argparse.Namespace, settings: Settings, spec: RunSpec) -> in
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    print(format_summary(summary, args.metric))
+    print(format_summary(summary, args.metric) + ("\n" + repeats.format_line(summary) if "repeats" in summary else ""))
     if args.report:
         write_report(args.report, summaries_from_db(args.db))
     return failed_items_status(summary)

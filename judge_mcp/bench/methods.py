@@ -14,10 +14,8 @@ A record is a plain dict (stored as JSON, summarised by metrics.py):
   (`started_at`, `ended_at`, `seconds`) and a `detail` dict;
 - placement records also: `shown_first` ("chosen"|"rejected"), `named` ("first"|"second"|None), `names`
   ("chosen"|"rejected"|None: the response the verdict picked) and `tie` (arena-hard's [[A=B]]: no winner, wrong);
-
-With `Options.no_reask` (`--no-reask`) every Judge gets `no_reask`: an unparsed first answer is not re-asked (nor
-continued) and counts wrong, the papers' rule.
 - single records also: `predicted` (index or None), `tie`, `consistent` (grade: every rotation picked the same option).
+With `Options.no_reask` (`--no-reask`) an unparsed first answer is not re-asked (nor continued) and counts wrong.
 """
 
 from __future__ import annotations
@@ -33,9 +31,11 @@ from judge_mcp.contract.args import (
 )
 from judge_mcp.stats.calibration import p_chosen
 from judge_mcp.bench.data import Item
+from judge_mcp.bench.lwe_labels import gold_label
 from judge_mcp.bench.media import options_media, pair_media
 from judge_mcp.bench.arena_hard import ArenaHardArgs
 from judge_mcp.bench.pointwise import PointwiseArgs
+from judge_mcp.calls.context import Sampling
 from judge_mcp.runtime.run import run_method
 from judge_mcp.contract.results import ComparePairResult
 
@@ -58,6 +58,9 @@ class Options:  # a tool argument's default is its model's (judge_mcp/contract/a
     panel: tuple[str, ...] = ()  # vanilla/grp/grp-better: judge each placement with this panel of backends (--backends)
     response_model: str | None = None  # vanilla/grp/grp-better: the model that wrote every response (self-preference guard)
     exclude_same_family: bool = False  # with response_model: leave same-family panel members out
+    labels: bool = False  # lwe: record each item's gold label on its learning verdict (LWE learns from labels)
+    repeat: int = 0  # --repeats: this run's number (1..K; 0: not repeated), stored as METHOD#rN (bench/repeats.py)
+    sampling: Sampling | None = None  # --repeats: every request's temperature, never from the call cache
 
 
 @dataclass(frozen=True)
@@ -90,14 +93,8 @@ def placement_record(placement: str, winner: str | None, tie: bool = False) -> d
     else:
         names = "rejected" if shown_first == "chosen" else "chosen"
     return {
-        "shown_first": shown_first,
-        "named": named,
-        "names": names,
-        "correct": names == "chosen",
-        "tie": bool(tie and named is None),
-        "parse_failures": 0 if (named or tie) else 1,
-        "verdicts": 1,
-        "parsed_verdicts": 1 if (named or tie) else 0,
+        "shown_first": shown_first, "named": named, "names": names, "correct": names == "chosen", "tie": bool(tie and named is None),
+        "parse_failures": 0 if (named or tie) else 1, "verdicts": 1, "parsed_verdicts": 1 if (named or tie) else 0,
         "first_shown_picks": 1 if named == "first" else 0,
     }
 
@@ -132,9 +129,9 @@ def given(**fields: Any) -> dict[str, Any]:
 async def _run(app: App, args: JudgingArgs, item: Item, placement: str, opts: Options, **options: Any) -> tuple[Any, dict[str, Any], list[dict[str, Any]]]:
     """Run one judgment through the method registry (logged like a tool call, with the item id and placement):
     (result, timing, the Judge's call records). `options`: the method's keywords beyond its arguments."""
-    started = time.time()
-    t0 = time.perf_counter()
-    result, calls = await run_method(app, args.tool, args, no_reask=opts.no_reask, log_extra={"bench_item": item.id, "placement": placement}, **options)
+    started, t0 = time.time(), time.perf_counter()
+    result, calls = await run_method(app, args.tool, args, no_reask=opts.no_reask, log_extra={"bench_item": item.id, "placement": placement},
+                                      sampling=opts.sampling, **options)
     timing = {"started_at": started, "ended_at": time.time(), "seconds": round(time.perf_counter() - t0, 3)}
     return result, timing, calls
 
@@ -210,7 +207,7 @@ async def _compare_panel(app: App, item: Item, placement: str, args: ComparePair
     with each member's own verdict as a record of its own under `members` (metrics.member_rows scores them)."""
     started, t0 = time.time(), time.perf_counter()
     result, _ = await run_method(
-        app, args.tool, args, no_reask=opts.no_reask, log_extra={"bench_item": item.id, "placement": placement},
+        app, args.tool, args, no_reask=opts.no_reask, log_extra={"bench_item": item.id, "placement": placement}, sampling=opts.sampling,
     )
     assert isinstance(result, ComparePairResult)
     timing = {"started_at": started, "ended_at": time.time(), "seconds": round(time.perf_counter() - t0, 3)}
@@ -271,6 +268,7 @@ def _lwe(selective: bool):
         record["vanilla_chars"] = sum(c.get("prompt_chars", 0) + c.get("completion_chars", 0) for c in vanilla_calls)
         record["detail"] = {
             "learn": learn,
+            "label_feedback": await gold_label(app, result.verdict_id) if learn and opts.labels else None,  # chosen is shown first: "A"
             "path": result.path,
             "vanilla_ab": result.vanilla.ab if result.vanilla else None,
             "vanilla_ba": result.vanilla.ba if result.vanilla else None,
@@ -392,9 +390,18 @@ def method_key(name: str, opts: Options) -> str:
         key += f"[b{opts.batch_size}]"
     if opts.adaptive_swap and name in ("vanilla", "grp", "grp-better"):
         key += "+auto" + ("" if opts.swap_margin is None else f"{opts.swap_margin:g}")
+    if opts.labels and name in ("lwe", "selective-lwe"):
+        key += "+labels"
     if opts.no_reask:
         key += "+strict"
     if opts.response_model and opts.exclude_same_family:
         key += f"+exclude-family[{opts.response_model}]"  # members left out change the verdicts
     return key
 
+
+def repeat_suffix(opts: Options) -> str:
+    """The method key's suffix of a repeated run ("" for a plain run)."""
+    if not opts.repeat:
+        return ""
+    t = opts.sampling.temperature if opts.sampling is not None else None
+    return f"#r{opts.repeat}" + ("" if t is None else f"@t{t:g}")

@@ -23,10 +23,10 @@ from typing import Any, TextIO
 import anyio
 
 from judge_mcp.runtime.app import App
-from judge_mcp.bench import batching, metrics
+from judge_mcp.bench import batching, lwe_labels, metrics
 from judge_mcp.bench.data import Item, dataset_name, load_items
 from judge_mcp.bench.media import images_problem
-from judge_mcp.bench.methods import Method, Options, method_key
+from judge_mcp.bench.methods import Method, Options, method_key, repeat_suffix
 from judge_mcp.bench.published import METHODS
 from judge_mcp.bench.published import with_published
 from judge_mcp.bench.stored_runs import Results, methods_fingerprint, run_totals
@@ -167,7 +167,7 @@ class _Run:
         check_method(self.method, self.items, self.dataset)
         panel = spec.options.panel
         key, backend_name, model = panel_key(app, panel) if panel else backend_key(app, spec.backend)
-        self.mkey = method_key(self.method.name, spec.options)
+        self.mkey = method_key(self.method.name, spec.options) + repeat_suffix(spec.options)
         self.sequential = self.method.name in LWE_METHODS
         self.options = spec.options
         if self.sequential:
@@ -359,6 +359,8 @@ def build_summary(results: Results, items: list[Item], method: Method, spec: Run
     info = results.run_info()
     assert info is not None, "Results.start() records the run before it is summarised"
     summary = run_summary(info, method, rows, items=len(items))
+    if "lwe" in summary:  # accuracy per block of items (with --labels: LWE learning from the gold labels)
+        summary["lwe"].update(lwe_labels.learning_curve(rows, method.placements()))
     summary.update(
         limit=spec.limit,
         sample=spec.sample,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from judge_mcp.telemetry import hooks as telemetry
@@ -20,6 +21,15 @@ from judge_mcp.storage.engine import Engine
 from judge_mcp.contract.results import UsageOut
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How a repeated judgment samples (`judge-mcp bench --repeats`): every request at `temperature` (None: the
+    method's own), and, `fresh`, never answered from the call cache nor stored in it, so a repeat is a new draw."""
+
+    temperature: float | None = None
+    fresh: bool = False
 
 
 class CallContext:
@@ -49,6 +59,7 @@ class CallContext:
         self.call_records: list[CallRecord] = []
         self.cache_rows = cache_rows  # None: new answers are written to the cache at once
         self.answer_models: set[str] = set()  # the models the answers came from, as the backend reported them
+        self.sampling: Sampling | None = None  # a repeated judgment's sampling (runtime/run.py sets it)
         self._started = time.perf_counter()
 
     @property
@@ -72,9 +83,15 @@ class CallContext:
         return self.backend.supports_logprobs
 
     async def complete(self, request: ChatRequest) -> Completion:
+        sampling = self.sampling
+        if sampling is not None and sampling.temperature is not None:
+            request = replace(request, temperature=sampling.temperature)
         summary = request.summary()  # built once: for the call record and, for a new answer, the cache row
         with telemetry.model_call(self.backend, request) as traced:  # a no-op unless OpenTelemetry is on
-            completion, cached, key = await self.cache.lookup(self.backend, request, summary=summary, defer=self.cache_rows)
+            if sampling is not None and sampling.fresh:
+                completion, cached, key = await self.backend.complete(request), False, None
+            else:
+                completion, cached, key = await self.cache.lookup(self.backend, request, summary=summary, defer=self.cache_rows)
             traced.answered(completion, cached)
         self.answer_models.add(completion.model)
         if cached:

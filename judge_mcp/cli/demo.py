@@ -83,6 +83,14 @@ STEPS: tuple[Step, ...] = (
         (("question", QUESTION), ("option 0", "Sydney."), ("option 1", "Canberra."), ("option 2", "Melbourne.")),
     ),
     Step(
+        "score_response",
+        "score one answer against your criteria, each criterion judged in its own call on a 1 to 10 scale (the FLIP "
+        "paper's pointwise rating); the overall score is their weighted mean.",
+        {"instruction": QUESTION, "response": "Canberra.",
+         "criteria": [{"name": "correct", "description": "names the right city", "weight": 2}, {"name": "concise"}]},
+        (("question", QUESTION), ("answer", "Canberra."), ("criteria", "correct (weight 2): names the right city; concise")),
+    ),
+    Step(
         "lwe_judge",
         "Learning While Evaluating: a plain judgment in both orders; only when the two disagree, the session's "
         "meta-prompt writes a prompt for this case, the model judges with it and critiques itself, and that feedback "

@@ -205,10 +205,22 @@ def run_text(messages: list[dict[str, Any]]) -> str:
     return "; ".join(parts)
 
 
+def score_lines(data: dict[str, Any]) -> Lines:
+    lines = []
+    for s in data.get("scores") or []:
+        weighted = " (probability-weighted over the scale)" if s.get("distribution") else ""
+        lines.append(f"{s['criterion']} (weight {s['weight']:g}): " + (f"{s['score']:g}{weighted}" if s.get("parse_ok") else "unreadable or off the scale"))
+    low, high = (data.get("scale") or [1, 10])[:2]
+    overall = data.get("overall")
+    lines.append(f"OVERALL: {overall:g} on {low} to {high}." if overall is not None else "OVERALL: none: a criterion's answer could not be read.")
+    return lines
+
+
 RENDERERS: dict[str, Callable[[dict[str, Any]], Lines]] = {
     "compare_pair": pair_lines,
     "infer_instruction_reward": flip_lines,
     "grade_score_options": grade_lines,
+    "score_response": score_lines,
     "lwe_judge": lwe_lines,
     "lwe_session_show": session_lines,
     "lwe_session": session_lines,

@@ -346,8 +346,11 @@ class LweJudgeArgs(PairArgs, PairImagesArgs):
     tool: ClassVar[str] = "lwe_judge"
 
     session: Session = "default"
-    selective: Annotated[bool, Field(description="only cases judged inconsistently in the two orders take the meta-prompt path")] = True
-    batch_size: Annotated[int, Field(ge=1, le=MAX_BATCH_SIZE, description="feedback items per refinement (set when the session is created)")] = 4
+    selective: Annotated[bool, Field(description="only cases judged inconsistently in both orders take the meta-prompt path")] = True
+    batch_size: Annotated[int, Field(ge=1, le=MAX_BATCH_SIZE, description="feedback items per refinement (used when the session is created)")] = 4
+    learn_from_labels: Annotated[
+        bool, Field(description="record_label on this session's verdicts feeds its refinement (used when the session is created)")
+    ] = True
 
 
 class LweSessionShowArgs(ToolArgs):

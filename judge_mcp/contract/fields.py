@@ -123,8 +123,8 @@ OptionalNote = Annotated[Annotated[str, Field(min_length=1, max_length=MAX_NOTE_
 # record_label's correct answer: "A", "B" or "tie" for a pair; an option's or response's index, or its exact text
 LabelValue = Annotated[
     int | Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(_text)],
-    Field(description='"A", "B" or "tie" for compare_pair and lwe_judge; for grade_score_options and infer_instruction_reward '
-          "the best option's or response's 0-based index or exact text"),
+    Field(description='"A", "B" or "tie" (compare_pair, lwe_judge); the best 0-based index or exact text (grade_score_options, '
+          "infer_instruction_reward); the overall score, a whole number (score_response)"),
 ]
 ModelName = Annotated[str, Field(min_length=1, max_length=MAX_MODEL_CHARS), AfterValidator(_text)]
 Session = Annotated[str, Field(pattern=SESSION_PATTERN, description="each session has its own meta-prompt")]

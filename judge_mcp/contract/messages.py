@@ -84,8 +84,8 @@ class ToolCall(BaseModel):
 
 
 class Message(BaseModel):
-    """A chat message. tool_calls: assistant only; tool_call_id: tool only (an earlier call's id); images: as the
-    `images` argument, shown with the message."""
+    """A message. tool_calls (assistant only): [{id, name, arguments}]; tool_call_id (tool only): an earlier call's
+    id; images: as `images`. A list holds 1-200 messages and 200,000 characters of text in all."""
 
     model_config = _STRICT
 
@@ -208,10 +208,8 @@ def _either(kind: str):
     return validate
 
 
-CONVERSATION_DOC = (f"or a conversation: 1-{MAX_MESSAGES} messages oldest first (see $defs Message), "
-                     f"at most {MAX_CONVERSATION_CHARS:,} characters of text")
-TRAJECTORY_DOC = (f"or a trajectory: 1-{MAX_MESSAGES} messages of role assistant (with tool_calls) or tool (tool_call_id: "
-                  f"the call it answers), at most {MAX_CONVERSATION_CHARS:,} characters of text")
+CONVERSATION_DOC = "or a conversation (Messages, oldest first)"
+TRAJECTORY_DOC = "or a trajectory (the agent's assistant and tool Messages)"
 ConversationList = Annotated[list[Message], Field(min_length=1, max_length=MAX_MESSAGES)]
 PromptLike = Annotated[Text | ConversationList, WrapValidator(_either("conversation"))]
 AnswerLike = Annotated[Text | ConversationList, WrapValidator(_either("trajectory"))]

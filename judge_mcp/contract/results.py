@@ -233,6 +233,8 @@ class LweSessionResult(BaseModel):
     meta_prompt: str
     batch_size: int
     pending_feedback: int
+    label_feedback: int = Field(0, description="feedback items made from human labels (record_label), buffered or used")
+    learn_from_labels: bool = Field(True, description="the session takes labels as feedback (set when it was created)")
     versions: list[MetaPromptVersion]
     discarded_feedback: int = Field(0, description="reset: buffered feedback items dropped")
 
@@ -255,6 +257,13 @@ class LabelCalibration(BaseModel):
     brier: float | None = Field(None, description="mean (1 - p_better of the labelled answer)^2; null when n is 0")
 
 
+class ScoreAgreement(BaseModel):
+    n: int = Field(description="labelled score_response verdicts with an overall score")
+    mae: float | None = Field(description="mean absolute error of overall against the labels")
+    spearman: float | None = Field(description="Spearman's rho (null with under 2 labels or a constant side)")
+    kendall: float | None = Field(description="Kendall's tau-b (null likewise)")
+
+
 class Agreement(BaseModel):
     """How the group's verdicts agree with human labels (record_label); null figures when none is labelled."""
 
@@ -265,6 +274,7 @@ class Agreement(BaseModel):
         "'none'); null when nothing is labelled or chance agreement is total"
     )
     calibration: LabelCalibration = Field(default_factory=LabelCalibration, description="p_better against A/B labels (compare_pair)")
+    scores: ScoreAgreement | None = Field(None, description="score_response: overall against the score labels")
 
 
 class LabelResult(BaseModel):
@@ -274,6 +284,7 @@ class LabelResult(BaseModel):
     verdict: str = Field(description='the verdict\'s answer in the same terms ("tie": no winner; "none": no single pick)')
     agrees: bool
     replaced: bool = Field(description="an earlier label was replaced")
+    label_feedback: bool = Field(False, description="lwe_judge: the label joined the session's feedback buffer")
 
 
 class Mean(BaseModel):

@@ -3,9 +3,9 @@ model), the async function that runs it over a call context, its argument model 
 The server, the Python API and the bench run methods only through runtime/run.py, so a method's arguments, logging
 and result are the same wherever it is called from.
 
-The four tools register here; the bench's baselines (arena_hard, pointwise) register themselves when
+The judging tools register here; the bench's baselines (arena_hard, pointwise) register themselves when
 judge_mcp.bench imports them. A method that can be judged by a panel of backends (compare_pair,
-grade_score_options) also names how its members' results combine into one (methods/panel.py).
+grade_score_options, score_response) also names how its members' results combine into one (methods/panel.py).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from judge_mcp.contract.args import (
     ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, JudgingArgs, LweJudgeArgs,
 )
 from judge_mcp.contract.results import ComparePairResult, FlipResult, GradeScoreResult, LweResult
+from judge_mcp.contract.rubric import ScoreResponseArgs, ScoreResponseResult
 
 
 # combine(members, args, latency_ms=..., warnings=...) -> the panel's result
@@ -53,7 +54,7 @@ def register(run: Callable[..., Awaitable[BaseModel]], args: type[JudgingArgs], 
 # What `preload` imports: every method module the table below names, and the LWE sessions' (tools.py, server.py).
 METHOD_MODULES = (
     "judge_mcp.methods.panel", "judge_mcp.methods.pairwise", "judge_mcp.methods.grade_score.scoring", "judge_mcp.methods.flip.reward",
-    "judge_mcp.methods.lwe",
+    "judge_mcp.methods.lwe", "judge_mcp.methods.score",
 )
 _preloaded: list[threading.Thread] = []
 _preload_lock = threading.Lock()
@@ -103,3 +104,5 @@ register(
     on_first_call(_PANEL, "combine_grades"),
 )
 register(on_first_call("judge_mcp.methods.lwe", "lwe_judge"), LweJudgeArgs, LweResult)
+_SCORE = "judge_mcp.methods.score"
+register(on_first_call(_SCORE, "score_response"), ScoreResponseArgs, ScoreResponseResult, on_first_call(_SCORE, "combine_scores"))

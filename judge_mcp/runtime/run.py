@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from judge_mcp.backends import Backend
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.calls.cache import CacheRow
-from judge_mcp.calls.context import CallContext, ProgressFn
+from judge_mcp.calls.context import CallContext, ProgressFn, Sampling
 from judge_mcp.contract.args import JudgingArgs
 from judge_mcp.methods import registry
 from judge_mcp.methods.members import Member
@@ -51,12 +51,14 @@ async def run_method(
     progress: ProgressFn | None = None,
     no_reask: bool = False,
     log_extra: dict[str, Any] | None = None,
+    sampling: Sampling | None = None,
     **options: Any,
 ) -> tuple[BaseModel, Records]:
     """Run method `name` with `args` (its argument model, or a mapping parsed into it: InputError when it does not
     fit), by one backend or, when the arguments name `backends`, by a panel: (its result, the call records of every
     judge). `no_reask` is the papers' strict rule (an unparsed first answer counts as it is); `log_extra` adds keys
-    to the logged inputs only (the bench's item id and placement); `options` are the method's own keywords that are
+    to the logged inputs only (the bench's item id and placement); `sampling` (the bench's --repeats) sets every
+    request's temperature and bypasses the call cache (logged); `options` are the method's own keywords that are
     not tool arguments (lwe_judge's `learn`), logged too."""
     method = registry.METHODS.get(name)
     if method is None:
@@ -77,12 +79,14 @@ async def run_method(
     records: Records = []
 
     async def judge(context: CallContext) -> BaseModel:
-        context.no_reask = no_reask
+        context.no_reask, context.sampling = no_reask, sampling
         result = await method.run(context, args, **options)
         records.extend(context.records)
         return result
 
     logged = {**(log_extra or {}), **args.logged(), **options, **({"no_reask": True} if no_reask else {})}
+    if sampling is not None:
+        logged["sampling"] = {"temperature": sampling.temperature, "fresh": sampling.fresh}
     if panel and combine is not None:
         judged = partial(_panel, app, judge, partial(combine, args=args), members, chosen, guard, progress)
     else:

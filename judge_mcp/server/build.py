@@ -25,8 +25,9 @@ INSTRUCTIONS = (
     "judge-mcp: LLM-as-a-judge tools. compare_pair judges two answers in both orders with goal-reversed "
     "prompting (winner only when both orders agree); infer_instruction_reward scores responses by how well the "
     "instruction can be recovered from them (FLIP); grade_score_options picks the best of 2-10 options over "
-    "every cyclic order and reports the Grade Score; lwe_judge judges a pair while refining a stored meta-prompt. "
-    "compare_pair and grade_score_options take a panel of backends (`backends`); judge_stats reports each judge's "
+    "every cyclic order and reports the Grade Score; score_response scores one response against weighted criteria; "
+    "lwe_judge judges a pair while refining a stored meta-prompt. "
+    "compare_pair, grade_score_options and score_response take a panel of backends (`backends`); judge_stats reports each judge's "
     "position bias, inconsistency and parse failures from the verdict log: read it before trusting a judge. Every "
     "verdict has a verdict_id: record_label stores its correct answer, and judge_stats reports agreement with those labels."
 )

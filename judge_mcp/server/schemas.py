@@ -82,7 +82,7 @@ _MAP = ("properties", "$defs", "patternProperties", "dependentSchemas")
 _NULL = {"type": "null"}
 # (an output schema?, inside its $defs?) -> the keywords left out
 _DROPPED = {
-    (False, False): ("title",), (False, True): ("title",),
+    (False, False): ("title",), (False, True): ("title", "pattern", "maxLength"),
     (True, False): ("title", "default", "required"), (True, True): ("title", "default", "required", "description"),
 }
 _ABSENT = object()
@@ -97,11 +97,31 @@ def compact(schema: Any, *, output: bool) -> Any:
       null among the `enum`); a reference or a union stays an `anyOf`; an output's enum of strings without its `type`;
     - an output schema without `default` and `required`: every field of a result is always present (the SDK dumps
       the whole result model), so neither tells a client anything the structured content does not;
-    - an output schema's descriptions only on the result's own fields: a nested model's (a trial, a panel member, a
-      stats group) stays in the source for readers of the code, while the tool's description and the field's name
-      say what an agent needs.
+    - an output schema's nested objects (a trial, a panel member, a stats group) with their fields' names only
+      (`_names_only`): their types and descriptions stay in the source for readers of the code, while the tool's
+      description, the field names and the structured content say what an agent needs.
     Applied to every tool's schemas by `generate`, so a model added later is compacted the same way."""
-    return _compact(schema, output, nested=False)
+    out = _compact(schema, output, nested=False)
+    if output and isinstance(out, dict) and "$defs" in out:
+        out = _names_only(out)
+    if not output and isinstance(out, dict):
+        for name, sub in out.get("$defs", {}).items():
+            if name != "Message" and isinstance(sub, dict):
+                sub.pop("description", None)  # the Message's says what its parts need
+    return out
+
+
+def _names_only(schema: dict[str, Any]) -> dict[str, Any]:
+    """An output schema whose nested objects (a trial, a panel member, a stats group) list their fields' names only:
+    the result's own fields keep their types and descriptions; what a nested field holds, the structured content
+    shows. Definitions that only other definitions used go."""
+    defs = {
+        name: {"type": "object", "properties": {field: {} for field in sub.get("properties", {})}}
+        for name, sub in schema["$defs"].items()
+    }
+    text = json.dumps({k: v for k, v in schema.items() if k != "$defs"})
+    used = {name: d for name, d in defs.items() if f'"#/$defs/{name}"' in text}
+    return {**{k: v for k, v in schema.items() if k != "$defs"}, **({"$defs": used} if used else {})}
 
 
 def _compact(schema: Any, output: bool, nested: bool) -> Any:

@@ -45,6 +45,7 @@ from judge_mcp.runtime.run import run_method
 from judge_mcp.contract.results import (
     ComparePairResult, FlipResult, GradeScoreResult, LabelResult, LweResult, LweSessionResult, StatsReport,
 )
+from judge_mcp.contract.rubric import ScoreResponseArgs, ScoreResponseResult
 from judge_mcp.storage.engine import StoreError
 
 log = logging.getLogger("judge_mcp.server")
@@ -123,11 +124,22 @@ async def grade_score_options(app: App, args: GradeScoreOptionsArgs, progress: P
     return await run_tool(app, args, progress)
 
 
+async def score_response(app: App, args: ScoreResponseArgs, progress: ProgressFn | None = None) -> ScoreResponseResult:
+    """Score one response against 1-10 weighted criteria on an integer scale (default 1-10), each criterion in its
+    own call; `overall` is the weighted mean. With log-probabilities a score is probability-weighted over the scale.
+    `samples` > 1 draws independent samples at `temperature` and flags `unstable` criteria.
+
+    Use it for one draft (a self-critique loop, a rubric check); for two drafts compare_pair is more reliable.
+    Cost: criteria x samples backend calls, plus a re-ask per unparsed answer."""
+    return await run_tool(app, args, progress)
+
+
 async def lwe_judge(app: App, args: LweJudgeArgs, progress: ProgressFn | None = None) -> LweResult:
     """Learning While Evaluating: judges a pair in both orders; an inconsistent case gets a case-specific
     prompt written from the session's meta-prompt, and the judge's feedback refines that meta-prompt every
-    `batch_size` cases (stored per session, versioned). Optional `criteria`, `reference` and images as for
-    compare_pair.
+    `batch_size` cases (stored per session, versioned); a record_label contradicting a verdict joins that feedback
+    (unless the session was created with learn_from_labels false). Optional `criteria`, `reference` and images as
+    for compare_pair.
 
     Use it for many pairwise judgments in one domain, where the judge should improve as it goes; for a one-off,
     compare_pair. Not idempotent. Cost: 2 backend calls when both orders agree, up to 9 otherwise."""
@@ -158,7 +170,8 @@ async def lwe_session(app: App, args: LweSessionArgs, progress: ProgressFn | Non
 async def judge_stats(app: App, args: JudgeStatsArgs, progress: ProgressFn | None = None) -> StatsReport:
     """How far to trust each judge, from the verdict log per backend/model/tool, all time and over the newest
     `last` verdicts: position bias, order inconsistency, parse failures, re-asks, ties, length preference, calls,
-    latency; with record_label's labels, agreement (accuracy, kappa, calibration of p_better). Each rate has its
+    latency; with record_label's labels, agreement (accuracy, kappa, calibration of p_better;
+    MAE, Spearman and Kendall for scores). Each rate has its
     count and denominator `of`.
 
     Use it before relying on a judge's verdicts. Read-only. No backend calls."""
@@ -171,7 +184,8 @@ async def judge_stats(app: App, args: JudgeStatsArgs, progress: ProgressFn | Non
 
 async def record_label(app: App, args: RecordLabelArgs, progress: ProgressFn | None = None) -> LabelResult:
     """Record the correct answer (`label`) for a verdict, by the `verdict_id` a judging tool returned;
-    recording again replaces it. judge_stats then reports each judge's agreement with the labels.
+    recording again replaces it. judge_stats then reports each judge's agreement with the labels; on an lwe_judge
+    verdict it contradicts, the label also feeds the session's next refinement.
 
     Use it when you know the right answer (a reviewer's decision, a passing test). Returns whether the verdict
     agreed. No backend calls."""
@@ -216,6 +230,7 @@ TOOLS = (
     ToolSpec(compare_pair, "Compare two answers (goal-reversed, both orders)", JUDGING),
     ToolSpec(infer_instruction_reward, "FLIP reward: infer the instruction back from each response", JUDGING),
     ToolSpec(grade_score_options, "Pick the best option over every cyclic order (Grade Score)", JUDGING),
+    ToolSpec(score_response, "Score one response against weighted criteria (pointwise)", JUDGING),
     ToolSpec(lwe_judge, "Judge a pair while learning a meta-prompt (LWE)", LEARNING),
     ToolSpec(lwe_session_show, "Show an LWE session (read-only)", READ_ONLY),
     ToolSpec(lwe_session, "Show, reset or roll back an LWE session", ADMIN),

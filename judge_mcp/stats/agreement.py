@@ -21,8 +21,9 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from judge_mcp.stats import labels
+from judge_mcp.stats import score_agreement
 from judge_mcp.stats.calibration import probability_figures
-from judge_mcp.contract.results import Agreement, LabelCalibration, Rate, StatsReport, Window
+from judge_mcp.contract.results import Agreement, LabelCalibration, Rate, ScoreAgreement, StatsReport, Window
 from judge_mcp.storage.label_rows import LabelTable
 
 if TYPE_CHECKING:
@@ -51,11 +52,14 @@ class Tally:
     def __init__(self) -> None:
         self.pairs: list[tuple[str, str]] = []  # (verdict's answer, label)
         self.p_label: list[float | None] = []  # per A/B label: p_better of the labelled answer, None without one
+        self.scores: list[tuple[float, float]] = []  # score_response: (overall, label)
 
-    def add(self, answer: str, label: str, p: float | None, ab: bool) -> None:
+    def add(self, answer: str, label: str, p: float | None, ab: bool, score: float | None = None) -> None:
         self.pairs.append((answer, label))
         if ab:
             self.p_label.append(p)
+        if score is not None and label.isdigit():
+            self.scores.append((score, float(label)))
 
     def figures(self) -> Agreement:
         n, right = len(self.pairs), sum(a == b for a, b in self.pairs)
@@ -65,22 +69,30 @@ class Tally:
             accuracy=Rate(rate=round(right / n, 4) if n else None, count=right, of=n),
             kappa=kappa(self.pairs),
             calibration=LabelCalibration(n=probs["n"], of=len(self.p_label), ece=probs["ece"], brier=probs["brier"]),
+            scores=self._score_figures(),
         )
 
+    def _score_figures(self) -> ScoreAgreement | None:
+        s = self.scores
+        if not s:
+            return None
+        return ScoreAgreement(n=len(s), mae=score_agreement.mae(s), spearman=score_agreement.spearman(s), kendall=score_agreement.kendall(s))
 
-def entries(row: dict[str, Any]) -> Iterator[tuple[Key, str, float | None]]:
-    """What one labelled verdict row contributes: (group, the verdict's answer, p of the label) for the row and for each
-    panel member that judged."""
+
+def entries(row: dict[str, Any]) -> Iterator[tuple[Key, str, float | None, float | None]]:
+    """What one labelled verdict row contributes: (group, the verdict's answer, p of the label, its score) for the row
+    and for each panel member that judged."""
     tool, output = str(row["tool"]), row["output"]
     if not isinstance(output, dict):
         return
     inputs = str(row["inputs"])
-    yield (str(row["backend"]), str(row["model"]), tool, inputs), labels.judged(tool, output), labels.p_label(tool, output, row["label"])
+    yield (str(row["backend"]), str(row["model"]), tool, inputs), labels.judged(tool, output), labels.p_label(tool, output, row["label"]), \
+        labels.score_of(tool, output)
     members = output.get("panel")
     for member in members if isinstance(members, list) else []:
         if isinstance(member, dict) and member.get("status") == "ok" and isinstance(member.get("backend"), str) and isinstance(member.get("model"), str):
             key = (member["backend"], member["model"], tool, inputs)
-            yield key, labels.judged(tool, member), labels.p_label(tool, member, row["label"])
+            yield key, labels.judged(tool, member), labels.p_label(tool, member, row["label"]), labels.score_of(tool, member)
 
 
 def tally(rows: Iterable[dict[str, Any]], first_id: int | None) -> tuple[dict[Key, Tally], dict[Key, Tally]]:
@@ -88,11 +100,11 @@ def tally(rows: Iterable[dict[str, Any]], first_id: int | None) -> tuple[dict[Ke
     everything: dict[Key, Tally] = {}
     recent: dict[Key, Tally] = {}
     for row in rows:
-        for key, answer, p in entries(row):
+        for key, answer, p, score in entries(row):
             ab = row["tool"] in labels.PAIRWISE and row["label"] in ("A", "B")
-            everything.setdefault(key, Tally()).add(answer, row["label"], p, ab)
+            everything.setdefault(key, Tally()).add(answer, row["label"], p, ab, score)
             if first_id is not None and row["id"] >= first_id:
-                recent.setdefault(key, Tally()).add(answer, row["label"], p, ab)
+                recent.setdefault(key, Tally()).add(answer, row["label"], p, ab, score)
     return everything, recent
 
 

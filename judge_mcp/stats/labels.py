@@ -6,6 +6,9 @@ A label is the correct answer in the verdict's own terms, stored as text:
 - grade_score_options: the best option's 0-based index, given as a number, or as the option's exact text (a string
   that is no option's text but is digits is read as the index); the verdict's answer is its `winner_index`, "none"
   when it named no single option (a tied mode, nothing parsed, the unrelated option);
+- score_response: a whole number on the verdict's scale (given as a number or digits), the right overall score;
+  the verdict's answer is its `overall` rounded to the nearest whole number (halves up), "none" when it has none;
+  judge_stats compares the unrounded `overall` with the labels (mean absolute error, Spearman, Kendall);
 - infer_instruction_reward: the index (or exact text) of the response that best follows the instruction, among 2 or
   more responses (one response leaves nothing to choose); the verdict's answer is its `best_index`, "none" when it
   named none (a tied top reward, an unparsed response).
@@ -14,12 +17,15 @@ Recording a label for a verdict that already has one replaces it (the label, the
 `created_at` stays): a correction, not a second vote. A label is kept for a verdict row that is in the log: an id
 whose row is still being written in the background (the database was busy when the answer went out) is waited for a
 few seconds (tools.record_label), then refused with a message saying to try again; an id no row has is refused.
-Labels never leave the database: tools report them only as counts and figures (judge_stats' `agreement`).
+Tools report labels only as counts and figures (judge_stats' `agreement`). One use leaves the database: on an
+lwe_judge verdict a contradicting label becomes feedback for its session, so the right answer (A, B or tie; never
+the note) reaches the model in the next refinement prompt (methods/lwe/label_feedback.py), in the label's transaction.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from judge_mcp.contract.fields import InputError
@@ -32,6 +38,7 @@ from judge_mcp.storage import verdict_facts
 from judge_mcp.storage.label_rows import LabelTable
 
 PAIRWISE = (ComparePairArgs.tool, LweJudgeArgs.tool)
+SCORED = "score_response"  # ScoreResponseArgs.tool (score_models imports the args; labels stays light)
 # tool -> the input holding the choices a label picks from
 CHOICES = {GradeScoreOptionsArgs.tool: "options", InferInstructionRewardArgs.tool: "responses"}
 PAIR_LABELS = ("A", "B", "tie")
@@ -54,9 +61,11 @@ def canonical(tool: str, inputs: Any, given: int | str) -> str:
         if found is None:
             raise InputError(f"'label' must be \"A\", \"B\" or \"tie\" for a {tool} verdict, got {_shown(given)}")
         return found
+    if tool == SCORED:
+        return _score_label(inputs, given)
     key = CHOICES.get(tool)
     if key is None:
-        raise InputError(f"verdicts of {tool!r} take no labels (record_label labels {', '.join([*PAIRWISE, *CHOICES])})")
+        raise InputError(f"verdicts of {tool!r} take no labels (record_label labels {', '.join([*PAIRWISE, *CHOICES, SCORED])})")
     choices = inputs.get(key) if isinstance(inputs, dict) else None
     if not isinstance(choices, list) or len(choices) < 2:
         raise InputError(f"this {tool} verdict judged fewer than 2 {key}: there is no best one to label")
@@ -71,6 +80,22 @@ def canonical(tool: str, inputs: Any, given: int | str) -> str:
     return str(given)
 
 
+def _score_label(inputs: Any, given: int | str) -> str:
+    scale = inputs.get("scale") if isinstance(inputs, dict) else None
+    low, high = scale if isinstance(scale, list) and len(scale) == 2 else (1, 10)
+    word = given.strip() if isinstance(given, str) else None
+    value = int(word) if word is not None and word.isascii() and word.isdigit() and len(word) <= 3 else given
+    if not isinstance(value, int) or not low <= value <= high:
+        raise InputError(f"'label' must be a whole number from {low} to {high} (this score_response verdict's scale), got {_shown(given)}")
+    return str(value)
+
+
+def score_of(tool: str, output: dict[str, Any]) -> float | None:
+    """A score_response verdict's `overall` (None for other tools, or without one)."""
+    value = output.get("overall") if tool == SCORED else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def _shown(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -81,6 +106,9 @@ def judged(tool: str, output: dict[str, Any]) -> str:
     if tool in PAIRWISE:
         winner = output.get("winner")
         return winner if winner in ("A", "B") else "tie"
+    if tool == SCORED:
+        overall = score_of(tool, output)
+        return NONE if overall is None else str(math.floor(overall + 0.5))
     value = output.get("winner_index" if tool == GradeScoreOptionsArgs.tool else "best_index")
     return str(value) if isinstance(value, int) and not isinstance(value, bool) else NONE
 
@@ -109,11 +137,22 @@ def record(store: Engine, args: RecordLabelArgs, *, pending: bool = False) -> La
         )
     inputs, output = _load(row["inputs"]), _load(row["output"])
     label = canonical(row["tool"], inputs, args.label)
-    replaced = table.put(args.verdict_id, row["tool"], label, inputs_label(inputs), args.note)
+    learned: list[bool] = []
+
+    def learn(tx: Any, earlier: str | None) -> None:  # LWE learns from labels (methods/lwe/label_feedback.py), in the label's transaction
+        # lazy: LWE's modules load with the methods (after the handshake), not with the labels
+        from judge_mcp.methods.lwe import label_feedback
+
+        learned.append(label_feedback.buffer(tx, args.verdict_id, inputs, output, label, earlier))
+
+    replaced = table.put(args.verdict_id, row["tool"], label, inputs_label(inputs), args.note, learn if row["tool"] == LweJudgeArgs.tool else None)
     if replaced is None:  # trimmed between the two reads
         raise InputError(f"unknown verdict_id {args.verdict_id!r}: its verdict was just deleted by retention")
     verdict = judged(row["tool"], output if isinstance(output, dict) else {})
-    return LabelResult(verdict_id=args.verdict_id, tool=row["tool"], label=label, verdict=verdict, agrees=verdict == label, replaced=replaced)
+    return LabelResult(
+        verdict_id=args.verdict_id, tool=row["tool"], label=label, verdict=verdict, agrees=verdict == label, replaced=replaced,
+        label_feedback=any(learned),
+    )
 
 
 def _load(text: Any) -> Any:

@@ -6,6 +6,7 @@ judge_stats reads labels joined with their verdicts, a page at a time (`page`)."
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from judge_mcp.storage.engine import Engine, Tx
@@ -32,19 +33,25 @@ class LabelTable:
         rows = self.store.query("SELECT id, tool, inputs, output FROM verdicts WHERE verdict_id = ?", [verdict_id])
         return rows[0] if rows else None
 
-    def put(self, verdict_id: str, tool: str, label: str, inputs: str, note: str | None) -> bool | None:
+    def put(
+        self, verdict_id: str, tool: str, label: str, inputs: str, note: str | None, also: Callable[[Tx, str | None], Any] | None = None
+    ) -> bool | None:
         """Record the label of a verdict, replacing any earlier one, in one transaction that also checks the verdict
-        row is there. True: an earlier label was replaced; False: the first; None: no verdict has this id."""
+        row is there. True: an earlier label was replaced; False: the first; None: no verdict has this id. `also(tx,
+        earlier label or None)` runs in the same transaction after the write (LWE's label feedback)."""
         now = time.time()
         with self.store.transaction() as tx:
             if not tx.query("SELECT 1 AS found FROM verdicts WHERE verdict_id = ?", [verdict_id]):
                 return None
-            replaced = bool(tx.query("SELECT 1 AS found FROM labels WHERE verdict_id = ?", [verdict_id]))
+            earlier = tx.query("SELECT label FROM labels WHERE verdict_id = ?", [verdict_id])
+            replaced = bool(earlier)
             tx.execute(
                 "INSERT INTO labels (verdict_id, tool, label, inputs, note, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (verdict_id) DO UPDATE SET label = excluded.label, note = excluded.note, updated_at = excluded.updated_at",
                 [verdict_id, tool, label, inputs, note, now, now],
             )
+            if also is not None:
+                also(tx, earlier[0]["label"] if earlier else None)
         return replaced
 
     def page(self, *, after: str = "", limit: int = 500) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from judge_mcp.storage import texts
-from judge_mcp.storage.engine import Engine
+from judge_mcp.storage.engine import Engine, Tx
 from judge_mcp.storage.lanes import in_thread
 
 
@@ -39,16 +39,18 @@ class LweRepository:
     def session_row(self, session: str) -> dict[str, Any] | None:
         """The session with its current meta-prompt text and pending-feedback count, or None."""
         rows = self.store.query(
-            "SELECT s.name, s.current_version, s.batch_size, s.created_at, s.updated_at, v.text,"
-            " (SELECT COUNT(*) FROM lwe_feedback f WHERE f.session = s.name AND f.status = 'pending') AS pending"
+            "SELECT s.name, s.current_version, s.batch_size, s.learn_from_labels, s.created_at, s.updated_at, v.text,"
+            " (SELECT COUNT(*) FROM lwe_feedback f WHERE f.session = s.name AND f.status = 'pending') AS pending,"
+            " (SELECT COUNT(*) FROM lwe_feedback f WHERE f.session = s.name AND f.source = 'label' AND f.status != 'discarded') AS label_feedback"
             " FROM lwe_sessions s JOIN lwe_versions v ON v.session = s.name AND v.version = s.current_version"
             " WHERE s.name = ?",
             [session],
         )
         return rows[0] if rows else None
 
-    def ensure_session(self, session: str, batch_size: int, initial_text: str) -> dict[str, Any]:
-        """The session, created with version 1 (reason "initial") if it does not exist yet. Race-free across
+    def ensure_session(self, session: str, batch_size: int, initial_text: str, learn_from_labels: bool = True) -> dict[str, Any]:
+        """The session, created with version 1 (reason "initial") if it does not exist yet (`batch_size` and
+        `learn_from_labels` are set then, and kept by an existing session). Race-free across
         processes: the session row is inserted with ON CONFLICT DO NOTHING, and only the process whose insert made
         it adds version 1, in the same transaction."""
         row = self.session_row(session)
@@ -57,9 +59,9 @@ class LweRepository:
         now = time.time()
         with self.store.transaction() as tx:
             made = tx.execute(
-                "INSERT INTO lwe_sessions (name, current_version, batch_size, created_at, updated_at) VALUES (?, 1, ?, ?, ?)"
+                "INSERT INTO lwe_sessions (name, current_version, batch_size, learn_from_labels, created_at, updated_at) VALUES (?, 1, ?, ?, ?, ?)"
                 " ON CONFLICT (name) DO NOTHING",
-                [session, batch_size, now, now],
+                [session, batch_size, int(learn_from_labels), now, now],
             )
             if made:
                 tx.execute(
@@ -98,26 +100,45 @@ class LweRepository:
     def add_feedback(self, session: str, item: dict[str, Any]) -> tuple[int, int]:
         """Buffer one feedback item; (its id, pending items in the session after the insert). Its long texts are
         stored once (storage/texts.py), shared with the call cache and the verdict log, and listed in `text_refs`."""
-        now = time.time()
         with self.store.transaction() as tx:
-            kept = texts.shelve(tx, item, FEEDBACK_TEXTS, "lwe", now)
-            refs = kept.get(texts.REFS)
-            feedback_id = tx.insert(
-                "INSERT INTO lwe_feedback (session, meta_version, prompt, response_a, response_b, eval_prompt, judgment,"
-                " winner, feedback, feedback_parse_ok, status, created_at, text_refs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
-                [
-                    session,
-                    item["meta_version"],
-                    *(kept.get(field, "") for field in FEEDBACK_TEXTS[:5]),
-                    item["winner"],
-                    kept.get("feedback", ""),
-                    int(bool(item["feedback_parse_ok"])),
-                    now,
-                    None if refs is None else json.dumps(refs, sort_keys=True),
-                ],
-            )
+            feedback_id = self._insert_feedback(tx, session, item, time.time())
             pending = tx.query("SELECT COUNT(*) AS n FROM lwe_feedback WHERE session = ? AND status = 'pending'", [session])
             return feedback_id, int(pending[0]["n"])
+
+    @staticmethod
+    def _insert_feedback(tx: Tx, session: str, item: dict[str, Any], now: float) -> int:
+        kept = texts.shelve(tx, item, FEEDBACK_TEXTS, "lwe", now)
+        refs = kept.get(texts.REFS)
+        return tx.insert(
+            "INSERT INTO lwe_feedback (session, meta_version, prompt, response_a, response_b, eval_prompt, judgment, winner, feedback,"
+            " feedback_parse_ok, status, created_at, text_refs, source, verdict_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
+            [
+                session,
+                item["meta_version"],
+                *(kept.get(field, "") for field in FEEDBACK_TEXTS[:5]),
+                item["winner"],
+                kept.get("feedback", ""),
+                int(bool(item["feedback_parse_ok"])),
+                now,
+                None if refs is None else json.dumps(refs, sort_keys=True),
+                item.get("source", "self"),
+                item.get("verdict_id"),
+            ],
+        )
+
+    @classmethod
+    def label_feedback(cls, tx: Tx, session: str, verdict_id: str, item: dict[str, Any] | None) -> bool:
+        """Inside the caller's transaction (the label's own): discard the verdict's pending label item, if any (a
+        replaced label), then buffer `item` (None: the label agrees with the verdict) when the session learns from
+        labels. Whether an item was buffered."""
+        rows = tx.query("SELECT learn_from_labels FROM lwe_sessions WHERE name = ?", [session])
+        if not rows or not rows[0]["learn_from_labels"]:
+            return False
+        tx.execute("UPDATE lwe_feedback SET status = 'discarded', used_at = ? WHERE verdict_id = ? AND status = 'pending'", [time.time(), verdict_id])
+        if item is None:
+            return False
+        cls._insert_feedback(tx, session, {**item, "source": "label", "verdict_id": verdict_id}, time.time())
+        return True
 
     def pending(self, session: str, limit: int | None = None) -> list[dict[str, Any]]:
         """Buffered feedback items, oldest first."""
@@ -202,8 +223,8 @@ class LweOffLoop:
     async def session_row(self, session: str) -> dict[str, Any] | None:
         return await in_thread(self._repo.session_row, session)
 
-    async def ensure_session(self, session: str, batch_size: int, initial_text: str) -> dict[str, Any]:
-        return await in_thread(self._repo.ensure_session, session, batch_size, initial_text)
+    async def ensure_session(self, session: str, batch_size: int, initial_text: str, learn_from_labels: bool = True) -> dict[str, Any]:
+        return await in_thread(self._repo.ensure_session, session, batch_size, initial_text, learn_from_labels)
 
     async def pending(self, session: str, limit: int | None = None) -> list[dict[str, Any]]:
         return await in_thread(self._repo.pending, session, limit)

@@ -305,6 +305,16 @@ def m103_bench_batches(tx: Tx) -> None:
     tx.execute("CREATE INDEX IF NOT EXISTS bench_batches_open ON bench_batches(backend, status)")
 
 
+def m014_label_feedback(tx: Tx) -> None:
+    """LWE learns from labels: a session may opt out (`learn_from_labels`, 1 unless created with false); a feedback
+    item says where it came from (`source`: the judge's own feedback, or a human label of the verdict `verdict_id`).
+    At most one label item of a verdict is pending at a time (a replaced label discards the earlier one's)."""
+    tx.execute("ALTER TABLE lwe_sessions ADD COLUMN learn_from_labels INTEGER NOT NULL DEFAULT 1")
+    tx.execute("ALTER TABLE lwe_feedback ADD COLUMN source TEXT NOT NULL DEFAULT 'self' CHECK (source IN ('self', 'label'))")
+    tx.execute("ALTER TABLE lwe_feedback ADD COLUMN verdict_id TEXT")
+    tx.execute("CREATE UNIQUE INDEX IF NOT EXISTS lwe_feedback_label ON lwe_feedback(verdict_id) WHERE status = 'pending'")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_call_cache,
     m002_verdicts,
@@ -318,6 +328,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m010_texts,
     m011_backend_limits,
     m012_verdict_stats,
+    m014_label_feedback,  # m013 is another branch's (the lead orders them at merge)
 )
 BENCH_MIGRATIONS: tuple[Migration, ...] = (*MIGRATIONS, m101_bench_tables, m102_bench_fingerprint, m103_bench_batches)
 

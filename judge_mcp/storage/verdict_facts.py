@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 COMPARE_PAIR, LWE_JUDGE, GRADE_SCORE, FLIP = "compare_pair", "lwe_judge", "grade_score_options", "infer_instruction_reward"
+SCORE = "score_response"
 PAIR_TOOLS = (COMPARE_PAIR, LWE_JUDGE)  # the tools whose verdicts judge two answers (position, order, length)
 ANSWERS = ("response_a", "response_b")  # those two answers' input keys
 # a group's `inputs`: what the caller brought besides the texts; a conversation (prompt, instruction or context given as
@@ -131,6 +132,16 @@ def flip_facts(output: dict[str, Any]) -> Facts:
     return facts
 
 
+def score_facts(output: dict[str, Any]) -> Facts:
+    """score_response: one answer per sample of each criterion (the criterion's first `reasked` samples counted as re-asked)."""
+    facts = Facts()
+    for item in _dicts(output.get("scores")):
+        samples, reasked = item.get("samples"), item.get("reasked")
+        count = reasked if isinstance(reasked, int) and not isinstance(reasked, bool) else 0
+        facts.answers.extend((v is not None, k < count) for k, v in enumerate(samples if isinstance(samples, list) else []))
+    return facts
+
+
 def generic_facts(output: dict[str, Any]) -> Facts:
     """Any other tool name: its trials' parse_ok/reasked if it has such trials, nothing else."""
     facts = Facts()
@@ -151,6 +162,8 @@ def facts_of(row: dict[str, Any]) -> Facts:
         return grade_facts(output)
     if tool == FLIP:
         return flip_facts(output)
+    if tool == SCORE:
+        return score_facts(output)
     return generic_facts(output)
 
 

@@ -55,6 +55,8 @@ def evaluations(tool: str, result: Any, capture_text: bool) -> list[Attributes]:
         return [_grade(tool, result, capture_text)]
     if tool == "infer_instruction_reward":
         return [_flip(tool, item, capture_text) for item in result.results]
+    if tool == "score_response":
+        return [_score(tool, item, item.criterion in result.unstable, capture_text) for item in result.scores]
     return []
 
 
@@ -129,4 +131,15 @@ def _flip(tool: str, item: Any, capture_text: bool) -> Attributes:
         how += "\n" + item.reasoning
     event = _event(tool, label, item.reward, how)
     event["judge_mcp.response.index"] = item.index
+    return event
+
+
+def _score(tool: str, item: Any, unstable: bool, capture_text: bool) -> Attributes:
+    """One event per criterion: `scored`, `unstable` (its samples spread over more than 20% of the scale), `unparsed`."""
+    label = "unparsed" if not item.parse_ok else "unstable" if unstable else "scored"
+    how = f"{len(item.samples)} sample(s), stdev {item.stdev}" if item.parse_ok else "a sample stayed unparsed after its re-ask"
+    if capture_text and item.rationale:
+        how += "\n" + item.rationale
+    event = _event(tool, label, item.score, how)
+    event["judge_mcp.criterion"] = item.criterion
     return event

@@ -281,7 +281,7 @@ async def test_string_arguments_are_text_enums_or_looked_up_names(mcp_app) -> No
     server, _ = mcp_app(UniversalJudge())
     async with Client(server) as client:
         tools = (await client.list_tools()).tools
-    judged_text = {"prompt", "response_a", "response_b", "instruction", "context", "responses", "options", "criteria", "reference"}
+    judged_text = {"prompt", "response", "response_a", "response_b", "instruction", "context", "responses", "options", "criteria", "reference"}
     # data: URIs only, decoded and checked by their magic bytes; a URL or a path is refused (tests/methods/test_images.py)
     images = {"images", "response_a_images", "response_b_images", "option_images"}
     looked_up = {"backend", "backends", "session", "verdict_id"}

@@ -10,7 +10,7 @@ from judge_mcp.methods import registry
 from judge_mcp.runtime.run import run_method
 from judge_mcp.storage.verdict_log import VerdictLog
 
-TOOLS = ("compare_pair", "infer_instruction_reward", "grade_score_options", "lwe_judge")
+TOOLS = ("compare_pair", "infer_instruction_reward", "grade_score_options", "lwe_judge", "score_response")
 
 
 async def test_every_judging_tool_runs_a_registered_method_whose_result_model_is_its_output_schema(mcp_app) -> None:

@@ -152,7 +152,8 @@ async def test_descriptions_say_when_to_use_and_the_cost(connect) -> None:
     async with connect(UniversalJudge()) as judged:
         client = judged.client
         tools = {t.name: t.description for t in (await client.list_tools()).tools}
-    costs = {"compare_pair": "2 backend calls", "infer_instruction_reward": "n backend calls", "grade_score_options": "n backend calls", "lwe_judge": "up to 9"}
+    costs = {"compare_pair": "2 backend calls", "infer_instruction_reward": "n backend calls", "grade_score_options": "n backend calls", "lwe_judge": "up to 9",
+             "score_response": "criteria x samples backend calls"}
     for name, description in tools.items():
         assert not any(line.startswith(" ") for line in description.splitlines()), name  # no docstring indentation
         assert "Use it" in description or "use lwe_session_show" in description or "Read-only" in description, name
@@ -218,6 +219,7 @@ async def test_valid_calls_still_work_for_every_judging_tool(connect) -> None:
         "infer_instruction_reward": {"instruction": RIGHT_INSTRUCTION, "responses": [BAD, GOOD], "prompt_variant": 2},
         "grade_score_options": {"instruction": CAPITAL_Q, "options": '["a", "b"]'},  # a JSON string, as some clients send
         "lwe_judge": {**PAIR, "session": "ok.session-1", "batch_size": 64},
+        "score_response": {"instruction": CAPITAL_Q, "response": GOOD, "criteria": [{"name": "correct"}], "scale": "[1, 5]"},
     }
     async with connect(UniversalJudge()) as judged:
         for tool, arguments in calls.items():

@@ -56,7 +56,7 @@ async def test_labels_give_each_judge_its_agreement_in_judge_stats(connect) -> N
         again = await client.call_tool("record_label", {"verdict_id": ids[0], "label": "B"})  # replaces the slip
         second = await client.call_tool("record_label", {"verdict_id": ids[1], "label": "B", "note": "the human disagrees"})
         third = await client.call_tool("record_label", {"verdict_id": ids[2], "label": "tie"})
-        assert first.structured_content == {"verdict_id": ids[0], "tool": "compare_pair", "label": "A", "verdict": "B", "agrees": False, "replaced": False}
+        assert first.structured_content == {"verdict_id": ids[0], "tool": "compare_pair", "label": "A", "verdict": "B", "agrees": False, "replaced": False, "label_feedback": False}
         assert again.structured_content["replaced"] is True and again.structured_content["agrees"] is True
         assert second.structured_content["agrees"] is False and third.structured_content["label"] == "tie"
 
@@ -72,7 +72,7 @@ async def test_labels_give_each_judge_its_agreement_in_judge_stats(connect) -> N
     assert labelled["calibration"]["ece"] == pytest.approx(0.4) and labelled["calibration"]["brier"] == pytest.approx(0.41)
     # the criteria group has no label: null figures with their denominators, never 0
     assert unlabelled == {"labelled": 0, "accuracy": {"rate": None, "count": 0, "of": 0}, "kappa": None,
-                          "calibration": {"n": 0, "of": 0, "ece": None, "brier": None}}
+                          "calibration": {"n": 0, "of": 0, "ece": None, "brier": None}, "scores": None}
     # the last 2 verdicts (cases 3 and 4): one label, a tie the judge did not see
     recent = {g["inputs"]: g["agreement"] for g in stats["last"]["groups"]}
     assert recent["text"]["labelled"] == 1 and recent["text"]["accuracy"]["rate"] == 0.0 and recent["text"]["calibration"]["of"] == 0
@@ -132,7 +132,7 @@ async def test_options_and_responses_are_labelled_by_index_or_text(mcp_app) -> N
     assert "'label' 3 is not an index of this verdict's 3 options (0 to 2)" in _error(out_of_range)
     assert "'label' is not the text of any of this verdict's 3 options" in _error(not_an_option)
     assert flip_label.structured_content == {"verdict_id": flip["verdict_id"], "tool": "infer_instruction_reward", "label": "1",
-                                             "verdict": "1", "agrees": True, "replaced": False}
+                                             "verdict": "1", "agrees": True, "replaced": False, "label_feedback": False}
     assert "judged fewer than 2 responses" in _error(single)
     assert lwe_label.structured_content["agrees"] is True
     agreement = {g["tool"]: g["agreement"] for g in stats["all_time"]["groups"]}

@@ -241,7 +241,7 @@ async def lwe_judge(judge: CallContext, args: LweJudgeArgs | None = None, /, *, 
         raise InputError(f"'learn' must be true or false, got {learn!r}")
     prompt, response_a, response_b, session = args.prompt, args.response_a, args.response_b, args.session
     repo = LweRepository(_require_store(judge))
-    state = await repo.aio.ensure_session(session, args.batch_size, initial_meta_prompt())
+    state = await repo.aio.ensure_session(session, args.batch_size, initial_meta_prompt(), args.learn_from_labels)
     case_images = (args.image_list("images"), args.image_list("response_a_images"), args.image_list("response_b_images"))
     case = _Case(
         judge, repo, session, prompt, response_a, response_b, base=1.0 if args.selective else 0.0, criteria=args.criteria, reference=args.reference,

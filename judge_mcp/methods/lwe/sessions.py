@@ -66,6 +66,8 @@ def lwe_session(store: Engine, args: LweSessionArgs | None = None, /, **fields: 
         meta_prompt=row["text"],
         batch_size=row["batch_size"],
         pending_feedback=row["pending"],
+        label_feedback=row["label_feedback"],
+        learn_from_labels=bool(row["learn_from_labels"]),
         versions=[_version_model(v) for v in repo.versions(session)],
         discarded_feedback=discarded,
     )

@@ -141,7 +141,7 @@ def batch_text(items: list[dict[str, Any]], max_chars: int = MAX_BATCH_CHARS) ->
         )
         parts.append(
             prompts.render(
-                "lwe_batch_item.txt",
+                "lwe_label_item.txt" if item.get("source") == "label" else "lwe_batch_item.txt",  # a human label's correction
                 index=str(index),
                 eval_prompt=clip(item["eval_prompt"].strip(), share // 4) or "(empty)",
                 example=example,
