@@ -92,7 +92,7 @@ def _http_main(server: Any, app: Any, args: argparse.Namespace, *, stateless: bo
 
     ready = partial(readiness, app.store)
     return partial(
-        serve_http, server, host=args.host, port=args.port, token=app.settings.http_token, stateless=stateless, ready=ready,
+        serve_http, server, host=args.host, port=args.port, token=app.settings.http_tokens or app.settings.http_token, stateless=stateless, ready=ready,
         max_body=app.settings.http_max_body_bytes,
     )
 
@@ -188,6 +188,8 @@ environment (set by the MCP client's "env" block or the shell):
                          or a postgresql://user:password@host/db URL (replicas sharing one database)
   JUDGE_MCP_CONFIG       TOML file with [backends.NAME] tables   [default: none]
   JUDGE_MCP_HTTP_TOKEN   bearer token for --transport http       [default: none, then loopback binds only]
+  JUDGE_MCP_HTTP_TOKENS  file of `TOKEN TENANT` lines: a token    [default: none]
+                         per tenant (`#` comments)
   JUDGE_MCP_HTTP_STATELESS  1: as serve --stateless              [default: 0]
   JUDGE_MCP_HTTP_MAX_BODY_BYTES  request-body limit over HTTP   [default: fits one call's images, ~29 MiB]
   JUDGE_MCP_IMAGE_DIRS   folders (separated by '{sep}') an image    [default: none: data: URIs only]

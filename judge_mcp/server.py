@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 from types import ModuleType
+from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
-from judge_mcp import __version__, prompts
+from judge_mcp import __version__, prompts, tenants
 from judge_mcp.app import App
 from judge_mcp.arg_types import DEFAULT_LAST, MAX_LAST, InputError
 from judge_mcp.methods import registry
@@ -31,6 +32,11 @@ class JudgeServer(MCPServer):
     """The MCP server, holding the App it serves (the CLI and the tests reach its store through `app`)."""
 
     app: App
+
+    async def read_resource(self, uri: Any, context: Any = None) -> Any:
+        """A resource read as the caller's tenant (tenants.py): LWE sessions and judge_stats are the tenant's own."""
+        with tenants.acting(tenants.of_request(context)):
+            return await super().read_resource(uri, context)
 
 
 def build_server(app: App | None = None) -> JudgeServer:

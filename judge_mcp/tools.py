@@ -26,7 +26,7 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetad
 from mcp_types import InputRequiredResult, ToolAnnotations
 from pydantic import BaseModel, Field, create_model
 
-from judge_mcp import images as imagelib, telemetry, tool_schemas
+from judge_mcp import images as imagelib, telemetry, tenants, tool_schemas
 from judge_mcp.app import App
 from judge_mcp.arg_types import InputError
 from judge_mcp.args import (
@@ -315,7 +315,8 @@ def mcp_tool(spec: ToolSpec, app: App, schemas: dict[str, Any]) -> ArgsTool:
     args_model, result_model = spec.models()
 
     async def call(args: ToolArgs, ctx: Context) -> BaseModel | InputRequiredResult:
-        with sampling.serving(ctx) as rounds:  # a sampling backend asks this call's client
+        # the caller's tenant (tenants.py), for every store the call reads or writes; a sampling backend asks this call's client
+        with tenants.acting(tenants.of_request(ctx)), sampling.serving(ctx) as rounds:
             try:
                 result = await spec.fn(app, args, _progress(ctx))
             except Exception as exc:

@@ -1,7 +1,8 @@
 """Streamable HTTP serving: the MCP app at /mcp behind a bearer-token check and connection admission.
 
-With `JUDGE_MCP_HTTP_TOKEN` set, every request must carry `Authorization: Bearer <token>` (compared in constant
-time, answered 401 as soon as the headers are in). Without a token the server only binds a loopback address.
+With `JUDGE_MCP_HTTP_TOKEN` (tenant `default`) or `JUDGE_MCP_HTTP_TOKENS` (a file of `TOKEN TENANT` lines,
+tenants.py) set, every request must carry `Authorization: Bearer <token>` (answered 401 as soon as the headers are
+in); the token names the request's tenant. Without a token the server only binds a loopback address.
 Connections are admitted by state and per peer address (transports/admission.py): unfinished and idle ones are
 bounded apart from working requests, and overload is a 503 with Retry-After.
 """
@@ -9,15 +10,18 @@ bounded apart from working requests, and overload is a 503 with Retry-After.
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Container, Mapping
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 
+from judge_mcp import tenants
 from judge_mcp.config import MIN_REMOTE_TOKEN_CHARS, ConfigError
 from judge_mcp.images import HTTP_BODY_BYTES
 from judge_mcp.transports.admission import HEADER_TIMEOUT_S, Admission, Gate, Limits, admitted_protocol, default_limits
 from judge_mcp.transports.probes import Ready, with_probes
+from judge_mcp.transports.sessions import SessionQuota
 
 LOOPBACK_NAMES = {"localhost"}
 
@@ -51,30 +55,46 @@ def rebinding_guard(host: str) -> TransportSecuritySettings:
 
 
 def http_app(
-    server: MCPServer, *, host: str, token: str | None, admission: Admission | None = None, stateless: bool = False,
-    max_body: int = HTTP_BODY_BYTES,
+    server: MCPServer, *, host: str, token: str | Mapping[str, str] | None, admission: Admission | None = None, stateless: bool = False,
+    max_body: int = HTTP_BODY_BYTES, ready: Ready | None = None,
 ) -> Any:
-    """The MCP app at /mcp behind the admission gate (the token check, the bound on working requests)."""
+    """The MCP app at /mcp and the health probes (transports/probes.py) behind the admission gate (the token check,
+    the bound on working requests, the session quota). `token`: the one token of tenant `default`, or every token
+    and its tenant (tenants.py); None: no token (loopback only, tenant `local`)."""
     # Refusals are ConfigErrors: `judge-mcp serve` exits 2 with them, as with any other configuration error.
-    if not token and not is_loopback(host):
+    tokens = {token: tenants.DEFAULT} if isinstance(token, str) else (dict(token) if token else {})
+    shortest = min((len(t) for t in tokens), default=0)
+    if not tokens and not is_loopback(host):
         raise ConfigError(
             f"refusing to serve HTTP on non-loopback address {host!r} without JUDGE_MCP_HTTP_TOKEN; "
             "set a token or bind 127.0.0.1"
         )
-    if token and len(token) < MIN_REMOTE_TOKEN_CHARS and not is_loopback(host):
+    if tokens and shortest < MIN_REMOTE_TOKEN_CHARS and not is_loopback(host):
         raise ConfigError(
-            f"refusing to serve HTTP on non-loopback address {host!r} with a JUDGE_MCP_HTTP_TOKEN of {len(token)} "
+            f"refusing to serve HTTP on non-loopback address {host!r} with a token (JUDGE_MCP_HTTP_TOKEN or JUDGE_MCP_HTTP_TOKENS) of {shortest} "
             f"characters; use at least {MIN_REMOTE_TOKEN_CHARS} (e.g. `export JUDGE_MCP_HTTP_TOKEN=$(openssl rand -hex 32)`)"
         )
     # The request-body limit (MCP's default is 4 MiB) fits a call's images by default (JUDGE_MCP_HTTP_MAX_BODY_BYTES).
-    if token:
+    if tokens:
         app = server.streamable_http_app(streamable_http_path="/mcp", host=host, stateless_http=stateless, max_request_body_size=max_body)
     else:
         app = server.streamable_http_app(
             streamable_http_path="/mcp", host=host, transport_security=rebinding_guard(host), stateless_http=stateless,
             max_request_body_size=max_body,
         )
-    return Gate(app, admission or Admission(), token)
+    admission = admission or Admission()
+    limits = admission.limits
+    quota = SessionQuota(limits.sessions_per_tenant, limits.sessions_per_peer, live=lambda: _live_sessions(server))
+    return Gate(with_probes(app, ready), admission, tokens or None, quota)
+
+
+def _live_sessions(server: MCPServer) -> Container[str]:
+    """The session ids the SDK's session manager still holds (a private table of the pinned SDK; none when it has
+    no manager yet)."""
+    try:
+        return server.session_manager._server_instances  # noqa: SLF001
+    except (AttributeError, RuntimeError):
+        return {}
 
 
 KEEP_ALIVE_S = 5  # an idle kept-alive connection is closed after this (uvicorn's timeout_keep_alive)
@@ -91,11 +111,11 @@ def endpoint_url(host: str, port: int) -> str:
 
 
 async def serve_http(
-    server: MCPServer, *, host: str, port: int, token: str | None, stateless: bool = False, ready: Ready | None = None,
+    server: MCPServer, *, host: str, port: int, token: str | Mapping[str, str] | None, stateless: bool = False, ready: Ready | None = None,
     limits: Limits | None = None, max_body: int = HTTP_BODY_BYTES,
 ) -> None:
     """Serve until stopped. `stateless`: no MCP sessions (replicas behind a load balancer; README "Replicas");
-    `ready`: the readiness check behind /readyz (transports/probes.py), answered before the admission gate (no token);
+    `ready`: the readiness check behind /readyz (transports/probes.py), behind the admission gate (no token);
     `limits`: the admission bounds (default: admission.default_limits); `max_body`: the request-body limit in bytes."""
     import sys
 
@@ -103,7 +123,7 @@ async def serve_http(
 
     admission = Admission(limits or default_limits())
     config = uvicorn.Config(
-        with_probes(http_app(server, host=host, token=token, admission=admission, stateless=stateless, max_body=max_body), ready),
+        http_app(server, host=host, token=token, admission=admission, stateless=stateless, max_body=max_body, ready=ready),
         host=host,
         port=port,
         log_level="warning",
@@ -114,7 +134,7 @@ async def serve_http(
     )
     userver = uvicorn.Server(config)
     # One line on stderr once the socket listens: where to connect and whether a token is needed.
-    need = "a bearer token is required (JUDGE_MCP_HTTP_TOKEN)" if token else "no token required (loopback only)"
+    need = "a bearer token is required (JUDGE_MCP_HTTP_TOKEN or JUDGE_MCP_HTTP_TOKENS)" if token else "no token required (loopback only)"
     original_startup = userver.startup
 
     async def startup(sockets: Any = None) -> None:
