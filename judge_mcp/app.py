@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 from pydantic import BaseModel
 
-from judge_mcp import telemetry
+from judge_mcp import telemetry, tenants
 from judge_mcp.backends import Backend, build_backend, preload
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.calls.cache import CacheRow, CallCache
@@ -172,7 +172,7 @@ class App:
             output = result.model_dump(mode="json")
             usage = output.get("usage", {})
             handed = True
-            write = partial(VerdictLog(self.store).log, tool, backend, model, inputs, output, usage, records, rows, verdict_id)
+            write = partial(VerdictLog(self.store).log, tool, backend, model, inputs, output, usage, records, rows, verdict_id, tenants.current())
             warning = await self.verdict_writes.write(
                 partial(self.store.writes.run, self._write_kept, write, rows), partial(self.cache.written, rows), tool, verdict_id
             )

@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 
-
+from judge_mcp.storage import tenancy as tenants
 
 def _setup_logging(verbose: bool = False) -> None:
     # stdout belongs to JSON-RPC in stdio mode: every log line goes to stderr.
@@ -167,6 +167,12 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 # ---- judge-mcp stats: the report as two tables ------------------------------------------------------------------
+def _tenant(value: str) -> str:
+    if not tenants.NAME.fullmatch(value):
+        raise argparse.ArgumentTypeError("a tenant name matches [A-Za-z0-9_.-]{1,64}")
+    return value
+
+
 def _last(value: str) -> int:
     from judge_mcp import stats
 
@@ -311,6 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     sessions = sub.add_parser("sessions", help="inspect LWE sessions")
     sessions.add_argument("action", choices=["list", "show", "export"])
     sessions.add_argument("session", nargs="?", default="default")
+    sessions.add_argument("--tenant", type=_tenant, default="local", help="whose sessions (a tenant of JUDGE_MCP_HTTP_TOKENS, `default`; default: %(default)s)")
     sessions.set_defaults(fn=cmd_sessions)
 
     gc = sub.add_parser(
@@ -339,6 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--db", metavar="PATH",
         help="the database to read (default: JUDGE_MCP_DB or the per-user data directory); e.g. the bench's bench.db beside it for a bench run's verdicts",
     )
+    stats_cmd.add_argument("--tenant", type=_tenant, default="local", help="whose verdicts (a tenant of JUDGE_MCP_HTTP_TOKENS, `default`; default: %(default)s)")
     stats_cmd.set_defaults(fn=cmd_stats)
 
     from judge_mcp.bench import add_parser as add_bench
@@ -369,7 +377,8 @@ def _run(argv: list[str] | None) -> int:
         gc.enable()
     _setup_logging(args.verbose)
     try:
-        return int(args.fn(args) or 0)
+        with tenants.acting(getattr(args, "tenant", tenants.LOCAL)):  # the tenant whose state a command reads (tenants.py)
+            return int(args.fn(args) or 0)
     except (ConfigError, StoreError) as exc:  # a setting, an HTTP bind refused for want of a token, the store: exit 2
         print(f"judge-mcp: {'configuration error: ' if isinstance(exc, ConfigError) else ''}{exc}", file=sys.stderr)
         return 2

@@ -14,46 +14,22 @@ clients), `default` in PostgreSQL (shared only by HTTP replicas, which until now
 
 from __future__ import annotations
 
-import contextvars
 import hashlib
 import hmac
-import re
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-LOCAL = "local"
-DEFAULT = "default"
-NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+from judge_mcp.storage.tenancy import CURRENT, DEFAULT, LOCAL, NAME, acting, current, legacy
+
+__all__ = ["CURRENT", "DEFAULT", "LOCAL", "NAME", "Tenants", "TokenFileError", "acting", "current", "http_tokens", "legacy", "of_request"]
+
 MAX_TOKENS = 10_000  # lines of a tokens file: more is a mistake (a wrong file), refused
 SCOPE_KEY = "judge_mcp.tenant"  # where the HTTP gate leaves the tenant in the ASGI scope
-
-CURRENT: contextvars.ContextVar[str] = contextvars.ContextVar("judge_mcp_tenant", default=LOCAL)
 
 
 class TokenFileError(ValueError):
     """A tokens file that cannot be used; the message names the file and line, never a token."""
-
-
-def current() -> str:
-    """The tenant of the call being served (`local` outside any HTTP call)."""
-    return CURRENT.get()
-
-
-@contextmanager
-def acting(tenant: str) -> Iterator[str]:
-    """Run the block (and what it starts) as `tenant`."""
-    token = CURRENT.set(tenant)
-    try:
-        yield tenant
-    finally:
-        CURRENT.reset(token)
-
-
-def legacy(engine: str) -> str:
-    """The tenant of rows written before tenants existed, by engine ("sqlite", "postgresql"): see the module doc."""
-    return DEFAULT if engine == "postgresql" else LOCAL
 
 
 def of_request(ctx: Any) -> str:
