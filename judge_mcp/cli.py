@@ -317,7 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     sessions = sub.add_parser("sessions", help="inspect LWE sessions")
     sessions.add_argument("action", choices=["list", "show", "export"])
     sessions.add_argument("session", nargs="?", default="default")
-    sessions.add_argument("--tenant", type=_tenant, default="local", help="whose sessions (a tenant of JUDGE_MCP_HTTP_TOKENS, `default`; default: %(default)s)")
+    sessions.add_argument("--tenant", type=_tenant, default="local", help="whose sessions (a tenant of the HTTP tokens; default: %(default)s)")
     sessions.set_defaults(fn=cmd_sessions)
 
     gc = sub.add_parser(
@@ -346,7 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--db", metavar="PATH",
         help="the database to read (default: JUDGE_MCP_DB or the per-user data directory); e.g. the bench's bench.db beside it for a bench run's verdicts",
     )
-    stats_cmd.add_argument("--tenant", type=_tenant, default="local", help="whose verdicts (a tenant of JUDGE_MCP_HTTP_TOKENS, `default`; default: %(default)s)")
+    stats_cmd.add_argument("--tenant", type=_tenant, default="local", help="whose verdicts (a tenant of the HTTP tokens; default: %(default)s)")
     stats_cmd.set_defaults(fn=cmd_stats)
 
     from judge_mcp.bench import add_parser as add_bench

@@ -257,7 +257,8 @@ class Gate:
         probe = scope.get("path") in PROBE_PATHS
         tenant = None if probe else self._tenant(scope)
         if not probe and tenant is None:
-            await self._refuse(send, client, 401, "unauthorized: send 'Authorization: Bearer <token>' (JUDGE_MCP_HTTP_TOKEN or JUDGE_MCP_HTTP_TOKENS)", "unauthorised")
+            message = "unauthorized: send 'Authorization: Bearer <token>' (JUDGE_MCP_HTTP_TOKEN or JUDGE_MCP_HTTP_TOKENS)"
+            await self._refuse(send, client, 401, message, "unauthorised")
             return
         if admission.working >= admission.limits.max_working:
             retry = admission.limits.retry_after_s
