@@ -75,13 +75,14 @@ def http_app(
             f"characters; use at least {MIN_REMOTE_TOKEN_CHARS} (e.g. `export JUDGE_MCP_HTTP_TOKEN=$(openssl rand -hex 32)`)"
         )
     # The request-body limit (MCP's default is 4 MiB) fits a call's images by default (JUDGE_MCP_HTTP_MAX_BODY_BYTES).
+    # max_sessions=None: sessions are bounded per tenant and per peer by the gate (transports/sessions.py), so that one
+    # tenant's flood never fills an overall bound that every other tenant's new clients would meet too.
+    common: dict[str, Any] = {"streamable_http_path": "/mcp", "host": host, "stateless_http": stateless, "max_request_body_size": max_body,
+                              "max_sessions": None}
     if tokens:
-        app = server.streamable_http_app(streamable_http_path="/mcp", host=host, stateless_http=stateless, max_request_body_size=max_body)
+        app = server.streamable_http_app(**common)
     else:
-        app = server.streamable_http_app(
-            streamable_http_path="/mcp", host=host, transport_security=rebinding_guard(host), stateless_http=stateless,
-            max_request_body_size=max_body,
-        )
+        app = server.streamable_http_app(**common, transport_security=rebinding_guard(host))
     admission = admission or Admission()
     limits = admission.limits
     quota = SessionQuota(limits.sessions_per_tenant, limits.sessions_per_peer, live=lambda: _live_sessions(server))

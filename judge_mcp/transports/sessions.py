@@ -4,7 +4,9 @@ The SDK bounds sessions only in all (`max_sessions`, 10,000) and ends an idle on
 holder opening sessions in a loop made every new handshake client of every tenant get 503 for half an hour. Here the
 gate (admission.Gate) asks `SessionQuota.refusal` before a request that would open a session (a POST without an
 `mcp-session-id` header) and records the session id the response carries: a tenant past `per_tenant` open sessions,
-or a peer address past `per_peer`, is refused with 503 and Retry-After, and nobody else is. A session counts until
+or a peer address past `per_peer` sessions of that tenant, is refused with 503 and Retry-After, and nobody else is
+(another tenant's sessions are counted apart, even from the same address: a proxy or a NAT in front of several
+tenants). The SDK's own overall bound is lifted (http.http_app): the sum of the tenants' bounds bounds the memory. A session counts until
 the SDK forgets it (closed by the client, idle timeout, crash): `live()` gives the ids the SDK still holds, and the
 ids it no longer holds are dropped lazily, when their tenant or peer next opens one.
 """
@@ -22,7 +24,7 @@ class SessionQuota:
         self.per_tenant, self.per_peer = per_tenant, per_peer
         self._live = live
         self.by_tenant: dict[str, dict[str, None]] = {}
-        self.by_peer: dict[str, dict[str, None]] = {}
+        self.by_peer: dict[str, dict[str, None]] = {}  # "TENANT PEER" -> its sessions
         self.refused = 0
 
     def _count(self, table: dict[str, dict[str, None]], name: str) -> int:
@@ -43,14 +45,14 @@ class SessionQuota:
         if self._count(self.by_tenant, tenant) >= self.per_tenant:
             self.refused += 1
             return f"too many open MCP sessions for this tenant ({self.per_tenant}); close sessions you no longer use (HTTP DELETE) and retry"
-        if self._count(self.by_peer, peer) >= self.per_peer:
+        if self._count(self.by_peer, f"{tenant} {peer}") >= self.per_peer:
             self.refused += 1
-            return f"too many open MCP sessions from this address ({self.per_peer}); close sessions you no longer use (HTTP DELETE) and retry"
+            return f"too many open MCP sessions of this tenant from this address ({self.per_peer}); close sessions you no longer use (HTTP DELETE) and retry"
         return None
 
     def opened(self, tenant: str, peer: str, session_id: str) -> None:
         self.by_tenant.setdefault(tenant, {})[session_id] = None
-        self.by_peer.setdefault(peer, {})[session_id] = None
+        self.by_peer.setdefault(f"{tenant} {peer}", {})[session_id] = None
 
     def watch(self, send: Any, tenant: str, peer: str) -> Any:
         """`send`, recording the session id of a response that opens a session (a 2xx with `mcp-session-id`)."""
