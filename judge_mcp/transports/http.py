@@ -135,7 +135,9 @@ async def serve_http(
     )
     userver = uvicorn.Server(config)
     # One line on stderr once the socket listens: where to connect and whether a token is needed.
-    need = "a bearer token is required (JUDGE_MCP_HTTP_TOKEN or JUDGE_MCP_HTTP_TOKENS)" if token else "no token required (loopback only)"
+    named = set(token.values()) - {tenants.DEFAULT} if isinstance(token, Mapping) else set()
+    where = f"JUDGE_MCP_HTTP_TOKENS: {len(set(token.values()))} tenants" if named and isinstance(token, Mapping) else "JUDGE_MCP_HTTP_TOKEN"
+    need = f"a bearer token is required ({where})" if token else "no token required (loopback only)"
     original_startup = userver.startup
 
     async def startup(sockets: Any = None) -> None:
