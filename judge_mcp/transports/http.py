@@ -63,15 +63,17 @@ def http_app(
     and its tenant (tenants.py); None: no token (loopback only, tenant `local`)."""
     # Refusals are ConfigErrors: `judge-mcp serve` exits 2 with them, as with any other configuration error.
     tokens = {token: tenants.DEFAULT} if isinstance(token, str) else (dict(token) if token else {})
-    shortest = min((len(t) for t in tokens), default=0)
+    shortest = min(tokens, key=len, default="")
     if not tokens and not is_loopback(host):
         raise ConfigError(
             f"refusing to serve HTTP on non-loopback address {host!r} without JUDGE_MCP_HTTP_TOKEN; "
             "set a token or bind 127.0.0.1"
         )
-    if tokens and shortest < MIN_REMOTE_TOKEN_CHARS and not is_loopback(host):
+    if tokens and len(shortest) < MIN_REMOTE_TOKEN_CHARS and not is_loopback(host):
+        owner = tokens[shortest]
+        named = "a JUDGE_MCP_HTTP_TOKEN" if owner == tenants.DEFAULT else f"a token of tenant {owner!r} (JUDGE_MCP_HTTP_TOKENS)"
         raise ConfigError(
-            f"refusing to serve HTTP on non-loopback address {host!r} with a token (JUDGE_MCP_HTTP_TOKEN or JUDGE_MCP_HTTP_TOKENS) of {shortest} "
+            f"refusing to serve HTTP on non-loopback address {host!r} with {named} of {len(shortest)} "
             f"characters; use at least {MIN_REMOTE_TOKEN_CHARS} (e.g. `export JUDGE_MCP_HTTP_TOKEN=$(openssl rand -hex 32)`)"
         )
     # The request-body limit (MCP's default is 4 MiB) fits a call's images by default (JUDGE_MCP_HTTP_MAX_BODY_BYTES).
