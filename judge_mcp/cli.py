@@ -88,12 +88,13 @@ def _http_main(server: Any, app: Any, args: argparse.Namespace, *, stateless: bo
     """serve --transport http: the streamable HTTP app (without sessions when `stateless`) behind /healthz and
     /readyz (readiness: the store's database answers and is migrated)."""
     from judge_mcp.storage.health import readiness
+    from judge_mcp.transports import oauth
     from judge_mcp.transports.http import serve_http
 
     ready = partial(readiness, app.store)
     return partial(
         serve_http, server, host=args.host, port=args.port, token=app.settings.http_tokens or app.settings.http_token, stateless=stateless, ready=ready,
-        max_body=app.settings.http_max_body_bytes,
+        max_body=app.settings.http_max_body_bytes, oauth=oauth.from_env(os.environ),
     )
 
 
@@ -196,6 +197,8 @@ environment (set by the MCP client's "env" block or the shell):
   JUDGE_MCP_HTTP_TOKEN   bearer token for --transport http       [default: none, then loopback binds only]
   JUDGE_MCP_HTTP_TOKENS  file of `TOKEN TENANT` lines: a token    [default: none]
                          per tenant (`#` comments)
+  JUDGE_MCP_OAUTH_ISSUER, JUDGE_MCP_OAUTH_AUDIENCE  also accept the issuer's JWT access tokens [default: none]
+                         (JUDGE_MCP_OAUTH_JWKS_URL, JUDGE_MCP_OAUTH_TENANT_CLAIM: its keys, the tenant's claim)
   JUDGE_MCP_HTTP_STATELESS  1: as serve --stateless              [default: 0]
   JUDGE_MCP_HTTP_MAX_BODY_BYTES  request-body limit over HTTP   [default: fits one call's images, ~29 MiB]
   JUDGE_MCP_IMAGE_DIRS   folders (separated by '{sep}') an image    [default: none: data: URIs only]

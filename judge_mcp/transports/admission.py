@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from judge_mcp import tenants
+from judge_mcp.transports import oauth
 from judge_mcp.transports.probes import PATHS as PROBE_PATHS
 from judge_mcp.transports.sessions import SessionQuota, opens_session
 
@@ -214,20 +215,30 @@ class Gate:
     in the scope (tenants.SCOPE_KEY), and as the SDK's authenticated user, so the SDK serves a session only to the
     tenant that opened it."""
 
-    def __init__(self, app: Any, admission: Admission, token: str | Mapping[str, str] | None, sessions: SessionQuota | None = None) -> None:
+    def __init__(
+        self, app: Any, admission: Admission, token: str | Mapping[str, str] | None, sessions: SessionQuota | None = None, oauth: Any = None
+    ) -> None:
         self.app, self.admission = app, admission
         tokens = {token: tenants.DEFAULT} if isinstance(token, str) else token
         self._tenants = tenants.Tenants(tokens) if tokens else None
+        self._oauth = oauth  # transports/oauth.JwtVerifier: JWT access tokens of an issuer, the tenant from a claim
         limits = admission.limits
         self.sessions = sessions or SessionQuota(limits.sessions_per_tenant, limits.sessions_per_peer)
         self._users: dict[str, Any] = {}
 
-    def _tenant(self, scope: dict) -> str | None:
-        if self._tenants is None:
+    async def _tenant(self, scope: dict) -> str | None:
+        if self._tenants is None and self._oauth is None:
             return tenants.LOCAL  # a loopback server without a token: whoever reaches it is on this machine
         header = next((value for name, value in scope.get("headers", []) if name.lower() == b"authorization"), b"")
         scheme, _, presented = header.partition(b" ")
-        return self._tenants.tenant(presented.strip()) if scheme.lower() == b"bearer" else None
+        if scheme.lower() != b"bearer":
+            return None
+        presented = presented.strip()
+        found = self._tenants.tenant(presented) if self._tenants is not None else None
+        if found is None and self._oauth is not None and oauth.looks_like_jwt(presented):
+            verified = await self._oauth.verify_token(presented.decode("ascii", "replace"))
+            found = None if verified is None else verified.client_id
+        return found
 
     def _user(self, tenant: str) -> Any:
         user = self._users.get(tenant)
@@ -254,8 +265,9 @@ class Gate:
             await self.app(scope, receive, send)
             return
         client, admission = scope.get("client"), self.admission
-        probe = scope.get("path") in PROBE_PATHS
-        tenant = None if probe else self._tenant(scope)
+        metadata = self._oauth is not None and str(scope.get("path", "")).startswith(oauth.METADATA_PATH)
+        probe = scope.get("path") in PROBE_PATHS or metadata
+        tenant = None if probe else await self._tenant(scope)
         if not probe and tenant is None:
             message = "unauthorized: send 'Authorization: Bearer <token>' (JUDGE_MCP_HTTP_TOKEN or JUDGE_MCP_HTTP_TOKENS)"
             await self._refuse(send, client, 401, message, "unauthorised")
@@ -274,6 +286,12 @@ class Gate:
                 send = self.sessions.watch(send, tenant, peer_of(client))
         admission.begin(client)
         try:
+            if metadata:  # where a client gets a token (RFC 9728): no token needed, counted like the probes
+                body = self._oauth.metadata()
+                await send({"type": "http.response.start", "status": 200,
+                            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
             await self.app(scope, receive, send)
         finally:
             admission.end(client)

@@ -21,6 +21,7 @@ from judge_mcp.config import MIN_REMOTE_TOKEN_CHARS, ConfigError
 from judge_mcp.images import HTTP_BODY_BYTES
 from judge_mcp.transports.admission import HEADER_TIMEOUT_S, Admission, Gate, Limits, admitted_protocol, default_limits
 from judge_mcp.transports.probes import Ready, with_probes
+from judge_mcp.transports.oauth import JwtVerifier, OAuthSettings
 from judge_mcp.transports.sessions import SessionQuota
 
 LOOPBACK_NAMES = {"localhost"}
@@ -56,15 +57,16 @@ def rebinding_guard(host: str) -> TransportSecuritySettings:
 
 def http_app(
     server: MCPServer, *, host: str, token: str | Mapping[str, str] | None, admission: Admission | None = None, stateless: bool = False,
-    max_body: int = HTTP_BODY_BYTES, ready: Ready | None = None,
+    max_body: int = HTTP_BODY_BYTES, ready: Ready | None = None, oauth: OAuthSettings | None = None,
 ) -> Any:
     """The MCP app at /mcp and the health probes (transports/probes.py) behind the admission gate (the token check,
     the bound on working requests, the session quota). `token`: the one token of tenant `default`, or every token
-    and its tenant (tenants.py); None: no token (loopback only, tenant `local`)."""
+    and its tenant (tenants.py); None: no token (loopback only, tenant `local`). `oauth`: JWT access tokens of an
+    issuer are accepted too, the tenant taken from a claim (transports/oauth.py)."""
     # Refusals are ConfigErrors: `judge-mcp serve` exits 2 with them, as with any other configuration error.
     tokens = {token: tenants.DEFAULT} if isinstance(token, str) else (dict(token) if token else {})
     shortest = min(tokens, key=len, default="")
-    if not tokens and not is_loopback(host):
+    if not tokens and oauth is None and not is_loopback(host):
         raise ConfigError(
             f"refusing to serve HTTP on non-loopback address {host!r} without JUDGE_MCP_HTTP_TOKEN; "
             "set a token or bind 127.0.0.1"
@@ -81,14 +83,14 @@ def http_app(
     # tenant's flood never fills an overall bound that every other tenant's new clients would meet too.
     common: dict[str, Any] = {"streamable_http_path": "/mcp", "host": host, "stateless_http": stateless, "max_request_body_size": max_body,
                               "max_sessions": None}
-    if tokens:
+    if tokens or oauth is not None:
         app = server.streamable_http_app(**common)
     else:
         app = server.streamable_http_app(**common, transport_security=rebinding_guard(host))
     admission = admission or Admission()
     limits = admission.limits
     quota = SessionQuota(limits.sessions_per_tenant, limits.sessions_per_peer, live=lambda: _live_sessions(server))
-    return Gate(with_probes(app, ready), admission, tokens or None, quota)
+    return Gate(with_probes(app, ready), admission, tokens or None, quota, oauth=None if oauth is None else JwtVerifier(oauth))
 
 
 def _live_sessions(server: MCPServer) -> Container[str]:
@@ -115,7 +117,7 @@ def endpoint_url(host: str, port: int) -> str:
 
 async def serve_http(
     server: MCPServer, *, host: str, port: int, token: str | Mapping[str, str] | None, stateless: bool = False, ready: Ready | None = None,
-    limits: Limits | None = None, max_body: int = HTTP_BODY_BYTES,
+    limits: Limits | None = None, max_body: int = HTTP_BODY_BYTES, oauth: OAuthSettings | None = None,
 ) -> None:
     """Serve until stopped. `stateless`: no MCP sessions (replicas behind a load balancer; README "Replicas");
     `ready`: the readiness check behind /readyz (transports/probes.py), behind the admission gate (no token);
@@ -126,7 +128,7 @@ async def serve_http(
 
     admission = Admission(limits or default_limits())
     config = uvicorn.Config(
-        http_app(server, host=host, token=token, admission=admission, stateless=stateless, max_body=max_body, ready=ready),
+        http_app(server, host=host, token=token, admission=admission, stateless=stateless, max_body=max_body, ready=ready, oauth=oauth),
         host=host,
         port=port,
         log_level="warning",
@@ -139,7 +141,8 @@ async def serve_http(
     # One line on stderr once the socket listens: where to connect and whether a token is needed.
     named = set(token.values()) - {tenants.DEFAULT} if isinstance(token, Mapping) else set()
     where = f"JUDGE_MCP_HTTP_TOKENS: {len(set(token.values()))} tenants" if named and isinstance(token, Mapping) else "JUDGE_MCP_HTTP_TOKEN"
-    need = f"a bearer token is required ({where})" if token else "no token required (loopback only)"
+    where += f"; or an OAuth token of {oauth.issuer}" if oauth is not None else ""
+    need = f"a bearer token is required ({where})" if token or oauth is not None else "no token required (loopback only)"
     original_startup = userver.startup
 
     async def startup(sockets: Any = None) -> None:

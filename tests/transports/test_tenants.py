@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 import subprocess
 import sys
 from pathlib import Path
@@ -16,12 +17,14 @@ import httpx
 import pytest
 
 from judge_mcp.bench.scripted_judges import PAIR, UniversalJudge
+from judge_mcp.config import ConfigError
 from judge_mcp.bench.servers import HttpServer, clean_env, server_env
 from judge_mcp.server import build_server
 from judge_mcp.storage.lwe_sessions import LweRepository
 from judge_mcp.tenants import TokenFileError, http_tokens, read_tokens_file
 from judge_mcp.transports.admission import Admission, Limits, admitted_protocol
 from judge_mcp.transports.http import http_app
+from judge_mcp.transports.oauth import OAuthSettings, from_env
 from tests.connect import ClientModel
 from tests.helpers import ACCEPT, INIT, ROOT, ThreadedUvicorn, make_app, token_client
 
@@ -161,7 +164,7 @@ async def test_a_sampling_answer_is_never_served_to_another_client(tmp_path: Pat
 class _Served(ThreadedUvicorn):
     """The real HTTP app (MCP server, probes, gate) of a judge-mcp App under uvicorn in a thread, with `limits`."""
 
-    def __init__(self, tmp_path: Path, limits: Limits, tokens: dict[str, str] | None = None):
+    def __init__(self, tmp_path: Path, limits: Limits, tokens: dict[str, str] | None = None, oauth: OAuthSettings | None = None):
         # uvicorn's keep-alive timeout is long here: a connection the server closes was closed by admission
         self.app = make_app({"JUDGE_MCP_BACKEND": "openai", "JUDGE_MCP_BASE_URL": "http://127.0.0.1:9/v1", "JUDGE_MCP_MODEL": "m",
                              "JUDGE_MCP_DB": str(tmp_path / "judge.db")})
@@ -170,7 +173,7 @@ class _Served(ThreadedUvicorn):
         async def ready() -> str | None:
             return None
 
-        app = http_app(build_server(self.app), host="127.0.0.1", token=tokens, admission=self.admission, ready=ready)
+        app = http_app(build_server(self.app), host="127.0.0.1", token=tokens, admission=self.admission, ready=ready, oauth=oauth)
         super().__init__(app, http=admitted_protocol(self.admission), limit_concurrency=None, lifespan="on", timeout_keep_alive=120)
 
     def __exit__(self, *exc: object) -> None:
@@ -271,3 +274,91 @@ def test_the_tenant_of_an_http_call_reaches_the_store(tmp_path: Path) -> None:
     body = shown.text
     payload = json.loads(body[body.index("{"):body.rindex("}") + 1])
     assert payload["result"]["structuredContent"]["meta_prompt"] == "M" and not payload["result"]["isError"]
+
+
+# ---- OAuth: JWT access tokens of an issuer, the tenant from a claim (a local issuer on 127.0.0.1) ----------------------
+class _Issuer(ThreadedUvicorn):
+    """An OAuth issuer's key set (JWKS) on 127.0.0.1, and tokens signed with its key (or, `forged`, another one)."""
+
+    def __init__(self) -> None:
+        import jwt
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(self.key.public_key()))
+        body = json.dumps({"keys": [{**jwk, "kid": "k1", "use": "sig", "alg": "RS256"}]}).encode()
+        self.fetches = 0
+
+        async def app(scope, receive, send):
+            if scope["type"] != "http":
+                return
+            self.fetches += 1
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": body})
+
+        super().__init__(app)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def token(self, *, forged: bool = False, **claims: Any) -> str:
+        import jwt
+
+        now = int(time.time())
+        payload = {"iss": self.url, "aud": "judge-test", "exp": now + 300, "iat": now, "sub": "u1", "tenant": "team-x", **claims}
+        payload = {k: v for k, v in payload.items() if v is not None}
+        return jwt.encode(payload, self.other if forged else self.key, algorithm="RS256", headers={"kid": "k1"})
+
+
+def test_oauth_settings_come_from_the_environment_or_a_clear_error() -> None:
+    assert from_env({}) is None
+    settings = from_env({"JUDGE_MCP_OAUTH_ISSUER": "https://id.example", "JUDGE_MCP_OAUTH_AUDIENCE": "https://judge.example/mcp"})
+    assert settings == OAuthSettings("https://id.example", "https://judge.example/mcp", "https://id.example/.well-known/jwks.json", "tenant")
+    with pytest.raises(ConfigError, match="needs JUDGE_MCP_OAUTH_AUDIENCE"):
+        from_env({"JUDGE_MCP_OAUTH_ISSUER": "https://id.example"})
+    with pytest.raises(ConfigError, match="JUDGE_MCP_OAUTH_JWKS_URL must be an https:// URL"):
+        from_env({"JUDGE_MCP_OAUTH_ISSUER": "http://id.example", "JUDGE_MCP_OAUTH_AUDIENCE": "a"})
+
+
+def test_an_oauth_token_of_the_issuer_names_the_tenant_and_anything_else_is_401(tmp_path: Path) -> None:
+    with _Issuer() as issuer:
+        settings = OAuthSettings(issuer.url, "judge-test", f"{issuer.url}/.well-known/jwks.json")
+        with _Served(tmp_path, Limits(), {TOKEN_A: "team-a"}, oauth=settings) as served:
+            url = f"http://127.0.0.1:{served.port}/mcp"
+            LweRepository(served.app.store, "team-x").ensure_session("s", 4, "M of team-x")
+            good = issuer.token()
+            opened = _open_session(url, good)
+            assert opened.status_code == 200, opened.text
+            headers = {**ACCEPT, "authorization": f"Bearer {good}", "mcp-session-id": opened.headers["mcp-session-id"],
+                       "mcp-protocol-version": "2025-06-18"}
+            httpx.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers, timeout=15)
+            shown = httpx.post(url, json={"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                          "params": {"name": "lwe_session_show", "arguments": {"session": "s"}}}, headers=headers, timeout=15)
+            assert "M of team-x" in shown.text  # the claim's tenant reached the store
+            assert _open_session(url, TOKEN_A).status_code == 200  # the static tokens still work beside it
+            refused = {
+                "expired": issuer.token(exp=int(time.time()) - 3600),
+                "another audience": issuer.token(aud="another-server"),
+                "another issuer": issuer.token(iss="http://127.0.0.1:1"),
+                "another key": issuer.token(forged=True),
+                "no tenant claim": issuer.token(tenant=None),
+                "a malformed tenant": issuer.token(tenant="../team-x"),
+                "tenant local": issuer.token(tenant="local"),
+                "unsigned": ".".join(good.split(".")[:2]) + ".",
+            }
+            answers = {what: _open_session(url, token) for what, token in refused.items()}
+            metadata = httpx.get(f"http://127.0.0.1:{served.port}/.well-known/oauth-protected-resource", timeout=15)
+        fetches = issuer.fetches
+    assert {what: r.status_code for what, r in answers.items()} == {what: 401 for what in refused}
+    assert all(r.headers["www-authenticate"].startswith("Bearer ") for r in answers.values())
+    assert metadata.status_code == 200 and metadata.json()["authorization_servers"] == [issuer.url]
+    assert 1 <= fetches <= 3  # the issuer's keys are cached, not fetched per request
+
+
+def test_serve_refuses_to_start_with_oauth_half_configured_exit_2(tmp_path: Path) -> None:
+    env = clean_env(JUDGE_MCP_OAUTH_ISSUER="https://id.example", JUDGE_MCP_DB=str(tmp_path / "judge.db"))
+    done = subprocess.run([sys.executable, "-m", "judge_mcp", "serve", "--transport", "http", "--port", "0"], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "needs JUDGE_MCP_OAUTH_AUDIENCE" in done.stderr and "Traceback" not in done.stderr
