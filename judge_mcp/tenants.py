@@ -56,8 +56,6 @@ class Tenants:
 
     def __init__(self, tokens: Mapping[str, str]):
         self._by_digest = {_digest(t.encode("utf-8")): (t.encode("utf-8"), tenant) for t, tenant in tokens.items()}
-        self.names = sorted(set(tokens.values()))
-        self.shortest = min((len(t) for t in tokens), default=0)
 
     def __len__(self) -> int:
         return len(self._by_digest)

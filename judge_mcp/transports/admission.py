@@ -18,7 +18,11 @@ half-sent requests made every other client's calls fail with 503. Here:
 - working requests are bounded in all (`max_working`): past it a request gets 503 with `Retry-After` and its
   connection is closed. The default is sized for what one server does with them: every judging call waits on its
   backend's concurrency (8 or 16 at once by default), so 1,024 calls in flight is already a queue of minutes; more
-  would be admitted only to wait.
+  would be admitted only to wait;
+- the health probes (/healthz, /readyz) need no token but are admitted like every other request: their connections
+  are pending, working and idle, bounded as above (a flood of kept-alive probe connections once held every file
+  descriptor, issue 34);
+- MCP sessions are bounded per tenant and per tenant and address (transports/sessions.py).
 """
 
 from __future__ import annotations
