@@ -114,6 +114,10 @@ async def test_another_tenant_cannot_relabel_verdicts_nor_reset_sessions_it_does
         assert reset.is_error and "unknown session 'team-a'" in text_of(reset)
         b_stats = (await b.call_tool("judge_stats", {})).structured_content
         assert b_stats["all_time"]["verdicts"] == 0 and b_stats["all_time"]["groups"] == []
+        listed = await b.read_resource("lwe://sessions")  # the resources too: team-b has no session yet
+        assert json.loads(listed.contents[0].text) == []
+        b_resource_stats = json.loads((await b.read_resource("judge://stats")).contents[0].text)
+        assert b_resource_stats["all_time"]["verdicts"] == 0
         # team-b's own session of the same name is another session
         own = await b.call_tool("lwe_judge", {**PAIR, "session": "team-a"})
         assert not own.is_error and own.structured_content["meta_prompt_version"] == 1
@@ -121,6 +125,8 @@ async def test_another_tenant_cannot_relabel_verdicts_nor_reset_sessions_it_does
         # team-a's state is untouched: its label agrees, its session never reset, its stats its own
         a_stats = (await a.call_tool("judge_stats", {})).structured_content
         shown = (await a.call_tool("lwe_session_show", {"session": "team-a"})).structured_content
+        a_listed = json.loads((await a.read_resource("lwe://sessions")).contents[0].text)
+    assert [row["name"] for row in a_listed] == ["team-a"]
     assert a_stats["all_time"]["verdicts"] == 2  # compare_pair and lwe_judge
     pair = next(g for g in a_stats["all_time"]["groups"] if g["tool"] == "compare_pair")
     assert pair["agreement"]["accuracy"] == {"rate": 1.0, "count": 1, "of": 1}
