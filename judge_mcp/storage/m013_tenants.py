@@ -23,7 +23,7 @@ def m013_tenants(tx: Tx) -> None:
         if "tenant" not in tx.columns(table):
             tx.execute(f"ALTER TABLE {table} ADD COLUMN tenant TEXT NOT NULL DEFAULT '{owner}'")
     tx.execute("CREATE INDEX IF NOT EXISTS verdicts_tenant ON verdicts(tenant, id)")
-    tx.execute("CREATE INDEX IF NOT EXISTS verdict_facts_tenant ON verdict_facts(tenant, part, verdict_id)")
+    tx.execute("CREATE INDEX IF NOT EXISTS verdict_facts_tenant ON verdict_facts(tenant, verdict_id)")  # judge_stats' last-N window
     tx.execute("CREATE INDEX IF NOT EXISTS verdict_facts_tenant_created ON verdict_facts(tenant, created_at)")
     tx.execute("CREATE INDEX IF NOT EXISTS option_pool_tenant ON option_pool(tenant, id)")
     tx.execute("CREATE INDEX IF NOT EXISTS lwe_sessions_tenant ON lwe_sessions(tenant, name)")
