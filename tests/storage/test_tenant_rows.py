@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from judge_mcp import stats, tenants
+from judge_mcp.stats import report as stats
+from judge_mcp import tenants
 from judge_mcp.storage import open_store
 from judge_mcp.storage.engine import dumps
-from judge_mcp.storage.labels import LabelTable
+from judge_mcp.storage.label_rows import LabelTable
 from judge_mcp.storage.lwe_sessions import LweRepository
 from judge_mcp.storage.migrations import MIGRATIONS, m012_verdict_stats
 from judge_mcp.storage.option_pool import OptionPool

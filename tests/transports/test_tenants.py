@@ -16,15 +16,15 @@ from typing import Any
 import httpx
 import pytest
 
-from judge_mcp.bench.scripted_judges import PAIR, UniversalJudge
-from judge_mcp.config import ConfigError
-from judge_mcp.bench.servers import HttpServer, clean_env, server_env
-from judge_mcp.server import build_server
+from testkit.scripted_judges import PAIR, UniversalJudge
+from judge_mcp.config.settings import ConfigError
+from testkit.server_process import HttpServer, clean_env, server_env
+from judge_mcp.server.build import build_server
 from judge_mcp.storage.lwe_sessions import LweRepository
 from judge_mcp.tenants import TokenFileError, http_tokens, read_tokens_file
-from judge_mcp.transports.admission import Admission, Limits, admitted_protocol
-from judge_mcp.transports.http import http_app
-from judge_mcp.transports.oauth import OAuthSettings, from_env
+from judge_mcp.server.transports.admission import Admission, Limits, admitted_protocol
+from judge_mcp.server.transports.http import http_app
+from judge_mcp.server.transports.oauth import OAuthSettings, from_env
 from tests.connect import ClientModel
 from tests.helpers import ACCEPT, INIT, ROOT, ThreadedUvicorn, make_app, token_client
 
