@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from judge_mcp import tenants
 from judge_mcp.storage import verdict_facts, verdict_stats
 from judge_mcp.storage.engine import Engine, dumps
 
@@ -125,27 +126,30 @@ def synthetic(rng: random.Random) -> Verdict:
     return Verdict(tool, backend, model, _inputs(rng), output, _usage(rng), calls)
 
 
-COLUMNS = "id, tool, backend, model, inputs, output, usage, calls, created_at"
+COLUMNS = "id, tool, backend, model, inputs, output, usage, calls, created_at, tenant"
 
 
-def fill(store: Engine, count: int, *, seed: int = 0, page: int = 2000, first_id: int = 1, start_at: float | None = None) -> None:
+def fill(
+    store: Engine, count: int, *, seed: int = 0, page: int = 2000, first_id: int = 1, start_at: float | None = None, tenant: str | None = None
+) -> None:
     """Write `count` synthetic verdicts, ids from `first_id`, one second apart from `start_at` (default: now minus
     count seconds): their rows (multi-row INSERTs with the ids given) and their telemetry counts, `page` verdicts per
-    transaction. A benchmark's way to a large log quickly; the tool path writes one verdict per transaction
+    transaction, as `tenant`'s (None: the current one, tenants.py). A benchmark's way to a large log quickly; the tool path writes one verdict per transaction
     (VerdictLog.log) with the same facts."""
     rng = random.Random(seed)
+    tenant = tenant or tenants.current()
     start = time.time() - count if start_at is None else start_at
     for offset in range(0, count, page):
         rows, parts = [], []
         for k in range(offset, min(count, offset + page)):
             v, at = synthetic(rng), start + k
-            rows.append((first_id + k, v.tool, v.backend, v.model, dumps(v.inputs), dumps(v.output), dumps(v.usage), dumps(v.calls), at))
+            rows.append((first_id + k, v.tool, v.backend, v.model, dumps(v.inputs), dumps(v.output), dumps(v.usage), dumps(v.calls), at, tenant))
             parts.append((first_id + k, at, verdict_facts.contributions(verdict_facts.written_row(*v.args()))))
         with store.transaction() as tx:
             for chunk in range(0, len(rows), 100):
                 block = rows[chunk:chunk + 100]
-                tx.execute(f"INSERT INTO verdicts ({COLUMNS}) VALUES {', '.join(['(?, ?, ?, ?, ?, ?, ?, ?, ?)'] * len(block))}",
+                tx.execute(f"INSERT INTO verdicts ({COLUMNS}) VALUES {', '.join(['(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'] * len(block))}",
                            [value for row in block for value in row])
-            verdict_stats.add_many(tx, parts)
+            verdict_stats.add_many(tx, parts, tenant)
     if store.dialect.name == "postgresql":  # the ids were given: move the identity past them for later writes
         store.query("SELECT setval(pg_get_serial_sequence('verdicts', 'id'), (SELECT MAX(id) FROM verdicts))")

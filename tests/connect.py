@@ -84,14 +84,19 @@ class Judged:
     db: Path
     transport: str
 
+    @property
+    def tenant(self) -> str:
+        return "default" if self.transport == "http" else "local"
+
     def verdicts(self, tool: str | None = None) -> list[dict[str, Any]]:
-        """The verdict log's rows (newest first), read from the database file."""
+        """The verdict log's rows of the client's tenant (newest first: `default` over HTTP, whose one token the
+        client has; `local` elsewhere), read from the database file."""
         from judge_mcp.storage.sqlite import SqliteEngine
         from judge_mcp.storage.verdict_log import VerdictLog
 
         store = SqliteEngine(self.db)
         try:
-            return VerdictLog(store).recent(tool)
+            return VerdictLog(store).recent(tool, tenant=self.tenant)
         finally:
             store.close()
 

@@ -25,10 +25,13 @@ What can stop it, each a clear error (never a hang):
 - a client that answers with an error (the user declined the request, the client has no model configured): not
   retried, since asking again would ask the user again.
 
-The call cache (calls/cache.py) keys an answer by the model the client reported in CreateMessageResult.model
-(`answer_identity`), never by the hint: the client picks the model, and the user may switch it at any time. A
-lookup uses the model the same client (by its clientInfo name) reported last; before the first answer there is no
-lookup. An answer without a model name is not stored.
+The call cache (calls/cache.py) keys an answer by the MCP session it came on and the model the client reported in
+CreateMessageResult.model (`answer_identity`), never by the hint: the client picks the model, and the user may switch
+it at any time. A client's answer is whatever its model (or the client itself) says, and the model name is the
+client's word too, so an answer is only ever served again to the session that gave it, never to another client (of
+the same name, model or tenant): each session is a random key of its own (`session_key`). A lookup uses the model
+the same session reported last; before its first answer there is no lookup. An answer without a model name is not
+stored.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ import asyncio
 import contextvars
 import hashlib
 import json
+import secrets
+import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -142,6 +147,28 @@ def serving(ctx: Any) -> Iterator[Rounds | None]:
             rounds.stop()
 
 
+# Each MCP session -> a random key, forgotten with the session. A session is the SDK's per-client `Connection` (a
+# stdio client, a stateful HTTP session on the initialize handshake; on the 2026-07-28 protocol each request is one of
+# its own, so no answer is served to a later request). The SDK gives a request a ServerSession of its own, which holds
+# its connection (a private attribute of the pinned SDK; tests/server/test_tenants.py checks a session's repeat
+# is still answered from the cache).
+_SESSION_KEYS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+
+def _connection(ctx: Any) -> Any:
+    session = ctx.session
+    return getattr(session, "_connection", session)
+
+
+def session_key(ctx: Any) -> str:
+    """The random key of the MCP session `ctx` came on (the same for every call of that session, in no other)."""
+    connection = _connection(ctx)
+    key = _SESSION_KEYS.get(connection)
+    if key is None:
+        key = _SESSION_KEYS[connection] = secrets.token_hex(16)
+    return key
+
+
 def _client_name(ctx: Any) -> str:
     params = ctx.session.client_params
     info = getattr(params, "client_info", None)
@@ -170,8 +197,8 @@ class SamplingBackend(Backend):
         unknown = set(self.priorities) - set(SAMPLING_PRIORITIES)
         if unknown:
             raise ValueError(f"backend '{name}': unknown model priorities {sorted(unknown)}; known: {', '.join(SAMPLING_PRIORITIES)}")
-        # the model each client (by its clientInfo name) reported last: what a cache lookup is keyed by
-        self.reported: dict[str, str] = {}
+        # the model each session (by its key, session_key) reported last: what a cache lookup is keyed by
+        self.reported: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
     # ---- identity: the client's model, as it reports it -----------------------------------------------------------
     @property
@@ -183,18 +210,20 @@ class SamplingBackend(Backend):
         return f"sampling/{'+'.join(seen)}" if seen else self.model_id
 
     def identity(self) -> str | None:  # type: ignore[override]
-        """`sampling|MODEL`, MODEL the one this call's client reported last; None (no lookup) before its first answer."""
+        """`sampling|SESSION|MODEL`: SESSION this call's session's key, MODEL the one it reported last; None (no
+        lookup) before its first answer, and outside a tool call."""
         ctx = CALL.get()
-        model = self.reported.get(_client_name(ctx)) if ctx is not None else None
-        return f"sampling|{model}" if model else None
+        model = self.reported.get(_connection(ctx)) if ctx is not None else None
+        return f"sampling|{session_key(ctx)}|{model}" if model else None
 
     def answer_identity(self, completion: Completion, identity: str | None) -> str | None:
-        if not completion.model:
-            return None
+        """The identity the answer is stored under: this session's, with the model it reported; None (not stored)
+        without a model name or outside a tool call."""
         ctx = CALL.get()
-        if ctx is not None:
-            self.reported[_client_name(ctx)] = completion.model
-        return f"sampling|{completion.model}"
+        if not completion.model or ctx is None:
+            return None
+        self.reported[_connection(ctx)] = completion.model
+        return f"sampling|{session_key(ctx)}|{completion.model}"
 
     def describe(self) -> str:
         return f"sampling, the MCP client's model{f' (hint {self.model!r})' if self.model else ''}"

@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 
-
+from judge_mcp.storage import tenancy as tenants
 
 def _setup_logging(verbose: bool = False) -> None:
     # stdout belongs to JSON-RPC in stdio mode: every log line goes to stderr.
@@ -94,12 +94,14 @@ def _http_main(server: Any, app: Any, args: argparse.Namespace, *, stateless: bo
     /readyz (readiness: the store's database answers and is migrated)."""
     # lazy: each subcommand loads only what it runs (a `serve` start stays short)
     from judge_mcp.storage.health import readiness
+    # lazy: each subcommand loads only what it runs (a `serve` start stays short)
+    from judge_mcp.server.transports import oauth
     from judge_mcp.server.transports.http import serve_http
 
     ready = partial(readiness, app.store)
     return partial(
-        serve_http, server, host=args.host, port=args.port, token=app.settings.http_token, stateless=stateless, ready=ready,
-        max_body=app.settings.http_max_body_bytes,
+        serve_http, server, host=args.host, port=args.port, token=app.settings.http_tokens or app.settings.http_token, stateless=stateless, ready=ready,
+        max_body=app.settings.http_max_body_bytes, oauth=oauth.from_env(os.environ),
     )
 
 
@@ -176,6 +178,12 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 # ---- judge-mcp stats: the report as two tables ------------------------------------------------------------------
+def _tenant(value: str) -> str:
+    if not tenants.NAME.fullmatch(value):
+        raise argparse.ArgumentTypeError("a tenant name matches [A-Za-z0-9_.-]{1,64}")
+    return value
+
+
 def _last(value: str) -> int:
     # lazy: each subcommand loads only what it runs (a `serve` start stays short)
     from judge_mcp.stats import report as stats
@@ -199,6 +207,10 @@ environment (set by the MCP client's "env" block or the shell):
                          (host=... password=... dbname=...): replicas sharing one database
   JUDGE_MCP_CONFIG       TOML file with [backends.NAME] tables   [default: none]
   JUDGE_MCP_HTTP_TOKEN   bearer token for --transport http       [default: none, then loopback binds only]
+  JUDGE_MCP_HTTP_TOKENS  file of `TOKEN TENANT` lines: a token    [default: none]
+                         per tenant (`#` comments)
+  JUDGE_MCP_OAUTH_ISSUER, JUDGE_MCP_OAUTH_AUDIENCE  also accept the issuer's JWT access tokens [default: none]
+                         (JUDGE_MCP_OAUTH_JWKS_URL, JUDGE_MCP_OAUTH_TENANT_CLAIM: its keys, the tenant's claim)
   JUDGE_MCP_HTTP_STATELESS  1: as serve --stateless              [default: 0]
   JUDGE_MCP_HTTP_MAX_BODY_BYTES  request-body limit over HTTP   [default: fits one call's images, ~29 MiB]
   JUDGE_MCP_IMAGE_DIRS   folders (separated by '{sep}') an image    [default: none: data: URIs only]
@@ -325,6 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
     sessions = sub.add_parser("sessions", help="inspect LWE sessions")
     sessions.add_argument("action", choices=["list", "show", "export"])
     sessions.add_argument("session", nargs="?", default="default")
+    sessions.add_argument("--tenant", type=_tenant, default="local", help="whose sessions (a tenant of the HTTP tokens; default: %(default)s)")
     sessions.set_defaults(fn=cmd_sessions)
 
     gc = sub.add_parser(
@@ -353,6 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--db", metavar="PATH",
         help="the database to read (default: JUDGE_MCP_DB or the per-user data directory); e.g. the bench's bench.db beside it for a bench run's verdicts",
     )
+    stats_cmd.add_argument("--tenant", type=_tenant, default="local", help="whose verdicts (a tenant of the HTTP tokens; default: %(default)s)")
     stats_cmd.set_defaults(fn=cmd_stats)
 
     # lazy: each subcommand loads only what it runs (a `serve` start stays short)
@@ -385,7 +399,8 @@ def _run(argv: list[str] | None) -> int:
         gc.enable()
     _setup_logging(args.verbose)
     try:
-        return int(args.fn(args) or 0)
+        with tenants.acting(getattr(args, "tenant", tenants.LOCAL)):  # the tenant whose state a command reads (tenants.py)
+            return int(args.fn(args) or 0)
     except (ConfigError, StoreError) as exc:  # a setting, an HTTP bind refused for want of a token, the store: exit 2
         print(f"judge-mcp: {'configuration error: ' if isinstance(exc, ConfigError) else ''}{exc}", file=sys.stderr)
         return 2

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import urlparse
 
+from judge_mcp import tenants
 from judge_mcp.contract.images import HTTP_BODY_BYTES
 
 from judge_mcp.config.values import (
@@ -64,6 +65,7 @@ class Settings:
     default_backend: BackendConfig
     named_backends: Mapping[str, BackendConfig]
     http_token: str | None = field(default=None, repr=False)
+    http_tokens: Mapping[str, str] | None = field(default=None, repr=False)  # every token -> its tenant (tenants.py)
     # retention (None: kept for ever): applied when the server starts and by `judge-mcp gc`
     cache_max_age_days: float | None = None
     verdicts_max_age_days: float | None = None
@@ -289,6 +291,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         default_backend=default,
         named_backends=named,
         http_token=_http_token(env),
+        http_tokens=_http_tokens(env),
         cache_max_age_days=_optional_days(env, "JUDGE_MCP_CACHE_MAX_AGE_DAYS"),
         verdicts_max_age_days=_optional_days(env, "JUDGE_MCP_VERDICTS_MAX_AGE_DAYS"),
         shared_option_pool=_flag(env, "JUDGE_MCP_SHARED_OPTION_POOL"),
@@ -383,6 +386,13 @@ def _optional_days(env: Mapping[str, str], name: str) -> float | None:
 
 
 MIN_REMOTE_TOKEN_CHARS = 16  # a shorter token is refused on a non-loopback bind (see transports/http.http_app)
+
+
+def _http_tokens(env: Mapping[str, str]) -> dict[str, str] | None:
+    try:
+        return tenants.http_tokens(_http_token(env), _env(env, "JUDGE_MCP_HTTP_TOKENS", None))
+    except tenants.TokenFileError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _http_token(env: Mapping[str, str]) -> str | None:

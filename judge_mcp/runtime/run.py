@@ -23,6 +23,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel
 
+from judge_mcp import tenants
 from judge_mcp.backends import Backend
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.calls.cache import CacheRow
@@ -190,7 +191,7 @@ async def write_verdict(app: App, tool: str, inputs: dict[str, Any], judged: Jud
         output = result.model_dump(mode="json")
         usage = output.get("usage", {})
         handed = True
-        write = partial(VerdictLog(app.store).log, tool, backend, model, inputs, output, usage, records, rows, verdict_id)
+        write = partial(VerdictLog(app.store).log, tool, backend, model, inputs, output, usage, records, rows, verdict_id, tenants.current())
         warning = await app.verdict_writes.write(
             partial(app.store.writes.run, _write_kept, app, write, rows), partial(app.cache.written, rows), tool, verdict_id
         )

@@ -13,7 +13,7 @@ from mcp.server.mcpserver.prompts import Prompt
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
-from judge_mcp import prompts
+from judge_mcp import prompts, tenants
 from judge_mcp._version import __version__
 from judge_mcp.runtime.app import App
 from judge_mcp.contract.fields import DEFAULT_LAST, MAX_LAST, InputError
@@ -43,6 +43,11 @@ class JudgeServer(MCPServer):
         params (-32602) naming it, as the specification says, not an internal error with a traceback."""
         check_prompt_arguments(self._prompt_manager.get_prompt(name), name, arguments)
         return await super().get_prompt(name, arguments, context)
+
+    async def read_resource(self, uri: Any, context: Any = None) -> Any:
+        """A resource read as the caller's tenant (tenants.py): LWE sessions and judge_stats are the tenant's own."""
+        with tenants.acting(tenants.of_request(context)):
+            return await super().read_resource(uri, context)
 
 
 def build_server(app: App | None = None) -> JudgeServer:

@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field, create_model
 from judge_mcp.contract import image_files
 from judge_mcp.contract import images as imagelib
 from judge_mcp.telemetry import hooks as telemetry
+from judge_mcp import tenants
 from judge_mcp.server import schemas as tool_schemas
 from judge_mcp.runtime.app import App
 from judge_mcp.contract.fields import InputError
@@ -312,7 +313,8 @@ def mcp_tool(spec: ToolSpec, app: App, schemas: dict[str, Any]) -> ArgsTool:
     args_model, result_model = spec.models()
 
     async def call(args: ToolArgs, ctx: Context) -> BaseModel | InputRequiredResult:
-        with sampling.serving(ctx) as rounds:  # a sampling backend asks this call's client
+        # the caller's tenant (tenants.py), for every store the call reads or writes; a sampling backend asks this call's client
+        with tenants.acting(tenants.of_request(ctx)), sampling.serving(ctx) as rounds:
             try:
                 result = await spec.fn(app, args, _progress(ctx))
             except Exception as exc:

@@ -143,7 +143,7 @@ def record(store: Engine, args: RecordLabelArgs, *, pending: bool = False) -> La
         # lazy: LWE's modules load with the methods (after the handshake), not with the labels
         from judge_mcp.methods.lwe import label_feedback
 
-        learned.append(label_feedback.buffer(tx, args.verdict_id, inputs, output, label, earlier))
+        learned.append(label_feedback.buffer(tx, table.tenant, args.verdict_id, inputs, output, label, earlier))
 
     replaced = table.put(args.verdict_id, row["tool"], label, inputs_label(inputs), args.note, learn if row["tool"] == LweJudgeArgs.tool else None)
     if replaced is None:  # trimmed between the two reads

@@ -15,6 +15,7 @@ import json
 import time
 from typing import Any
 
+from judge_mcp.storage import tenancy as tenants
 from judge_mcp.storage import texts
 from judge_mcp.storage.engine import Engine, Tx
 from judge_mcp.storage.lanes import in_thread
@@ -29,15 +30,33 @@ LWE_REASONS = ("initial", "refine", "condense", "reset", "rollback")
 FEEDBACK_TEXTS = ("prompt", "response_a", "response_b", "eval_prompt", "judgment", "feedback")
 
 
-class LweRepository:
-    """Sessions, versions and feedback of every LWE session in one store."""
+def session_key(tenant: str, session: str) -> str:
+    """A session's key in the tables (`lwe_sessions.name`, `session` of its versions and feedback): its tenant and its
+    name (names match [A-Za-z0-9_.-]{1,64}, so the first `/` ends the tenant). Two tenants' sessions of one name are
+    two sessions; migrations.m013_tenants gave the sessions from before tenants their key."""
+    return f"{tenant}/{session}"
 
-    def __init__(self, store: Engine):
+
+class LweRepository:
+    """Sessions, versions and feedback of one tenant's LWE sessions (`tenant`; None: the call's, tenants.current()).
+    Every method takes and returns a session's name; the tables hold its key (`session_key`)."""
+
+    def __init__(self, store: Engine, tenant: str | None = None):
         self.store = store
+        self.tenant = tenant or tenants.current()
         self.aio = LweOffLoop(self)
+
+    def _key(self, session: str) -> str:
+        return session_key(self.tenant, session)
+
+    def _named(self, row: dict[str, Any]) -> dict[str, Any]:
+        """A session row with its name in place of its key."""
+        row["name"] = str(row["name"]).split("/", 1)[1]
+        return row
 
     def session_row(self, session: str) -> dict[str, Any] | None:
         """The session with its current meta-prompt text and pending-feedback count, or None."""
+        session = self._key(session)
         rows = self.store.query(
             "SELECT s.name, s.current_version, s.batch_size, s.learn_from_labels, s.created_at, s.updated_at, v.text,"
             " (SELECT COUNT(*) FROM lwe_feedback f WHERE f.session = s.name AND f.status = 'pending') AS pending,"
@@ -46,7 +65,7 @@ class LweRepository:
             " WHERE s.name = ?",
             [session],
         )
-        return rows[0] if rows else None
+        return self._named(rows[0]) if rows else None
 
     def ensure_session(self, session: str, batch_size: int, initial_text: str, learn_from_labels: bool = True) -> dict[str, Any]:
         """The session, created with version 1 (reason "initial") if it does not exist yet (`batch_size` and
@@ -56,31 +75,34 @@ class LweRepository:
         row = self.session_row(session)
         if row is not None:
             return row
-        now = time.time()
+        now, key = time.time(), self._key(session)
         with self.store.transaction() as tx:
             made = tx.execute(
-                "INSERT INTO lwe_sessions (name, current_version, batch_size, learn_from_labels, created_at, updated_at) VALUES (?, 1, ?, ?, ?, ?)"
-                " ON CONFLICT (name) DO NOTHING",
-                [session, batch_size, int(learn_from_labels), now, now],
+                "INSERT INTO lwe_sessions (name, current_version, batch_size, learn_from_labels, created_at, updated_at, tenant)"
+                " VALUES (?, 1, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING",
+                [key, batch_size, int(learn_from_labels), now, now, self.tenant],
             )
             if made:
                 tx.execute(
                     "INSERT INTO lwe_versions (session, version, parent, reason, text, created_at) VALUES (?, 1, NULL, 'initial', ?, ?)",
-                    [session, initial_text, now],
+                    [key, initial_text, now],
                 )
         row = self.session_row(session)
         assert row is not None
         return row
 
     def sessions(self) -> list[dict[str, Any]]:
-        return self.store.query(
+        rows = self.store.query(
             "SELECT s.name, s.current_version, s.batch_size, s.created_at, s.updated_at,"
             " (SELECT COUNT(*) FROM lwe_versions v WHERE v.session = s.name) AS versions,"
             " (SELECT COUNT(*) FROM lwe_feedback f WHERE f.session = s.name AND f.status = 'pending') AS pending"
-            " FROM lwe_sessions s ORDER BY s.name"
+            " FROM lwe_sessions s WHERE s.tenant = ? ORDER BY s.name",
+            [self.tenant],
         )
+        return [self._named(row) for row in rows]
 
     def versions(self, session: str, *, with_text: bool = False) -> list[dict[str, Any]]:
+        session = self._key(session)
         text = "text" if with_text else "NULL AS text"
         rows = self.store.query(
             f"SELECT version, parent, reason, {text}, LENGTH(text) AS chars, restored_from, feedback_ids, created_at"
@@ -94,12 +116,15 @@ class LweRepository:
         return rows
 
     def version(self, session: str, version: int) -> dict[str, Any] | None:
-        rows = self.store.query("SELECT * FROM lwe_versions WHERE session = ? AND version = ?", [session, version])
+        rows = self.store.query("SELECT * FROM lwe_versions WHERE session = ? AND version = ?", [self._key(session), version])
+        if rows:
+            rows[0]["session"] = session
         return rows[0] if rows else None
 
     def add_feedback(self, session: str, item: dict[str, Any]) -> tuple[int, int]:
         """Buffer one feedback item; (its id, pending items in the session after the insert). Its long texts are
         stored once (storage/texts.py), shared with the call cache and the verdict log, and listed in `text_refs`."""
+        session = self._key(session)
         with self.store.transaction() as tx:
             feedback_id = self._insert_feedback(tx, session, item, time.time())
             pending = tx.query("SELECT COUNT(*) AS n FROM lwe_feedback WHERE session = ? AND status = 'pending'", [session])
@@ -127,10 +152,11 @@ class LweRepository:
         )
 
     @classmethod
-    def label_feedback(cls, tx: Tx, session: str, verdict_id: str, item: dict[str, Any] | None) -> bool:
+    def label_feedback(cls, tx: Tx, tenant: str, session: str, verdict_id: str, item: dict[str, Any] | None) -> bool:
         """Inside the caller's transaction (the label's own): discard the verdict's pending label item, if any (a
-        replaced label), then buffer `item` (None: the label agrees with the verdict) when the session learns from
-        labels. Whether an item was buffered."""
+        replaced label), then buffer `item` (None: the label agrees with the verdict) when `tenant`'s session of that
+        name learns from labels. Whether an item was buffered."""
+        session = session_key(tenant, session)
         rows = tx.query("SELECT learn_from_labels FROM lwe_sessions WHERE name = ?", [session])
         if not rows or not rows[0]["learn_from_labels"]:
             return False
@@ -143,12 +169,15 @@ class LweRepository:
     def pending(self, session: str, limit: int | None = None) -> list[dict[str, Any]]:
         """Buffered feedback items, oldest first."""
         sql = "SELECT * FROM lwe_feedback WHERE session = ? AND status = 'pending' ORDER BY id"
-        rows = self.store.query(sql + " LIMIT ?", [session, limit]) if limit is not None else self.store.query(sql, [session])
-        return self._with_texts(rows)
+        key = self._key(session)
+        rows = self.store.query(sql + " LIMIT ?", [key, limit]) if limit is not None else self.store.query(sql, [key])
+        return self._with_texts(rows, session)
 
-    def _with_texts(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Feedback rows with their stored texts back in their columns (`text_refs` then gone, as in older rows)."""
+    def _with_texts(self, rows: list[dict[str, Any]], session: str) -> list[dict[str, Any]]:
+        """Feedback rows with their stored texts back in their columns (`text_refs` then gone, as in older rows), and the
+        session's name in place of its key."""
         for row in rows:
+            row["session"] = session
             refs = row.pop(texts.REFS, None)
             if refs:
                 row[texts.REFS] = json.loads(refs)
@@ -156,7 +185,7 @@ class LweRepository:
         return rows
 
     def feedback(self, session: str) -> list[dict[str, Any]]:
-        return self._with_texts(self.store.query("SELECT * FROM lwe_feedback WHERE session = ? ORDER BY id", [session]))
+        return self._with_texts(self.store.query("SELECT * FROM lwe_feedback WHERE session = ? ORDER BY id", [self._key(session)]), session)
 
     def commit_version(
         self,
@@ -178,7 +207,7 @@ class LweRepository:
         """
         if reason not in LWE_REASONS:
             raise ValueError(f"unknown meta-prompt version reason {reason!r}")
-        now = time.time()
+        now, name, session = time.time(), session, self._key(session)
         ids = [int(i) for i in use_feedback]
         with self.store.transaction() as tx:
             # The compare-and-set first: it locks the session's row (PostgreSQL) until the commit, so of two
@@ -188,8 +217,8 @@ class LweRepository:
             ):
                 rows = tx.query("SELECT current_version FROM lwe_sessions WHERE name = ?", [session])
                 if not rows:
-                    raise LweConflict(f"session {session!r} does not exist")
-                raise LweConflict(f"session {session!r} is at version {rows[0]['current_version']}, not {expected_version}")
+                    raise LweConflict(f"session {name!r} does not exist")
+                raise LweConflict(f"session {name!r} is at version {rows[0]['current_version']}, not {expected_version}")
             version = tx.query("SELECT MAX(version) AS v FROM lwe_versions WHERE session = ?", [session])[0]["v"] + 1
             tx.execute(
                 "INSERT INTO lwe_versions (session, version, parent, reason, text, restored_from, feedback_ids, created_at)"
@@ -204,7 +233,7 @@ class LweRepository:
                     [version, now, session, *ids],
                 )
                 if marked != len(set(ids)):
-                    raise LweConflict(f"feedback items {ids} of session {session!r} are no longer all pending")
+                    raise LweConflict(f"feedback items {ids} of session {name!r} are no longer all pending")
             if discard_pending:
                 tx.execute(
                     "UPDATE lwe_feedback SET status = 'discarded', used_in_version = ?, used_at = ? WHERE session = ? AND status = 'pending'",

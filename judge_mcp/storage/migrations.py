@@ -23,6 +23,7 @@ import time
 from collections.abc import Sequence
 
 from judge_mcp.storage.engine import Migration, StoreError, Tx
+from judge_mcp.storage.m013_tenants import m013_tenants
 from judge_mcp.storage.verdict_log import stats_page
 
 
@@ -328,7 +329,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     m010_texts,
     m011_backend_limits,
     m012_verdict_stats,
-    m014_label_feedback,  # m013 is another branch's (the lead orders them at merge)
+    m013_tenants,
+    m014_label_feedback,
 )
 BENCH_MIGRATIONS: tuple[Migration, ...] = (*MIGRATIONS, m101_bench_tables, m102_bench_fingerprint, m103_bench_batches)
 

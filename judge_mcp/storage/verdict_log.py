@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from judge_mcp.storage import tenancy as tenants
 from judge_mcp.storage import texts
 from judge_mcp.storage.call_cache import CacheRow, CacheTable
 from judge_mcp.storage.engine import Engine, Tx, dumps
@@ -99,17 +100,20 @@ class VerdictLog:
         calls: list[dict[str, Any]],
         cache_rows: Iterable[CacheRow] = (),
         verdict_id: str | None = None,
+        tenant: str | None = None,
     ) -> int:
         """The verdict row, the tool call's new cache rows and the verdict's telemetry counts, in one transaction; the
         row's id. `verdict_id`: the text id the tool call returned (unique; record_label finds the row by it). The long
         texts (a call record's reply, the output's OUTPUT_TEXTS, the inputs' top-level strings: the judged texts, and the
         contents of the messages of a conversation or trajectory) are
         stored once (storage/texts.py: shared with the cache rows and LWE's feedback buffer) and the row keeps their
-        hashes; the telemetry's facts are taken from the texts themselves, before."""
+        hashes; the telemetry's facts are taken from the texts themselves, before. `tenant`: whose verdict it is (None:
+        the call's, tenants.current(); the write lane's thread has no call, so App passes it)."""
         from judge_mcp.storage import verdict_facts, verdict_stats  # lazy: the telemetry's modules load at the first write
 
         parts = verdict_facts.contributions(verdict_facts.written_row(tool, backend, model, inputs, output, usage, calls))
         created_at = time.time()
+        tenant = tenant or tenants.current()
         with self.store.transaction() as tx:
             CacheTable.insert(tx, cache_rows, created_at)
             kept = [texts.shelve(tx, call, ("text",), "verdict", created_at) for call in calls]
@@ -117,18 +121,20 @@ class VerdictLog:
             inputs = texts.shelve(tx, inputs, tuple(k for k, v in inputs.items() if isinstance(v, str)), "verdict", created_at)
             inputs = texts.shelve_messages(tx, inputs, "verdict", created_at)
             row_id = tx.insert(
-                "INSERT INTO verdicts (tool, backend, model, inputs, output, usage, calls, created_at, verdict_id)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [tool, backend, model, dumps(inputs), dumps(output), dumps(usage), dumps(kept), created_at, verdict_id],
+                "INSERT INTO verdicts (tool, backend, model, inputs, output, usage, calls, created_at, verdict_id, tenant)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [tool, backend, model, dumps(inputs), dumps(output), dumps(usage), dumps(kept), created_at, verdict_id, tenant],
             )
-            verdict_stats.add(tx, row_id, created_at, parts)
+            verdict_stats.add(tx, row_id, created_at, parts, tenant)
             return row_id
 
-    def recent(self, tool: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
-        """The newest rows (of one tool), newest first, with their JSON columns decoded and the long texts of the
-        inputs, the output and the call records in them (read back from `texts` where the row keeps their hashes)."""
-        sql = "SELECT * FROM verdicts" + (" WHERE tool = ?" if tool else "") + " ORDER BY id DESC LIMIT ?"
-        rows = self.store.query(sql, [tool, limit] if tool else [limit])
+    def recent(self, tool: str | None = None, limit: int = 100, tenant: str | None = None) -> list[dict[str, Any]]:
+        """The newest rows of `tenant` (None: the call's) (of one tool), newest first, with their JSON columns decoded
+        and the long texts of the inputs, the output and the call records in them (read back from `texts` where the
+        row keeps their hashes)."""
+        sql = "SELECT * FROM verdicts WHERE tenant = ?" + (" AND tool = ?" if tool else "") + " ORDER BY id DESC LIMIT ?"
+        tenant = tenant or tenants.current()
+        rows = self.store.query(sql, [tenant, tool, limit] if tool else [tenant, limit])
         for row in rows:
             for col in ("inputs", "output", "usage", "calls"):
                 row[col] = json.loads(row[col])
@@ -145,8 +151,8 @@ class VerdictLog:
         two judged answers (the input keys `answers`), which of criteria, reference and images the caller gave (`brought`,
         three flags), and the purposes of lwe_judge's vanilla re-asks from its call
         records. JSON columns come as text; one that is not valid JSON comes as None. A read (the read-only
-        connection)."""
-        return stats_page(self.store, before_id=before_id, limit=limit, pair_tools=pair_tools, answers=answers)
+        connection). The call's tenant's rows only (tenants.current())."""
+        return stats_page(self.store, before_id=before_id, limit=limit, pair_tools=pair_tools, answers=answers, tenant=tenants.current())
 
     @staticmethod
     def delete_older_than(tx: Tx, cutoff: float) -> int:
@@ -159,12 +165,17 @@ class VerdictLog:
 
 
 def stats_page(
-    db: Engine | Tx, *, before_id: int | None = None, limit: int = 500, pair_tools: Sequence[str] = (), answers: tuple[str, str] = ("", "")
+    db: Engine | Tx, *, before_id: int | None = None, limit: int = 500, pair_tools: Sequence[str] = (), answers: tuple[str, str] = ("", ""),
+    tenant: str | None = None,
 ) -> list[dict[str, Any]]:
-    """`VerdictLog.stats_page` on a store or inside a transaction (the backfill migration)."""
+    """`VerdictLog.stats_page` on a store or inside a transaction (the backfill migration, before tenants: every row;
+    else `tenant`'s rows)."""
     tools, (a, b) = json.dumps(list(pair_tools)), answers
     before = before_id if before_id is not None else 2**63 - 1
     a_ref, b_ref = a, b  # a judged answer stored in `texts`: its length is the text's `chars` there
     if db.dialect.name == "sqlite":  # a JSON path; PostgreSQL's ->> takes the key itself
         a, b, a_ref, b_ref = f"$.{a}", f"$.{b}", f"$.{texts.REFS}.{a}", f"$.{texts.REFS}.{b}"
-    return db.query(STATS_PAGE[db.dialect.name], [tools, a, a_ref, tools, b, b_ref, before, limit])
+    if tenant is None:
+        return db.query(STATS_PAGE[db.dialect.name], [tools, a, a_ref, tools, b, b_ref, before, limit])
+    sql = STATS_PAGE[db.dialect.name].replace(" FROM verdicts WHERE id < ?", " FROM verdicts WHERE tenant = ? AND id < ?")
+    return db.query(sql, [tools, a, a_ref, tools, b, b_ref, tenant, before, limit])

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from judge_mcp.storage import tenancy as tenants
 from judge_mcp.storage.engine import Engine, Tx
 from judge_mcp.storage.verdict_facts import COLUMNS, REAL_COLUMNS, Counts, Key
 
@@ -54,6 +55,30 @@ def create_tables(tx: Tx) -> None:
     tx.execute("CREATE TABLE IF NOT EXISTS stats_totals (name TEXT PRIMARY KEY, n INTEGER NOT NULL)")
 
 
+def key_groups_by_tenant(tx: Tx, owner: str) -> None:
+    """migrations.m013_tenants: `stats_groups` gains `tenant` (its rows `owner`'s) and its unique key becomes (tenant,
+    backend, model, tool, inputs). SQLite cannot drop a constraint: the table is made again with the same ids."""
+    if "tenant" in tx.columns("stats_groups"):
+        return
+    key = ", ".join(("tenant", *GROUP_KEY))
+    if tx.dialect.name == "postgresql":
+        tx.execute(f"ALTER TABLE stats_groups ADD COLUMN tenant TEXT NOT NULL DEFAULT '{owner}'")
+        for row in tx.query("SELECT conname FROM pg_constraint WHERE conrelid = 'stats_groups'::regclass AND contype = 'u'"):
+            tx.execute(f'ALTER TABLE stats_groups DROP CONSTRAINT "{row["conname"]}"')
+        tx.execute(f"CREATE UNIQUE INDEX stats_groups_tenant_key ON stats_groups({key})")
+        return
+    names = ", ".join((*GROUP_KEY, "logged", *COLUMNS))
+    counters = ", ".join(f"{name} {tx.dialect.real if name in REAL_COLUMNS else 'INTEGER'} NOT NULL DEFAULT 0" for name in ("logged", *COLUMNS))
+    tx.execute("ALTER TABLE stats_groups RENAME TO stats_groups_m012")
+    tx.execute(
+        f"""CREATE TABLE stats_groups (
+            id {tx.dialect.auto_id}, tenant TEXT NOT NULL, backend TEXT NOT NULL, model TEXT NOT NULL, tool TEXT NOT NULL,
+            inputs TEXT NOT NULL, {counters}, UNIQUE ({key}))"""
+    )
+    tx.execute(f"INSERT INTO stats_groups (id, tenant, {names}) SELECT id, ?, {names} FROM stats_groups_m012", [owner])
+    tx.execute("DROP TABLE stats_groups_m012")
+
+
 @dataclass
 class WindowCounts:
     """A window of the log: its verdicts, those skipped, its time span, and each group's counts."""
@@ -67,36 +92,47 @@ class WindowCounts:
 
 # ---- writes ------------------------------------------------------------------------------------------------------
 _NAMES = ("logged", *COLUMNS)
-_UPSERT = (
-    f"INSERT INTO stats_groups ({', '.join(GROUP_KEY)}, {', '.join(_NAMES)}) VALUES ({', '.join('?' * (len(GROUP_KEY) + len(_NAMES)))})"
-    f" ON CONFLICT ({', '.join(GROUP_KEY)}) DO UPDATE SET {', '.join(f'{name} = stats_groups.{name} + excluded.{name}' for name in _NAMES)}"
-)
 
 
+def _upsert(key: Sequence[str]) -> str:
+    return (
+        f"INSERT INTO stats_groups ({', '.join(key)}, {', '.join(_NAMES)}) VALUES ({', '.join('?' * (len(key) + len(_NAMES)))})"
+        f" ON CONFLICT ({', '.join(key)}) DO UPDATE SET {', '.join(f'{name} = stats_groups.{name} + excluded.{name}' for name in _NAMES)}"
+    )
+
+
+# Since migrations.m013_tenants a group is also keyed by its tenant and a facts row carries it; m012's backfill (before
+# m013, `tenant` None) writes the tables as m012 made them.
+_UPSERT, _UPSERT_TENANT = _upsert(GROUP_KEY), _upsert(("tenant", *GROUP_KEY))
+_FACTS = f"verdict_facts (verdict_id, part, group_id, created_at, {', '.join(FACT_COLUMNS)}"
 _PG_ADD = (
-    f"WITH g AS ({_UPSERT} RETURNING id) INSERT INTO verdict_facts (verdict_id, part, group_id, created_at, {', '.join(FACT_COLUMNS)})"
-    f" SELECT ?, ?, g.id, ?, {', '.join('?' * len(FACT_COLUMNS))} FROM g"
+    f"WITH g AS ({_UPSERT_TENANT} RETURNING id) INSERT INTO {_FACTS}, tenant)"
+    f" SELECT ?, ?, g.id, ?, {', '.join('?' * len(FACT_COLUMNS))}, ? FROM g"
 )
 
 
-def _group(tx: Tx, key: Key, counts: Counts, logged: int) -> int:
+def _group(tx: Tx, key: Key, counts: Counts, logged: int, tenant: str | None) -> int:
     """Add `counts` (and `logged`) to the group's counters, making its row if new; its id."""
+    upsert, params = (_UPSERT, [*key]) if tenant is None else (_UPSERT_TENANT, [tenant, *key])
     if tx.dialect.name == "postgresql" or RETURNING:
-        return int(tx.query(_UPSERT + " RETURNING id", [*key, logged, *counts.values()])[0]["id"])
-    tx.execute(_UPSERT, [*key, logged, *counts.values()])
-    rows = tx.query("SELECT id FROM stats_groups WHERE backend = ? AND model = ? AND tool = ? AND inputs = ?", list(key))
+        return int(tx.query(upsert + " RETURNING id", [*params, logged, *counts.values()])[0]["id"])
+    tx.execute(upsert, [*params, logged, *counts.values()])
+    where = "backend = ? AND model = ? AND tool = ? AND inputs = ?" + ("" if tenant is None else " AND tenant = ?")
+    rows = tx.query(f"SELECT id FROM stats_groups WHERE {where}", [*key, *([] if tenant is None else [tenant])])
     return int(rows[0]["id"])
 
 
-def _insert_facts(tx: Tx, rows: Sequence[Sequence[Any]]) -> None:
-    """Facts rows: (verdict_id, part, group_id, created_at, *FACT_COLUMNS), CHUNK per statement."""
-    width = 4 + len(FACT_COLUMNS)
+def _insert_facts(tx: Tx, rows: Sequence[Sequence[Any]], tenant: str | None) -> None:
+    """Facts rows: (verdict_id, part, group_id, created_at, *FACT_COLUMNS), CHUNK per statement (with `tenant`)."""
+    width = 4 + len(FACT_COLUMNS) + (tenant is not None)
     one = "(" + ", ".join("?" * width) + ")"
+    columns = _FACTS + ("" if tenant is None else ", tenant") + ")"
+    extra = () if tenant is None else (tenant,)
     for start in range(0, len(rows), CHUNK):
         chunk = rows[start:start + CHUNK]
         tx.execute(
-            f"INSERT INTO verdict_facts (verdict_id, part, group_id, created_at, {', '.join(FACT_COLUMNS)}) VALUES {', '.join([one] * len(chunk))}",
-            [value for row in chunk for value in row],
+            f"INSERT INTO {columns} VALUES {', '.join([one] * len(chunk))}",
+            [value for row in chunk for value in (*row, *extra)],
         )
 
 
@@ -105,20 +141,21 @@ def _add_skipped(tx: Tx, n: int) -> None:
         tx.execute("INSERT INTO stats_totals (name, n) VALUES ('skipped', ?) ON CONFLICT (name) DO UPDATE SET n = stats_totals.n + excluded.n", [n])
 
 
-def add(tx: Tx, verdict_id: int, created_at: float, parts: list[tuple[Key, Counts]] | None) -> None:
-    """Inside the transaction writing verdict `verdict_id`: its facts rows and its groups' counters (`parts` from
-    verdict_facts.contributions; None: a verdict whose output could not be read, counted as skipped)."""
+def add(tx: Tx, verdict_id: int, created_at: float, parts: list[tuple[Key, Counts]] | None, tenant: str) -> None:
+    """Inside the transaction writing verdict `verdict_id` of `tenant`: its facts rows and its groups' counters (`parts`
+    from verdict_facts.contributions; None: a verdict whose output could not be read, counted as skipped)."""
     if parts is None or tx.dialect.name != "postgresql":
-        add_many(tx, [(verdict_id, created_at, parts)])
+        add_many(tx, [(verdict_id, created_at, parts)], tenant)
         return
     # PostgreSQL: one statement (one round trip) per part, its group's upsert feeding its facts row; groups in key order
     for number, (key, counts) in sorted(enumerate(parts), key=lambda item: item[1][0]):
         values = counts.values()
-        tx.execute(_PG_ADD, [*key, int(number == 0), *values, verdict_id, number, created_at, *values[1:]])
+        tx.execute(_PG_ADD, [tenant, *key, int(number == 0), *values, verdict_id, number, created_at, *values[1:], tenant])
 
 
-def add_many(tx: Tx, verdicts: Iterable[tuple[int, float, list[tuple[Key, Counts]] | None]]) -> None:
-    """`add` for several verdicts at once: each group's counters change once (the backfill's pages)."""
+def add_many(tx: Tx, verdicts: Iterable[tuple[int, float, list[tuple[Key, Counts]] | None]], tenant: str | None = None) -> None:
+    """`add` for several verdicts at once: each group's counters change once (the backfill's pages). `tenant` None:
+    the tables as m012 made them, before tenants (that migration's backfill)."""
     totals: dict[Key, tuple[Counts | None, int]] = {}
     pending: list[tuple[int, int, Key | None, float, Counts]] = []
     skipped = 0
@@ -131,8 +168,8 @@ def add_many(tx: Tx, verdicts: Iterable[tuple[int, float, list[tuple[Key, Counts
             total, logged = totals.get(key, (None, 0))
             totals[key] = (counts if total is None else plus(total, counts), logged + (number == 0))
             pending.append((verdict_id, number, key, created_at, counts))
-    ids = {key: _group(tx, key, counts or Counts(), logged) for key, (counts, logged) in sorted(totals.items())}  # sorted: one lock order
-    _insert_facts(tx, [(v, p, None if key is None else ids[key], at, *c.values()[1:]) for v, p, key, at, c in pending])
+    ids = {key: _group(tx, key, counts or Counts(), logged, tenant) for key, (counts, logged) in sorted(totals.items())}  # sorted: one lock order
+    _insert_facts(tx, [(v, p, None if key is None else ids[key], at, *c.values()[1:]) for v, p, key, at, c in pending], tenant)
     _add_skipped(tx, skipped)
 
 
@@ -180,15 +217,19 @@ def trim(tx: Tx, cutoff: float) -> int:
 # ---- reads -------------------------------------------------------------------------------------------------------
 _GROUP_COLUMNS = ", ".join(f"g.{name}" for name in (*GROUP_KEY, "logged", *COLUMNS))
 # One statement, one snapshot: the totals (one row even when no group has verdicts) with every group that has any.
+# Parameters: the name of the tenant's skipped total (only the tenant that owns the rows from before tenants has one),
+# the tenant four times.
 _ALL_TIME = (
     "SELECT t.skipped, t.oldest, t.newest, g.id, " + _GROUP_COLUMNS + " FROM (SELECT"
-    " (SELECT n FROM stats_totals WHERE name = 'skipped') AS skipped,"
-    " (SELECT MIN(created_at) FROM verdict_facts) AS oldest, (SELECT MAX(created_at) FROM verdict_facts) AS newest) t"
-    " LEFT JOIN stats_groups g ON g.verdicts > 0"
+    " (SELECT n FROM stats_totals WHERE name = ?) AS skipped,"
+    " (SELECT MIN(created_at) FROM verdict_facts WHERE tenant = ?) AS oldest,"
+    " (SELECT MAX(created_at) FROM verdict_facts WHERE tenant = ?) AS newest) t"
+    " LEFT JOIN stats_groups g ON g.verdicts > 0 AND g.tenant = ?"
 )
+# Parameters: the tenant, the offset, the tenant.
 _LAST = (
-    "WITH cut AS (SELECT verdict_id FROM verdict_facts WHERE part = 0 ORDER BY verdict_id DESC LIMIT 1 OFFSET ?),"
-    " w AS (SELECT * FROM verdict_facts WHERE verdict_id >= (SELECT verdict_id FROM cut))"
+    "WITH cut AS (SELECT verdict_id FROM verdict_facts WHERE tenant = ? AND part = 0 ORDER BY verdict_id DESC LIMIT 1 OFFSET ?),"
+    " w AS (SELECT * FROM verdict_facts WHERE tenant = ? AND verdict_id >= (SELECT verdict_id FROM cut))"
     " SELECT t.n, t.skipped, t.oldest, t.newest, a.*, " + ", ".join(f"g.{name}" for name in GROUP_KEY) + " FROM"
     " (SELECT COUNT(*) AS n, SUM(CASE WHEN group_id IS NULL THEN 1 ELSE 0 END) AS skipped,"
     "  MIN(created_at) AS oldest, MAX(created_at) AS newest FROM w WHERE part = 0) t"
@@ -201,19 +242,23 @@ def _key(row: dict[str, Any]) -> Key:
     return (str(row["backend"]), str(row["model"]), str(row["tool"]), str(row["inputs"]))
 
 
-def all_time(store: Engine) -> WindowCounts:
-    """Every verdict the log holds: the counters (a read; a few rows however long the log)."""
-    rows = store.query(_ALL_TIME)
+def all_time(store: Engine, tenant: str | None = None) -> WindowCounts:
+    """Every verdict the log holds of `tenant` (None: the call's, tenants.current()): the counters (a read; a few rows
+    however long the log)."""
+    tenant = tenant or tenants.current()
+    skipped = "skipped" if tenant == tenants.legacy(store.dialect.name) else "skipped of no tenant"
+    rows = store.query(_ALL_TIME, [skipped, tenant, tenant, tenant])
     window = WindowCounts(skipped=int(rows[0]["skipped"] or 0), oldest_at=rows[0]["oldest"], newest_at=rows[0]["newest"])
     window.groups = {_key(row): Counts.of(row) for row in rows if row["id"] is not None}
     window.verdicts = window.skipped + sum(int(row["logged"]) for row in rows if row["id"] is not None)
     return window
 
 
-def last(store: Engine, n: int) -> WindowCounts | None:
-    """The newest `n` verdicts, summed from their facts rows (reads about n rows, by the key's index); None when the
-    log holds no more than n verdicts (the window is then the whole log: `all_time`)."""
-    rows = store.query(_LAST, [n - 1])
+def last(store: Engine, n: int, tenant: str | None = None) -> WindowCounts | None:
+    """The newest `n` verdicts of `tenant` (None: the call's), summed from their facts rows (reads about n rows, by an
+    index); None when the log holds no more than n verdicts (the window is then the whole log: `all_time`)."""
+    tenant = tenant or tenants.current()
+    rows = store.query(_LAST, [tenant, n - 1, tenant])
     head = rows[0]
     if not head["n"] or int(head["n"]) < n:
         return None

@@ -189,7 +189,7 @@ async def test_properties_leave_the_database_sound(hostile_server) -> None:
     assert integrity_ok(store)
     tables = {r["name"] for r in store.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert {"verdicts", "call_cache", "lwe_sessions", "lwe_versions", "lwe_feedback", "option_pool"} <= tables
-    assert sorted(r["name"] for r in store.query("SELECT name FROM lwe_sessions")) == ["fine.name-1", "s1"]
+    assert sorted(r["name"] for r in store.query("SELECT name FROM lwe_sessions")) == ["local/fine.name-1", "local/s1"]  # TENANT/NAME
 
 
 # ---- named hostile cases ---------------------------------------------------------------------------------------------

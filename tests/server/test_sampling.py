@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -65,10 +66,12 @@ async def test_compare_pair_asks_the_clients_model_in_both_orders(transport: str
         assert params.system_prompt or params.messages[0].role == "user"
     # the self-preference guard warns by default: the client's own model may be the author of what it judges
     assert any("self-preference risk" in w and "MCP client's own model" in w for w in out["warnings"])
-    # the repeat is answered from the call cache, keyed by the model the client reported
+    # the repeat in the same MCP session is answered from the call cache, keyed by the session and the model it reported
     assert again.structured_content["winner"] == "B" and again.structured_content["usage"]["cached_calls"] == 2
     assert len(model.requests) == 2
-    assert cache_rows(tmp_path / "judge.db") == [("sampling|claude-sonnet-4-5", "claude-sonnet-4-5")] * 2
+    rows = cache_rows(tmp_path / "judge.db")
+    assert len(rows) == 2 and len(set(rows)) == 1 and rows[0][1] == "claude-sonnet-4-5"
+    assert re.fullmatch(r"sampling\|[0-9a-f]{32}\|claude-sonnet-4-5", rows[0][0])  # the session's random key, the model
 
 
 @pytest.mark.parametrize("tool", ["infer_instruction_reward", "grade_score_options"])
@@ -122,9 +125,11 @@ async def test_a_2026_client_answers_in_input_required_rounds(transport: str, tm
     assert not result.is_error, text_of(result)
     out = result.structured_content
     assert (out["winner"], out["consistent"], out["model"]) == ("B", True, "sampling/claude-sonnet-4-5")
-    assert len(model.requests) == 2  # both orders, asked in one input_required round, then the call again with the answers
+    assert len(model.requests) == 4  # each call: both orders, in one input_required round, then the call again with the answers
     assert any("self-preference risk" in w for w in out["warnings"])
-    assert again.structured_content["usage"]["cached_calls"] == 2 and len(model.requests) == 2
+    # this protocol has no session: each call is a client of its own, and a sampling answer is never served to
+    # another (issue 34: another client's model could have said anything), so the repeat asks the model again
+    assert again.structured_content["usage"]["cached_calls"] == 0 and len(model.requests) == 4
     with sqlite3.connect(tmp_path / "judge.db") as conn:  # one verdict row for the call, however many rounds it took
         assert conn.execute("SELECT count(*) FROM verdicts").fetchone()[0] == 2
 
@@ -248,7 +253,9 @@ async def test_the_cache_follows_the_model_the_client_reports(tmp_path: Path) ->
     assert again.structured_content["usage"]["calls"] == 2 and again.structured_content["model"] == "sampling/model-two"
     assert repeat.structured_content["usage"]["cached_calls"] == 2
     assert len(model.requests) == 6
-    assert sorted(set(cache_rows(tmp_path / "judge.db"))) == [("sampling|model-one", "model-one"), ("sampling|model-two", "model-two")]
+    assert sorted({(backend.split("|")[2], model) for backend, model in cache_rows(tmp_path / "judge.db")}) == [
+        ("model-one", "model-one"), ("model-two", "model-two")
+    ]
 
 
 async def test_an_answer_without_a_model_name_is_not_cached(tmp_path: Path) -> None:

@@ -280,7 +280,8 @@ def test_unreadable_rows_are_skipped_and_paging_changes_nothing(store: SqliteEng
         VerdictLog(store).log("compare_pair", "default", "m", {"response_a": "a" * (k + 1), "response_b": "b"},
                           {"winner": "A", "trials": [{"order": "AB", "better": "A", "parse_ok": True}]}, {"calls": 1}, [])
     with store.transaction() as db:
-        db.execute("INSERT INTO verdicts (tool, backend, model, inputs, output, usage, calls, created_at) VALUES ('compare_pair', 'default', 'm', '{', '{not json', '{', '[', 0)")
+        db.execute("INSERT INTO verdicts (tool, backend, model, inputs, output, usage, calls, created_at, tenant) "
+                   "VALUES ('compare_pair', 'default', 'm', '{', '{not json', '{', '[', 0, 'local')")  # the caller's tenant (stdio: local)
     # a row no writer of the log makes (the log's own rows come with their counts; rows of databases from before the
     # counters are backfilled: tests/storage/test_verdict_stats.py): the scan of the log reads it as skipped
     paged = stats.compute(stats.iter_rows(store, page=2), last=3)

@@ -41,7 +41,8 @@ def test_open_store_brings_the_database_to_the_list_it_is_given(tmp_path: Path) 
         assert store.query("SELECT name FROM sqlite_master WHERE name = 'lwe_sessions'") == []
         assert store.migrate(MIGRATIONS) == [
             "m003_lwe", "m004_option_pool", "m005_call_cache_without_hits", "m006_call_leases", "m007_json_or_null",
-            "m008_verdict_ids", "m009_labels", "m010_texts", "m011_backend_limits", "m012_verdict_stats", "m014_label_feedback",
+            "m008_verdict_ids", "m009_labels", "m010_texts", "m011_backend_limits", "m012_verdict_stats", "m013_tenants",
+            "m014_label_feedback",
         ]
     finally:
         store.close()
@@ -55,7 +56,7 @@ def test_the_transaction_object_counts_rows_returns_new_ids_and_sees_its_own_wri
         assert second == first + 1
         assert [r["option"] for r in store.query("SELECT option FROM option_pool ORDER BY id")] == ["a", "b"]  # inside: sees them
         assert tx.execute("UPDATE option_pool SET created_at = 1 WHERE instruction_hash = 'h'") == 2
-        assert {"id", "instruction_hash", "instruction", "option", "created_at"} == tx.columns("option_pool")
+        assert {"id", "instruction_hash", "instruction", "option", "created_at", "tenant"} == tx.columns("option_pool")
     with pytest.raises(StoreError, match="(?i)unique"):
         with store.transaction() as tx:
             tx.execute("INSERT INTO option_pool (instruction_hash, instruction, option, created_at) VALUES ('h', 'i', 'c', 0)")

@@ -28,7 +28,9 @@ def case(i: int) -> dict[str, Any]:
 
 
 def db_state(db: Path, session: str) -> dict[str, Any]:
-    """Read the database with plain sqlite3 (no migrations, no writes) and check every LWE invariant."""
+    """Read the database with plain sqlite3 (no migrations, no writes) and check every LWE invariant. The session is
+    tenant `local`'s (the server has no token), keyed `local/NAME` in the tables."""
+    session = f"local/{session}"
     conn = sqlite3.connect(str(db))
     conn.row_factory = sqlite3.Row
     try:

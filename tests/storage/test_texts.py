@@ -11,6 +11,7 @@ import json
 import anyio
 import pytest
 
+from judge_mcp import tenants
 from testkit.scripted_judges import CAPITAL_Q, UniversalJudge
 from judge_mcp.runtime.run import run_method
 from judge_mcp.storage import open_store, retention, texts
@@ -172,15 +173,16 @@ def test_rows_written_before_the_texts_table_read_as_they_did(engine, tmp_path, 
     old.close()
     store = open_store(location, MIGRATIONS)
     try:
-        assert CacheTable(store).get_many(["old-key"])["old-key"]["text"] == long_text
-        row = VerdictLog(store).recent()[0]
-        assert (row["inputs"], row["output"], row["calls"]) == ({"response_a": long_text}, {"judgment": long_text}, [{"purpose": "p", "text": long_text}])
-        item = LweRepository(store).pending("s")[0]
-        assert (item["response_a"], item["judgment"], item["feedback"]) == (long_text, long_text, "f") and "text_refs" not in item
-        VerdictLog(store).log("compare_pair", "b", "m", {}, {}, {}, [{"purpose": "p", "text": long_text}])  # new rows: the new way
-        assert _count(store, "SELECT COUNT(*) AS n FROM texts") == 1
-        assert [row["calls"][0]["text"] for row in VerdictLog(store).recent()] == [long_text, long_text]
-        assert retention.gc(store, cache_older_than_s=0, verdicts_older_than_s=0)["verdicts"] == 2
+        with tenants.acting(tenants.legacy(store.dialect.name)):  # whose the rows from before tenants are (m013_tenants)
+            assert CacheTable(store).get_many(["old-key"])["old-key"]["text"] == long_text
+            row = VerdictLog(store).recent()[0]
+            assert (row["inputs"], row["output"], row["calls"]) == ({"response_a": long_text}, {"judgment": long_text}, [{"purpose": "p", "text": long_text}])
+            item = LweRepository(store).pending("s")[0]
+            assert (item["response_a"], item["judgment"], item["feedback"]) == (long_text, long_text, "f") and "text_refs" not in item
+            VerdictLog(store).log("compare_pair", "b", "m", {}, {}, {}, [{"purpose": "p", "text": long_text}])  # new rows: the new way
+            assert _count(store, "SELECT COUNT(*) AS n FROM texts") == 1
+            assert [row["calls"][0]["text"] for row in VerdictLog(store).recent()] == [long_text, long_text]
+            assert retention.gc(store, cache_older_than_s=0, verdicts_older_than_s=0)["verdicts"] == 2
     finally:
         store.close()
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from judge_mcp.stats import report as stats
+from judge_mcp import tenants
 from judge_mcp.contract.args import ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, LweJudgeArgs
 from testkit.synthetic_verdicts import fill, synthetic
 from judge_mcp.storage import retention, verdict_facts
@@ -109,11 +110,11 @@ def test_an_old_database_is_backfilled_and_keeps_its_figures(tmp_path: Path) -> 
     db = tmp_path / "old.db"
     old = SqliteEngine(db, PRE_COUNTERS)
     _old_log(old)
-    expected = stats.scan_store(old, 100)
     old.close()
     assert "verdict_facts" not in {r[0] for r in sqlite3.connect(db).execute("SELECT name FROM sqlite_master")}
     store = SqliteEngine(db)  # every migration: m010 backfills 2,501 rows in pages of 1,000
     try:
+        expected = stats.scan_store(store, 100)  # the rows, read one by one (as tenant `local`, whose they are in SQLite)
         report = stats.from_store(store, 100)
         assert report == expected and (report.all_time.verdicts, report.all_time.skipped, report.last.skipped) == (2501, 1, 1)
         VerdictLog(store).log(*synthetic(random.Random(2)).args())  # and the counters go on from there
@@ -131,11 +132,13 @@ def test_an_old_postgresql_database_is_backfilled(postgres_server) -> None:
     postgres_url = postgres_server.create_database(f"t_old_log_{os.getpid()}")
     old = PostgresEngine(postgres_url, PRE_COUNTERS)
     _old_log(old)
-    expected = stats.scan_store(old, 100)
     old.close()
     migrated = PostgresEngine(postgres_url)
     try:
-        assert stats.from_store(migrated, 100) == expected and expected.all_time.skipped == 1
+        with tenants.acting("default"):  # PostgreSQL's rows from before tenants are tenant `default`'s (tenants.legacy)
+            expected = stats.scan_store(migrated, 100)
+            assert stats.from_store(migrated, 100) == expected and expected.all_time.skipped == 1
+        assert stats.from_store(migrated, 100).all_time.verdicts == 0  # and tenant `local` has none
     finally:
         migrated.close()
 

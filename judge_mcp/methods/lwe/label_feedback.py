@@ -12,14 +12,28 @@ verdict's pending label item and buffers the new one (none when the new label ag
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from judge_mcp import prompts
+from judge_mcp.contract.messages import Message
+from judge_mcp.methods import transcript
 from judge_mcp.storage import texts
 from judge_mcp.storage.engine import Tx
 from judge_mcp.storage.lwe_sessions import LweRepository
 
 SAID = {"A": "Assistant A's answer is better", "B": "Assistant B's answer is better", "tie": "no winner (a tie)"}
+
+
+def _text(value: Any) -> str:
+    """A logged judged value as the feedback buffer keeps it: a string as it is, a conversation or trajectory (logged
+    as its messages) as its transcript, the way the meta path stores one (methods/transcript.py)."""
+    if value is None or isinstance(value, str):
+        return value or ""
+    try:
+        return transcript.text([Message.model_validate(m) for m in value])
+    except (TypeError, ValueError):  # a logged message that no longer validates (an image kept as its hash): as JSON
+        return json.dumps(value, ensure_ascii=False)
 
 
 def item(inputs: dict[str, Any], output: dict[str, Any], label: str) -> dict[str, Any] | None:
@@ -35,9 +49,9 @@ def item(inputs: dict[str, Any], output: dict[str, Any], label: str) -> dict[str
     feedback = prompts.render("lwe_label_feedback.txt", verdict=verdict, label=SAID[label]).rstrip("\n")
     return {
         "meta_version": int(output.get("meta_prompt_version") or 1),
-        "prompt": str(inputs.get("prompt", "")),
-        "response_a": str(inputs.get("response_a", "")),
-        "response_b": str(inputs.get("response_b", "")),
+        "prompt": _text(inputs.get("prompt")),
+        "response_a": _text(inputs.get("response_a")),
+        "response_b": _text(inputs.get("response_b")),
         "eval_prompt": str(output.get("eval_prompt") or ""),
         "judgment": str(judgment),
         "winner": winner if winner in ("A", "B") else None,
@@ -46,13 +60,13 @@ def item(inputs: dict[str, Any], output: dict[str, Any], label: str) -> dict[str
     }
 
 
-def buffer(tx: Tx, verdict_id: str, inputs: Any, output: Any, label: str, previous: str | None) -> bool:
-    """Inside the label's transaction: buffer the label's feedback item in the verdict's session (see the module
-    doc). Whether an item was buffered."""
+def buffer(tx: Tx, tenant: str, verdict_id: str, inputs: Any, output: Any, label: str, previous: str | None) -> bool:
+    """Inside the label's transaction: buffer the label's feedback item in the verdict's session, `tenant`'s (see the
+    module doc). Whether an item was buffered."""
     if previous == label or not isinstance(inputs, dict) or not isinstance(output, dict):
         return False
     session = output.get("session") or inputs.get("session")
     if not isinstance(session, str):
         return False
     texts.resolve(tx, [inputs, output])
-    return LweRepository.label_feedback(tx, session, verdict_id, item(inputs, output, label))
+    return LweRepository.label_feedback(tx, tenant, session, verdict_id, item(inputs, output, label))

@@ -18,18 +18,26 @@ half-sent requests made every other client's calls fail with 503. Here:
 - working requests are bounded in all (`max_working`): past it a request gets 503 with `Retry-After` and its
   connection is closed. The default is sized for what one server does with them: every judging call waits on its
   backend's concurrency (8 or 16 at once by default), so 1,024 calls in flight is already a queue of minutes; more
-  would be admitted only to wait.
+  would be admitted only to wait;
+- the health probes (/healthz, /readyz) need no token but are admitted like every other request: their connections
+  are pending, working and idle, bounded as above (a flood of kept-alive probe connections once held every file
+  descriptor, issue 34);
+- MCP sessions are bounded per tenant and per tenant and address (transports/sessions.py).
 """
 
 from __future__ import annotations
 
-import hmac
 import json
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from judge_mcp import tenants
+from judge_mcp.server.transports import oauth
+from judge_mcp.server.transports.probes import PATHS as PROBE_PATHS
+from judge_mcp.server.transports.sessions import SessionQuota, opens_session
 
 HEADER_TIMEOUT_S = 10.0  # a connection must begin a request within this (a slow-loris client is closed)
 
@@ -48,6 +56,8 @@ class Limits:
     idle_total: int = 1024
     retry_after_s: int = 1
     header_timeout_s: float = HEADER_TIMEOUT_S
+    sessions_per_tenant: int = 1000  # open MCP sessions of one tenant (transports/sessions.py)
+    sessions_per_peer: int = 256  # open MCP sessions opened from one address
 
 
 def default_limits() -> Limits:
@@ -120,7 +130,7 @@ class Admission:
         self._by_client: dict[Any, Any] = {}  # (host, port) -> protocol, every open connection
         self._pending, self._idle = _Pool(), _Pool()
         self.evicted = {"pending": 0, "idle": 0}
-        self.refused = {"unauthorised": 0, "overloaded": 0}
+        self.refused = {"unauthorised": 0, "overloaded": 0, "sessions": 0}
         self._sweep: Any = None  # the scheduled sweep of peers past their pending bound
 
     # -- the protocol's side ------------------------------------------------------------------------------------
@@ -203,40 +213,91 @@ def _reply(status: int, message: str, extra: Sequence[tuple[bytes, bytes]] = ())
 
 
 class Gate:
-    """Pure ASGI middleware in front of the MCP app: the token check (401, constant-time compare; skipped without a
-    token), then the working bound (503 with Retry-After), then the request runs, counted as working."""
+    """Pure ASGI middleware in front of everything served: the token check (401, see tenants.Tenants; skipped without
+    tokens, and for the health probes), then the working bound (503 with Retry-After), then the session quota for a
+    request that opens an MCP session (transports/sessions.py), then the request runs, counted as working (probes
+    included: their connections are pending, working and idle like any other). The request's tenant goes to the app
+    in the scope (tenants.SCOPE_KEY), and as the SDK's authenticated user, so the SDK serves a session only to the
+    tenant that opened it."""
 
-    def __init__(self, app: Any, admission: Admission, token: str | None) -> None:
+    def __init__(
+        self, app: Any, admission: Admission, token: str | Mapping[str, str] | None, sessions: SessionQuota | None = None, oauth: Any = None
+    ) -> None:
         self.app, self.admission = app, admission
-        self._token = token.encode("utf-8") if token else None
+        tokens = {token: tenants.DEFAULT} if isinstance(token, str) else token
+        self._tenants = tenants.Tenants(tokens) if tokens else None
+        self._oauth = oauth  # transports/oauth.JwtVerifier: JWT access tokens of an issuer, the tenant from a claim
+        limits = admission.limits
+        self.sessions = sessions or SessionQuota(limits.sessions_per_tenant, limits.sessions_per_peer)
+        self._users: dict[str, Any] = {}
 
-    def _authorised(self, scope: dict) -> bool:
-        if self._token is None:
-            return True
+    async def _tenant(self, scope: dict) -> str | None:
+        if self._tenants is None and self._oauth is None:
+            return tenants.LOCAL  # a loopback server without a token: whoever reaches it is on this machine
         header = next((value for name, value in scope.get("headers", []) if name.lower() == b"authorization"), b"")
         scheme, _, presented = header.partition(b" ")
-        return scheme.lower() == b"bearer" and hmac.compare_digest(presented.strip(), self._token)
+        if scheme.lower() != b"bearer":
+            return None
+        presented = presented.strip()
+        found = self._tenants.tenant(presented) if self._tenants is not None else None
+        if found is None and self._oauth is not None and oauth.looks_like_jwt(presented):
+            verified = await self._oauth.verify_token(presented.decode("ascii", "replace"))
+            found = None if verified is None else verified.client_id
+        return found
+
+    def _user(self, tenant: str) -> Any:
+        user = self._users.get(tenant)
+        if user is None:
+            # lazy: the SDK's auth types load when a token first names a tenant
+            from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+            from mcp.server.auth.provider import AccessToken
+
+            user = self._users[tenant] = AuthenticatedUser(AccessToken(token="", client_id=tenant, scopes=[]))
+        return user
+
+    async def _refuse(self, send: Any, client: Any, status: int, message: str, reason: str) -> None:
+        admission = self.admission
+        admission.leave(client)
+        admission.refused[reason] = admission.refused.get(reason, 0) + 1
+        if status == 401:
+            extra = [(b"www-authenticate", CHALLENGE)]
+        else:
+            extra = [(b"retry-after", str(admission.limits.retry_after_s).encode())]
+        for part in _reply(status, message, extra):
+            await send(part)
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         client, admission = scope.get("client"), self.admission
-        if not self._authorised(scope):
-            admission.leave(client)
-            admission.refused["unauthorised"] += 1
-            for message in _reply(401, "unauthorized: send 'Authorization: Bearer <JUDGE_MCP_HTTP_TOKEN>'", [(b"www-authenticate", CHALLENGE)]):
-                await send(message)
+        metadata = self._oauth is not None and str(scope.get("path", "")).startswith(oauth.METADATA_PATH)
+        probe = scope.get("path") in PROBE_PATHS or metadata
+        tenant = None if probe else await self._tenant(scope)
+        if not probe and tenant is None:
+            message = "unauthorized: send 'Authorization: Bearer <token>' (JUDGE_MCP_HTTP_TOKEN or JUDGE_MCP_HTTP_TOKENS)"
+            await self._refuse(send, client, 401, message, "unauthorised")
             return
         if admission.working >= admission.limits.max_working:
-            admission.leave(client)
-            admission.refused["overloaded"] += 1
-            retry = str(admission.limits.retry_after_s).encode()
-            for message in _reply(503, f"overloaded: {admission.working} requests in progress; retry after {retry.decode()} s", [(b"retry-after", retry)]):
-                await send(message)
+            retry = admission.limits.retry_after_s
+            await self._refuse(send, client, 503, f"overloaded: {admission.working} requests in progress; retry after {retry} s", "overloaded")
             return
+        if tenant is not None:
+            scope = {**scope, tenants.SCOPE_KEY: tenant, "user": self._user(tenant)}
+            if opens_session(scope):
+                refusal = self.sessions.refusal(tenant, peer_of(client))
+                if refusal is not None:
+                    await self._refuse(send, client, 503, refusal, "sessions")
+                    return
+                send = self.sessions.watch(send, tenant, peer_of(client))
         admission.begin(client)
         try:
+            if metadata:  # where a client gets a token (RFC 9728): no token needed, counted like the probes
+                body = self._oauth.metadata()
+                await send({"type": "http.response.start", "status": 200,
+                            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
             await self.app(scope, receive, send)
         finally:
             admission.end(client)

@@ -1,7 +1,8 @@
 """Streamable HTTP serving: the MCP app at /mcp behind a bearer-token check and connection admission.
 
-With `JUDGE_MCP_HTTP_TOKEN` set, every request must carry `Authorization: Bearer <token>` (compared in constant
-time, answered 401 as soon as the headers are in). Without a token the server only binds a loopback address.
+With `JUDGE_MCP_HTTP_TOKEN` (tenant `default`) or `JUDGE_MCP_HTTP_TOKENS` (a file of `TOKEN TENANT` lines,
+tenants.py) set, every request must carry `Authorization: Bearer <token>` (answered 401 as soon as the headers are
+in); the token names the request's tenant. Without a token the server only binds a loopback address.
 Connections are admitted by state and per peer address (transports/admission.py): unfinished and idle ones are
 bounded apart from working requests, and overload is a 503 with Retry-After.
 """
@@ -11,17 +12,21 @@ from __future__ import annotations
 import sys
 
 import ipaddress
+from collections.abc import Container, Mapping
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 
+from judge_mcp import tenants
 from judge_mcp.config.settings import MIN_REMOTE_TOKEN_CHARS, ConfigError
 from judge_mcp.contract.images import HTTP_BODY_BYTES
 from judge_mcp.server.transports.admission import (
     HEADER_TIMEOUT_S, Admission, Gate, Limits, admitted_protocol, default_limits,
 )
 from judge_mcp.server.transports.probes import Ready, with_probes
+from judge_mcp.server.transports.oauth import JwtVerifier, OAuthSettings
+from judge_mcp.server.transports.sessions import SessionQuota
 
 LOOPBACK_NAMES = {"localhost"}
 
@@ -55,30 +60,50 @@ def rebinding_guard(host: str) -> TransportSecuritySettings:
 
 
 def http_app(
-    server: MCPServer, *, host: str, token: str | None, admission: Admission | None = None, stateless: bool = False,
-    max_body: int = HTTP_BODY_BYTES,
+    server: MCPServer, *, host: str, token: str | Mapping[str, str] | None, admission: Admission | None = None, stateless: bool = False,
+    max_body: int = HTTP_BODY_BYTES, ready: Ready | None = None, oauth: OAuthSettings | None = None,
 ) -> Any:
-    """The MCP app at /mcp behind the admission gate (the token check, the bound on working requests)."""
+    """The MCP app at /mcp and the health probes (transports/probes.py) behind the admission gate (the token check,
+    the bound on working requests, the session quota). `token`: the one token of tenant `default`, or every token
+    and its tenant (tenants.py); None: no token (loopback only, tenant `local`). `oauth`: JWT access tokens of an
+    issuer are accepted too, the tenant taken from a claim (transports/oauth.py)."""
     # Refusals are ConfigErrors: `judge-mcp serve` exits 2 with them, as with any other configuration error.
-    if not token and not is_loopback(host):
+    tokens = {token: tenants.DEFAULT} if isinstance(token, str) else (dict(token) if token else {})
+    shortest = min(tokens, key=len, default="")
+    if not tokens and oauth is None and not is_loopback(host):
         raise ConfigError(
             f"refusing to serve HTTP on non-loopback address {host!r} without JUDGE_MCP_HTTP_TOKEN; "
             "set a token or bind 127.0.0.1"
         )
-    if token and len(token) < MIN_REMOTE_TOKEN_CHARS and not is_loopback(host):
+    if tokens and len(shortest) < MIN_REMOTE_TOKEN_CHARS and not is_loopback(host):
+        owner = tokens[shortest]
+        named = "a JUDGE_MCP_HTTP_TOKEN" if owner == tenants.DEFAULT else f"a token of tenant {owner!r} (JUDGE_MCP_HTTP_TOKENS)"
         raise ConfigError(
-            f"refusing to serve HTTP on non-loopback address {host!r} with a JUDGE_MCP_HTTP_TOKEN of {len(token)} "
+            f"refusing to serve HTTP on non-loopback address {host!r} with {named} of {len(shortest)} "
             f"characters; use at least {MIN_REMOTE_TOKEN_CHARS} (e.g. `export JUDGE_MCP_HTTP_TOKEN=$(openssl rand -hex 32)`)"
         )
     # The request-body limit (MCP's default is 4 MiB) fits a call's images by default (JUDGE_MCP_HTTP_MAX_BODY_BYTES).
-    if token:
-        app = server.streamable_http_app(streamable_http_path="/mcp", host=host, stateless_http=stateless, max_request_body_size=max_body)
+    # max_sessions=None: sessions are bounded per tenant and per peer by the gate (transports/sessions.py), so that one
+    # tenant's flood never fills an overall bound that every other tenant's new clients would meet too.
+    common: dict[str, Any] = {"streamable_http_path": "/mcp", "host": host, "stateless_http": stateless, "max_request_body_size": max_body,
+                              "max_sessions": None}
+    if tokens or oauth is not None:
+        app = server.streamable_http_app(**common)
     else:
-        app = server.streamable_http_app(
-            streamable_http_path="/mcp", host=host, transport_security=rebinding_guard(host), stateless_http=stateless,
-            max_request_body_size=max_body,
-        )
-    return Gate(app, admission or Admission(), token)
+        app = server.streamable_http_app(**common, transport_security=rebinding_guard(host))
+    admission = admission or Admission()
+    limits = admission.limits
+    quota = SessionQuota(limits.sessions_per_tenant, limits.sessions_per_peer, live=lambda: _live_sessions(server))
+    return Gate(with_probes(app, ready), admission, tokens or None, quota, oauth=None if oauth is None else JwtVerifier(oauth))
+
+
+def _live_sessions(server: MCPServer) -> Container[str]:
+    """The session ids the SDK's session manager still holds (a private table of the pinned SDK; none when it has
+    no manager yet)."""
+    try:
+        return server.session_manager._server_instances  # noqa: SLF001
+    except (AttributeError, RuntimeError):
+        return {}
 
 
 KEEP_ALIVE_S = 5  # an idle kept-alive connection is closed after this (uvicorn's timeout_keep_alive)
@@ -95,17 +120,17 @@ def endpoint_url(host: str, port: int) -> str:
 
 
 async def serve_http(
-    server: MCPServer, *, host: str, port: int, token: str | None, stateless: bool = False, ready: Ready | None = None,
-    limits: Limits | None = None, max_body: int = HTTP_BODY_BYTES,
+    server: MCPServer, *, host: str, port: int, token: str | Mapping[str, str] | None, stateless: bool = False, ready: Ready | None = None,
+    limits: Limits | None = None, max_body: int = HTTP_BODY_BYTES, oauth: OAuthSettings | None = None,
 ) -> None:
     """Serve until stopped. `stateless`: no MCP sessions (replicas behind a load balancer; README "Replicas");
-    `ready`: the readiness check behind /readyz (transports/probes.py), answered before the admission gate (no token);
+    `ready`: the readiness check behind /readyz (transports/probes.py), behind the admission gate (no token);
     `limits`: the admission bounds (default: admission.default_limits); `max_body`: the request-body limit in bytes."""
     import uvicorn  # lazy: only an HTTP server loads uvicorn
 
     admission = Admission(limits or default_limits())
     config = uvicorn.Config(
-        with_probes(http_app(server, host=host, token=token, admission=admission, stateless=stateless, max_body=max_body), ready),
+        http_app(server, host=host, token=token, admission=admission, stateless=stateless, max_body=max_body, ready=ready, oauth=oauth),
         host=host,
         port=port,
         log_level="warning",
@@ -116,7 +141,10 @@ async def serve_http(
     )
     userver = uvicorn.Server(config)
     # One line on stderr once the socket listens: where to connect and whether a token is needed.
-    need = "a bearer token is required (JUDGE_MCP_HTTP_TOKEN)" if token else "no token required (loopback only)"
+    named = set(token.values()) - {tenants.DEFAULT} if isinstance(token, Mapping) else set()
+    where = f"JUDGE_MCP_HTTP_TOKENS: {len(set(token.values()))} tenants" if named and isinstance(token, Mapping) else "JUDGE_MCP_HTTP_TOKEN"
+    where += f"; or an OAuth token of {oauth.issuer}" if oauth is not None else ""
+    need = f"a bearer token is required ({where})" if token or oauth is not None else "no token required (loopback only)"
     original_startup = userver.startup
 
     async def startup(sockets: Any = None) -> None:

@@ -1,6 +1,7 @@
-"""Health endpoints for replicas behind a load balancer, in front of everything else (the token check included):
-`GET /healthz` is liveness (the process answers: 200), `GET /readyz` readiness (200 while the database answers and
-has every migration applied, else 503, storage/health.py). Both need no token and answer a fixed status word and
+"""Health endpoints for replicas behind a load balancer, behind the admission gate (which counts their connections
+like any other, but asks them for no token: admission.Gate) and in front of the MCP app: `GET /healthz` is
+liveness (the process answers: 200), `GET /readyz` readiness (200 while the database answers and has every
+migration applied, else 503, storage/health.py). Both need no token and answer a fixed status word and
 nothing else; any other method on them is 405. Every other path goes to the MCP app unchanged."""
 
 from __future__ import annotations

@@ -130,9 +130,9 @@ def test_concurrent_lwe_calls_on_one_session_keep_versions_contiguous(cluster) -
     results = anyio.run(each, 4, client)
     assert all(isinstance(r, list) for r in results), results
     with _psycopg(cluster.db_url) as conn:
-        versions = conn.execute("SELECT version, parent, reason, feedback_ids FROM lwe_versions WHERE session = 'team' ORDER BY version").fetchall()
-        feedback = conn.execute("SELECT id, status, used_in_version FROM lwe_feedback WHERE session = 'team'").fetchall()
-        current = conn.execute("SELECT current_version FROM lwe_sessions WHERE name = 'team'").fetchone()["current_version"]
+        versions = conn.execute("SELECT version, parent, reason, feedback_ids FROM lwe_versions WHERE session = 'local/team' ORDER BY version").fetchall()
+        feedback = conn.execute("SELECT id, status, used_in_version FROM lwe_feedback WHERE session = 'local/team'").fetchall()
+        current = conn.execute("SELECT current_version FROM lwe_sessions WHERE name = 'local/team'").fetchone()["current_version"]
     assert [v["version"] for v in versions] == list(range(1, len(versions) + 1)) and current == len(versions) > 1
     assert [v["parent"] for v in versions] == [None] + [v["version"] for v in versions[:-1]]  # one chain
     used = [i for v in versions for i in json.loads(v["feedback_ids"])]
