@@ -15,6 +15,7 @@ from typing import Any, Mapping
 from urllib.parse import urlparse
 
 from judge_mcp.images import HTTP_BODY_BYTES
+from judge_mcp.settings_table import TOML_NAMES, did_you_mean, unknown_variables
 
 from judge_mcp.config_values import (
     SAMPLING_PRIORITIES, ConfigError, OtelSettings, check_batch, check_sampling_keys, check_text, check_url as _check_url, non_negative_int,
@@ -87,9 +88,14 @@ class Settings:
     image_dirs: tuple[Path, ...] = ()
     # OpenTelemetry traces of tool and model calls (judge_mcp/telemetry.py): JUDGE_MCP_OTEL and the standard OTEL_* settings
     otel: OtelSettings = OtelSettings()
+    # [backends.NAME] tables that could not be read, by name: a call naming one fails with its message, the rest work
+    broken_backends: Mapping[str, str] = field(default_factory=dict)
+    # things worth a look that stop nothing (a JUDGE_MCP_* variable judge-mcp does not read): on stderr at start and
+    # in every tool result's warnings or error
+    warnings: tuple[str, ...] = ()
 
     def backend_names(self) -> list[str]:
-        return [DEFAULT_BACKEND_NAME, *sorted(self.named_backends)]
+        return [DEFAULT_BACKEND_NAME, *sorted({*self.named_backends, *self.broken_backends})]
 
     def backend(self, name: str | None) -> BackendConfig:
         if self.config_error is not None:
@@ -99,6 +105,8 @@ class Settings:
             )
         if name is None or name == DEFAULT_BACKEND_NAME:
             return self.default_backend
+        if name in self.broken_backends:
+            raise ConfigError(f"{self.broken_backends[name]}. Fix the table, then restart the server")
         try:
             return self.named_backends[name]
         except KeyError:
@@ -186,17 +194,28 @@ def _provider_key(kind: str, base_url: str | None, env: Mapping[str, str]) -> st
     return _env(env, env_name, None)
 
 
-_TOML_KEYS = {
-    "kind", "model", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries", "n_ctx", "n_threads", "max_output_tokens",
-    "structured_output", "mmproj", "n_threads_batch", "batch", *SAMPLING_PRIORITIES,
-}
+_TOML_KEYS = TOML_NAMES  # settings_table.TOML_KEYS: each key's type, default and help
+assert set(SAMPLING_PRIORITIES) <= _TOML_KEYS
 
 
 def backends_from_toml(path: Path, env: Mapping[str, str]) -> dict[str, BackendConfig]:
+    """Every [backends.NAME] table of the file, or the first table's error (see `read_backends` for one by one)."""
+    named, broken = read_backends(path, env)
+    if broken:
+        raise ConfigError(next(iter(broken.values())))
+    return named
+
+
+def read_backends(path: Path, env: Mapping[str, str]) -> tuple[dict[str, BackendConfig], dict[str, str]]:
+    """(the tables read, {name: error} of those that could not be): one table's mistake leaves the others working.
+    A file that cannot be read at all is a ConfigError. `path` is shown absolute in every message."""
+    path = path.expanduser().absolute()
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"JUDGE_MCP_CONFIG points to {str(path)!r}, which does not exist") from None
+    except OSError as exc:
+        raise ConfigError(f"JUDGE_MCP_CONFIG file {str(path)!r} cannot be read: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"JUDGE_MCP_CONFIG file {str(path)!r} is not valid TOML: {exc}") from None
     unknown_tables = sorted(set(data) - {"backends"})
@@ -206,19 +225,27 @@ def backends_from_toml(path: Path, env: Mapping[str, str]) -> dict[str, BackendC
     tables = data.get("backends", {})
     if not isinstance(tables, dict):
         raise ConfigError(f"{path}: [backends] must be a table of [backends.NAME] tables")
-    return {name: _backend_from_table(name, table, path, env) for name, table in tables.items()}
+    if DEFAULT_BACKEND_NAME in tables:
+        raise ConfigError(f"{path}: [backends.{DEFAULT_BACKEND_NAME}]: the name 'default' is reserved for the environment's backend")
+    named: dict[str, BackendConfig] = {}
+    broken: dict[str, str] = {}
+    for name, table in tables.items():
+        try:
+            named[name] = _backend_from_table(name, table, path, env)
+        except ConfigError as exc:
+            broken[name] = str(exc)
+    return named, broken
 
 
 def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str]) -> BackendConfig:
     """One [backends.NAME] table as a BackendConfig; a ConfigError naming the table and the problem."""
     where = f"{path}: [backends.{name}]"
-    if name == DEFAULT_BACKEND_NAME:
-        raise ConfigError(f"{where}: the name 'default' is reserved for the environment's backend")
     if not isinstance(table, dict):
         raise ConfigError(f"{where} must be a table")
-    unknown = set(table) - _TOML_KEYS
+    unknown = sorted(set(table) - _TOML_KEYS - {"api_key"})
     if unknown:
-        raise ConfigError(f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(_TOML_KEYS)}")
+        named = ", ".join(f"{key!r}{did_you_mean(key, _TOML_KEYS)}" for key in unknown)
+        raise ConfigError(f"{where}: unknown key{'s' if len(unknown) > 1 else ''} {named}; allowed: {', '.join(sorted(_TOML_KEYS))}")
     if "api_key" in table:
         raise ConfigError(f"{where}: put the key in an environment variable and name it with api_key_env")
     kind = _check_kind(table.get("kind", ""), f"{where} kind")
@@ -228,7 +255,7 @@ def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str
     if key_env:
         key = _env(env, key_env, None)
         if not key:
-            raise ConfigError(f"{where}: api_key_env names {key_env!r}, which is not set")
+            raise ConfigError(f"{where}: api_key_env names {key_env!r}, which is not set in the server's environment")
     elif kind in PROVIDER_KEY_ENV:
         key = _provider_key(kind, base_url, env)
     if kind != "local" and table.get("mmproj") is not None:
@@ -279,9 +306,10 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if env is None else env
     default = backend_from_env(env)
     named: dict[str, BackendConfig] = {}
+    broken: dict[str, str] = {}
     config_path = _env(env, "JUDGE_MCP_CONFIG", None)
     if config_path:
-        named = backends_from_toml(Path(config_path).expanduser(), env)
+        named, broken = read_backends(Path(config_path), env)
     db_path, db_url = _database(env)
     return Settings(
         db_path=db_path,
@@ -296,6 +324,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         http_max_body_bytes=_optional_positive_int(env, "JUDGE_MCP_HTTP_MAX_BODY_BYTES") or HTTP_BODY_BYTES,
         image_dirs=_image_dirs(env),
         otel=otel_settings(env),
+        broken_backends=broken,
+        warnings=tuple(unknown_variables(env)),
     )
 
 
@@ -358,7 +388,8 @@ def settings_or_error(env: Mapping[str, str] | None = None) -> Settings:
         except ConfigError:  # JUDGE_MCP_DB itself is the error: the per-user file until it is fixed
             db_path, db_url = default_db_path(env), None
         return Settings(
-            db_path=db_path, db_url=db_url, default_backend=BackendConfig(DEFAULT_BACKEND_NAME, "local"), named_backends={}, config_error=str(exc)
+            db_path=db_path, db_url=db_url, default_backend=BackendConfig(DEFAULT_BACKEND_NAME, "local"), named_backends={}, config_error=str(exc),
+            warnings=tuple(unknown_variables(env)),
         )
 def _flag(env: Mapping[str, str], name: str) -> bool:
     """An on/off setting: 1/true/yes/on, or 0/false/no/off (unset: off); anything else is an error naming it."""
