@@ -29,6 +29,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from judge_mcp.server import build_server
 
     settings = settings_or_error()
+    report_settings(settings, "judge-mcp")
     if settings.config_error is not None:
         print(f"judge-mcp: configuration error: {settings.config_error}", file=sys.stderr)
         if args.transport != "stdio":  # started by hand, in a terminal; and no network server runs half-configured
@@ -64,6 +65,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         app.warm_up()  # (over stdio: once the client has finished its handshake, see serve_stdio)
     try:
         anyio.run(serve)
+    except KeyboardInterrupt:  # stdio: stopped at once
+        app.interrupted = True
     except _Terminated:  # closed (verdict rows written, spans flushed): now end by the signal, as uvicorn would have
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.raise_signal(signal.SIGTERM)
@@ -72,6 +75,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise
         print(f"judge-mcp: could not serve HTTP on {args.host}:{args.port} (the reason is above; a port in use: choose another with --port)", file=sys.stderr)
         return 2
+    if getattr(app, "interrupted", False):  # http: after uvicorn's graceful shutdown, or a second Ctrl-C (_interrupted)
+        n = app.calls_in_flight
+        print(f"judge-mcp: stopped (Ctrl-C){f'; {n} call(s) in flight cancelled' if n else ''}", file=sys.stderr, flush=True)
+        return 130
     return 0
 
 
@@ -84,6 +91,15 @@ def _terminated(signum: int, frame: Any) -> None:
     raise _Terminated()
 
 
+def report_settings(settings: Any, prog: str) -> None:
+    """On stderr: each setting warning (a JUDGE_MCP_* variable judge-mcp does not read) and each [backends.NAME]
+    table that cannot be used (the calls naming it fail with the same message; the rest work)."""
+    for warning in settings.warnings:
+        print(f"{prog}: warning: {warning}", file=sys.stderr)
+    for name, problem in sorted(settings.broken_backends.items()):
+        print(f"{prog}: warning: backend '{name}' cannot be used, and calls naming it fail: {problem}", file=sys.stderr)
+
+
 def _http_main(server: Any, app: Any, args: argparse.Namespace, *, stateless: bool) -> Any:
     """serve --transport http: the streamable HTTP app (without sessions when `stateless`) behind /healthz and
     /readyz (readiness: the store's database answers and is migrated)."""
@@ -93,14 +109,29 @@ def _http_main(server: Any, app: Any, args: argparse.Namespace, *, stateless: bo
     ready = partial(readiness, app.store)
     return partial(
         serve_http, server, host=args.host, port=args.port, token=app.settings.http_token, stateless=stateless, ready=ready,
-        max_body=app.settings.http_max_body_bytes,
+        max_body=app.settings.http_max_body_bytes, on_interrupt=partial(_interrupted, app),
     )
+
+
+def _interrupted(app: Any, again: bool) -> None:
+    """What a Ctrl-C of `serve --transport http` says: the first lets the calls in flight finish, a second stops now."""
+    app.interrupted = True
+    if again:
+        print("judge-mcp: second Ctrl-C: stopping now; calls still in flight are cancelled", file=sys.stderr, flush=True)
+        return
+    n = app.calls_in_flight
+    waiting = f"waiting for {n} call{'s' if n != 1 else ''} in flight to finish" if n else "no call in flight"
+    print(f"judge-mcp: Ctrl-C: stopping ({waiting}); press Ctrl-C again to stop now", file=sys.stderr, flush=True)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from judge_mcp.demo import run_demo
 
-    return anyio.run(run_demo)
+    try:
+        return anyio.run(run_demo)
+    except KeyboardInterrupt:
+        print("\njudge-mcp demo: stopped (Ctrl-C)", file=sys.stderr, flush=True)
+        return 130
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
@@ -176,42 +207,6 @@ def _last(value: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-SERVE_ENVIRONMENT = """\
-environment (set by the MCP client's "env" block or the shell):
-  JUDGE_MCP_BACKEND      local | openai (any OpenAI-compatible server) | anthropic  [default: local]
-  JUDGE_MCP_MODEL        model name; for local, a GGUF path      [default: the bundled SmolLM2-135M-Instruct
-                                                                 (local), gpt-4o-mini, claude-sonnet-4-5]
-  JUDGE_MCP_BASE_URL     e.g. http://127.0.0.1:8000/v1           [default: the provider's public URL]
-  JUDGE_MCP_API_KEY      the backend's key                       [default: OPENAI_API_KEY / ANTHROPIC_API_KEY,
-                                                                 sent only to the provider's own URL]
-  JUDGE_MCP_DB           SQLite file holding all state           [default: {db}]
-                         or a postgresql://user:password@host/db URL (replicas sharing one database)
-  JUDGE_MCP_CONFIG       TOML file with [backends.NAME] tables   [default: none]
-  JUDGE_MCP_HTTP_TOKEN   bearer token for --transport http       [default: none, then loopback binds only]
-  JUDGE_MCP_HTTP_STATELESS  1: as serve --stateless              [default: 0]
-  JUDGE_MCP_HTTP_MAX_BODY_BYTES  request-body limit over HTTP   [default: fits one call's images, ~29 MiB]
-  JUDGE_MCP_IMAGE_DIRS   folders (separated by '{sep}') an image    [default: none: data: URIs only]
-                         argument may name a file in; stdio only
-  JUDGE_MCP_CONCURRENCY  most calls in flight per backend (the   [default: 256 for openai and anthropic,
-                         limit adapts below it on 429/503)       4 (its slots) for local]
-  JUDGE_MCP_TIMEOUT_S    seconds to wait for a reply to start    [default: 120; a local server on CPU: 600]
-                         (the rest of it: min(30, this); a backend call, retries included, ends within
-                         2 x (this + min(30, this)) seconds of getting its slot)
-  JUDGE_MCP_MAX_RETRIES  retries of a refused call (429, 5xx,    [default: 3; a timed-out attempt is
-                         connection errors)                      retried once at most]
-  JUDGE_MCP_MAX_OUTPUT_TOKENS  local only: cap on every answer's token budget   [default: none, the method's]
-  JUDGE_MCP_MMPROJ       local only: the model's multimodal      [default: none: no images on local]
-                         projector (mmproj GGUF file)
-  JUDGE_MCP_STRUCTURED_OUTPUT  auto: JSON schema until the server refuses it,   [default: auto]
-                               then text grammars; json_schema: always; off: never
-  JUDGE_MCP_CACHE_MAX_AGE_DAYS     cached answers older than this are deleted at start   [default: kept]
-  JUDGE_MCP_VERDICTS_MAX_AGE_DAYS  verdict-log rows older than this are deleted at start [default: kept]
-  JUDGE_MCP_SHARED_OPTION_POOL     1: grade_score_options' unrelated option may come from  [default: 0, the
-                                   options stored by earlier calls of any client            built-in pool only]
-  JUDGE_MCP_OTEL         1: OpenTelemetry traces (the otel extra)  [default: on when OTEL_EXPORTER_OTLP_ENDPOINT
-                         0: none, whatever OTEL_* says             or OTEL_TRACES_EXPORTER is set]
-  JUDGE_MCP_OTEL_CAPTURE_TEXT  1: spans may carry judged and model text   [default: 0, never]
-"""
 
 
 def _version() -> str:
@@ -276,6 +271,7 @@ def _days(value: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     from judge_mcp.config import default_db_path
+    from judge_mcp.settings_table import serve_help
 
     parser = argparse.ArgumentParser(prog="judge-mcp", description="An MCP server that gives agents a judge.")
     parser.add_argument("--version", action="version", version=f"judge-mcp {_version()}")
@@ -287,7 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the MCP server (stdio by default)",
         description="Run the MCP server. MCP clients start it as `judge-mcp serve` and speak JSON-RPC over stdio; "
         "`--transport http` serves streamable HTTP at http://HOST:PORT/mcp instead.",
-        epilog=SERVE_ENVIRONMENT.format(db=default_db_path(os.environ), sep=os.pathsep),
+        epilog=serve_help(str(default_db_path(os.environ)), os.pathsep),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     serve.add_argument(
@@ -354,6 +350,9 @@ def main(argv: list[str] | None = None) -> int:
     gc.disable()
     try:
         return _run(argv)
+    except KeyboardInterrupt:  # Ctrl-C anywhere else (while importing, a command without its own handling): no traceback
+        print("judge-mcp: stopped (Ctrl-C)", file=sys.stderr, flush=True)
+        return 130
     finally:
         gc.enable()
 
