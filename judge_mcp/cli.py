@@ -75,7 +75,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise
         print(f"judge-mcp: could not serve HTTP on {args.host}:{args.port} (the reason is above; a port in use: choose another with --port)", file=sys.stderr)
         return 2
-    if getattr(app, "interrupted", False):  # http: after uvicorn's graceful shutdown, or a second Ctrl-C (_interrupted)
+    if app.interrupted:  # http: after uvicorn's graceful shutdown, or a second Ctrl-C (_interrupted)
         n = app.calls_in_flight
         print(f"judge-mcp: stopped (Ctrl-C){f'; {n} call(s) in flight cancelled' if n else ''}", file=sys.stderr, flush=True)
         return 130

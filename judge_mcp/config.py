@@ -11,14 +11,14 @@ import sys
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 from urllib.parse import urlparse
 
 from judge_mcp.images import HTTP_BODY_BYTES
 from judge_mcp.settings_table import TOML_NAMES, did_you_mean, unknown_variables
 
 from judge_mcp.config_values import (
-    SAMPLING_PRIORITIES, ConfigError, OtelSettings, check_batch, check_sampling_keys, check_text, check_url as _check_url, non_negative_int,
+    ConfigError, OtelSettings, check_batch, check_sampling_keys, check_text, check_url as _check_url, flag_value, non_negative_int,
     otel_settings, positive_float, positive_int,
 )
 
@@ -135,9 +135,9 @@ def _host(url: str) -> str:
     return (urlparse(url).hostname or "").lower()
 
 
-def _optional_positive_int(env: Mapping[str, str], name: str) -> int | None:
+def _optional(env: Mapping[str, str], name: str, read: Callable[[Any, str], Any]) -> Any:
     value = _env(env, name, None)
-    return None if value is None else positive_int(value, name)
+    return None if value is None else read(value, name)
 
 
 def _check_kind(kind: Any, what: str) -> str:
@@ -175,7 +175,7 @@ def backend_from_env(env: Mapping[str, str]) -> BackendConfig:
         timeout_s=positive_float(_env(env, "JUDGE_MCP_TIMEOUT_S", 120), "JUDGE_MCP_TIMEOUT_S"),
         max_retries=non_negative_int(_env(env, "JUDGE_MCP_MAX_RETRIES", 3), "JUDGE_MCP_MAX_RETRIES"),
         structured_output=_check_structured_output(_env(env, "JUDGE_MCP_STRUCTURED_OUTPUT", "auto"), "JUDGE_MCP_STRUCTURED_OUTPUT"),
-        max_output_tokens=_optional_positive_int(env, "JUDGE_MCP_MAX_OUTPUT_TOKENS") if kind == "local" else None,
+        max_output_tokens=_optional(env, "JUDGE_MCP_MAX_OUTPUT_TOKENS", positive_int) if kind == "local" else None,
         mmproj=_env(env, "JUDGE_MCP_MMPROJ", None) if kind == "local" else None,
     )
     if kind in PROVIDER_KEY_ENV:
@@ -195,20 +195,18 @@ def _provider_key(kind: str, base_url: str | None, env: Mapping[str, str]) -> st
 
 
 _TOML_KEYS = TOML_NAMES  # settings_table.TOML_KEYS: each key's type, default and help
-assert set(SAMPLING_PRIORITIES) <= _TOML_KEYS
 
 
 def backends_from_toml(path: Path, env: Mapping[str, str]) -> dict[str, BackendConfig]:
     """Every [backends.NAME] table of the file, or the first table's error (see `read_backends` for one by one)."""
     named, broken = read_backends(path, env)
-    if broken:
-        raise ConfigError(next(iter(broken.values())))
+    for problem in broken.values():
+        raise ConfigError(problem)
     return named
 
 
 def read_backends(path: Path, env: Mapping[str, str]) -> tuple[dict[str, BackendConfig], dict[str, str]]:
-    """(the tables read, {name: error} of those that could not be): one table's mistake leaves the others working.
-    A file that cannot be read at all is a ConfigError. `path` is shown absolute in every message."""
+    """(tables read, {name: error} of the rest): one table's mistake leaves the others working; `path` shown absolute."""
     path = path.expanduser().absolute()
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -228,7 +226,7 @@ def read_backends(path: Path, env: Mapping[str, str]) -> tuple[dict[str, Backend
     if DEFAULT_BACKEND_NAME in tables:
         raise ConfigError(f"{path}: [backends.{DEFAULT_BACKEND_NAME}]: the name 'default' is reserved for the environment's backend")
     named: dict[str, BackendConfig] = {}
-    broken: dict[str, str] = {}
+    broken: dict[str, str] = {}  # a table's own problem fails the calls naming it (Settings.backend), not the others
     for name, table in tables.items():
         try:
             named[name] = _backend_from_table(name, table, path, env)
@@ -285,7 +283,6 @@ def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str
     )
 
 
-
 def default_db_path(env: Mapping[str, str], platform: str | None = None) -> Path:
     """The per-user database, never a path relative to whatever directory a client launches the server in:
     `$XDG_DATA_HOME/judge-mcp/judge.db` (else `~/.local/share/judge-mcp/judge.db`) on Linux and other Unixes,
@@ -305,23 +302,20 @@ def default_db_path(env: Mapping[str, str], platform: str | None = None) -> Path
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if env is None else env
     default = backend_from_env(env)
-    named: dict[str, BackendConfig] = {}
-    broken: dict[str, str] = {}
     config_path = _env(env, "JUDGE_MCP_CONFIG", None)
-    if config_path:
-        named, broken = read_backends(Path(config_path), env)
+    named, broken = read_backends(Path(config_path), env) if config_path else ({}, {})
     db_path, db_url = _database(env)
     return Settings(
         db_path=db_path,
         default_backend=default,
         named_backends=named,
         http_token=_http_token(env),
-        cache_max_age_days=_optional_days(env, "JUDGE_MCP_CACHE_MAX_AGE_DAYS"),
-        verdicts_max_age_days=_optional_days(env, "JUDGE_MCP_VERDICTS_MAX_AGE_DAYS"),
-        shared_option_pool=_flag(env, "JUDGE_MCP_SHARED_OPTION_POOL"),
+        cache_max_age_days=_optional(env, "JUDGE_MCP_CACHE_MAX_AGE_DAYS", positive_float),
+        verdicts_max_age_days=_optional(env, "JUDGE_MCP_VERDICTS_MAX_AGE_DAYS", positive_float),
+        shared_option_pool=flag_value(env.get("JUDGE_MCP_SHARED_OPTION_POOL"), "JUDGE_MCP_SHARED_OPTION_POOL"),
         db_url=db_url,
-        http_stateless=_flag(env, "JUDGE_MCP_HTTP_STATELESS"),
-        http_max_body_bytes=_optional_positive_int(env, "JUDGE_MCP_HTTP_MAX_BODY_BYTES") or HTTP_BODY_BYTES,
+        http_stateless=flag_value(env.get("JUDGE_MCP_HTTP_STATELESS"), "JUDGE_MCP_HTTP_STATELESS"),
+        http_max_body_bytes=_optional(env, "JUDGE_MCP_HTTP_MAX_BODY_BYTES", positive_int) or HTTP_BODY_BYTES,
         image_dirs=_image_dirs(env),
         otel=otel_settings(env),
         broken_backends=broken,
@@ -391,21 +385,6 @@ def settings_or_error(env: Mapping[str, str] | None = None) -> Settings:
             db_path=db_path, db_url=db_url, default_backend=BackendConfig(DEFAULT_BACKEND_NAME, "local"), named_backends={}, config_error=str(exc),
             warnings=tuple(unknown_variables(env)),
         )
-def _flag(env: Mapping[str, str], name: str) -> bool:
-    """An on/off setting: 1/true/yes/on, or 0/false/no/off (unset: off); anything else is an error naming it."""
-    value = str(_env(env, name, "0")).strip().lower()
-    if value in ("1", "true", "yes", "on"):
-        return True
-    if value in ("0", "false", "no", "off"):
-        return False
-    raise ConfigError(f"{name} must be 1 or 0 (true/false), got {value!r}")
-
-
-def _optional_days(env: Mapping[str, str], name: str) -> float | None:
-    value = _env(env, name, None)
-    return None if value is None else positive_float(value, name)
-
-
 MIN_REMOTE_TOKEN_CHARS = 16  # a shorter token is refused on a non-loopback bind (see transports/http.http_app)
 
 

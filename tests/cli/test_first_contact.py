@@ -178,7 +178,7 @@ def test_serve_help_lists_every_variable_of_the_readme_configuration_table() -> 
     import re
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    table = readme.split("## Configuration", 1)[1].split("\n\n", 2)[1]
+    table = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
     variables = set(re.findall(r"`(JUDGE_MCP_[A-Z_]+)`", table))
     proc = subprocess.run([sys.executable, "-m", "judge_mcp", "serve", "--help"], capture_output=True, text=True, timeout=60, env=clean_env())
     assert "JUDGE_MCP_SHARED_OPTION_POOL" in variables and "JUDGE_MCP_MAX_OUTPUT_TOKENS" in variables
