@@ -207,8 +207,6 @@ def _last(value: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-
-
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 

@@ -9,7 +9,6 @@ variable with the nearest known one.
 
 from __future__ import annotations
 
-import difflib
 import textwrap
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -86,6 +85,8 @@ def nearest(name: str, known: Iterable[str]) -> str | None:
     """The known name closest to `name` (difflib), or None when none is close."""
     def bare(text: str) -> str:  # JUDGE_MCP_ is common to every variable: compared, it would make any two look alike
         return text[len(PREFIX):] if text.startswith(PREFIX) else text
+
+    import difflib  # only when a name is unknown: not on every start
 
     by_bare = {bare(k).lower(): k for k in known}
     found = difflib.get_close_matches(bare(name).lower(), sorted(by_bare), n=1, cutoff=0.6)
