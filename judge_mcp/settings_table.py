@@ -112,8 +112,8 @@ def serve_help(db: str, sep: str) -> str:
     lines = ['environment (set by the MCP client\'s "env" block or the shell):']
     for s in ENVIRONMENT:
         default = s.default.replace("the per-user data directory", db)
-        lines.append(f"  {s.name}  ({s.type.replace(_WINDOWS_SEP, repr(sep))})")
-        lines += textwrap.wrap(f"{s.help} [default: {default}]", 110, initial_indent=" " * 6, subsequent_indent=" " * 6)
+        lines.append(f"  {s.name}  ({s.type.replace(_WINDOWS_SEP, repr(sep))})  [default: {default}]")
+        lines += textwrap.wrap(s.help, 110, initial_indent=" " * 6, subsequent_indent=" " * 6)
     lines.append("A JUDGE_MCP_* variable not listed here is reported at start (and in every tool result) with the nearest name.")
     return "\n".join(lines) + "\n"
 

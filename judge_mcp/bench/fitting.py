@@ -66,7 +66,7 @@ def local_server_warning(app: Any, names: tuple[str | None, ...], concurrency: i
     for name in names:
         cfg = app.settings.backend(name)
         host = _nearby(cfg.base_url)
-        if cfg.kind in REMOTE_KINDS and host and cfg.concurrency >= DEFAULT_CONCURRENCY[cfg.kind]:
+        if cfg.kind in REMOTE_KINDS and host and not cfg.batch and cfg.concurrency >= DEFAULT_CONCURRENCY[cfg.kind]:
             return (
                 f"backend '{cfg.name}' is a server at {host} and gets up to {cfg.concurrency} requests in flight, the default "
                 "for hosted APIs; a local server with a few parallel slots queues them, stalls or refuses connections: pass "

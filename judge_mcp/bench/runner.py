@@ -99,7 +99,8 @@ async def run(app: App, spec: RunSpec, *, progress_stream: TextIO | None = None,
         raise BenchError(f"unknown method {spec.method!r}; choose one of {', '.join(METHODS)}")
     notes = fitting.cap_bundled_model(app, spec.options.panel or (spec.backend,))  # before any backend is built
     bench = _Run(app, spec, progress_stream)
-    for note in [*notes, fitting.local_server_warning(app, bench.backend_names(), spec.concurrency)]:
+    crowded = None if bench.sequential else fitting.local_server_warning(app, bench.backend_names(), spec.concurrency)
+    for note in [*notes, crowded]:
         if note:
             bench.warn(note)
     bench.skip_degenerate()
