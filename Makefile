@@ -32,10 +32,10 @@ lint: $(STAMP)
 	$(BIN)/mypy --cache-dir=/dev/null
 	$(BIN)/python tools/check_sizes.py judge_mcp
 
-# The tools' schemas shipped in judge_mcp/tool_schemas.json, rewritten from the models (after editing args.py,
+# The tools' schemas shipped in judge_mcp/server/schemas.json, rewritten from the models (after editing args.py,
 # arg_types.py, outputs.py, images.py or tools.py; the tests say when it is out of date).
 schemas: $(STAMP)
-	$(BIN)/python -m judge_mcp.tool_schemas --write
+	$(BIN)/python -m judge_mcp.server.schemas --write
 
 serve: $(STAMP)
 	JUDGE_MCP_DB="$${JUDGE_MCP_DB:-$(CHECKOUT_DB)}" $(BIN)/judge-mcp serve

@@ -1,4 +1,4 @@
-from judge_mcp.cli import main
+from judge_mcp.cli.main import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -24,16 +24,20 @@ from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 
-from judge_mcp import images as imagelib, telemetry, tools
-from judge_mcp.app import App
-from judge_mcp.arg_types import InputError
-from judge_mcp.args import (
-    ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, JudgeStatsArgs, JudgingArgs, LweJudgeArgs, LweSessionArgs,
-    RecordLabelArgs, ToolArgs,
+from judge_mcp.contract import images as imagelib
+from judge_mcp.telemetry import hooks as telemetry
+from judge_mcp.server import tools
+from judge_mcp.runtime.app import App
+from judge_mcp.contract.fields import InputError
+from judge_mcp.contract.args import (
+    ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, JudgeStatsArgs, JudgingArgs, LweJudgeArgs,
+    LweSessionArgs, RecordLabelArgs, ToolArgs,
 )
-from judge_mcp.calls.judge import ProgressFn
-from judge_mcp.config import ConfigError, load_settings_over
-from judge_mcp.outputs import ComparePairResult, FlipResult, GradeScoreResult, LabelResult, LweResult, LweSessionResult, StatsReport
+from judge_mcp.calls.context import ProgressFn
+from judge_mcp.config.settings import ConfigError, load_settings_over
+from judge_mcp.contract.results import (
+    ComparePairResult, FlipResult, GradeScoreResult, LabelResult, LweResult, LweSessionResult, StatsReport,
+)
 from judge_mcp.storage.engine import StoreError
 
 

@@ -1,4 +1,4 @@
-"""Shared fixtures: scripted model servers on 127.0.0.1, a temp store, a Judge wired to both, and the real MCP server
+"""Shared fixtures: scripted model servers on 127.0.0.1, a temp store, a CallContext wired to both, and the real MCP server
 on a scripted backend. What they build is made by tests/helpers.py (the one place for servers, apps and ports)."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from judge_mcp.bench.scripted import Responder, ScriptedServer
+from testkit.scripted_servers import Responder, ScriptedServer
 from judge_mcp.calls.cache import CallCache
-from judge_mcp.calls.judge import Judge
-from judge_mcp.storage.sqlite import Store
+from judge_mcp.calls.context import CallContext
+from judge_mcp.storage.sqlite import SqliteEngine
 from tests.connect import TRANSPORTS, judged
 from tests.helpers import app_env, http_backend, make_app, start_scripted
 
@@ -48,15 +48,15 @@ def _no_real_network(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def store(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Store]:
+def store(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[SqliteEngine]:
     """An SQLite store in a temp file; a test decorated `@on_both_engines` (tests/engines.py) also runs with a
     PostgreSQL store on a new database of the session's server."""
     if getattr(request, "param", "sqlite") == "postgresql":
-        from judge_mcp.storage.postgres import PgStore
+        from judge_mcp.storage.postgres import PostgresEngine
 
-        s = PgStore(request.getfixturevalue("postgres_url"))
+        s = PostgresEngine(request.getfixturevalue("postgres_url"))
     else:
-        s = Store(tmp_path / "judge.db")
+        s = SqliteEngine(tmp_path / "judge.db")
     yield s
     s.close()
 
@@ -96,16 +96,16 @@ async def make_backend(scripted) -> AsyncIterator[callable]:
 
 @pytest.fixture
 async def make_judge(scripted, store) -> AsyncIterator[callable]:
-    """make_judge(responder, **backend_kwargs) -> (Judge, ScriptedServer): a real OpenAI-compatible backend over HTTP,
+    """make_judge(responder, **backend_kwargs) -> (CallContext, ScriptedServer): a real OpenAI-compatible backend over HTTP,
     closed after the test."""
     cache = CallCache(store)
-    judges: list[Judge] = []
+    judges: list[CallContext] = []
 
-    def make(responder: Responder, **kwargs) -> tuple[Judge, ScriptedServer]:
+    def make(responder: Responder, **kwargs) -> tuple[CallContext, ScriptedServer]:
         server = scripted(responder)
         kwargs.setdefault("max_retries", 1)
         kwargs.setdefault("backoff_base_s", 0.01)
-        judges.append(Judge(http_backend(server, **kwargs), cache, store))
+        judges.append(CallContext(http_backend(server, **kwargs), cache, store))
         return judges[-1], server
 
     yield make
@@ -129,7 +129,7 @@ async def mcp_app(scripted, tmp_path: Path):
 
     Connect with `async with mcp.Client(server) as client` (in memory). The database is a temp file.
     """
-    from judge_mcp.server import build_server
+    from judge_mcp.server.build import build_server
 
     apps = []
 
@@ -150,9 +150,9 @@ _DATABASES = itertools.count()
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[Any]:
-    """A real PostgreSQL server for the session (judge_mcp/bench/postgres_server.py), stopped at the end. Skipped where no server
+    """A real PostgreSQL server for the session (testkit/postgres_server.py), stopped at the end. Skipped where no server
     binaries exist, except under CI, where .ci/run installs them and a skip would hide a missing install step."""
-    from judge_mcp.bench.postgres_server import PostgresServer, unavailable_reason
+    from testkit.postgres_server import PostgresServer, unavailable_reason
 
     reason = unavailable_reason()
     if reason is not None:

@@ -26,8 +26,8 @@ from typing import Any
 
 from mcp import Client
 
-from judge_mcp.bench.scripted import Responder, ScriptedServer
-from judge_mcp.bench.servers import HttpServer, clean_env
+from testkit.scripted_servers import Responder, ScriptedServer
+from testkit.server_process import HttpServer, clean_env
 from tests.helpers import ROOT, app_env, make_app, token_client
 
 TRANSPORTS = ("memory", "stdio", "http")
@@ -35,7 +35,7 @@ TRANSPORTS = ("memory", "stdio", "http")
 
 @asynccontextmanager
 async def over_memory(settings: dict[str, str], tmp_path: Path, **options: Any) -> AsyncIterator[Client]:
-    from judge_mcp.server import build_server
+    from judge_mcp.server.build import build_server
 
     app = make_app(settings)
     try:
@@ -86,10 +86,10 @@ class Judged:
 
     def verdicts(self, tool: str | None = None) -> list[dict[str, Any]]:
         """The verdict log's rows (newest first), read from the database file."""
-        from judge_mcp.storage.sqlite import Store
+        from judge_mcp.storage.sqlite import SqliteEngine
         from judge_mcp.storage.verdict_log import VerdictLog
 
-        store = Store(self.db)
+        store = SqliteEngine(self.db)
         try:
             return VerdictLog(store).recent(tool)
         finally:
@@ -123,7 +123,7 @@ class ClientModel:
     async def __call__(self, context: Any, params: Any) -> Any:
         import mcp_types as types
 
-        from judge_mcp.bench.scripted import Reply
+        from testkit.scripted_servers import Reply
 
         self.requests.append(params)
         messages = [{"role": "system", "content": params.system_prompt}] if params.system_prompt else []

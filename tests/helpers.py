@@ -2,14 +2,14 @@
 
 - a scripted model server (real HTTP, real wire format): `start_scripted(responder, kind)` here, or the `scripted`
   fixture (tests/conftest.py), which also stops it. The servers (OpenAI-compatible and Anthropic Messages; `Reply`)
-  are judge_mcp/bench/scripted.py, the scripted judges judge_mcp/bench/scripted_judges.py: the benchmarks use them too.
+  are testkit/scripted_servers.py, the scripted judges testkit/scripted_judges.py: the benchmarks use them too.
 - shaping replies: `as_reply`, `delayed` (latency only; never to order events).
-- a remote backend on a scripted server: `http_backend(server, ...)` (fixtures: `make_backend`, `make_judge`); a Judge
+- a remote backend on a scripted server: `http_backend(server, ...)` (fixtures: `make_backend`, `make_judge`); a CallContext
   on one with a call cache of its own: `judge_for(server, store)`.
 - an in-process App and its MCP server from environment values: `app_env`, `make_app` (fixture: `mcp_app`).
 - a `judge-mcp` subprocess: its environment `server_env` (or `clean_env`), `HttpServer` (serve --transport http),
-  `free_port`: judge_mcp/bench/servers.py (bench/replicas.py uses them too), with the real PostgreSQL server
-  (judge_mcp/bench/postgres_server.py) and the replicas behind nginx (judge_mcp/bench/replicas.py).
+  `free_port`: testkit/server_process.py (perf/replicas.py uses them too), with the real PostgreSQL server
+  (testkit/postgres_server.py) and the replicas behind nginx (testkit/replica_set.py).
 - MCP over raw HTTP: `INIT`, `ACCEPT`, `token_client` (the official client with a bearer token).
 - raw JSON-RPC lines to a real `judge-mcp serve` over stdio: `stdio_exchange(lines, env, cwd, done)`.
 - an ASGI app served by uvicorn in a thread of this process on a free port: `ThreadedUvicorn` (the HTTP admission
@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from judge_mcp.bench.scripted import Reply, Responder, ScriptedAnthropicServer, ScriptedServer
+from testkit.scripted_servers import Reply, Responder, ScriptedAnthropicServer, ScriptedServer
 
 __all__ = [
     "ACCEPT", "INIT", "ROOT", "Hold", "Rendezvous", "ThreadedUvicorn", "WriteHold", "app_env", "as_reply", "delayed", "gather", "http_backend",
@@ -75,15 +75,15 @@ def http_backend(server: ScriptedServer, *, name: str = "scripted", model: str =
 
 
 def judge_for(server: ScriptedServer, store: Any, *, structured: bool = True):
-    """A Judge on a new remote backend for `server` (one retry) with a call cache of its own over `store`; with
+    """A CallContext on a new remote backend for `server` (one retry) with a call cache of its own over `store`; with
     `structured=False` the backend asks for no JSON schema (the papers' text grammars)."""
     from judge_mcp.calls.cache import CallCache
-    from judge_mcp.calls.judge import Judge
+    from judge_mcp.calls.context import CallContext
 
     backend = http_backend(server, max_retries=1, backoff_base_s=0.01)
     if not structured:
         backend.supports_json_schema = False
-    return Judge(backend, CallCache(store), store)
+    return CallContext(backend, CallCache(store), store)
 
 
 def app_env(server: ScriptedServer, db: Path | str, **extra: str) -> dict[str, str]:
@@ -94,8 +94,8 @@ def app_env(server: ScriptedServer, db: Path | str, **extra: str) -> dict[str, s
 
 def make_app(env: dict[str, str], store: Any = None):
     """An App from these environment values (`load_settings(env)`); `store` replaces the one it would open."""
-    from judge_mcp.app import App
-    from judge_mcp.config import load_settings
+    from judge_mcp.runtime.app import App
+    from judge_mcp.config.settings import load_settings
 
     return App(load_settings(env), store=store)
 
@@ -124,7 +124,7 @@ class ThreadedUvicorn:
     def __init__(self, app: Any, **config: Any):
         import uvicorn
 
-        from judge_mcp.bench.servers import free_port
+        from testkit.server_process import free_port
 
         self.port = free_port()
         config = {"log_level": "warning", "lifespan": "off", **config}

@@ -1,6 +1,6 @@
 """Where the tracing tests read spans from, in one shape whatever the transport:
 
-- `Recorder`: the SDK's InMemorySpanExporter behind a TracerProvider that judge_mcp/telemetry_otel.py is made to use
+- `Recorder`: the SDK's InMemorySpanExporter behind a TracerProvider that judge_mcp/telemetry/otel.py is made to use
   (the in-memory transport, in this process);
 - `Collector`: an OTLP/HTTP trace receiver on 127.0.0.1 (`POST /v1/traces`, protobuf), which a `judge-mcp serve`
   subprocess exports to when OTEL_EXPORTER_OTLP_ENDPOINT names it (stdio and HTTP transports): the README's recipe.

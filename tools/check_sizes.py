@@ -12,7 +12,7 @@ import ast
 import sys
 from pathlib import Path
 
-MAX_MODULE_LINES = 400
+MAX_MODULE_LINES = 600  # a smell check, not a reason to split
 MAX_FUNCTION_LINES = 80
 EXEMPT: set[tuple[str, str]] = set()  # (module, function) pairs allowed past the function cap: none
 

@@ -12,7 +12,7 @@ from typing import Any
 from judge_mcp.backends.base import Backend, ChatRequest, Completion, Message, Usage, user
 
 from judge_mcp.backends.errors import BackendError
-from judge_mcp.config import BackendConfig, ConfigError, missing_key
+from judge_mcp.config.settings import BackendConfig, ConfigError, missing_key
 
 __all__ = ["Backend", "BackendError", "ChatRequest", "Completion", "Message", "Usage", "build_backend", "user"]
 

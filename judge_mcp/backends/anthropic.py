@@ -24,7 +24,7 @@ from judge_mcp.backends.base import ChatRequest, Completion, Message, Usage
 from judge_mcp.backends.errors import FatalError, RetryableError
 from judge_mcp.backends.client import HTTPBackend
 from judge_mcp.backends.openai_wire import token_count
-from judge_mcp.config import STRUCTURED_OUTPUT_MODES
+from judge_mcp.config.settings import STRUCTURED_OUTPUT_MODES
 
 log = logging.getLogger(__name__)
 

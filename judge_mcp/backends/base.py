@@ -20,7 +20,7 @@ import anyio
 from judge_mcp.backends.errors import AttemptTimeout, BackendError, FatalError, RetryableError
 from judge_mcp.backends.limiter import OVERLOAD_STATUS, AdaptiveLimit
 from judge_mcp.backends.retry import RetryPolicy, run_with_retries
-from judge_mcp.images import Image
+from judge_mcp.contract.images import Image
 
 
 @dataclass(frozen=True)

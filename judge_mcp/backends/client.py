@@ -7,7 +7,7 @@ a server that echoes the key back cannot leak it into logs, the verdict log or a
 
 The client is aiohttp, chosen by measurement: 16 concurrent requests to a scripted server cost 3.9 ms of client
 CPU with a bare aiohttp session against 35.2 ms with a bare httpx client (one pool of 16), measured side by side by
-bench/perf.py (docs/performance.md).
+perf/ratios.py (docs/performance.md).
 """
 
 from __future__ import annotations

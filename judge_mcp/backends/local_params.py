@@ -24,7 +24,7 @@ def default_threads() -> int:
     Not all of them: llama.cpp's threads wait for each other at every step, so when another process takes a core
     (the agent's own builds and tests, a second model) a generation with as many threads as cores slows down
     10-20 times, where one with half of them only loses its share (measured on a busy 2-core machine with
-    `bench/local_throughput.py --threads 1,2`). Set `n_threads` to use every core on a machine that does nothing
+    `perf/local_throughput.py --threads 1,2`). Set `n_threads` to use every core on a machine that does nothing
     else.
     """
     return max(1, min(usable_cores() // 2, MAX_DEFAULT_THREADS))
@@ -43,7 +43,7 @@ def default_batch_threads() -> int:
     llama.cpp runs a step with `n_threads_batch` threads whenever it holds more than one token, and with `n_threads`
     only for one slot's next token. Continuous batching puts concurrent requests (compare_pair's two orders) in one
     step, whose cost on a CPU grows with the tokens in it: with one thread, two orders took about twice one; with
-    every core for those steps, 1.3-1.5 times one on 2 busy cores (`bench/local_throughput.py --pair`). One
+    every core for those steps, 1.3-1.5 times one on 2 busy cores (`perf/local_throughput.py --pair`). One
     request's token-by-token generation keeps `n_threads` (half the cores), which is what suffers most when another
     process takes a core.
     """

@@ -32,7 +32,7 @@ from judge_mcp.backends.base import ChatRequest, Completion
 from judge_mcp.backends.errors import FatalError
 from judge_mcp.backends.client import RETRYABLE_STATUS, HTTPBackend, classify_status, post_json
 from judge_mcp.backends.openai_wire import chat_messages, logprob_params, parse_chat_completion
-from judge_mcp.config import STRUCTURED_OUTPUT_MODES
+from judge_mcp.config.settings import STRUCTURED_OUTPUT_MODES
 
 __all__ = ["OpenAICompatBackend", "parse_chat_completion", "RETRYABLE_STATUS", "classify_status", "post_json"]
 

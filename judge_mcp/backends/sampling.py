@@ -50,7 +50,7 @@ from pydantic import ValidationError
 
 from judge_mcp.backends.base import Backend, ChatRequest, Completion, Message, Usage
 from judge_mcp.backends.errors import BackendError, FatalError, RetryableError
-from judge_mcp.config_values import SAMPLING_PRIORITIES
+from judge_mcp.config.values import SAMPLING_PRIORITIES
 
 # The MCP context (mcp.server.mcpserver.Context) of the tool call being served; None outside one.
 CALL: contextvars.ContextVar[Any] = contextvars.ContextVar("judge_mcp_sampling_call", default=None)

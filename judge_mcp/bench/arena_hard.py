@@ -19,11 +19,11 @@ import re
 from typing import Any, ClassVar, Literal
 
 from judge_mcp import prompts
-from judge_mcp.args import PairArgs
+from judge_mcp.contract.args import PairArgs
 from judge_mcp.backends.base import ChatRequest, Message
 from judge_mcp.methods import registry
-from judge_mcp.calls.judge import Judge
-from judge_mcp.outputs import ArenaHardResult
+from judge_mcp.calls.context import CallContext
+from judge_mcp.contract.results import ArenaHardResult
 
 MAX_TOKENS = 4096
 ATTEMPTS = 2  # JudgeBench's number_of_judgment_attempts: the first answer and one continuation
@@ -51,7 +51,7 @@ class ArenaHardArgs(PairArgs):
     tool: ClassVar[str] = "arena_hard"
 
 
-async def arena_hard_judge(judge: Judge, args: ArenaHardArgs | None = None, /, **fields: Any) -> ArenaHardResult:
+async def arena_hard_judge(judge: CallContext, args: ArenaHardArgs | None = None, /, **fields: Any) -> ArenaHardResult:
     """One Arena-Hard judgment of (A, B) in the order given."""
     args = ArenaHardArgs.of(args, fields)
     messages: tuple[Message, ...] = (

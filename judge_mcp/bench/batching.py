@@ -22,7 +22,7 @@ from typing import Any, TextIO
 
 import anyio
 
-from judge_mcp.app import App
+from judge_mcp.runtime.app import App
 from judge_mcp.backends.batch import Answer, BatchBackend, BatchPool
 from judge_mcp.calls.cache import _to_cached
 from judge_mcp.storage.call_cache import CacheRow, CacheTable

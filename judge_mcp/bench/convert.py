@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from judge_mcp.bench.images import ImageError, check_path
+from judge_mcp.bench.item_images import ImageError, check_path
 
 FORMATS = ("vl-rewardbench", "multimodal-rewardbench")
 

@@ -1,6 +1,6 @@
 """Reading benchmark JSONL (shared/benchmarks/README.md): pairwise `{id, category, prompt, chosen, rejected}` and
 listwise `{id, category, prompt, responses, best}` items. The files store no A/B position; the harness places
-`chosen` itself. Items may carry images (judge_mcp/bench/images.py): `images` (the prompt's), `chosen_images` and
+`chosen` itself. Items may carry images (judge_mcp/bench/item_images.py): `images` (the prompt's), `chosen_images` and
 `rejected_images` (pairwise), `option_images` (listwise, one list per response)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from judge_mcp.bench.images import ImageError, image_list, option_image_lists
+from judge_mcp.bench.item_images import ImageError, image_list, option_image_lists
 
 
 class DatasetError(ValueError):

@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import urlparse
 
-from judge_mcp.config import DEFAULT_BACKEND_NAME, DEFAULT_CONCURRENCY
+from judge_mcp.config.settings import DEFAULT_BACKEND_NAME, DEFAULT_CONCURRENCY
 
 # As judge-mcp demo's DEMO_MAX_OUTPUT_TOKENS: the 135M model writes ~20 tokens/s on 2 cores, so 128 tokens fit well
 # inside the 120 s timeout with 4 slots busy; the JSON schemas' caps scale down with it, so answers still close.

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from judge_mcp.bench.data import Item
-from judge_mcp.bench.images import data_uri
+from judge_mcp.bench.item_images import data_uri
 
 # the bench methods whose tools take images (FLIP is reference-free and text-only by design; the pointwise and
 # Arena-Hard baselines are text-only prompts of their papers)

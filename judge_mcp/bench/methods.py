@@ -27,15 +27,17 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge_mcp.app import App
-from judge_mcp.args import ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, JudgingArgs, LweJudgeArgs
-from judge_mcp.bench.calibration import p_chosen
+from judge_mcp.runtime.app import App
+from judge_mcp.contract.args import (
+    ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, JudgingArgs, LweJudgeArgs,
+)
+from judge_mcp.stats.calibration import p_chosen
 from judge_mcp.bench.data import Item
 from judge_mcp.bench.media import options_media, pair_media
 from judge_mcp.bench.arena_hard import ArenaHardArgs
 from judge_mcp.bench.pointwise import PointwiseArgs
 from judge_mcp.methods import registry
-from judge_mcp.outputs import ComparePairResult
+from judge_mcp.contract.results import ComparePairResult
 
 PAIR_PLACEMENTS = ("chosen_first", "chosen_second")
 SINGLE = ("single",)
@@ -43,7 +45,7 @@ PAIRWISE, LISTWISE = "pairwise", "listwise"
 
 
 @dataclass(frozen=True)
-class Options:  # a tool argument's default is its model's (judge_mcp/args.py); None leaves it to the tool
+class Options:  # a tool argument's default is its model's (judge_mcp/contract/args.py); None leaves it to the tool
     template: str | None = None  # vanilla/grp/grp-better: override the template
     unrelated: bool = False  # grade: add the unrelated option
     prompt_variant: int | None = None  # grade / flip: the paper's prompt

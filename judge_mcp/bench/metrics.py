@@ -43,7 +43,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from judge_mcp.bench.calibration import calibration_extras
+from judge_mcp.stats.calibration import calibration_extras
 
 FIELDS = ("n", "accuracy", "consistency", "pair_accuracy", "position_bias", "parse_failures", "calls_per_item", "seconds_per_item")
 COST_KEYS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "prompt_chars", "completion_chars")

@@ -15,16 +15,16 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field
 
 from judge_mcp import prompts
-from judge_mcp.arg_types import JUDGED, MAX_RESPONSES, Prompt, Text
-from judge_mcp.args import JudgingArgs
+from judge_mcp.contract.fields import JUDGED, MAX_RESPONSES, Prompt, Text
+from judge_mcp.contract.args import JudgingArgs
 from judge_mcp.backends.base import user
 from judge_mcp.methods.ask import ask
 from judge_mcp.calls.fanout import run_each
 from judge_mcp.methods.ranking import rank_by_score
 from judge_mcp.methods import registry
-from judge_mcp.calls.judge import Judge
+from judge_mcp.calls.context import CallContext
 from judge_mcp.methods.parsing import neutralise, parse_json_object
-from judge_mcp.outputs import PointwiseItem, PointwiseResult
+from judge_mcp.contract.results import PointwiseItem, PointwiseResult
 
 MAX_TOKENS = 512  # the FLIP paper's limit for every method (§3.1)
 MIN_SCORE, MAX_SCORE = 1, 10
@@ -123,7 +123,7 @@ def rank(items: list[PointwiseItem]) -> tuple[list[int], int | None, list[int]]:
 
 
 # ---- the method ------------------------------------------------------------------------------------------------------
-async def rate_one(judge: Judge, *, index: int, prompt: str, response: str) -> PointwiseItem:
+async def rate_one(judge: CallContext, *, index: int, prompt: str, response: str) -> PointwiseItem:
     structured = judge.structured
     request = user(
         user_prompt(prompt, response, structured),
@@ -150,7 +150,7 @@ class PointwiseArgs(JudgingArgs):
     responses: Annotated[list[Text], JUDGED, Field(min_length=1, max_length=MAX_RESPONSES)]
 
 
-async def pointwise_scores(judge: Judge, args: PointwiseArgs | None = None, /, **fields: Any) -> PointwiseResult:
+async def pointwise_scores(judge: CallContext, args: PointwiseArgs | None = None, /, **fields: Any) -> PointwiseResult:
     """Rate each response 1..10 on its own (concurrently) and rank them."""
     args = PointwiseArgs.of(args, fields)
     prompt, responses = args.prompt, args.responses

@@ -20,17 +20,17 @@ from typing import Any, TextIO
 
 import anyio
 
-from judge_mcp.app import App
+from judge_mcp.runtime.app import App
 from judge_mcp.bench import batching, fitting, metrics
 from judge_mcp.bench.data import Item, dataset_name, load_items
 from judge_mcp.bench.media import images_problem
 from judge_mcp.bench.methods import METHODS, Method, Options, method_key
 from judge_mcp.bench.progress import Progress
-from judge_mcp.bench.results import Results, methods_fingerprint, run_totals
+from judge_mcp.bench.stored_runs import Results, methods_fingerprint, run_totals
 from judge_mcp.methods import lwe
 from judge_mcp.storage.lwe_sessions import LweRepository
 from judge_mcp.calls.fanout import first_error
-from judge_mcp.calls.judge import Judge
+from judge_mcp.calls.context import CallContext
 
 log = logging.getLogger("judge_mcp.bench")
 MAX_CONSECUTIVE_ERRORS = 12  # stop a run whose backend keeps failing (a re-run resumes it)
@@ -94,7 +94,7 @@ def check_method(method: Method, items: list[Item], dataset: str) -> None:
 
 
 async def run(app: App, spec: RunSpec, *, progress_stream: TextIO | None = None, quiet: bool = False) -> dict[str, Any]:
-    """Judge every unfinished (item, placement) of the run and return the summary of all its stored results."""
+    """CallContext every unfinished (item, placement) of the run and return the summary of all its stored results."""
     if spec.method not in METHODS:
         raise BenchError(f"unknown method {spec.method!r}; choose one of {', '.join(METHODS)}")
     notes = fitting.cap_bundled_model(app, spec.options.panel or (spec.backend,))  # before any backend is built
@@ -281,7 +281,7 @@ async def refine_last_batch(
     state = LweRepository(app.store).session_row(session)
     if state is None or state["pending"] == 0:
         return None
-    judge = Judge(app.backend(backend), app.cache, app.store)
+    judge = CallContext(app.backend(backend), app.cache, app.store)
     refinement = await lwe.refine_pending(judge, app.store, session)
     return {
         "items": state["pending"],

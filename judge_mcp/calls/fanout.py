@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from judge_mcp.calls.judge import Judge
+from judge_mcp.calls.context import CallContext
 
 T = TypeVar("T")
 
@@ -19,7 +19,7 @@ def first_error(exc: BaseException) -> BaseException:
 
 
 async def run_each(
-    judge: Judge, count: int, one: Callable[[int], Awaitable[T]], done_message: Callable[[int, T], str] | None = None
+    judge: CallContext, count: int, one: Callable[[int], Awaitable[T]], done_message: Callable[[int, T], str] | None = None
 ) -> list[T]:
     """`one(k)` for every k in 0..count-1, all at once (the backend's concurrency limit applies); the results in k
     order. With `done_message`, progress is reported as each finishes (done, count, done_message(k, result)). One

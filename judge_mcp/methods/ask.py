@@ -19,7 +19,7 @@ from typing import Generic, TypeVar
 
 from judge_mcp import prompts
 from judge_mcp.backends.base import ChatRequest, Completion, Message
-from judge_mcp.calls.judge import Judge
+from judge_mcp.calls.context import CallContext
 from judge_mcp.methods import text_work
 
 T = TypeVar("T")
@@ -52,7 +52,7 @@ def bounded(schema: dict, caps: dict[str, int]) -> dict:
     return {**schema, "properties": props}
 
 
-async def complete_text(judge: Judge, request: ChatRequest) -> tuple[Completion, str, bool]:
+async def complete_text(judge: CallContext, request: ChatRequest) -> tuple[Completion, str, bool]:
     """(last completion, full text, continued): send `request`, and while a text answer stops for length, send the
     partial answer back and ask the model to continue it (at most CONTINUATIONS times); the pieces are joined."""
     completion = await judge.complete(request)
@@ -67,7 +67,7 @@ async def complete_text(judge: Judge, request: ChatRequest) -> tuple[Completion,
 
 
 async def ask(
-    judge: Judge, request: ChatRequest, parse: Callable[[str], T | None], reminder: str, *, judged_chars: int = 0
+    judge: CallContext, request: ChatRequest, parse: Callable[[str], T | None], reminder: str, *, judged_chars: int = 0
 ) -> Parsed[T]:
     """Send `request` (continuing a cut-off text answer, see complete_text); if `parse` returns None, re-ask once
     in the same conversation with `reminder`. `judged_chars`: how much judged text `parse` reads besides the answer

@@ -21,16 +21,16 @@ from functools import lru_cache
 from typing import Any
 
 from judge_mcp import prompts
-from judge_mcp.arg_types import GOALS as GOALS  # the tool's goals, for this module's readers
-from judge_mcp.arg_types import PAIR_MAX_TOKENS, TEMPLATES
-from judge_mcp.args import ComparePairArgs
+from judge_mcp.contract.fields import GOALS as GOALS  # the tool's goals, for this module's readers
+from judge_mcp.contract.fields import PAIR_MAX_TOKENS, TEMPLATES
+from judge_mcp.contract.args import ComparePairArgs
 from judge_mcp.backends.base import user
 from judge_mcp.methods import label_probs, text_work, user_inputs
 from judge_mcp.methods.ask import Parsed, ask, bounded
 from judge_mcp.calls.fanout import run_each
-from judge_mcp.calls.judge import Judge
+from judge_mcp.calls.context import CallContext
 from judge_mcp.methods.parsing import neutralise, parse_json_object
-from judge_mcp.outputs import ComparePairResult, PairTrial, PBetter
+from judge_mcp.contract.results import ComparePairResult, PairTrial, PBetter
 
 LABELS = ("[[A>B]]", "[[B>A]]")
 # Answer budget per template (tokens), the paper's setting: GRP runs every template in JudgeBench's Arena-Hard judge
@@ -273,7 +273,7 @@ def mean_probability(trials: list[PairTrial]) -> PBetter | None:
 
 
 async def judge_order(
-    judge: Judge, *, prompt: str, first: str, second: str, order: str, goal: str, template: str, max_tokens: int | None = None,
+    judge: CallContext, *, prompt: str, first: str, second: str, order: str, goal: str, template: str, max_tokens: int | None = None,
     criteria: str | None = None, reference: str | None = None, images: user_inputs.ImageGroups = (),
 ) -> PairTrial:
     structured = judge.structured
@@ -316,7 +316,7 @@ async def judge_order(
     )
 
 
-async def compare_pair(judge: Judge, args: ComparePairArgs | None = None, /, **fields: Any) -> ComparePairResult:
+async def compare_pair(judge: CallContext, args: ComparePairArgs | None = None, /, **fields: Any) -> ComparePairResult:
     """`args`, or ComparePairArgs's fields as keywords (checked the same way)."""
     args = ComparePairArgs.of(args, fields)
     threshold = args.margin()

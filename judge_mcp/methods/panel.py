@@ -29,17 +29,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge_mcp.arg_types import MIN_MEMBERS, InputError
-from judge_mcp.args import ComparePairArgs, GradeScoreOptionsArgs, PanelArgs, ToolArgs
-from judge_mcp.methods import grade_score, pairwise
-from judge_mcp.outputs import (
-    ComparePairResult,
-    GradePanelMember,
-    GradeScoreResult,
-    PairPanelMember,
-    PanelVotes,
-    PBetter,
-    SelfPreference,
+from judge_mcp.contract.fields import MIN_MEMBERS, InputError
+from judge_mcp.contract.args import ComparePairArgs, GradeScoreOptionsArgs, PanelArgs, ToolArgs
+from judge_mcp.methods.grade_score import scoring as grade_score
+from judge_mcp.methods import pairwise
+from judge_mcp.contract.results import (
+    ComparePairResult, GradePanelMember, GradeScoreResult, PairPanelMember, PanelVotes, PBetter, SelfPreference,
     UsageOut,
 )
 

@@ -1,5 +1,5 @@
 """Every judging method once: its name (the MCP tool's, and the verdict log's `tool`, taken from its argument
-model), the async function that runs it over a Judge, its argument model (judge_mcp/args.py) and its result model.
+model), the async function that runs it over a Judge, its argument model (judge_mcp/contract/args.py) and its result model.
 The server, the bench and the injection script run methods only through `call`, so a method's arguments, logging
 and result are the same wherever it is called from.
 
@@ -19,12 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from judge_mcp.args import ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, JudgingArgs, LweJudgeArgs
-from judge_mcp.outputs import ComparePairResult, FlipResult, GradeScoreResult, LweResult
+from judge_mcp.contract.args import (
+    ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, JudgingArgs, LweJudgeArgs,
+)
+from judge_mcp.contract.results import ComparePairResult, FlipResult, GradeScoreResult, LweResult
 
 if TYPE_CHECKING:  # the App imports the methods, not the other way round
-    from judge_mcp.app import App
-    from judge_mcp.calls.judge import ProgressFn
+    from judge_mcp.runtime.app import App
+    from judge_mcp.calls.context import ProgressFn
 
 
 # combine(members, args, latency_ms=..., warnings=...) -> the panel's result
@@ -54,7 +56,10 @@ def register(run: Callable[..., Awaitable[BaseModel]], args: type[JudgingArgs], 
 
 
 # What `preload` imports: every method module the table below names, and the LWE sessions' (tools.py, server.py).
-METHOD_MODULES = ("judge_mcp.methods.panel", "judge_mcp.methods.pairwise", "judge_mcp.methods.grade_score", "judge_mcp.methods.flip", "judge_mcp.methods.lwe")
+METHOD_MODULES = (
+    "judge_mcp.methods.panel", "judge_mcp.methods.pairwise", "judge_mcp.methods.grade_score.scoring", "judge_mcp.methods.flip.reward",
+    "judge_mcp.methods.lwe",
+)
 _preloaded: list[threading.Thread] = []
 _preload_lock = threading.Lock()
 
@@ -97,9 +102,10 @@ def on_first_call(module: str, name: str) -> Callable[..., Any]:
 
 _PANEL = "judge_mcp.methods.panel"
 register(on_first_call("judge_mcp.methods.pairwise", "compare_pair"), ComparePairArgs, ComparePairResult, on_first_call(_PANEL, "combine_pairs"))
-register(on_first_call("judge_mcp.methods.flip", "infer_instruction_reward"), InferInstructionRewardArgs, FlipResult)
+register(on_first_call("judge_mcp.methods.flip.reward", "infer_instruction_reward"), InferInstructionRewardArgs, FlipResult)
 register(
-    on_first_call("judge_mcp.methods.grade_score", "grade_score_options"), GradeScoreOptionsArgs, GradeScoreResult, on_first_call(_PANEL, "combine_grades")
+    on_first_call("judge_mcp.methods.grade_score.scoring", "grade_score_options"), GradeScoreOptionsArgs, GradeScoreResult,
+    on_first_call(_PANEL, "combine_grades"),
 )
 register(on_first_call("judge_mcp.methods.lwe", "lwe_judge"), LweJudgeArgs, LweResult)
 

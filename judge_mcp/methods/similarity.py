@@ -19,7 +19,7 @@ import string
 from collections import Counter
 from collections.abc import Callable
 
-from judge_mcp.arg_types import SIMILARITIES
+from judge_mcp.contract.fields import SIMILARITIES
 
 _PUNCT = frozenset(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from judge_mcp import prompts
-from judge_mcp.images import Image
+from judge_mcp.contract.images import Image
 
 
 def given(criteria: str | None, reference: str | None) -> bool:

@@ -20,9 +20,9 @@ def open_store(location: str | Path, migrations: Sequence[Migration], *, busy_ti
     from judge_mcp.storage.pg_url import is_postgres_url
 
     if is_postgres_url(location):
-        from judge_mcp.storage.postgres import PgStore
+        from judge_mcp.storage.postgres import PostgresEngine
 
-        return PgStore(str(location), migrations)
-    from judge_mcp.storage.sqlite import Store
+        return PostgresEngine(str(location), migrations)
+    from judge_mcp.storage.sqlite import SqliteEngine
 
-    return Store(location, migrations, busy_timeout_s=busy_timeout_s)
+    return SqliteEngine(location, migrations, busy_timeout_s=busy_timeout_s)

@@ -1,4 +1,4 @@
-"""Leases on call-cache keys, shared by every process on one PostgreSQL database (`PgStore.leases`): single-flight
+"""Leases on call-cache keys, shared by every process on one PostgreSQL database (`PostgresEngine.leases`): single-flight
 across replicas. The table is `call_leases` (migrations.m006_call_leases).
 
 A process about to send a request that no replica has answered claims the key's lease row
@@ -41,7 +41,7 @@ STORED, MINE, THEIRS = "stored", "mine", "theirs"
 
 
 class PgLeases:
-    """Claims, renewals, releases and notifications for one PgStore (`store.leases`). The claim/finish/release
+    """Claims, renewals, releases and notifications for one PostgresEngine (`store.leases`). The claim/finish/release
     methods block (run them in the store's write lane); `watch` / `unwatch` are called on the event loop."""
 
     def __init__(self, store: Any, *, ttl_s: float = LEASE_TTL_S, poll_s: float = POLL_S):

@@ -11,7 +11,7 @@ import time
 from judge_mcp.storage import texts
 from judge_mcp.storage.call_cache import CacheTable
 from judge_mcp.storage.engine import Engine
-from judge_mcp.storage.labels import LabelTable
+from judge_mcp.storage.label_rows import LabelTable
 from judge_mcp.storage.verdict_log import VerdictLog
 
 

@@ -1,9 +1,9 @@
 """The SQLite engine (`engine.Engine`): all state in one file (WAL), its connections and transactions.
 
-Every write that must be all-or-nothing runs inside `Store.transaction()` (BEGIN IMMEDIATE ... COMMIT), so a process
+Every write that must be all-or-nothing runs inside `SqliteEngine.transaction()` (BEGIN IMMEDIATE ... COMMIT), so a process
 killed at any moment leaves either the whole change or none of it. A database that cannot be opened, read or written
 (a directory or a non-SQLite file at the path, a full disk, a lock held past the busy timeout) raises `StoreError`,
-naming the file and SQLite's reason; a failed write is rolled back first, so nothing of it is kept. One `Store` may
+naming the file and SQLite's reason; a failed write is rolled back first, so nothing of it is kept. One `SqliteEngine` may
 be shared by threads and tasks: writes go through one connection under a re-entrant lock, reads outside a
 transaction through a second, read-only one (in WAL mode a read never waits for a writer), and other processes are
 serialised by SQLite itself (busy timeout; a lock held past it is a StoreError that says so). Async code never
@@ -25,7 +25,7 @@ from judge_mcp.storage import migrations as schema
 from judge_mcp.storage.engine import Dialect, Migration, StoreError
 from judge_mcp.storage.lanes import Lane
 
-__all__ = ["APPLICATION_ID", "SQLITE", "SqliteTx", "Store", "StoreError"]
+__all__ = ["APPLICATION_ID", "SQLITE", "SqliteTx", "SqliteEngine", "StoreError"]
 
 SQLITE = Dialect(name="sqlite", auto_id="INTEGER PRIMARY KEY", real="REAL")
 DROP_COLUMN = sqlite3.sqlite_version_info >= (3, 35, 0)  # ALTER TABLE ... DROP COLUMN; older: the table is rebuilt
@@ -57,7 +57,7 @@ def _rows(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
 
 
 class SqliteTx:
-    """`engine.Tx` over the writing connection, inside `Store.transaction()`."""
+    """`engine.Tx` over the writing connection, inside `SqliteEngine.transaction()`."""
 
     dialect = SQLITE
 
@@ -114,7 +114,7 @@ def _path_problem(path: Path) -> str | None:
     return None
 
 
-class Store:
+class SqliteEngine:
     """The SQLite engine. `migrations` is the schema to bring the file to (storage/migrations.py; App, the CLI and the
     bench pass theirs through `storage.open_store`)."""
 

@@ -1,4 +1,4 @@
-"""What one verdict contributes to the bias telemetry (judge_mcp/stats.py), as pure functions of the verdict: its
+"""What one verdict contributes to the bias telemetry (judge_mcp/stats/report.py), as pure functions of the verdict: its
 facts (`Facts`: trials naming the first-shown answer, orders disagreeing, answers parsed and re-asked, a tie, the
 longer answer winning) and the counts they add to its group (`Counts`). The verdict log computes them once, when it
 writes the verdict (`contributions`, from the Python objects the tool produced), and keeps them in the aggregate
@@ -9,7 +9,7 @@ A group is (backend, model, tool, inputs brought). A panel row counts under the 
 a member that carries its own `trials` also counts as a verdict of that member's backend and model.
 
 Storage imports no layer above it: the tools' names and compare_pair's answer keys are spelled here (a test checks
-them against judge_mcp/args.py).
+them against judge_mcp/contract/args.py).
 """
 
 from __future__ import annotations

@@ -126,7 +126,7 @@ class VerdictLog:
     def stats_page(
         self, *, before_id: int | None = None, limit: int = 500, pair_tools: Sequence[str] = (), answers: tuple[str, str] = ("", "")
     ) -> list[dict[str, Any]]:
-        """One page of the log for the bias telemetry (judge_mcp/stats.py), newest first, ids below `before_id`:
+        """One page of the log for the bias telemetry (judge_mcp/stats/report.py), newest first, ids below `before_id`:
         each row's output without LWE's long texts, its usage, for the `pair_tools` the lengths in characters of the
         two judged answers (the input keys `answers`), which of criteria, reference and images the caller gave (`brought`,
         three flags), and the purposes of lwe_judge's vanilla re-asks from its call

@@ -13,11 +13,11 @@ import pytest
 from mcp import Client
 
 from judge_mcp import Judge, JudgeError
-from judge_mcp.bench.scripted import Reply
-from judge_mcp.bench.scripted_judges import UniversalJudge
-from judge_mcp.bench.servers import clean_env
-from judge_mcp.outputs import ComparePairResult, FlipResult, GradeScoreResult
-from judge_mcp.server import build_server
+from testkit.scripted_servers import Reply
+from testkit.scripted_judges import UniversalJudge
+from testkit.server_process import clean_env
+from judge_mcp.contract.results import ComparePairResult, FlipResult, GradeScoreResult
+from judge_mcp.server.build import build_server
 from tests.helpers import app_env, make_app
 
 ROOT = Path(__file__).resolve().parents[2]

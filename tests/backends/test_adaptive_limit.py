@@ -10,8 +10,8 @@ import pytest
 
 from judge_mcp.backends.base import user
 from judge_mcp.backends.limiter import AdaptiveLimit
-from judge_mcp.bench.scripted import Reply, ScriptedServer
-from judge_mcp.config import DEFAULT_CONCURRENCY
+from testkit.scripted_servers import Reply, ScriptedServer
+from judge_mcp.config.settings import DEFAULT_CONCURRENCY
 from tests.helpers import Rendezvous, gather, http_backend
 
 

@@ -15,9 +15,9 @@ from judge_mcp.backends import build_backend
 from judge_mcp.backends.anthropic import AnthropicBackend, anthropic_schema, messages_url, parse_message
 from judge_mcp.backends.base import ChatRequest, Message, user
 from judge_mcp.backends.errors import BackendError, RetryableError
-from judge_mcp.config import BackendConfig
-from judge_mcp.bench.scripted import Reply
-from judge_mcp.bench.scripted import ScriptedAnthropicServer, message_body
+from judge_mcp.config.settings import BackendConfig
+from testkit.scripted_servers import Reply
+from testkit.scripted_servers import ScriptedAnthropicServer, message_body
 
 KEY = "sk-ant-test-51c0ffee-do-not-leak"
 SCHEMA = {

@@ -21,8 +21,8 @@ from judge_mcp.backends.client import classify_status, error_detail, redact, ret
 from judge_mcp.backends.openai_compat import OpenAICompatBackend
 from judge_mcp.backends.retry import RetryPolicy, parse_retry_after
 from tests.helpers import Rendezvous
-from judge_mcp.bench.scripted import Reply, chat_body
-from judge_mcp.bench.scripted import message_body
+from testkit.scripted_servers import Reply, chat_body
+from testkit.scripted_servers import message_body
 
 KEY = "sk-test-7f3a9c1e-do-not-leak"
 KINDS = ["openai", "anthropic"]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from judge_mcp.server import build_server
+from judge_mcp.server.build import build_server
 from tests.helpers import make_app
 
 pytestmark = pytest.mark.model

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from judge_mcp.bench.scripted_judges import CASES, GOOD, PAIR, Faulty
-from judge_mcp.bench.scripted import Reply
+from testkit.scripted_judges import CASES, GOOD, PAIR, Faulty
+from testkit.scripted_servers import Reply
 from judge_mcp.storage.verdict_log import VerdictLog
 
 TIMEOUT_S = 0.5
@@ -42,7 +42,7 @@ FAULTS: dict[str, tuple[Callable[[], Reply], str | None]] = {
 }
 BACKEND_FAULTS = [name for name, (_, cause) in FAULTS.items() if cause is not None]
 ENV = {"JUDGE_MCP_TIMEOUT_S": str(TIMEOUT_S), "JUDGE_MCP_MAX_RETRIES": "1"}
-# The tools and their known verdicts (CASES) and the fault wrapper (Faulty): judge_mcp/bench/scripted_judges.py.
+# The tools and their known verdicts (CASES) and the fault wrapper (Faulty): testkit/scripted_judges.py.
 
 
 def bound_s(attempts: int = 2) -> float:

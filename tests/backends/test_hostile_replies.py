@@ -1,4 +1,4 @@
-"""Hostile model replies: the reply side fuzzed the way tests/transports/test_hostile_input.py fuzzes the input side. Whatever text
+"""Hostile model replies: the reply side fuzzed the way tests/contract/test_hostile_input.py fuzzes the input side. Whatever text
 the model answers (deep JSON nesting, lone surrogates, huge numbers, control characters, half objects, our own
 labels and fences), every tool ends in a result whose trials are parsed or honestly unparsed, or in a named tool
 error; never "internal error" and never a crash."""
@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
-from judge_mcp.bench.scripted_judges import BAD, CAPITAL_Q, GOOD, RIGHT_INSTRUCTION
-from judge_mcp.bench.scripted import Reply
+from testkit.scripted_judges import BAD, CAPITAL_Q, GOOD, RIGHT_INSTRUCTION
+from testkit.scripted_servers import Reply
 
 PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large])
 DEEP = "[" * 50_000 + "]" * 50_000

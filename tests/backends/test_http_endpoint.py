@@ -14,7 +14,7 @@ import pytest
 from judge_mcp.backends.base import user
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.backends.openai_compat import OpenAICompatBackend
-from judge_mcp.bench.scripted import Reply
+from testkit.scripted_servers import Reply
 from tests.helpers import Rendezvous
 
 
@@ -155,7 +155,7 @@ async def test_the_environments_proxy_carries_the_requests_unless_no_proxy_names
     """HTTP_PROXY is honoured (as httpx did), read once per session rather than in a worker thread per request: the
     scripted server stands in for the proxy of an endpoint where nothing listens (no DNS, no network)."""
     from judge_mcp.backends.errors import BackendError
-    from judge_mcp.bench.servers import free_port
+    from testkit.server_process import free_port
 
     proxy = scripted(lambda p: Reply(content="via the proxy"))
     for name in ("HTTP_PROXY", "http_proxy"):  # without a scheme, as curl and httpx accept it

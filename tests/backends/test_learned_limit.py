@@ -9,7 +9,7 @@ import uuid
 
 from judge_mcp.backends.base import user
 from judge_mcp.backends.limiter import AdaptiveLimit
-from judge_mcp.config import DEFAULT_CONCURRENCY
+from judge_mcp.config.settings import DEFAULT_CONCURRENCY
 from judge_mcp.storage.backend_limits import BackendLimits
 from tests.backends.test_adaptive_limit import Capacity
 from tests.engines import on_both_engines

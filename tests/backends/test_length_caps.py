@@ -10,8 +10,9 @@ import pytest
 
 from judge_mcp.backends.local import LocalBackend, cap_free_strings
 from judge_mcp.backends.openai_compat import OpenAICompatBackend, without_length_caps
-from judge_mcp.methods import flip, pairwise
-from judge_mcp.bench.scripted import Reply
+from judge_mcp.methods.flip import reward as flip
+from judge_mcp.methods import pairwise
+from testkit.scripted_servers import Reply
 
 
 async def test_openai_compatible_server_gets_the_caps(make_judge):

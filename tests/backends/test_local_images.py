@@ -13,10 +13,10 @@ import pytest
 
 from judge_mcp.backends import BackendError, build_backend, local, user
 from judge_mcp.backends.local import LocalBackend
-from judge_mcp.config import ConfigError, load_settings
-from judge_mcp.images import Image
+from judge_mcp.config.settings import ConfigError, load_settings
+from judge_mcp.contract.images import Image
 from tests.backends.test_local_backend import FakeServer, clean_registry, fake_gguf, ok_body  # noqa: F401 (a fixture)
-from tests.images import png
+from tests.image_data import png
 
 SHOT = Image("image/png", png(5, size=512))
 WITH_IMAGE = user("Which is clearer?", images=(("Images the prompt shows:", (SHOT,)),), max_tokens=16)

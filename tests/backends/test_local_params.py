@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from judge_mcp.arg_types import PAIR_MAX_TOKENS
+from judge_mcp.contract.fields import PAIR_MAX_TOKENS
 from judge_mcp.backends import build_backend, local, user
 from judge_mcp.backends.local import LocalBackend
 from judge_mcp.calls.cache import CallCache
-from judge_mcp.calls.judge import Judge
-from judge_mcp.config import load_settings
+from judge_mcp.calls.context import CallContext
+from judge_mcp.config.settings import load_settings
 from judge_mcp.methods import pairwise
-from judge_mcp.storage.sqlite import Store
+from judge_mcp.storage.sqlite import SqliteEngine
 from tests.backends.test_local_backend import FakeServer, clean_registry, fake_gguf  # noqa: F401 (a fixture)
 from tests.helpers import app_env, start_scripted
 
@@ -73,10 +73,10 @@ async def test_thread_settings_are_kept_and_checked(tmp_path: Path, clean_regist
 
 async def default_compare_pair(backend: Any, tmp_path: Path) -> None:
     """A compare_pair with every argument at its default (template sop, both orders) on `backend`."""
-    store = Store(tmp_path / f"{backend.kind}.db")
+    store = SqliteEngine(tmp_path / f"{backend.kind}.db")
     try:
         result = await pairwise.compare_pair(
-            Judge(backend, CallCache(store), store), prompt="What is 2 + 2?", response_a="2 + 2 = 4.", response_b="2 + 2 = 5."
+            CallContext(backend, CallCache(store), store), prompt="What is 2 + 2?", response_a="2 + 2 = 4.", response_b="2 + 2 = 5."
         )
     finally:
         await backend.aclose()
@@ -120,7 +120,7 @@ def test_a_configured_cap_still_lowers_the_budget_and_keys_the_cache(tmp_path: P
 
 
 def test_batch_threads_are_a_backend_setting(tmp_path: Path) -> None:
-    from judge_mcp.config import ConfigError
+    from judge_mcp.config.settings import ConfigError
 
     model = str(fake_gguf(tmp_path / "m.gguf"))
     toml = tmp_path / "judge.toml"

@@ -1,6 +1,6 @@
 """The `sampling` backend's configuration and what it sends, without a client: as the environment's backend and as
 a [backends.NAME] table (the model a hint, the priorities checked), its createMessage parameters, and a clear error
-outside an MCP tool call (the bench, the CLI). End to end with the official client: tests/transports/test_sampling.py."""
+outside an MCP tool call (the bench, the CLI). End to end with the official client: tests/server/test_sampling.py."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from judge_mcp.backends import BackendError, build_backend, user
 from judge_mcp.backends.base import ChatRequest, Message
 from judge_mcp.backends.sampling import SamplingBackend
-from judge_mcp.config import ConfigError, load_settings
+from judge_mcp.config.settings import ConfigError, load_settings
 
 pytestmark = pytest.mark.anyio
 
@@ -78,12 +78,12 @@ async def test_outside_a_tool_call_there_is_no_client_to_ask() -> None:
 async def test_the_bench_refuses_the_clients_model_naming_it(tmp_path: Path) -> None:
     import io
 
-    from judge_mcp.app import App
+    from judge_mcp.runtime.app import App
     from judge_mcp.bench.runner import BenchError, RunSpec, run
-    from judge_mcp.storage.sqlite import Store
+    from judge_mcp.storage.sqlite import SqliteEngine
     from tests.bench.datasets import PAIRS
 
-    app = App(load_settings({"JUDGE_MCP_BACKEND": "sampling", "JUDGE_MCP_DB": str(tmp_path / "x.db")}), store=Store(tmp_path / "bench.db"))
+    app = App(load_settings({"JUDGE_MCP_BACKEND": "sampling", "JUDGE_MCP_DB": str(tmp_path / "x.db")}), store=SqliteEngine(tmp_path / "bench.db"))
     try:
         with pytest.raises(BenchError) as info:
             await run(app, RunSpec(dataset=PAIRS, method="grp"), progress_stream=io.StringIO())

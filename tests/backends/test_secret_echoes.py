@@ -13,7 +13,7 @@ from judge_mcp.calls.cache import CallCache
 from judge_mcp.backends.client import split_userinfo
 from judge_mcp.backends.openai_compat import OpenAICompatBackend
 from judge_mcp.redaction import RedactingFilter, register
-from judge_mcp.bench.scripted import Reply, chat_body
+from testkit.scripted_servers import Reply, chat_body
 
 KEY = "sk-echo-7c1e0b55aa93"
 

@@ -10,9 +10,9 @@ import logging
 import pytest
 
 from judge_mcp.backends import BackendError, build_backend
-from judge_mcp.bench.scripted import Reply
-from judge_mcp.bench.scripted_judges import PAIR, shown_first
-from judge_mcp.config import ConfigError, backend_from_env, backends_from_toml
+from testkit.scripted_servers import Reply
+from testkit.scripted_judges import PAIR, shown_first
+from judge_mcp.config.settings import ConfigError, backend_from_env, backends_from_toml
 from judge_mcp.methods import pairwise
 
 REFUSAL = {
@@ -97,13 +97,13 @@ async def test_structured_output_off_never_sends_a_schema(make_judge):
 
 async def test_anthropic_structured_output_off(scripted, store):
     from judge_mcp.calls.cache import CallCache
-    from judge_mcp.calls.judge import Judge
+    from judge_mcp.calls.context import CallContext
     from tests.helpers import http_backend
 
     server = scripted(text_verdict, "anthropic")
     backend = http_backend(server, max_retries=0, structured_output="off")
     try:
-        result = await pairwise.compare_pair(Judge(backend, CallCache(store), store), **PAIR)
+        result = await pairwise.compare_pair(CallContext(backend, CallCache(store), store), **PAIR)
     finally:
         await backend.aclose()
     assert result.winner == "B" and all("output_config" not in r for r in server.requests)

@@ -16,7 +16,7 @@ import pytest
 from judge_mcp.backends import user
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.backends.openai_compat import OpenAICompatBackend
-from judge_mcp.bench.scripted import Reply
+from testkit.scripted_servers import Reply
 
 SLACK_S = 1.5  # machine slack on top of the documented bound (2 shared cores)
 

@@ -1,4 +1,4 @@
-"""Running the bench against the scripted batch APIs (judge_mcp/bench/scripted_batches.py) through a named backend
+"""Running the bench against the scripted batch APIs (testkit/scripted_batches.py) through a named backend
 with `batch = true` in a real TOML configuration file and a real SQLite bench database."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from judge_mcp.bench.runner import RunSpec, run
-from judge_mcp.bench.scripted_batches import ScriptedAnthropicBatches, ScriptedOpenAIBatches
-from judge_mcp.bench.scripted_judges import first_user
+from testkit.scripted_batches import ScriptedAnthropicBatches, ScriptedOpenAIBatches
+from testkit.scripted_judges import first_user
 from tests.bench.datasets import PROMPTS, TokenJudge, good_first
 from tests.helpers import make_app
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from judge_mcp.bench.data import load_items
 from judge_mcp.bench.runner import RunSpec, run
-from judge_mcp.bench.scripted_judges import FEEDBACK, OPTION_BLOCK, first_user, is_arena_hard, schema_name
+from testkit.scripted_judges import FEEDBACK, OPTION_BLOCK, first_user, is_arena_hard, schema_name
 from tests.helpers import app_env, make_app
 
 FIXTURES = Path(__file__).resolve().parent.parent / "bench_fixtures"

@@ -11,7 +11,7 @@ from judge_mcp.bench.methods import Options
 from judge_mcp.bench import arena_hard
 from judge_mcp.bench.pointwise import parse_rating
 from judge_mcp import prompts
-from judge_mcp.bench.scripted_judges import first_user, is_arena_hard
+from testkit.scripted_judges import first_user, is_arena_hard
 from tests.bench.datasets import PAIRS, bench, good_first, right_judge
 
 

@@ -1,5 +1,5 @@
 """`batch = true` backends in `judge-mcp bench`: OpenAI's Batch API and Anthropic's Message Batches, against scripted
-servers speaking their wire formats on 127.0.0.1 (judge_mcp/bench/scripted_batches.py)."""
+servers speaking their wire formats on 127.0.0.1 (testkit/scripted_batches.py)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ import pytest
 
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.bench.batching import SEQUENTIAL_NOTE, summary_line
-from judge_mcp.bench.scripted_judges import first_user
-from judge_mcp.config import load_settings
-from judge_mcp.config_values import ConfigError
+from testkit.scripted_judges import first_user
+from judge_mcp.config.settings import load_settings
+from judge_mcp.config.values import ConfigError
 from judge_mcp.methods import registry
 from tests.bench.batch_helpers import batch_env, bench_batch, db_rows, start
 from tests.bench.datasets import LISTS, PAIRS, item_of
@@ -265,7 +265,7 @@ async def test_lwe_learns_the_same_through_batches(servers, scripted, tmp_path, 
     step) it buffers the same feedback and makes the same meta-prompt versions as the same run sent call by call."""
     from judge_mcp.bench import batching
     from judge_mcp.bench.methods import Options
-    from judge_mcp.bench.scripted_judges import schema_name
+    from testkit.scripted_judges import schema_name
     from tests.bench.datasets import bench, right_judge
 
     monkeypatch.setattr(batching, "SETTLE_S", 0.05)

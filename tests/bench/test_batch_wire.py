@@ -4,7 +4,7 @@ are worth sending again and which fail."""
 from __future__ import annotations
 
 from judge_mcp.backends.batch_wire import anthropic_outcome, jsonl, openai_outcome
-from judge_mcp.bench.scripted import chat_body, message_body
+from testkit.scripted_servers import chat_body, message_body
 
 
 def test_openai_lines():

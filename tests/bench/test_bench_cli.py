@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from judge_mcp.bench import cli as bench_cli
-from judge_mcp.bench import metrics, report
+from judge_mcp.bench import command as bench_cli
+from judge_mcp.bench import metrics, html_report as report
 from judge_mcp.bench.methods import METHODS
 from judge_mcp.bench.runner import session_name
-from judge_mcp.bench.scripted_judges import first_shown_judge
-from judge_mcp.bench.servers import server_env
+from testkit.scripted_judges import first_shown_judge
+from testkit.server_process import server_env
 from tests.bench.datasets import LISTS, PAIRS
 
 

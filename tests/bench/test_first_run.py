@@ -11,19 +11,19 @@ import socket
 
 import anyio
 
-from judge_mcp.bench import report
-from judge_mcp.bench.cli import format_summary, resolve_backend
+from judge_mcp.bench import html_report as report
+from judge_mcp.bench.command import format_summary, resolve_backend
 from judge_mcp.bench.fitting import BUNDLED_MAX_OUTPUT_TOKENS, cap_bundled_model, connection_warning
 from judge_mcp.bench.methods import Options
 from judge_mcp.bench.progress import Progress
 from judge_mcp.bench.runner import RunSpec, run
-from judge_mcp.config import load_settings
+from judge_mcp.config.settings import load_settings
 from tests.bench.datasets import PAIRS, right_judge
 from tests.helpers import app_env, make_app
 
 
 def test_the_bundled_model_is_capped_as_the_demo_caps_it_and_the_run_says_so(tmp_path) -> None:
-    from judge_mcp.app import App
+    from judge_mcp.runtime.app import App
 
     settings, name = resolve_backend(load_settings({"JUDGE_MCP_DB": str(tmp_path / "j.db"), "JUDGE_MCP_BACKEND": "openai",
                                                     "JUDGE_MCP_BASE_URL": "http://127.0.0.1:9/v1"}), "local")

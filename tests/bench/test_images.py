@@ -17,8 +17,8 @@ from judge_mcp.bench.convert import ConvertError, convert
 from judge_mcp.bench.data import DatasetError, load_items
 from judge_mcp.bench.media import options_media, pair_media
 from judge_mcp.bench.runner import BenchError
-from judge_mcp.bench.scripted_judges import schema_name
-from judge_mcp.cli import main
+from testkit.scripted_judges import schema_name
+from judge_mcp.cli.main import main
 from tests.bench.datasets import bench
 
 

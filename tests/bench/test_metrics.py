@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from judge_mcp.bench import calibration, metrics
+from judge_mcp.stats import calibration
+from judge_mcp.bench import metrics
 from judge_mcp.bench.methods import Options, method_key, placement_record, single_record
 
 

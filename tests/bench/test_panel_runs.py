@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from judge_mcp.app import App
-from judge_mcp.bench.scripted_judges import first_shown_judge
-from judge_mcp.config import load_settings
+from judge_mcp.runtime.app import App
+from testkit.scripted_judges import first_shown_judge
+from judge_mcp.config.settings import load_settings
 from tests.bench.datasets import PAIRS, right_judge
 
 
@@ -18,7 +18,7 @@ async def test_bench_panel_scores_the_panel_and_each_member_alone(scripted, tmp_
 
     from judge_mcp.bench.methods import Options
     from judge_mcp.bench.runner import RunSpec, run
-    from judge_mcp.storage.sqlite import Store
+    from judge_mcp.storage.sqlite import SqliteEngine
 
     judges = {"right1": (right_judge, "m1"), "right2": (right_judge, "m2"), "biased": (first_shown_judge, "gpt-4o-mini")}
     servers = {name: scripted(responder) for name, (responder, _) in judges.items()}
@@ -29,7 +29,7 @@ async def test_bench_panel_scores_the_panel_and_each_member_alone(scripted, tmp_
     settings = load_settings({"JUDGE_MCP_CONFIG": str(config), "JUDGE_MCP_DB": str(tmp_path / "x.db")})
 
     async def bench(options: Options) -> dict:
-        app = App(settings, store=Store(tmp_path / "bench.db"))
+        app = App(settings, store=SqliteEngine(tmp_path / "bench.db"))
         try:
             return await run(app, RunSpec(dataset=PAIRS, method="grp", options=options), progress_stream=io.StringIO())
         finally:
@@ -58,7 +58,7 @@ async def test_bench_panel_scores_the_panel_and_each_member_alone(scripted, tmp_
 def test_bench_cli_backends_argument() -> None:
     import argparse
 
-    from judge_mcp.bench.cli import format_summary, parse_backends
+    from judge_mcp.bench.command import format_summary, parse_backends
 
     assert parse_backends(argparse.Namespace(backend=None, backends="a, b,c")) == ("a", "b", "c")
     with pytest.raises(ValueError, match="not both"):
@@ -75,12 +75,12 @@ async def test_bench_panel_without_a_majority_is_a_tie_not_a_parse_failure(scrip
 
     from judge_mcp.bench.methods import Options
     from judge_mcp.bench.runner import RunSpec, run
-    from judge_mcp.storage.sqlite import Store
+    from judge_mcp.storage.sqlite import SqliteEngine
 
     servers = {"right": scripted(right_judge), "biased": scripted(first_shown_judge)}
     config = tmp_path / "judge.toml"
     config.write_text("".join(f'[backends.{n}]\nkind = "openai"\nbase_url = "{s.base_url}"\nmodel = "m-{n}"\n\n' for n, s in servers.items()))
-    app = App(load_settings({"JUDGE_MCP_CONFIG": str(config), "JUDGE_MCP_DB": str(tmp_path / "x.db")}), store=Store(tmp_path / "bench.db"))
+    app = App(load_settings({"JUDGE_MCP_CONFIG": str(config), "JUDGE_MCP_DB": str(tmp_path / "x.db")}), store=SqliteEngine(tmp_path / "bench.db"))
     try:
         summary = await run(app, RunSpec(dataset=PAIRS, method="grp", options=Options(panel=("right", "biased"))), progress_stream=io.StringIO())
     finally:
@@ -92,7 +92,7 @@ async def test_bench_panel_without_a_majority_is_a_tie_not_a_parse_failure(scrip
 
 
 def test_report_shows_a_panel_run_with_each_member_beside_it() -> None:
-    from judge_mcp.bench import report
+    from judge_mcp.bench import html_report as report
 
     row = {"n": 30, "accuracy": 0.5, "pair_accuracy": 0.1, "position_bias": 0.456}
     run = {"dataset": "llmbar_natural", "kind": "pairwise", "method_key": "grp", "backend": "a+b", "model": "panel: x, y",

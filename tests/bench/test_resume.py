@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 from judge_mcp.bench.runner import MAX_CONSECUTIVE_ERRORS
-from judge_mcp.bench.scripted import Reply
-from judge_mcp.bench.scripted_judges import first_user
-from judge_mcp.bench.servers import server_env
+from testkit.scripted_servers import Reply
+from testkit.scripted_judges import first_user
+from testkit.server_process import server_env
 from tests.bench.datasets import PAIRS, bench, item_of, right_judge
 
 
@@ -42,7 +42,7 @@ async def test_rerun_skips_finished_items(scripted, tmp_path):
 
 async def test_resuming_after_the_prompts_changed_warns(scripted, tmp_path, monkeypatch):
     from judge_mcp.bench import runner
-    from judge_mcp.bench.results import methods_fingerprint
+    from judge_mcp.bench.stored_runs import methods_fingerprint
 
     server = scripted(right_judge)
     first, _ = await bench(scripted, None, PAIRS, "vanilla", tmp_path, server=server, limit=2)
@@ -55,7 +55,7 @@ async def test_resuming_after_the_prompts_changed_warns(scripted, tmp_path, monk
 
 
 def test_fingerprint_follows_the_prompt_files(tmp_path, monkeypatch):
-    from judge_mcp.bench import results
+    from judge_mcp.bench import stored_runs as results
 
     fake = tmp_path / "pkg" / "judge_mcp" / "bench" / "results.py"
     (tmp_path / "pkg" / "judge_mcp" / "prompts").mkdir(parents=True)

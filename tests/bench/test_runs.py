@@ -11,18 +11,18 @@ from typing import Any
 
 import pytest
 
-from judge_mcp.bench import cli as bench_cli
-from judge_mcp.bench import calibration
+from judge_mcp.bench import command as bench_cli
+from judge_mcp.stats import calibration
 from judge_mcp.bench.methods import Options
-from judge_mcp.bench.results import run_rows
+from judge_mcp.bench.stored_runs import run_rows
 from judge_mcp.bench.runner import BenchError, RunSpec, run
-from judge_mcp.bench import report
-from judge_mcp.storage.sqlite import Store
+from judge_mcp.bench import html_report as report
+from judge_mcp.storage.sqlite import SqliteEngine
 from judge_mcp.storage.lwe_sessions import LweRepository
 from tests.helpers import make_app
-from judge_mcp.bench.scripted_judges import first_shown_judge, first_user, logprob_content, schema_name
+from testkit.scripted_judges import first_shown_judge, first_user, logprob_content, schema_name
 from tests.bench.datasets import ITEM_TOKEN, LISTS, PAIRS, bench, good_first, right_judge
-from judge_mcp.bench.scripted import Reply, prompt_text
+from testkit.scripted_servers import Reply, prompt_text
 
 
 PAIR_METHODS = ["vanilla", "grp", "grp-better", "arena-hard", "lwe", "selective-lwe"]
@@ -109,7 +109,7 @@ async def test_pairwise_method_refuses_a_listwise_set(scripted, tmp_path):
 @pytest.mark.model
 async def test_bench_on_the_embedded_model(tmp_path):
     """One fixture pair, pointwise, on the bundled SmolLM2: the harness runs end to end on the local backend."""
-    app = make_app({"JUDGE_MCP_BACKEND": "local", "JUDGE_MCP_DB": str(tmp_path / "judge.db")}, store=Store(tmp_path / "bench.db"))
+    app = make_app({"JUDGE_MCP_BACKEND": "local", "JUDGE_MCP_DB": str(tmp_path / "judge.db")}, store=SqliteEngine(tmp_path / "bench.db"))
     try:
         summary = await run(app, RunSpec(dataset=PAIRS, method="pointwise", limit=1), progress_stream=io.StringIO())
     finally:
@@ -136,7 +136,7 @@ async def test_no_reask_counts_unparsed_first_answers_wrong(scripted, tmp_path, 
     assert strict["overall"]["pair_accuracy"] == 0.0 and strict["overall"]["reasked_verdicts"] == 0
     if method == "grp":
         assert strict["overall"]["parse_failures"] == 12
-    store = Store(tmp_path / "bench.db")
+    store = SqliteEngine(tmp_path / "bench.db")
     try:
         methods = {r["method"] for r in store.query("SELECT DISTINCT method FROM bench_results")}
     finally:
@@ -156,7 +156,7 @@ async def test_lwe_bench_follows_the_papers_protocol(scripted, tmp_path):
     lasts = [len(order) - 1 - order[::-1].index(k) for k in ("p1", "p2", "p3", "p4", "p5", "p6")]
     assert all(lasts[k] < firsts[k + 1] for k in range(5))
 
-    store = Store(tmp_path / "bench.db")
+    store = SqliteEngine(tmp_path / "bench.db")
     try:
         rows = run_rows(store, summary["dataset"], summary["method_key"], summary["backend_key"])
         versions = {(r["item_id"], r["placement"]): r["record"]["detail"]["meta_prompt_version"] for r in rows if r["status"] == "done"}

@@ -17,26 +17,27 @@ import anyio
 import pytest
 
 from judge_mcp.backends.base import user
-from judge_mcp.bench.scripted import Reply, chat_body
-from judge_mcp.bench.scripted_judges import GOOD, PAIR, UniversalJudge
+from testkit.scripted_servers import Reply, chat_body
+from testkit.scripted_judges import GOOD, PAIR, UniversalJudge
 from judge_mcp.calls.cache import CallCache
 from judge_mcp.storage.call_cache import CacheTable
-from judge_mcp.calls.judge import Judge
-from judge_mcp.methods import flip, pairwise
-from judge_mcp.storage.sqlite import Store
+from judge_mcp.calls.context import CallContext
+from judge_mcp.methods.flip import reward as flip
+from judge_mcp.methods import pairwise
+from judge_mcp.storage.sqlite import SqliteEngine
 from judge_mcp.storage.verdict_log import VerdictLog
 from tests.helpers import Hold, Rendezvous, WriteHold, app_env, gather, http_backend, make_app, settled, until
 from tests.engines import on_both_engines
 
 
-def cache_rows(store: Store) -> int:
+def cache_rows(store: SqliteEngine) -> int:
     return store.query("SELECT COUNT(*) AS n FROM call_cache")[0]["n"]
 
 
 async def test_repeat_is_answered_from_sqlite_also_after_reopening(http, tmp_path):
     backend, server = http(lambda p: Reply(content="stored answer", finish_reason="length", prompt_tokens=30, completion_tokens=7))
     db = tmp_path / "cache.db"
-    store = Store(db)
+    store = SqliteEngine(db)
     request = user("same question", json_schema={"type": "object"})
     try:
         first, cached = await CallCache(store).complete(backend, request)
@@ -50,7 +51,7 @@ async def test_repeat_is_answered_from_sqlite_also_after_reopening(http, tmp_pat
     finally:
         store.close()
 
-    reopened = Store(db)
+    reopened = SqliteEngine(db)
     try:
         third, cached = await CallCache(reopened).complete(backend, request)
         assert cached and third.text == "stored answer" and len(server.requests) == 1
@@ -75,7 +76,7 @@ async def test_samples_are_never_cached(http, store):
     counter = iter(range(100))
     together = Rendezvous(3, lambda p: f"sample {next(counter)}", rounds=1)  # the three concurrent samples all go out
     backend, server = http(together)
-    judge = Judge(backend, CallCache(store), store)
+    judge = CallContext(backend, CallCache(store), store)
     request = user("q", temperature=0.8)
 
     concurrent = await gather(3, lambda: judge.complete(request))
@@ -104,9 +105,9 @@ async def test_the_api_key_never_reaches_the_database_file(http, api_key, tmp_pa
     respond.seen = []  # type: ignore[attr-defined]
     backend, server = http(respond, kind=kind)
     db = tmp_path / "keys.db"
-    store = Store(db)
+    store = SqliteEngine(db)
     try:
-        judge = Judge(backend, CallCache(store), store)
+        judge = CallContext(backend, CallCache(store), store)
         await judge.complete(user("retry me", system="sys", json_schema={"type": "object", "properties": {}}))
         await judge.complete(user("retry me", system="sys", json_schema={"type": "object", "properties": {}}))  # cached
         await judge.complete(user("sample", temperature=0.5))
@@ -226,7 +227,7 @@ async def test_the_requests_of_one_judgment_share_one_read_of_the_cache(make_jud
     assert [len(keys) for keys in reads] == [2]
     reads.clear()
     responses = [f"{GOOD} ({k})" for k in range(16)]
-    result = await flip.infer_instruction_reward(Judge(judge.backend, judge.cache, store), instruction="Name the capital city of Australia.", responses=responses)
+    result = await flip.infer_instruction_reward(CallContext(judge.backend, judge.cache, store), instruction="Name the capital city of Australia.", responses=responses)
     assert len(result.results) == 16 and result.usage.calls == 16
     assert [len(keys) for keys in reads] == [16]  # 16 requests, one read
 
@@ -254,7 +255,7 @@ async def test_a_call_cancelled_while_its_write_waits_keeps_its_answers_in_memor
     blocked = asyncio.get_running_loop().create_task(app.store.writes.run(writes.job))
     judged = asyncio.Event()
 
-    async def compare(judge: Judge):
+    async def compare(judge: CallContext):
         result = await pairwise.compare_pair(judge, **PAIR)
         judged.set()  # both answers are in; App.run goes straight on to its write
         return result
@@ -268,13 +269,13 @@ async def test_a_call_cancelled_while_its_write_waits_keeps_its_answers_in_memor
         with pytest.raises(asyncio.CancelledError):
             await call
         # While that write still waits, the same judgment is answered from memory: nothing is in the table yet.
-        again = await pairwise.compare_pair(Judge(app.backend(None), app.cache, app.store), **PAIR)
+        again = await pairwise.compare_pair(CallContext(app.backend(None), app.cache, app.store), **PAIR)
         assert (again.usage.calls, again.usage.cached_calls) == (0, 2) and len(backend.requests) == 2
     finally:
         writes.release()
         await blocked
     await app.store.writes.run(lambda: None)  # every write handed over before this one has run
     assert [r["tool"] for r in VerdictLog(app.store).recent()] == ["compare_pair"]  # the cancelled call's, written whole
-    fresh = await pairwise.compare_pair(Judge(app.backend(None), CallCache(app.store), app.store), **PAIR)
+    fresh = await pairwise.compare_pair(CallContext(app.backend(None), CallCache(app.store), app.store), **PAIR)
     assert fresh.usage.cached_calls == 2 and len(backend.requests) == 2  # its answers are in the table
     await app.aclose()

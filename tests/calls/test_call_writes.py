@@ -7,8 +7,8 @@ from __future__ import annotations
 import anyio
 from mcp import Client
 
-from judge_mcp.bench.scripted_judges import GOOD, PAIR, PAIR_A, UniversalJudge
-from judge_mcp.bench.scripted import Reply, prompt_text
+from testkit.scripted_judges import GOOD, PAIR, PAIR_A, UniversalJudge
+from testkit.scripted_servers import Reply, prompt_text
 from judge_mcp.storage.verdict_log import VerdictLog
 
 

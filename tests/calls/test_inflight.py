@@ -14,18 +14,18 @@ import pytest
 
 from judge_mcp.backends.base import Completion, user
 from judge_mcp.backends.errors import BackendError
-from judge_mcp.bench.scripted import Reply
-from judge_mcp.bench.scripted_judges import UniversalJudge
+from testkit.scripted_servers import Reply
+from testkit.scripted_judges import UniversalJudge
 from judge_mcp.calls.cache import CallCache
 from judge_mcp.storage.call_cache import CacheTable
-from judge_mcp.calls.judge import Judge
+from judge_mcp.calls.context import CallContext
 from judge_mcp.methods import pairwise
-from judge_mcp.storage.sqlite import Store
+from judge_mcp.storage.sqlite import SqliteEngine
 from tests.helpers import Hold, gather, http_backend, settled, survivor_of_twin
 from tests.engines import on_both_engines
 
 
-def cache_rows(store: Store) -> int:
+def cache_rows(store: SqliteEngine) -> int:
     return store.query("SELECT COUNT(*) AS n FROM call_cache")[0]["n"]
 
 
@@ -38,7 +38,7 @@ async def test_a_cancelled_caller_leaves_the_shared_call_to_the_others(scripted,
     server = scripted(hold)
     backend, cache = backend_for(server), CallCache(store)
     request = user("judge this")
-    first, second = Judge(backend, cache, store), Judge(backend, cache, store)
+    first, second = CallContext(backend, cache, store), CallContext(backend, cache, store)
     got = {}
 
     async with anyio.create_task_group() as tg:
@@ -98,13 +98,13 @@ async def test_cancelling_one_compare_pair_never_breaks_an_identical_one(scripte
     server = scripted(hold)
     backend, cache = backend_for(server), CallCache(store)
     args = dict(prompt="What is the capital of Australia?", response_a="Sydney.", response_b="Canberra.")
-    result = await survivor_of_twin(lambda: pairwise.compare_pair(Judge(backend, cache, store), **args), hold, store)
+    result = await survivor_of_twin(lambda: pairwise.compare_pair(CallContext(backend, cache, store), **args), hold, store)
     assert all(t.parse_ok for t in result.trials) and result.winner == "B" and result.consistent
     assert len(server.requests) == 2  # the two orders, each sent once and shared
     await backend.aclose()
 
 
-async def gather_while_held(n: int, fn: Callable[[], Any], hold: Hold, store: Store) -> list[Any]:
+async def gather_while_held(n: int, fn: Callable[[], Any], hold: Hold, store: SqliteEngine) -> list[Any]:
     """gather(n, fn) against a backend that holds the call until all n callers wait (so none of them can have been
     answered from SQLite instead)."""
     out: list[Any] = []
@@ -125,7 +125,7 @@ async def test_identical_requests_in_flight_share_one_call(http, store):
     hold = Hold(lambda p: Reply(content="shared answer", prompt_tokens=12, completion_tokens=4))
     backend, server = http(hold)
     cache = CallCache(store)
-    judge = Judge(backend, cache, store)
+    judge = CallContext(backend, cache, store)
     request = user("judge this", system="be fair")
 
     results: list[Completion] = await gather_while_held(5, lambda: judge.complete(request), hold, store)

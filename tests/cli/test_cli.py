@@ -11,10 +11,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from judge_mcp import cli
-from judge_mcp.bench.scripted import Reply
-from judge_mcp.bench.scripted_judges import UniversalJudge
-from judge_mcp.bench.servers import HttpServer, server_env
+from judge_mcp.cli import main as cli
+from testkit.scripted_servers import Reply
+from testkit.scripted_judges import UniversalJudge
+from testkit.server_process import HttpServer, server_env
 from tests.helpers import ACCEPT, INIT
 
 FIXTURES = Path(__file__).resolve().parent.parent / "bench_fixtures"

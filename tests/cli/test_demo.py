@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from judge_mcp.bench.scripted_judges import UniversalJudge
-from judge_mcp.bench.servers import clean_env
-from judge_mcp.demo import DEMO_MAX_OUTPUT_TOKENS, STEPS, server_environment
-from judge_mcp.demo_text import flip_lines, grade_lines, pair_lines, small_model_note, stats_lines
-from judge_mcp.server import build_server
+from testkit.scripted_judges import UniversalJudge
+from testkit.server_process import clean_env
+from judge_mcp.cli.demo import DEMO_MAX_OUTPUT_TOKENS, STEPS, server_environment
+from judge_mcp.cli.demo_text import flip_lines, grade_lines, pair_lines, small_model_note, stats_lines
+from judge_mcp.server.build import build_server
 from tests.helpers import delayed, make_app
 
 
@@ -52,7 +52,7 @@ def test_the_demo_says_each_tools_inputs_and_verdict_and_exits_0(scripted, tmp_p
 
 
 def test_the_demo_exits_1_when_a_call_fails(scripted, tmp_path: Path) -> None:
-    from judge_mcp.bench.scripted import Reply
+    from testkit.scripted_servers import Reply
 
     backend = scripted(lambda p: Reply(status=400))
     env = clean_env(JUDGE_MCP_BACKEND="openai", JUDGE_MCP_BASE_URL=backend.base_url, JUDGE_MCP_DB=str(tmp_path / "judge.db"))
@@ -130,7 +130,7 @@ def test_the_demo_on_the_embedded_model_calls_every_tool_with_small_budgets(tmp_
 
 def test_the_real_model_line_names_the_command_as_the_user_can_run_it(tmp_path: Path, monkeypatch) -> None:
     """In a checkout `judge-mcp` is not on PATH: the line says `.venv/bin/judge-mcp`, as `make demo` started it."""
-    from judge_mcp.demo import command_name
+    from judge_mcp.cli.demo import command_name
 
     monkeypatch.setenv("PATH", str(tmp_path))
     assert command_name(".venv/bin/judge-mcp") == ".venv/bin/judge-mcp"

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from judge_mcp.bench.scripted_judges import UniversalJudge
-from judge_mcp.bench.servers import clean_env
-from judge_mcp.settings_table import ENV_NAMES
+from testkit.scripted_judges import UniversalJudge
+from testkit.server_process import clean_env
+from judge_mcp.config.table import ENV_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -96,7 +96,7 @@ def test_every_program_is_judge_mcp_or_a_known_tool() -> None:
 
 
 def test_every_judge_mcp_command_line_parses_and_every_setting_is_known() -> None:
-    from judge_mcp.cli import build_parser
+    from judge_mcp.cli.main import build_parser
 
     problems = []
     for where, words in COMMANDS:

@@ -15,11 +15,11 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from judge_mcp.bench.scripted import Reply
-from judge_mcp.bench.scripted_judges import PAIR
-from judge_mcp.bench.servers import clean_env, free_port
-from judge_mcp.config import ConfigError, load_settings
-from judge_mcp.storage.sqlite import Store, StoreError
+from testkit.scripted_servers import Reply
+from testkit.scripted_judges import PAIR
+from testkit.server_process import clean_env, free_port
+from judge_mcp.config.settings import ConfigError, load_settings
+from judge_mcp.storage.sqlite import SqliteEngine, StoreError
 
 TYPOS = {
     "JUDGE_MCP_BACKEND": ("opneai", "JUDGE_MCP_BACKEND must be one of local, openai, anthropic, sampling; got 'opneai'"),
@@ -115,7 +115,7 @@ def test_a_file_where_the_database_folder_should_be_is_named(tmp_path: Path) -> 
     (tmp_path / "state").write_text("not a folder")
     for db in (tmp_path / "state" / "judge.db", tmp_path / "state" / "deeper" / "judge.db"):
         with pytest.raises(StoreError) as err:
-            Store(db)
+            SqliteEngine(db)
         message = str(err.value)
         assert f"{str(tmp_path / 'state')!r} is a file, so it cannot hold the folder the database goes in" in message
         assert "FileExistsError" not in message and "NotADirectoryError" not in message
@@ -124,15 +124,15 @@ def test_a_file_where_the_database_folder_should_be_is_named(tmp_path: Path) -> 
 def test_a_folder_at_the_database_path_is_named(tmp_path: Path) -> None:
     (tmp_path / "judge.db").mkdir()
     with pytest.raises(StoreError) as err:
-        Store(tmp_path / "judge.db")
+        SqliteEngine(tmp_path / "judge.db")
     assert "that path is a folder, not a file" in str(err.value) and "unable to open" not in str(err.value)
 
 
 READ_ONLY_PROBE = """
 import sys
-from judge_mcp.storage.sqlite import Store, StoreError
+from judge_mcp.storage.sqlite import SqliteEngine, StoreError
 try:
-    Store(sys.argv[1])
+    SqliteEngine(sys.argv[1])
 except StoreError as exc:
     print(exc)
 """
@@ -145,7 +145,7 @@ def test_a_read_only_filesystem_is_named(tmp_path: Path, existing: bool) -> None
     mnt = tmp_path / "ro"
     mnt.mkdir()
     if existing:
-        Store(mnt / "judge.db").close()
+        SqliteEngine(mnt / "judge.db").close()
     db = mnt / "judge.db" if existing else mnt / "sub" / "judge.db"
     remount = f"mount -o remount,bind,ro {mnt} {mnt}" if existing else f"mount -t tmpfs -o ro,size=64k tmpfs {mnt}"
     setup = f"mount --bind {mnt} {mnt} && {remount}" if existing else remount

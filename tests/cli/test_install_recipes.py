@@ -21,8 +21,8 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from judge_mcp.bench.scripted_judges import BAD, CAPITAL_Q, GOOD, UniversalJudge
-from judge_mcp.bench.servers import clean_env
+from testkit.scripted_judges import BAD, CAPITAL_Q, GOOD, UniversalJudge
+from testkit.server_process import clean_env
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

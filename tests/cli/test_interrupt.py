@@ -12,9 +12,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from judge_mcp.bench.scripted import Reply, ScriptedServer
-from judge_mcp.bench.scripted_judges import PAIR
-from judge_mcp.bench.servers import HttpServer, clean_env
+from testkit.scripted_servers import Reply, ScriptedServer
+from testkit.scripted_judges import PAIR
+from testkit.server_process import HttpServer, clean_env
 from tests.helpers import app_env, token_client
 
 TOKEN = "test-token-0123456789abcdef"

@@ -14,9 +14,9 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from judge_mcp.bench.scripted_judges import BAD, CAPITAL_Q, GOOD, UniversalJudge
-from judge_mcp.bench.servers import clean_env
-from judge_mcp.config import load_settings, missing_key
+from testkit.scripted_judges import BAD, CAPITAL_Q, GOOD, UniversalJudge
+from testkit.server_process import clean_env
+from judge_mcp.config.settings import load_settings, missing_key
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

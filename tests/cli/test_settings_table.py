@@ -1,4 +1,4 @@
-"""One table of settings (judge_mcp/settings_table.py): every variable and TOML key the code reads is in it, `serve
+"""One table of settings (judge_mcp/config/table.py): every variable and TOML key the code reads is in it, `serve
 --help` and the README's and docs' tables come from it, a misspelt name is reported with the nearest known one, and one
 broken [backends.NAME] table fails only the calls that name it."""
 
@@ -13,12 +13,12 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from judge_mcp.bench.scripted import ScriptedServer
-from judge_mcp.bench.scripted_judges import PAIR, UniversalJudge
-from judge_mcp.bench.servers import clean_env
-from judge_mcp.config import ConfigError, load_settings
-from judge_mcp.config_values import SAMPLING_PRIORITIES
-from judge_mcp.settings_table import ENV_NAMES, ENVIRONMENT, TOML_KEYS, TOML_NAMES, markdown_table, unknown_variables
+from testkit.scripted_servers import ScriptedServer
+from testkit.scripted_judges import PAIR, UniversalJudge
+from testkit.server_process import clean_env
+from judge_mcp.config.settings import ConfigError, load_settings
+from judge_mcp.config.values import SAMPLING_PRIORITIES
+from judge_mcp.config.table import ENV_NAMES, ENVIRONMENT, TOML_KEYS, TOML_NAMES, markdown_table, unknown_variables
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "judge_mcp"
@@ -52,7 +52,7 @@ def test_serve_help_is_the_table() -> None:
 
 def test_the_readme_and_docs_tables_are_the_table() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert markdown_table(ENVIRONMENT) in readme, "README's table is out of date: paste `python -m judge_mcp.settings_table`"
+    assert markdown_table(ENVIRONMENT) in readme, "README's table is out of date: paste `python -m judge_mcp.config.table`"
     docs = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
     assert markdown_table(TOML_KEYS, "key") in docs
 

@@ -17,23 +17,23 @@ import threading
 
 from mcp.types import LATEST_PROTOCOL_VERSION
 
-from judge_mcp.bench.servers import clean_env, free_port
+from testkit.server_process import clean_env, free_port
 from judge_mcp.storage import open_store
 from judge_mcp.storage.migrations import MIGRATIONS
 
 # OpenTelemetry's SDK and exporter load only when tracing is on (JUDGE_MCP_OTEL, OTEL_* exporter settings); its API
 # comes with the MCP SDK, which imports it for its own spans.
-DEFERRED = ("aiohttp", "sqlite_utils", "rapidfuzz", "certifi", "judge_mcp.backends.client", "judge_mcp.bench.report",
-            "judge_mcp.telemetry_otel", "opentelemetry.sdk", "opentelemetry.exporter",
-            "judge_mcp.methods.pairwise", "judge_mcp.methods.flip", "judge_mcp.methods.grade_score", "judge_mcp.methods.lwe",
-            "judge_mcp.methods.panel", "judge_mcp.methods.parsing", "judge_mcp.stats", "judge_mcp.agreement", "judge_mcp.labels",
-            "judge_mcp.bench.calibration", "judge_mcp.storage.verdict_facts", "judge_mcp.storage.verdict_stats",
+DEFERRED = ("aiohttp", "sqlite_utils", "rapidfuzz", "certifi", "judge_mcp.backends.client", "judge_mcp.bench.html_report",
+            "judge_mcp.telemetry.otel", "opentelemetry.sdk", "opentelemetry.exporter",
+            "judge_mcp.methods.pairwise", "judge_mcp.methods.flip.reward", "judge_mcp.methods.grade_score.scoring", "judge_mcp.methods.lwe",
+            "judge_mcp.methods.panel", "judge_mcp.methods.parsing", "judge_mcp.stats.report", "judge_mcp.stats.agreement", "judge_mcp.stats.labels",
+            "judge_mcp.stats.calibration", "judge_mcp.storage.verdict_facts", "judge_mcp.storage.verdict_stats",
             "judge_mcp.storage.lwe_sessions")
 
 PROBE = f"""
 import gc, json, sys
 import anyio
-import judge_mcp.cli as cli
+import judge_mcp.cli.main as cli
 
 def report(fn, *args, **kwargs):  # instead of serving: which of the deferred modules the start imported
     print(json.dumps({{"imported": [m for m in {DEFERRED!r} if m in sys.modules], "gc": gc.isenabled()}}))

@@ -21,8 +21,8 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from judge_mcp.bench.scripted_judges import BAD, CAPITAL_Q, GOOD, PAIR, RIGHT_INSTRUCTION, UniversalJudge, method_of
-from judge_mcp.bench.servers import clean_env
+from testkit.scripted_judges import BAD, CAPITAL_Q, GOOD, PAIR, RIGHT_INSTRUCTION, UniversalJudge, method_of
+from testkit.server_process import clean_env
 
 ROOT = Path(__file__).resolve().parents[2]
 CALLS = [
@@ -76,12 +76,12 @@ def test_wheel_and_sdist_carry_the_templates_and_the_licence(built) -> None:
         members = {m.split("/", 1)[1] for m in tar.getnames() if "/" in m}
     assert {"pyproject.toml", "README.md", "LICENSE"} <= members  # what a rebuild needs (the wheel was built from it)
     assert all(f"judge_mcp/prompts/{t}" in members for t in templates)
-    assert "judge_mcp/tool_schemas.json" in names and "judge_mcp/tool_schemas.json" in members
+    assert "judge_mcp/server/schemas.json" in names and "judge_mcp/server/schemas.json" in members
 
 
 def test_the_installed_package_reads_its_shipped_schemas_and_they_are_what_it_generates(built) -> None:
     check = (
-        "import json; from judge_mcp import tool_schemas as t; from judge_mcp.tools import TOOLS; "
+        "import json; from judge_mcp import tool_schemas as t; from judge_mcp.server.tools import TOOLS; "
         "d = t.shipped(); print(d is not None, d is not None and d['fingerprint']['sources'] == t.fingerprint()['sources'], "
         "json.dumps(t.schemas(TOOLS)) == json.dumps(t.generate(TOOLS)))"
     )

@@ -11,8 +11,9 @@ import pytest
 
 from judge_mcp import prompts
 from judge_mcp.bench import pointwise
-from judge_mcp.methods import flip, pairwise
-from judge_mcp.arg_types import InputError
+from judge_mcp.methods.flip import reward as flip
+from judge_mcp.methods import pairwise
+from judge_mcp.contract.fields import InputError
 
 
 # ---- field order ---------------------------------------------------------------------------------------------------

@@ -5,9 +5,10 @@ finished says no verdict, and a structured answer is never continued. Over a scr
 from __future__ import annotations
 
 from judge_mcp import prompts
-from judge_mcp.methods import flip, pairwise
+from judge_mcp.methods.flip import reward as flip
+from judge_mcp.methods import pairwise
 from judge_mcp.methods.ask import CONTINUATIONS
-from judge_mcp.bench.scripted import Reply
+from testkit.scripted_servers import Reply
 
 
 def _text_judge(judge):

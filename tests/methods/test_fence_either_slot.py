@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from bench import injection_flips as bench_injection
-from judge_mcp.bench import attacks
+from perf import injection_flips as bench_injection
+from testkit import injections as attacks
 from judge_mcp.bench.data import Item
 from judge_mcp.methods import pairwise
 from judge_mcp.methods.lwe import text as lwe_text
 from judge_mcp.methods.parsing import neutralise
 from tests.helpers import app_env, make_app
-from judge_mcp.bench.scripted_judges import BAD, CAPITAL_Q, GOOD
-from judge_mcp.bench.scripted import prompt_text
+from testkit.scripted_judges import BAD, CAPITAL_Q, GOOD
+from testkit.scripted_servers import prompt_text
 
 MARKER = re.compile(r"(?i)the\W*(end|start|beginning)\W*of\W*(the\W*)?assistant\W*[ab12]\W*(s\W*)?answer|user\W*(prompt|question|instruction)\b")
 END_OF_B = re.compile(r"(?i)end\W*of\W*assistant\W*b\W*s\W*answer")

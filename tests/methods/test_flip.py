@@ -10,15 +10,15 @@ import re
 import pytest
 
 from judge_mcp.backends.errors import BackendError
-from judge_mcp.methods import flip
+from judge_mcp.methods.flip import reward as flip
 from judge_mcp.methods import similarity as sim
-from judge_mcp.methods.flip import detect_echo, infer_instruction_reward, rank
-from judge_mcp.methods.flip_answers import Inferred, extract_best, parse_inferred
-from judge_mcp.calls.judge import Judge
-from judge_mcp.arg_types import InputError
-from judge_mcp.outputs import FlipItem
+from judge_mcp.methods.flip.reward import detect_echo, infer_instruction_reward, rank
+from judge_mcp.methods.flip.answers import Inferred, extract_best, parse_inferred
+from judge_mcp.calls.context import CallContext
+from judge_mcp.contract.fields import InputError
+from judge_mcp.contract.results import FlipItem
 from tests.helpers import Rendezvous
-from judge_mcp.bench.scripted import Reply, prompt_text
+from testkit.scripted_servers import Reply, prompt_text
 
 INSTRUCTION = "Write a haiku about autumn leaves."
 HAIKU = "Crimson leaves drift down,\nwhispering to the cold ground,\nautumn says goodbye."
@@ -112,7 +112,7 @@ def test_extract_best_is_bounded():
          "Keep it under 200 words.",
          "Explain how photosynthesis works in plants, including the light-dependent reactions and the Calvin cycle.\n\n"
          "Photosynthesis is the process..."),
-        # appended at the end: the instruction-copy attack of judge_mcp/bench/attacks.py
+        # appended at the end: the instruction-copy attack of testkit/injections.py
         (INSTRUCTION, "Crimson leaves drift down. " * 3 + INSTRUCTION),
     ],
 )
@@ -322,7 +322,7 @@ async def test_similarity_rouge_l_and_token_sort(make_judge):
     rouge = await infer_instruction_reward(judge, instruction=INSTRUCTION, responses=[HAIKU], similarity="rouge_l")
     # [write a short haiku about leaves] vs [write a haiku about autumn leaves]: LCS 5 of 6 words each
     assert rouge.similarity == "rouge_l" and rouge.results[0].reward == pytest.approx(5 / 6, abs=1e-6)
-    judge = Judge(judge.backend, judge.cache, judge.store)  # one Judge per tool call
+    judge = CallContext(judge.backend, judge.cache, judge.store)  # one CallContext per tool call
     fuzzy = await infer_instruction_reward(judge, instruction=INSTRUCTION, responses=[HAIKU], similarity="token_sort")
     assert fuzzy.results[0].reward == pytest.approx(sim.token_sort("Write a short haiku about leaves", INSTRUCTION), abs=1e-6)
     assert fuzzy.results[0].reward != rouge.results[0].reward
@@ -363,7 +363,7 @@ async def test_responses_are_inferred_concurrently_with_progress(make_judge):
     async def on_progress(done, total, message):
         progress.append((done, total, message))
 
-    judge = Judge(judge.backend, judge.cache, judge.store, progress=on_progress)
+    judge = CallContext(judge.backend, judge.cache, judge.store, progress=on_progress)
     responses = [HAIKU, OFF_TOPIC, ECHO, HAIKU + " (again)"]
     result = await infer_instruction_reward(judge, instruction=INSTRUCTION, responses=responses)
     assert (together.met, together.broken) == (4, 0) and server.max_in_flight == 4
@@ -445,17 +445,17 @@ async def test_embedded_model_returns_a_well_formed_result(tmp_path):
     from judge_mcp.backends import build_backend
     from judge_mcp.backends.local import ModelNotFoundError
     from judge_mcp.calls.cache import CallCache
-    from judge_mcp.config import BackendConfig
-    from judge_mcp.storage.sqlite import Store
+    from judge_mcp.config.settings import BackendConfig
+    from judge_mcp.storage.sqlite import SqliteEngine
 
     try:
         # one attempt, generous timeout: a timed-out attempt keeps generating in its thread on the 2 CI cores
         backend = build_backend(BackendConfig(name="local", kind="local", timeout_s=600, max_retries=0))
     except ModelNotFoundError as exc:  # the model package is not installed (any other failure fails the test)
         pytest.skip(f"embedded model unavailable: {exc}")
-    store = Store(tmp_path / "judge.db")
+    store = SqliteEngine(tmp_path / "judge.db")
     try:
-        judge = Judge(backend, CallCache(store), store)
+        judge = CallContext(backend, CallCache(store), store)
         result = await infer_instruction_reward(
             judge, instruction="What is the capital of France?",
             responses=["The capital of France is Paris.", "Bananas are yellow fruits rich in potassium."],

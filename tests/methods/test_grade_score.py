@@ -10,22 +10,15 @@ import threading
 import pytest
 
 from judge_mcp import prompts
-from judge_mcp.methods import grade_score as gs
-from judge_mcp.methods.grade_score import (
-    choice_score,
-    grade_score,
-    grade_score_options,
-    llm_score,
-    mode,
-    parse_selection,
-    parse_structured,
-    rotations,
+from judge_mcp.methods.grade_score import scoring as gs
+from judge_mcp.methods.grade_score.scoring import (
+    choice_score, grade_score, grade_score_options, llm_score, mode, parse_selection, parse_structured, rotations,
 )
-from judge_mcp.calls.judge import Judge
-from judge_mcp.arg_types import InputError
-from judge_mcp.outputs import GradeTrial
+from judge_mcp.calls.context import CallContext
+from judge_mcp.contract.fields import InputError
+from judge_mcp.contract.results import GradeTrial
 from tests.helpers import Rendezvous
-from judge_mcp.bench.scripted_judges import INSTRUCTION, OPTIONS, answer, picks_text, shown
+from testkit.scripted_judges import INSTRUCTION, OPTIONS, answer, picks_text, shown
 
 
 H = lambda *ps: -sum(p * math.log2(p) for p in ps if p)  # noqa: E731 - entropy, for hand-computed expectations
@@ -293,7 +286,7 @@ async def test_trials_run_concurrently_and_report_progress(make_judge):
         with lock:
             events.append((done, total))
 
-    judge = Judge(judge.backend, judge.cache, judge.store, progress=progress)
+    judge = CallContext(judge.backend, judge.cache, judge.store, progress=progress)
     await grade_score_options(judge, instruction=INSTRUCTION, options=OPTIONS)
     assert (together.met, together.broken) == (len(OPTIONS), 0) and server.max_in_flight == len(OPTIONS)
     assert sorted(events) == [(1, 4), (2, 4), (3, 4), (4, 4)]
@@ -364,8 +357,8 @@ async def test_embedded_model_returns_a_well_formed_result(tmp_path, monkeypatch
     from judge_mcp.backends import build_backend
     from judge_mcp.backends.local import ModelNotFoundError
     from judge_mcp.calls.cache import CallCache
-    from judge_mcp.config import BackendConfig
-    from judge_mcp.storage.sqlite import Store
+    from judge_mcp.config.settings import BackendConfig
+    from judge_mcp.storage.sqlite import SqliteEngine
 
     try:
         # one attempt with a generous timeout: a timed-out attempt keeps generating in its thread, so a retry
@@ -375,9 +368,9 @@ async def test_embedded_model_returns_a_well_formed_result(tmp_path, monkeypatch
         pytest.skip(f"embedded model unavailable: {exc}")
     # keep it short on 2 cores: 64 tokens hold the complete "selection" field; the cut explanation still parses
     monkeypatch.setitem(gs.MAX_TOKENS, 1, 64)
-    store = Store(tmp_path / "judge.db")
+    store = SqliteEngine(tmp_path / "judge.db")
     try:
-        judge = Judge(backend, CallCache(store), store)
+        judge = CallContext(backend, CallCache(store), store)
         result = await grade_score_options(
             judge, instruction="What is 2 + 2?", options=["4", "5"], prompt_variant=1
         )

@@ -8,13 +8,13 @@ import logging
 
 import pytest
 
-from judge_mcp import images
-from judge_mcp.arg_types import InputError
-from judge_mcp.args import ComparePairArgs, GradeScoreOptionsArgs, LweJudgeArgs
+from judge_mcp.contract import images
+from judge_mcp.contract.fields import InputError
+from judge_mcp.contract.args import ComparePairArgs, GradeScoreOptionsArgs, LweJudgeArgs
 from judge_mcp.backends.base import user
-from judge_mcp.bench.scripted import Reply
+from testkit.scripted_servers import Reply
 from judge_mcp.methods import pairwise
-from tests.images import ScreenshotJudge, gif, image_groups, jpeg, png, uri, webp
+from tests.image_data import ScreenshotJudge, gif, image_groups, jpeg, png, uri, webp
 
 PAIR = {"prompt": "Which UI is clearer?", "response_a": "UI A", "response_b": "UI B"}
 
@@ -98,7 +98,7 @@ async def test_nothing_of_an_image_reaches_the_logs(make_judge, caplog: pytest.L
 
 async def test_identical_calls_with_images_share_their_backend_calls_and_survive_a_cancelled_one(scripted, store) -> None:
     from judge_mcp.calls.cache import CallCache
-    from judge_mcp.calls.judge import Judge
+    from judge_mcp.calls.context import CallContext
     from tests.helpers import Hold, http_backend, survivor_of_twin
 
     ui_a, ui_b = png(21, size=2048), png(22, size=2048)
@@ -106,7 +106,7 @@ async def test_identical_calls_with_images_share_their_backend_calls_and_survive
     server = scripted(hold)
     backend, cache = http_backend(server, max_retries=0), CallCache(store)
     args = dict(**PAIR, response_a_images=[uri(ui_a)], response_b_images=[uri(ui_b)])
-    result = await survivor_of_twin(lambda: pairwise.compare_pair(Judge(backend, cache, store), **args), hold, store)
+    result = await survivor_of_twin(lambda: pairwise.compare_pair(CallContext(backend, cache, store), **args), hold, store)
     assert result.winner == "B" and result.consistent
     assert len(server.requests) == 2  # each order sent once, shared by the identical call
     await backend.aclose()

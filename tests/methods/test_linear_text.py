@@ -2,13 +2,13 @@
 each grammar's opening words followed by such a run) at the input limit, it takes no more than a generous multiple
 of its time on plain prose of the same length, measured side by side in this run (tests/text_attacks.py says how).
 Quadratic work at 50,000 characters is thousands of times the baseline, so the bound fails on that and not on a
-slow or busy machine. bench/text_linear.py prints the same ratios."""
+slow or busy machine. perf/text_linear.py prints the same ratios."""
 
 from __future__ import annotations
 
 import pytest
 
-from judge_mcp.bench.text_attacks import FUNCTIONS, hostile_texts, prose_s, python_pass_s, worst_ratio
+from testkit.hostile_texts import FUNCTIONS, hostile_texts, prose_s, python_pass_s, worst_ratio
 
 MAX_RATIO = 150  # linear functions measure up to ~50 on the 2-core machine; the old quadratic ones 600 to 60,000
 MAX_PROSE_PASSES = 400  # prose: up to ~50 plain passes (rapidfuzz's token_sort); the old rouge_l ~7,000
@@ -33,7 +33,8 @@ import json  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from judge_mcp.methods import flip, similarity  # noqa: E402
+from judge_mcp.methods.flip import reward as flip
+from judge_mcp.methods import similarity  # noqa: E402
 from judge_mcp.methods.json_scan import top_level_objects  # noqa: E402
 
 _PIECES = ['{', '}', '[', ']', '"', ':', ',', ' ', '\n', '\\', 'a', '1', '0', '-', '.', 'e', 'true', 'null', 'NaN', '-Infinity',

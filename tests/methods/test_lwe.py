@@ -11,12 +11,12 @@ import pytest
 
 from judge_mcp.methods import lwe
 from judge_mcp.methods.lwe import text as t
-from judge_mcp.calls.judge import Judge
+from judge_mcp.calls.context import CallContext
 from judge_mcp.storage.lwe_sessions import LweRepository
-from judge_mcp.arg_types import InputError
+from judge_mcp.contract.fields import InputError
 from tests.helpers import judge_for
-from judge_mcp.bench.scripted_judges import REFINED_MARK, LweScript, lwe_case, role_of
-from judge_mcp.bench.scripted import Reply, prompt_text
+from testkit.scripted_judges import REFINED_MARK, LweScript, lwe_case, role_of
+from testkit.scripted_servers import Reply, prompt_text
 from tests.engines import on_both_engines
 
 
@@ -158,7 +158,7 @@ async def test_progress_walks_the_meta_path_steps(make_judge, store):
     async def progress(done, total, message):
         seen.append((done, total, message))
 
-    judge = Judge(judge.backend, judge.cache, store, progress=progress)
+    judge = CallContext(judge.backend, judge.cache, store, progress=progress)
     await lwe.lwe_judge(judge, **lwe_case(1), session="p", batch_size=1)
     messages = [m for _, _, m in seen]
     for expected in ("vanilla", "case-specific evaluation prompt", "judging", "self-feedback", "buffering", "refining", "done"):

@@ -1,4 +1,4 @@
-"""LWE sessions: persistence across Store instances, concurrency (two judges in one loop; threads with loops of their
+"""LWE sessions: persistence across SqliteEngine instances, concurrency (two judges in one loop; threads with loops of their
 own, like separate processes) without a feedback item lost or used twice, a refinement that restarts from the
 version it read when the session changed, reset and rollback, the session errors, stale commits refused, and the
 listing, history and export the resources and the CLI show."""
@@ -12,9 +12,9 @@ import pytest
 
 from judge_mcp.methods import lwe
 from judge_mcp.storage.lwe_sessions import LweConflict, LweRepository
-from judge_mcp.storage.sqlite import Store
-from judge_mcp.arg_types import InputError
-from judge_mcp.bench.scripted_judges import LweScript, lwe_case, role_of
+from judge_mcp.storage.sqlite import SqliteEngine
+from judge_mcp.contract.fields import InputError
+from testkit.scripted_judges import LweScript, lwe_case, role_of
 from tests.helpers import Hold, Rendezvous, integrity_ok, judge_for, until
 from tests.engines import on_both_engines
 
@@ -24,7 +24,7 @@ async def test_new_store_on_the_same_file_continues(scripted, tmp_path):
     script = LweScript("first")
     server = scripted(script)
     path = tmp_path / "persist.db"
-    first = Store(path)
+    first = SqliteEngine(path)
     judge = judge_for(server, first)
     for i in range(2):
         await lwe.lwe_judge(judge, **lwe_case(i), session="p", batch_size=2)
@@ -32,7 +32,7 @@ async def test_new_store_on_the_same_file_continues(scripted, tmp_path):
         await lwe.lwe_judge(judge, **lwe_case(i), session="p")  # a batch half filled before the "restart"
     first.close()
 
-    second = Store(path)
+    second = SqliteEngine(path)
     judge = judge_for(server, second)
     result = await lwe.lwe_judge(judge, **lwe_case(3), session="p", batch_size=8)  # batch_size is fixed at creation
     assert result.meta_prompt_version == 2 and result.batch_size == 2
@@ -44,7 +44,7 @@ async def test_new_store_on_the_same_file_continues(scripted, tmp_path):
     second.close()
 
 
-def _check_every_item_used_once(store: Store, session: str, n_items: int, batch: int) -> None:
+def _check_every_item_used_once(store: SqliteEngine, session: str, n_items: int, batch: int) -> None:
     versions = LweRepository(store).versions(session)
     refines = [v for v in versions if v["reason"] == "refine"]
     assert len(refines) == n_items // batch
@@ -69,7 +69,7 @@ async def test_two_judges_in_one_loop_share_the_session_safely(scripted, tmp_pat
     hold = Hold(script, when=lambda payload: role_of(payload) == "refine")
     server = scripted(hold)
     path = tmp_path / "conc.db"
-    stores = [Store(path), Store(path)]
+    stores = [SqliteEngine(path), SqliteEngine(path)]
     judges = [judge_for(server, s) for s in stores]
 
     async def client(k: int) -> None:
@@ -92,7 +92,7 @@ async def test_two_judges_in_one_loop_share_the_session_safely(scripted, tmp_pat
 
 
 def test_two_processes_worth_of_clients_never_lose_or_reuse_feedback(scripted, tmp_path):
-    """Two threads, each with its own event loop and Store (so no shared in-process lock): only the
+    """Two threads, each with its own event loop and SqliteEngine (so no shared in-process lock): only the
     database's check-and-commit keeps each item used exactly once. The race is forced, not hoped for: the first
     refine request of each thread waits at a barrier until the other's is in flight too, so both refine the same
     version from the same batch and one of them must lose at the commit."""
@@ -100,12 +100,12 @@ def test_two_processes_worth_of_clients_never_lose_or_reuse_feedback(scripted, t
     race = Rendezvous(2, script, rounds=1, when=lambda payload: role_of(payload) == "refine")
     server = scripted(race)
     path = tmp_path / "conc2.db"
-    Store(path).close()
+    SqliteEngine(path).close()
     errors: list[BaseException] = []
     barrier = threading.Barrier(2)
 
     def worker(k: int) -> None:
-        store = Store(path)
+        store = SqliteEngine(path)
         try:
             judge = judge_for(server, store)
 
@@ -127,7 +127,7 @@ def test_two_processes_worth_of_clients_never_lose_or_reuse_feedback(scripted, t
         th.join(60)
     assert not errors, errors
     assert (race.met, race.broken) == (2, 0)  # both threads were refining at once
-    check = Store(path)
+    check = SqliteEngine(path)
     _check_every_item_used_once(check, "shared", 12, 4)
     committed = [v for v in LweRepository(check).versions("shared") if v["reason"] == "refine"]
     check.close()

@@ -8,8 +8,8 @@ import re
 import pytest
 
 from judge_mcp import prompts
-from judge_mcp.methods.grade_score import grade_score_options
-from judge_mcp.outputs import ComparePairResult, GradeScoreResult
+from judge_mcp.methods.grade_score.scoring import grade_score_options
+from judge_mcp.contract.results import ComparePairResult, GradeScoreResult
 
 
 def _first_position_answer(payload: dict) -> str:
@@ -34,8 +34,8 @@ def test_the_mcp_prompts_name_only_fields_the_result_has(name: str, model) -> No
 
 # ---- lwe_judge: the meta-prompt path says when its own vanilla orders disagreed ---------------------------------------
 from judge_mcp.methods import lwe  # noqa: E402
-from judge_mcp.outputs import LweResult  # noqa: E402
-from judge_mcp.bench.scripted_judges import LweScript  # noqa: E402
+from judge_mcp.contract.results import LweResult  # noqa: E402
+from testkit.scripted_judges import LweScript  # noqa: E402
 
 
 def _case(i: int) -> dict[str, str]:

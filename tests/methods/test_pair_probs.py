@@ -18,10 +18,10 @@ from judge_mcp.backends.base import ChatRequest, Message, TokenLogprob, user
 from judge_mcp.backends.local import LocalBackend
 from judge_mcp.methods import label_probs, pairwise
 from judge_mcp.calls.cache import CallCache
-from judge_mcp.calls.judge import Judge
-from judge_mcp.arg_types import InputError
-from judge_mcp.bench.scripted import Reply
-from judge_mcp.bench.scripted_judges import GOOD, PAIR, logprob_content, shown_first, verdict_json
+from judge_mcp.calls.context import CallContext
+from judge_mcp.contract.fields import InputError
+from testkit.scripted_servers import Reply
+from testkit.scripted_judges import GOOD, PAIR, logprob_content, shown_first, verdict_json
 from judge_mcp.storage.verdict_log import VerdictLog
 
 
@@ -106,7 +106,7 @@ def test_the_embedded_and_anthropic_payloads() -> None:
 
 
 async def test_anthropic_compare_pair_asks_for_none_and_returns_null(scripted, store) -> None:
-    from judge_mcp.bench.scripted import ScriptedAnthropicServer
+    from testkit.scripted_servers import ScriptedAnthropicServer
 
     def respond(payload: dict) -> Reply:
         return Reply(content=verdict_json(True))
@@ -114,7 +114,7 @@ async def test_anthropic_compare_pair_asks_for_none_and_returns_null(scripted, s
     server = ScriptedAnthropicServer(respond).start()
     try:
         backend = AnthropicBackend("claude", "claude-x", base_url=server.base_url, api_key="k", max_retries=0)
-        result = await pairwise.compare_pair(Judge(backend, CallCache(store), store), **PAIR)
+        result = await pairwise.compare_pair(CallContext(backend, CallCache(store), store), **PAIR)
     finally:
         server.stop()
     assert result.p_better is None and all(t.p_better is None for t in result.trials)
@@ -218,7 +218,7 @@ async def test_a_refused_logprobs_parameter_is_dropped_once_and_remembered(make_
     assert len(server.requests) == 2 and "logprobs" in server.requests[0] and "logprobs" not in server.requests[1]
     assert judge.records[0]["dropped_parameters"] == ["logprobs"] and judge.backend.supports_logprobs is False
     # remembered: the next judgment asks for none and sends one request per order
-    again = await pairwise.compare_pair(Judge(judge.backend, judge.cache, judge.store), **{**PAIR, "response_b": GOOD + " Yes."})
+    again = await pairwise.compare_pair(CallContext(judge.backend, judge.cache, judge.store), **{**PAIR, "response_b": GOOD + " Yes."})
     assert len(server.requests) == 4 and all("logprobs" not in r for r in server.requests[2:])
     assert again.winner == "B" and again.p_better is None
 
@@ -236,7 +236,7 @@ async def test_a_cache_hit_keeps_the_probabilities(make_judge, store) -> None:
     judge, server = make_judge(prob_judge({"AB": 0.8, "BA": 0.3}))
     first = await pairwise.compare_pair(judge, **PAIR)
     # a new cache over the same database: the answers come from SQLite, not from the in-flight map
-    fresh = Judge(judge.backend, CallCache(store), store)
+    fresh = CallContext(judge.backend, CallCache(store), store)
     second = await pairwise.compare_pair(fresh, **PAIR)
     assert len(server.requests) == 2 and second.usage.cached_calls == 2 and second.usage.calls == 0
     assert second.p_better == first.p_better and second.p_better.A == pytest.approx(0.75)

@@ -9,11 +9,11 @@ import pytest
 
 from judge_mcp.methods import pairwise
 from judge_mcp.methods.pairwise import aggregate, better_in_caller_order, parse_label, parse_structured
-from judge_mcp.arg_types import InputError
-from judge_mcp.outputs import PairTrial
-from judge_mcp.bench.scripted_judges import BAD, GOOD, correct_judge, fence_follower, first_shown_judge
+from judge_mcp.contract.fields import InputError
+from judge_mcp.contract.results import PairTrial
+from testkit.scripted_judges import BAD, GOOD, correct_judge, fence_follower, first_shown_judge
 from tests.helpers import Rendezvous
-from judge_mcp.bench.scripted import prompt_text
+from testkit.scripted_servers import prompt_text
 
 
 # ---- templates -------------------------------------------------------------------------------------------------
@@ -144,7 +144,7 @@ def test_order_mapping_and_strict_aggregation() -> None:
     assert aggregate([t("AB", None)]) == (None, None)
 
 
-# ---- the method over a scripted OpenAI-compatible server (judges: judge_mcp/bench/scripted_judges.py) -------------------------
+# ---- the method over a scripted OpenAI-compatible server (judges: testkit/scripted_judges.py) -------------------------
 async def test_correct_judge_gives_consistent_winner_in_callers_order(make_judge) -> None:
     judge, server = make_judge(correct_judge)
     result = await pairwise.compare_pair(judge, prompt="Capital of Australia?", response_a=BAD, response_b=GOOD)
@@ -197,9 +197,9 @@ async def test_both_orders_run_concurrently(make_judge) -> None:
 async def test_identical_call_is_answered_from_cache(make_judge) -> None:
     judge, server = make_judge(correct_judge)
     await pairwise.compare_pair(judge, prompt="Capital?", response_a=BAD, response_b=GOOD)
-    from judge_mcp.calls.judge import Judge
+    from judge_mcp.calls.context import CallContext
 
-    again = Judge(judge.backend, judge.cache, judge.store)
+    again = CallContext(judge.backend, judge.cache, judge.store)
     result = await pairwise.compare_pair(again, prompt="Capital?", response_a=BAD, response_b=GOOD)
     assert result.winner == "B" and result.usage.calls == 0 and result.usage.cached_calls == 2
     assert len(server.requests) == 2

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from judge_mcp.app import App
-from judge_mcp.config import load_settings
+from judge_mcp.runtime.app import App
+from judge_mcp.config.settings import load_settings
 from judge_mcp.methods import panel
-from judge_mcp.server import build_server
-from judge_mcp.arg_types import InputError
-from judge_mcp.args import ComparePairArgs, GradeScoreOptionsArgs
-from judge_mcp.bench.scripted import Reply
-from judge_mcp.bench.scripted_judges import INSTRUCTION, OPTIONS, PAIR, answer, correct_judge, first_shown_judge, picks_text
+from judge_mcp.server.build import build_server
+from judge_mcp.contract.fields import InputError
+from judge_mcp.contract.args import ComparePairArgs, GradeScoreOptionsArgs
+from testkit.scripted_servers import Reply
+from testkit.scripted_judges import INSTRUCTION, OPTIONS, PAIR, answer, correct_judge, first_shown_judge, picks_text
 from judge_mcp.storage.verdict_log import VerdictLog
 
 def wrong_judge(payload: dict) -> str:

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from judge_mcp.app import App
-from judge_mcp.config import load_settings
-from judge_mcp.server import build_server
-from judge_mcp.bench.scripted_judges import BAD, GOOD, shown_first, logprob_content, verdict_json
-from judge_mcp.bench.scripted import Reply
+from judge_mcp.runtime.app import App
+from judge_mcp.config.settings import load_settings
+from judge_mcp.server.build import build_server
+from testkit.scripted_judges import BAD, GOOD, shown_first, logprob_content, verdict_json
+from testkit.scripted_servers import Reply
 
 PAIR = dict(prompt="What is the capital of Australia?", response_a=BAD, response_b=GOOD)
 

@@ -10,8 +10,10 @@ import itertools
 
 import pytest
 
-from judge_mcp.bench.attacks import ATTACKS
-from judge_mcp.methods import flip, grade_score, pairwise, parsing
+from testkit.injections import ATTACKS
+from judge_mcp.methods.flip import reward as flip
+from judge_mcp.methods.grade_score import scoring as grade_score
+from judge_mcp.methods import pairwise, parsing
 
 # (cached function, every argument tuple it is called with)
 STATIC = [

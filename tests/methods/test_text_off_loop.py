@@ -7,8 +7,9 @@ import threading
 
 import pytest
 
-from judge_mcp.methods import flip, pairwise, text_work
-from judge_mcp.bench.scripted_judges import BAD, CAPITAL_Q, GOOD
+from judge_mcp.methods.flip import reward as flip
+from judge_mcp.methods import pairwise, text_work
+from testkit.scripted_judges import BAD, CAPITAL_Q, GOOD
 
 LONG = " ".join(["Canberra is the capital."] * 1_000)  # 24,999 characters
 

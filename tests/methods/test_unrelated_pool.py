@@ -9,11 +9,11 @@ import json
 
 import pytest
 
-from judge_mcp.methods.grade_score import grade_score_options
-from judge_mcp.calls.judge import Judge
-from judge_mcp.methods.unrelated_pool import BUILTIN_POOL, call_seed, choose_unrelated, insertion_position, pick
-from judge_mcp.config import ConfigError, load_settings
-from judge_mcp.bench.scripted_judges import INSTRUCTION, OPTIONS, answer, picks_text, shown
+from judge_mcp.methods.grade_score.scoring import grade_score_options
+from judge_mcp.calls.context import CallContext
+from judge_mcp.methods.grade_score.unrelated_pool import BUILTIN_POOL, call_seed, choose_unrelated, insertion_position, pick
+from judge_mcp.config.settings import ConfigError, load_settings
+from testkit.scripted_judges import INSTRUCTION, OPTIONS, answer, picks_text, shown
 
 
 def test_pick_skips_same_instruction_and_repeated_options_and_is_deterministic():
@@ -35,7 +35,7 @@ def test_choose_unrelated_without_store_uses_the_builtin_pool():
 
 async def test_unrelated_option_adds_a_trial_and_is_reported(make_judge):
     judge, server = make_judge(picks_text(OPTIONS[0]))
-    judge = Judge(judge.backend, judge.cache, None)  # no store: the built-in pool
+    judge = CallContext(judge.backend, judge.cache, None)  # no store: the built-in pool
     opts = OPTIONS[:3]
     result = await grade_score_options(judge, instruction=INSTRUCTION, options=opts, unrelated_option=True)
     assert len(server.requests) == 4 and len(result.trials) == 4
@@ -80,7 +80,7 @@ async def test_unrelated_option_comes_from_earlier_calls_and_repeats_hit_the_cac
     assert second.unrelated_source == "pool" and second.unrelated_option in {"Red.", "Blue."}
     assert second.usage.calls == 3 and len(server.requests) == 3
 
-    fresh = Judge(judge.backend, judge.cache, judge.store, shared_option_pool=True)  # same backend (the cache key includes its URL)
+    fresh = CallContext(judge.backend, judge.cache, judge.store, shared_option_pool=True)  # same backend (the cache key includes its URL)
     again = await grade_score_options(fresh, **kwargs)
     assert again.unrelated_option == second.unrelated_option
     assert [t.order for t in again.trials] == [t.order for t in second.trials]

@@ -9,12 +9,13 @@ import hashlib
 import pytest
 
 from judge_mcp import prompts
-from judge_mcp.arg_types import MAX_CRITERIA_CHARS, MAX_REFERENCE_CHARS, InputError
-from judge_mcp.args import ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, LweJudgeArgs
-from judge_mcp.bench.scripted import prompt_text
-from judge_mcp.bench.scripted_judges import BAD, CAPITAL_Q, GOOD, UniversalJudge, correct_judge
-from judge_mcp.methods import grade_score, pairwise
-from judge_mcp.methods.grade_score import defuse_markers
+from judge_mcp.contract.fields import MAX_CRITERIA_CHARS, MAX_REFERENCE_CHARS, InputError
+from judge_mcp.contract.args import ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, LweJudgeArgs
+from testkit.scripted_servers import prompt_text
+from testkit.scripted_judges import BAD, CAPITAL_Q, GOOD, UniversalJudge, correct_judge
+from judge_mcp.methods.grade_score import scoring as grade_score
+from judge_mcp.methods import pairwise
+from judge_mcp.methods.grade_score.scoring import defuse_markers
 from judge_mcp.methods.lwe import text as lwe_text
 from judge_mcp.methods.parsing import neutralise
 

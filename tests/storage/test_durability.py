@@ -20,8 +20,8 @@ from typing import Any
 import anyio
 from mcp import Client
 
-from judge_mcp.bench.scripted_judges import BAD, GOOD, UniversalJudge
-from judge_mcp.bench.servers import HttpServer, server_env
+from testkit.scripted_judges import BAD, GOOD, UniversalJudge
+from testkit.server_process import HttpServer, server_env
 from tests.helpers import delayed
 
 VERDICT_KEYS = {"winner", "consistent", "trials", "goal", "template", "model", "usage"}

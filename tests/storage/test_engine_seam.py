@@ -9,11 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from judge_mcp.storage import bench_results, call_cache, labels, lwe_sessions, migrations, open_store, option_pool, retention, texts, verdict_log
+from judge_mcp.storage import (
+    bench_results, call_cache, label_rows as labels, lwe_sessions, migrations, open_store, option_pool, retention,
+    texts, verdict_log,
+)
 from judge_mcp.storage.engine import StoreError
 from judge_mcp.storage.migrations import MIGRATIONS
 from judge_mcp.storage.postgres import POSTGRES
-from judge_mcp.storage.sqlite import SQLITE, Store
+from judge_mcp.storage.sqlite import SQLITE, SqliteEngine
 from tests.engines import on_both_engines
 
 ENGINE_NEUTRAL = (bench_results, call_cache, labels, lwe_sessions, migrations, option_pool, retention, texts, verdict_log)
@@ -33,7 +36,7 @@ def test_a_statement_without_a_shared_form_is_kept_per_engine() -> None:
 def test_open_store_brings_the_database_to_the_list_it_is_given(tmp_path: Path) -> None:
     store = open_store(tmp_path / "judge.db", MIGRATIONS[:2])
     try:
-        assert isinstance(store, Store)
+        assert isinstance(store, SqliteEngine)
         assert {r["name"] for r in store.query("SELECT name FROM _migrations")} == {"m001_call_cache", "m002_verdicts"}
         assert store.query("SELECT name FROM sqlite_master WHERE name = 'lwe_sessions'") == []
         assert store.migrate(MIGRATIONS) == [
@@ -45,7 +48,7 @@ def test_open_store_brings_the_database_to_the_list_it_is_given(tmp_path: Path) 
 
 
 @on_both_engines
-def test_the_transaction_object_counts_rows_returns_new_ids_and_sees_its_own_writes(store: Store) -> None:
+def test_the_transaction_object_counts_rows_returns_new_ids_and_sees_its_own_writes(store: SqliteEngine) -> None:
     with store.transaction() as tx:
         first = tx.insert("INSERT INTO option_pool (instruction_hash, instruction, option, created_at) VALUES ('h', 'i', 'a', 0)")
         second = tx.insert("INSERT INTO option_pool (instruction_hash, instruction, option, created_at) VALUES ('h', 'i', 'b', 0)")

@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from judge_mcp.storage.sqlite import APPLICATION_ID, Store, StoreError
+from judge_mcp.storage.sqlite import APPLICATION_ID, SqliteEngine, StoreError
 
 
 def test_another_applications_database_is_refused_untouched(tmp_path):
@@ -19,7 +19,7 @@ def test_another_applications_database_is_refused_untouched(tmp_path):
     conn.close()
     before = path.read_bytes()
     with pytest.raises(StoreError, match="another application.*invoices"):
-        Store(path)
+        SqliteEngine(path)
     assert path.read_bytes() == before
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
@@ -28,10 +28,10 @@ def test_another_applications_database_is_refused_untouched(tmp_path):
 
 
 def test_new_and_older_judge_mcp_databases_are_marked(tmp_path):
-    new = Store(tmp_path / "new.db")
+    new = SqliteEngine(tmp_path / "new.db")
     assert new.query("PRAGMA application_id")[0]["application_id"] == APPLICATION_ID
     new.conn.execute("PRAGMA application_id = 0")  # as a database made before the mark existed
     new.close()
-    reopened = Store(tmp_path / "new.db")
+    reopened = SqliteEngine(tmp_path / "new.db")
     assert reopened.query("PRAGMA application_id")[0]["application_id"] == APPLICATION_ID
     reopened.close()

@@ -8,10 +8,11 @@ import time
 
 import pytest
 
-from judge_mcp import agreement, stats, stats_text
+from judge_mcp.stats import agreement, report as stats
+from judge_mcp.cli import stats_table as stats_text
 from judge_mcp.storage import retention
 from judge_mcp.storage.engine import StoreError
-from judge_mcp.storage.labels import LabelTable
+from judge_mcp.storage.label_rows import LabelTable
 from judge_mcp.storage.verdict_log import VerdictLog
 from tests.engines import on_both_engines
 
@@ -101,14 +102,14 @@ def test_a_panel_verdict_counts_for_each_member_that_judged() -> None:
 
 def test_verdicts_logged_before_the_ids_keep_their_rows_without_one(tmp_path) -> None:
     from judge_mcp.storage.migrations import MIGRATIONS
-    from judge_mcp.storage.sqlite import Store
+    from judge_mcp.storage.sqlite import SqliteEngine
 
     db = tmp_path / "judge.db"
-    before = Store(db, MIGRATIONS[:7])
+    before = SqliteEngine(db, MIGRATIONS[:7])
     with before.transaction() as tx:
         tx.execute("INSERT INTO verdicts (tool, backend, model, inputs, output, usage, calls, created_at) VALUES ('compare_pair', 'b', 'm', '{}', '{}', '{}', '[]', 0)")
     before.close()
-    after = Store(db, MIGRATIONS)
+    after = SqliteEngine(db, MIGRATIONS)
     try:
         assert after.query("SELECT tool, verdict_id FROM verdicts") == [{"tool": "compare_pair", "verdict_id": None}]
         assert after.query("SELECT COUNT(*) AS n FROM labels")[0]["n"] == 0
@@ -117,9 +118,9 @@ def test_verdicts_logged_before_the_ids_keep_their_rows_without_one(tmp_path) ->
 
 
 def test_the_stats_text_shows_no_agreement_table_without_labels(tmp_path) -> None:
-    from judge_mcp.storage.sqlite import Store
+    from judge_mcp.storage.sqlite import SqliteEngine
 
-    store = Store(tmp_path / "judge.db")
+    store = SqliteEngine(tmp_path / "judge.db")
     try:
         _verdict(store, 1, "A")
         assert "agreement with human labels" not in stats_text.render_stats(stats.from_store(store))

@@ -14,20 +14,20 @@ from pathlib import Path
 import anyio
 from mcp import Client
 
-from judge_mcp.server import build_server
-from judge_mcp.storage.sqlite import Store
+from judge_mcp.server.build import build_server
+from judge_mcp.storage.sqlite import SqliteEngine
 from tests.helpers import app_env, make_app, until
-from judge_mcp.bench.scripted_judges import PAIR, UniversalJudge
+from testkit.scripted_judges import PAIR, UniversalJudge
 
 
 
 def _server(scripted, db: Path, busy_timeout_s: float):
     backend = scripted(UniversalJudge())
-    app = make_app(app_env(backend, db, JUDGE_MCP_MAX_RETRIES="0"), store=Store(db, busy_timeout_s=busy_timeout_s))
+    app = make_app(app_env(backend, db, JUDGE_MCP_MAX_RETRIES="0"), store=SqliteEngine(db, busy_timeout_s=busy_timeout_s))
     return app, build_server(app), backend
 
 
-def _note_writes(store: Store) -> threading.Event:
+def _note_writes(store: SqliteEngine) -> threading.Event:
     """An event set when a write transaction starts (in whatever thread runs it), just before it asks for the lock."""
     writing = threading.Event()
     original = store.transaction

@@ -18,8 +18,8 @@ from typing import Any
 import anyio
 from mcp import Client
 
-from judge_mcp.bench.scripted_judges import REFINED_MARK, LweScript, role_of
-from judge_mcp.bench.servers import HttpServer, clean_env, server_env
+from testkit.scripted_judges import REFINED_MARK, LweScript, role_of
+from testkit.server_process import HttpServer, clean_env, server_env
 from tests.helpers import ROOT, Hold, delayed
 
 

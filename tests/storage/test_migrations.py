@@ -10,13 +10,13 @@ import sys
 
 import pytest
 
-from judge_mcp.bench.results import Results, all_runs
+from judge_mcp.bench.stored_runs import Results, all_runs
 from judge_mcp.storage import migrations, sqlite as sqlite_engine
 from judge_mcp.storage.call_cache import CacheRow, CacheTable
 from judge_mcp.storage.lwe_sessions import LweRepository
 from judge_mcp.storage.migrations import BENCH_MIGRATIONS, MIGRATIONS
 from judge_mcp.storage.option_pool import OptionPool
-from judge_mcp.storage.sqlite import APPLICATION_ID, Store
+from judge_mcp.storage.sqlite import APPLICATION_ID, SqliteEngine
 from judge_mcp.storage.verdict_log import VerdictLog
 
 NAMES = [
@@ -85,7 +85,7 @@ def _database_from_before(path, names: list[str] = BEFORE_NAMES) -> None:
     conn.close()
 
 
-def _rows_are_all_there(store: Store) -> None:
+def _rows_are_all_there(store: SqliteEngine) -> None:
     assert CacheTable(store).get_many(["k"]) == {"k": {"text": "kept"}}
     assert [(v["tool"], v["output"]) for v in VerdictLog(store).recent()] == [("compare_pair", {"winner": "A"})]
     lwe = LweRepository(store)
@@ -100,8 +100,8 @@ def test_a_store_opened_alone_has_the_judges_tables_and_storage_imports_no_layer
     code = (
         "import sys\n"
         "from judge_mcp.storage import bench_results, call_cache, lwe_sessions, option_pool, retention, verdict_log\n"
-        "from judge_mcp.storage.sqlite import Store\n"
-        "Store(sys.argv[1]).close()\n"
+        "from judge_mcp.storage.sqlite import SqliteEngine\n"
+        "SqliteEngine(sys.argv[1]).close()\n"
         "print(sorted({m.split('.')[1] for m in sys.modules if m.startswith('judge_mcp.')}))\n"
     )
     done = subprocess.run([sys.executable, "-c", code, str(db)], check=True, capture_output=True, text=True)
@@ -122,12 +122,12 @@ def test_the_list_is_in_order_with_unique_names():
 
 def test_the_bench_migrations_run_once_on_first_use_and_record_themselves(tmp_path):
     db = tmp_path / "bench.db"
-    store = Store(db)
+    store = SqliteEngine(db)
     Results(store, "ds", "grp", "local")
     assert {"bench_results", "bench_runs"} <= _tables(db)
     assert _applied(db) == sorted([*NAMES, "m101_bench_tables", "m102_bench_fingerprint", "m103_bench_batches"])
     store.close()
-    reopened = Store(db, BENCH_MIGRATIONS)
+    reopened = SqliteEngine(db, BENCH_MIGRATIONS)
     assert reopened.migrate(BENCH_MIGRATIONS) == [] and reopened.migrate(MIGRATIONS) == []  # nothing left to apply
     reopened.close()
 
@@ -136,7 +136,7 @@ def test_a_bench_database_from_before_the_migrations_gains_the_fingerprint_colum
     """Bench databases written before fingerprints (and before the migrations) have bench_runs without the column and
     no m101/m102 rows: the migrations add the column and keep every row."""
     db = tmp_path / "old.db"
-    Store(db).close()
+    SqliteEngine(db).close()
     with sqlite3.connect(db) as conn:  # as such a database was: no bench migrations recorded, the old bench_runs
         conn.execute(
             "CREATE TABLE bench_runs (dataset TEXT NOT NULL, method TEXT NOT NULL, backend TEXT NOT NULL, backend_name TEXT NOT NULL,"
@@ -145,7 +145,7 @@ def test_a_bench_database_from_before_the_migrations_gains_the_fingerprint_colum
             " PRIMARY KEY (dataset, method, backend))"
         )
         conn.execute("INSERT INTO bench_runs VALUES ('ds', 'grp', 'local', 'local', 'm', 'p', 'pairs', ?, 3.5, 2, 1, 0, 0)", [json.dumps({})])
-    store = Store(db)
+    store = SqliteEngine(db)
     runs = all_runs(store)
     assert [(r["dataset"], r["judged"], r["fingerprint"]) for r in runs] == [("ds", 2, None)]
     assert "m102_bench_fingerprint" in _applied(db)
@@ -159,9 +159,9 @@ def m900_test_half_done(tx) -> None:
 
 def test_a_failing_migration_leaves_no_record_and_no_half_schema(tmp_path):
     db = tmp_path / "fail.db"
-    Store(db).close()
+    SqliteEngine(db).close()
     with pytest.raises(RuntimeError, match="boom"):
-        Store(db, [*MIGRATIONS, m900_test_half_done])
+        SqliteEngine(db, [*MIGRATIONS, m900_test_half_done])
     assert "half_done" not in _tables(db)
     assert _applied(db) == sorted(NAMES)
 
@@ -170,9 +170,9 @@ def test_a_failing_migration_undoes_the_migrations_before_it_in_the_same_run(tmp
     """On a new database the whole list runs in one transaction: a failure at its end leaves no table at all."""
     db = tmp_path / "new.db"
     with pytest.raises(RuntimeError, match="boom"):
-        Store(db, [*MIGRATIONS, m900_test_half_done])
+        SqliteEngine(db, [*MIGRATIONS, m900_test_half_done])
     assert _tables(db) == set()
-    store = Store(db)  # a later start with a list that works migrates the file from the beginning
+    store = SqliteEngine(db)  # a later start with a list that works migrates the file from the beginning
     assert _applied(db) == sorted(NAMES) and "call_cache" in _tables(db)
     store.close()
 
@@ -182,7 +182,7 @@ def test_two_migrations_with_one_name_are_refused(tmp_path):
         pass
 
     with pytest.raises(ValueError, match="m003_lwe"):
-        Store(tmp_path / "twice.db", [*MIGRATIONS, m003_lwe])
+        SqliteEngine(tmp_path / "twice.db", [*MIGRATIONS, m003_lwe])
 
 
 @pytest.mark.parametrize("drop_column", [True, False], ids=["alter-table-drop-column", "table-rebuilt-before-sqlite-3.35"])
@@ -192,7 +192,7 @@ def test_a_database_made_before_the_list_opens_keeps_its_rows_and_gets_the_new_m
     monkeypatch.setattr(sqlite_engine, "DROP_COLUMN", drop_column)
     db = tmp_path / "before.db"
     _database_from_before(db)
-    store = Store(db)
+    store = SqliteEngine(db)
     assert _applied(db) == sorted(NAMES)
     with sqlite3.connect(db) as conn:
         assert [row[0] for row in conn.execute("SELECT name FROM _migrations WHERE applied_at > 1.0")] == NAMES[4:]
@@ -204,7 +204,7 @@ def test_a_database_made_before_the_list_opens_keeps_its_rows_and_gets_the_new_m
         with store.transaction() as tx:
             tx.execute("INSERT INTO call_cache (key, backend, model, request, response, created_at) VALUES ('k3', 'b', NULL, '{}', '{}', 0)")
     store.close()
-    reopened = Store(db)
+    reopened = SqliteEngine(db)
     assert reopened.migrate(MIGRATIONS) == [] and _applied(db) == sorted(NAMES)
     assert CacheTable(reopened).get_many(["k"]) == {"k": {"text": "replaced"}}
     reopened.close()
@@ -215,7 +215,7 @@ def test_a_database_from_the_single_core_migration_keeps_its_rows(tmp_path):
     tables' own migrations find them (IF NOT EXISTS) and keep every row."""
     db = tmp_path / "core.db"
     _database_from_before(db, names=["m001_core"])
-    store = Store(db)
+    store = SqliteEngine(db)
     assert _applied(db) == sorted(["m001_core", *NAMES])
     _rows_are_all_there(store)
     store.close()
@@ -226,7 +226,7 @@ def test_a_database_opened_by_older_code_after_the_renames_keeps_one_record_per_
     list drops the old records instead of running anything twice."""
     db = tmp_path / "both.db"
     _database_from_before(db, names=[*BEFORE_NAMES, "m002_verdicts", "m003_lwe", "m004_option_pool"])
-    store = Store(db)
+    store = SqliteEngine(db)
     assert _applied(db) == sorted(NAMES)
     _rows_are_all_there(store)
     store.close()

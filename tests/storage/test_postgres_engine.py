@@ -1,4 +1,4 @@
-"""The PostgreSQL engine on a real server (judge_mcp/bench/postgres_server.py): bad configuration is a clear error at start with
+"""The PostgreSQL engine on a real server (testkit/postgres_server.py): bad configuration is a clear error at start with
 the password redacted, replicas starting at once migrate a new database once, a server restart fails what it cut
 and then recovers, LWE versions stay contiguous across processes, and the call cache's leases make identical
 requests in flight in two stores (two replicas) reach the backend once, a dead holder's lease being taken over."""
@@ -14,18 +14,18 @@ import anyio
 import pytest
 
 from judge_mcp.backends.base import user
-from judge_mcp.bench.scripted import Reply
-from judge_mcp.bench.servers import free_port
+from testkit.scripted_servers import Reply
+from testkit.server_process import free_port
 from judge_mcp.calls.cache import CallCache
-from judge_mcp.config import ConfigError, load_settings
+from judge_mcp.config.settings import ConfigError, load_settings
 from judge_mcp.redaction import RedactingFilter
 from judge_mcp.storage import open_store
 from judge_mcp.storage.engine import StoreError
 from judge_mcp.storage.lwe_sessions import LweConflict, LweRepository
 from judge_mcp.storage.migrations import MIGRATIONS
 from judge_mcp.storage.pg_leases import MINE, PgLeases
-from judge_mcp.storage.postgres import PgStore
-from judge_mcp.storage.sqlite import Store
+from judge_mcp.storage.postgres import PostgresEngine
+from judge_mcp.storage.sqlite import SqliteEngine
 from tests.engines import on_both_engines
 from tests.helpers import http_backend
 
@@ -45,7 +45,7 @@ def test_a_wrong_password_is_named_and_never_shown(postgres_server, caplog) -> N
     base = postgres_server.require_password("pw_user", "the-right-one-4242")
     wrong = base.replace("pw_user@", f"pw_user:{PASSWORD}@")
     with pytest.raises(StoreError, match="password authentication failed") as caught:
-        PgStore(wrong)
+        PostgresEngine(wrong)
     assert PASSWORD not in str(caught.value) and "[redacted]" in str(caught.value)
     record = logging.LogRecord("x", logging.ERROR, __file__, 1, "opening %s failed", (wrong,), None)
     RedactingFilter().filter(record)  # what every handler of the server's logging does (cli._setup_logging)
@@ -54,12 +54,12 @@ def test_a_wrong_password_is_named_and_never_shown(postgres_server, caplog) -> N
 
     with psycopg.connect(postgres_server.url(), autocommit=True) as conn:
         conn.execute("CREATE DATABASE pw_db OWNER pw_user")
-    right = PgStore(base.replace("pw_user@", "pw_user:the-right-one-4242@").replace("/postgres", "/pw_db"))
+    right = PostgresEngine(base.replace("pw_user@", "pw_user:the-right-one-4242@").replace("/postgres", "/pw_db"))
     right.close()
 
 
 def test_serve_with_an_unreachable_database_stops_at_start_naming_it(postgres_server, monkeypatch, capsys) -> None:
-    from judge_mcp.cli import main
+    from judge_mcp.cli.main import main
 
     monkeypatch.setenv("JUDGE_MCP_DB", f"postgresql://judge:{PASSWORD}@127.0.0.1:{free_port()}/judge")
     monkeypatch.setenv("JUDGE_MCP_BACKEND", "openai")
@@ -72,7 +72,7 @@ def test_serve_with_an_unreachable_database_stops_at_start_naming_it(postgres_se
 
 def test_a_missing_database_is_named(postgres_server) -> None:
     with pytest.raises(StoreError, match='database "no_such_db" does not exist'):
-        PgStore(postgres_server.url("no_such_db"))
+        PostgresEngine(postgres_server.url("no_such_db"))
 
 
 def test_a_url_of_another_scheme_is_a_configuration_error() -> None:
@@ -90,7 +90,7 @@ def test_another_applications_database_is_left_untouched(postgres_url) -> None:
     with psycopg.connect(postgres_url, autocommit=True) as conn:  # another application's table, made with psycopg itself
         conn.execute("CREATE TABLE invoices (id int)")
     with pytest.raises(StoreError, match=r"another application's tables \(invoices\)"):
-        PgStore(postgres_url)
+        PostgresEngine(postgres_url)
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         assert conn.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'").fetchone()[0] == 1
 
@@ -99,7 +99,7 @@ def test_another_applications_database_is_left_untouched(postgres_url) -> None:
 def test_a_database_migrated_by_a_newer_version_is_refused(store) -> None:
     with store.transaction() as tx:
         tx.execute("INSERT INTO _migrations (name, applied_at) VALUES ('m999_from_the_future', 0)")
-    location = store.url if isinstance(store, PgStore) else store.path
+    location = store.url if isinstance(store, PostgresEngine) else store.path
     with pytest.raises(StoreError, match=r"migrated by a newer judge-mcp .*m999_from_the_future"):
         open_store(location, MIGRATIONS)
 
@@ -110,7 +110,7 @@ def test_replicas_starting_at_once_migrate_a_new_database_once(postgres_url) -> 
     def start() -> None:
         barrier.wait()
         try:
-            stores.append(PgStore(postgres_url))
+            stores.append(PostgresEngine(postgres_url))
         except Exception as exc:  # noqa: BLE001 - collected for the assertion
             errors.append(exc)
 
@@ -129,7 +129,7 @@ def test_replicas_starting_at_once_migrate_a_new_database_once(postgres_url) -> 
 
 
 def test_a_server_restart_fails_what_it_cut_then_the_store_recovers(postgres_server, postgres_url) -> None:
-    store = PgStore(postgres_url, connect_timeout_s=2)  # how long a statement waits for a connection while it is down
+    store = PostgresEngine(postgres_url, connect_timeout_s=2)  # how long a statement waits for a connection while it is down
     try:
         LweRepository(store).ensure_session("s", 4, "initial")
         assert store.query("SELECT 1 AS one") == [{"one": 1}]
@@ -149,14 +149,14 @@ def test_a_server_restart_fails_what_it_cut_then_the_store_recovers(postgres_ser
 
 
 def test_lwe_versions_stay_contiguous_when_processes_commit_from_one_version(postgres_url) -> None:
-    stores = [PgStore(postgres_url) for _ in range(4)]
+    stores = [PostgresEngine(postgres_url) for _ in range(4)]
     try:
         repo = LweRepository(stores[0])
         repo.ensure_session("shared", 2, "initial")
         ids = [repo.add_feedback("shared", _item(k))[0] for k in range(2)]
         barrier, outcomes = threading.Barrier(4), []
 
-        def refine(store: PgStore) -> None:
+        def refine(store: PostgresEngine) -> None:
             barrier.wait()
             try:
                 outcomes.append(LweRepository(store).commit_version("shared", expected_version=1, text="v2", reason="refine", use_feedback=ids))
@@ -183,7 +183,7 @@ def _item(k: int) -> dict:
 
 async def test_identical_requests_in_flight_in_two_replicas_reach_the_backend_once(scripted, postgres_url) -> None:
     server = scripted(lambda p: Reply(content="the one answer", delay_s=0.4))
-    stores = [PgStore(postgres_url), PgStore(postgres_url)]  # two replicas' stores: each its own pool and leases
+    stores = [PostgresEngine(postgres_url), PostgresEngine(postgres_url)]  # two replicas' stores: each its own pool and leases
     backends = [http_backend(server, max_retries=0) for _ in stores]
     caches = [CallCache(store) for store in stores]
     request = user("judge this once", system="be fair")
@@ -209,7 +209,7 @@ async def test_identical_requests_in_flight_in_two_replicas_reach_the_backend_on
 
 async def test_a_dead_holders_lease_runs_out_and_another_replica_sends_the_request(scripted, postgres_url) -> None:
     server = scripted(lambda p: "answered by the survivor")
-    dead_store, live_store = PgStore(postgres_url), PgStore(postgres_url)
+    dead_store, live_store = PostgresEngine(postgres_url), PostgresEngine(postgres_url)
     backend = http_backend(server, max_retries=0)
     request = user("who answers?")
     key = request.cache_key(backend.identity())
@@ -238,11 +238,11 @@ async def test_a_failed_holder_gives_its_lease_up_and_a_waiter_sends_the_request
         return Reply(status=400, content="bad", delay_s=0.5) if len(calls) == 1 else Reply(content="second try")
 
     server = scripted(lambda p: respond(p))
-    first, second = PgStore(postgres_url), PgStore(postgres_url)
+    first, second = PostgresEngine(postgres_url), PostgresEngine(postgres_url)
     backends = [http_backend(server, max_retries=0) for _ in range(2)]
     request = user("fails once")
     try:
-        async def ask(store: PgStore, backend) -> object:
+        async def ask(store: PostgresEngine, backend) -> object:
             try:
                 return (await CallCache(store).complete(backend, request))[0].text
             except Exception as exc:  # noqa: BLE001 - collected
@@ -261,7 +261,7 @@ async def test_a_failed_holder_gives_its_lease_up_and_a_waiter_sends_the_request
         second.close()
 
 
-def test_the_sqlite_engine_offers_no_leases(store: Store) -> None:
+def test_the_sqlite_engine_offers_no_leases(store: SqliteEngine) -> None:
     assert getattr(store, "leases", None) is None and CallCache(store).leases is None
 
 

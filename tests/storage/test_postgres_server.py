@@ -1,11 +1,11 @@
-"""The tests' own PostgreSQL server (judge_mcp/bench/postgres_server.py): it starts from the machine's binaries, each test gets
+"""The tests' own PostgreSQL server (testkit/postgres_server.py): it starts from the machine's binaries, each test gets
 a database of its own, and a restart keeps what was committed."""
 
 from __future__ import annotations
 
 import subprocess
 
-from judge_mcp.bench.postgres_server import find_bindir
+from testkit.postgres_server import find_bindir
 
 
 def _psql(url: str, sql: str) -> str:

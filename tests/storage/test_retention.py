@@ -10,11 +10,11 @@ from pathlib import Path
 
 from mcp import Client
 
-from judge_mcp import cli
-from judge_mcp.server import build_server
+from judge_mcp.cli import main as cli
+from judge_mcp.server.build import build_server
 from judge_mcp.storage import texts
 from tests.helpers import app_env, make_app
-from judge_mcp.bench.scripted_judges import CAPITAL_Q, UniversalJudge
+from testkit.scripted_judges import CAPITAL_Q, UniversalJudge
 
 MARK_A, MARK_B = "QZXMARKA" * 3, "QZXMARKB" * 3
 LONG_PAIR = {"prompt": CAPITAL_Q, "response_a": f"Sydney. {MARK_A} " + "x" * 3000, "response_b": f"Canberra. {MARK_B} " + "y" * 3000}

@@ -18,12 +18,12 @@ import pytest
 from mcp import Client
 
 from tests.helpers import until
-from judge_mcp.bench.scripted_judges import BAD, GOOD, UniversalJudge
-from judge_mcp.bench.servers import clean_env
+from testkit.scripted_judges import BAD, GOOD, UniversalJudge
+from testkit.server_process import clean_env
 from judge_mcp.calls.cache import CacheRow, CacheTable
 from judge_mcp.methods import lwe
 from judge_mcp.storage.lwe_sessions import LweRepository
-from judge_mcp.storage.sqlite import Store, StoreError
+from judge_mcp.storage.sqlite import SqliteEngine, StoreError
 from judge_mcp.storage.verdict_log import VerdictLog
 from tests.helpers import integrity_ok
 
@@ -31,13 +31,13 @@ from tests.helpers import integrity_ok
 BIG = "".join(random.Random(0).choices(string.ascii_letters + string.digits, k=20_000))
 
 
-def fill_up(store: Store) -> None:
+def fill_up(store: SqliteEngine) -> None:
     """From now on the file may not grow: every write that needs a new page fails with SQLITE_FULL."""
     pages = store.conn.execute("PRAGMA page_count").fetchone()[0]
     store.conn.execute(f"PRAGMA max_page_count = {pages}")
 
 
-def free_up(store: Store) -> None:
+def free_up(store: SqliteEngine) -> None:
     store.conn.execute("PRAGMA max_page_count = 1073741823")
 
 
@@ -53,7 +53,7 @@ def test_a_database_that_cannot_be_opened_is_named(tmp_path: Path, kind: str) ->
         path = tmp_path / "judge.db"
         path.write_bytes(b"this is not an SQLite database\n" * 200)
     with pytest.raises(StoreError, match="cannot open the database") as caught:
-        Store(path)
+        SqliteEngine(path)
     assert str(path) in str(caught.value)
     if kind == "not_sqlite":
         assert "not a database" in str(caught.value)
@@ -72,7 +72,7 @@ def test_cli_reports_an_unopenable_database_without_a_traceback(tmp_path: Path) 
 
 
 def test_a_full_disk_fails_the_write_whole_and_names_the_reason(tmp_path: Path) -> None:
-    store = Store(tmp_path / "judge.db")
+    store = SqliteEngine(tmp_path / "judge.db")
     try:
         VerdictLog(store).log("compare_pair", "b", "m", {"prompt": "small"}, {"winner": "A"}, {}, [])
         fill_up(store)
@@ -89,7 +89,7 @@ def test_a_full_disk_fails_the_write_whole_and_names_the_reason(tmp_path: Path) 
 
 
 def test_a_full_disk_never_leaves_a_half_written_lwe_version(tmp_path: Path) -> None:
-    store = Store(tmp_path / "judge.db")
+    store = SqliteEngine(tmp_path / "judge.db")
     try:
         LweRepository(store).ensure_session("s", 2, lwe.initial_meta_prompt())
         ids = [
@@ -111,7 +111,7 @@ def test_a_full_disk_never_leaves_a_half_written_lwe_version(tmp_path: Path) -> 
 
 
 def test_tool_call_on_a_full_disk_answers_names_the_reason_and_its_row_follows_once_there_is_room(mcp_app) -> None:
-    """The verdict is worth more than its log row (judge_mcp/verdict_writes.py): the answer goes out with a warning
+    """The verdict is worth more than its log row (judge_mcp/runtime/verdict_writes.py): the answer goes out with a warning
     naming the write's failure, and the row, retried in the background, is written whole once space is back."""
     server, backend = mcp_app(UniversalJudge())
     store = server.app.store
@@ -137,7 +137,7 @@ def test_tool_call_on_a_full_disk_answers_names_the_reason_and_its_row_follows_o
 
 
 def test_cache_hits_are_pure_reads_and_answer_when_every_write_fails(tmp_path: Path) -> None:
-    store = Store(tmp_path / "judge.db")
+    store = SqliteEngine(tmp_path / "judge.db")
     try:
         CacheTable(store).put_many([CacheRow("k", "b", "m", {"r": 1}, {"text": "cached"})])
         store.conn.execute("PRAGMA query_only = ON")  # every write now fails, reads still work
@@ -150,7 +150,7 @@ def test_cache_hits_are_pure_reads_and_answer_when_every_write_fails(tmp_path: P
 
 
 def test_the_store_error_is_not_raised_for_other_failures_inside_a_transaction(tmp_path: Path) -> None:
-    store = Store(tmp_path / "judge.db")
+    store = SqliteEngine(tmp_path / "judge.db")
     try:
         with pytest.raises(KeyError):
             with store.transaction() as db:
@@ -162,7 +162,7 @@ def test_the_store_error_is_not_raised_for_other_failures_inside_a_transaction(t
 
 
 def test_sqlite_errors_do_not_escape_as_raw_sqlite_errors(tmp_path: Path) -> None:
-    store = Store(tmp_path / "judge.db")
+    store = SqliteEngine(tmp_path / "judge.db")
     try:
         with pytest.raises(StoreError, match="could not read") as read:
             store.query("SELECT * FROM no_such_table")

@@ -12,14 +12,14 @@ import threading
 import anyio
 import pytest
 
-from judge_mcp.storage.sqlite import Store, StoreError
+from judge_mcp.storage.sqlite import SqliteEngine, StoreError
 from judge_mcp.storage.verdict_log import VerdictLog
 from tests.helpers import WriteHold, settled
 from tests.engines import on_both_engines
 
 
 @on_both_engines
-async def test_jobs_run_off_the_loop_in_one_persistent_thread_each(store: Store) -> None:
+async def test_jobs_run_off_the_loop_in_one_persistent_thread_each(store: SqliteEngine) -> None:
     loop_thread = threading.get_ident()
     reads = {await store.reads.run(threading.get_ident) for _ in range(3)}
     writes = {await store.writes.run(threading.get_ident) for _ in range(3)}
@@ -28,14 +28,14 @@ async def test_jobs_run_off_the_loop_in_one_persistent_thread_each(store: Store)
 
 
 @on_both_engines
-async def test_a_jobs_error_is_raised_to_its_caller_and_the_lane_goes_on(store: Store) -> None:
+async def test_a_jobs_error_is_raised_to_its_caller_and_the_lane_goes_on(store: SqliteEngine) -> None:
     with pytest.raises(StoreError, match="could not read the database"):
         await store.reads.run(store.query, "SELECT nothing FROM no_such_table")
     assert await store.reads.run(store.query, "SELECT 1 AS one") == [{"one": 1}]
 
 
 @on_both_engines
-async def test_a_cancelled_caller_stops_waiting_and_its_write_still_commits_whole(store: Store) -> None:
+async def test_a_cancelled_caller_stops_waiting_and_its_write_still_commits_whole(store: SqliteEngine) -> None:
     writes = WriteHold(store)
     blocked = asyncio.get_running_loop().create_task(store.writes.run(writes.job))
     assert await anyio.to_thread.run_sync(writes.entered.wait, 10)
@@ -54,7 +54,7 @@ async def test_a_cancelled_caller_stops_waiting_and_its_write_still_commits_whol
 
 
 @on_both_engines
-async def test_a_read_never_queues_behind_a_write(store: Store) -> None:
+async def test_a_read_never_queues_behind_a_write(store: SqliteEngine) -> None:
     writes = WriteHold(store)
     blocked = asyncio.get_running_loop().create_task(store.writes.run(writes.job))
     try:
@@ -66,7 +66,7 @@ async def test_a_read_never_queues_behind_a_write(store: Store) -> None:
         await blocked
 
 
-def test_a_loop_that_ends_before_its_answer_breaks_nothing(store: Store) -> None:
+def test_a_loop_that_ends_before_its_answer_breaks_nothing(store: SqliteEngine) -> None:
     writes = WriteHold(store)
 
     async def hand_over_and_leave() -> None:
@@ -80,7 +80,7 @@ def test_a_loop_that_ends_before_its_answer_breaks_nothing(store: Store) -> None
 
 
 def test_close_waits_for_the_jobs_handed_over_and_stops_the_threads(tmp_path) -> None:
-    store = Store(tmp_path / "judge.db")
+    store = SqliteEngine(tmp_path / "judge.db")
     started, release, done = threading.Event(), threading.Event(), threading.Event()
 
     def slow_write() -> None:

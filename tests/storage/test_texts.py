@@ -11,7 +11,7 @@ import json
 import anyio
 import pytest
 
-from judge_mcp.bench.scripted_judges import CAPITAL_Q, UniversalJudge
+from testkit.scripted_judges import CAPITAL_Q, UniversalJudge
 from judge_mcp.methods import registry
 from judge_mcp.storage import open_store, retention, texts
 from judge_mcp.storage.call_cache import CacheRow, CacheTable
@@ -189,14 +189,14 @@ async def test_replicas_share_a_long_answer_through_the_leases(scripted, postgre
     """PostgreSQL's leases write a new answer at once (one statement: its text, its row, the lease released); the
     other replica, waiting for it, reads it with its text."""
     from judge_mcp.backends.base import user
-    from judge_mcp.bench.scripted import Reply
+    from testkit.scripted_servers import Reply
     from judge_mcp.calls.cache import CallCache
-    from judge_mcp.storage.postgres import PgStore
+    from judge_mcp.storage.postgres import PostgresEngine
     from tests.helpers import http_backend
 
     long_text = MARK + " v" * texts.LONG
     server = scripted(lambda p: Reply(content=long_text, delay_s=0.4))
-    stores = [PgStore(postgres_url), PgStore(postgres_url)]
+    stores = [PostgresEngine(postgres_url), PostgresEngine(postgres_url)]
     backends = [http_backend(server, max_retries=0) for _ in stores]
     caches = [CallCache(store) for store in stores]
     request = user("judge this once, at length", system="be fair")
@@ -223,7 +223,7 @@ async def test_replicas_share_a_long_answer_through_the_leases(scripted, postgre
 
 @on_both_engines
 async def test_lwe_keeps_its_long_texts_once_and_reads_them_back_after_retention(store, scripted) -> None:
-    from judge_mcp.bench.scripted_judges import LweScript
+    from testkit.scripted_judges import LweScript
 
     reasoning = MARK + " the answers differ in " + "detail " * 80
     feedback = json.dumps({"score": 4, "label": "Not sure", "learned tips": "compare carefully", "reasoning": reasoning})
@@ -253,7 +253,7 @@ async def test_lwe_keeps_its_long_texts_once_and_reads_them_back_after_retention
 
 @on_both_engines
 def test_judge_stats_reads_the_lengths_and_inputs_of_judged_texts_stored_once(store) -> None:
-    from judge_mcp import stats
+    from judge_mcp.stats import report as stats
 
     long_a, long_b = "é" * (texts.LONG + 10), "b" * (texts.LONG + 20)  # A: fewer characters, more bytes
     inputs = {"prompt": "q", "response_a": long_a, "response_b": long_b, "criteria": "c" * texts.LONG}

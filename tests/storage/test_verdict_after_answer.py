@@ -1,4 +1,4 @@
-"""A verdict row is worth less than its answer (judge_mcp/verdict_writes.py): a cache hit answers while another
+"""A verdict row is worth less than its answer (judge_mcp/runtime/verdict_writes.py): a cache hit answers while another
 process holds the database's write lock, instead of waiting the lock out; a row that cannot be written is retried
 in the background a bounded number of times, then counted as lost in judge_stats; and a database that takes no
 writes at all is refused at start, before any backend call is spent."""
@@ -15,12 +15,12 @@ import anyio
 import pytest
 from mcp import Client
 
-from judge_mcp import verdict_writes
-from judge_mcp.server import build_server
-from judge_mcp.storage.sqlite import Store, StoreError
-from judge_mcp.bench.servers import clean_env, free_port
+from judge_mcp.runtime import verdict_writes
+from judge_mcp.server.build import build_server
+from judge_mcp.storage.sqlite import SqliteEngine, StoreError
+from testkit.server_process import clean_env, free_port
 from tests.helpers import ROOT, app_env, make_app, until
-from judge_mcp.bench.scripted_judges import PAIR, UniversalJudge
+from testkit.scripted_judges import PAIR, UniversalJudge
 
 
 def _verdicts(app) -> int:
@@ -30,7 +30,7 @@ def _verdicts(app) -> int:
 async def test_a_cache_hit_answers_while_another_process_holds_the_write_lock(scripted, tmp_path: Path) -> None:
     backend = scripted(UniversalJudge())
     db = tmp_path / "judge.db"
-    app = make_app(app_env(backend, db, JUDGE_MCP_MAX_RETRIES="0"), store=Store(db, busy_timeout_s=60))
+    app = make_app(app_env(backend, db, JUDGE_MCP_MAX_RETRIES="0"), store=SqliteEngine(db, busy_timeout_s=60))
     server = build_server(app)
     other_process = sqlite3.connect(str(db), isolation_level=None)
     try:
@@ -83,7 +83,7 @@ def immutable_db(tmp_path: Path):
     if shutil.which("chattr") is None:
         pytest.skip("chattr is not available")
     db = tmp_path / "ro.db"
-    Store(db).close()
+    SqliteEngine(db).close()
     if subprocess.run(["chattr", "+i", str(db)], capture_output=True).returncode != 0:
         pytest.skip("this file system has no immutable attribute")
     yield db

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from judge_mcp import stats
-from judge_mcp.args import ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, LweJudgeArgs
-from judge_mcp.bench.synthetic_verdicts import fill, synthetic
+from judge_mcp.stats import report as stats
+from judge_mcp.contract.args import ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, LweJudgeArgs
+from testkit.synthetic_verdicts import fill, synthetic
 from judge_mcp.storage import retention, verdict_facts
 from judge_mcp.storage.engine import dumps
 from judge_mcp.storage.migrations import MIGRATIONS
-from judge_mcp.storage.sqlite import Store
+from judge_mcp.storage.sqlite import SqliteEngine
 from judge_mcp.storage.verdict_log import VerdictLog
 from tests.engines import on_both_engines
 
@@ -60,7 +60,7 @@ def test_counters_equal_a_scan_of_the_log(store) -> None:
 def test_the_bulk_fill_writes_what_the_tool_path_writes(store, tmp_path: Path) -> None:
     fill(store, 300, seed=3, page=64)
     _same(store)
-    other = Store(tmp_path / "one-by-one.db")
+    other = SqliteEngine(tmp_path / "one-by-one.db")
     try:
         rng = random.Random(3)
         for _ in range(300):
@@ -107,12 +107,12 @@ def _old_log(store) -> None:
 
 def test_an_old_database_is_backfilled_and_keeps_its_figures(tmp_path: Path) -> None:
     db = tmp_path / "old.db"
-    old = Store(db, PRE_COUNTERS)
+    old = SqliteEngine(db, PRE_COUNTERS)
     _old_log(old)
     expected = stats.scan_store(old, 100)
     old.close()
     assert "verdict_facts" not in {r[0] for r in sqlite3.connect(db).execute("SELECT name FROM sqlite_master")}
-    store = Store(db)  # every migration: m010 backfills 2,501 rows in pages of 1,000
+    store = SqliteEngine(db)  # every migration: m010 backfills 2,501 rows in pages of 1,000
     try:
         report = stats.from_store(store, 100)
         assert report == expected and (report.all_time.verdicts, report.all_time.skipped, report.last.skipped) == (2501, 1, 1)
@@ -126,14 +126,14 @@ def test_an_old_database_is_backfilled_and_keeps_its_figures(tmp_path: Path) -> 
 
 
 def test_an_old_postgresql_database_is_backfilled(postgres_server) -> None:
-    from judge_mcp.storage.postgres import PgStore
+    from judge_mcp.storage.postgres import PostgresEngine
 
     postgres_url = postgres_server.create_database(f"t_old_log_{os.getpid()}")
-    old = PgStore(postgres_url, PRE_COUNTERS)
+    old = PostgresEngine(postgres_url, PRE_COUNTERS)
     _old_log(old)
     expected = stats.scan_store(old, 100)
     old.close()
-    migrated = PgStore(postgres_url)
+    migrated = PostgresEngine(postgres_url)
     try:
         assert stats.from_store(migrated, 100) == expected and expected.all_time.skipped == 1
     finally:
@@ -142,10 +142,10 @@ def test_an_old_postgresql_database_is_backfilled(postgres_server) -> None:
 
 WRITER = """
 import random, sys
-from judge_mcp.bench.synthetic_verdicts import synthetic
-from judge_mcp.storage.sqlite import Store
+from testkit.synthetic_verdicts import synthetic
+from judge_mcp.storage.sqlite import SqliteEngine
 from judge_mcp.storage.verdict_log import VerdictLog
-store = Store(sys.argv[1])
+store = SqliteEngine(sys.argv[1])
 rng = random.Random(int(sys.argv[2]))
 log = VerdictLog(store)
 for _ in range(150):
@@ -156,10 +156,10 @@ store.close()
 
 def test_two_processes_on_one_sqlite_file_lose_no_counts(tmp_path: Path) -> None:
     db = tmp_path / "shared.db"
-    Store(db).close()
+    SqliteEngine(db).close()
     writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(db), str(seed)]) for seed in (1, 2)]
     assert [w.wait(timeout=300) for w in writers] == [0, 0]
-    store = Store(db)
+    store = SqliteEngine(db)
     try:
         assert stats.from_store(store, 10).all_time.verdicts == 300
         _same(store)
@@ -169,9 +169,9 @@ def test_two_processes_on_one_sqlite_file_lose_no_counts(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("store", ["postgresql"], indirect=True)
 def test_two_postgresql_replicas_lose_no_counts(store, postgres_url) -> None:
-    from judge_mcp.storage.postgres import PgStore
+    from judge_mcp.storage.postgres import PostgresEngine
 
-    replicas = [PgStore(postgres_url), PgStore(postgres_url)]
+    replicas = [PostgresEngine(postgres_url), PostgresEngine(postgres_url)]
     errors: list[BaseException] = []
 
     def write(replica, seed: int) -> None:

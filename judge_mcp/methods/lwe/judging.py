@@ -6,7 +6,7 @@ need it:
 1. selective (default): the vanilla prompt (Figure 9) in both orders, concurrently. Both parsed and agreeing:
    answered at once, the meta-prompt and the feedback buffer are not touched.
 2. otherwise the meta-prompt path, judged once in the caller's order (Algorithm 1 is one-sided):
-   BuildEvalPrompt (meta-prompt + example) -> Judge (case prompt + example) -> Feedback (Figure 12) -> buffer.
+   BuildEvalPrompt (meta-prompt + example) -> CallContext (case prompt + example) -> Feedback (Figure 12) -> buffer.
 3. when the session's buffer holds `batch_size` items, RefineMetaPrompt (Figure 13) makes a new version
    (refine.py).
 
@@ -20,17 +20,17 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from judge_mcp import prompts
-from judge_mcp.arg_types import InputError
-from judge_mcp.args import LweJudgeArgs
+from judge_mcp.contract.fields import InputError
+from judge_mcp.contract.args import LweJudgeArgs
 from judge_mcp.backends.base import Message, user
 from judge_mcp.calls.fanout import run_each
-from judge_mcp.calls.judge import Judge
+from judge_mcp.calls.context import CallContext
 from judge_mcp.methods import text_work
 from judge_mcp.methods.ask import ask
 from judge_mcp.methods import user_inputs
 from judge_mcp.methods.lwe import text as lwe_text
 from judge_mcp.methods.lwe.refine import Refinement, generate_text, refine_if_due
-from judge_mcp.outputs import LweResult, VanillaPair
+from judge_mcp.contract.results import LweResult, VanillaPair
 from judge_mcp.storage.lwe_sessions import LweRepository
 from judge_mcp.storage.engine import Engine
 
@@ -44,7 +44,7 @@ def initial_meta_prompt() -> str:
     return prompts.load("lwe_initial_meta_prompt.txt").strip()
 
 
-def _require_store(judge: Judge) -> Engine:
+def _require_store(judge: CallContext) -> Engine:
     if judge.store is None:
         raise RuntimeError("lwe_judge needs a Store (judge.store is None)")
     return judge.store
@@ -52,7 +52,7 @@ def _require_store(judge: Judge) -> Engine:
 
 # ---- the vanilla pair ----------------------------------------------------------------------------------------------
 async def _vanilla_order(
-    judge: Judge, prompt: str, first: str, second: str, order: str, criteria: str | None = None, reference: str | None = None,
+    judge: CallContext, prompt: str, first: str, second: str, order: str, criteria: str | None = None, reference: str | None = None,
     images: user_inputs.ImageGroups = (),
 ) -> str | None:
     structured = judge.structured
@@ -73,7 +73,7 @@ async def _vanilla_order(
 
 
 async def vanilla_pair(
-    judge: Judge, prompt: str, response_a: str, response_b: str, *, criteria: str | None = None, reference: str | None = None,
+    judge: CallContext, prompt: str, response_a: str, response_b: str, *, criteria: str | None = None, reference: str | None = None,
     images: tuple[user_inputs.Images, user_inputs.Images, user_inputs.Images] = ((), (), ()),
 ) -> VanillaPair:
     """The vanilla prompt in both orders, concurrently; verdicts in the caller's A/B. `images`: the prompt's and each
@@ -91,7 +91,7 @@ async def vanilla_pair(
 
 
 # ---- the meta-prompt path --------------------------------------------------------------------------------------------
-async def _judge_case(judge: Judge, judge_prompt_text: str, images: user_inputs.ImageGroups = ()) -> tuple[str | None, str, bool]:
+async def _judge_case(judge: CallContext, judge_prompt_text: str, images: user_inputs.ImageGroups = ()) -> tuple[str | None, str, bool]:
     structured = judge.structured
     request = user(
         judge_prompt_text,
@@ -107,7 +107,7 @@ async def _judge_case(judge: Judge, judge_prompt_text: str, images: user_inputs.
 
 
 async def _feedback(
-    judge: Judge, meta_prompt: str, judge_prompt_text: str, judgment: str, images: user_inputs.ImageGroups = ()
+    judge: CallContext, meta_prompt: str, judge_prompt_text: str, judgment: str, images: user_inputs.ImageGroups = ()
 ) -> tuple[str, bool]:
     structured = judge.structured
     request = user(
@@ -140,7 +140,7 @@ async def _feedback(
 class _Case:
     """One lwe_judge call: its arguments, where it reports progress, and the warnings it collects."""
 
-    judge: Judge
+    judge: CallContext
     repo: LweRepository
     session: str
     prompt: str
@@ -177,7 +177,7 @@ class _MetaJudgment:
 
 
 async def _judge_with_meta_prompt(case: _Case, learn: bool) -> _MetaJudgment:
-    """BuildEvalPrompt -> Judge. A full batch left buffered (by a crash mid-refinement, or a refinement that produced
+    """BuildEvalPrompt -> CallContext. A full batch left buffered (by a crash mid-refinement, or a refinement that produced
     no text) is refined first, so that this case is judged with the newest meta-prompt."""
     judge, base = case.judge, case.base
     early = await refine_if_due(judge, case.repo.store, case.session, (base + 0.1, base + 0.15, case.total)) if learn else Refinement()
@@ -229,7 +229,7 @@ async def _learn(case: _Case, meta: _MetaJudgment) -> tuple[str, bool, Refinemen
     return feedback, feedback_ok, late
 
 
-async def lwe_judge(judge: Judge, args: LweJudgeArgs | None = None, /, *, learn: bool = True, **fields: Any) -> LweResult:
+async def lwe_judge(judge: CallContext, args: LweJudgeArgs | None = None, /, *, learn: bool = True, **fields: Any) -> LweResult:
     """`args`, or LweJudgeArgs's fields as keywords (checked the same way). `learn=False` judges the case with the
     session's current meta-prompt for scoring only: no feedback is written or buffered and nothing is refined (the
     bench's swapped placement, the paper's Appendix A protocol); it is not a tool argument."""
@@ -273,7 +273,7 @@ async def lwe_judge(judge: Judge, args: LweJudgeArgs | None = None, /, *, learn:
     )
 
 
-def _vanilla_result(judge: Judge, session: str, state: dict[str, Any], vanilla: VanillaPair) -> LweResult:
+def _vanilla_result(judge: CallContext, session: str, state: dict[str, Any], vanilla: VanillaPair) -> LweResult:
     """The result of a case whose vanilla verdicts agree: the meta-prompt and the feedback buffer untouched."""
     return LweResult(
         winner=vanilla.ab,

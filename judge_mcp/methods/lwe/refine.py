@@ -18,10 +18,10 @@ import anyio
 import anyio.lowlevel
 
 from judge_mcp import prompts
-from judge_mcp.arg_types import check_session
+from judge_mcp.contract.fields import check_session
 from judge_mcp.backends.base import user
 from judge_mcp.backends.errors import BackendError
-from judge_mcp.calls.judge import Judge
+from judge_mcp.calls.context import CallContext
 from judge_mcp.methods.ask import ask
 from judge_mcp.methods.lwe import text as lwe_text
 from judge_mcp.storage.lwe_sessions import LweConflict, LweRepository
@@ -58,7 +58,7 @@ def _session_lock(store: Engine, session: str) -> anyio.Lock:
 
 # ---- the model calls -----------------------------------------------------------------------------------------------
 async def generate_text(
-    judge: Judge, content: str, kind: str, session: str, max_tokens: int, images: tuple = ()
+    judge: CallContext, content: str, kind: str, session: str, max_tokens: int, images: tuple = ()
 ) -> tuple[str | None, bool]:
     """One free-text generation (a case prompt, with the case's images, or a meta-prompt), re-asked once when it
     comes back empty. (text or None, whether the answer was cut at `max_tokens`)."""
@@ -67,7 +67,7 @@ async def generate_text(
     return result.value, result.completion.finish_reason == "length"
 
 
-async def _condense(judge: Judge, meta_prompt: str, session: str) -> str | None:
+async def _condense(judge: CallContext, meta_prompt: str, session: str) -> str | None:
     """Figure 15; the condensed text only when it is non-empty and shorter (no re-ask: a re-ask could not help)."""
     completion = await judge.complete(
         user(lwe_text.condense_prompt(meta_prompt), max_tokens=condense_budget(meta_prompt), purpose=f"lwe_judge:condense:{session}")
@@ -92,7 +92,7 @@ class Refinement:
         return self.refines > 0
 
 
-async def _condense_version(judge: Judge, repo: LweRepository, session: str, version: int, refined: str, out: Refinement) -> None:
+async def _condense_version(judge: CallContext, repo: LweRepository, session: str, version: int, refined: str, out: Refinement) -> None:
     """Condense a refined meta-prompt that grew past CONDENSE_AT into a further version (when that shortens it)."""
     condensed = await _condense(judge, refined, session)
     if condensed is None:
@@ -106,7 +106,7 @@ async def _condense_version(judge: Judge, repo: LweRepository, session: str, ver
 
 
 async def _refine_round(
-    judge: Judge, repo: LweRepository, session: str, progress_at: tuple[float, float, float], partial: bool, out: Refinement
+    judge: CallContext, repo: LweRepository, session: str, progress_at: tuple[float, float, float], partial: bool, out: Refinement
 ) -> bool:
     """One round: read the current version and the oldest batch, refine, commit. False when no further round
     should run (nothing due, or a failure that leaves the batch buffered)."""
@@ -148,7 +148,7 @@ async def _refine_round(
 
 
 async def refine_if_due(
-    judge: Judge, store: Engine, session: str, progress_at: tuple[float, float, float], *, partial: bool = False
+    judge: CallContext, store: Engine, session: str, progress_at: tuple[float, float, float], *, partial: bool = False
 ) -> Refinement:
     """Refine the session's meta-prompt while its buffer holds a full batch (and condense what grew too long).
     With `partial`, a last batch smaller than `batch_size` is refined too (Algorithm 1's "or t = T").
@@ -170,7 +170,7 @@ async def refine_if_due(
     return out
 
 
-async def refine_pending(judge: Judge, store: Engine, session: str) -> Refinement:
+async def refine_pending(judge: CallContext, store: Engine, session: str) -> Refinement:
     """The end of a run (Algorithm 1, "t mod B = 0 or t = T"): refine the meta-prompt from whatever feedback is
     still buffered, even fewer than `batch_size` items. Nothing buffered: nothing happens."""
     check_session(session)

@@ -7,12 +7,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from judge_mcp.arg_types import InputError, check_session
-from judge_mcp.args import LweSessionArgs
+from judge_mcp.contract.fields import InputError, check_session
+from judge_mcp.contract.args import LweSessionArgs
 from judge_mcp.methods.lwe.judging import initial_meta_prompt
 from judge_mcp.storage.lwe_sessions import LweConflict, LweRepository
 from judge_mcp.storage.engine import Engine
-from judge_mcp.outputs import LweSessionResult, MetaPromptVersion
+from judge_mcp.contract.results import LweSessionResult, MetaPromptVersion
 
 
 # ---- sessions: show / reset / rollback, resources and the CLI -------------------------------------------------------

@@ -1,0 +1,399 @@
+"""The command line: `judge-mcp bench DATASET.jsonl --method METHOD ...` and `judge-mcp bench-report ...`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from judge_mcp.contract.fields import ANSWER_ORDERS, FLIP_VARIANTS, GRADE_VARIANTS, TEMPLATES
+from judge_mcp.contract.args import GradeScoreOptionsArgs, InferInstructionRewardArgs, LweJudgeArgs
+
+if TYPE_CHECKING:
+    from judge_mcp.bench.runner import RunSpec
+    from judge_mcp.config.settings import Settings
+
+# The bench database: beside the server's in the per-user data directory (config.default_bench_db_path), never a
+# path relative to wherever the command runs; --db puts it elsewhere (the checkout's docs use state/bench.db).
+# The method names, without importing the methods at CLI start-up (tests check they match bench.methods.METHODS).
+METHOD_NAMES = ("vanilla", "grp", "grp-better", "arena-hard", "lwe", "selective-lwe", "flip", "pointwise", "grade")
+METHOD_HELP = (
+    "vanilla: plain better-answer prompt (compare_pair goal=better, template=direct); grp: compare_pair defaults "
+    "(goal=worse, SOP); grp-better: SOP, goal=better; arena-hard: JudgeBench's Arena-Hard judge (five labels, "
+    "a tie counts wrong), the GRP paper's baseline; lwe / selective-lwe: lwe_judge with selective false / true; "
+    "flip: FLIP reward of each response; pointwise: 1-10 rating of each response; grade: grade_score_options"
+)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    bench = sub.add_parser(
+        "bench",
+        help="run a judging method over a benchmark JSONL (resumable) and report its accuracy",
+        description="Judge every item of DATASET.jsonl with METHOD; finished judgments are stored in the bench "
+        "database as they come, so the same command resumes a killed run.",
+    )
+    bench.add_argument("dataset", type=Path, help="a JSONL file in the shape of shared/benchmarks/README.md")
+    bench.add_argument("--method", required=True, choices=METHOD_NAMES, help=METHOD_HELP)
+    scope = bench.add_mutually_exclusive_group()
+    scope.add_argument("--limit", type=_positive, help="judge only the first N items of the file")
+    scope.add_argument("--sample", type=_positive, help="judge N items spread evenly over the file (every category of a sorted file, in proportion)")
+    bench.add_argument("--backend", help="a backend name from JUDGE_MCP_CONFIG, or 'local' for the embedded model (default: the environment's)")
+    bench.add_argument(
+        "--backends",
+        help="vanilla/grp/grp-better: a judge panel, 2-8 comma-separated backend names (e.g. a,b,c); the summary's "
+        "`panel` scores each member alone on the same items",
+    )
+    bench.add_argument(
+        "--response-model",
+        help="vanilla/grp/grp-better: the model that wrote every response (e.g. gpt-4o for judgebench_gpt-4o): flags same-family judges",
+    )
+    bench.add_argument("--exclude-same-family", action="store_true", help="with --backends and --response-model: leave same-family members out of the panel")
+    bench.add_argument("--out", type=Path, help="write the JSON summary here")
+    bench.add_argument("--report", type=Path, help="write an HTML report of every run in the bench database here")
+    bench.add_argument("--db", type=Path, default=None, help=f"bench database (default: {_default_db()})")
+    bench.add_argument("--template", choices=TEMPLATES, help="vanilla/grp/grp-better: use this template instead")
+    bench.add_argument("--unrelated", action="store_true", help="grade: add the unrelated option")
+    bench.add_argument(
+        "--prompt-variant",
+        type=_positive,
+        help=f"grade: the paper's prompt 1..{max(GRADE_VARIANTS)} (default {GradeScoreOptionsArgs.default('prompt_variant')}); "
+        f"flip: 1..{max(FLIP_VARIANTS)} (default {InferInstructionRewardArgs.default('prompt_variant')})",
+    )
+    bench.add_argument(
+        "--flip-answer-order",
+        choices=ANSWER_ORDERS,
+        default=InferInstructionRewardArgs.default("answer_order"),
+        help="flip: the answer's field order, the paper's (%(default)s, default) or instruction_first (small models); stored as "
+        "flip[instruction_first]",
+    )
+    bench.add_argument(
+        "--batch-size", type=_positive, default=LweJudgeArgs.default("batch_size"), help="lwe/selective-lwe: feedback batch size (default %(default)s)"
+    )
+    bench.add_argument(
+        "--no-reask",
+        action="store_true",
+        help="strict mode (the papers' rule): no re-ask or continuation, an unparsed first answer counts wrong; stored as METHOD+strict",
+    )
+    bench.add_argument(
+        "--adaptive-swap",
+        action="store_true",
+        help='vanilla/grp/grp-better: also judge each placement with compare_pair swap="auto" and swap=true (over the call cache) '
+        "and report calls and accuracy of both; stored as METHOD+auto",
+    )
+    bench.add_argument("--swap-margin", type=float, help="with --adaptive-swap: compare_pair's swap_margin, 0..1 (default: the tool's)")
+    bench.add_argument("--concurrency", type=_positive, help="items in flight (default: the backend's concurrency)")
+    bench.add_argument("--quiet", action="store_true", help="no progress bar")
+    bench.add_argument("--batch-poll-seconds", type=_positive, help="a batch = true backend's batches are polled this often (default 30)")
+    bench.set_defaults(fn=cmd_bench)
+
+    report = sub.add_parser("bench-report", help="combine bench summaries (JSON files and/or a bench database) into one HTML page")
+    report.add_argument("summaries", nargs="*", type=Path, help="JSON files written by `judge-mcp bench --out`")
+    report.add_argument("--db", type=Path, help="also include every run stored in this bench database")
+    report.add_argument("--out", type=Path, required=True, help="the HTML file to write")
+    report.add_argument("--markdown", type=Path, help="also write the tables as Markdown here")
+    report.set_defaults(fn=cmd_report)
+
+    conv = sub.add_parser(
+        "bench-convert",
+        help="convert VL-RewardBench or Multimodal RewardBench (downloaded, with their images) to a bench JSONL",
+        description="Write SOURCE as a pairwise bench JSONL whose items carry their image as a path relative to OUT.",
+    )
+    conv.add_argument("format", choices=("vl-rewardbench", "multimodal-rewardbench"))
+    conv.add_argument("source", type=Path, help="VL-RewardBench's data/data.jsonl, or Multimodal RewardBench's data/all_data.json")
+    conv.add_argument("--images", type=Path, help="the folder the image paths are relative to (default: SOURCE's folder)")
+    conv.add_argument("--out", type=Path, required=True, help="the JSONL file to write")
+    conv.add_argument("--skip-missing", action="store_true", help="leave out items whose image is missing (counted) instead of stopping")
+    conv.set_defaults(fn=cmd_convert)
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    from judge_mcp.bench.convert import ConvertError, convert
+
+    try:
+        done = convert(args.format, args.source, args.images, args.out, skip_missing=args.skip_missing)
+    except ConvertError as exc:
+        print(f"judge-mcp bench-convert: {exc}", file=sys.stderr)
+        return 2
+    left_out = ", ".join(f"{n} {why}" for why, n in sorted(done.skipped.items())) or "none"
+    print(f"wrote {done.written} items to {args.out} (left out: {left_out})")
+    return 0
+
+
+def _default_db() -> Path:
+    from judge_mcp.config.settings import default_bench_db_path
+
+    return default_bench_db_path()
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {number}")
+    return number
+
+
+def resolve_backend(settings: Any, name: str | None) -> tuple[Any, str | None]:
+    """(settings, backend name). A configured name is used as is; a bare kind ('local') that is not configured
+    means the environment's backend when it is of that kind, else (for 'local') the bundled model with defaults."""
+    from judge_mcp.config.settings import KINDS, BackendConfig, ConfigError
+
+    if name is None or name in settings.backend_names():
+        return settings, name
+    if name in KINDS:
+        if settings.default_backend.kind == name:
+            return settings, None
+        if name == "local":
+            local = BackendConfig(name="local", kind="local")
+            return replace(settings, named_backends={**settings.named_backends, "local": local}), "local"
+    known = ", ".join(settings.backend_names())
+    raise ConfigError(f"unknown backend {name!r}; known backends: {known} (or 'local' for the embedded model)")
+
+
+def parse_backends(args: argparse.Namespace) -> tuple[str, ...]:
+    """--backends a,b,c as 2-8 distinct names; not with --backend."""
+    if args.backend is not None:
+        raise ValueError("give either --backend (one judge) or --backends (a panel), not both")
+    names = tuple(n.strip() for n in args.backends.split(",") if n.strip())
+    if not 2 <= len(names) <= 8 or len(set(names)) != len(names):
+        raise ValueError(f"--backends needs 2 to 8 distinct comma-separated backend names, got {args.backends!r}")
+    return names
+
+
+PAIRWISE_METHODS = ("vanilla", "grp", "grp-better")
+
+
+def option_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the combination of bench options given, or None."""
+    pairwise = args.method in PAIRWISE_METHODS
+    if (args.backends or args.response_model) and not pairwise:
+        return "--backends and --response-model apply to vanilla, grp and grp-better"
+    if args.exclude_same_family and not (args.backends and args.response_model):
+        return "--exclude-same-family needs --backends and --response-model"
+    if args.adaptive_swap and not pairwise:
+        return "--adaptive-swap applies to vanilla, grp and grp-better"
+    if args.adaptive_swap and args.backends:
+        return "--adaptive-swap and --backends do not combine (a panel judges one order per member)"
+    if args.swap_margin is not None and (not args.adaptive_swap or not 0.0 <= args.swap_margin <= 1.0):
+        return "--swap-margin is a number from 0 to 1, used with --adaptive-swap"
+    if args.unrelated and args.method != "grade":
+        return "--unrelated applies to --method grade only"
+    if args.prompt_variant is not None:
+        allowed = {"grade": GRADE_VARIANTS, "flip": FLIP_VARIANTS}.get(args.method, ())
+        if args.prompt_variant not in allowed:
+            return f"--prompt-variant is 1..{max(GRADE_VARIANTS)} for grade and 1..{max(FLIP_VARIANTS)} for flip"
+    if args.template and not pairwise:
+        return "--template applies to vanilla, grp and grp-better"
+    return None
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from judge_mcp.bench.methods import Options
+    from judge_mcp.bench.runner import RunSpec
+    from judge_mcp.config.settings import ConfigError, load_settings
+
+    members: tuple[str, ...] = ()
+    try:
+        settings, backend = resolve_backend(load_settings(), args.backend)
+        if args.backends is not None:
+            members = parse_backends(args)
+            for name in members:
+                settings, _ = resolve_backend(settings, name)
+    except (ConfigError, ValueError) as exc:
+        print(f"judge-mcp bench: configuration error: {exc}", file=sys.stderr)
+        return 2
+    problem = option_problem(args)
+    if problem is not None:
+        print(f"judge-mcp bench: {problem}", file=sys.stderr)
+        return 2
+    options = Options(
+        template=args.template, unrelated=args.unrelated, prompt_variant=args.prompt_variant, batch_size=args.batch_size,
+        no_reask=args.no_reask, flip_answer_order=args.flip_answer_order, adaptive_swap=args.adaptive_swap,
+        swap_margin=args.swap_margin, panel=members, response_model=args.response_model,
+        exclude_same_family=args.exclude_same_family,
+    )
+    spec = RunSpec(
+        dataset=args.dataset, method=args.method, limit=args.limit, sample=args.sample, backend=backend, options=options,
+        concurrency=args.concurrency, batch_poll_s=args.batch_poll_seconds,
+    )
+    return run_bench(args, settings, spec)
+
+
+def run_bench(args: argparse.Namespace, settings: Settings, spec: RunSpec) -> int:
+    """Run the bench as `spec` says, print its summary (and write --out, --report); the exit status."""
+    from judge_mcp.runtime.app import App
+    from judge_mcp.bench.data import DatasetError
+    from judge_mcp.bench.runner import BenchError, run
+    from judge_mcp.config.settings import ConfigError
+    from judge_mcp.storage import open_store
+    from judge_mcp.storage.migrations import BENCH_MIGRATIONS
+
+    args.db = args.db or _default_db()
+    app = App(settings, store=open_store(args.db, BENCH_MIGRATIONS))
+
+    async def main() -> dict[str, Any]:
+        try:
+            return await run(app, spec, quiet=args.quiet)
+        finally:
+            await app.aclose()
+
+    try:
+        summary = anyio.run(main)
+    except (DatasetError, BenchError, ConfigError) as exc:
+        print(f"judge-mcp bench: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\njudge-mcp bench: interrupted; finished judgments are stored, run the same command to resume", file=sys.stderr)
+        return 130
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    print(format_summary(summary))
+    if args.report:
+        write_report(args.report, summaries_from_db(args.db))
+    return failed_items_status(summary)
+
+
+def failed_items_status(summary: dict[str, Any]) -> int:
+    """0 only when every selected item was judged; else 1, saying how many were not (on stderr)."""
+    errors, incomplete = int(summary.get("errors") or 0), int(summary.get("incomplete") or 0)
+    if not errors and not incomplete:
+        return 0
+    parts = [f"{errors} item(s) errored"] if errors else []
+    parts += [f"{incomplete} item(s) not finished"] if incomplete else []
+    print(f"judge-mcp bench: {' and '.join(parts)}; run the same command again to retry them", file=sys.stderr)
+    return 1
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    summaries = []
+    for path in args.summaries:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            print(f"judge-mcp bench-report: cannot read {path}: {exc}", file=sys.stderr)
+            return 2
+        summaries.extend(data if isinstance(data, list) else [data])
+    if args.db:
+        if not args.db.exists():
+            print(f"judge-mcp bench-report: {args.db} does not exist", file=sys.stderr)
+            return 2
+        known = {(s.get("dataset"), s.get("method_key"), s.get("backend_key")) for s in summaries}
+        summaries += [s for s in summaries_from_db(args.db) if (s["dataset"], s["method_key"], s["backend_key"]) not in known]
+    if not summaries:
+        print("judge-mcp bench-report: no runs given (pass JSON summaries and/or --db)", file=sys.stderr)
+        return 2
+    write_report(args.out, summaries)
+    print(f"wrote {args.out} ({len(summaries)} runs)")
+    if args.markdown:
+        from judge_mcp.bench import html_report as report
+
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(report.markdown(summaries) + "\n", encoding="utf-8")
+        print(f"wrote {args.markdown}")
+    return 0
+
+
+def write_report(path: Path, summaries: list[dict[str, Any]]) -> None:
+    from judge_mcp.bench import html_report as report
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(report.render(summaries), encoding="utf-8")
+
+
+def summaries_from_db(db: Path) -> list[dict[str, Any]]:
+    """Every run stored in a bench database, summarised from its rows (all items judged so far)."""
+    from judge_mcp.bench.methods import METHODS
+    from judge_mcp.bench.stored_runs import all_runs, run_rows
+    from judge_mcp.bench.runner import run_summary
+    from judge_mcp.storage import open_store
+    from judge_mcp.storage.migrations import BENCH_MIGRATIONS
+
+    store = open_store(db, BENCH_MIGRATIONS)
+    try:
+        out = []
+        for info in all_runs(store):
+            name = re.match(r"[a-z-]*", info["method"])
+            method = METHODS.get(name.group(0)) if name else None
+            if method is not None:
+                out.append(run_summary(info, method, run_rows(store, info["dataset"], info["method"], info["backend"])))
+        return out
+    finally:
+        store.close()
+
+
+def _f(v: Any) -> str:
+    return "-" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
+
+
+def format_summary(s: dict[str, Any]) -> str:
+    """A few readable lines for the terminal."""
+    from judge_mcp.bench.metrics import COLUMNS
+
+    cols = [key for key, _ in COLUMNS]
+    widths = [max(len(title), 7) + 2 for _, title in COLUMNS]  # each column as wide as its whole title
+    rows = [("overall", s["overall"]), *s.get("categories", {}).items()]
+    first = max(18, *(len(name) + 2 for name, _ in rows), *(len(name) + 4 for name in (s.get("panel") or {})))
+    lines = [f"{s['dataset']} · {s['method_key']} · {s['model']}"]
+    lines.append(f"{'':<{first}}" + "".join(f"{title:>{w}}" for (_, title), w in zip(COLUMNS, widths)))
+    for name, row in rows:
+        lines.append(f"{name:<{first}}" + "".join(f"{_f(row.get(c)):>{w}}" for c, w in zip(cols, widths)))
+    extra = [f"{k}: {s[k]}" for k in ("errors", "incomplete") if s.get(k)]
+    if s.get("degenerate"):
+        extra.insert(0, f"degenerate pairs (identical or empty responses): {s['degenerate']}, not judged; left out of every "
+                        "figure but the JudgeBench score, which counts them wrong as JudgeBench does")
+    extra += _method_lines(s)
+    if s.get("panel"):
+        extra.append("panel members, each scored alone on the same items:")
+        for name, row in s["panel"].items():
+            extra.append(f"  {name:<{first - 2}}" + "".join(f"{_f(row.get(c)):>{w}}" for c, w in zip(cols, widths)))
+    if s.get("self_preference") is not None:
+        extra.append(f"judges of the responses' model family: {', '.join(s['self_preference']['same_family_judges']) or 'none'}")
+    if s.get("batch"):
+        from judge_mcp.bench.batching import summary_line
+        extra.append(summary_line(s["batch"]))
+    run = s.get("run", {})
+    extra.append(
+        f"wall time this invocation {run.get('wall_seconds_this_invocation')} s for {run.get('judged_this_invocation')} items; "
+        f"total {run.get('wall_seconds_total')} s"
+    )
+    return "\n".join(lines + extra)
+
+
+def _method_lines(s: dict[str, Any]) -> list[str]:
+    """The summary's method-specific figures (LWE, Grade Score, calibration, adaptive swap), one line each."""
+    extra = []
+    if s.get("lwe"):
+        lwe = s["lwe"]
+        extra.append(
+            f"lwe meta-path share {_f(lwe.get('meta_path_share'))}, refinements {lwe.get('refinements')}, "
+            f"relative cost (characters, vs one vanilla judgment) {_f(lwe.get('relative_cost'))}"
+        )
+        if lwe.get("final_refinement"):
+            extra.append(f"final partial batch refined: {lwe['final_refinement']}")
+        if lwe.get("vanilla_fig9"):
+            extra.append(f"vanilla (Figure 9) pair: {lwe['vanilla_fig9']}")
+    if s.get("grade"):
+        extra.append(f"grade: {s['grade']}")
+    if s.get("calibration"):
+        c = s["calibration"]
+        for name in ("single_order", "both_orders"):
+            extra.append(f"probabilities, {name.replace('_', ' ')}: {c[name]} (ECE over {c['bins']} bins)")
+    if s.get("adaptive"):
+        a, auto, both = s["adaptive"], s["adaptive"]["auto"], s["adaptive"]["swap_true"]
+        extra.append(
+            f"swap auto: second order in {_f(a['second_order_share'])} of {a['judgments']} judgments; "
+            f"calls/judgment {_f(auto['calls_per_judgment'])} vs {_f(both['calls_per_judgment'])} (swap true); "
+            f"accuracy {_f(auto['accuracy'])} vs {_f(both['accuracy'])}; "
+            f"pair accuracy {_f(auto['pair_accuracy'])} vs {_f(both['pair_accuracy'])}; "
+            f"one-order judgments right {_f(a['one_order_accuracy'])}"
+        )
+    return extra

@@ -1,0 +1,370 @@
+"""judge-mcp serve | demo | sessions | gc | stats (and bench, see judge_mcp/bench/command.py)."""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import logging
+import os
+import signal
+import sys
+from functools import partial
+from typing import Any
+
+import anyio
+
+
+
+def _setup_logging(verbose: bool = False) -> None:
+    # stdout belongs to JSON-RPC in stdio mode: every log line goes to stderr.
+    logging.basicConfig(stream=sys.stderr, level=logging.DEBUG if verbose else logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    from judge_mcp import redaction
+
+    redaction.install()  # backend credentials are blanked out of every record, whoever logs it
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from judge_mcp.config.settings import settings_or_error
+    from judge_mcp.server.build import build_server
+
+    settings = settings_or_error()
+    report_settings(settings, "judge-mcp")
+    if settings.config_error is not None:
+        print(f"judge-mcp: configuration error: {settings.config_error}", file=sys.stderr)
+        if args.transport != "stdio":  # started by hand, in a terminal; and no network server runs half-configured
+            return 2
+        # An MCP client shows a server that exits before the handshake as "Failed to connect", without this message:
+        # serve, and answer every judging call with the error instead.
+        print("judge-mcp: serving anyway: every judging tool answers with this error until it is fixed", file=sys.stderr)
+    from judge_mcp.runtime.app import App, settle_heap
+
+    if args.stateless and args.transport != "http":
+        print("judge-mcp: --stateless applies to --transport http only", file=sys.stderr)
+        return 2
+    app = App(settings)
+    app.stdio = args.transport == "stdio"  # image arguments may name files (inside JUDGE_MCP_IMAGE_DIRS) over stdio only
+    server = build_server(app)
+    if args.transport == "stdio":
+        from judge_mcp.server.transports.stdio import serve_stdio
+
+        main = partial(serve_stdio, server, on_initialized=app.warm_up)
+    else:
+        main = _http_main(server, app, args, stateless=args.stateless or settings.http_stateless)
+
+    async def serve() -> None:
+        try:
+            await main()
+        finally:  # the backends' HTTP sessions closed on the loop that made them, the store after them
+            with anyio.CancelScope(shield=True):
+                await app.aclose()
+
+    settle_heap()  # once everything the server runs on is imported and built; turns the collector back on
+    if args.transport == "http":  # uvicorn re-raises the SIGTERM it shut down on: unwind through app.aclose first
+        signal.signal(signal.SIGTERM, _terminated)
+        app.warm_up()  # (over stdio: once the client has finished its handshake, see serve_stdio)
+    try:
+        anyio.run(serve)
+    except KeyboardInterrupt:  # stdio: stopped at once
+        app.interrupted = True
+    except _Terminated:  # closed (verdict rows written, spans flushed): now end by the signal, as uvicorn would have
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.raise_signal(signal.SIGTERM)
+    except SystemExit as exc:  # uvicorn exits 3 when it cannot bind (it has logged why): exit 2, as a refused bind does
+        if args.transport != "http" or exc.code in (0, None):
+            raise
+        print(f"judge-mcp: could not serve HTTP on {args.host}:{args.port} (the reason is above; a port in use: choose another with --port)", file=sys.stderr)
+        return 2
+    if app.interrupted:  # http: after uvicorn's graceful shutdown, or a second Ctrl-C (_interrupted)
+        n = app.calls_in_flight
+        print(f"judge-mcp: stopped (Ctrl-C){f'; {n} call(s) in flight cancelled' if n else ''}", file=sys.stderr, flush=True)
+        return 130
+    return 0
+
+
+class _Terminated(Exception):
+    """SIGTERM during `serve --transport http`: raised where the signal lands (after uvicorn's graceful shutdown, when
+    it re-raises the signal), so serve() reaches its `finally` and closes the App before the process ends."""
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise _Terminated()
+
+
+def report_settings(settings: Any, prog: str) -> None:
+    """On stderr: each setting warning (a JUDGE_MCP_* variable judge-mcp does not read) and each [backends.NAME]
+    table that cannot be used (the calls naming it fail with the same message; the rest work)."""
+    for warning in settings.warnings:
+        print(f"{prog}: warning: {warning}", file=sys.stderr)
+    for name, problem in sorted(settings.broken_backends.items()):
+        print(f"{prog}: warning: backend '{name}' cannot be used, and calls naming it fail: {problem}", file=sys.stderr)
+
+
+def _http_main(server: Any, app: Any, args: argparse.Namespace, *, stateless: bool) -> Any:
+    """serve --transport http: the streamable HTTP app (without sessions when `stateless`) behind /healthz and
+    /readyz (readiness: the store's database answers and is migrated)."""
+    from judge_mcp.storage.health import readiness
+    from judge_mcp.server.transports.http import serve_http
+
+    ready = partial(readiness, app.store)
+    return partial(
+        serve_http, server, host=args.host, port=args.port, token=app.settings.http_token, stateless=stateless, ready=ready,
+        max_body=app.settings.http_max_body_bytes, on_interrupt=partial(_interrupted, app),
+    )
+
+
+def _interrupted(app: Any, again: bool) -> None:
+    """What a Ctrl-C of `serve --transport http` says: the first lets the calls in flight finish, a second stops now."""
+    app.interrupted = True
+    if again:
+        print("judge-mcp: second Ctrl-C: stopping now; calls still in flight are cancelled", file=sys.stderr, flush=True)
+        return
+    n = app.calls_in_flight
+    waiting = f"waiting for {n} call{'s' if n != 1 else ''} in flight to finish" if n else "no call in flight"
+    print(f"judge-mcp: Ctrl-C: stopping ({waiting}); press Ctrl-C again to stop now", file=sys.stderr, flush=True)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from judge_mcp.cli.demo import run_demo
+
+    try:
+        return anyio.run(run_demo)
+    except KeyboardInterrupt:
+        print("\njudge-mcp demo: stopped (Ctrl-C)", file=sys.stderr, flush=True)
+        return 130
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    from judge_mcp.config.settings import load_settings
+    from judge_mcp.methods import lwe
+    from judge_mcp.contract.fields import InputError
+    from judge_mcp.storage import open_store
+    from judge_mcp.storage.migrations import MIGRATIONS
+
+    store = open_store(load_settings().database, MIGRATIONS)
+    try:
+        if args.action == "list":
+            rows = lwe.list_sessions(store)
+            if not rows:
+                print("no LWE sessions yet")
+            for row in rows:
+                print("  ".join(f"{k}={v}" for k, v in row.items()))
+        elif args.action == "show":
+            shown = lwe.lwe_session(store, session=args.session, action="show")
+            print(f"session {shown.session}: version {shown.current_version}, batch size {shown.batch_size}, {shown.pending_feedback} feedback pending")
+            for v in shown.versions:
+                print(f"  v{v.version}  parent={v.parent}  {v.reason:<9} {v.chars} chars")
+            print("\n--- current meta-prompt ---\n" + shown.meta_prompt)
+        elif args.action == "export":
+            print(json.dumps(lwe.export_session(store, args.session), indent=2, ensure_ascii=False))
+    except InputError as exc:
+        print(f"judge-mcp: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        store.close()
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from judge_mcp.stats import report as stats
+    from judge_mcp.cli.stats_table import render_stats
+    from judge_mcp.storage import open_store
+    from judge_mcp.storage.migrations import MIGRATIONS
+
+    from judge_mcp.storage.pg_url import is_postgres_url, shown
+
+    if args.db is not None:
+        path: Path | str = args.db if is_postgres_url(args.db) else Path(args.db)
+    else:
+        from judge_mcp.config.settings import ConfigError, load_settings
+
+        try:
+            path = load_settings().database
+        except ConfigError as exc:
+            print(f"judge-mcp stats: configuration error: {exc} (or give --db PATH)", file=sys.stderr)
+            return 2
+    if isinstance(path, Path) and not path.is_file():  # a reader never creates a database: a wrong path must not look like an empty log
+        print(f"judge-mcp stats: no database at {str(path)!r} (nothing logged there yet, or a wrong --db / JUDGE_MCP_DB)", file=sys.stderr)
+        return 2
+    store = open_store(path, MIGRATIONS)
+    try:
+        report = stats.from_store(store, args.last)
+    finally:
+        store.close()
+    print(report.model_dump_json(indent=2) if args.json else f"{shown(str(path))}\n\n{render_stats(report)}")
+    return 0
+
+
+# ---- judge-mcp stats: the report as two tables ------------------------------------------------------------------
+def _last(value: str) -> int:
+    from judge_mcp.stats import report as stats
+
+    try:
+        return stats.check_last(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("judge-mcp")
+    except PackageNotFoundError:  # a source tree on sys.path without an install
+        from judge_mcp import __version__
+
+        return __version__
+
+
+def cmd_gc(args: argparse.Namespace) -> int:
+    from judge_mcp.config.settings import load_settings
+    from judge_mcp.storage import open_store, retention
+    from judge_mcp.storage.migrations import MIGRATIONS
+
+    settings = load_settings()
+    cache_days = args.cache_days if args.cache_days is not None else settings.cache_max_age_days
+    verdict_days = args.verdict_days if args.verdict_days is not None else settings.verdicts_max_age_days
+    if cache_days is None and verdict_days is None and not args.vacuum:
+        print(
+            "judge-mcp gc: nothing to do: give --cache-days and/or --verdict-days "
+            "(or set JUDGE_MCP_CACHE_MAX_AGE_DAYS / JUDGE_MCP_VERDICTS_MAX_AGE_DAYS), or --vacuum",
+            file=sys.stderr,
+        )
+        return 2
+    store = open_store(settings.database, MIGRATIONS)
+    on_file = settings.db_url is None  # a PostgreSQL database has no file of its own to measure
+    try:
+        before = settings.db_path.stat().st_size if on_file else 0
+        counts = retention.gc(
+            store,
+            cache_older_than_s=None if cache_days is None else cache_days * 86400,
+            verdicts_older_than_s=None if verdict_days is None else verdict_days * 86400,
+            vacuum=args.vacuum,
+        )
+        store.checkpoint()
+        after = settings.db_path.stat().st_size if on_file else 0
+    finally:
+        store.close()
+    deleted = f"deleted {counts['call_cache']} call-cache rows, {counts['verdicts']} verdict rows and {counts['texts']} unused reply texts"
+    if not on_file:
+        from judge_mcp.storage.pg_url import shown
+
+        print(f"{shown(settings.db_url or '')}: {deleted}")
+        return 0
+    print(f"{settings.db_path}: {deleted}; {before:,} -> {after:,} bytes")
+    return 0
+
+
+def _days(value: str) -> float:
+    try:
+        days = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of days, got {value!r}") from None
+    if not days >= 0 or days == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of days >= 0, got {value!r}")
+    return days
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from judge_mcp.config.settings import default_db_path
+    from judge_mcp.config.table import serve_help
+
+    parser = argparse.ArgumentParser(prog="judge-mcp", description="An MCP server that gives agents a judge.")
+    parser.add_argument("--version", action="version", version=f"judge-mcp {_version()}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging (to stderr)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser(
+        "serve",
+        help="run the MCP server (stdio by default)",
+        description="Run the MCP server. MCP clients start it as `judge-mcp serve` and speak JSON-RPC over stdio; "
+        "`--transport http` serves streamable HTTP at http://HOST:PORT/mcp instead.",
+        epilog=serve_help(str(default_db_path(os.environ)), os.pathsep),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    serve.add_argument(
+        "--transport", choices=["stdio", "http"], default="stdio", help="stdio or streamable HTTP (default: %(default)s; no environment variable)"
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default: %(default)s; a non-loopback address needs JUDGE_MCP_HTTP_TOKEN)")
+    serve.add_argument("--port", type=int, default=8765, help="HTTP port (default: %(default)s)")
+    serve.add_argument(
+        "--stateless",
+        action="store_true",
+        help="HTTP without MCP sessions, for replicas behind a load balancer with no session affinity (also "
+        "JUDGE_MCP_HTTP_STATELESS=1); a client's notifications/cancelled is then lost (closing the request still cancels)",
+    )
+    serve.set_defaults(fn=cmd_serve)
+
+    demo = sub.add_parser("demo", help="start the server, call every tool once through the MCP client, print the verdicts")
+    demo.set_defaults(fn=cmd_demo)
+
+    sessions = sub.add_parser("sessions", help="inspect LWE sessions")
+    sessions.add_argument("action", choices=["list", "show", "export"])
+    sessions.add_argument("session", nargs="?", default="default")
+    sessions.set_defaults(fn=cmd_sessions)
+
+    gc = sub.add_parser(
+        "gc",
+        help="delete old call-cache and verdict-log rows (LWE sessions are never touched)",
+        description="Delete call-cache rows and verdict-log rows older than the given ages from the database "
+        "(JUDGE_MCP_DB). LWE sessions, versions and feedback are never touched. The same ages set as "
+        "JUDGE_MCP_CACHE_MAX_AGE_DAYS / JUDGE_MCP_VERDICTS_MAX_AGE_DAYS are applied at every server start.",
+    )
+    gc.add_argument("--cache-days", type=_days, help="delete cached model answers older than this many days (default: JUDGE_MCP_CACHE_MAX_AGE_DAYS)")
+    gc.add_argument("--verdict-days", type=_days, help="delete verdict-log rows older than this many days (default: JUDGE_MCP_VERDICTS_MAX_AGE_DAYS)")
+    gc.add_argument("--vacuum", action="store_true", help="then rewrite the file so the freed space goes back to the filesystem")
+    gc.set_defaults(fn=cmd_gc)
+
+    stats_cmd = sub.add_parser(
+        "stats",
+        help="bias telemetry from the verdict log, per backend/model/tool (all time and the last N verdicts)",
+        description="Position bias, order inconsistency, parse failures and re-asks, ties, length preference, and mean "
+        "calls and latency of each backend/model/tool, computed from the verdict log over all time and over the newest N "
+        "verdicts. Each rate is shown as `rate (count/denominator)`; `-` means nothing to count yet. The same report "
+        "is the MCP resource judge://stats (judge://stats/last/{n}) and the read-only tool judge_stats.",
+    )
+    stats_cmd.add_argument("--last", type=_last, default=100, metavar="N", help="size of the recent window, 1 to 1,000,000 (default: %(default)s)")
+    stats_cmd.add_argument("--json", action="store_true", help="print the report as JSON (the resource's form) instead of tables")
+    stats_cmd.add_argument(
+        "--db", metavar="PATH",
+        help="the database to read (default: JUDGE_MCP_DB or the per-user data directory); e.g. the bench's bench.db beside it for a bench run's verdicts",
+    )
+    stats_cmd.set_defaults(fn=cmd_stats)
+
+    from judge_mcp.bench import add_parser as add_bench
+
+    add_bench(sub)
+    # -v also after the subcommand (`judge-mcp serve -v`); SUPPRESS keeps a -v given before it.
+    for subparser in sub.choices.values():
+        subparser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="debug logging (to stderr)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    # No cyclic collection during the start-up imports (it re-scanned the SDK's, pydantic's and our long-lived objects:
+    # ~15% of the start); on again once `serve` froze them (app.settle_heap), for any other command at once.
+    gc.disable()
+    try:
+        return _run(argv)
+    except KeyboardInterrupt:  # Ctrl-C anywhere else (while importing, a command without its own handling): no traceback
+        print("judge-mcp: stopped (Ctrl-C)", file=sys.stderr, flush=True)
+        return 130
+    finally:
+        gc.enable()
+
+
+def _run(argv: list[str] | None) -> int:
+    from judge_mcp.config.settings import ConfigError
+    from judge_mcp.storage.engine import StoreError
+
+    args = build_parser().parse_args(argv)
+    if args.fn is not cmd_serve:
+        gc.enable()
+    _setup_logging(args.verbose)
+    try:
+        return int(args.fn(args) or 0)
+    except (ConfigError, StoreError) as exc:  # a setting, an HTTP bind refused for want of a token, the store: exit 2
+        print(f"judge-mcp: {'configuration error: ' if isinstance(exc, ConfigError) else ''}{exc}", file=sys.stderr)
+        return 2

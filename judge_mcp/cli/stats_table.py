@@ -1,0 +1,77 @@
+"""The judge_stats report as terminal tables (`judge-mcp stats`)."""
+
+from __future__ import annotations
+
+from judge_mcp.contract.results import Mean, Rate, StatsReport, Window
+
+
+def _pct(rate: Rate) -> str:
+    if rate.rate is None:
+        return "-"
+    return f"{rate.rate:.2f} ({rate.count}/{rate.of})"
+
+
+def _mean(mean: Mean, places: int) -> str:
+    return "-" if mean.mean is None else f"{mean.mean:.{places}f}"
+
+
+STATS_COLUMNS = (
+    "backend", "model", "tool", "verdicts", "first-shown", "unbiased", "inconsistent", "unparsed", "re-asked", "ties",
+    "longer wins", "calls", "cached", "latency ms",
+)
+
+
+def _stats_rows(window: Window) -> list[list[str]]:
+    rows = []
+    for g in window.groups:
+        rows.append([
+            g.backend, g.model, g.tool, str(g.verdicts),
+            _pct(g.position_bias), "-" if g.position_bias.unbiased is None else f"{g.position_bias.unbiased:.2f}",
+            _pct(g.order_inconsistency), _pct(g.parse_failures), _pct(g.reasks), _pct(g.ties), _pct(g.length_preference),
+            _mean(g.calls, 2), _mean(g.cached_calls, 2), _mean(g.latency_ms, 0),
+        ])
+    return rows
+
+
+def _table(rows: list[list[str]], columns: tuple[str, ...] = STATS_COLUMNS) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(columns)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(columns, widths)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    return "\n".join(lines)
+
+
+AGREEMENT_COLUMNS = ("backend", "model", "tool", "inputs", "labelled", "accuracy", "kappa", "ECE", "Brier")
+
+
+def _agreement_table(window: Window) -> str | None:
+    """The groups' agreement with human labels (record_label) as a table; None when nothing is labelled."""
+    rows = []
+    for g in window.groups:
+        a = g.agreement
+        if a.labelled:
+            figures = ("-" if v is None else f"{v:.2f}" for v in (a.kappa, a.calibration.ece, a.calibration.brier))
+            rows.append([g.backend, g.model, g.tool, g.inputs, str(a.labelled), _pct(a.accuracy), *figures])
+    return _table(rows, AGREEMENT_COLUMNS) if rows else None
+
+
+def render_stats(report: StatsReport) -> str:
+    """The report as two readable tables (all time, last N); rates as `rate (count/of)`, `-` when undefined."""
+    if report.all_time.verdicts == 0:
+        return "no verdicts in the log yet"
+    parts = []
+    windows = (
+        (f"all time: {report.all_time.verdicts} verdicts", report.all_time),
+        (f"last {report.last_n}: {report.last.verdicts} verdicts", report.last),
+    )
+    for title, window in windows:
+        skipped = f" ({window.skipped} unreadable rows skipped)" if window.skipped else ""
+        parts.append(f"{title}{skipped}\n{_table(_stats_rows(window))}")
+    labelled = _agreement_table(report.all_time)
+    if labelled is not None:
+        parts.append(f"agreement with human labels (record_label), all time\n{labelled}")
+    parts.append(
+        "first-shown: parsed trials naming the first-shown answer (a judge without position bias scores `unbiased`);\n"
+        "inconsistent: both orders parsed and disagreeing; unparsed / re-asked: per answer; ties: no winner (pairs),\n"
+        "tied top reward (FLIP) or tied mode (grade); longer wins: decided pairs won by the longer answer (0.5: no preference)."
+    )
+    return "\n\n".join(parts)

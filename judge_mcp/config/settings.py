@@ -1,0 +1,400 @@
+"""Settings from the environment, plus named backends from an optional TOML file (JUDGE_MCP_CONFIG).
+
+Keys are resolved here from environment variables and kept only in memory: a `BackendConfig` never
+serialises its key (`api_key` is excluded from `public()` and from repr).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Mapping
+from urllib.parse import urlparse
+
+from judge_mcp.contract.images import HTTP_BODY_BYTES
+from judge_mcp.config.table import TOML_NAMES, did_you_mean, unknown_variables
+
+from judge_mcp.config.values import (
+    ConfigError, OtelSettings, check_batch, check_sampling_keys, check_text, check_url as _check_url, flag_value,
+    non_negative_int, otel_settings, positive_float, positive_int,
+)
+
+KINDS = ("local", "openai", "anthropic", "sampling")  # sampling: the MCP client's own model (backends/sampling.py)
+DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+# Provider-wide keys are only ever sent to the provider's own host.
+PROVIDER_KEY_ENV = {"openai": ("OPENAI_API_KEY", "api.openai.com"), "anthropic": ("ANTHROPIC_API_KEY", "api.anthropic.com")}
+DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5"}
+DEFAULT_BACKEND_NAME = "default"
+STRUCTURED_OUTPUT_MODES = ("auto", "json_schema", "off")
+# Requests in flight per backend, by kind: the ceiling of the adaptive limit (backends/limiter.py), which starts
+# there, drops on 429/503/529 and timeouts and grows back while calls succeed. A remote API gets 256, so a burst of
+# 100 compare_pair calls (200 requests) goes out at once and a backend that takes fewer says so with 429; the
+# embedded model gets its slot count (each slot holds a share of n_ctx and of 2 CPU cores); the MCP client (sampling) 8.
+DEFAULT_CONCURRENCY = {"local": 4, "openai": 256, "anthropic": 256, "sampling": 8}
+
+
+@dataclass(frozen=True)
+class BackendConfig:
+    name: str
+    kind: str
+    model: str | None = None  # None for local: the bundled SmolLM2 GGUF
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    concurrency: int = 4
+    timeout_s: float = 120.0
+    max_retries: int = 3
+    # auto: a schema, until the server refuses it (then the papers' text grammars); json_schema: always; off: never
+    structured_output: str = "auto"
+    # local only
+    n_ctx: int = 32768
+    n_threads: int | None = None
+    n_threads_batch: int | None = None  # local only: threads for batches (prompts, several slots at once); default all cores
+    max_output_tokens: int | None = None  # local only: a cap on the answer budget (default none: the method's, as over HTTP)
+    mmproj: str | None = None  # local only: the model's multimodal projector (a GGUF file); without it no images
+    batch: bool = False  # openai / anthropic: `judge-mcp bench` sends through the provider's batch API (never tool calls)
+    # sampling only: ModelPreferences priorities sent with every request, (name, 0..1) pairs; `model` is the hint
+    priorities: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class Settings:
+    db_path: Path
+    default_backend: BackendConfig
+    named_backends: Mapping[str, BackendConfig]
+    http_token: str | None = field(default=None, repr=False)
+    # retention (None: kept for ever): applied when the server starts and by `judge-mcp gc`
+    cache_max_age_days: float | None = None
+    verdicts_max_age_days: float | None = None
+    # Set when the configuration could not be read (`settings_or_error`): the server starts anyway and every call
+    # that needs a backend fails with this message, so an MCP client shows it instead of "Failed to connect".
+    config_error: str | None = None
+    # grade_score_options' unrelated option may come from options stored by earlier calls of any client
+    shared_option_pool: bool = False
+    # JUDGE_MCP_DB as a postgresql:// URL (then db_path is unused); its password is never shown (storage/pg_url.py)
+    db_url: str | None = field(default=None, repr=False)
+    # serve --transport http without sessions (replicas behind a load balancer): JUDGE_MCP_HTTP_STATELESS
+    http_stateless: bool = False
+
+    @property
+    def database(self) -> str | Path:
+        """What the store opens: the PostgreSQL URL, else the SQLite file."""
+        return self.db_url or self.db_path
+    # the HTTP transport's request-body limit (bytes): by default it fits a call's image limits
+    http_max_body_bytes: int = HTTP_BODY_BYTES
+    # folders an image argument may name a file in, over stdio only (JUDGE_MCP_IMAGE_DIRS), resolved
+    image_dirs: tuple[Path, ...] = ()
+    # OpenTelemetry traces of tool and model calls (judge_mcp/telemetry/hooks.py): JUDGE_MCP_OTEL and the standard OTEL_* settings
+    otel: OtelSettings = OtelSettings()
+    # [backends.NAME] tables that could not be read, by name: a call naming one fails with its message, the rest work
+    broken_backends: Mapping[str, str] = field(default_factory=dict)
+    # things worth a look that stop nothing (a JUDGE_MCP_* variable judge-mcp does not read): on stderr at start and
+    # in every tool result's warnings or error
+    warnings: tuple[str, ...] = ()
+
+    def backend_names(self) -> list[str]:
+        return [DEFAULT_BACKEND_NAME, *sorted({*self.named_backends, *self.broken_backends})]
+
+    def backend(self, name: str | None) -> BackendConfig:
+        if self.config_error is not None:
+            raise ConfigError(
+                f"judge-mcp's configuration has an error: {self.config_error}. Fix it in the server's environment "
+                "(the MCP client's \"env\" block) or its JUDGE_MCP_CONFIG file, then restart the server"
+            )
+        if name is None or name == DEFAULT_BACKEND_NAME:
+            return self.default_backend
+        if name in self.broken_backends:
+            raise ConfigError(f"{self.broken_backends[name]}. Fix the table, then restart the server")
+        try:
+            return self.named_backends[name]
+        except KeyError:
+            known = ", ".join(self.backend_names())
+            raise ConfigError(f"unknown backend '{name}'; known backends: {known}") from None
+
+
+def missing_key(cfg: BackendConfig) -> str | None:
+    """Why `cfg` cannot work (a provider's public API without a key), or None. Checked before the first call, so a
+    first run fails at once naming the variable to set instead of after a round of retried 401s. A base URL of
+    another host (a local vLLM, Ollama or llama.cpp server) may need no key and is left to answer for itself."""
+    if cfg.kind not in PROVIDER_KEY_ENV or cfg.api_key:
+        return None
+    env_name, provider_host = PROVIDER_KEY_ENV[cfg.kind]
+    url = cfg.base_url or DEFAULT_BASE_URLS[cfg.kind]
+    if _host(url) != provider_host:
+        return None
+    where = "JUDGE_MCP_API_KEY" if cfg.name == DEFAULT_BACKEND_NAME else f"api_key_env in [backends.{cfg.name}]"
+    return (
+        f"backend '{cfg.name}' ({cfg.kind} at {url}, model {cfg.model}) has no API key: set {where} or {env_name}, "
+        "or set JUDGE_MCP_BASE_URL to a server that needs none"
+    )
+
+
+def _host(url: str) -> str:
+    return (urlparse(url).hostname or "").lower()
+
+
+def _optional(env: Mapping[str, str], name: str, read: Callable[[Any, str], Any]) -> Any:
+    value = _env(env, name, None)
+    return None if value is None else read(value, name)
+
+
+def _check_kind(kind: Any, what: str) -> str:
+    kind = kind.strip().lower() if isinstance(kind, str) else kind
+    if kind not in KINDS:
+        raise ConfigError(f"{what} must be one of {', '.join(KINDS)}; got {kind!r}")
+    return kind
+
+
+def _check_structured_output(value: Any, what: str) -> str:
+    mode = value.strip().lower() if isinstance(value, str) else value
+    if mode not in STRUCTURED_OUTPUT_MODES:
+        raise ConfigError(f"{what} must be one of {', '.join(STRUCTURED_OUTPUT_MODES)}; got {value!r}")
+    return mode
+
+
+def _env(env: Mapping[str, str], name: str, default: Any) -> Any:
+    """An environment value; set-but-empty counts as unset."""
+    value = env.get(name)
+    return default if value is None or value.strip() == "" else value
+
+
+def backend_from_env(env: Mapping[str, str]) -> BackendConfig:
+    kind = _check_kind(_env(env, "JUDGE_MCP_BACKEND", "local"), "JUDGE_MCP_BACKEND")
+    base_url = _check_url(env.get("JUDGE_MCP_BASE_URL"), "JUDGE_MCP_BASE_URL")
+    model = _env(env, "JUDGE_MCP_MODEL", None) or (DEFAULT_MODELS.get(kind) if kind != "local" else None)
+    explicit = _env(env, "JUDGE_MCP_API_KEY", None)
+    cfg = BackendConfig(
+        name=DEFAULT_BACKEND_NAME,
+        kind=kind,
+        model=model,
+        base_url=base_url if kind not in ("local", "sampling") else None,
+        api_key=None,
+        concurrency=positive_int(_env(env, "JUDGE_MCP_CONCURRENCY", DEFAULT_CONCURRENCY[kind]), "JUDGE_MCP_CONCURRENCY"),
+        timeout_s=positive_float(_env(env, "JUDGE_MCP_TIMEOUT_S", 120), "JUDGE_MCP_TIMEOUT_S"),
+        max_retries=non_negative_int(_env(env, "JUDGE_MCP_MAX_RETRIES", 3), "JUDGE_MCP_MAX_RETRIES"),
+        structured_output=_check_structured_output(_env(env, "JUDGE_MCP_STRUCTURED_OUTPUT", "auto"), "JUDGE_MCP_STRUCTURED_OUTPUT"),
+        max_output_tokens=_optional(env, "JUDGE_MCP_MAX_OUTPUT_TOKENS", positive_int) if kind == "local" else None,
+        mmproj=_env(env, "JUDGE_MCP_MMPROJ", None) if kind == "local" else None,
+    )
+    if kind in PROVIDER_KEY_ENV:
+        cfg = replace(cfg, api_key=explicit or _provider_key(kind, base_url, env))
+    return cfg
+
+
+def _provider_key(kind: str, base_url: str | None, env: Mapping[str, str]) -> str | None:
+    """The provider-wide key (OPENAI_API_KEY / ANTHROPIC_API_KEY), but only for the provider's own host over https:
+    a local or third-party base URL never receives it (give those a key with JUDGE_MCP_API_KEY or api_key_env)."""
+    env_name, provider_host = PROVIDER_KEY_ENV[kind]
+    if base_url is not None:
+        parsed = urlparse(base_url)
+        if parsed.scheme != "https" or _host(base_url) != provider_host:
+            return None
+    return _env(env, env_name, None)
+
+
+_TOML_KEYS = TOML_NAMES  # settings_table.TOML_KEYS: each key's type, default and help
+
+
+def backends_from_toml(path: Path, env: Mapping[str, str]) -> dict[str, BackendConfig]:
+    """Every [backends.NAME] table of the file, or the first table's error (see `read_backends` for one by one)."""
+    named, broken = read_backends(path, env)
+    for problem in broken.values():
+        raise ConfigError(problem)
+    return named
+
+
+def read_backends(path: Path, env: Mapping[str, str]) -> tuple[dict[str, BackendConfig], dict[str, str]]:
+    """(tables read, {name: error} of the rest): one table's mistake leaves the others working; `path` shown absolute."""
+    path = path.expanduser().absolute()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"JUDGE_MCP_CONFIG points to {str(path)!r}, which does not exist") from None
+    except OSError as exc:
+        raise ConfigError(f"JUDGE_MCP_CONFIG file {str(path)!r} cannot be read: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"JUDGE_MCP_CONFIG file {str(path)!r} is not valid TOML: {exc}") from None
+    unknown_tables = sorted(set(data) - {"backends"})
+    if unknown_tables:
+        hint = " (did you mean [backends.NAME]?)" if any(t.lower().startswith("backend") for t in unknown_tables) else ""
+        raise ConfigError(f"{path}: unknown table or key {', '.join(map(repr, unknown_tables))}{hint}; the file holds only [backends.NAME] tables")
+    tables = data.get("backends", {})
+    if not isinstance(tables, dict):
+        raise ConfigError(f"{path}: [backends] must be a table of [backends.NAME] tables")
+    if DEFAULT_BACKEND_NAME in tables:
+        raise ConfigError(f"{path}: [backends.{DEFAULT_BACKEND_NAME}]: the name 'default' is reserved for the environment's backend")
+    named: dict[str, BackendConfig] = {}
+    broken: dict[str, str] = {}  # a table's own problem fails the calls naming it (Settings.backend), not the others
+    for name, table in tables.items():
+        try:
+            named[name] = _backend_from_table(name, table, path, env)
+        except ConfigError as exc:
+            broken[name] = str(exc)
+    return named, broken
+
+
+def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str]) -> BackendConfig:
+    """One [backends.NAME] table as a BackendConfig; a ConfigError naming the table and the problem."""
+    where = f"{path}: [backends.{name}]"
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where} must be a table")
+    unknown = sorted(set(table) - _TOML_KEYS - {"api_key"})
+    if unknown:
+        named = ", ".join(f"{key!r}{did_you_mean(key, _TOML_KEYS)}" for key in unknown)
+        raise ConfigError(f"{where}: unknown key{'s' if len(unknown) > 1 else ''} {named}; allowed: {', '.join(sorted(_TOML_KEYS))}")
+    if "api_key" in table:
+        raise ConfigError(f"{where}: put the key in an environment variable and name it with api_key_env")
+    kind = _check_kind(table.get("kind", ""), f"{where} kind")
+    base_url = _check_url(table.get("base_url"), f"{where} base_url")
+    key_env = check_text(table.get("api_key_env"), f"{where} api_key_env")
+    key = None
+    if key_env:
+        key = _env(env, key_env, None)
+        if not key:
+            raise ConfigError(f"{where}: api_key_env names {key_env!r}, which is not set in the server's environment")
+    elif kind in PROVIDER_KEY_ENV:
+        key = _provider_key(kind, base_url, env)
+    if kind != "local" and table.get("mmproj") is not None:
+        raise ConfigError(f"{where}: mmproj (a multimodal projector file) applies to kind = \"local\" only")
+    return BackendConfig(
+        name=name,
+        kind=kind,
+        model=check_text(table.get("model"), f"{where} model") or (DEFAULT_MODELS.get(kind) if kind != "local" else None),
+        base_url=base_url,
+        api_key=key,
+        concurrency=positive_int(table.get("concurrency", DEFAULT_CONCURRENCY[kind]), f"{where} concurrency"),
+        timeout_s=positive_float(table.get("timeout_s", 120), f"{where} timeout_s"),
+        # a table without its own max_retries follows JUDGE_MCP_MAX_RETRIES, as the environment's backend does
+        max_retries=non_negative_int(table.get("max_retries", _env(env, "JUDGE_MCP_MAX_RETRIES", 3)), f"{where} max_retries"),
+        structured_output=_check_structured_output(table.get("structured_output", "auto"), f"{where} structured_output"),
+        n_ctx=positive_int(table.get("n_ctx", 32768), f"{where} n_ctx"),
+        n_threads=None if table.get("n_threads") is None else positive_int(table["n_threads"], f"{where} n_threads"),
+        n_threads_batch=None
+        if table.get("n_threads_batch") is None
+        else positive_int(table["n_threads_batch"], f"{where} n_threads_batch"),
+        max_output_tokens=None
+        if table.get("max_output_tokens") is None
+        else positive_int(table["max_output_tokens"], f"{where} max_output_tokens"),
+        mmproj=check_text(table.get("mmproj"), f"{where} mmproj"),
+        batch=check_batch(table.get("batch", False), kind, f"{where} batch"),
+        priorities=check_sampling_keys(table, kind, where),
+    )
+
+
+def default_db_path(env: Mapping[str, str], platform: str | None = None) -> Path:
+    """The per-user database, never a path relative to whatever directory a client launches the server in:
+    `$XDG_DATA_HOME/judge-mcp/judge.db` (else `~/.local/share/judge-mcp/judge.db`) on Linux and other Unixes,
+    `~/Library/Application Support/judge-mcp/judge.db` on macOS, `%LOCALAPPDATA%\\judge-mcp\\judge.db` on Windows."""
+    platform = platform or sys.platform
+    home = Path(_env(env, "HOME", None) or Path.home())
+    if platform.startswith("win"):
+        base = Path(_env(env, "LOCALAPPDATA", None) or home / "AppData" / "Local")
+    elif platform == "darwin":
+        base = home / "Library" / "Application Support"
+    else:
+        xdg = _env(env, "XDG_DATA_HOME", None)
+        base = Path(xdg) if xdg and Path(xdg).is_absolute() else home / ".local" / "share"  # the spec ignores relative
+    return base / "judge-mcp" / "judge.db"
+
+
+def load_settings(env: Mapping[str, str] | None = None) -> Settings:
+    env = os.environ if env is None else env
+    default = backend_from_env(env)
+    config_path = _env(env, "JUDGE_MCP_CONFIG", None)
+    named, broken = read_backends(Path(config_path), env) if config_path else ({}, {})
+    db_path, db_url = _database(env)
+    return Settings(
+        db_path=db_path,
+        default_backend=default,
+        named_backends=named,
+        http_token=_http_token(env),
+        cache_max_age_days=_optional(env, "JUDGE_MCP_CACHE_MAX_AGE_DAYS", positive_float),
+        verdicts_max_age_days=_optional(env, "JUDGE_MCP_VERDICTS_MAX_AGE_DAYS", positive_float),
+        shared_option_pool=flag_value(env.get("JUDGE_MCP_SHARED_OPTION_POOL"), "JUDGE_MCP_SHARED_OPTION_POOL"),
+        db_url=db_url,
+        http_stateless=flag_value(env.get("JUDGE_MCP_HTTP_STATELESS"), "JUDGE_MCP_HTTP_STATELESS"),
+        http_max_body_bytes=_optional(env, "JUDGE_MCP_HTTP_MAX_BODY_BYTES", positive_int) or HTTP_BODY_BYTES,
+        image_dirs=_image_dirs(env),
+        otel=otel_settings(env),
+        broken_backends=broken,
+        warnings=tuple(unknown_variables(env)),
+    )
+
+
+def load_settings_over(overrides: Mapping[str, str]) -> Settings:
+    """`load_settings` from the environment with `overrides` on top (the Python API's keyword settings)."""
+    return load_settings({**os.environ, **overrides})
+
+
+def _image_dirs(env: Mapping[str, str]) -> tuple[Path, ...]:
+    """JUDGE_MCP_IMAGE_DIRS: folders separated by os.pathsep, each an existing directory, resolved (symlinks too)."""
+    value = _env(env, "JUDGE_MCP_IMAGE_DIRS", None)
+    folders = []
+    for part in (value or "").split(os.pathsep):
+        if not part.strip():
+            continue
+        folder = Path(part).expanduser().resolve()
+        if not folder.is_dir():
+            raise ConfigError(f"JUDGE_MCP_IMAGE_DIRS lists {part!r}, which is not a folder")
+        folders.append(folder)
+    return tuple(folders)
+
+
+def default_bench_db_path(env: Mapping[str, str] | None = None) -> Path:
+    """`judge-mcp bench`'s database: bench.db beside the server's default one, in the per-user data directory."""
+    return default_db_path(os.environ if env is None else env).parent / "bench.db"
+
+
+def _db_path(env: Mapping[str, str]) -> Path:
+    # MCP clients pass env from JSON without a shell, so expand ~ here
+    explicit_db = _env(env, "JUDGE_MCP_DB", None)
+    return Path(explicit_db).expanduser() if explicit_db else default_db_path(env)
+
+
+def _database(env: Mapping[str, str]) -> tuple[Path, str | None]:
+    """(SQLite file, PostgreSQL URL or None) from JUDGE_MCP_DB: a postgresql:// URL (its password registered for
+    redaction) leaves the file at its default; any other `scheme://` is an error naming the two forms accepted."""
+    from judge_mcp.storage.pg_url import SCHEMES, register_secrets, scheme_of, shown
+
+    value = _env(env, "JUDGE_MCP_DB", None)
+    scheme = None if value is None else scheme_of(value)
+    if value is None or scheme is None:
+        return _db_path(env), None
+    value = value.strip()
+    register_secrets(value)
+    if scheme not in SCHEMES:
+        raise ConfigError(f"JUDGE_MCP_DB must be an SQLite file path or a postgresql:// URL; got a {scheme}:// URL ({shown(value)!r})")
+    return default_db_path(env), value
+
+
+def settings_or_error(env: Mapping[str, str] | None = None) -> Settings:
+    """`load_settings`, or, when the configuration has an error, settings that carry it (`config_error`) with the
+    database path and the embedded backend in place of the rest: the server then starts and answers each call that
+    needs a backend with the error, where a user looks, instead of exiting before the MCP handshake."""
+    env = os.environ if env is None else env
+    try:
+        return load_settings(env)
+    except ConfigError as exc:
+        try:
+            db_path, db_url = _database(env)
+        except ConfigError:  # JUDGE_MCP_DB itself is the error: the per-user file until it is fixed
+            db_path, db_url = default_db_path(env), None
+        return Settings(
+            db_path=db_path, db_url=db_url, default_backend=BackendConfig(DEFAULT_BACKEND_NAME, "local"), named_backends={}, config_error=str(exc),
+            warnings=tuple(unknown_variables(env)),
+        )
+MIN_REMOTE_TOKEN_CHARS = 16  # a shorter token is refused on a non-loopback bind (see transports/http.http_app)
+
+
+def _http_token(env: Mapping[str, str]) -> str | None:
+    """JUDGE_MCP_HTTP_TOKEN with surrounding whitespace trimmed (a token pasted with its newline still matches what
+    clients send); whitespace or control characters inside it could never arrive in a header, so they are refused."""
+    token = _env(env, "JUDGE_MCP_HTTP_TOKEN", None)
+    if token is None:
+        return None
+    token = token.strip()
+    if any(ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in token) or not token.isascii():
+        raise ConfigError("JUDGE_MCP_HTTP_TOKEN must be printable ASCII without spaces (e.g. `openssl rand -hex 32`)")
+    return token

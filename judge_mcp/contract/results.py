@@ -1,0 +1,378 @@
+"""The tools' output models. Each is the `outputSchema` a client sees, so field names follow CONTRACT.md."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from judge_mcp.contract.fields import Action, AnswerOrder, Goal, Template
+from judge_mcp.contract.args import GradeScoreOptionsArgs, InferInstructionRewardArgs, LweJudgeArgs
+
+Side = Literal["A", "B"]
+
+
+class UsageOut(BaseModel):
+    calls: int = Field(0, description="requests actually sent to a backend (retries not counted)")
+    cached_calls: int = Field(0, description="requests answered from the call cache or a shared in-flight call")
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = Field(0.0, description="wall time of the judgment, in milliseconds")
+
+
+class JudgedResult(BaseModel):
+    model: str = Field(description="backend kind / model id")
+    usage: UsageOut
+    verdict_id: str | None = Field(
+        None, description="this verdict's id in the verdict log: give it to record_label with the correct answer (null outside a tool call)"
+    )
+
+
+# ---- panels and the self-preference guard (methods/panel.py) --------------------------------------------------------
+class SelfPreference(BaseModel):
+    backend: str = Field(description="the judge's backend name")
+    judge_model: str = Field(description="the judge's backend kind / model id")
+    families: list[str] = Field(description="the model families the judge shares with the authors of `answers`")
+    answers: list[int] = Field(description="0-based indices of the answers by a same-family author (compare_pair: 0 = A, 1 = B)")
+    excluded: bool = Field(False, description="the member was left out of the panel (exclude_same_family)")
+
+
+class PanelVotes(BaseModel):
+    votes: dict[str, int] = Field(description='members voting for each verdict ("A"/"B", or the option index as a string)')
+    answered: int = Field(description="members that returned a judgment (abstentions included)")
+    abstained: int = Field(description="members that answered without a verdict (inconsistent orders, unparsed, a tied mode)")
+    failed: int = Field(0, description="members whose backend failed after its retries")
+    excluded: int = Field(0, description="members left out as same-family judges (exclude_same_family)")
+    needed: int | None = Field(description="votes a verdict needs: more than half of `answered`; null when too few members answered")
+
+
+class _PanelMember(BaseModel):
+    backend: str = Field(description="the backend name given in `backends`")
+    model: str = Field(description="backend kind / model id")
+    status: Literal["ok", "failed", "excluded"]
+    error: str | None = Field(None, description="failed only: the backend error")
+    usage: UsageOut | None = Field(None, description="this member's calls and tokens (null when excluded)")
+    warnings: list[str] = Field(default_factory=list, description="the member's own warnings")
+
+
+# ---- compare_pair -----------------------------------------------------------------------------------------------
+class PBetter(BaseModel):
+    A: float = Field(ge=0.0, le=1.0, description="probability that the caller's A is the better answer")
+    B: float = Field(ge=0.0, le=1.0, description="probability that the caller's B is the better answer (1 - A)")
+
+
+class PairTrial(BaseModel):
+    order: Literal["AB", "BA"] = Field(description="AB: the caller's A was shown first; BA: swapped")
+    better: Side | None = Field(description="the better answer in the caller's A/B order; null when unparsed")
+    label: str | None = Field(description="the model's final label as printed for the order it saw, e.g. [[B>A]]")
+    rationale: str = ""
+    parse_ok: bool
+    reasked: bool = Field(False, description="the first answer was unparsed and the model was asked again")
+    continued: bool = Field(False, description="the answer stopped at the token limit and the model was asked to continue it")
+    truncated: bool = Field(False, description="the last answer still stopped at the token limit (max_tokens)")
+    unparsed_reason: Literal["truncated", "no_verdict"] | None = Field(
+        None, description="unparsed only: truncated (cut off at the token limit) or no_verdict (finished without a readable label)"
+    )
+    p_better: PBetter | None = Field(
+        None,
+        description="this order's label probabilities from the backend's token log-probabilities, renormalised over the "
+        "two labels and mapped to the caller's A/B; null without log-probabilities or when unparsed",
+    )
+
+
+class PairPanelMember(_PanelMember):
+    winner: Side | None = Field(None, description="the member's verdict (its vote); null: an abstention, or not judged")
+    consistent: bool | None = Field(None, description="the member's two orders agreed (null with swap=false)")
+    p_better: PBetter | None = Field(None, description="the member's own p_better (null without log-probabilities, or not judged)")
+    swapped: bool | None = Field(None, description="the member judged the swapped order (null: not judged)")
+    trials: list[PairTrial] = Field(default_factory=list)
+
+
+class ComparePairResult(JudgedResult):
+    winner: Side | None = Field(description="A or B only when every trial parsed and all agree")
+    consistent: bool | None = Field(
+        description="both orders parsed and agree; null when only one order was judged (swap=false, or swap=auto without the second)"
+    )
+    p_better: PBetter | None = Field(
+        None,
+        description="label probabilities averaged over the orders judged (both orders: position bias cancels; one order, "
+        "swap=false or a confident swap=auto: that order's, not debiased); null when any judged order has none. A panel: "
+        "the mean of the members' p_better, null when any member that answered has none",
+    )
+    swapped: bool = Field(True, description="the swapped order (BA) was judged (a panel: by every member that answered)")
+    trials: list[PairTrial]
+    goal: Goal
+    template: Template
+    # panels and the self-preference guard; null/empty for a single backend without response_models
+    warnings: list[str] = Field(default_factory=list, description="signals worth a look: a judge of an author's model family, a failed panel member")
+    self_preference: list[SelfPreference] | None = Field(None, description="with response_models: each judge of the same model family as an answer's author")
+    panel: list[PairPanelMember] | None = Field(None, description="with backends: each member's own judgment, in the order given")
+    panel_votes: PanelVotes | None = Field(None, description="with backends: how the members voted")
+
+
+# ---- infer_instruction_reward (FLIP) ----------------------------------------------------------------------------
+class FlipItem(BaseModel):
+    index: int = Field(description="0-based index of the response in the caller's list")
+    inferred_instruction: str = Field(
+        description="the instruction (with context: the system prompt) the model inferred from the response; "
+        "when unparsed, the best extraction from its answer"
+    )
+    reward: float = Field(
+        ge=0.0, le=1.0, description="similarity of inferred and given instruction; 0.0 when unparsed (see parse_ok)"
+    )
+    parse_ok: bool = Field(description="the answer held a complete inferred instruction (false: reward is 0.0, not a judgment)")
+    echoes_instruction: bool = Field(
+        description="the response opens by repeating the instruction (FLIP's known weak spot: the reward may be inflated)"
+    )
+    echo_score: float = Field(0.0, ge=0.0, le=1.0, description="partial-match score behind echoes_instruction (echo at >= 0.9)")
+    reasoning: str = Field("", description="the model's explanation of its inference")
+    reasked: bool = Field(False, description="the first answer was unparsed and the model was asked again")
+    extraction_reward: float | None = Field(
+        None, description="unparsed only: the similarity the best extraction would score (not used for reward or ranking)"
+    )
+    raw_answer: str | None = Field(None, description="unparsed only: the model's last answer (tail)")
+    continued: bool = Field(False, description="the answer stopped at the token limit and the model was asked to continue it")
+    truncated: bool = Field(False, description="the last answer still stopped at the token limit")
+    unparsed_reason: Literal["truncated", "no_instruction"] | None = Field(
+        None, description="unparsed only: truncated (cut off at the token limit) or no_instruction (finished without a complete instruction)"
+    )
+
+
+class FlipResult(JudgedResult):
+    results: list[FlipItem] = Field(description="one item per response, in the caller's order")
+    ranking: list[int] = Field(
+        description="response indices, best first: parsed by reward (ties keep the lower index first), then unparsed"
+    )
+    best_index: int | None = Field(
+        description="index of the single highest reward; null when the top reward is tied or any response stayed unparsed "
+        "(its reward is unknown, so none can be named best: see ranking)"
+    )
+    tied_best: list[int] = Field(default_factory=list, description="indices sharing the top reward when tied")
+    similarity: str = Field(description="the similarity metric used: f1, rouge_l or token_sort")
+    prompt_variant: int = Field(InferInstructionRewardArgs.default("prompt_variant"), description="the FLIP paper's inference prompt used (1..3)")
+    answer_order: AnswerOrder = Field(
+        InferInstructionRewardArgs.default("answer_order"), description="the answer's field order: the paper's (reasoning first) or instruction first"
+    )
+    context_mode: bool = Field(False, description="true when context was given: the system prompt was inferred")
+    warnings: list[str] = Field(default_factory=list, description="signals worth a look, e.g. a verdict log row not written yet")
+    unparsed: list[int] = Field(default_factory=list, description="indices whose answer stayed unparsed")
+    echoes: list[int] = Field(default_factory=list, description="indices of responses that echo the instruction")
+
+
+# ---- grade_score_options ----------------------------------------------------------------------------------------
+class GradeTrial(BaseModel):
+    order: list[int] = Field(description="option indices in the order shown (the unrelated option, if any, is unrelated_index)")
+    selected_position: int | None = Field(description="0-based shown position picked; null when unparsed")
+    selected_index: int | None = Field(description="index of the picked option; null when unparsed")
+    parse_ok: bool
+    explanation: str = Field("", description="the judge's explanation (its raw answer when unparsed)")
+    reasked: bool = Field(False, description="the first answer was unparsed and the model was asked again")
+
+
+class GradePanelMember(_PanelMember):
+    winner_index: int | None = Field(None, description="the member's vote: its mode; null when its mode is tied (an abstention) or it did not judge")
+    tied_indices: list[int] = Field(default_factory=list)
+    grade_score: float | None = None
+    llm_score: float | None = None
+    choice_score: float | None = None
+    trials: list[GradeTrial] = Field(default_factory=list)
+
+
+class GradeScoreResult(JudgedResult):
+    winner_index: int | None = Field(
+        description="mode of the chosen options (caller's indices); null when the mode is tied (see tied_indices), "
+        "when no trial parsed, or when the mode is the unrelated option"
+    )
+    tied_indices: list[int] = Field(default_factory=list, description="all indices sharing the mode when tied")
+    trials: list[GradeTrial]
+    position_counts: list[int] = Field(description="how often each shown position (0-based) was picked")
+    option_counts: list[int] = Field(description="how often each option was picked; the unrelated option's count is at unrelated_index")
+    parsed_trials: int
+    unparsed_trials: int
+    llm_score: float | None = Field(description="entropy of the picked positions / log2(number of positions); null when no trial parsed")
+    choice_score: float | None = Field(description="mode frequency / parsed trials; null when no trial parsed")
+    grade_score: float | None = Field(description="harmonic mean of llm_score and choice_score (0 when either is 0); null when no trial parsed")
+    unrelated_index: int | None = Field(description="index of the added unrelated option (= number of caller options), or null")
+    unrelated_picked: int = Field(0, description="how many trials picked the unrelated option")
+    unrelated_option: str | None = Field(None, description="the added unrelated option's text")
+    unrelated_source: Literal["pool", "builtin"] | None = Field(
+        None, description="pool: an option stored by an earlier call for another instruction; builtin: the built-in pool"
+    )
+    prompt_variant: int = Field(GradeScoreOptionsArgs.default("prompt_variant"), description="the paper's judge prompt used (1..4)")
+    warnings: list[str] = Field(default_factory=list, description="signals worth a look: unparsed trials, unrelated option picked, tied mode")
+    # panels and the self-preference guard; null for a single backend without response_models
+    self_preference: list[SelfPreference] | None = Field(None, description="with response_models: each judge of the same model family as an option's author")
+    panel: list[GradePanelMember] | None = Field(None, description="with backends: each member's own judgment, in the order given")
+    panel_votes: PanelVotes | None = Field(None, description="with backends: how the members voted")
+
+
+# ---- lwe_judge --------------------------------------------------------------------------------------------------
+class VanillaPair(BaseModel):
+    ab: Side | None = Field(description="vanilla verdict with the caller's A shown first, in the caller's A/B; null when unparsed")
+    ba: Side | None = Field(description="vanilla verdict with the order swapped, mapped back to the caller's A/B; null when unparsed")
+    consistent: bool = Field(False, description="both parsed and agree")
+
+
+class LweResult(JudgedResult):
+    winner: Side | None = Field(description="the vanilla verdict when consistent, else the meta-prompt path's; null when unparsed")
+    path: Literal["vanilla_consistent", "meta_prompt"]
+    vanilla: VanillaPair | None = Field(description="the two vanilla verdicts (null when selective is false)")
+    orders_disagreed: bool | None = Field(
+        None,
+        description="this call's own vanilla verdicts in the two orders both parsed and named different answers: the "
+        "winner then comes from the meta-prompt path's one judgment in one order (the paper's design), so position "
+        "bias may decide it; false when they agreed; null when selective is false or an order was unparsed",
+    )
+    eval_prompt: str | None = Field(description="the case-specific evaluation prompt written from the meta-prompt (meta path only)")
+    judgment: str | None = Field(None, description="the judge's answer to the case-specific prompt (meta path only)")
+    parse_ok: bool = Field(True, description="the verdict that decided `winner` was parsed (false: winner is null)")
+    reasked: bool = Field(False, description="the meta-path judge was asked again for a readable verdict")
+    feedback: str | None = Field(description="the judge's self-feedback on its meta-path judgment, now buffered")
+    feedback_parse_ok: bool | None = Field(None, description="the feedback came in the paper's JSON format (else kept as raw text)")
+    meta_prompt_version: int = Field(description="meta-prompt version used for the case prompt (vanilla path: the current one)")
+    refined: bool = Field(description="this call refined the meta-prompt (a full feedback batch was used)")
+    new_meta_prompt_version: int | None = Field(description="the session's version after this call's refinement (and condensing)")
+    new_meta_prompt_versions: list[int] = Field(default_factory=list, description="every version this call added (refine, condense)")
+    condensed: bool = Field(False, description="the refined meta-prompt passed 10,000 characters and was condensed")
+    pending_feedback: int = Field(description="feedback items buffered in the session after this call")
+    batch_size: int = Field(LweJudgeArgs.default("batch_size"), description="the session's batch size (fixed when the session was created)")
+    session: str
+    warnings: list[str] = Field(default_factory=list, description="things worth a look, e.g. a refinement that produced no text")
+
+
+class MetaPromptVersion(BaseModel):
+    version: int
+    parent: int | None = Field(description="the version that was current when this one was made (null for the initial one)")
+    reason: Literal["initial", "refine", "condense", "reset", "rollback"]
+    created_at: float = Field(description="Unix time")
+    chars: int
+    restored_from: int | None = Field(None, description="rollback: the version whose text was restored")
+    feedback_items: int = Field(0, description="refine: feedback items this version was refined from")
+
+
+class LweSessionResult(BaseModel):
+    session: str
+    action: Action
+    current_version: int
+    meta_prompt: str
+    batch_size: int
+    pending_feedback: int
+    versions: list[MetaPromptVersion]
+    discarded_feedback: int = Field(0, description="reset: buffered feedback items dropped (kept in the database as discarded)")
+
+
+# ---- the bench's baselines (not MCP tools: judge-mcp bench --method arena-hard / pointwise) ---------------------
+class ArenaHardResult(JudgedResult):
+    decision: str | None = Field(description="A>B, B>A, A=B (or another single label as printed); null when unparsed")
+    winner: Literal["A", "B"] | None = Field(description="A or B for A>B / B>A; null for a tie or an unparsed judgment")
+    tie: bool
+    parse_ok: bool
+    continued: bool = Field(description="the first answer had no label and the continuation was asked")
+    judgment: str
+
+
+class PointwiseItem(BaseModel):
+    index: int = Field(description="0-based index of the response in the caller's list")
+    score: float | None = Field(description="the rating, 1..10; null when unparsed")
+    parse_ok: bool
+    reasoning: str = ""
+    reasked: bool = False
+    raw_answer: str | None = Field(None, description="unparsed only: the model's last answer (tail)")
+
+
+class PointwiseResult(JudgedResult):
+    results: list[PointwiseItem]
+    ranking: list[int] = Field(description="parsed responses by score, highest first (ties in index order), then unparsed")
+    best_index: int | None = Field(description="the single highest-rated response; null when tied or nothing parsed")
+    tied_best: list[int] = Field(default_factory=list)
+    unparsed: list[int] = Field(default_factory=list)
+
+
+# ---- the report's shape (also the judge_stats tool's outputSchema) -------------------------------------------
+class Rate(BaseModel):
+    rate: float | None = Field(description="count / of, rounded to 4 places; null when `of` is 0")
+    count: int
+    of: int
+
+
+class PositionBias(Rate):
+    unbiased: float | None = Field(description="the rate of a judge without position bias: 0.5 for pairs, mean 1/n for grade_score_options")
+
+
+class LabelCalibration(BaseModel):
+    n: int = Field(0, description="labelled verdicts with an A or B label whose verdict carries p_better")
+    of: int = Field(0, description="labelled verdicts with an A or B label")
+    ece: float | None = Field(None, description="expected calibration error of p_better against the labels (stats/calibration.py); null when n is 0")
+    brier: float | None = Field(None, description="mean (1 - p_better of the labelled answer)^2; null when n is 0")
+
+
+class Agreement(BaseModel):
+    """How the group's verdicts agree with human labels (record_label); null figures when none is labelled."""
+
+    labelled: int = Field(0, description="verdicts with a label")
+    accuracy: Rate = Field(default_factory=lambda: Rate(rate=None, count=0, of=0), description="verdicts whose answer is the label")
+    kappa: float | None = Field(
+        None, description="Cohen's kappa between the verdicts' answers and the labels (a verdict without a single answer is 'tie' / "
+        "'none'); null when nothing is labelled or chance agreement is total"
+    )
+    calibration: LabelCalibration = Field(default_factory=LabelCalibration, description="p_better against A/B labels (compare_pair)")
+
+
+class LabelResult(BaseModel):
+    verdict_id: str
+    tool: str = Field(description="the labelled verdict's tool")
+    label: str = Field(description='the label as stored: "A", "B", "tie", or an option or response index')
+    verdict: str = Field(description='the verdict\'s own answer in the same terms ("tie": a pair without a winner; "none": no single option or response)')
+    agrees: bool = Field(description="the verdict's answer is the label")
+    replaced: bool = Field(description="the verdict had a label already, which this one replaces")
+
+
+class Mean(BaseModel):
+    mean: float | None = Field(description="null when `of` is 0")
+    of: int = Field(description="verdicts whose usage held the value")
+
+
+class GroupStats(BaseModel):
+    backend: str
+    model: str
+    tool: str
+    inputs: str = Field(
+        "text", description="what callers brought besides the judged texts: 'text' (nothing), or criteria, reference, images joined by '+'"
+    )
+    verdicts: int
+    position_bias: PositionBias = Field(description="parsed pairwise trials naming the first-shown answer (grade_score_options: picking the first position)")
+    order_inconsistency: Rate = Field(description="verdicts with both orders parsed whose orders disagree (compare_pair, lwe_judge)")
+    parse_failures: Rate = Field(description="answers left unparsed, of all answers (trials, FLIP responses, LWE verdicts)")
+    reasks: Rate = Field(description="answers that needed the re-ask, of answers whose re-ask is recorded")
+    ties: Rate = Field(description="no winner (compare_pair, lwe_judge), tied top reward (FLIP), tied mode (grade_score_options)")
+    length_preference: Rate = Field(description="decided pairwise verdicts won by the longer answer, equal lengths left out")
+    calls: Mean
+    cached_calls: Mean
+    latency_ms: Mean
+    agreement: Agreement = Field(default_factory=Agreement, description="agreement with human labels (record_label)")
+
+
+class Window(BaseModel):
+    verdicts: int = Field(description="verdict-log rows in the window")
+    oldest_at: float | None = Field(description="Unix time of the window's oldest verdict")
+    newest_at: float | None = Field(description="Unix time of the window's newest verdict")
+    skipped: int = Field(0, description="rows whose output could not be read (not counted anywhere else)")
+    groups: list[GroupStats] = Field(description="one entry per (backend, model, tool, inputs), sorted")
+
+
+class VerdictLogHealth(BaseModel):
+    """How the verdict log kept up with the answers since the server started (judge_stats' `verdict_log`)."""
+
+    pending: int = Field(0, description="verdict rows answered but not yet written (their writes are being retried)")
+    written_late: int = Field(0, description="rows written after their answer had gone out (a held lock, a failed first attempt)")
+    lost: int = Field(0, description="rows given up on after every attempt: answered, but not in the log")
+    last_error: str | None = Field(None, description="why the last late or lost row's write failed, if one did")
+
+
+class StatsReport(BaseModel):
+    last_n: int = Field(description="the size of the `last` window asked for")
+    all_time: Window
+    last: Window = Field(description="the newest last_n verdicts of the whole log, grouped the same way")
+    verdict_log: VerdictLogHealth | None = Field(
+        None, description="this server process: verdict rows written after their answer, still pending, or lost (null: not a server)"
+    )

@@ -1,0 +1,162 @@
+"""Live bias telemetry: figures an agent (or its operator) reads before trusting a judge, per (backend, model, tool,
+inputs brought: text, criteria, reference, images), over all time and over the last N verdicts.
+
+The figures are kept current as verdicts are written: the verdict log computes each verdict's facts once, from the
+objects the tool produced (storage/verdict_facts.py), and adds them to per-group counters and a compact per-verdict
+facts table in the transaction that writes the verdict row (storage/verdict_stats.py). `from_store` reads the
+counters for all time (a few rows however long the log) and sums the newest N facts rows for the last-N window
+(about N narrow rows, by index); neither reads the verdict log itself. "All time" means every verdict the log still
+holds: retention (`judge-mcp gc`, JUDGE_MCP_VERDICTS_MAX_AGE_DAYS) takes deleted verdicts off the counters in the
+transaction that deletes them. Databases logged before the counters existed are backfilled once by a migration.
+`scan_store` computes the same report by reading every row of the log (the reference the tests and
+perf/stats_scale.py compare with). What each figure counts, per tool:
+
+- position_bias: of parsed pairwise trials, the share naming the answer shown first as better (compare_pair's
+  trials, lwe_judge's two vanilla verdicts and its meta-path judgment, which is shown in the caller's order);
+  for grade_score_options, the share of parsed trials picking the first shown position. `unbiased` is what an
+  unbiased judge scores: 0.5 for pairs, the mean of 1/n over the counted grade_score_options trials.
+- order_inconsistency: compare_pair and lwe_judge (vanilla) verdicts with both orders parsed whose two orders
+  disagree.
+- parse_failures / reasks: per answer (a compare_pair or grade_score_options trial, a FLIP response, an LWE
+  vanilla verdict or meta-path judgment): answers left unparsed / answers that needed the re-ask.
+- ties: compare_pair and lwe_judge: verdicts with no winner (orders disagree or an answer unparsed);
+  infer_instruction_reward: the top reward tied (of verdicts with a parsed response); grade_score_options: the
+  mode tied (of verdicts with a parsed trial).
+- length_preference: of decided compare_pair / lwe_judge verdicts whose two answers differ in length
+  (characters), the share won by the longer answer (0.5: no preference).
+- calls, cached_calls, latency_ms: means of the verdicts' usage.
+
+Every rate carries its numerator and denominator; a rate with denominator 0 is null, never 0.
+A panel row (an output with a `panel` list) counts under the backend and model it was logged with; a member that
+carries its own `trials` also counts as a verdict of that member's backend and model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from judge_mcp.stats import agreement
+from judge_mcp.contract.fields import DEFAULT_LAST, MAX_LAST
+from judge_mcp.contract.results import GroupStats, StatsReport, Window
+from judge_mcp.storage import verdict_stats
+from judge_mcp.storage.verdict_facts import ANSWERS, PAIR_TOOLS, Counts, Key, contributions, row_from_json
+from judge_mcp.storage.verdict_log import VerdictLog
+from judge_mcp.storage.verdict_stats import WindowCounts
+
+if TYPE_CHECKING:
+    from judge_mcp.storage.engine import Engine
+
+__all__ = ["DEFAULT_LAST", "MAX_LAST", "check_last", "compute", "from_store", "iter_rows", "scan_store", "summary"]
+
+PAGE = 500
+
+
+def _rate(count: int, of: int) -> dict[str, Any]:
+    return {"rate": round(count / of, 4) if of else None, "count": count, "of": of}
+
+
+def summary(key: Key, c: Counts) -> GroupStats:
+    """One group's figures from its counts."""
+    def mean(total: float, n: int, places: int) -> dict[str, Any]:
+        return {"mean": round(total / n, places) if n else None, "of": n}
+
+    backend, model, tool, inputs = key
+    return GroupStats(
+        backend=backend,
+        model=model,
+        tool=tool,
+        inputs=inputs,
+        verdicts=c.verdicts,
+        position_bias={**_rate(c.first, c.picks), "unbiased": round(c.unbiased_sum / c.picks, 4) if c.picks else None},
+        order_inconsistency=_rate(c.disagree, c.both_orders),
+        parse_failures=_rate(c.unparsed, c.answers),
+        reasks=_rate(c.reasked, c.reask_known),
+        ties=_rate(c.ties, c.tie_of),
+        length_preference=_rate(c.longer, c.decided),
+        calls=mean(c.calls_sum, c.calls_n, 2),
+        cached_calls=mean(c.cached_calls_sum, c.cached_calls_n, 2),
+        latency_ms=mean(c.latency_ms_sum, c.latency_ms_n, 1),
+    )
+
+
+def window(counts: WindowCounts) -> Window:
+    return Window(
+        verdicts=counts.verdicts,
+        oldest_at=counts.oldest_at,
+        newest_at=counts.newest_at,
+        skipped=counts.skipped,
+        groups=[summary(key, c) for key, c in sorted(counts.groups.items())],
+    )
+
+
+def check_last(value: Any, name: str = "last") -> int:
+    """The last-N window size (an int, or a string of digits), or a ValueError naming the argument `name`."""
+    number = value
+    if isinstance(value, str):
+        try:
+            number = int(value.strip(), 10)
+        except ValueError:
+            raise ValueError(f"'{name}' must be a whole number from 1 to {MAX_LAST:,}, got {value!r}") from None
+    if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= MAX_LAST:
+        raise ValueError(f"'{name}' must be a whole number from 1 to {MAX_LAST:,}, got {value!r}")
+    return number
+
+
+def from_store(store: "Engine", last: int = DEFAULT_LAST) -> StatsReport:
+    """The report from the store's counters (all time) and its newest `last` facts rows, with each group's agreement
+    with human labels (agreement.py). Blocking: from async code run it in a worker thread."""
+    last = check_last(last)
+    everything = verdict_stats.all_time(store)
+    recent = verdict_stats.last(store, last) if everything.verdicts > last else None
+    report = StatsReport(last_n=last, all_time=window(everything), last=window(recent or everything))
+    return agreement.attach(report, store)
+
+
+# ---- the reference: the same report from every row of the log ----------------------------------------------------
+class _Scan:
+    def __init__(self) -> None:
+        self.counts = WindowCounts()
+
+    def add(self, row: dict[str, Any]) -> None:
+        counts = self.counts
+        counts.verdicts += 1
+        at = row.get("created_at")
+        if isinstance(at, (int, float)):
+            counts.oldest_at = at if counts.oldest_at is None else min(counts.oldest_at, at)
+            counts.newest_at = at if counts.newest_at is None else max(counts.newest_at, at)
+        parts = contributions(row)
+        if parts is None:
+            counts.skipped += 1
+            return
+        for key, part in parts:
+            counts.groups[key] = verdict_stats.plus(counts.groups.get(key, Counts()), part)
+
+
+def compute(rows_newest_first: Iterable[dict[str, Any]], last: int = DEFAULT_LAST) -> StatsReport:
+    """The report from decoded verdict-log rows, newest first (`row_from_json` of `VerdictLog.stats_page` rows)."""
+    last = check_last(last)
+    everything, recent = _Scan(), _Scan()
+    for k, row in enumerate(rows_newest_first):
+        everything.add(row)
+        if k < last:
+            recent.add(row)
+    return StatsReport(last_n=last, all_time=window(everything.counts), last=window(recent.counts))
+
+
+def iter_rows(store: "Engine", page: int = PAGE) -> Iterator[dict[str, Any]]:
+    """Every verdict-log row, newest first, read `page` rows at a time (one short read per page, no lock held
+    between pages: rows logged meanwhile are newer than the first page and are not included)."""
+    before: int | None = None
+    while True:
+        rows = VerdictLog(store).stats_page(before_id=before, limit=page, pair_tools=PAIR_TOOLS, answers=ANSWERS)
+        yield from (row_from_json(row) for row in rows)
+        if len(rows) < page:
+            return
+        before = rows[-1]["id"]
+
+
+def scan_store(store: "Engine", last: int = DEFAULT_LAST) -> StatsReport:
+    """The report computed by reading every row of the verdict log (what `from_store` did before the counters): the
+    reference the counters are compared with), with the labels' agreement as `from_store` has it. Blocking."""
+    return agreement.attach(compute(iter_rows(store), last), store)

@@ -1,0 +1,1 @@
+"""Benchmark scripts, run as modules from the checkout's root (`python -m perf.ratios`, ...); see docs/performance.md."""
