@@ -14,7 +14,16 @@ class BackendError(Exception):
         self.status = status
         self.attempts = attempts
         # `where`: the backend's kind, endpoint (credentials stripped) and model, so the message says what to fix
-        super().__init__(f"backend '{backend}'{f' ({where})' if where else ''} failed after {attempts} attempt(s): {cause}")
+        super().__init__(failure_message(backend, cause, attempts, where))
+
+
+def failure_message(backend: str, cause: str, attempts: int, where: str) -> str:
+    """"backend 'B' (where) failed[ after N attempts]: cause", the attempts only when there was more than one; a cause
+    that already opens with "backend 'B'" is the whole message (no sentence names the backend twice)."""
+    named = f"backend '{backend}'"
+    if cause.startswith(named):  # e.g. a cause that already says "backend 'default' (openai at ..., model ...) ..."
+        return cause if attempts <= 1 else f"{cause} (after {attempts} attempts)"
+    return f"{named}{f' ({where})' if where else ''} failed{f' after {attempts} attempts' if attempts > 1 else ''}: {cause}"
 
 
 class RetryableError(Exception):

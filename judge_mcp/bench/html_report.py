@@ -72,12 +72,14 @@ def bar_chart(title: str, groups: list[tuple[str, list[tuple[str, float | None]]
     top = vmax if vmax is not None else (max(values) or 1.0) * 1.1
     series = list(dict.fromkeys(name for _, bars in groups for name, _ in bars))
     colours = {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(series)}
-    left, right, bar_h, gap = 180, 60, 14, 12
+    longest = max(len(line) for label, _ in groups for line in _label_lines(label))
+    left, right, bar_h, gap = max(180, 7 * longest + 12), 60, 14, 12  # room for every label whole: names are not cut
+    width += left - 180
     plot_w = width - left - right
     y = 28
     parts = [f'<text x="0" y="16" font-size="13" font-weight="600">{_esc(title)}</text>']
     for label, bars in groups:
-        lines = label.split(" · ", 1) if len(label) > 26 else [label]  # "method · model" on two lines
+        lines = _label_lines(label)
         if len(lines) > 1 and bar_h * len(bars) < 26:
             y += 6  # room for the second line above and below a single bar
         middle = y + bar_h * len(bars) / 2
@@ -85,7 +87,7 @@ def bar_chart(title: str, groups: list[tuple[str, list[tuple[str, float | None]]
             at = middle + 4 + (k - (len(lines) - 1) / 2) * 12
             parts.append(
                 f'<text x="{left - 6}" y="{at:.0f}" font-size="{11 if k == 0 else 10}" text-anchor="end">'
-                f'{_esc(_cut(text, 30))}<title>{_esc(label)}</title></text>'
+                f'{_esc(text)}<title>{_esc(label)}</title></text>'
             )
         mark = (marks or {}).get(label)
         if mark is not None and top:
@@ -99,7 +101,8 @@ def bar_chart(title: str, groups: list[tuple[str, list[tuple[str, float | None]]
             if value is None:
                 parts.append(f'<text x="{left + 4}" y="{y + bar_h - 3}" font-size="10" fill="#999">n/a</text>')
             else:
-                w = max(0.0, min(1.0, value / top)) * plot_w
+                w = max(0.0, min(1.0, value / top)) * plot_w if top else 0.0
+                w = max(w, 2.0)  # a 0.00 shows as a stub, not as no bar (which reads as missing)
                 parts.append(
                     f'<rect class="bar" x="{left}" y="{y}" width="{w:.1f}" height="{bar_h - 2}" fill="{colours[name]}">'
                     f"<title>{_esc(label)} · {_esc(name)}: {_fmt(value)}{_esc(unit)}</title></rect>"
@@ -128,8 +131,9 @@ def bar_chart(title: str, groups: list[tuple[str, list[tuple[str, float | None]]
     )
 
 
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def _label_lines(label: str) -> list[str]:
+    """A bar's label: "method · model" on two lines when long."""
+    return label.split(" · ", 1) if len(label) > 26 else [label]
 
 
 def line_chart(title: str, series: list[tuple[str, list[float]]], *, width: int = 520, height: int = 260, vmax: float = 1.0) -> str:
@@ -173,7 +177,7 @@ def _table(runs: list[dict[str, Any]], with_model: bool = False) -> str:
         if s.get("degenerate"):
             extra.append(f"{s['degenerate']} degenerate (not judged; counted wrong in the JudgeBench score only)")
         if s.get("errors"):
-            extra.append(f"{s['errors']} errors")
+            extra.append(f"{s['errors']} error{'s' if s['errors'] != 1 else ''}")
         if s.get("incomplete"):
             extra.append(f"{s['incomplete']} incomplete")
         rows.append(f"<tr><td>{_esc(_label(s, with_model))}</td>{cells}<td>{_esc(', '.join(extra))}</td></tr>")
@@ -230,7 +234,8 @@ def dataset_section(dataset: str, runs: list[dict[str, Any]]) -> str:
         ))
     calls = [(label(s), [("calls", s["overall"].get("calls_per_item")), ("cached", s["overall"].get("cached_calls_per_item"))]) for s in runs]
     charts.append(bar_chart("Model calls per item", calls))
-    charts.append(bar_chart("Seconds per item", [(label(s), [("seconds", s["overall"].get("seconds_per_item"))]) for s in runs], unit=" s"))
+    charts.append(bar_chart("Seconds per item", [(label(s), [("wall time of the run per item", s["overall"].get("wall_seconds_per_item")),
+                                                             ("latency of one item", s["overall"].get("seconds_per_item"))]) for s in runs], unit=" s"))
     tokens = [
         (label(s), [("prompt", s["overall"].get("prompt_tokens_per_item")), ("completion", s["overall"].get("completion_tokens_per_item"))])
         for s in runs

@@ -31,8 +31,8 @@ placements) side by side, and the accuracy of the judgments auto settled on one 
 Panels (`--backends`): the run's rows hold the panel's verdict, and each member's own verdict under
 `members`; `panel` in the summary scores every member alone over the same items (`member_rows`).
 Cost: calls, cached calls, tokens and characters (prompts + completions, cached calls included) per item;
-seconds_per_item = mean wall time of one item (its placements run concurrently, so with several items in flight the
-run's throughput is `wall_seconds / judged`, reported apart).
+seconds_per_item ("latency s") = the mean time of one item, which grows with the items in flight beside it;
+wall_seconds_per_item ("wall s/item", overall only) = the run's wall time per judged item, what N items cost.
 """
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("judgebench_score", "JudgeBench score"), ("accuracy", "chosen-first acc."), ("consistency", "consistency"),
     ("position_bias", "position bias"), ("length_preference", "longer picked"), ("length_bias", "length bias"),
     ("parse_failures", "parse fail."), ("ties", "ties"), ("reasked_verdicts", "re-asked"),
-    ("calls_per_item", "calls/item"), ("tokens_per_item", "tokens/item"), ("seconds_per_item", "s/item"),
+    ("calls_per_item", "calls/item"), ("tokens_per_item", "tokens/item"), ("wall_seconds_per_item", "wall s/item"),
+    ("seconds_per_item", "latency s"),  # wall: the run's time per item; latency: one item's own, items in flight beside it
 )
 
 

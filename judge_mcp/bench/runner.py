@@ -23,12 +23,13 @@ from typing import Any, TextIO
 import anyio
 
 from judge_mcp.runtime.app import App
-from judge_mcp.bench import batching, lwe_labels, metrics
+from judge_mcp.bench import batching, fitting, lwe_labels, metrics
 from judge_mcp.bench.data import Item, dataset_name, load_items
 from judge_mcp.bench.media import images_problem
 from judge_mcp.bench.methods import Method, Options, method_key, repeat_suffix
 from judge_mcp.bench.published import METHODS
 from judge_mcp.bench.published import with_published
+from judge_mcp.bench.progress import Progress
 from judge_mcp.bench.stored_runs import Results, methods_fingerprint, run_totals
 from judge_mcp.methods import lwe
 from judge_mcp.storage.lwe_sessions import LweRepository
@@ -42,49 +43,6 @@ LWE_METHODS = ("lwe", "selective-lwe")
 
 class BenchError(Exception):
     """A benchmark that cannot run as asked (wrong dataset kind for the method, and the like)."""
-
-
-# ---- progress ------------------------------------------------------------------------------------------------------
-class Progress:
-    """A plain progress bar on stderr: redrawn in place on a terminal, one line every `every_s` seconds otherwise."""
-
-    def __init__(self, total: int, label: str, stream: TextIO | None = None, every_s: float = 15.0, width: int = 28):
-        self.total, self.label, self.width, self.every_s = total, label, width, every_s
-        self.stream = stream if stream is not None else sys.stderr
-        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.done = self.right = self.errors = 0
-        self.started = time.monotonic()
-        self._last = 0.0
-
-    def update(self, *, right: bool | None = None, error: bool = False) -> None:
-        self.done += 1
-        self.right += bool(right)
-        self.errors += error
-        now = time.monotonic()
-        if self.tty or now - self._last >= self.every_s or self.done == self.total:
-            self._last = now
-            self.draw()
-
-    def line(self) -> str:
-        elapsed = time.monotonic() - self.started
-        share = self.done / self.total if self.total else 1.0
-        filled = int(round(share * self.width))
-        rate = elapsed / self.done if self.done else 0.0
-        eta = rate * (self.total - self.done)
-        acc = f" pair acc {self.right / max(1, self.done - self.errors):.2f}" if self.done > self.errors else ""
-        err = f" errors {self.errors}" if self.errors else ""
-        return (
-            f"{self.label} [{'#' * filled}{'.' * (self.width - filled)}] {self.done}/{self.total}"
-            f" {elapsed:,.0f}s elapsed, {rate:.1f}s/item, eta {eta:,.0f}s{acc}{err}"
-        )
-
-    def draw(self) -> None:
-        text = self.line()
-        if self.tty:
-            self.stream.write("\r" + text + "\x1b[K" + ("\n" if self.done == self.total else ""))
-        else:
-            self.stream.write(text + "\n")
-        self.stream.flush()
 
 
 # ---- the run -------------------------------------------------------------------------------------------------------
@@ -143,7 +101,12 @@ async def run(app: App, spec: RunSpec, *, progress_stream: TextIO | None = None,
     """CallContext every unfinished (item, placement) of the run and return the summary of all its stored results."""
     if spec.method not in METHODS:
         raise BenchError(f"unknown method {spec.method!r}; choose one of {', '.join(METHODS)}")
+    notes = fitting.cap_bundled_model(app, spec.options.panel or (spec.backend,))  # before any backend is built
     bench = _Run(app, spec, progress_stream)
+    crowded = None if bench.sequential else fitting.local_server_warning(app, bench.backend_names(), spec.concurrency)
+    for note in [*notes, crowded]:
+        if note:
+            bench.warn(note)
     bench.skip_degenerate()
     async with batching.attached(app, bench.backend_names(), spec.batch_poll_s, None if quiet else bench.stream) as pools:
         bench.batched = bool(pools)
@@ -223,6 +186,9 @@ class _Run:
         except Exception as exc:  # a backend failure, a context overflow, bad input: keep the run going
             cause = _cause(exc)
             log.warning("%s %s %s: %s", self.mkey, item.id, placement, cause)
+            hint = fitting.connection_warning(cause, self.spec.backend)
+            if hint and not any(w.startswith(hint[:40]) for w in self.warnings):  # once a run
+                self.warn(hint)
             self.results.put(item.id, placement, item.seq, item.category, "error", error=cause)
             self.consecutive_errors += 1
             if self.consecutive_errors >= MAX_CONSECUTIVE_ERRORS:
@@ -269,10 +235,17 @@ class _Run:
                     return
                 await self.judge_item(item)
 
+        workers = max(1, min(self.in_flight(), len(todo)))
+        if self.bar is not None:
+            self.bar.begin(workers)
         try:
-            async with anyio.create_task_group() as tg:
-                for _ in range(max(1, min(self.in_flight(), len(todo)))):
-                    tg.start_soon(worker)
+            async with anyio.create_task_group() as ticking:
+                if self.bar is not None:
+                    ticking.start_soon(self.bar.tick_while_waiting)
+                async with anyio.create_task_group() as tg:
+                    for _ in range(workers):
+                        tg.start_soon(worker)
+                ticking.cancel_scope.cancel()
         finally:
             self.results.add_time(time.perf_counter() - self.last_mark, 0)
         if self.stop.is_set():
@@ -334,7 +307,7 @@ def _cause(exc: BaseException) -> str:
 def run_summary(info: dict[str, Any], method: Method, rows: list[dict[str, Any]], *, items: int | None = None) -> dict[str, Any]:
     """A run's summary from its `bench_runs` row and its result rows: the one builder behind the terminal, the
     report from a database and the JSON of `judge-mcp bench`."""
-    return {
+    summary = {
         "dataset": info["dataset"],
         "dataset_path": info["dataset_path"],
         "kind": info["kind"],
@@ -350,6 +323,9 @@ def run_summary(info: dict[str, Any], method: Method, rows: list[dict[str, Any]]
         **with_published(info["method"], rows, metrics.summarise(rows, method.placements(), info["method"])),
         "run": run_totals(info),
     }
+    if isinstance(summary.get("overall"), dict):  # the run's wall time per item, beside each item's own latency
+        summary["overall"]["wall_seconds_per_item"] = summary["run"]["wall_seconds_per_judged_item"]
+    return summary
 
 
 def build_summary(results: Results, items: list[Item], method: Method, spec: RunSpec, wall: float, judged: int) -> dict[str, Any]:

@@ -9,6 +9,7 @@ demo is meant to finish in about a minute. Real judges keep their budgets."""
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import textwrap
 import time
@@ -24,8 +25,20 @@ from judge_mcp.cli.demo_text import RENDERERS, run_text, small_model_note
 DEMO_MAX_OUTPUT_TOKENS = 128  # the embedded model only: answers are short, so JSON answers still close within it
 TICK_S = 10.0  # with no progress news for this long, say the call is still running
 REAL_MODEL_LINE = (
-    "JUDGE_MCP_BACKEND=openai JUDGE_MCP_BASE_URL=http://127.0.0.1:11434/v1 JUDGE_MCP_MODEL=qwen2.5:7b-instruct judge-mcp demo"
+    "JUDGE_MCP_BACKEND=openai JUDGE_MCP_BASE_URL=http://127.0.0.1:11434/v1 JUDGE_MCP_MODEL=qwen2.5:7b-instruct {command} demo"
 )
+
+
+def command_name(argv0: str | None = None) -> str:
+    """How the user can run this judge-mcp again: `judge-mcp` when that is on PATH and is this one, else the path
+    it was started by (`.venv/bin/judge-mcp` in a checkout, where `judge-mcp` alone is not on PATH)."""
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    if not argv0 or not os.path.basename(argv0).startswith("judge-mcp"):  # python -m judge_mcp
+        return f"{sys.executable} -m judge_mcp"
+    found = shutil.which("judge-mcp")
+    if found and os.path.realpath(found) == os.path.realpath(argv0):
+        return "judge-mcp"
+    return argv0 if os.sep in argv0 else f"./{argv0}"
 
 QUESTION = "What is the capital of Australia?"
 # two agent runs on one task, as trajectories: the tool calls, what the tools returned, the final answer
@@ -192,8 +205,8 @@ def server_environment(backend_kind: str) -> tuple[dict[str, str], str | None]:
         return env, None
     env["JUDGE_MCP_MAX_OUTPUT_TOKENS"] = str(DEMO_MAX_OUTPUT_TOKENS)
     return env, (
-        f"Answers are capped at {DEMO_MAX_OUTPUT_TOKENS} tokens for this demo (JUDGE_MCP_MAX_OUTPUT_TOKENS; the "
-        "embedded model's usual cap is 1,024, and real judges get the papers' budgets)."
+        f"Answers are capped at {DEMO_MAX_OUTPUT_TOKENS} tokens for this demo (JUDGE_MCP_MAX_OUTPUT_TOKENS); without the "
+        "cap every backend, the embedded model included, gets each method's own budget (compare_pair 4,096 tokens)."
     )
 
 
@@ -281,6 +294,6 @@ async def run_demo() -> int:
     )
     if local:
         say("To see real verdicts, point it at a real model, e.g. a local Ollama server:")
-        print(f"  {REAL_MODEL_LINE}", flush=True)
+        print(f"  {REAL_MODEL_LINE.format(command=command_name())}", flush=True)
         say("(or JUDGE_MCP_BACKEND=openai with OPENAI_API_KEY, or anthropic with ANTHROPIC_API_KEY; README, Configuration)")
     return 0 if failures == 0 else 1

@@ -32,6 +32,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from judge_mcp.server.build import build_server
 
     settings = settings_or_error()
+    report_settings(settings, "judge-mcp")
     if settings.config_error is not None:
         print(f"judge-mcp: configuration error: {settings.config_error}", file=sys.stderr)
         if args.transport != "stdio":  # started by hand, in a terminal; and no network server runs half-configured
@@ -69,6 +70,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         app.warm_up()  # (over stdio: once the client has finished its handshake, see serve_stdio)
     try:
         anyio.run(serve)
+    except KeyboardInterrupt:  # stdio: stopped at once
+        app.interrupted = True
     except _Terminated:  # closed (verdict rows written, spans flushed): now end by the signal, as uvicorn would have
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.raise_signal(signal.SIGTERM)
@@ -77,6 +80,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise
         print(f"judge-mcp: could not serve HTTP on {args.host}:{args.port} (the reason is above; a port in use: choose another with --port)", file=sys.stderr)
         return 2
+    if app.interrupted:  # http: after uvicorn's graceful shutdown, or a second Ctrl-C (_interrupted)
+        n = app.calls_in_flight
+        print(f"judge-mcp: stopped (Ctrl-C){f'; {n} call(s) in flight cancelled' if n else ''}", file=sys.stderr, flush=True)
+        return 130
     return 0
 
 
@@ -87,6 +94,15 @@ class _Terminated(Exception):
 
 def _terminated(signum: int, frame: Any) -> None:
     raise _Terminated()
+
+
+def report_settings(settings: Any, prog: str) -> None:
+    """On stderr: each setting warning (a JUDGE_MCP_* variable judge-mcp does not read) and each [backends.NAME]
+    table that cannot be used (the calls naming it fail with the same message; the rest work)."""
+    for warning in settings.warnings:
+        print(f"{prog}: warning: {warning}", file=sys.stderr)
+    for name, problem in sorted(settings.broken_backends.items()):
+        print(f"{prog}: warning: backend '{name}' cannot be used, and calls naming it fail: {problem}", file=sys.stderr)
 
 
 def _http_main(server: Any, app: Any, args: argparse.Namespace, *, stateless: bool) -> Any:
@@ -100,16 +116,31 @@ def _http_main(server: Any, app: Any, args: argparse.Namespace, *, stateless: bo
 
     ready = partial(readiness, app.store)
     return partial(
-        serve_http, server, host=args.host, port=args.port, token=app.settings.http_tokens or app.settings.http_token, stateless=stateless, ready=ready,
-        max_body=app.settings.http_max_body_bytes, oauth=oauth.from_env(os.environ),
+        serve_http, server, host=args.host, port=args.port, token=app.settings.http_tokens or app.settings.http_token, stateless=stateless,
+        ready=ready, max_body=app.settings.http_max_body_bytes, oauth=oauth.from_env(os.environ), on_interrupt=partial(_interrupted, app),
     )
+
+
+def _interrupted(app: Any, again: bool) -> None:
+    """What a Ctrl-C of `serve --transport http` says: the first lets the calls in flight finish, a second stops now."""
+    app.interrupted = True
+    if again:
+        print("judge-mcp: second Ctrl-C: stopping now; calls still in flight are cancelled", file=sys.stderr, flush=True)
+        return
+    n = app.calls_in_flight
+    waiting = f"waiting for {n} call{'s' if n != 1 else ''} in flight to finish" if n else "no call in flight"
+    print(f"judge-mcp: Ctrl-C: stopping ({waiting}); press Ctrl-C again to stop now", file=sys.stderr, flush=True)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     # lazy: each subcommand loads only what it runs (a `serve` start stays short)
     from judge_mcp.cli.demo import run_demo
 
-    return anyio.run(run_demo)
+    try:
+        return anyio.run(run_demo)
+    except KeyboardInterrupt:
+        print("\njudge-mcp demo: stopped (Ctrl-C)", file=sys.stderr, flush=True)
+        return 130
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
@@ -304,6 +335,7 @@ def _days(value: str) -> float:
 def build_parser() -> argparse.ArgumentParser:
     # lazy: each subcommand loads only what it runs (a `serve` start stays short)
     from judge_mcp.config.settings import default_db_path
+    from judge_mcp.config.table import serve_help
 
     parser = argparse.ArgumentParser(prog="judge-mcp", description="An MCP server that gives agents a judge.")
     parser.add_argument("--version", action="version", version=f"judge-mcp {_version()}")
@@ -315,7 +347,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the MCP server (stdio by default)",
         description="Run the MCP server. MCP clients start it as `judge-mcp serve` and speak JSON-RPC over stdio; "
         "`--transport http` serves streamable HTTP at http://HOST:PORT/mcp instead.",
-        epilog=SERVE_ENVIRONMENT.format(db=default_db_path(os.environ), sep=os.pathsep),
+        epilog=serve_help(str(default_db_path(os.environ)), os.pathsep),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     serve.add_argument(
@@ -385,6 +417,9 @@ def main(argv: list[str] | None = None) -> int:
     gc.disable()
     try:
         return _run(argv)
+    except KeyboardInterrupt:  # Ctrl-C anywhere else (while importing, a command without its own handling): no traceback
+        print("judge-mcp: stopped (Ctrl-C)", file=sys.stderr, flush=True)
+        return 130
     finally:
         gc.enable()
 

@@ -11,15 +11,16 @@ import sys
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 from urllib.parse import urlparse
 
 from judge_mcp import tenants
 from judge_mcp.contract.images import HTTP_BODY_BYTES
+from judge_mcp.config.table import TOML_NAMES, did_you_mean, unknown_variables
 
 from judge_mcp.config.values import (
-    SAMPLING_PRIORITIES, ConfigError, OtelSettings, check_batch, check_sampling_keys, check_text,
-    check_url as _check_url, non_negative_int, otel_settings, positive_float, positive_int,
+    ConfigError, OtelSettings, check_batch, check_sampling_keys, check_text, check_url as _check_url, flag_value,
+    non_negative_int, otel_settings, positive_float, positive_int,
 )
 
 KINDS = ("local", "openai", "anthropic", "sampling")  # sampling: the MCP client's own model (backends/sampling.py)
@@ -90,9 +91,14 @@ class Settings:
     image_dirs: tuple[Path, ...] = ()
     # OpenTelemetry traces of tool and model calls (judge_mcp/telemetry/hooks.py): JUDGE_MCP_OTEL and the standard OTEL_* settings
     otel: OtelSettings = OtelSettings()
+    # [backends.NAME] tables that could not be read, by name: a call naming one fails with its message, the rest work
+    broken_backends: Mapping[str, str] = field(default_factory=dict)
+    # things worth a look that stop nothing (a JUDGE_MCP_* variable judge-mcp does not read): on stderr at start and
+    # in every tool result's warnings or error
+    warnings: tuple[str, ...] = ()
 
     def backend_names(self) -> list[str]:
-        return [DEFAULT_BACKEND_NAME, *sorted(self.named_backends)]
+        return [DEFAULT_BACKEND_NAME, *sorted({*self.named_backends, *self.broken_backends})]
 
     def backend(self, name: str | None) -> BackendConfig:
         if self.config_error is not None:
@@ -102,6 +108,8 @@ class Settings:
             )
         if name is None or name == DEFAULT_BACKEND_NAME:
             return self.default_backend
+        if name in self.broken_backends:
+            raise ConfigError(f"{self.broken_backends[name]}. Fix the table, then restart the server")
         try:
             return self.named_backends[name]
         except KeyError:
@@ -130,9 +138,9 @@ def _host(url: str) -> str:
     return (urlparse(url).hostname or "").lower()
 
 
-def _optional_positive_int(env: Mapping[str, str], name: str) -> int | None:
+def _optional(env: Mapping[str, str], name: str, read: Callable[[Any, str], Any]) -> Any:
     value = _env(env, name, None)
-    return None if value is None else positive_int(value, name)
+    return None if value is None else read(value, name)
 
 
 def _check_kind(kind: Any, what: str) -> str:
@@ -170,7 +178,7 @@ def backend_from_env(env: Mapping[str, str]) -> BackendConfig:
         timeout_s=positive_float(_env(env, "JUDGE_MCP_TIMEOUT_S", 120), "JUDGE_MCP_TIMEOUT_S"),
         max_retries=non_negative_int(_env(env, "JUDGE_MCP_MAX_RETRIES", 3), "JUDGE_MCP_MAX_RETRIES"),
         structured_output=_check_structured_output(_env(env, "JUDGE_MCP_STRUCTURED_OUTPUT", "auto"), "JUDGE_MCP_STRUCTURED_OUTPUT"),
-        max_output_tokens=_optional_positive_int(env, "JUDGE_MCP_MAX_OUTPUT_TOKENS") if kind == "local" else None,
+        max_output_tokens=_optional(env, "JUDGE_MCP_MAX_OUTPUT_TOKENS", positive_int) if kind == "local" else None,
         mmproj=_env(env, "JUDGE_MCP_MMPROJ", None) if kind == "local" else None,
     )
     if kind in PROVIDER_KEY_ENV:
@@ -189,17 +197,26 @@ def _provider_key(kind: str, base_url: str | None, env: Mapping[str, str]) -> st
     return _env(env, env_name, None)
 
 
-_TOML_KEYS = {
-    "kind", "model", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries", "n_ctx", "n_threads", "max_output_tokens",
-    "structured_output", "mmproj", "n_threads_batch", "batch", *SAMPLING_PRIORITIES,
-}
+_TOML_KEYS = TOML_NAMES  # table.TOML_KEYS: each key's type, default and help
 
 
 def backends_from_toml(path: Path, env: Mapping[str, str]) -> dict[str, BackendConfig]:
+    """Every [backends.NAME] table of the file, or the first table's error (see `read_backends` for one by one)."""
+    named, broken = read_backends(path, env)
+    for problem in broken.values():
+        raise ConfigError(problem)
+    return named
+
+
+def read_backends(path: Path, env: Mapping[str, str]) -> tuple[dict[str, BackendConfig], dict[str, str]]:
+    """(tables read, {name: error} of the rest): one table's mistake leaves the others working; `path` shown absolute."""
+    path = path.expanduser().absolute()
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"JUDGE_MCP_CONFIG points to {str(path)!r}, which does not exist") from None
+    except OSError as exc:
+        raise ConfigError(f"JUDGE_MCP_CONFIG file {str(path)!r} cannot be read: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"JUDGE_MCP_CONFIG file {str(path)!r} is not valid TOML: {exc}") from None
     unknown_tables = sorted(set(data) - {"backends"})
@@ -209,19 +226,27 @@ def backends_from_toml(path: Path, env: Mapping[str, str]) -> dict[str, BackendC
     tables = data.get("backends", {})
     if not isinstance(tables, dict):
         raise ConfigError(f"{path}: [backends] must be a table of [backends.NAME] tables")
-    return {name: _backend_from_table(name, table, path, env) for name, table in tables.items()}
+    if DEFAULT_BACKEND_NAME in tables:
+        raise ConfigError(f"{path}: [backends.{DEFAULT_BACKEND_NAME}]: the name 'default' is reserved for the environment's backend")
+    named: dict[str, BackendConfig] = {}
+    broken: dict[str, str] = {}  # a table's own problem fails the calls naming it (Settings.backend), not the others
+    for name, table in tables.items():
+        try:
+            named[name] = _backend_from_table(name, table, path, env)
+        except ConfigError as exc:
+            broken[name] = str(exc)
+    return named, broken
 
 
 def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str]) -> BackendConfig:
     """One [backends.NAME] table as a BackendConfig; a ConfigError naming the table and the problem."""
     where = f"{path}: [backends.{name}]"
-    if name == DEFAULT_BACKEND_NAME:
-        raise ConfigError(f"{where}: the name 'default' is reserved for the environment's backend")
     if not isinstance(table, dict):
         raise ConfigError(f"{where} must be a table")
-    unknown = set(table) - _TOML_KEYS
+    unknown = sorted(set(table) - _TOML_KEYS - {"api_key"})
     if unknown:
-        raise ConfigError(f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(_TOML_KEYS)}")
+        named = ", ".join(f"{key!r}{did_you_mean(key, _TOML_KEYS)}" for key in unknown)
+        raise ConfigError(f"{where}: unknown key{'s' if len(unknown) > 1 else ''} {named}; allowed: {', '.join(sorted(_TOML_KEYS))}")
     if "api_key" in table:
         raise ConfigError(f"{where}: put the key in an environment variable and name it with api_key_env")
     kind = _check_kind(table.get("kind", ""), f"{where} kind")
@@ -231,7 +256,7 @@ def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str
     if key_env:
         key = _env(env, key_env, None)
         if not key:
-            raise ConfigError(f"{where}: api_key_env names {key_env!r}, which is not set")
+            raise ConfigError(f"{where}: api_key_env names {key_env!r}, which is not set in the server's environment")
     elif kind in PROVIDER_KEY_ENV:
         key = _provider_key(kind, base_url, env)
     if kind != "local" and table.get("mmproj") is not None:
@@ -261,7 +286,6 @@ def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str
     )
 
 
-
 def default_db_path(env: Mapping[str, str], platform: str | None = None) -> Path:
     """The per-user database, never a path relative to whatever directory a client launches the server in:
     `$XDG_DATA_HOME/judge-mcp/judge.db` (else `~/.local/share/judge-mcp/judge.db`) on Linux and other Unixes,
@@ -281,10 +305,8 @@ def default_db_path(env: Mapping[str, str], platform: str | None = None) -> Path
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if env is None else env
     default = backend_from_env(env)
-    named: dict[str, BackendConfig] = {}
     config_path = _env(env, "JUDGE_MCP_CONFIG", None)
-    if config_path:
-        named = backends_from_toml(Path(config_path).expanduser(), env)
+    named, broken = read_backends(Path(config_path), env) if config_path else ({}, {})
     db_path, db_url = _database(env)
     return Settings(
         db_path=db_path,
@@ -292,14 +314,16 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         named_backends=named,
         http_token=_http_token(env),
         http_tokens=_http_tokens(env),
-        cache_max_age_days=_optional_days(env, "JUDGE_MCP_CACHE_MAX_AGE_DAYS"),
-        verdicts_max_age_days=_optional_days(env, "JUDGE_MCP_VERDICTS_MAX_AGE_DAYS"),
-        shared_option_pool=_flag(env, "JUDGE_MCP_SHARED_OPTION_POOL"),
+        cache_max_age_days=_optional(env, "JUDGE_MCP_CACHE_MAX_AGE_DAYS", positive_float),
+        verdicts_max_age_days=_optional(env, "JUDGE_MCP_VERDICTS_MAX_AGE_DAYS", positive_float),
+        shared_option_pool=flag_value(env.get("JUDGE_MCP_SHARED_OPTION_POOL"), "JUDGE_MCP_SHARED_OPTION_POOL"),
         db_url=db_url,
-        http_stateless=_flag(env, "JUDGE_MCP_HTTP_STATELESS"),
-        http_max_body_bytes=_optional_positive_int(env, "JUDGE_MCP_HTTP_MAX_BODY_BYTES") or HTTP_BODY_BYTES,
+        http_stateless=flag_value(env.get("JUDGE_MCP_HTTP_STATELESS"), "JUDGE_MCP_HTTP_STATELESS"),
+        http_max_body_bytes=_optional(env, "JUDGE_MCP_HTTP_MAX_BODY_BYTES", positive_int) or HTTP_BODY_BYTES,
         image_dirs=_image_dirs(env),
         otel=otel_settings(env),
+        broken_backends=broken,
+        warnings=tuple(unknown_variables(env)),
     )
 
 
@@ -368,23 +392,9 @@ def settings_or_error(env: Mapping[str, str] | None = None) -> Settings:
     except ConfigError as exc:
         db_path, db_url = _database(env)  # JUDGE_MCP_DB itself is the error: raised, never another database in its place
         return Settings(
-            db_path=db_path, db_url=db_url, default_backend=BackendConfig(DEFAULT_BACKEND_NAME, "local"), named_backends={}, config_error=str(exc)
+            db_path=db_path, db_url=db_url, default_backend=BackendConfig(DEFAULT_BACKEND_NAME, "local"), named_backends={}, config_error=str(exc),
+            warnings=tuple(unknown_variables(env)),
         )
-def _flag(env: Mapping[str, str], name: str) -> bool:
-    """An on/off setting: 1/true/yes/on, or 0/false/no/off (unset: off); anything else is an error naming it."""
-    value = str(_env(env, name, "0")).strip().lower()
-    if value in ("1", "true", "yes", "on"):
-        return True
-    if value in ("0", "false", "no", "off"):
-        return False
-    raise ConfigError(f"{name} must be 1 or 0 (true/false), got {value!r}")
-
-
-def _optional_days(env: Mapping[str, str], name: str) -> float | None:
-    value = _env(env, name, None)
-    return None if value is None else positive_float(value, name)
-
-
 MIN_REMOTE_TOKEN_CHARS = 16  # a shorter token is refused on a non-loopback bind (see transports/http.http_app)
 
 

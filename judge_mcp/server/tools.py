@@ -298,13 +298,30 @@ class ArgsTool(Tool):
     app: Any = Field(exclude=True)
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        self.app.calls_in_flight += 1
         with telemetry.tool_call(self.name):  # a no-op unless OpenTelemetry is on
             try:
-                paths = image_paths(self.app)
-                args = await image_files.checked(partial(client_args, self.args_model, arguments, paths), paths)
-            except InputError as exc:
-                raise ToolError(f"Error executing tool {self.name}: {exc}") from None
-            return await super().run({"args": args}, context, convert_result)
+                try:
+                    paths = image_paths(self.app)
+                    args = await image_files.checked(partial(client_args, self.args_model, arguments, paths), paths)
+                except InputError as exc:
+                    raise ToolError(f"Error executing tool {self.name}: {exc}") from None
+                return await super().run({"args": args}, context, convert_result)
+            except ToolError as exc:
+                warnings = self.app.settings.warnings
+                if not warnings:
+                    raise
+                raise ToolError(f"{exc} (settings: {'; '.join(warnings)})") from exc.__cause__
+            finally:
+                self.app.calls_in_flight -= 1
+
+
+def with_settings_warnings(result: Any, app: App) -> Any:
+    """`result` with the settings' warnings (a misspelt JUDGE_MCP_* variable) added to its own, when it has any."""
+    extra = list(app.settings.warnings)
+    if not extra or not isinstance(getattr(result, "warnings", None), list):
+        return result
+    return result.model_copy(update={"warnings": [*result.warnings, *extra]})
 
 
 def mcp_tool(spec: ToolSpec, app: App, schemas: dict[str, Any]) -> ArgsTool:
@@ -322,7 +339,7 @@ def mcp_tool(spec: ToolSpec, app: App, schemas: dict[str, Any]) -> ArgsTool:
                     return rounds.result()
                 raise
         telemetry.tool_result(args, result)
-        return result
+        return with_settings_warnings(result, app)
 
     holder = create_model(f"{spec.name}Call", __base__=ArgModelBase, args=(args_model, ...))
     return ArgsTool(

@@ -114,7 +114,7 @@ def test_importing_the_package_does_not_load_the_api() -> None:
 
 
 def test_the_readme_pytest_example_runs_as_written(scripted, tmp_path: Path) -> None:
-    section = (ROOT / "README.md").read_text(encoding="utf-8").split("## Python API", 1)[1].split("\n## ", 1)[0]
+    section = (ROOT / "docs" / "python-api.md").read_text(encoding="utf-8")
     example = re.findall(r"```python\n(.*?)```", section, re.S)
     assert len(example) == 1
     (tmp_path / "test_drafts.py").write_text(example[0], encoding="utf-8")

@@ -123,7 +123,20 @@ def test_the_demo_on_the_embedded_model_calls_every_tool_with_small_budgets(tmp_
     proc = _demo(clean_env(JUDGE_MCP_DB=str(db)), tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"{len(STEPS)} of {len(STEPS)} tool calls succeeded" in proc.stdout and "Answers are capped at" in proc.stdout
-    assert "judge-mcp demo" in proc.stdout.splitlines()[-2]  # the one line that points it at a real model
+    # the one line that points it at a real model, as this demo was started (python -m judge_mcp)
+    assert proc.stdout.splitlines()[-2].strip().endswith(f"{sys.executable} -m judge_mcp demo")
     with sqlite3.connect(db) as conn:
         written = [row[0] for row in conn.execute("SELECT json_extract(value, '$.response.usage.completion_tokens') FROM verdicts, json_each(verdicts.calls)")]
     assert written and max(n for n in written if n is not None) <= DEMO_MAX_OUTPUT_TOKENS  # every answer within the demo's cap
+
+
+def test_the_real_model_line_names_the_command_as_the_user_can_run_it(tmp_path: Path, monkeypatch) -> None:
+    """In a checkout `judge-mcp` is not on PATH: the line says `.venv/bin/judge-mcp`, as `make demo` started it."""
+    from judge_mcp.cli.demo import command_name
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert command_name(".venv/bin/judge-mcp") == ".venv/bin/judge-mcp"
+    (tmp_path / "judge-mcp").write_text("#!/bin/sh\n")
+    (tmp_path / "judge-mcp").chmod(0o755)
+    assert command_name(str(tmp_path / "judge-mcp")) == "judge-mcp"  # the one on PATH
+    assert command_name("/elsewhere/judge-mcp") == "/elsewhere/judge-mcp"

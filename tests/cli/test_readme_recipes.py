@@ -73,7 +73,8 @@ def test_claude_code_recipes_cover_the_three_forms_and_http_with_the_token() -> 
     assert words[words.index("--header") + 1] == "Authorization: Bearer $JUDGE_MCP_HTTP_TOKEN"
     inspector = [line for line in SHELL_LINES if "@modelcontextprotocol/inspector" in line]
     assert inspector and '--header "Authorization: Bearer $JUDGE_MCP_HTTP_TOKEN"' in inspector[0]
-    assert "'@modelcontextprotocol/inspector@>=0.16'" in inspector[0]  # 0.15 (what Node 20 resolves) has no --header
+    # 0.15 has no --header; 2.x needs Node >= 22.19 and answers a 401 with an OAuth flow; 1.0.3 runs on the Node LTS lines
+    assert "'@modelcontextprotocol/inspector@1.0.3'" in inspector[0]
     assert any("openssl rand -hex" in line for line in SHELL_LINES) and any(line.startswith("export JUDGE_MCP_HTTP_TOKEN=") for line in SHELL_LINES)
 
 

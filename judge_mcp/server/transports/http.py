@@ -12,7 +12,9 @@ from __future__ import annotations
 import sys
 
 import ipaddress
-from collections.abc import Container, Mapping
+import logging
+import signal
+from collections.abc import Callable, Container, Mapping
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
@@ -122,10 +124,13 @@ def endpoint_url(host: str, port: int) -> str:
 async def serve_http(
     server: MCPServer, *, host: str, port: int, token: str | Mapping[str, str] | None, stateless: bool = False, ready: Ready | None = None,
     limits: Limits | None = None, max_body: int = HTTP_BODY_BYTES, oauth: OAuthSettings | None = None,
+    on_interrupt: Callable[[bool], None] | None = None,
 ) -> None:
-    """Serve until stopped. `stateless`: no MCP sessions (replicas behind a load balancer; README "Replicas");
+    """Serve until stopped. `stateless`: no MCP sessions (replicas behind a load balancer; docs/http.md);
     `ready`: the readiness check behind /readyz (transports/probes.py), behind the admission gate (no token);
-    `limits`: the admission bounds (default: admission.default_limits); `max_body`: the request-body limit in bytes."""
+    `limits`: the admission bounds (default: admission.default_limits); `max_body`: the request-body limit in bytes;
+    `on_interrupt(again)`: told of each Ctrl-C before uvicorn acts on it (the first waits for the calls in flight,
+    a second stops now)."""
     import uvicorn  # lazy: only an HTTP server loads uvicorn
 
     admission = Admission(limits or default_limits())
@@ -155,4 +160,19 @@ async def serve_http(
             print(f"judge-mcp: serving MCP at {endpoint_url(host, shown_port)}; {need}", file=sys.stderr, flush=True)
 
     userver.startup = startup  # type: ignore[method-assign]
+    original_exit = userver.handle_exit
+
+    def handle_exit(sig: int, frame: Any) -> None:  # uvicorn installs this (looked up on the instance) for SIGINT/SIGTERM
+        if sig != signal.SIGINT or on_interrupt is None:
+            return original_exit(sig, frame)
+        # Ctrl-C as uvicorn's handler would (the first: a graceful stop, a second: now), but not recorded for uvicorn
+        # to raise again once it has stopped: that raise lands in the tasks still closing and prints their tracebacks.
+        on_interrupt(userver.should_exit)
+        if userver.should_exit:
+            userver.force_exit = True
+            # the calls still running are cancelled as the loop closes: expected now, so not logged as tracebacks
+            logging.getLogger("uvicorn.error").disabled = True
+        userver.should_exit = True
+
+    userver.handle_exit = handle_exit  # type: ignore[method-assign]
     await userver.serve()
