@@ -45,7 +45,7 @@ serve: $(STAMP)
 # into a fresh venv and runs (what `pipx install dist/judge_mcp-*.whl` or `uvx --from dist/judge_mcp-*.whl` get).
 dist: $(STAMP)
 	rm -rf dist
-	$(BIN)/python -m build --outdir dist .
+	mkdir -p dist && $(BIN)/python -m build --quiet --outdir dist . > dist/build.log 2>&1 || { tail -40 dist/build.log; exit 1; }
 	$(PY) -m venv dist/.check
 	dist/.check/bin/python -m pip install -q --disable-pip-version-check dist/judge_mcp-*.whl
 	cd dist && .check/bin/judge-mcp --version

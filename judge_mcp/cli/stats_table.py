@@ -16,7 +16,7 @@ def _mean(mean: Mean, places: int) -> str:
 
 
 STATS_COLUMNS = (
-    "backend", "model", "tool", "verdicts", "first-shown", "unbiased", "inconsistent", "unparsed", "re-asked", "ties",
+    "backend", "model", "tool", "inputs", "verdicts", "first-shown", "unbiased", "inconsistent", "unparsed", "re-asked", "ties",
     "longer wins", "calls", "cached", "latency ms",
 )
 
@@ -25,7 +25,7 @@ def _stats_rows(window: Window) -> list[list[str]]:
     rows = []
     for g in window.groups:
         rows.append([
-            g.backend, g.model, g.tool, str(g.verdicts),
+            g.backend, g.model, g.tool, g.inputs, str(g.verdicts),
             _pct(g.position_bias), "-" if g.position_bias.unbiased is None else f"{g.position_bias.unbiased:.2f}",
             _pct(g.order_inconsistency), _pct(g.parse_failures), _pct(g.reasks), _pct(g.ties), _pct(g.length_preference),
             _mean(g.calls, 2), _mean(g.cached_calls, 2), _mean(g.latency_ms, 0),
@@ -70,7 +70,8 @@ def render_stats(report: StatsReport) -> str:
     if labelled is not None:
         parts.append(f"agreement with human labels (record_label), all time\n{labelled}")
     parts.append(
-        "first-shown: parsed trials naming the first-shown answer (a judge without position bias scores `unbiased`);\n"
+        "inputs: what the callers brought besides the judged texts (text: nothing; criteria, reference, images,\n"
+        "conversation, trajectory), one row each; first-shown: parsed trials naming the first-shown answer (a judge without position bias scores `unbiased`);\n"
         "inconsistent: both orders parsed and disagreeing; unparsed / re-asked: per answer; ties: no winner (pairs),\n"
         "tied top reward (FLIP) or tied mode (grade); longer wins: decided pairs won by the longer answer (0.5: no preference)."
     )

@@ -69,4 +69,4 @@ def test_the_setting_comes_from_the_environment_and_the_toml_file(tmp_path: Path
     assert isinstance(backend, LocalBackend) and backend.mmproj == "/m/mmproj.gguf"
     toml.write_text('[backends.api]\nkind = "openai"\nmmproj = "/m/mmproj.gguf"\n')
     with pytest.raises(ConfigError, match=r"\[backends.api\]: mmproj .*\"local\" only"):
-        load_settings({**env, "JUDGE_MCP_CONFIG": str(toml), "OPENAI_API_KEY": "k"})
+        load_settings({**env, "JUDGE_MCP_CONFIG": str(toml), "OPENAI_API_KEY": "k"}).backend("api")

@@ -130,4 +130,4 @@ def test_batch_threads_are_a_backend_setting(tmp_path: Path) -> None:
     assert (backend.n_threads, backend.n_threads_batch) == (1, 1)
     toml.write_text(f'[backends.tiny]\nkind = "local"\nmodel = "{model}"\nn_threads_batch = 0\n', encoding="utf-8")
     with pytest.raises(ConfigError, match="n_threads_batch"):
-        load_settings({"JUDGE_MCP_CONFIG": str(toml), "JUDGE_MCP_DB": str(tmp_path / "j.db")})
+        load_settings({"JUDGE_MCP_CONFIG": str(toml), "JUDGE_MCP_DB": str(tmp_path / "j.db")}).backend("tiny")

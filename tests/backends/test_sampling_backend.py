@@ -62,8 +62,9 @@ def test_a_system_message_joins_the_system_prompt() -> None:
     ],
 )
 def test_bad_sampling_tables_name_the_problem(tmp_path: Path, toml: str, needle: str) -> None:
+    settings = toml_settings(tmp_path, toml)  # a broken table fails the calls naming it, not the others
     with pytest.raises(ConfigError) as info:
-        toml_settings(tmp_path, toml)
+        settings.backend("me")
     assert needle in str(info.value)
 
 

@@ -49,10 +49,10 @@ def test_a_bad_value_is_an_error_naming_the_variable(env, named) -> None:
 
 
 def test_asked_for_without_the_extra_installed_warns_and_stays_off(monkeypatch, caplog) -> None:
-    import judge_mcp
+    import judge_mcp.telemetry
 
     monkeypatch.setitem(sys.modules, "judge_mcp.telemetry.otel", None)  # as if opentelemetry-sdk were missing
-    monkeypatch.delattr(judge_mcp, "telemetry_otel", raising=False)  # imported by an earlier test
+    monkeypatch.delattr(judge_mcp.telemetry, "otel", raising=False)  # imported by an earlier test
     monkeypatch.setattr(telemetry, "_on", None)
     with caplog.at_level(logging.INFO, logger="judge_mcp.telemetry"):
         telemetry.configure(load_settings({"JUDGE_MCP_DB": "/tmp/x.db", "JUDGE_MCP_OTEL": "1"}))

@@ -10,7 +10,7 @@ import pytest
 
 from tests.helpers import ROOT
 
-SCRIPTS = sorted((ROOT / "bench").glob("*.py"))
+SCRIPTS = sorted((ROOT / "perf").glob("*.py"))
 
 
 def offences(path: Path) -> list[str]:
@@ -26,12 +26,12 @@ def offences(path: Path) -> list[str]:
     return sorted(found, key=lambda line: int(line.split(":")[0]))
 
 
-def test_there_are_bench_scripts():
+def test_there_are_perf_scripts():
     assert len(SCRIPTS) > 3, SCRIPTS
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
-def test_bench_script_imports_no_tests_and_no_sys_path(script: Path):
+def test_perf_script_imports_no_tests_and_no_sys_path(script: Path):
     assert offences(script) == []
 
 

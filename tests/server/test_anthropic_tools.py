@@ -66,5 +66,5 @@ async def test_overloaded_529_is_retried_and_a_persistent_one_reported(anthropic
         failed = await client.call_tool(tool, uncached(arguments))
     assert failed.is_error
     text = failed.content[0].text
-    assert re.search(r"backend 'default' \(anthropic at http://127\.0\.0\.1:\d+, model [^)]+\) failed after 2 attempt\(s\)", text) and "HTTP 529" in text, text
+    assert re.search(r"backend 'default' \(anthropic at http://127\.0\.0\.1:\d+, model [^)]+\) failed after 2 attempts", text) and "HTTP 529" in text, text
     assert "sk-ant-test" not in json.dumps([c.model_dump() for c in failed.content])

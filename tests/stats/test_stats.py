@@ -372,3 +372,18 @@ def test_conversations_and_trajectories_are_kinds_of_inputs(store: SqliteEngine)
     counted = {(g.tool, g.inputs) for g in stats.from_store(store, 10).all_time.groups}  # the counters kept as rows are written
     scanned = {(g.tool, g.inputs) for g in stats.scan_store(store, 10).all_time.groups}  # the SQL scan of the log
     assert counted == scanned == expected
+
+
+@on_both_engines
+def test_the_terminal_table_names_what_each_row_brought(store: SqliteEngine) -> None:
+    """Two groups that differ only in what the callers brought (text alone; a rubric) are two rows of `judge-mcp
+    stats`: the `inputs` column tells them apart (without it they read as duplicates)."""
+    from judge_mcp.cli.stats_table import render_stats
+
+    output = {"winner": "A", "trials": [{"order": "AB", "better": "A", "parse_ok": True}]}
+    VerdictLog(store).log("compare_pair", "default", "m", {"response_a": "a", "response_b": "b"}, output, {"calls": 1}, [])
+    VerdictLog(store).log("compare_pair", "default", "m", {"response_a": "a", "response_b": "b", "criteria": "be brief"}, output, {"calls": 1}, [])
+    table = render_stats(stats.from_store(store)).split("\n\n")[0].splitlines()
+    header, rows = table[1].split(), [line.split() for line in table[2:]]
+    assert header[:5] == ["backend", "model", "tool", "inputs", "verdicts"]
+    assert sorted(r[3] for r in rows) == ["criteria", "text"]
