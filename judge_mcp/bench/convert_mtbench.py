@@ -23,6 +23,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from judge_mcp.bench import convert_hh_rlhf
 from judge_mcp.bench.convert import ConvertError, Converted, _json, _read
 
 PROVENANCE = {
@@ -121,13 +122,14 @@ def mt_bench_human(source: Path, done: Converted) -> list[dict[str, Any]]:
     return out
 
 
-def write(source: Path, out: Path, commit: str | None, done: Converted, manifest: Any) -> None:
-    """Convert and write OUT and OUT.manifest.json (through `manifest`, convert_published.manifest)."""
-    items = mt_bench_human(source, done)
+def write(fmt: str, source: Path, out: Path, commit: str | None, done: Converted, manifest: Any) -> None:
+    """Convert (mt-bench-human here, hh-rlhf in convert_hh_rlhf.py) and write OUT and OUT.manifest.json (through
+    `manifest`, convert_published.manifest, plus the pairs left out)."""
+    items = mt_bench_human(source, done) if fmt == "mt-bench-human" else convert_hh_rlhf.hh_rlhf(source, done)
     if not items:
-        raise ConvertError(f"{source.name}: no turn-1 pair with a majority vote to convert")
+        raise ConvertError(f"{source.name}: no pair to convert ({', '.join(f'{n} {why}' for why, n in done.skipped.items()) or 'empty'})")
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in items)
-    info = {**manifest("mt-bench-human", out, items, [source], commit, text), "skipped": dict(done.skipped)}
+    info = {**manifest(fmt, out, items, [source], commit, text), "skipped": dict(done.skipped)}
     out.parent.mkdir(parents=True, exist_ok=True)
     for path, body in ((out, text), (out.with_name(out.name + ".manifest.json"), json.dumps(info, indent=1) + "\n")):
         part = path.with_name(path.name + ".part")
