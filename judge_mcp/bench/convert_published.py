@@ -30,10 +30,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from judge_mcp.bench import convert_hh_rlhf, convert_mtbench
 from judge_mcp.bench.convert import ConvertError, Converted, _read, _json
 
-FORMATS = ("judgebench", "alpaca-eval")
+FORMATS = ("judgebench", "alpaca-eval", "mt-bench-human", "hh-rlhf")
 PROVENANCE = {
+    "mt-bench-human": convert_mtbench.PROVENANCE,
+    "hh-rlhf": convert_hh_rlhf.PROVENANCE,
     "judgebench": {
         "kind": "pairwise", "repo": "ScalerLab/JudgeBench",
         "license": "MIT per the HF dataset card ScalerLab/JudgeBench (GitHub repo itself has no LICENSE file)",
@@ -164,8 +167,12 @@ def convert(args: argparse.Namespace) -> Converted:
         return convert_images(args.format, args.source, args.images, args.out, skip_missing=args.skip_missing)
     if args.images is not None or args.skip_missing:
         raise ConvertError(f"--images and --skip-missing apply to the image sets, not {args.format}")
-    if args.format == "judgebench" and (args.outputs or args.difficulty):
+    if args.format != "alpaca-eval" and (args.outputs or args.difficulty):
         raise ConvertError("--outputs and --difficulty apply to alpaca-eval")
+    if args.format in ("mt-bench-human", "hh-rlhf"):
+        done = Converted()
+        convert_mtbench.write(args.format, args.source, args.out, args.commit, done, manifest)
+        return done
     rows = judgebench(args.source) if args.format == "judgebench" else alpaca_eval(args.source, args.outputs)
     if args.difficulty is not None:
         add_difficulty(rows, args.difficulty)

@@ -3,7 +3,13 @@ listwise `{id, category, prompt, responses, best}` items; head-to-head rows (Alp
 output_1, output_2, generator_1, generator_2[, instruction_difficulty]}`, output_1 the reference) have no gold label
 and are never degenerate (identical outputs score 1.5 and empty ones are judged, as AlpacaEval counts them). The files store no A/B position; the harness places
 `chosen` itself. Items may carry images (judge_mcp/bench/item_images.py): `images` (the prompt's), `chosen_images` and
-`rejected_images` (pairwise), `option_images` (listwise, one list per response)."""
+`rejected_images` (pairwise), `option_images` (listwise, one list per response).
+
+Conversations and trajectories (CONTRACT.md, "Conversations and agent trajectories"): a pairwise item may give
+`conversation` (chat messages oldest first, judge_mcp/contract/messages.py's shape) in place of the string `prompt`,
+and `chosen` / `rejected` as trajectories (lists of the agent's assistant and tool messages) as well as strings.
+They are checked with the tools' own types at load (an error names the line, the field and the message) and reach
+the tools unchanged; a response's length is its text's characters (contents, tool names, arguments)."""
 
 from __future__ import annotations
 
@@ -12,7 +18,15 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import TypeAdapter, ValidationError
+
 from judge_mcp.bench.item_images import ImageError, image_list, option_image_lists
+from judge_mcp.contract import messages
+from judge_mcp.contract.messages import AnswerLike, Message, PromptLike
+
+Value = str | list[Message]  # a prompt (string or conversation) or a pair's response (string or trajectory)
+_PROMPT: TypeAdapter[Value] = TypeAdapter(PromptLike)
+_ANSWER: TypeAdapter[Value] = TypeAdapter(AnswerLike)
 
 
 class DatasetError(ValueError):
@@ -25,9 +39,9 @@ class Item:
     id: str
     category: str
     kind: str  # "pairwise" | "listwise"
-    prompt: str
-    chosen: str | None = None
-    rejected: str | None = None
+    prompt: Value  # a string, or a conversation (from the item's `conversation`)
+    chosen: Value | None = None  # a string or a trajectory
+    rejected: Value | None = None
     responses: tuple[str, ...] = field(default_factory=tuple)
     best: int | None = None
     degenerate: bool = False
@@ -51,15 +65,28 @@ class Item:
         return list(self.option_images) if self.option_images else [() for _ in self.responses]
 
     @property
+    def has_messages(self) -> bool:
+        """The prompt is a conversation or a response is a trajectory."""
+        return any(isinstance(v, list) for v in (self.prompt, self.chosen, self.rejected))
+
+    @property
+    def lengths(self) -> tuple[int, int]:
+        """A pair's (chosen, rejected) lengths in characters: a trajectory's text (contents, tool names, arguments)."""
+        return messages.chars(self.chosen), messages.chars(self.rejected)
+
+    @property
     def longer(self) -> str | None:
         """For a pair: "chosen" or "rejected", whichever response has more characters; None for equal lengths
         (or a list). The bench's length preference counts verdicts for it."""
-        if self.kind != "pairwise" or self.chosen is None or self.rejected is None or len(self.chosen) == len(self.rejected):
+        if self.kind != "pairwise" or self.chosen is None or self.rejected is None:
             return None
-        return "chosen" if len(self.chosen) > len(self.rejected) else "rejected"
+        chosen, rejected = self.lengths
+        if chosen == rejected:
+            return None
+        return "chosen" if chosen > rejected else "rejected"
 
     @property
-    def options(self) -> list[str]:
+    def options(self) -> list[Value]:
         """The responses to judge: [chosen, rejected] for a pair (gold index 0), else the list."""
         return [self.chosen or "", self.rejected or ""] if self.kind == "pairwise" else list(self.responses)
 
@@ -68,10 +95,11 @@ class Item:
         return 0 if self.kind == "pairwise" else int(self.best or 0)
 
 
-def _is_degenerate(options: list[str], images: list[tuple[str, ...]] | None = None) -> bool:
-    """An empty response (text and images) or two identical ones: no judge can be right or wrong on it."""
-    shown = list(zip(options, images or [() for _ in options]))
-    return any(not text.strip() and not pics for text, pics in shown) or len(set(shown)) < len(shown)
+def _is_degenerate(options: list[Value], images: list[tuple[str, ...]] | None = None) -> bool:
+    """An empty response (text and images) or two identical ones: no judge can be right or wrong on it. A trajectory
+    is never empty (its messages are checked at load)."""
+    shown = [(messages.identity(value), pics) for value, pics in zip(options, images or [() for _ in options])]
+    return any(kind == "text" and not text.strip() and not pics for (kind, text), pics in shown) or len(set(shown)) < len(shown)
 
 
 def parse_item(data: dict, seq: int, where: str, base: Path | None = None) -> Item:
@@ -108,12 +136,15 @@ def _media(data: dict, item: Item, base: Path) -> dict:
 def _text_item(data: dict, seq: int, where: str) -> Item:
     if not isinstance(data, dict):
         raise DatasetError(f"{where}: expected a JSON object")
+    if "conversation" in data:
+        return _conversation_item(data, seq, where)
     missing = [k for k in ("id", "prompt") if k not in data]
     if missing:
         raise DatasetError(f"{where}: missing {', '.join(missing)}")
     category = str(data.get("category") or "all")
     if "chosen" in data and "rejected" in data:
-        item = Item(seq, str(data["id"]), category, "pairwise", str(data["prompt"]), chosen=str(data["chosen"]), rejected=str(data["rejected"]),
+        chosen, rejected = (_answer(data, k, where) for k in ("chosen", "rejected"))
+        item = Item(seq, str(data["id"]), category, "pairwise", str(data["prompt"]), chosen=chosen, rejected=rejected,
                     generators=_pair_models(data, where))
     elif "responses" in data and "best" in data:
         responses = data["responses"]
@@ -128,6 +159,38 @@ def _text_item(data: dict, seq: int, where: str) -> Item:
     else:
         raise DatasetError(f"{where}: neither pairwise (chosen, rejected), listwise (responses, best) nor head-to-head (output_1, output_2)")
     return item
+
+
+def _messages(adapter: TypeAdapter[Value], value: list, field: str, where: str) -> list[Message]:
+    """`value` checked as the tools check a conversation or trajectory; an error names the line, field and message."""
+    try:
+        checked = adapter.validate_python(value, strict=True)
+    except ValidationError as exc:
+        raise DatasetError(f"{where}: {field!r} {exc.errors()[0]['msg']}") from None
+    assert isinstance(checked, list)
+    return checked
+
+
+def _answer(data: dict, field: str, where: str) -> Value:
+    """A pair's response: a string as before (other JSON values as their text), a list as a trajectory."""
+    value = data[field]
+    return _messages(_ANSWER, value, field, where) if isinstance(value, list) else str(value)
+
+
+def _conversation_item(data: dict, seq: int, where: str) -> Item:
+    """A pairwise item whose prompt is a conversation: `{id, conversation, chosen, rejected}`."""
+    if "prompt" in data:
+        raise DatasetError(f"{where}: give either 'prompt' (a string) or 'conversation' (messages), not both")
+    missing = [k for k in ("id", "chosen", "rejected") if k not in data]
+    if missing:
+        raise DatasetError(f"{where}: an item with a 'conversation' is a pair; missing {', '.join(missing)}")
+    conversation = data["conversation"]
+    if not isinstance(conversation, list):
+        raise DatasetError(f"{where}: 'conversation' must be a list of messages, got {type(conversation).__name__}")
+    prompt = _messages(_PROMPT, conversation, "conversation", where)
+    chosen, rejected = (_answer(data, k, where) for k in ("chosen", "rejected"))
+    return Item(seq, str(data["id"]), str(data.get("category") or "all"), "pairwise", prompt, chosen=chosen, rejected=rejected,
+                generators=_pair_models(data, where))
 
 
 def _pair_models(data: dict, where: str) -> tuple[str, str] | None:

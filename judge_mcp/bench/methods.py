@@ -30,7 +30,7 @@ from judge_mcp.contract.args import (
     ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, JudgingArgs, LweJudgeArgs,
 )
 from judge_mcp.stats.calibration import p_chosen
-from judge_mcp.bench.data import Item
+from judge_mcp.bench.data import Item, Value
 from judge_mcp.bench.lwe_labels import gold_label
 from judge_mcp.bench.media import options_media, pair_media
 from judge_mcp.bench.arena_hard import ArenaHardArgs
@@ -42,6 +42,7 @@ from judge_mcp.contract.results import ComparePairResult
 PAIR_PLACEMENTS = ("chosen_first", "chosen_second")
 SINGLE = ("single",)
 PAIRWISE, LISTWISE = "pairwise", "listwise"
+STRING_PROMPT_ONLY = ("flip", "pointwise")  # their tools take a string prompt: no conversation items (data.Item.has_messages)
 
 
 @dataclass(frozen=True)
@@ -75,8 +76,8 @@ class Method:
         return PAIR_PLACEMENTS if self.per_placement else SINGLE
 
 
-def shown(item: Item, placement: str) -> tuple[str, str]:
-    """(response_a, response_b) as shown for a placement."""
+def shown(item: Item, placement: str) -> tuple[Value, Value]:
+    """(response_a, response_b) as shown for a placement: strings or trajectories, passed to the tools unchanged."""
     assert item.chosen is not None and item.rejected is not None
     return (item.chosen, item.rejected) if placement == "chosen_first" else (item.rejected, item.chosen)
 

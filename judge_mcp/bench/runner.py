@@ -26,7 +26,7 @@ from judge_mcp.runtime.app import App
 from judge_mcp.bench import batching, fitting, lwe_labels, metrics
 from judge_mcp.bench.data import Item, dataset_name, load_items
 from judge_mcp.bench.media import images_problem
-from judge_mcp.bench.methods import Method, Options, method_key, repeat_suffix
+from judge_mcp.bench.methods import STRING_PROMPT_ONLY, Method, Options, method_key, repeat_suffix
 from judge_mcp.bench.published import METHODS
 from judge_mcp.bench.published import with_published
 from judge_mcp.bench.progress import Progress
@@ -90,6 +90,11 @@ def check_method(method: Method, items: list[Item], dataset: str) -> None:
     if problem is not None:
         raise BenchError(problem)
     kind = items[0].kind
+    if method.name in STRING_PROMPT_ONLY and any(it.has_messages for it in items):
+        raise BenchError(
+            f"method {method.name!r} rates answers to a string prompt, but {dataset} holds conversations or trajectories "
+            f"(methods for them: {', '.join(m for m, spec in METHODS.items() if kind in spec.kinds and m not in STRING_PROMPT_ONLY)})"
+        )
     if kind not in method.kinds:
         raise BenchError(
             f"method {method.name!r} judges {' or '.join(method.kinds)} data, but {dataset} is {kind} "
@@ -198,7 +203,7 @@ class _Run:
         if "names" in record:  # a pairwise verdict: which response was the longer (the length preference)
             record["longer"] = item.longer
             if item.generators:  # the models that wrote chosen and rejected, and their lengths (published.pair_lc)
-                record.update(models=list(item.generators), lengths=[len(item.chosen or ""), len(item.rejected or "")])
+                record.update(models=list(item.generators), lengths=list(item.lengths))
         self.results.put(item.id, placement, item.seq, item.category, "done", record=record)
         return True, record["correct"]
 
