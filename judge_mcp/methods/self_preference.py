@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from judge_mcp.contract.args import PanelArgs, ToolArgs
@@ -36,14 +37,20 @@ FAMILY_PATTERNS: dict[str, str] = {
     "cohere": r"command-r|aya",
     "xai": r"grok",
 }
-_FAMILY_RES = {name: re.compile(rf"(?<![a-z0-9])(?:{pattern})", re.I) for name, pattern in FAMILY_PATTERNS.items()}
+
+
+@cache
+def _family_res() -> dict[str, re.Pattern[str]]:
+    """The patterns compiled at the first call that names authors, not at the server's start (runtime/run.py imports
+    this module)."""
+    return {name: re.compile(rf"(?<![a-z0-9])(?:{pattern})", re.I) for name, pattern in FAMILY_PATTERNS.items()}
 
 
 def families(model: str | None) -> frozenset[str]:
     """The model families `model` belongs to (empty when none is recognised)."""
     if not model:
         return frozenset()
-    return frozenset(name for name, pattern in _FAMILY_RES.items() if pattern.search(model))
+    return frozenset(name for name, pattern in _family_res().items() if pattern.search(model))
 
 
 def self_preference(judges: Sequence[tuple[str, str]], response_models: Sequence[str]) -> list[SelfPreference]:
