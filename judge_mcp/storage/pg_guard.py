@@ -126,12 +126,16 @@ class Outage:
         self._probing = False
         self.recovered_at = -1e9  # when a statement last found the server back (monotonic)
 
-    def failed(self, reason: str) -> None:
+    def failed(self, reason: str, *, quick: bool = False) -> None:
+        """The server could not be reached. `quick`: it said so at once (a refused connection: nothing listens, as
+        while it restarts), so proving it again costs nothing and the next statement may (no RETRY_AFTER_S wait, which
+        would fail the first calls after a restart with the outage's reason); a slow failure (a timeout: frozen or
+        partitioned) holds statements off for RETRY_AFTER_S."""
         with self._lock:
             if not self._down:
                 self._since = time.monotonic()
             self._down, self._reason = True, reason
-            self._until = time.monotonic() + RETRY_AFTER_S
+            self._until = time.monotonic() + (0.0 if quick else RETRY_AFTER_S)
             self._probing = False
 
     def recovered(self) -> None:
@@ -139,6 +143,13 @@ class Outage:
             if self._down:
                 self.recovered_at = time.monotonic()
             self._down = self._probing = False
+
+    def probe_ended(self) -> None:
+        """The proving statement ended without proving the server back or down (an error other than the driver's):
+        the next statement proves it. Without this, no statement would ever prove it again, and every one would fail
+        with the outage's reason until the process restarts."""
+        with self._lock:
+            self._probing = False
 
     def lately_recovered(self, within_s: float = REFILL_S) -> bool:
         """Whether the server came back within the last `within_s` (the pool is still refilling, slowly)."""

@@ -20,6 +20,7 @@ shared by every replica, so that identical requests in flight on different repli
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
@@ -41,6 +42,7 @@ MIGRATION_LOCK = 0x4A4D4350  # pg_advisory_xact_lock key every judge-mcp process
 CONNECT_TIMEOUT_S = 10  # opening a connection
 POOL_WAIT_S = 5.0  # how long a statement waits for a pooled connection when every one is busy
 FIRST_WAIT_S = 0.5  # past this, a connection of its own is made and used: a server that cannot be reached fails at once
+QUICK_REFUSAL_S = 0.25  # a failed connection attempt quicker than this was refused (nothing listens): not a frozen server
 PROBE_CONNECT_S = 2  # a connection of its own (past FIRST_WAIT_S, or proving the server back) waits this long at most
 POOL_SIZE = 16  # connections per process: the two lanes, worker threads (LWE, the option pool), the lease renewals
 
@@ -226,7 +228,12 @@ class PostgresEngine:
         except PoolTimeout:
             pooled = False
         if conn is None:
-            conn = self._direct()
+            try:
+                conn = self._direct()
+            except BaseException:
+                if probe:  # not proven either way (e.g. a server still starting says so itself): the next statement tries
+                    self._outage.probe_ended()
+                raise
         if probe:
             self._outage.recovered()
             self._check_idle()  # connections the server dropped while it was down (a restart ends them all)
@@ -263,6 +270,7 @@ class PostgresEngine:
 
     def _direct(self) -> Any:
         """A connection of its own, within PROBE_CONNECT_S; an unreachable server starts an outage (pg_guard.Outage)."""
+        started = time.monotonic()
         try:
             return self._psycopg.connect(self._conninfo, **{**self._options, "connect_timeout": PROBE_CONNECT_S})
         except self._psycopg.Error as exc:
@@ -270,7 +278,8 @@ class PostgresEngine:
             if _server_answered(reason):  # alive, but refusing this connection (too many clients): no outage
                 self._outage.recovered()
             else:
-                self._outage.failed(f"the server cannot be reached: {reason}")
+                quick = time.monotonic() - started < QUICK_REFUSAL_S  # refused at once: proving it again costs nothing
+                self._outage.failed(f"the server cannot be reached: {reason}", quick=quick)
             raise
 
     @contextmanager

@@ -210,3 +210,21 @@ def test_only_a_silent_or_stopping_server_starts_an_outage() -> None:
     assert outage.enter()[0] is not None
     outage.recovered()
     assert outage.enter() == (None, False)
+
+
+def test_a_refused_connection_lets_the_next_statement_prove_the_server_at_once() -> None:
+    """A refusal (nothing listens: the server restarts) costs nothing to try again, so the next statement proves the
+    server at once; a slow failure (frozen, partitioned) holds statements off for RETRY_AFTER_S. Without this the
+    first calls after a restart failed with the outage's reason (tests/server/transports/test_replicas.py)."""
+    from judge_mcp.storage.pg_guard import Outage
+
+    outage = Outage()
+    outage.failed("refused", quick=True)
+    assert outage.enter() == (None, True)  # this statement proves it
+    down, probe = outage.enter()  # another one meanwhile fails at once, while the first proves it
+    assert probe is False and down is not None and "refused" in down
+    outage.recovered()
+    assert outage.enter() == (None, False)
+    outage.failed("timed out")
+    down, probe = outage.enter()
+    assert probe is False and down is not None and "timed out" in down
