@@ -38,7 +38,9 @@ from judge_mcp.methods import similarity  # noqa: E402
 from judge_mcp.methods.json_scan import top_level_objects  # noqa: E402
 
 _PIECES = ['{', '}', '[', ']', '"', ':', ',', ' ', '\n', '\\', 'a', '1', '0', '-', '.', 'e', 'true', 'null', 'NaN', '-Infinity',
-           '\\u00e9', '\\"', '\x01', '{"a":', '"b"', '{"verdict": "A"}', '{"x": [1, {"y": null}]}', 'prose ']
+           '\\u00e9', '\\"', '\x01', '{"a":', '"b"', '{"verdict": "A"}', '{"x": [1, {"y": null}]}', 'prose ',
+           # nesting near and past the regular expressions' depth (json_scan._REGEX_DEPTH), numbers at their edges
+           '[', '{"a":[', '{"b":{', '],', '},', '"x",', '1e5', '01', '1.', '12', '"\\', '\t', 'false', 'Infinity', '{}', '[]', '"{"']
 
 
 def _decode_at_every_brace(text: str, strict: bool) -> list:
@@ -55,8 +57,8 @@ def _decode_at_every_brace(text: str, strict: bool) -> list:
     return found
 
 
-@settings(max_examples=400, deadline=None)
-@given(st.lists(st.sampled_from(_PIECES), max_size=30), st.booleans())
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=40), st.booleans())
 def test_the_linear_json_scan_finds_the_objects_raw_decode_finds(pieces: list[str], strict: bool) -> None:
     text = "".join(pieces)
     assert json.dumps(list(top_level_objects(text, strict=strict))) == json.dumps(_decode_at_every_brace(text, strict))
