@@ -33,7 +33,7 @@ import json  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from judge_mcp.methods.flip import reward as flip
+from judge_mcp.methods.flip import reward as flip  # noqa: E402
 from judge_mcp.methods import similarity  # noqa: E402
 from judge_mcp.methods.json_scan import top_level_objects  # noqa: E402
 
