@@ -62,7 +62,9 @@ def _patterns(strict: bool) -> tuple[str, str]:
         arr = rf"\[{w}(?:{value}{w}(?:,{w}(?![\],])|(?=\])))*+\]"
         # after `{`: neither a key nor `}`; or members, then after a comma no key, a key that fails, no colon, no
         # value, a value that fails inside, or a value followed by neither `,` nor `}`
-        obj_dead_tail = (rf'{w}(?:(?!["}}])|(?=")(?:{member}{w},{w})*+(?:(?!")|{s}{w}(?:(?!:)|:{w}(?:{dead}|(?!{vs})'
+        # (the first two alternatives are the commonest failures, tried first: a key without a colon, a first
+        # member whose value is a string that fails or a scalar followed by neither `,` nor `}`)
+        obj_dead_tail = (rf'{w}(?:{s}{w}(?!:)|{s}{w}:{w}(?:(?=")(?!{s})|{scalar}{w}(?![,}}]))|(?!["}}])|(?=")(?:{member}{w},{w})*+(?:(?!")|{s}{w}(?:(?!:)|:{w}(?:{dead}|(?!{vs})'
                          rf"|{value}{w}(?![,}}])))|{dead}))")
         arr_dead = (rf"\[{w}(?:(?!{vs}|\])|(?={vs})(?:{value}{w},{w})*+(?:(?!{vs})|{dead}|{value}{w}(?![,\]])))")
         value, dead = f"(?>{scalar}|{obj}|{arr})", rf"(?:\{{{obj_dead_tail}|{arr_dead}|{dead})"
