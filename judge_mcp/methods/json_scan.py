@@ -64,7 +64,8 @@ def _patterns(strict: bool) -> tuple[str, str]:
         # value, a value that fails inside, or a value followed by neither `,` nor `}`
         # (the first two alternatives are the commonest failures, tried first: a key without a colon, a first
         # member whose value is a string that fails or a scalar followed by neither `,` nor `}`)
-        obj_dead_tail = (rf'{w}(?:{s}{w}(?!:)|{s}{w}:{w}(?:(?=")(?!{s})|{scalar}{w}(?![,}}]))|(?!["}}])|(?=")(?:{member}{w},{w})*+(?:(?!")|{s}{w}(?:(?!:)|:{w}(?:{dead}|(?!{vs})'
+        obj_dead_tail = (rf'{w}(?:{s}{w}(?!:)|{s}{w}:{w}(?:(?=")(?!{s})|{scalar}{w}(?![,}}]))|(?!["}}])'
+                         rf'|(?=")(?:{member}{w},{w})*+(?:(?!")|{s}{w}(?:(?!:)|:{w}(?:{dead}|(?!{vs})'
                          rf"|{value}{w}(?![,}}])))|{dead}))")
         arr_dead = (rf"\[{w}(?:(?!{vs}|\])|(?={vs})(?:{value}{w},{w})*+(?:(?!{vs})|{dead}|{value}{w}(?![,\]])))")
         value, dead = f"(?>{scalar}|{obj}|{arr})", rf"(?:\{{{obj_dead_tail}|{arr_dead}|{dead})"
