@@ -37,7 +37,7 @@ import anyio
 OVERLOAD_STATUS = frozenset({429, 503, 529})
 SLOW_START = 24  # the first limit of a backend nothing was learned about
 SLOW_START_GROWTH = 3  # slots added per accepted call during slow start: x4 per round
-SLOW_START_GRACE_S = 0.05  # in flight this long without a refusal: accepted
+SLOW_START_GRACE_S = 0.1  # in flight this long without a refusal: accepted (a refusal's round trip, with room)
 TOO_MANY_REQUESTS = 429
 PROBE_MAX = 64
 HISTORY = 256

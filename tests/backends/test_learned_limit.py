@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 
+from judge_mcp.backends import base
 from judge_mcp.backends.base import user
 from judge_mcp.backends.limiter import AdaptiveLimit
 from judge_mcp.config.settings import DEFAULT_CONCURRENCY
@@ -29,7 +30,8 @@ async def burst_of_calls(app, n: int) -> list:
     return await gather(n, one)
 
 
-async def test_a_restarted_process_starts_at_the_limit_the_last_one_learned_and_is_not_refused_again(tmp_path):
+async def test_a_restarted_process_starts_at_the_limit_the_last_one_learned_and_is_not_refused_again(tmp_path, monkeypatch):
+    monkeypatch.setattr(base, "SLOW_START_GRACE_S", 0.5)  # the refusals read before the grace, under load too
     with Capacity(16, 0.2) as scripted:  # long enough that the slow start's first round (24) is in flight at once
         first = make_app(env(scripted.server.base_url, tmp_path / "judge.db", JUDGE_MCP_MAX_RETRIES="6"))
         results = await burst_of_calls(first, 100)
