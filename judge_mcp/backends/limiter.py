@@ -8,7 +8,8 @@ decrease, as TCP's congestion control), never above the ceiling (the configured 
   first overload answer. A call counts as accepted when it succeeds or when it has been in flight SLOW_START_GRACE_S
   without a refusal (an overload answer comes back in a round trip; a judgment takes seconds), so a burst to a
   backend that takes everything is all in flight after two grace periods, not after two latencies; one that takes
-  16 refuses at most SLOW_START - 16 of the first burst (it was 187 of 200 when the limit started at its ceiling).
+  16 refuses the first round's SLOW_START - 16 and a few retries racing the settling (12 of 200 in perf/burst.py;
+  187 when the limit started at its ceiling).
 
 - An overload answer (429, 503, Anthropic's 529) or a timed-out attempt lowers it, at once, to the number of other
   calls still in flight (what the backend was holding when it refused one more), but by at most half per answer
