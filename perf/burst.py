@@ -3,6 +3,7 @@
 
 1. against a scripted backend (a process of its own) that takes every request and answers after `--latency`:
    the burst's wall time as a ratio to one backend latency (1.0 = every call in flight at once);
+   The adaptive limit is measured with its slow start and without it (starting at its ceiling, as before issue 38).
 2. against a scripted backend that takes 16 requests at once and answers 429 past that: the 429s it answered,
    calls that failed, and where the limit settled, over two bursts; then the same for a second process (App) on the
    same database, which starts at the limit the first one learned.
@@ -29,6 +30,8 @@ from pathlib import Path
 
 import anyio
 
+from judge_mcp.backends import limiter
+from judge_mcp.backends.limiter import SLOW_START
 from judge_mcp.runtime.app import App, settle_heap
 from testkit.scripted_servers import ExternalScripted, Reply, ScriptedServer
 from judge_mcp.config.settings import load_settings
@@ -82,8 +85,11 @@ async def main(calls: int, latency: float) -> None:
         print(f"\n## A burst of {calls} concurrent compare_pair calls ({2 * calls} backend requests), backend latency {latency * 1000:.0f} ms")
         print("| backend concurrency | first burst | ratio to one latency | second burst | ratio | failed calls |")
         print("|---|---|---|---|---|---|")
-        for label, concurrency in (("default (adaptive, ceiling 256)", None), ("fixed 16 (the old default)", 16)):
-            app = App(load_settings(env(backend.base_url, Path(tmp) / f"b{concurrency}.db", concurrency)))
+        for label, concurrency, slow in (("default (adaptive, ceiling 256, slow start)", None, True),
+                                         ("default without slow start (starting at the ceiling, as before)", None, False),
+                                         ("fixed 16 (the old default)", 16, True)):
+            limiter.SLOW_START = SLOW_START if slow else 10**9  # read when a backend's limit is made (at its first call)
+            app = App(load_settings(env(backend.base_url, Path(tmp) / f"b{concurrency}{slow}.db", concurrency)))
             settle_heap()  # as `judge-mcp serve` does once it has started (else each full collection scans every module)
             for thread in app.warm_up():  # the imports `serve` starts once a client has finished its handshake
                 thread.join()  # done during the client's think time (cold start's subject, perf/cold_start.py)
@@ -95,12 +101,15 @@ async def main(calls: int, latency: float) -> None:
         print(f"\n## Against a backend that takes 16 at once and answers 429 past that (latency 200 ms), two bursts of {calls}")
         print("| backend concurrency | 429s, first burst | 429s, second burst | failed calls | limit after |")
         print("|---|---|---|---|---|")
-        default, fixed = Capacity(16, 0.2), Capacity(16, 0.2)
-        with default.server, fixed.server:  # one server for both default rows: its URL is the backend's identity
-            rows = (("default (adaptive, ceiling 256), first process", default, None), ("default, the next process on that database", default, None),
-                    ("fixed 16 (the old default)", fixed, 16))
-            for label, capped, concurrency in rows:
-                app = App(load_settings(env(capped.server.base_url, Path(tmp) / f"c{concurrency}.db", concurrency)))
+        default, before, fixed = Capacity(16, 0.2), Capacity(16, 0.2), Capacity(16, 0.2)
+        with default.server, before.server, fixed.server:  # one server for both default rows: its URL is the backend's identity
+            rows = (("default (adaptive, ceiling 256, slow start), first process", default, None, True),
+                    ("default, the next process on that database", default, None, True),
+                    ("default without slow start (as before), first process", before, None, False),
+                    ("fixed 16 (the old default)", fixed, 16, True))
+            for label, capped, concurrency, slow in rows:
+                limiter.SLOW_START = SLOW_START if slow else 10**9
+                app = App(load_settings(env(capped.server.base_url, Path(tmp) / f"c{concurrency}{slow}.db", concurrency)))
                 before = capped.refused
                 _, failed_first = await burst(app, calls)
                 first = capped.refused - before

@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 
 from judge_mcp.backends.errors import AttemptTimeout, BackendError, FatalError, RetryableError
-from judge_mcp.backends.limiter import OVERLOAD_STATUS, AdaptiveLimit
+from judge_mcp.backends.limiter import OVERLOAD_STATUS, SLOW_START_GRACE_S, AdaptiveLimit
 from judge_mcp.backends.retry import RetryPolicy, run_with_retries
 from judge_mcp.contract.images import Image
 
@@ -283,7 +283,7 @@ class Backend:
                 raise FatalError(f"no time left for another attempt within the call's bound of {self.call_bound_s:g}s{call.before()}")
             try:
                 with anyio.fail_after(limit):
-                    completion = await self._send(request)
+                    completion = await (self._send_in_slow_start(request) if self.limit.slow_start else self._send(request))
             except RetryableError as exc:
                 if exc.status in OVERLOAD_STATUS:
                     self.limit.overloaded(exc.retry_after, status=exc.status)
@@ -299,6 +299,39 @@ class Backend:
             if not completion.usage.latency_ms:
                 completion.usage.latency_ms = (time.perf_counter() - start) * 1000.0
             return completion
+
+    async def _send_in_slow_start(self, request: ChatRequest) -> Completion:
+        """_send, counted once as accepted by the limit's slow start: when it has been in flight SLOW_START_GRACE_S
+        without a refusal, or when it succeeds sooner (limiter.py)."""
+        limit, counted = self.limit, False
+
+        async def grace() -> None:
+            """SLOW_START_GRACE_S in quarters, each on time: a quarter that ends late (the event loop busy, so a
+            refusal may have arrived unread) starts the count again."""
+            nonlocal counted
+            quiet, step = 0.0, SLOW_START_GRACE_S / 4
+            while quiet < SLOW_START_GRACE_S:
+                before = anyio.current_time()
+                await anyio.sleep(step)
+                quiet = quiet + step if anyio.current_time() - before < 1.5 * step else 0.0
+            counted = True
+            limit.accepted()
+
+        completion: Completion | None = None
+        failure: Exception | None = None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(grace)
+            try:
+                completion = await self._send(request)
+            except Exception as exc:  # raised below, outside the task group (not as an exception group)
+                failure = exc
+            tg.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+        assert completion is not None
+        if not counted:
+            limit.accepted()
+        return completion
 
     def _backend_error(self, exc: Exception, attempts: int) -> BackendError:
         """The BackendError a failed call raises, naming the backend and the cause."""

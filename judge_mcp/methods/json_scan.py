@@ -10,6 +10,7 @@ fails late is re-read from each `{` nested in it. Here one validating pass per s
 - every `{` it meets where a value may start is an object start whose fate it decides on the way (closed at
   some offset, or failing where the pass fails), remembered so that no later start re-reads it;
 - `raw_decode` runs only on a start the pass found complete, so it never fails on grammar and never re-reads.
+- most starts never get a pass: two regular expressions (below) decide objects nested up to three deep.
 
 A start inside one pass's string is read by a pass of its own; such passes cannot pile up on the same stretch of
 text, since two passes that agree on being outside a string at one offset read alike from there on.
@@ -17,6 +18,7 @@ text, since two passes that agree on being outside a string at one offset read a
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sys
@@ -33,9 +35,48 @@ _STRING = {
 _NUMBER = re.compile(r"-?+(?:0|[1-9][0-9]*+)(\.[0-9]++)?+([eE][-+]?+[0-9]++)?+")
 _LITERALS = ("true", "false", "null", "NaN", "Infinity", "-Infinity")
 _FAILED = -1
-# An object closes at once or opens with a key string and a colon; any other `{` fails without a pass of its own.
-# (The key's string is read loosely here, escapes unchecked: a superset of both grammars, the pass checks.)
-_START = re.compile(r'\{(?=[ \t\n\r]*+(?:\}|"(?:[^"\\]++|\\.)*+"[ \t\n\r]*+:))', re.S)
+
+# ---- the fate of most starts decided by one regular expression, without a pass --------------------------------------
+# A pass costs a few Python steps per token, which on text made of short failing objects (`{"a":"{` repeated) is
+# twenty times a plain pass over it. The reading of an object nested at most _REGEX_DEPTH deep is a regular
+# language, so two expressions decide most starts inside the regex engine: _full (the object is complete: its end)
+# and _dead (its reading fails without going deeper). Both are exact where they answer (built from the same tokens
+# as the pass, numbers whose integer part is too long for them left undecided); a start neither answers gets a pass.
+# The search for starts skips the dead ones (`\{(?!dead)`), so hostile text costs one regex scan.
+_REGEX_DEPTH = 3
+_W = r"[ \t\n\r]*+"
+_NUM_RE = r"-?+(?:0|[1-9][0-9]{0,999}+(?![0-9]))(?:\.[0-9]++)?+(?:[eE][-+]?+[0-9]++)?+"
+_VALUE_START = r"""[-0-9\[{"tfnNI]"""
+
+
+def _patterns(strict: bool) -> tuple[str, str]:
+    """(a complete object, a failing reading after its `{`), nested at most _REGEX_DEPTH deep. Each token is read
+    once where the grammar allows (atomic groups), so a long string costs a few reads, not one per alternative."""
+    s, w, vs = f"(?>{_STRING[strict].pattern})", _W, _VALUE_START
+    scalar = f"(?>{s}|{_NUM_RE}|true|false|null|NaN|Infinity|-Infinity)"
+    value, dead = scalar, f'(?=")(?!{s})'  # depth 0: scalars; a string that fails
+    obj_dead_tail = ""
+    for _ in range(_REGEX_DEPTH):
+        member = f"{s}{w}:{w}{value}"
+        obj = rf'\{{{w}(?:{member}{w}(?:,{w}(?=")|(?=\}})))*+\}}'
+        arr = rf"\[{w}(?:{value}{w}(?:,{w}(?![\],])|(?=\])))*+\]"
+        # after `{`: neither a key nor `}`; or members, then after a comma no key, a key that fails, no colon, no
+        # value, a value that fails inside, or a value followed by neither `,` nor `}`
+        # (the first two alternatives are the commonest failures, tried first: a key without a colon, a first
+        # member whose value is a string that fails or a scalar followed by neither `,` nor `}`)
+        obj_dead_tail = (rf'{w}(?:{s}{w}(?!:)|{s}{w}:{w}(?:(?=")(?!{s})|{scalar}{w}(?![,}}]))|(?!["}}])'
+                         rf'|(?=")(?:{member}{w},{w})*+(?:(?!")|{s}{w}(?:(?!:)|:{w}(?:{dead}|(?!{vs})'
+                         rf"|{value}{w}(?![,}}])))|{dead}))")
+        arr_dead = (rf"\[{w}(?:(?!{vs}|\])|(?={vs})(?:{value}{w},{w})*+(?:(?!{vs})|{dead}|{value}{w}(?![,\]])))")
+        value, dead = f"(?>{scalar}|{obj}|{arr})", rf"(?:\{{{obj_dead_tail}|{arr_dead}|{dead})"
+    return obj, obj_dead_tail
+
+
+@functools.cache
+def _regexes(strict: bool) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(complete object at a start, the next start whose reading is not known to fail), compiled at first use."""
+    full, dead_tail = _patterns(strict)
+    return re.compile(full), re.compile(rf"\{{(?!{dead_tail})")
 
 
 class TooDeep(Exception):
@@ -148,24 +189,27 @@ def top_level_objects(text: str, *, strict: bool = True) -> Iterator[dict[str, A
     than MAX_DEPTH: no answer starts there or inside it."""
     decoder = json.JSONDecoder(strict=strict)
     fate: dict[int, int] = {}
-    m = _START.search(text)
+    full, start = _regexes(strict)
+    m = start.search(text)
     while m is not None:
         i = m.start()
-        if i not in fate:
+        if i not in fate and (done := full.match(text, i)) is not None:
+            fate[i] = done.end()
+        elif i not in fate:
             try:
                 _Pass(text, strict, fate).run(i)
             except TooDeep:
                 return
         end = fate[i]
         if end == _FAILED:
-            m = _START.search(text, i + 1)
+            m = start.search(text, i + 1)
             continue
         try:
             value, end = decoder.raw_decode(text, i)
         except RecursionError:
             return
         except ValueError:  # not expected after the scan; read as "no object here"
-            m = _START.search(text, i + 1)
+            m = start.search(text, i + 1)
             continue
         yield value
-        m = _START.search(text, end)
+        m = start.search(text, end)
