@@ -1,4 +1,4 @@
-"""`judge-mcp bench`: the benchmark harness (see CONTRACT.md, "Benchmark harness", and docs/benchmarks.md).
+"""`judge-mcp bench`: the benchmark harness (see the contract (docs/tools.md), "Benchmark harness", and docs/benchmarks.md).
 
 data.py reads the JSONL sets, methods.py judges one item or placement per method, results.py stores every finished
 judgment in the bench database, metrics.py turns stored rows into the summary, runner.py runs a benchmark

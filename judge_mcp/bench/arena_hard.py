@@ -1,5 +1,5 @@
 """The Arena-Hard pairwise judge exactly as JudgeBench runs it: the baseline the goal-reversed prompting paper
-compares against (shared/papers/goal_reversed_prompting.txt uses JudgeBench's Arena-Hard judge as "SOP, better").
+compares against (the goal-reversed prompting paper uses JudgeBench's Arena-Hard judge as "SOP, better").
 
 Source: ScalerLab/JudgeBench (MIT), `utils/judges.py` class `ArenaHard` and the templates
 `utils/templates/arena_hard_judge_system.jinja2` / `arena_hard_judge_prompt.jinja2`, which follow

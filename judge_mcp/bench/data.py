@@ -5,7 +5,7 @@ and are never degenerate (identical outputs score 1.5 and empty ones are judged,
 `chosen` itself. Items may carry images (judge_mcp/bench/item_images.py): `images` (the prompt's), `chosen_images` and
 `rejected_images` (pairwise), `option_images` (listwise, one list per response).
 
-Conversations and trajectories (CONTRACT.md, "Conversations and agent trajectories"): a pairwise item may give
+Conversations and trajectories (the contract (docs/tools.md), "Conversations and agent trajectories"): a pairwise item may give
 `conversation` (chat messages oldest first, judge_mcp/contract/messages.py's shape) in place of the string `prompt`,
 and `chosen` / `rejected` as trajectories (lists of the agent's assistant and tool messages) as well as strings.
 They are checked with the tools' own types at load (an error names the line, the field and the message) and reach

@@ -1,7 +1,7 @@
 """Figures for comparing against published judges, beside metrics.py's (which computes them per summary row).
 
 - strict_score (`--metric strict` prints it beside the JudgeBench score): the goal-reversed paper's rule for its
-  † rows (JudgeBench's recorded judges re-scored, shared/papers/goal_reversed_prompting.txt §3): a pair is right
+  † rows (JudgeBench's recorded judges re-scored, the goal-reversed prompting paper §3): a pair is right
   only when the judge names the chosen response in both placements; an inconsistent pair, a tie ([[A=B]]) or an
   unparsed verdict in either placement makes it wrong. Its denominator is the JudgeBench score's (`judgebench_n`:
   every judged pair plus the degenerate ones, which count wrong as they do there), so on a file without degenerate

@@ -3,7 +3,7 @@ relative to the JSONL file (an absolute path also works). Loading checks every i
 first bytes are a PNG, JPEG, WebP or GIF; a data URI's declared type is one of those and its bytes agree) so a bad
 dataset fails at once naming the line; the bytes are read and encoded only when an item is judged.
 
-The fields follow the tools' arguments (CONTRACT.md): `images` (the prompt's), per answer `chosen_images` /
+The fields follow the tools' arguments (the contract (docs/tools.md)): `images` (the prompt's), per answer `chosen_images` /
 `rejected_images` (pairwise items; they become `response_a_images` / `response_b_images` as the pair is placed) or
 `option_images` (listwise items: one list per response, as grade_score_options takes them).
 """

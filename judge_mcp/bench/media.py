@@ -1,4 +1,4 @@
-"""An item's images as tool arguments (the names of CONTRACT.md): `images` for the prompt's; `response_a_images` /
+"""An item's images as tool arguments (the names of the contract (docs/tools.md)): `images` for the prompt's; `response_a_images` /
 `response_b_images` for a placed pair (they travel with their answer: chosen's go where chosen is shown);
 `option_images` for grade_score_options, one list per option in the order of `Item.options`. A text item gives no
 image arguments at all, so its tool calls are exactly what they were."""

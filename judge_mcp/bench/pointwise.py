@@ -1,4 +1,4 @@
-"""Pointwise 1-10 rating: the baseline of the FLIP paper (shared/papers/flip_backward_inference.txt, Table 5,
+"""Pointwise 1-10 rating: the baseline of the FLIP paper (the FLIP paper, "Small Reward Models via Backward Inference", Table 5,
 "Prompt 1: Pointwise Rating"). Each response is rated alone, concurrently; the best is the single highest score.
 
 The answer is the paper's JSON `{ "REASONING": "[...]", "SCORE": "<your-score>" }`. With a backend that decodes

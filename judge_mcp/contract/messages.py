@@ -1,5 +1,5 @@
 """Conversations and agent trajectories: what `prompt`, `instruction`, `context` and the judged answers take besides a
-string (CONTRACT.md, "Conversations and agent trajectories").
+string (the contract (docs/tools.md), "Conversations and agent trajectories").
 
 - A **conversation** is 1..MAX_MESSAGES chat messages, oldest first: `{role, content, tool_calls, tool_call_id,
   images}`, roles system, user, assistant and tool; the answers respond to its last message.

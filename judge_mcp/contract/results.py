@@ -1,4 +1,4 @@
-"""The tools' output models. Each is the `outputSchema` a client sees, so field names follow CONTRACT.md."""
+"""The tools' output models. Each is the `outputSchema` a client sees, so field names follow the contract (docs/tools.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""score_response's argument and result models (CONTRACT.md "score_response"): one response against 1-10 weighted
+"""score_response's argument and result models (the contract (docs/tools.md) "score_response"): one response against 1-10 weighted
 criteria on an integer scale. `instruction` takes a string or a conversation, `response` a string or a trajectory
 (contract/messages.py), as on the other judging tools.
 """

@@ -1,4 +1,4 @@
-"""Goal-reversed pairwise judging (shared/papers/goal_reversed_prompting.txt, Table 1).
+"""Goal-reversed pairwise judging (the goal-reversed prompting paper, Table 1).
 
 The judge is asked which answer is *worse* (goal "worse", the paper's GRP) or better, with the Arena-Hard SOP
 template (the judge answers the prompt itself first), a CoT or a direct template. Both orders are judged

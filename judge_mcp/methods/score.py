@@ -1,4 +1,4 @@
-"""score_response: pointwise scores of one response against a rubric (CONTRACT.md "score_response").
+"""score_response: pointwise scores of one response against a rubric (the contract (docs/tools.md) "score_response").
 
 Each criterion is judged in its own call (one criterion's reasoning must not sway another's), every criterion and
 sample at once (fanout.run_each). The prompt is the FLIP paper's pointwise rating (bench/pointwise.py, Table 5

@@ -1,4 +1,4 @@
-"""Reading FLIP's answers (shared/papers/flip_backward_inference.txt): the inferred instruction from the paper's JSON
+"""Reading FLIP's answers (the FLIP paper, "Small Reward Models via Backward Inference"): the inferred instruction from the paper's JSON
 answer, in any of the spellings and shapes small models write, and the best text extraction of an answer that has
 no complete instruction value (shown with the similarity it would have scored, never as a reward).
 """

@@ -1,4 +1,4 @@
-"""FLIP: reward by backward inference (shared/papers/flip_backward_inference.txt, §2.2 and Appendix F).
+"""FLIP: reward by backward inference (the FLIP paper, "Small Reward Models via Backward Inference", §2.2 and Appendix F).
 
 For each response the model infers the instruction that would most plausibly have produced it (the paper's
 Prompt 1, 2 or 3); the reward is the similarity between the inferred and the given instruction (word-level F1 by

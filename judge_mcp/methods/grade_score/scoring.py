@@ -1,4 +1,4 @@
-"""Multiple-choice judging scored by the Grade Score (shared/papers/grade_score.txt).
+"""Multiple-choice judging scored by the Grade Score ("Grade Score: Quantifying LLM Performance in Option Selection").
 
 One trial per cyclic rotation of the options (§3.2–3.3), so every option sits at every shown position exactly once;
 the paper's printed generator yields only once (its `yield` is outside the loop), so `rotations` implements what

@@ -1,4 +1,4 @@
-"""Unrelated-option sampling (shared/papers/grade_score.txt §4.6): pick one option that answers a *different*
+"""Unrelated-option sampling ("Grade Score: Quantifying LLM Performance in Option Selection" §4.6): pick one option that answers a *different*
 instruction, to add to a `grade_score_options` call as a sanity check on the judge.
 
 Candidates come from `BUILTIN_POOL` below. The stored option pool (storage/option_pool.py: options of earlier calls

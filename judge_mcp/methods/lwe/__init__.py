@@ -1,4 +1,4 @@
-"""Learning While Evaluating (shared/papers/learning_while_evaluating.txt), in one place:
+"""Learning While Evaluating ("Becoming Experienced Judges: Selective Test-Time Learning for Evaluators"), in one place:
 
 - judging.py: `lwe_judge` (Selective LWE for one case, the meta-prompt path, feedback);
 - refine.py: the refinement of the session's meta-prompt (`refine_if_due`, `refine_pending`) and its condensing;

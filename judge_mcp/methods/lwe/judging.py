@@ -1,4 +1,4 @@
-"""Learning While Evaluating with a persistent, versioned meta-prompt (shared/papers/learning_while_evaluating.txt).
+"""Learning While Evaluating with a persistent, versioned meta-prompt ("Becoming Experienced Judges: Selective Test-Time Learning for Evaluators").
 
 `lwe_judge` is Algorithm 2 (Selective LWE) for one case, with Algorithm 1's meta-prompt path for the cases that
 need it:

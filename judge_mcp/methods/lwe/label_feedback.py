@@ -1,4 +1,4 @@
-"""LWE learns from labels (CONTRACT.md "Learning from labels"): a human label that contradicts an lwe_judge verdict,
+"""LWE learns from labels (the contract (docs/tools.md) "Learning from labels"): a human label that contradicts an lwe_judge verdict,
 or meets one without a winner, becomes a feedback item in that verdict's session's buffer, beside the judge's own
 self-feedback; the next refinement (refine.py, prompts/lwe_label_item.txt) is told which verdict was wrong and what
 the right answer is. The paper's prompts are unchanged.

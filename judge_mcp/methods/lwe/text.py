@@ -1,4 +1,4 @@
-"""The pure text side of Learning While Evaluating (shared/papers/learning_while_evaluating.txt): building the
+"""The pure text side of Learning While Evaluating ("Becoming Experienced Judges: Selective Test-Time Learning for Evaluators"): building the
 prompts of Figures 9-15, reading the judge's binary verdict (Appendix D, made stricter), reading the self-feedback
 of Figure 12, cleaning a generated prompt, and packing a feedback batch for RefineMetaPrompt (Figure 13).
 
