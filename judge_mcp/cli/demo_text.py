@@ -177,7 +177,8 @@ def stats_lines(data: dict[str, Any]) -> Lines:
         agreement = g.get("agreement") or {}
         if agreement.get("labelled"):
             parts.append(f"agreed with {_rate(agreement['accuracy'])} human labels")
-        lines.append(f"{g['tool']} on {g['model']}: {'; '.join(parts)}.")
+        brought = "" if g.get("inputs", "text") == "text" else f" (with {g['inputs'].replace('+', ', ')})"  # else two rows read alike
+        lines.append(f"{g['tool']}{brought} on {g['model']}: {'; '.join(parts)}.")
     return lines
 
 

@@ -115,6 +115,15 @@ def test_stats_lines_leave_out_what_a_tool_does_not_count() -> None:
              "ties": rate(1, 1), "parse_failures": rate(0, 2)}
     text = " ".join(stats_lines({"all_time": {"verdicts": 1, "groups": [group]}}))
     assert "first-shown" not in text and "no single winner in 1 of 1" in text and "unreadable answers: 0 of 2" in text
+    assert text.startswith("All time in this database: 1 verdicts. Per tool and model: infer_instruction_reward on m:")
+
+
+def test_stats_lines_say_what_set_two_groups_of_one_tool_apart() -> None:
+    rate = lambda c, o: {"rate": c / o if o else None, "count": c, "of": o}  # noqa: E731
+    group = {"tool": "compare_pair", "model": "m", "position_bias": {**rate(0, 0), "unbiased": None}, "ties": rate(0, 1),
+             "parse_failures": rate(0, 2)}
+    lines = stats_lines({"all_time": {"verdicts": 2, "groups": [{**group, "inputs": "text"}, {**group, "inputs": "criteria+trajectory"}]}})
+    assert lines[1].startswith("compare_pair on m:") and lines[2].startswith("compare_pair (with criteria, trajectory) on m:")
 
 
 @pytest.mark.model
