@@ -302,7 +302,7 @@ async def main(calls: int, top: int, save: str | None) -> None:
     print(f"load average {os.getloadavg()[0]:.2f}; {calls} calls each, zero-latency scripted backend, streamable HTTP")
     with tempfile.TemporaryDirectory() as tmp, ExternalScripted(UNIVERSAL_ANSWER, 0.0) as backend:
         env = server_env(backend.base_url, Path(tmp) / "profile.db")
-        noop = [str(ROOT / "bench" / "noop_server.py"), "http", "PORT"]
+        noop = [str(ROOT / "perf" / "noop_server.py"), "http", "PORT"]
         args = {"response_a": "a", "response_b": "b"}
         floor = await measure(noop, env, "noop", {}, calls)
         shaped = await measure(noop, env, "shaped", args, calls, str(Path(tmp) / "shaped.prof"))

@@ -173,7 +173,7 @@ async def server_overhead(tmp: Path, repeats: int, rounds: int, base: Path | Non
     from mcp.client.stdio import StdioServerParameters
 
     args = {"response_a": "a", "response_b": "b"}
-    noop = str(ROOT / "bench" / "noop_server.py")
+    noop = str(ROOT / "perf" / "noop_server.py")
     with ExternalScripted(UNIVERSAL_ANSWER, 0.0) as zero:
         backend = OpenAICompatBackend("bench", "scripted", base_url=zero.base_url, concurrency=DEFAULT_CONCURRENCY["openai"])
         await backend.complete(user("warm"))
