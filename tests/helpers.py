@@ -23,6 +23,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -335,3 +336,16 @@ class WriteHold:
 def integrity_ok(store: Any) -> bool:
     """SQLite's own check of the whole file (what a crash or a half-written transaction would break)."""
     return store.query("PRAGMA integrity_check")[0]["integrity_check"] == "ok"
+
+
+def closed_by_server(sock: socket.socket, wait_s: float = 15.0) -> bool:
+    """Whether the server closed the connection (what is left of a response read first); False after `wait_s`."""
+    sock.settimeout(wait_s)
+    try:
+        while sock.recv(4096):
+            pass
+        return True
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False

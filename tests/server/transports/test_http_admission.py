@@ -16,7 +16,7 @@ import pytest
 
 from judge_mcp.server.transports.admission import Admission, Gate, Limits, admitted_protocol
 from testkit.server_process import HttpServer, server_env
-from tests.helpers import ACCEPT, INIT, ThreadedUvicorn, token_client
+from tests.helpers import ACCEPT, INIT, ThreadedUvicorn, closed_by_server, token_client
 from testkit.scripted_judges import PAIR, UniversalJudge
 
 TOKEN = "admission-token-0123456789abcdef"
@@ -57,19 +57,6 @@ class _Gated(ThreadedUvicorn):
             time.sleep(0.01)
 
 
-def _closed_by_server(sock: socket.socket) -> bool:
-    """Whether the server closed the connection (what is left of a response read first); False on a 15 s timeout."""
-    sock.settimeout(15)
-    try:
-        while sock.recv(4096):
-            pass
-        return True
-    except ConnectionResetError:
-        return True
-    except TimeoutError:
-        return False
-
-
 def _request(path: str = "/", extra: bytes = b"") -> bytes:
     return b"GET " + path.encode() + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n" + extra + b"\r\n"
 
@@ -90,7 +77,7 @@ def test_unfinished_connections_are_bounded_per_peer_and_the_oldest_go_first() -
         for sock in flood:
             sock.sendall(HALF)
         served.wait_for(lambda: served.admission.counts()["pending"] == 4, "the peer keeps 4 unfinished connections")
-        assert all(_closed_by_server(sock) for sock in flood[:6])  # the six oldest were closed
+        assert all(closed_by_server(sock) for sock in flood[:6])  # the six oldest were closed
         other = [served.connect("127.0.0.2") for _ in range(4)]  # another address has a budget of its own
         served.wait_for(lambda: served.admission.counts()["pending"] == 8, "127.0.0.2's connections are all kept")
         for sock in other:  # and they are served: none was evicted by 127.0.0.1's flood
@@ -107,7 +94,7 @@ def test_a_burst_of_connections_gets_its_grace_and_the_overall_bound_holds_whate
         served.wait_for(lambda: served.admission.counts()["pending"] == 6, "the burst is kept")
         more = [served.connect("127.0.0.2") for _ in range(3)]  # 9 in all: past the overall bound, the oldest goes
         served.wait_for(lambda: served.admission.evicted["pending"] == 1, "one closed for the overall bound")
-        assert _closed_by_server(burst[0])
+        assert closed_by_server(burst[0])
         for sock in burst[1:] + more:  # the others are still served
             sock.sendall(_request())
             assert _read_response(sock).startswith(b"HTTP/1.1 200")
@@ -124,7 +111,7 @@ def test_idle_connections_are_bounded_per_peer() -> None:
             assert _read_response(sock).startswith(b"HTTP/1.1 200")
             socks.append(sock)
         served.wait_for(lambda: served.admission.counts()["idle"] == 2, "two idle connections kept")
-        assert _closed_by_server(socks[0]) and _closed_by_server(socks[1])
+        assert closed_by_server(socks[0]) and closed_by_server(socks[1])
         for sock in socks:
             sock.close()
 
@@ -136,7 +123,7 @@ def test_a_wrong_token_is_refused_when_the_headers_are_in_and_its_connection_clo
         sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer wrong\r\nContent-Length: 1000000\r\n\r\n")
         reply = _read_response(sock)
         assert reply.startswith(b"HTTP/1.1 401") and b"www-authenticate: bearer" in reply.lower()
-        assert _closed_by_server(sock)
+        assert closed_by_server(sock)
         sock.close()
         good = served.connect()
         good.sendall(_request(extra=f"Authorization: Bearer {TOKEN}\r\n".encode()))
@@ -155,7 +142,7 @@ def test_overload_is_a_503_with_retry_after() -> None:
         extra.sendall(_request())
         reply = _read_response(extra)
         assert reply.startswith(b"HTTP/1.1 503") and b"retry-after: 3" in reply.lower()
-        assert _closed_by_server(extra)
+        assert closed_by_server(extra)
         served.release.set()
         assert all(_read_response(sock).startswith(b"HTTP/1.1 200") for sock in held)
         for sock in held + [extra]:

@@ -26,7 +26,7 @@ from judge_mcp.server.transports.admission import Admission, Limits, admitted_pr
 from judge_mcp.server.transports.http import http_app
 from judge_mcp.server.transports.oauth import OAuthSettings, from_env
 from tests.connect import ClientModel
-from tests.helpers import ACCEPT, INIT, ROOT, ThreadedUvicorn, make_app, token_client
+from tests.helpers import ACCEPT, INIT, ROOT, ThreadedUvicorn, closed_by_server, make_app, token_client
 
 pytestmark = pytest.mark.anyio
 
@@ -190,18 +190,6 @@ class _Served(ThreadedUvicorn):
         return socket.create_connection(("127.0.0.1", self.port), timeout=15, source_address=(source, 0))
 
 
-def _closed_by_server(sock: socket.socket, wait_s: float = 5.0) -> bool:
-    sock.settimeout(wait_s)
-    try:
-        while sock.recv(4096):
-            pass
-        return True
-    except ConnectionResetError:
-        return True
-    except TimeoutError:
-        return False
-
-
 def test_health_probe_connections_count_as_idle_connections_of_their_peer(tmp_path: Path) -> None:
     with _Served(tmp_path, Limits(idle_per_peer=4, idle_total=64)) as served:
         socks = []
@@ -213,8 +201,8 @@ def test_health_probe_connections_count_as_idle_connections_of_their_peer(tmp_pa
                 data += sock.recv(4096)
             assert data.startswith(b"HTTP/1.1 200")
             socks.append(sock)
-        closed = sum(_closed_by_server(sock, 2.0) for sock in socks[:8])
-        still_open = [sock for sock in socks[8:] if not _closed_by_server(sock, 0.2)]
+        closed = sum(closed_by_server(sock, 2.0) for sock in socks[:8])
+        still_open = [sock for sock in socks[8:] if not closed_by_server(sock, 0.2)]
         counts = served.admission.counts()
         for sock in socks:
             sock.close()
