@@ -74,7 +74,7 @@ async def serve_counting(delay_s: float) -> None:
 
 class Backend:
     def __init__(self, delay_s: float):
-        self.proc = subprocess.Popen([sys.executable, "-m", "bench.replicas", "--backend", str(delay_s)], cwd=CHECKOUT,
+        self.proc = subprocess.Popen([sys.executable, "-m", "perf.replicas", "--backend", str(delay_s)], cwd=CHECKOUT,
                                      stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         self.base_url = self.proc.stdout.readline().strip()
