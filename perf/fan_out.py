@@ -6,8 +6,9 @@ Not a test: it prints figures. Each round runs every checkout in a process of it
 --child` with the checkout first on PYTHONPATH, so each imports its own `judge_mcp`) against the same scripted backend
 (testkit/scripted_servers.py in a third process, fixed latency). A process
 runs, `--repeats` times and interleaved call by call: one backend call, `infer_instruction_reward` with 16
-responses, `grade_score_options` with 10 options and `score_response` with 5 criteria x 2 samples as a tool call runs them (runtime/run.py,
-default concurrency), and 16 requests through the backend alone. Printed per round and checkout: the median wall
+responses, `grade_score_options` with 10 options, `score_response` with 5 criteria x 2 samples and with 10 criteria x 3 samples (30
+calls), and `compare_pair` over two agent runs of 100 messages each (trajectories: tool calls and their results) as a tool
+call runs them (runtime/run.py, default concurrency), and 16 requests through the backend alone. Printed per round and checkout: the median wall
 time of each as a ratio to the one backend call, and the client CPU per call (this process, all threads).
 """
 
@@ -31,6 +32,18 @@ HERE = Path(__file__).resolve().parent.parent
 
 def fresh() -> str:
     return uuid.uuid4().hex[:8]
+
+
+def trajectory(n: int, chars: int = 300) -> list[dict]:
+    """`n` messages of an agent run (as perf/transcript_cost.py builds them): an assistant turn with one tool call,
+    then the tool's result of `chars` characters; distinct per call, so no answer comes from the call cache."""
+    out: list[dict] = []
+    for k in range(n // 2):
+        call_id, tag = f"call_{k}", fresh()
+        out.append({"role": "assistant", "content": f"Step {k}: reading the log again ({tag}).",
+                    "tool_calls": [{"id": call_id, "name": "read_file", "arguments": {"path": f"logs/job_{k}.txt"}}]})
+        out.append({"role": "tool", "tool_call_id": call_id, "content": (f"line {k} of the job's log {tag}. " * chars)[:chars]})
+    return out
 
 
 async def measure(base_url: str, repeats: int) -> dict[str, dict[str, float]]:
@@ -60,10 +73,19 @@ async def measure(base_url: str, repeats: int) -> dict[str, dict[str, float]]:
             await run_method(app, "score_response", dict(instruction=f"q {fresh()}", response=f"r {fresh()}",
                                                             criteria=[{"name": f"c{c}"} for c in range(5)], samples=2))
 
+        async def score10x3() -> None:
+            await run_method(app, "score_response", dict(instruction=f"q {fresh()}", response=f"r {fresh()}",
+                                                            criteria=[{"name": f"c{c}"} for c in range(10)], samples=3))
+
+        async def pair_traj100() -> None:
+            await run_method(app, "compare_pair", dict(prompt=f"Fix the build {fresh()}", response_a=trajectory(100), response_b=trajectory(100)))
+
         async def direct16() -> None:
             await asyncio.gather(*(one() for _ in range(16)))
 
-        rows = {"one backend call": one, "FLIP n = 16": flip16, "Grade Score n = 10": grade10, "score_response 5 criteria x 2 samples": score5x2, "16 requests, backend alone": direct16}
+        rows = {"one backend call": one, "FLIP n = 16": flip16, "Grade Score n = 10": grade10, "score_response 5 criteria x 2 samples": score5x2,
+                "score_response 10 criteria x 3 samples": score10x3, "compare_pair, two 100-message trajectories": pair_traj100,
+                "16 requests, backend alone": direct16}
         for fn in rows.values():  # warm: connections, prompt caches
             await fn()
         walls: dict[str, list[float]] = {name: [] for name in rows}
