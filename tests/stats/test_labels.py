@@ -72,7 +72,7 @@ async def test_labels_give_each_judge_its_agreement_in_judge_stats(connect) -> N
     assert labelled["calibration"]["ece"] == pytest.approx(0.4) and labelled["calibration"]["brier"] == pytest.approx(0.41)
     # the criteria group has no label: null figures with their denominators, never 0
     assert unlabelled == {"labelled": 0, "accuracy": {"rate": None, "count": 0, "of": 0}, "kappa": None,
-                          "calibration": {"n": 0, "of": 0, "ece": None, "brier": None}, "scores": None}
+                          "calibration": {"n": 0, "of": 0, "ece": None, "brier": None}, "scores": None, "length": None}
     # the last 2 verdicts (cases 3 and 4): one label, a tie the judge did not see
     recent = {g["inputs"]: g["agreement"] for g in stats["last"]["groups"]}
     assert recent["text"]["labelled"] == 1 and recent["text"]["accuracy"]["rate"] == 0.0 and recent["text"]["calibration"]["of"] == 0
