@@ -140,16 +140,18 @@ def fill(
     tenant = tenant or tenants.current()
     start = time.time() - count if start_at is None else start_at
     for offset in range(0, count, page):
-        rows, parts = [], []
+        rows, parts, longer = [], [], {}
         for k in range(offset, min(count, offset + page)):
             v, at = synthetic(rng), start + k
             rows.append((first_id + k, v.tool, v.backend, v.model, dumps(v.inputs), dumps(v.output), dumps(v.usage), dumps(v.calls), at, tenant))
-            parts.append((first_id + k, at, verdict_facts.contributions(verdict_facts.written_row(*v.args()))))
+            written = verdict_facts.written_row(*v.args())
+            parts.append((first_id + k, at, verdict_facts.contributions(written)))
+            longer[first_id + k] = verdict_facts.longer_answer(written["lengths"])
         with store.transaction() as tx:
             for chunk in range(0, len(rows), 100):
                 block = rows[chunk:chunk + 100]
                 tx.execute(f"INSERT INTO verdicts ({COLUMNS}) VALUES {', '.join(['(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'] * len(block))}",
                            [value for row in block for value in row])
-            verdict_stats.add_many(tx, parts, tenant)
+            verdict_stats.add_many(tx, parts, tenant, longer)
     if store.dialect.name == "postgresql":  # the ids were given: move the identity past them for later writes
         store.query("SELECT setval(pg_get_serial_sequence('verdicts', 'id'), (SELECT MAX(id) FROM verdicts))")

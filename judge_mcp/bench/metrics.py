@@ -136,6 +136,19 @@ def _item_seconds(records: list[dict[str, Any]]) -> float:
     return (max(ends) - min(starts)) if starts and ends else sum(r.get("seconds", 0.0) for r in records)
 
 
+def named(record: dict[str, Any]) -> str | None:
+    """The response of a pair a verdict named, "chosen" or "rejected" (None: none): a pairwise verdict's `names`, or
+    the single pick of a response-wise method (flip, pointwise, grade) on a pair, `predicted` 0 being the chosen
+    response (Item.options); an AlpacaEval row's preference names "output_2" above 1.5, "output_1" below."""
+    if "names" in record:
+        return record["names"]
+    preference = record.get("preference")
+    if isinstance(preference, (int, float)) and preference != 1.5:
+        return "output_2" if preference > 1.5 else "output_1"
+    pick = record.get("predicted")
+    return ("chosen", "rejected")[pick] if record.get("longer") and pick in (0, 1) and not isinstance(pick, bool) else None
+
+
 def item_outcome(done: dict[str, dict[str, Any]], placements: tuple[str, ...], item_id: str = "") -> dict[str, Any]:
     """One item's contribution: right/consistent/both-right, verdict counts, cost and wall time."""
     records = [done[p] for p in placements]
@@ -158,9 +171,9 @@ def item_outcome(done: dict[str, dict[str, Any]], placements: tuple[str, ...], i
         # what first_shown_picks would be without position bias: 1/n of the parsed picks among n shown positions
         "unbiased_picks": sum(r["parsed_verdicts"] / len(r["detail"]["position_counts"]) for r in records if (r.get("detail") or {}).get("position_counts")),
         # verdicts naming a response, of pairs whose responses differ in length: how many named the longer one
-        "length_decided": sum(1 for r in records if r.get("longer") and r.get("names")),
-        "longer_picks": sum(1 for r in records if r.get("longer") and r.get("names") == r["longer"]),
-        "longer_gold": sum(1 for r in records if r.get("longer") == "chosen" and r.get("names")),  # figures.length_figures
+        "length_decided": sum(1 for r in records if r.get("longer") and named(r)),
+        "longer_picks": sum(1 for r in records if r.get("longer") and named(r) == r["longer"]),
+        "longer_gold": sum(1 for r in records if r.get("longer") == "chosen" and named(r)),  # figures.length_figures
         "seconds": _item_seconds(records),
         **{k: sum(r.get(k, 0) for r in records) for k in COST_KEYS},
     }

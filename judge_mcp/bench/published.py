@@ -42,6 +42,8 @@ async def _alpaca_eval(app: App, item: Item, placement: str, opts: Options, back
         "parsed_verdicts": 1 if parsed and not result.identical else 0, "first_shown_picks": None, "consistent": None,
         "preference": result.preference, "switched": result.switched, "identical": result.identical,
         "len_1": len(reference), "len_2": len(output), "difficulty": item.difficulty, "generators": list(item.generators or ()),
+        # which output is longer (metrics.named reads the preference as a pick): the summary's length preference
+        "longer": "output_1" if len(reference) > len(output) else "output_2" if len(output) > len(reference) else None,
     }
     record.update(methods._usage(result), **timing, **call_stats(calls))
     record["reasked"] = False  # AlpacaEval sends one request per row
@@ -70,7 +72,9 @@ def alpaca_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-NO_GOLD = ("accuracy", "pair_accuracy", "single_order_accuracy", "judgebench_score", "strict_score")
+# figures against a gold label, null for head-to-head rows (which have none); their length preference stays, and
+# the LC win rate is their length control
+NO_GOLD = ("accuracy", "pair_accuracy", "single_order_accuracy", "judgebench_score", "strict_score", "length_gold_share", "length_bias")
 
 
 def _pair_preference(records: list[dict[str, Any]], model: str) -> float | None:

@@ -200,10 +200,10 @@ class _Run:
                 self.stop.set()
             return False, None
         self.consecutive_errors = 0
-        if "names" in record:  # a pairwise verdict: which response was the longer (the length preference)
-            record["longer"] = item.longer
-            if item.generators:  # the models that wrote chosen and rejected, and their lengths (published.pair_lc)
-                record.update(models=list(item.generators), lengths=list(item.lengths))
+        if "names" in record or (item.kind == "pairwise" and "predicted" in record):
+            record["longer"] = item.longer  # a verdict on a pair (or one picking of its two responses): which was the longer
+        if "names" in record and item.generators:  # the models that wrote chosen and rejected, and their lengths (published.pair_lc)
+            record.update(models=list(item.generators), lengths=list(item.lengths))
         self.results.put(item.id, placement, item.seq, item.category, "done", record=record)
         return True, record["correct"]
 

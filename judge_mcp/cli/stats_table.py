@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from judge_mcp.contract.results import Mean, Rate, StatsReport, Window
+from judge_mcp.contract.results import LabelLength, Mean, Rate, StatsReport, Window
 
 
 def _pct(rate: Rate) -> str:
@@ -40,7 +40,14 @@ def _table(rows: list[list[str]], columns: tuple[str, ...] = STATS_COLUMNS) -> s
     return "\n".join(lines)
 
 
-AGREEMENT_COLUMNS = ("backend", "model", "tool", "inputs", "labelled", "accuracy", "kappa", "ECE", "Brier")
+AGREEMENT_COLUMNS = ("backend", "model", "tool", "inputs", "labelled", "accuracy", "kappa", "ECE", "Brier", "length bias")
+
+
+def _length(length: LabelLength | None) -> str:
+    """`bias (verdicts' longer share - labels' longer share of n)`, `-` when undefined."""
+    if length is None or length.bias is None or length.longer_picked.rate is None or length.longer_labels.rate is None:
+        return "-"
+    return f"{length.bias:.2f} ({length.longer_picked.rate:.2f} - {length.longer_labels.rate:.2f} of {length.longer_picked.of})"
 
 
 def _agreement_table(window: Window) -> str | None:
@@ -50,7 +57,7 @@ def _agreement_table(window: Window) -> str | None:
         a = g.agreement
         if a.labelled:
             figures = ("-" if v is None else f"{v:.2f}" for v in (a.kappa, a.calibration.ece, a.calibration.brier))
-            rows.append([g.backend, g.model, g.tool, g.inputs, str(a.labelled), _pct(a.accuracy), *figures])
+            rows.append([g.backend, g.model, g.tool, g.inputs, str(a.labelled), _pct(a.accuracy), *figures, _length(a.length)])
     return _table(rows, AGREEMENT_COLUMNS) if rows else None
 
 
@@ -74,5 +81,7 @@ def render_stats(report: StatsReport) -> str:
         "conversation, trajectory), one row each; first-shown: parsed trials naming the first-shown answer (a judge without position bias scores `unbiased`);\n"
         "inconsistent: both orders parsed and disagreeing; unparsed / re-asked: per answer; ties: no winner (pairs),\n"
         "tied top reward (FLIP) or tied mode (grade); longer wins: decided pairs won by the longer answer (0.5: no preference)."
+        + ("\nlength bias: of decided verdicts with an A/B label and answers of unequal length, the share naming the longer\n"
+           "answer minus the share of labels naming it (0: as long-winded as the labels)." if labelled is not None else "")
     )
     return "\n\n".join(parts)

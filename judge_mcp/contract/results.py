@@ -264,6 +264,12 @@ class ScoreAgreement(BaseModel):
     kendall: float | None = Field(description="Kendall's tau-b (null likewise)")
 
 
+class LabelLength(BaseModel):
+    longer_picked: Rate = Field(description="the verdict names the longer answer")
+    longer_labels: Rate = Field(description="the label does")
+    bias: float | None = Field(description="longer_picked minus longer_labels; null when `of` is 0")
+
+
 class Agreement(BaseModel):
     """How the group's verdicts agree with human labels (record_label); null figures when none is labelled."""
 
@@ -275,6 +281,7 @@ class Agreement(BaseModel):
     )
     calibration: LabelCalibration = Field(default_factory=LabelCalibration, description="p_better against A/B labels (compare_pair)")
     scores: ScoreAgreement | None = Field(None, description="score_response: overall against the score labels")
+    length: LabelLength | None = Field(None, description="pairwise: of decided verdicts with an A/B label, answers of unequal length")
 
 
 class LabelResult(BaseModel):

@@ -9,6 +9,12 @@ their verdicts (a page at a time: as many rows as labels) and puts the figures o
 - calibration: ECE and Brier score of `p_better` against A/B labels, computed by stats/calibration.py's
   `probability_figures` (the bench's definitions: confidence max(p, 1 - p), ECE_BINS equal-width bins); a "tie"
   label is left out.
+- length (compare_pair, lwe_judge): over the labelled verdicts with a winner and an A/B label whose answers differ in
+  length (the verdict's facts row says which is longer), the share naming the longer answer (`longer_picked`), the
+  share of their labels that are the longer answer (`longer_labels`), and `bias`, the first minus the second (the
+  bench's length_bias, bench/figures.py, with the labels as gold): how much more than the labels the judge prefers
+  the longer answer. A tie (verdict or label) says nothing about length and is left out, so both shares have one
+  denominator.
 A group with no label has `labelled` 0 and null figures, never 0. A panel verdict counts under the backend and model
 it was logged with, and each member that judged (status ok) under its own, as judge_stats counts them.
 """
@@ -23,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from judge_mcp.stats import labels
 from judge_mcp.stats import score_agreement
 from judge_mcp.stats.calibration import probability_figures
-from judge_mcp.contract.results import Agreement, LabelCalibration, Rate, ScoreAgreement, StatsReport, Window
+from judge_mcp.contract.results import Agreement, LabelCalibration, LabelLength, Rate, ScoreAgreement, StatsReport, Window
 from judge_mcp.storage.label_rows import LabelTable
 
 if TYPE_CHECKING:
@@ -53,13 +59,23 @@ class Tally:
         self.pairs: list[tuple[str, str]] = []  # (verdict's answer, label)
         self.p_label: list[float | None] = []  # per A/B label: p_better of the labelled answer, None without one
         self.scores: list[tuple[float, float]] = []  # score_response: (overall, label)
+        self.pairwise = False  # a pairwise verdict is labelled: the group has length figures
+        self.length = [0, 0, 0]  # decided, A/B-labelled, unequal lengths: of, verdicts naming the longer, labels naming it
 
-    def add(self, answer: str, label: str, p: float | None, ab: bool, score: float | None = None) -> None:
+    def add(self, answer: str, label: str, p: float | None, ab: bool, score: float | None = None, longer: str | None | bool = False) -> None:
+        """One labelled verdict; `longer`: a pairwise verdict's longer answer ("A", "B"; None for equal lengths or
+        unknown), False for other tools."""
         self.pairs.append((answer, label))
         if ab:
             self.p_label.append(p)
         if score is not None and label.isdigit():
             self.scores.append((score, float(label)))
+        if longer is not False:
+            self.pairwise = True
+            if longer in ("A", "B") and answer in ("A", "B") and label in ("A", "B"):
+                self.length[0] += 1
+                self.length[1] += answer == longer
+                self.length[2] += label == longer
 
     def figures(self) -> Agreement:
         n, right = len(self.pairs), sum(a == b for a, b in self.pairs)
@@ -70,13 +86,31 @@ class Tally:
             kappa=kappa(self.pairs),
             calibration=LabelCalibration(n=probs["n"], of=len(self.p_label), ece=probs["ece"], brier=probs["brier"]),
             scores=self._score_figures(),
+            length=self._length_figures(),
         )
+
+    def _length_figures(self) -> LabelLength | None:
+        if not self.pairwise:
+            return None
+        of, picked, labelled = self.length
+
+        def rate(count: int) -> Rate:
+            return Rate(rate=round(count / of, 4) if of else None, count=count, of=of)
+
+        return LabelLength(longer_picked=rate(picked), longer_labels=rate(labelled), bias=round((picked - labelled) / of, 4) if of else None)
 
     def _score_figures(self) -> ScoreAgreement | None:
         s = self.scores
         if not s:
             return None
         return ScoreAgreement(n=len(s), mae=score_agreement.mae(s), spearman=score_agreement.spearman(s), kendall=score_agreement.kendall(s))
+
+
+def longer_of(row: dict[str, Any]) -> str | None | bool:
+    """A labelled row's longer answer for Tally.add: "A", "B" or None for a pairwise verdict, False for other tools."""
+    if row["tool"] not in labels.PAIRWISE:
+        return False
+    return row.get("longer") if row.get("longer") in ("A", "B") else None
 
 
 def entries(row: dict[str, Any]) -> Iterator[tuple[Key, str, float | None, float | None]]:
@@ -100,11 +134,12 @@ def tally(rows: Iterable[dict[str, Any]], first_id: int | None) -> tuple[dict[Ke
     everything: dict[Key, Tally] = {}
     recent: dict[Key, Tally] = {}
     for row in rows:
+        longer = longer_of(row)
         for key, answer, p, score in entries(row):
             ab = row["tool"] in labels.PAIRWISE and row["label"] in ("A", "B")
-            everything.setdefault(key, Tally()).add(answer, row["label"], p, ab, score)
+            everything.setdefault(key, Tally()).add(answer, row["label"], p, ab, score, longer)
             if first_id is not None and row["id"] >= first_id:
-                recent.setdefault(key, Tally()).add(answer, row["label"], p, ab, score)
+                recent.setdefault(key, Tally()).add(answer, row["label"], p, ab, score, longer)
     return everything, recent
 
 

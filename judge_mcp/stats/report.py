@@ -23,7 +23,8 @@ perf/stats_scale.py compare with). What each figure counts, per tool:
   infer_instruction_reward: the top reward tied (of verdicts with a parsed response); grade_score_options: the
   mode tied (of verdicts with a parsed trial).
 - length_preference: of decided compare_pair / lwe_judge verdicts whose two answers differ in length
-  (characters), the share won by the longer answer (0.5: no preference).
+  (characters), the share won by the longer answer (0.5: no preference); against the caller's labels, the same
+  share beside the labels' share of longer answers and their difference (`agreement.length`, agreement.py).
 - calls, cached_calls, latency_ms: means of the verdicts' usage.
 
 Every rate carries its numerator and denominator; a rate with denominator 0 is null, never 0.

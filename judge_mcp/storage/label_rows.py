@@ -61,10 +61,13 @@ class LabelTable:
     def page(self, *, after: str = "", limit: int = 500) -> list[dict[str, Any]]:
         """The tenant's labels joined with their verdicts, in verdict_id order after `after`: the label, the group's
         inputs, the verdict's row id, tool, backend, model and output (JSON text without its per-trial and long text
-        parts; None when it is not valid JSON). A read."""
+        parts; None when it is not valid JSON), and which of a pair's answers is longer (`longer`: "A", "B" or None;
+        the verdict's facts row, verdict_stats.py). A read."""
         return self.store.query(
-            f"SELECT l.verdict_id, l.label, l.inputs, v.id, v.tool, v.backend, v.model, {SHORT_OUTPUT[self.store.dialect.name]} AS output"
+            f"SELECT l.verdict_id, l.label, l.inputs, v.id, v.tool, v.backend, v.model, {SHORT_OUTPUT[self.store.dialect.name]} AS output,"
+            " f.longer_answer AS longer"
             " FROM labels l JOIN verdicts v ON v.verdict_id = l.verdict_id"
+            " LEFT JOIN verdict_facts f ON f.verdict_id = v.id AND f.part = 0"
             " WHERE l.verdict_id > ? AND v.tenant = ? ORDER BY l.verdict_id LIMIT ?",
             [after, self.tenant, limit],
         )

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 from judge_mcp.storage.engine import Migration, StoreError, Tx
 from judge_mcp.storage.m013_tenants import m013_tenants
+from judge_mcp.storage.m015_longer_answers import m015_longer_answers
 from judge_mcp.storage.verdict_log import stats_page
 
 
@@ -331,6 +332,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m012_verdict_stats,
     m013_tenants,
     m014_label_feedback,
+    m015_longer_answers,
 )
 BENCH_MIGRATIONS: tuple[Migration, ...] = (*MIGRATIONS, m101_bench_tables, m102_bench_fingerprint, m103_bench_batches)
 

@@ -295,6 +295,14 @@ def written_row(tool: str, backend: str, model: str, inputs: Mapping[str, Any], 
             "lengths": lengths, "brought": brought, "vanilla_reasks": reasks}
 
 
+def longer_answer(lengths: Any) -> str | None:
+    """Which of a pair's two answers is longer in characters ("A" or "B"; None: equal lengths, or not a pair of texts),
+    from a row's `lengths` (kept per verdict in the facts table: judge_stats meets it with the caller's labels)."""
+    if not isinstance(lengths, (list, tuple)) or len(lengths) != 2 or lengths[0] == lengths[1]:
+        return None
+    return "A" if lengths[0] > lengths[1] else "B"
+
+
 def brought_flags(inputs: Mapping[str, Any]) -> list[bool]:
     """Which of BROUGHT a verdict's (logged) inputs hold, in BROUGHT's order; a long criteria or reference may be
     stored apart (the row's `text_refs`, storage/texts.py)."""

@@ -111,7 +111,8 @@ class VerdictLog:
         the call's, tenants.current(); the write lane's thread has no call, so App passes it)."""
         from judge_mcp.storage import verdict_facts, verdict_stats  # lazy: the telemetry's modules load at the first write
 
-        parts = verdict_facts.contributions(verdict_facts.written_row(tool, backend, model, inputs, output, usage, calls))
+        written = verdict_facts.written_row(tool, backend, model, inputs, output, usage, calls)
+        parts, longer = verdict_facts.contributions(written), verdict_facts.longer_answer(written["lengths"])
         created_at = time.time()
         tenant = tenant or tenants.current()
         with self.store.transaction() as tx:
@@ -125,7 +126,7 @@ class VerdictLog:
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [tool, backend, model, dumps(inputs), dumps(output), dumps(usage), dumps(kept), created_at, verdict_id, tenant],
             )
-            verdict_stats.add(tx, row_id, created_at, parts, tenant)
+            verdict_stats.add(tx, row_id, created_at, parts, tenant, longer)
             return row_id
 
     def recent(self, tool: str | None = None, limit: int = 100, tenant: str | None = None) -> list[dict[str, Any]]:

@@ -5,7 +5,9 @@ migrations.m012_verdict_stats):
   columns) and `logged`, the verdicts logged under it (a panel member's contribution counts in `verdicts`, not in
   `logged`);
 - `verdict_facts`: what each verdict added, one row per part (part 0 the verdict itself, 1.. the panel members with
-  trials), keyed by the verdict's id: the last-N window sums the newest rows;
+  trials), keyed by the verdict's id: the last-N window sums the newest rows; part 0 of a pairwise verdict also
+  says which answer is longer (`longer_answer`, "A" or "B", NULL for equal lengths; migrations' m015), where
+  judge_stats meets the verdict with its label (stats/agreement.py);
 - `stats_totals`: `skipped`, the verdicts whose output could not be read (only rows logged before these tables,
   backfilled).
 
@@ -18,7 +20,7 @@ from the counters in one transaction: the all-time figures are always those of t
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,9 +107,10 @@ def _upsert(key: Sequence[str]) -> str:
 # m013, `tenant` None) writes the tables as m012 made them.
 _UPSERT, _UPSERT_TENANT = _upsert(GROUP_KEY), _upsert(("tenant", *GROUP_KEY))
 _FACTS = f"verdict_facts (verdict_id, part, group_id, created_at, {', '.join(FACT_COLUMNS)}"
+LONGER = "longer_answer"  # since migrations' m015; written with the tenant (m012's backfill writes neither)
 _PG_ADD = (
-    f"WITH g AS ({_UPSERT_TENANT} RETURNING id) INSERT INTO {_FACTS}, tenant)"
-    f" SELECT ?, ?, g.id, ?, {', '.join('?' * len(FACT_COLUMNS))}, ? FROM g"
+    f"WITH g AS ({_UPSERT_TENANT} RETURNING id) INSERT INTO {_FACTS}, tenant, {LONGER})"
+    f" SELECT ?, ?, g.id, ?, {', '.join('?' * len(FACT_COLUMNS))}, ?, ? FROM g"
 )
 
 
@@ -122,17 +125,21 @@ def _group(tx: Tx, key: Key, counts: Counts, logged: int, tenant: str | None) ->
     return int(rows[0]["id"])
 
 
-def _insert_facts(tx: Tx, rows: Sequence[Sequence[Any]], tenant: str | None) -> None:
-    """Facts rows: (verdict_id, part, group_id, created_at, *FACT_COLUMNS), CHUNK per statement (with `tenant`)."""
-    width = 4 + len(FACT_COLUMNS) + (tenant is not None)
+def _insert_facts(tx: Tx, rows: Sequence[Sequence[Any]], tenant: str | None, longer: Mapping[int, str | None]) -> None:
+    """Facts rows: (verdict_id, part, group_id, created_at, *FACT_COLUMNS), CHUNK per statement (with `tenant`, and
+    part 0 with its verdict's longer answer from `longer`)."""
+    width = 4 + len(FACT_COLUMNS) + 2 * (tenant is not None)
     one = "(" + ", ".join("?" * width) + ")"
-    columns = _FACTS + ("" if tenant is None else ", tenant") + ")"
-    extra = () if tenant is None else (tenant,)
+    columns = _FACTS + ("" if tenant is None else f", tenant, {LONGER}") + ")"
+
+    def extra(row: Sequence[Any]) -> tuple[Any, ...]:
+        return () if tenant is None else (tenant, longer.get(row[0]) if row[1] == 0 else None)
+
     for start in range(0, len(rows), CHUNK):
         chunk = rows[start:start + CHUNK]
         tx.execute(
             f"INSERT INTO {columns} VALUES {', '.join([one] * len(chunk))}",
-            [value for row in chunk for value in (*row, *extra)],
+            [value for row in chunk for value in (*row, *extra(row))],
         )
 
 
@@ -141,21 +148,27 @@ def _add_skipped(tx: Tx, n: int) -> None:
         tx.execute("INSERT INTO stats_totals (name, n) VALUES ('skipped', ?) ON CONFLICT (name) DO UPDATE SET n = stats_totals.n + excluded.n", [n])
 
 
-def add(tx: Tx, verdict_id: int, created_at: float, parts: list[tuple[Key, Counts]] | None, tenant: str) -> None:
+def add(tx: Tx, verdict_id: int, created_at: float, parts: list[tuple[Key, Counts]] | None, tenant: str, longer: str | None = None) -> None:
     """Inside the transaction writing verdict `verdict_id` of `tenant`: its facts rows and its groups' counters (`parts`
-    from verdict_facts.contributions; None: a verdict whose output could not be read, counted as skipped)."""
+    from verdict_facts.contributions; None: a verdict whose output could not be read, counted as skipped); `longer`:
+    its longer answer (verdict_facts.longer_answer)."""
     if parts is None or tx.dialect.name != "postgresql":
-        add_many(tx, [(verdict_id, created_at, parts)], tenant)
+        add_many(tx, [(verdict_id, created_at, parts)], tenant, {verdict_id: longer})
         return
     # PostgreSQL: one statement (one round trip) per part, its group's upsert feeding its facts row; groups in key order
     for number, (key, counts) in sorted(enumerate(parts), key=lambda item: item[1][0]):
         values = counts.values()
-        tx.execute(_PG_ADD, [tenant, *key, int(number == 0), *values, verdict_id, number, created_at, *values[1:], tenant])
+        tx.execute(_PG_ADD, [tenant, *key, int(number == 0), *values, verdict_id, number, created_at, *values[1:], tenant,
+                             longer if number == 0 else None])
 
 
-def add_many(tx: Tx, verdicts: Iterable[tuple[int, float, list[tuple[Key, Counts]] | None]], tenant: str | None = None) -> None:
-    """`add` for several verdicts at once: each group's counters change once (the backfill's pages). `tenant` None:
-    the tables as m012 made them, before tenants (that migration's backfill)."""
+def add_many(
+    tx: Tx, verdicts: Iterable[tuple[int, float, list[tuple[Key, Counts]] | None]], tenant: str | None = None,
+    longer: Mapping[int, str | None] | None = None,
+) -> None:
+    """`add` for several verdicts at once: each group's counters change once (the backfill's pages); `longer`: the
+    verdicts' longer answers by id (those not in it: None). `tenant` None: the tables as m012 made them, before
+    tenants and longer answers (that migration's backfill)."""
     totals: dict[Key, tuple[Counts | None, int]] = {}
     pending: list[tuple[int, int, Key | None, float, Counts]] = []
     skipped = 0
@@ -169,7 +182,7 @@ def add_many(tx: Tx, verdicts: Iterable[tuple[int, float, list[tuple[Key, Counts
             totals[key] = (counts if total is None else plus(total, counts), logged + (number == 0))
             pending.append((verdict_id, number, key, created_at, counts))
     ids = {key: _group(tx, key, counts or Counts(), logged, tenant) for key, (counts, logged) in sorted(totals.items())}  # sorted: one lock order
-    _insert_facts(tx, [(v, p, None if key is None else ids[key], at, *c.values()[1:]) for v, p, key, at, c in pending], tenant)
+    _insert_facts(tx, [(v, p, None if key is None else ids[key], at, *c.values()[1:]) for v, p, key, at, c in pending], tenant, longer or {})
     _add_skipped(tx, skipped)
 
 

@@ -124,6 +124,14 @@ async def test_alpaca_eval_sends_alpaca_eval_s_requests_and_matches_its_preferen
     # the fixture has instruction difficulties for every row: AlpacaEval's length_controlled_noreg GLM
     assert a["glm"] == "length_controlled_noreg"
     assert a["lc_win_rate"] == pytest.approx(REFERENCE["length_controlled_noreg"]["length_controlled_winrate"], abs=0.01)
+    # longer picked: of the rows whose outputs differ in length and whose preference is not 1.5, those preferring the
+    # longer output (by hand from the reference preferences); no gold: no gold share, no length bias
+    differ = [(len(r["output_2"]) > len(r["output_1"]), p) for r, p in zip(ROWS, REFERENCE["preferences"]) if len(r["output_1"]) != len(r["output_2"]) and p != 1.5]
+    longer = sum((p > 1.5) == second_longer for second_longer, p in differ)
+    o = summary["overall"]
+    assert longer == len(differ) == 9 and o["length_preference"] == 1.0  # the fixture's judge favours length (`logit`)
+    assert {second_longer for second_longer, _ in differ} == {True, False}  # ... whichever output is the longer
+    assert o["length_gold_share"] is None and o["length_bias"] is None
 
 
 def test_win_rate_by_hand():

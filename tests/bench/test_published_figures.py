@@ -77,6 +77,24 @@ def test_length_bias_is_the_excess_over_the_gold_labels_length_share():
     assert o["length_preference"] == 0.0 and o["length_gold_share"] == round(6 / 7, 4) and o["length_bias"] == round(-6 / 7, 4)
 
 
+def test_response_wise_methods_on_pairs_count_their_pick_for_length_bias():
+    """flip, pointwise and grade pick one response of the pair (`predicted`, 0: the chosen one): that pick counts as the
+    verdict's named response; no pick (an unparsed response, a tie) and equal lengths are left out."""
+    from judge_mcp.bench.methods import single_record
+
+    longer = ["chosen", "chosen", "rejected", "rejected", "rejected", None]
+    picks = [0, 0, 1, 1, None, 1]  # always the longer: right on 0-1, wrong on 2-3; no pick on 4; equal lengths on 5
+    rows = []
+    for k, (pick, side) in enumerate(zip(picks, longer)):
+        record = single_record(0, pick, [0, 1] if pick is None else [], 0, 2) | {"calls": 1, "cached_calls": 0, "longer": side}
+        rows.append({"item_id": f"i{k}", "placement": "single", "seq": k, "category": "c", "status": "done", "record": record})
+    o = metrics.summarise(rows, ("single",), "grade")["overall"]
+    assert (o["length_preference"], o["length_gold_share"], o["length_bias"]) == (1.0, 0.5, 0.5)
+    assert metrics.named({"predicted": 1, "longer": "chosen"}) == "rejected" and metrics.named({"predicted": 1}) is None  # a list: no pair
+    # an AlpacaEval row: its preference (1: output_1 .. 2: output_2) names one output, 1.5 none
+    assert [metrics.named({"preference": p}) for p in (1.0, 1.49, 1.5, 1.51)] == ["output_1", "output_1", None, "output_2"]
+
+
 def test_length_figures_without_decided_verdicts_are_null():
     assert figures.length_figures(0, 0, 0) == {"length_preference": None, "length_gold_share": None, "length_bias": None}
 

@@ -50,8 +50,9 @@ async def test_correct_judge_scores_one_on_pairs(scripted, tmp_path, method):
     assert o["parse_failures"] == 0 and o["ties"] == 0
     assert o["calls_per_item"] > 0 and o["tokens_per_item"] > 0
     assert not any("same text" in prompt_text(p) for p in server.requests)  # the degenerate item was never sent
-    # the fixture's chosen responses are the longer ones: a correct pairwise judge always names the longer
-    assert o["length_preference"] == (1.0 if method in PAIR_METHODS else None)
+    # the fixture's chosen responses are the longer ones: a correct judge always names the longer, as often as the
+    # gold does (response-wise methods too: their single pick of the pair)
+    assert (o["length_preference"], o["length_gold_share"], o["length_bias"]) == (1.0, 1.0, 0.0)
     if method in PAIR_METHODS or method == "grade":
         assert o["consistency"] == 1.0 and o["position_bias"] == 0.5
     else:

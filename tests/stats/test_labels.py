@@ -70,9 +70,15 @@ async def test_labels_give_each_judge_its_agreement_in_judge_stats(connect) -> N
     assert labelled["kappa"] == pytest.approx(-0.2)
     assert labelled["calibration"]["n"] == 2 and labelled["calibration"]["of"] == 2
     assert labelled["calibration"]["ece"] == pytest.approx(0.4) and labelled["calibration"]["brier"] == pytest.approx(0.41)
+    # length against the labels: the judge always names the good answer; of the two decided verdicts with an A/B label
+    # (cases 1 and 2), the labels name the good answer once
+    assert len(GOOD) != len(BAD)
+    sign = 1 if len(GOOD) > len(BAD) else -1
+    assert labelled["length"] == {"longer_picked": {"rate": float(sign > 0), "count": 2 * (sign > 0), "of": 2},
+                                  "longer_labels": {"rate": 0.5, "count": 1, "of": 2}, "bias": 0.5 * sign}
     # the criteria group has no label: null figures with their denominators, never 0
     assert unlabelled == {"labelled": 0, "accuracy": {"rate": None, "count": 0, "of": 0}, "kappa": None,
-                          "calibration": {"n": 0, "of": 0, "ece": None, "brier": None}, "scores": None}
+                          "calibration": {"n": 0, "of": 0, "ece": None, "brier": None}, "scores": None, "length": None}
     # the last 2 verdicts (cases 3 and 4): one label, a tie the judge did not see
     recent = {g["inputs"]: g["agreement"] for g in stats["last"]["groups"]}
     assert recent["text"]["labelled"] == 1 and recent["text"]["accuracy"]["rate"] == 0.0 and recent["text"]["calibration"]["of"] == 0
