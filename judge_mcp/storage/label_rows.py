@@ -68,8 +68,8 @@ class LabelTable:
             " f.longer_answer AS longer"
             " FROM labels l JOIN verdicts v ON v.verdict_id = l.verdict_id"
             " LEFT JOIN verdict_facts f ON f.verdict_id = v.id AND f.part = 0"
-            " WHERE l.verdict_id > ? AND v.tenant = ? ORDER BY l.verdict_id LIMIT ?",
-            [after, self.tenant, limit],
+            " WHERE l.tenant = ? AND l.verdict_id > ? AND v.tenant = l.tenant ORDER BY l.verdict_id LIMIT ?",
+            [self.tenant, after, limit],
         )
 
     def first_of_newest(self, n: int) -> int | None:

@@ -317,6 +317,12 @@ def m014_label_feedback(tx: Tx) -> None:
     tx.execute("CREATE UNIQUE INDEX IF NOT EXISTS lwe_feedback_label ON lwe_feedback(verdict_id) WHERE status = 'pending'")
 
 
+def m016_labels_by_tenant(tx: Tx) -> None:
+    """judge_stats reads a tenant's labels in verdict_id order (label_rows.page): from this index, so the read costs
+    the tenant's labels, not a probe per verdict of the tenant's log."""
+    tx.execute("CREATE INDEX IF NOT EXISTS labels_tenant ON labels(tenant, verdict_id)")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_call_cache,
     m002_verdicts,
@@ -333,6 +339,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m013_tenants,
     m014_label_feedback,
     m015_longer_answers,
+    m016_labels_by_tenant,
 )
 BENCH_MIGRATIONS: tuple[Migration, ...] = (*MIGRATIONS, m101_bench_tables, m102_bench_fingerprint, m103_bench_batches)
 

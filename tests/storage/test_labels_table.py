@@ -13,6 +13,7 @@ from judge_mcp.cli import stats_table as stats_text
 from judge_mcp.storage import retention
 from judge_mcp.storage.engine import StoreError
 from judge_mcp.storage.label_rows import LabelTable
+from judge_mcp.storage.sqlite import SqliteEngine
 from judge_mcp.storage.verdict_log import VerdictLog
 from tests.engines import on_both_engines
 
@@ -102,8 +103,6 @@ def test_a_panel_verdict_counts_for_each_member_that_judged() -> None:
 
 def test_verdicts_logged_before_the_ids_keep_their_rows_without_one(tmp_path) -> None:
     from judge_mcp.storage.migrations import MIGRATIONS
-    from judge_mcp.storage.sqlite import SqliteEngine
-
     db = tmp_path / "judge.db"
     before = SqliteEngine(db, MIGRATIONS[:7])
     with before.transaction() as tx:
@@ -124,5 +123,25 @@ def test_the_stats_text_shows_no_agreement_table_without_labels(tmp_path) -> Non
     try:
         _verdict(store, 1, "A")
         assert "agreement with human labels" not in stats_text.render_stats(stats.from_store(store))
+    finally:
+        store.close()
+
+
+def test_a_tenants_labels_are_read_from_its_labels_not_by_a_probe_per_verdict_of_its_log(tmp_path) -> None:
+    """judge_stats reads the labels on every call: the read starts from the tenant's labels (index labels_tenant),
+    so its cost follows the labels, not the log (it once walked every verdict of the tenant, 16 ms at 20,000)."""
+    from judge_mcp.storage.sqlite import SqliteEngine
+
+    store = SqliteEngine(tmp_path / "j.db")
+    try:
+        ids = [_verdict(store, k, "A") for k in range(1, 40)]
+        LabelTable(store).put(ids[5], "compare_pair", "A", "text", None)
+        seen: list[tuple[str, list]] = []
+        query = store.query
+        store.query = lambda sql, params=(): seen.append((sql, list(params))) or query(sql, params)  # type: ignore[method-assign]
+        assert [r["verdict_id"] for r in LabelTable(store).page()] == [ids[5]]
+        sql, params = seen[-1]
+        plan = [row["detail"] for row in query("EXPLAIN QUERY PLAN " + sql, params)]
+        assert "labels_tenant" in plan[0] and "USING INDEX verdicts_tenant" not in " ".join(plan), plan
     finally:
         store.close()
