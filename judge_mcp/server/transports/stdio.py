@@ -171,6 +171,8 @@ class _PipeLines:
 
     @classmethod
     async def open(cls, buffer: Any) -> _PipeLines | None:
+        if sys.platform == "win32":  # pragma: no cover - the proactor loop reads overlapped handles only
+            return None
         try:
             fd = buffer.fileno()
             if not stat.S_ISFIFO(os.fstat(fd).st_mode) and not stat.S_ISSOCK(os.fstat(fd).st_mode):
