@@ -8,8 +8,8 @@ the minimal server's one tool). Prints the medians and their ratios.
 `--base` adds a third server, judge-mcp from another checkout (its package first on PYTHONPATH, this venv's
 dependencies, run from its directory), started in the same alternation, for a before/after measured side by side.
 
-A third server is a naive judge written with the same SDK (one tool that sends the judged pair to the same scripted
-backend in one chat completion, with httpx, the SDK's own HTTP client, and returns the reply): what any judging
+A third server is the naive judge, perf/naive_judge.py (written with the same SDK: one tool that sends the judged pair
+to the same scripted backend in one chat completion, with httpx, the SDK's own HTTP client, and returns the reply): what any judging
 server built on the SDK pays for its first call, an HTTP client's import and a request, which the echo server does
 not.
 
@@ -50,36 +50,6 @@ server = MCPServer(name="minimal")
 async def echo(text: str) -> str:
     \"\"\"Return the text.\"\"\"
     return text
-
-
-anyio.run(server.run_stdio_async)
-"""
-
-# The naive judge: one tool, one chat completion to the backend at NAIVE_BASE_URL, the reply's text returned.
-NAIVE = """
-import os
-
-import anyio
-import httpx
-from mcp.server.mcpserver import MCPServer
-
-server = MCPServer(name="naive-judge")
-client = None
-
-
-@server.tool()
-async def judge(prompt: str, response_a: str, response_b: str) -> str:
-    \"\"\"Which response answers the prompt better, A or B.\"\"\"
-    global client
-    if client is None:
-        client = httpx.AsyncClient(timeout=60)
-    content = f"Question: {prompt}\\n\\nResponse A: {response_a}\\n\\nResponse B: {response_b}\\n\\nWhich is better?"
-    reply = await client.post(
-        os.environ["NAIVE_BASE_URL"] + "/chat/completions",
-        json={"model": "scripted", "messages": [{"role": "user", "content": content}]},
-    )
-    reply.raise_for_status()
-    return reply.json()["choices"][0]["message"]["content"]
 
 
 anyio.run(server.run_stdio_async)
@@ -162,7 +132,7 @@ def servers_to_start(backend_url: str, tmp: Path, base: Path | None) -> dict[str
 
     servers: dict[str, Server] = {
         "minimal": ([sys.executable, "-c", MINIMAL], env, ROOT, "echo", lambda k: {"text": f"hi {k}"}),
-        "naive": ([sys.executable, "-c", NAIVE], {**env, "NAIVE_BASE_URL": backend_url}, ROOT, "judge", pair),
+        "naive": ([sys.executable, str(ROOT / "perf" / "naive_judge.py"), "stdio"], {**env, "NAIVE_BASE_URL": backend_url}, ROOT, "judge", pair),
         "judge": (judge, judge_env, ROOT, "compare_pair", pair),
     }
     if base is not None:

@@ -207,10 +207,10 @@ async def wait_port(port: int) -> None:
 
 
 async def measure(server_argv: list[str], env: dict[str, str], tool: str, args: dict, calls: int, out: str | None = None,
-                  root: Path = ROOT, rounds: int = 1) -> dict:
+                  root: Path = ROOT, rounds: int = 1, fresh_key: str = "prompt", warm_up: int = 30) -> dict:
     """Server CPU and round-trip wall time per call without the profiler (`rounds` runs of `calls` calls each, for
     medians), then, with `out`, a profiled run of the same calls whose stats go to `out`. `root`: the checkout whose
-    judge_mcp the server runs."""
+    judge_mcp the server runs. Each call's argument `fresh_key` is a new text (no call-cache hits)."""
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
@@ -229,11 +229,11 @@ async def measure(server_argv: list[str], env: dict[str, str], tool: str, args: 
                 async def run(n: int) -> float:
                     start = time.perf_counter()
                     for _ in range(n):
-                        r = await client.call_tool(tool, {**args, "prompt": f"q {uuid.uuid4().hex}"})
+                        r = await client.call_tool(tool, {**args, fresh_key: f"q {uuid.uuid4().hex}"})
                         assert not r.is_error, r.content
                     return (time.perf_counter() - start) / n
 
-                await run(30)  # warm up: imports, connection pool, templates
+                await run(warm_up)  # warm up: imports, connection pool, templates
                 cpus, walls = [], []
                 for _ in range(rounds):
                     c0 = cpu_s(proc.pid)

@@ -193,7 +193,7 @@ async def write_verdict(app: App, tool: str, inputs: dict[str, Any], judged: Jud
         handed = True
         write = partial(VerdictLog(app.store).log, tool, backend, model, inputs, output, usage, records, rows, verdict_id, tenants.current())
         warning = await app.verdict_writes.write(
-            partial(app.store.writes.run, _write_kept, app, write, rows), partial(app.cache.written, rows), tool, verdict_id
+            partial(app.store.writes.future, _write_kept, app, write, rows), partial(app.cache.written, rows), tool, verdict_id
         )
     finally:
         if not handed:  # cancelled, or failed before anything was written: the rows are dropped

@@ -61,7 +61,8 @@ class VerdictWrites:
     ) -> str | None:
         """Write a row with `attempt()` (one whole transaction; called again for each retry). None once it is
         written; a warning for the answer when it is not within WAIT_S (the rest then happens in the background,
-        and `give_up()` runs if the last attempt fails too; `settle(verdict_id)` waits for it)."""
+        and `give_up()` runs if the last attempt fails too; `settle(verdict_id)` waits for it). An `attempt` that
+        returns a future (the write lane's `future`) is waited for as it is, with no task around it."""
         first = asyncio.ensure_future(attempt())
         done, _ = await asyncio.wait({first}, timeout=WAIT_S)
         if done and first.exception() is None:

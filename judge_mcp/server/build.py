@@ -11,6 +11,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.server.mcpserver.prompts import Prompt
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import find_invalid_x_mcp_header, x_mcp_header_map
 from mcp_types import INVALID_PARAMS
 
 from judge_mcp import prompts, tenants
@@ -37,6 +38,24 @@ class JudgeServer(MCPServer):
     """The MCP server, holding the App it serves (the CLI and the tests reach its store through `app`)."""
 
     app: App
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._header_free: dict[str, tuple[Any, bool]] = {}  # tool name -> (its input schema, declares no x-mcp-header)
+        super().__init__(*args, **kwargs)
+
+    def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
+        """The input schema the SDK checks a tools/call's `Mcp-Param-*` headers against over streamable HTTP, or None
+        (nothing to check) when the tool's schema declares no `x-mcp-header`: the SDK's check then answers "no
+        mismatch" whatever the headers, after walking the whole schema twice on every call (~100 positions for
+        compare_pair). Which schemas declare one is found once per schema, with the SDK's own functions."""
+        schema = super()._tool_input_schema(name)
+        if schema is None:
+            return None
+        known = self._header_free.get(name)
+        if known is None or known[0] is not schema:
+            free = find_invalid_x_mcp_header(schema) is not None or not x_mcp_header_map(schema)
+            known = self._header_free[name] = (schema, free)
+        return None if known[1] else schema
 
     async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None, context: Any = None) -> Any:
         """prompts/get, its arguments checked first: an unknown prompt, a missing or an unknown argument is invalid

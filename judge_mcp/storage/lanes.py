@@ -72,9 +72,14 @@ class Lane:
     async def run(self, fn: Callable[..., R], *args: Any, **kwargs: Any) -> R:
         """`fn(*args, **kwargs)` in the lane's thread; its result, or its exception raised here. A caller cancelled
         while it waits stops waiting; the job still runs to its end."""
+        return await self.future(fn, *args, **kwargs)
+
+    def future(self, fn: Callable[..., R], *args: Any, **kwargs: Any) -> asyncio.Future[R]:
+        """`run` without the coroutine: `fn(*args, **kwargs)` handed to the lane's thread now, its outcome the
+        returned future's (call it on the event loop's thread). What awaits it with a timeout needs no task."""
         future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
         self.submit(partial(fn, *args, **kwargs) if args or kwargs else fn, partial(_settle, future))
-        return await future
+        return future
 
     def submit(self, fn: Callable[[], Any], then: Callable[[Any, BaseException | None], None]) -> None:
         """Hand `fn()` to the lane's thread; `then(result, None)` or `then(None, exception)` is called on this event
