@@ -150,10 +150,7 @@ async def lwe_judge(app: App, args: LweJudgeArgs, progress: ProgressFn | None = 
 async def lwe_session_show(app: App, args: LweSessionShowArgs, progress: ProgressFn | None = None) -> LweSessionResult:
     """Show an LWE session: its meta-prompt, batch size, pending feedback and versions. Read-only (lwe_session's
     "show"). No backend calls."""
-    registry.loaded()  # the LWE modules (preloaded with the methods), the stats and the labels load at first use
-    # lazy: LWE, the stats and the labels load at their first use (or with the methods after the handshake), not at start
-    from judge_mcp.methods import lwe
-
+    lwe = registry.imported("judge_mcp.methods.lwe")  # (preloaded with the methods after the handshake), not at start
     return await _off_loop(partial(lwe.lwe_session, app.store, LweSessionArgs(session=args.session)))
 
 
@@ -161,10 +158,7 @@ async def lwe_session(app: App, args: LweSessionArgs, progress: ProgressFn | Non
     """Reset an LWE session to the initial meta-prompt (dropping buffered feedback), roll it back to a version, or
     show it. Reset and rollback add a version that later lwe_judge calls use; to only read, use lwe_session_show.
     No backend calls."""
-    registry.loaded()
-    # lazy: LWE, the stats and the labels load at their first use (or with the methods after the handshake), not at start
-    from judge_mcp.methods import lwe
-
+    lwe = registry.imported("judge_mcp.methods.lwe")
     return await _off_loop(partial(lwe.lwe_session, app.store, args))
 
 
