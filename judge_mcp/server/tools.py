@@ -24,7 +24,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp_types import InputRequiredResult, ToolAnnotations
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from judge_mcp.contract import image_files
 from judge_mcp.contract import images as imagelib
@@ -251,8 +251,14 @@ def _progress(ctx: Context | None) -> ProgressFn | None:
 def _non_text(model: type[ToolArgs]) -> frozenset[str]:
     """The arguments that take no free text (numbers, booleans, lists, enums): the ones a client's JSON text is
     decoded for."""
+    return non_text(model.input_schema())
+
+
+def non_text(schema: dict[str, Any]) -> frozenset[str]:
+    """`_non_text` read from an input schema: the model's, or the one a server publishes (compacting leaves out
+    only a null beside a type, never a string)."""
     out = set()
-    for name, prop in model.input_schema().get("properties", {}).items():
+    for name, prop in schema.get("properties", {}).items():
         members = prop.get("anyOf", [prop])
         if not any(m.get("type") == "string" and "enum" not in m and "const" not in m for m in members):
             out.add(name)
@@ -270,11 +276,14 @@ def _decoded(value: Any) -> Any:
     return value if isinstance(decoded, str) else decoded
 
 
-def client_args(model: type[ToolArgs], arguments: dict[str, Any], image_paths: imagelib.PathPolicy = imagelib.NO_PATHS) -> ToolArgs:
+def client_args(
+    model: type[ToolArgs], arguments: dict[str, Any], image_paths: imagelib.PathPolicy = imagelib.NO_PATHS, decode: frozenset[str] | None = None
+) -> ToolArgs:
     """A client's arguments as `model`: a value some clients send as JSON text inside a string ("4096", "true",
-    '["a", "b"]') is read as that value for the arguments that take no free text (judged text is never decoded),
-    then `model.parse` checks everything strictly (an image may be a file path where `image_paths` allows it)."""
-    decode = _non_text(model)
+    '["a", "b"]') is read as that value for the arguments that take no free text (`decode`, by default `_non_text`:
+    judged text is never decoded), then `model.parse` checks everything strictly (an image may be a file path where
+    `image_paths` allows it)."""
+    decode = _non_text(model) if decode is None else decode
     return model.parse({k: _decoded(v) if k in decode else v for k, v in arguments.items()}, image_paths)
 
 
@@ -289,6 +298,7 @@ class ArgsTool(Tool):
     holds that one value, so its validation has nothing left to check)."""
 
     args_model: Any = Field(exclude=True)
+    non_text: frozenset[str] = Field(exclude=True)  # from the published input schema: no schema generated at a call
     app: Any = Field(exclude=True)
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
@@ -297,7 +307,7 @@ class ArgsTool(Tool):
             try:
                 try:
                     paths = image_paths(self.app)
-                    args = await image_files.checked(partial(client_args, self.args_model, arguments, paths), paths)
+                    args = await image_files.checked(partial(client_args, self.args_model, arguments, paths, self.non_text), paths)
                 except InputError as exc:
                     raise ToolError(f"Error executing tool {self.name}: {exc}") from None
                 return await super().run({"args": args}, context, convert_result)
@@ -318,6 +328,12 @@ def with_settings_warnings(result: Any, app: App) -> Any:
     return result.model_copy(update={"warnings": [*result.warnings, *extra]})
 
 
+class _DeferredArgModel(ArgModelBase):
+    """The SDK's argument model base, its validator built at a tool's first call (not every tool's at start)."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
 def mcp_tool(spec: ToolSpec, app: App, schemas: dict[str, Any]) -> ArgsTool:
     """The SDK tool for `spec`, running its function with `app` and the request's progress notifications. `schemas`:
     its published input and output schemas (tool_schemas.py: shipped, or generated from its models)."""
@@ -335,7 +351,7 @@ def mcp_tool(spec: ToolSpec, app: App, schemas: dict[str, Any]) -> ArgsTool:
         telemetry.tool_result(args, result)
         return with_settings_warnings(result, app)
 
-    holder = create_model(f"{spec.name}Call", __base__=ArgModelBase, args=(args_model, ...))
+    holder = create_model(f"{spec.name}Call", __base__=_DeferredArgModel, args=(args_model, ...))
     return ArgsTool(
         fn=call,
         name=spec.name,
@@ -347,6 +363,7 @@ def mcp_tool(spec: ToolSpec, app: App, schemas: dict[str, Any]) -> ArgsTool:
         context_kwarg="ctx",
         annotations=spec.annotations,
         args_model=args_model,
+        non_text=non_text(schemas["input"]),
         app=app,
     )
 
