@@ -54,9 +54,9 @@ def register(run: Callable[..., Awaitable[BaseModel]], args: type[JudgingArgs], 
 
 
 # What `preload` imports: every method module the table below names, and the LWE sessions' (tools.py, server.py);
-# the first ones first (compare_pair's).
+# compare_pair's first (a panel's combining imports grade_score's scoring).
 METHOD_MODULES = (
-    "judge_mcp.methods.panel", "judge_mcp.methods.pairwise", "judge_mcp.methods.grade_score.scoring", "judge_mcp.methods.flip.reward",
+    "judge_mcp.methods.pairwise", "judge_mcp.methods.panel", "judge_mcp.methods.grade_score.scoring", "judge_mcp.methods.flip.reward",
     "judge_mcp.methods.lwe", "judge_mcp.methods.score",
 )
 _preloaded: list[threading.Thread] = []

@@ -72,27 +72,26 @@ async def run_method(
     combine = method.combine
     if panel and combine is None:
         raise ValueError(f"{name} cannot be judged by a panel")
-    with registry.judging():  # the methods' preload (after the handshake) waits while a call runs
-        chosen = [app.backend(b) for b in panel] if panel else [app.backend(args.backend)]  # ConfigError before any call
-        guard = Guard.of(args)
-        judging = guard.judges([(b.name, b.model_id) for b in chosen])  # InputError when it excludes every judge
-        members = [Member(b.name, b.model_id, excluded=b.name not in judging) for b in chosen]
-        records: Records = []
+    chosen = [app.backend(b) for b in panel] if panel else [app.backend(args.backend)]  # ConfigError before any call
+    guard = Guard.of(args)
+    judging = guard.judges([(b.name, b.model_id) for b in chosen])  # InputError when it excludes every judge
+    members = [Member(b.name, b.model_id, excluded=b.name not in judging) for b in chosen]
+    records: Records = []
 
-        async def judge(context: CallContext) -> BaseModel:
-            context.no_reask, context.sampling = no_reask, sampling
-            result = await method.run(context, args, **options)
-            records.extend(context.records)
-            return result
+    async def judge(context: CallContext) -> BaseModel:
+        context.no_reask, context.sampling = no_reask, sampling
+        result = await method.run(context, args, **options)
+        records.extend(context.records)
+        return result
 
-        logged = {**(log_extra or {}), **args.logged(), **options, **({"no_reask": True} if no_reask else {})}
-        if sampling is not None:
-            logged["sampling"] = {"temperature": sampling.temperature, "fresh": sampling.fresh}
-        if panel and combine is not None:
-            judged = partial(_panel, app, judge, partial(combine, args=args), members, chosen, guard, progress)
-        else:
-            judged = partial(_one_judge, app, judge, members[0], chosen[0], guard, progress)
-        return await write_verdict(app, name, logged, judged), records
+    logged = {**(log_extra or {}), **args.logged(), **options, **({"no_reask": True} if no_reask else {})}
+    if sampling is not None:
+        logged["sampling"] = {"temperature": sampling.temperature, "fresh": sampling.fresh}
+    if panel and combine is not None:
+        judged = partial(_panel, app, judge, partial(combine, args=args), members, chosen, guard, progress)
+    else:
+        judged = partial(_one_judge, app, judge, members[0], chosen[0], guard, progress)
+    return await write_verdict(app, name, logged, judged), records
 
 
 async def run_once(

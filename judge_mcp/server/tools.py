@@ -303,7 +303,8 @@ class ArgsTool(Tool):
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         self.app.calls_in_flight += 1
-        with telemetry.tool_call(self.name):  # a no-op unless OpenTelemetry is on
+        # the methods' preload (after the handshake) waits while a call runs; telemetry: a no-op unless OpenTelemetry is on
+        with registry.judging(), telemetry.tool_call(self.name):
             try:
                 try:
                     paths = image_paths(self.app)
