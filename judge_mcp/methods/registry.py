@@ -66,19 +66,22 @@ _calls = threading.Condition()  # the preload waits between modules while a judg
 _calls_running = [0]
 
 
-def preload() -> threading.Thread:
+def preload(after: threading.Thread | None = None) -> threading.Thread:
     """Import METHOD_MODULES in a daemon thread, once per process: started by the server once a client has finished
-    its handshake, so they load while the client thinks about its first tool call. While a judging call runs, the
-    preload waits between modules (a call sent at once imports the one module it needs, `imported`, and does not
-    share the interpreter with the imports of the others)."""
+    its handshake, so they load while the client thinks about its first tool call; once `after` has ended (the
+    backend's client import, which every first call needs: the two do not share the interpreter). While a judging
+    call runs, the preload waits between modules (a call sent at once imports the one module it needs, `imported`,
+    and does not share the interpreter with the imports of the others)."""
     with _preload_lock:
         if not _preloaded:
-            _preloaded.append(threading.Thread(target=_import_quietly, name="preload methods", daemon=True))
+            _preloaded.append(threading.Thread(target=_import_quietly, args=(after,), name="preload methods", daemon=True))
             _preloaded[0].start()
         return _preloaded[0]
 
 
-def _import_quietly() -> None:
+def _import_quietly(after: threading.Thread | None) -> None:
+    if after is not None:
+        after.join()
     for module in METHOD_MODULES:
         with _calls:
             _calls.wait_for(lambda: _calls_running[0] == 0)

@@ -81,3 +81,26 @@ def test_the_methods_preload_waits_while_a_call_runs_and_the_call_imports_its_ow
     interpreter: this one has imported them all)."""
     done = subprocess.run([sys.executable, "-c", PRELOAD_WHILE_A_CALL_RUNS], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+PRELOAD_AFTER_THE_BACKEND = """
+import sys, threading
+from judge_mcp.methods import registry
+
+go = threading.Event()
+backend = threading.Thread(target=go.wait)  # stands for the backend client's import
+backend.start()
+thread = registry.preload(after=backend)
+thread.join(0.3)  # (a chance to import what it should not)
+assert thread.is_alive() and not [m for m in registry.METHOD_MODULES if m in sys.modules], "imported beside the backend's import"
+go.set()
+thread.join(60)
+assert not thread.is_alive() and all(m in sys.modules for m in registry.METHOD_MODULES)
+print("ok")
+"""
+
+
+def test_the_methods_preload_starts_once_the_backend_client_is_imported() -> None:
+    """The two preloads do not share the interpreter: a first call needs the backend's client whatever the tool."""
+    done = subprocess.run([sys.executable, "-c", PRELOAD_AFTER_THE_BACKEND], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
