@@ -176,6 +176,11 @@ def main() -> None:
         for name in ("judge", "base"):
             if name in med:
                 print(f"| {labels[name]}: ratio to the naive judge | {med[name][0] / med['naive'][0]:.2f}x | {med[name][1] / med['naive'][1]:.2f}x | |")
+    # the same ratios per round (each server against the minimal one started just before it), their median: the load
+    # other processes put on the machine drifts between rounds more than within one
+    for name in (n for n in times if n != "minimal"):
+        paired = [statistics.median(t[i] / m[i] for t, m in zip(times[name], times["minimal"])) for i in range(2)]
+        print(f"| {labels[name]}: median of the per-round ratios to the minimal server | {paired[0]:.2f}x | {paired[1]:.2f}x | |")
 
 
 if __name__ == "__main__":

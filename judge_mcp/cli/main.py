@@ -332,7 +332,9 @@ def _days(value: str) -> float:
     return days
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(bench: bool = True) -> argparse.ArgumentParser:
+    """The command line; without `bench` (for a `serve` start: `_serving`), without the bench's subcommands, which
+    parse nothing of a `serve` command line and cost ~7 ms of imports."""
     # lazy: each subcommand loads only what it runs (a `serve` start stays short)
     from judge_mcp.config.settings import default_db_path
     from judge_mcp.config.table import serve_help
@@ -401,14 +403,22 @@ def build_parser() -> argparse.ArgumentParser:
     stats_cmd.add_argument("--tenant", type=_tenant, default="local", help="whose verdicts (a tenant of the HTTP tokens; default: %(default)s)")
     stats_cmd.set_defaults(fn=cmd_stats)
 
-    # lazy: each subcommand loads only what it runs (a `serve` start stays short)
-    from judge_mcp.bench import add_parser as add_bench
+    if bench:
+        # lazy: each subcommand loads only what it runs (a `serve` start stays short)
+        from judge_mcp.bench import add_parser as add_bench
 
-    add_bench(sub)
+        add_bench(sub)
     # -v also after the subcommand (`judge-mcp serve -v`); SUPPRESS keeps a -v given before it.
     for subparser in sub.choices.values():
         subparser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="debug logging (to stderr)")
     return parser
+
+
+def _serving(argv: list[str]) -> bool:
+    """The command line is `serve`'s: its first word other than -v is `serve` (so `--help` or `--version` before it
+    still reach the whole parser)."""
+    words = [a for a in argv if a not in ("-v", "--verbose")]
+    return bool(words) and words[0] == "serve"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -429,7 +439,7 @@ def _run(argv: list[str] | None) -> int:
     from judge_mcp.config.settings import ConfigError
     from judge_mcp.storage.engine import StoreError
 
-    args = build_parser().parse_args(argv)
+    args = build_parser(bench=not _serving(sys.argv[1:] if argv is None else argv)).parse_args(argv)
     if args.fn is not cmd_serve:
         gc.enable()
     _setup_logging(args.verbose)

@@ -44,7 +44,7 @@ from judge_mcp.contract.fields import (
 class ToolArgs(BaseModel):
     """One tool's (or one bench method's) arguments. `tool` names it in messages and in the method table."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, json_schema_extra=_judges_last)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, json_schema_extra=_judges_last, defer_build=True)
     tool: ClassVar[str] = ""
 
     @classmethod

@@ -53,7 +53,7 @@ def _lean(schema: dict[str, Any]) -> None:
 
 
 _ImageUri = Annotated[str, Field(max_length=imagelib.MAX_IMAGE_CHARS), AfterValidator(_image)]  # as `images` (described there)
-_STRICT = ConfigDict(extra="forbid", strict=True, frozen=True, json_schema_extra=_lean)
+_STRICT = ConfigDict(extra="forbid", strict=True, frozen=True, json_schema_extra=_lean, defer_build=True)
 
 
 class ToolCall(BaseModel):

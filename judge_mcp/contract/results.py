@@ -12,7 +12,7 @@ from judge_mcp.contract.args import GradeScoreOptionsArgs, InferInstructionRewar
 Side = Literal["A", "B"]
 
 
-class UsageOut(BaseModel):
+class UsageOut(BaseModel, defer_build=True):
     calls: int = Field(0, description="requests actually sent to a backend (retries not counted)")
     cached_calls: int = Field(0, description="requests answered from the call cache or a shared in-flight call")
     prompt_tokens: int = 0
@@ -20,14 +20,14 @@ class UsageOut(BaseModel):
     latency_ms: float = Field(0.0, description="wall time of the judgment, in milliseconds")
 
 
-class JudgedResult(BaseModel):
+class JudgedResult(BaseModel, defer_build=True):
     model: str
     usage: UsageOut
     verdict_id: str | None = Field(None, description="for record_label")
 
 
 # ---- panels and the self-preference guard (methods/panel.py) --------------------------------------------------------
-class SelfPreference(BaseModel):
+class SelfPreference(BaseModel, defer_build=True):
     backend: str = Field(description="the judge's backend name")
     judge_model: str = Field(description="the judge's backend kind / model id")
     families: list[str] = Field(description="the model families the judge shares with the authors of `answers`")
@@ -35,7 +35,7 @@ class SelfPreference(BaseModel):
     excluded: bool = Field(False, description="the member was left out of the panel (exclude_same_family)")
 
 
-class PanelVotes(BaseModel):
+class PanelVotes(BaseModel, defer_build=True):
     votes: dict[str, int] = Field(description='members voting for each verdict ("A"/"B", or the option index as a string)')
     answered: int = Field(description="members that returned a judgment (abstentions included)")
     abstained: int = Field(description="members that answered without a verdict (inconsistent orders, unparsed, a tied mode)")
@@ -44,7 +44,7 @@ class PanelVotes(BaseModel):
     needed: int | None = Field(description="votes a verdict needs: more than half of `answered`; null when too few members answered")
 
 
-class _PanelMember(BaseModel):
+class _PanelMember(BaseModel, defer_build=True):
     backend: str = Field(description="the backend name given in `backends`")
     model: str = Field(description="backend kind / model id")
     status: Literal["ok", "failed", "excluded"]
@@ -54,12 +54,12 @@ class _PanelMember(BaseModel):
 
 
 # ---- compare_pair -----------------------------------------------------------------------------------------------
-class PBetter(BaseModel):
+class PBetter(BaseModel, defer_build=True):
     A: float = Field(ge=0.0, le=1.0, description="probability that the caller's A is the better answer")
     B: float = Field(ge=0.0, le=1.0, description="probability that the caller's B is the better answer (1 - A)")
 
 
-class PairTrial(BaseModel):
+class PairTrial(BaseModel, defer_build=True):
     order: Literal["AB", "BA"] = Field(description="AB: the caller's A was shown first; BA: swapped")
     better: Side | None = Field(description="the better answer in the caller's A/B order; null when unparsed")
     label: str | None = Field(description="the model's final label as printed for the order it saw, e.g. [[B>A]]")
@@ -102,7 +102,7 @@ class ComparePairResult(JudgedResult):
 
 
 # ---- infer_instruction_reward (FLIP) ----------------------------------------------------------------------------
-class FlipItem(BaseModel):
+class FlipItem(BaseModel, defer_build=True):
     index: int = Field(description="0-based index of the response in the caller's list")
     inferred_instruction: str = Field(
         description="the instruction (with context: the system prompt) the model inferred from the response; "
@@ -144,7 +144,7 @@ class FlipResult(JudgedResult):
 
 
 # ---- grade_score_options ----------------------------------------------------------------------------------------
-class GradeTrial(BaseModel):
+class GradeTrial(BaseModel, defer_build=True):
     order: list[int] = Field(description="option indices in the order shown (the unrelated option, if any, is unrelated_index)")
     selected_position: int | None = Field(description="0-based shown position picked; null when unparsed")
     selected_index: int | None = Field(description="index of the picked option; null when unparsed")
@@ -186,7 +186,7 @@ class GradeScoreResult(JudgedResult):
 
 
 # ---- lwe_judge --------------------------------------------------------------------------------------------------
-class VanillaPair(BaseModel):
+class VanillaPair(BaseModel, defer_build=True):
     ab: Side | None = Field(description="vanilla verdict with the caller's A shown first, in the caller's A/B; null when unparsed")
     ba: Side | None = Field(description="vanilla verdict with the order swapped, mapped back to the caller's A/B; null when unparsed")
     consistent: bool = Field(False, description="both parsed and agree")
@@ -216,7 +216,7 @@ class LweResult(JudgedResult):
     warnings: list[str] = Field(default_factory=list)
 
 
-class MetaPromptVersion(BaseModel):
+class MetaPromptVersion(BaseModel, defer_build=True):
     version: int
     parent: int | None = Field(description="the version that was current when this one was made (null for the initial one)")
     reason: Literal["initial", "refine", "condense", "reset", "rollback"]
@@ -226,7 +226,7 @@ class MetaPromptVersion(BaseModel):
     feedback_items: int = Field(0, description="refine: feedback items this version was refined from")
 
 
-class LweSessionResult(BaseModel):
+class LweSessionResult(BaseModel, defer_build=True):
     session: str
     action: Action
     current_version: int
@@ -240,7 +240,7 @@ class LweSessionResult(BaseModel):
 
 
 # ---- the report's shape (also the judge_stats tool's outputSchema) -------------------------------------------
-class Rate(BaseModel):
+class Rate(BaseModel, defer_build=True):
     rate: float | None = Field(description="count / of, rounded to 4 places; null when `of` is 0")
     count: int
     of: int
@@ -250,27 +250,27 @@ class PositionBias(Rate):
     unbiased: float | None = Field(description="the rate of a judge without position bias: 0.5 for pairs, mean 1/n for grade_score_options")
 
 
-class LabelCalibration(BaseModel):
+class LabelCalibration(BaseModel, defer_build=True):
     n: int = Field(0, description="labelled verdicts with an A or B label whose verdict carries p_better")
     of: int = Field(0, description="labelled verdicts with an A or B label")
     ece: float | None = Field(None, description="expected calibration error of p_better against the labels (stats/calibration.py); null when n is 0")
     brier: float | None = Field(None, description="mean (1 - p_better of the labelled answer)^2; null when n is 0")
 
 
-class ScoreAgreement(BaseModel):
+class ScoreAgreement(BaseModel, defer_build=True):
     n: int = Field(description="labelled score_response verdicts with an overall score")
     mae: float | None = Field(description="mean absolute error of overall against the labels")
     spearman: float | None = Field(description="Spearman's rho (null with under 2 labels or a constant side)")
     kendall: float | None = Field(description="Kendall's tau-b (null likewise)")
 
 
-class LabelLength(BaseModel):
+class LabelLength(BaseModel, defer_build=True):
     longer_picked: Rate = Field(description="the verdict names the longer answer")
     longer_labels: Rate = Field(description="the label does")
     bias: float | None = Field(description="longer_picked minus longer_labels; null when `of` is 0")
 
 
-class Agreement(BaseModel):
+class Agreement(BaseModel, defer_build=True):
     """How the group's verdicts agree with human labels (record_label); null figures when none is labelled."""
 
     labelled: int = Field(0, description="verdicts with a label")
@@ -284,7 +284,7 @@ class Agreement(BaseModel):
     length: LabelLength | None = Field(None, description="pairwise: of decided verdicts with an A/B label, answers of unequal length")
 
 
-class LabelResult(BaseModel):
+class LabelResult(BaseModel, defer_build=True):
     verdict_id: str
     tool: str
     label: str = Field(description='as stored: "A", "B", "tie", or an index')
@@ -294,12 +294,12 @@ class LabelResult(BaseModel):
     label_feedback: bool = Field(False, description="lwe_judge: the label joined the session's feedback buffer")
 
 
-class Mean(BaseModel):
+class Mean(BaseModel, defer_build=True):
     mean: float | None = Field(description="null when `of` is 0")
     of: int = Field(description="verdicts whose usage held the value")
 
 
-class GroupStats(BaseModel):
+class GroupStats(BaseModel, defer_build=True):
     backend: str
     model: str
     tool: str
@@ -319,7 +319,7 @@ class GroupStats(BaseModel):
     agreement: Agreement = Field(default_factory=Agreement, description="agreement with human labels (record_label)")
 
 
-class Window(BaseModel):
+class Window(BaseModel, defer_build=True):
     verdicts: int = Field(description="verdict-log rows in the window")
     oldest_at: float | None = Field(description="Unix time of the window's oldest verdict")
     newest_at: float | None = Field(description="Unix time of the window's newest verdict")
@@ -327,7 +327,7 @@ class Window(BaseModel):
     groups: list[GroupStats] = Field(description="one entry per (backend, model, tool, inputs), sorted")
 
 
-class VerdictLogHealth(BaseModel):
+class VerdictLogHealth(BaseModel, defer_build=True):
     """How the verdict log kept up with the answers since the server started (judge_stats' `verdict_log`)."""
 
     pending: int = Field(0, description="verdict rows answered but not yet written (their writes are being retried)")
@@ -336,7 +336,7 @@ class VerdictLogHealth(BaseModel):
     last_error: str | None = Field(None, description="why the last late or lost row's write failed, if one did")
 
 
-class StatsReport(BaseModel):
+class StatsReport(BaseModel, defer_build=True):
     last_n: int
     all_time: Window
     last: Window = Field(description="the newest last_n verdicts")

@@ -28,7 +28,7 @@ SINGLE = "criterion"  # the name of a criterion given as one string
 
 
 class Criterion(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
 
     name: Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS), AfterValidator(_text)]
     description: Annotated[str | None, Field(min_length=1, max_length=MAX_CRITERIA_CHARS)] = None

@@ -183,14 +183,40 @@ class _Pass:
         return self._close(pos) if c == ("}" if top == "{" else "]") else None
 
 
+def _decoded(decoder: json.JSONDecoder, text: str, at: int) -> tuple[Any, int] | None:
+    """(the object at `at`, its end) when `raw_decode` reads one there nested at most MAX_DEPTH deep (no more
+    brackets in it than that, a bound the pass below cannot exceed); None: left to the pass (once per text, so a
+    failing attempt adds one linear read)."""
+    try:
+        value, end = decoder.raw_decode(text, at)
+    except (ValueError, RecursionError):
+        return None
+    if text.count("{", at, end) + text.count("[", at, end) > MAX_DEPTH:
+        return None
+    return value, end
+
+
 def top_level_objects(text: str, *, strict: bool = True) -> Iterator[dict[str, Any]]:
     """Each top-level JSON object in `text`, left to right: the first complete object from each `{`, the scan
     resuming after it (so objects nested in another, or in its strings, are part of it). Stops at nesting deeper
     than MAX_DEPTH: no answer starts there or inside it."""
     decoder = json.JSONDecoder(strict=strict)
+    at = text.find("{")
+    while at >= 0:  # a run of objects each read whole by `raw_decode`: the answer's usual shape, without the regexes
+        read = _decoded(decoder, text, at)
+        if read is None:
+            break
+        yield read[0]
+        at = text.find("{", read[1])
+    if at >= 0:
+        yield from _scanned(text, strict, decoder, at)
+
+
+def _scanned(text: str, strict: bool, decoder: json.JSONDecoder, at: int) -> Iterator[dict[str, Any]]:
+    """top_level_objects from offset `at` on, by the regexes and passes (see the module doc)."""
     fate: dict[int, int] = {}
     full, start = _regexes(strict)
-    m = start.search(text)
+    m = start.search(text, at)
     while m is not None:
         i = m.start()
         if i not in fate and (done := full.match(text, i)) is not None:

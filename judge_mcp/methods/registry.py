@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import importlib
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 from pydantic import BaseModel
@@ -51,37 +53,62 @@ def register(run: Callable[..., Awaitable[BaseModel]], args: type[JudgingArgs], 
     return method
 
 
-# What `preload` imports: every method module the table below names, and the LWE sessions' (tools.py, server.py).
+# What `preload` imports: every method module the table below names, and the LWE sessions' (tools.py, server.py);
+# compare_pair's first (a panel's combining imports grade_score's scoring).
 METHOD_MODULES = (
-    "judge_mcp.methods.panel", "judge_mcp.methods.pairwise", "judge_mcp.methods.grade_score.scoring", "judge_mcp.methods.flip.reward",
+    "judge_mcp.methods.pairwise", "judge_mcp.methods.panel", "judge_mcp.methods.grade_score.scoring", "judge_mcp.methods.flip.reward",
     "judge_mcp.methods.lwe", "judge_mcp.methods.score",
 )
 _preloaded: list[threading.Thread] = []
 _preload_lock = threading.Lock()
+_importing = threading.Lock()  # one method module imported at a time: by the preload, or by a call that needs it
+_calls = threading.Condition()  # the preload waits between modules while a judging call runs (`judging`)
+_calls_running = [0]
 
 
-def preload() -> threading.Thread:
+def preload(after: threading.Thread | None = None) -> threading.Thread:
     """Import METHOD_MODULES in a daemon thread, once per process: started by the server once a client has finished
-    its handshake, so they load while the client thinks about its first tool call. `loaded` waits for it."""
+    its handshake, so they load while the client thinks about its first tool call; once `after` has ended (the
+    backend's client import, which every first call needs: the two do not share the interpreter). While a judging
+    call runs, the preload waits between modules (a call sent at once imports the one module it needs, `imported`,
+    and does not share the interpreter with the imports of the others)."""
     with _preload_lock:
         if not _preloaded:
-            _preloaded.append(threading.Thread(target=_import_quietly, name="preload methods", daemon=True))
+            _preloaded.append(threading.Thread(target=_import_quietly, args=(after,), name="preload methods", daemon=True))
             _preloaded[0].start()
         return _preloaded[0]
 
 
-def _import_quietly() -> None:
+def _import_quietly(after: threading.Thread | None) -> None:
+    if after is not None:
+        after.join()
     for module in METHOD_MODULES:
+        with _calls:
+            _calls.wait_for(lambda: _calls_running[0] == 0)
         try:
-            importlib.import_module(module)
+            imported(module)
         except Exception:  # pragma: no cover - the first call imports it again and reports the error where it counts
             pass
 
 
-def loaded() -> None:
-    """Wait for `preload`'s imports, if started, so a method module is never imported from two threads at once."""
-    if _preloaded:
-        _preloaded[0].join()
+def imported(module: str) -> ModuleType:
+    """The method module `module`, imported here unless the preload has (once its import in progress, if any, is
+    done): so a method module is never imported from two threads at once."""
+    with _importing:  # (not sys.modules first: a module another thread is importing is there, half made)
+        return importlib.import_module(module)
+
+
+@contextmanager
+def judging() -> Iterator[None]:
+    """Around a judging call: the methods' preload waits between its modules until no call runs."""
+    with _calls:
+        _calls_running[0] += 1
+    try:
+        yield
+    finally:
+        with _calls:
+            _calls_running[0] -= 1
+            _calls.notify_all()
 
 
 def on_first_call(module: str, name: str) -> Callable[..., Any]:
@@ -89,8 +116,7 @@ def on_first_call(module: str, name: str) -> Callable[..., Any]:
     models) without importing the methods, whose modules load at the first judging call (or ahead of it, `preload`)."""
 
     def deferred(*args: Any, **kwargs: Any) -> Any:
-        loaded()
-        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+        return getattr(imported(module), name)(*args, **kwargs)
 
     deferred.__name__ = deferred.__qualname__ = name
     return deferred

@@ -77,16 +77,15 @@ class App:
 
     def warm_up(self) -> list[threading.Thread]:
         """Ahead of the first tool call: the default backend's HTTP client imported in a thread (backends.preload).
-        Nothing for the embedded model or a configuration with an error (each call reports that error). And the judging
-        methods' modules, in a thread of their own (methods/registry.py). Returns the threads (a benchmark waits for
-        them, as a client's think time would)."""
-        threads = [registry.preload()]
+        Nothing for the embedded model or a configuration with an error (each call reports that error). Then the
+        judging methods' modules, in a thread of their own (methods/registry.py). Returns the threads (a benchmark
+        waits for them, as a client's think time would)."""
         try:
-            kind = self.settings.backend(None).kind
+            backend_thread = preload(self.settings.backend(None).kind)
         except ConfigError:
-            return threads
-        backend_thread = preload(kind)
-        return threads if backend_thread is None else [*threads, backend_thread]
+            backend_thread = None
+        methods = registry.preload(after=backend_thread)
+        return [methods] if backend_thread is None else [methods, backend_thread]
 
     def backend(self, name: str | None) -> Backend:
         """The backend named `name` (None: the environment's). Raises ConfigError for unknown names."""

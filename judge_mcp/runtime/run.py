@@ -72,7 +72,6 @@ async def run_method(
     combine = method.combine
     if panel and combine is None:
         raise ValueError(f"{name} cannot be judged by a panel")
-    registry.loaded()
     chosen = [app.backend(b) for b in panel] if panel else [app.backend(args.backend)]  # ConfigError before any call
     guard = Guard.of(args)
     judging = guard.judges([(b.name, b.model_id) for b in chosen])  # InputError when it excludes every judge

@@ -144,11 +144,7 @@ def build_server(app: App | None = None) -> JudgeServer:
 def _lwe() -> ModuleType:
     """The LWE package, loaded at the first read of a session (or ahead of it, with the methods: registry.preload),
     like the stats at the first read of the report: the server starts without either."""
-    registry.loaded()
-    # lazy: LWE and the stats load at their first use (or with the methods after the handshake), not at start
-    from judge_mcp.methods import lwe
-
-    return lwe
+    return registry.imported("judge_mcp.methods.lwe")
 
 
 def _stats_json(app: App, last: int) -> str:

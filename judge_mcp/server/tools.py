@@ -24,7 +24,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp_types import InputRequiredResult, ToolAnnotations
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from judge_mcp.contract import image_files
 from judge_mcp.contract import images as imagelib
@@ -150,10 +150,7 @@ async def lwe_judge(app: App, args: LweJudgeArgs, progress: ProgressFn | None = 
 async def lwe_session_show(app: App, args: LweSessionShowArgs, progress: ProgressFn | None = None) -> LweSessionResult:
     """Show an LWE session: its meta-prompt, batch size, pending feedback and versions. Read-only (lwe_session's
     "show"). No backend calls."""
-    registry.loaded()  # the LWE modules (preloaded with the methods), the stats and the labels load at first use
-    # lazy: LWE, the stats and the labels load at their first use (or with the methods after the handshake), not at start
-    from judge_mcp.methods import lwe
-
+    lwe = registry.imported("judge_mcp.methods.lwe")  # (preloaded with the methods after the handshake), not at start
     return await _off_loop(partial(lwe.lwe_session, app.store, LweSessionArgs(session=args.session)))
 
 
@@ -161,10 +158,7 @@ async def lwe_session(app: App, args: LweSessionArgs, progress: ProgressFn | Non
     """Reset an LWE session to the initial meta-prompt (dropping buffered feedback), roll it back to a version, or
     show it. Reset and rollback add a version that later lwe_judge calls use; to only read, use lwe_session_show.
     No backend calls."""
-    registry.loaded()
-    # lazy: LWE, the stats and the labels load at their first use (or with the methods after the handshake), not at start
-    from judge_mcp.methods import lwe
-
+    lwe = registry.imported("judge_mcp.methods.lwe")
     return await _off_loop(partial(lwe.lwe_session, app.store, args))
 
 
@@ -257,8 +251,14 @@ def _progress(ctx: Context | None) -> ProgressFn | None:
 def _non_text(model: type[ToolArgs]) -> frozenset[str]:
     """The arguments that take no free text (numbers, booleans, lists, enums): the ones a client's JSON text is
     decoded for."""
+    return non_text(model.input_schema())
+
+
+def non_text(schema: dict[str, Any]) -> frozenset[str]:
+    """`_non_text` read from an input schema: the model's, or the one a server publishes (compacting leaves out
+    only a null beside a type, never a string)."""
     out = set()
-    for name, prop in model.input_schema().get("properties", {}).items():
+    for name, prop in schema.get("properties", {}).items():
         members = prop.get("anyOf", [prop])
         if not any(m.get("type") == "string" and "enum" not in m and "const" not in m for m in members):
             out.add(name)
@@ -276,11 +276,14 @@ def _decoded(value: Any) -> Any:
     return value if isinstance(decoded, str) else decoded
 
 
-def client_args(model: type[ToolArgs], arguments: dict[str, Any], image_paths: imagelib.PathPolicy = imagelib.NO_PATHS) -> ToolArgs:
+def client_args(
+    model: type[ToolArgs], arguments: dict[str, Any], image_paths: imagelib.PathPolicy = imagelib.NO_PATHS, decode: frozenset[str] | None = None
+) -> ToolArgs:
     """A client's arguments as `model`: a value some clients send as JSON text inside a string ("4096", "true",
-    '["a", "b"]') is read as that value for the arguments that take no free text (judged text is never decoded),
-    then `model.parse` checks everything strictly (an image may be a file path where `image_paths` allows it)."""
-    decode = _non_text(model)
+    '["a", "b"]') is read as that value for the arguments that take no free text (`decode`, by default `_non_text`:
+    judged text is never decoded), then `model.parse` checks everything strictly (an image may be a file path where
+    `image_paths` allows it)."""
+    decode = _non_text(model) if decode is None else decode
     return model.parse({k: _decoded(v) if k in decode else v for k, v in arguments.items()}, image_paths)
 
 
@@ -295,15 +298,17 @@ class ArgsTool(Tool):
     holds that one value, so its validation has nothing left to check)."""
 
     args_model: Any = Field(exclude=True)
+    non_text: frozenset[str] = Field(exclude=True)  # from the published input schema: no schema generated at a call
     app: Any = Field(exclude=True)
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         self.app.calls_in_flight += 1
-        with telemetry.tool_call(self.name):  # a no-op unless OpenTelemetry is on
+        # the methods' preload (after the handshake) waits while a call runs; telemetry: a no-op unless OpenTelemetry is on
+        with registry.judging(), telemetry.tool_call(self.name):
             try:
                 try:
                     paths = image_paths(self.app)
-                    args = await image_files.checked(partial(client_args, self.args_model, arguments, paths), paths)
+                    args = await image_files.checked(partial(client_args, self.args_model, arguments, paths, self.non_text), paths)
                 except InputError as exc:
                     raise ToolError(f"Error executing tool {self.name}: {exc}") from None
                 return await super().run({"args": args}, context, convert_result)
@@ -324,6 +329,12 @@ def with_settings_warnings(result: Any, app: App) -> Any:
     return result.model_copy(update={"warnings": [*result.warnings, *extra]})
 
 
+class _DeferredArgModel(ArgModelBase):
+    """The SDK's argument model base, its validator built at a tool's first call (not every tool's at start)."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
 def mcp_tool(spec: ToolSpec, app: App, schemas: dict[str, Any]) -> ArgsTool:
     """The SDK tool for `spec`, running its function with `app` and the request's progress notifications. `schemas`:
     its published input and output schemas (tool_schemas.py: shipped, or generated from its models)."""
@@ -341,7 +352,7 @@ def mcp_tool(spec: ToolSpec, app: App, schemas: dict[str, Any]) -> ArgsTool:
         telemetry.tool_result(args, result)
         return with_settings_warnings(result, app)
 
-    holder = create_model(f"{spec.name}Call", __base__=ArgModelBase, args=(args_model, ...))
+    holder = create_model(f"{spec.name}Call", __base__=_DeferredArgModel, args=(args_model, ...))
     return ArgsTool(
         fn=call,
         name=spec.name,
@@ -353,6 +364,7 @@ def mcp_tool(spec: ToolSpec, app: App, schemas: dict[str, Any]) -> ArgsTool:
         context_kwarg="ctx",
         annotations=spec.annotations,
         args_model=args_model,
+        non_text=non_text(schemas["input"]),
         app=app,
     )
 

@@ -33,6 +33,18 @@ def test_verbose_before_or_after_the_subcommand(argv: list[str], verbose: bool) 
     assert cli.build_parser().parse_args(argv).verbose is verbose
 
 
+@pytest.mark.parametrize("argv, serving", [(["serve"], True), (["-v", "serve", "--port", "1"], True), (["--help", "serve"], False),
+                                           (["--version"], False), (["bench", "--help"], False), ([], False)])
+def test_a_serve_command_line_is_parsed_without_the_bench_and_reads_the_same(argv: list[str], serving: bool, capsys) -> None:
+    """`serve` starts without importing the bench's command line (~7 ms); its arguments read as with the whole parser."""
+    assert cli._serving(argv) is serving
+    if serving:
+        assert vars(cli.build_parser(bench=False).parse_args(argv)) == vars(cli.build_parser().parse_args(argv))
+    with pytest.raises(SystemExit):
+        cli.build_parser(bench=False).parse_args(["bench", "--help"])
+    assert "invalid choice: 'bench'" in capsys.readouterr().err  # (the parser without the bench is one)
+
+
 def test_serve_help_documents_every_option_and_variable_with_its_default(capsys) -> None:
     with pytest.raises(SystemExit):
         cli.main(["serve", "--help"])

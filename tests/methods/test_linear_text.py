@@ -58,6 +58,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from judge_mcp.methods.flip import reward as flip  # noqa: E402
 from judge_mcp.methods import similarity  # noqa: E402
+from judge_mcp.methods import json_scan  # noqa: E402
 from judge_mcp.methods.json_scan import top_level_objects  # noqa: E402
 
 _PIECES = ['{', '}', '[', ']', '"', ':', ',', ' ', '\n', '\\', 'a', '1', '0', '-', '.', 'e', 'true', 'null', 'NaN', '-Infinity',
@@ -85,6 +86,24 @@ def _decode_at_every_brace(text: str, strict: bool) -> list:
 def test_the_linear_json_scan_finds_the_objects_raw_decode_finds(pieces: list[str], strict: bool) -> None:
     text = "".join(pieces)
     assert json.dumps(list(top_level_objects(text, strict=strict))) == json.dumps(_decode_at_every_brace(text, strict))
+    # the scan alone (what reads a text once its first objects are not read whole by raw_decode) answers alike
+    scanned = json_scan._scanned(text, strict, json.JSONDecoder(strict=strict), text.find("{")) if "{" in text else iter(())
+    assert json.dumps(list(scanned)) == json.dumps(_decode_at_every_brace(text, strict))
+
+
+def test_a_reply_made_of_whole_objects_is_read_without_compiling_the_scan() -> None:
+    json_scan._regexes.cache_clear()
+    assert list(top_level_objects('Sure. {"verdict": "[[A>B]]"} and {"b": [1, {"c": 2}]}')) == [{"verdict": "[[A>B]]"}, {"b": [1, {"c": 2}]}]
+    assert json_scan._regexes.cache_info().misses == 0  # the regular expressions cost ~30 ms to compile: a first call's
+    assert list(top_level_objects('{"a": 1} {"b": ')) == [{"a": 1}]  # an object that fails: the scan takes over
+    assert json_scan._regexes.cache_info().misses == 1
+
+
+@pytest.mark.parametrize("depth", [json_scan.MAX_DEPTH - 1, json_scan.MAX_DEPTH, json_scan.MAX_DEPTH + 1, 2000])
+def test_nesting_past_max_depth_stops_the_reading_whichever_path_reads_it(depth: int) -> None:
+    text = 'x {"a": 1} ' + '{"k":' * (depth - 1) + "{}" + "}" * (depth - 1) + ' {"b": 2}'
+    expected = [{"a": 1}] if depth > json_scan.MAX_DEPTH else [{"a": 1}, json.loads(text[11:-9]), {"b": 2}]
+    assert list(top_level_objects(text)) == expected
 
 
 def _lcs_table(a: list[str], b: list[str]) -> int:

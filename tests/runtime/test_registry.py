@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from mcp import Client
 
@@ -53,3 +56,51 @@ def test_a_second_method_under_a_registered_name_is_refused() -> None:
 
     with pytest.raises(ValueError, match="compare_pair"):
         registry.register(other, registry.METHODS["compare_pair"].args, registry.METHODS["compare_pair"].result)
+
+
+PRELOAD_WHILE_A_CALL_RUNS = """
+import sys
+from judge_mcp.methods import registry
+
+others = ("judge_mcp.methods.lwe", "judge_mcp.methods.score", "judge_mcp.methods.flip.reward", "judge_mcp.methods.grade_score.scoring")
+with registry.judging():  # a call sent at once, before the preload started
+    thread = registry.preload()
+    thread.join(0.3)  # (a chance to import what it should not)
+    assert thread.is_alive() and "judge_mcp.methods.pairwise" not in sys.modules, "the preload imported during a call"
+    assert registry.imported("judge_mcp.methods.pairwise").compare_pair  # the call imports its own module
+    thread.join(0.3)
+    assert not [m for m in others if m in sys.modules], "the preload imported during a call"
+thread.join(60)  # the call over: the preload imports the rest
+assert not thread.is_alive() and all(m in sys.modules for m in registry.METHOD_MODULES)
+print("ok")
+"""
+
+
+def test_the_methods_preload_waits_while_a_call_runs_and_the_call_imports_its_own_module() -> None:
+    """A first call sent at once does not share the interpreter with the other methods' imports (a fresh
+    interpreter: this one has imported them all)."""
+    done = subprocess.run([sys.executable, "-c", PRELOAD_WHILE_A_CALL_RUNS], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+PRELOAD_AFTER_THE_BACKEND = """
+import sys, threading
+from judge_mcp.methods import registry
+
+go = threading.Event()
+backend = threading.Thread(target=go.wait)  # stands for the backend client's import
+backend.start()
+thread = registry.preload(after=backend)
+thread.join(0.3)  # (a chance to import what it should not)
+assert thread.is_alive() and not [m for m in registry.METHOD_MODULES if m in sys.modules], "imported beside the backend's import"
+go.set()
+thread.join(60)
+assert not thread.is_alive() and all(m in sys.modules for m in registry.METHOD_MODULES)
+print("ok")
+"""
+
+
+def test_the_methods_preload_starts_once_the_backend_client_is_imported() -> None:
+    """The two preloads do not share the interpreter: a first call needs the backend's client whatever the tool."""
+    done = subprocess.run([sys.executable, "-c", PRELOAD_AFTER_THE_BACKEND], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

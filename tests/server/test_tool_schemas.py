@@ -10,6 +10,7 @@ import pytest
 
 from judge_mcp.server import schemas as tool_schemas
 from testkit.scripted_judges import UniversalJudge
+from judge_mcp.server import tools
 from judge_mcp.server.tools import TOOLS
 
 REWRITE = "the shipped tool schemas are out of date with the models: run `make schemas` (.venv/bin/python tools/write_schemas.py)"
@@ -180,3 +181,13 @@ def test_an_output_field_that_may_be_null_still_accepts_null(member: dict, publi
     defs = {"$defs": {"X": {"type": "object"}}}
     for value in (None, "A", "C", 0, 1, 2, "auto", {}, [], 1.5):
         assert Draft202012Validator({**schema, **defs}).is_valid(value) == Draft202012Validator({**out, **defs}).is_valid(value), value
+
+
+@pytest.mark.parametrize("spec", TOOLS, ids=lambda s: s.name)
+def test_the_arguments_decoded_from_json_text_are_read_alike_from_the_published_schema(spec) -> None:
+    """A call decodes JSON text sent in a string for the arguments that take no free text, read from the published
+    input schema (no schema generated at a first call): the same arguments the model's own schema names."""
+    args_model, _ = spec.models()
+    published = tool_schemas.schemas(TOOLS)[spec.name]["input"]
+    assert tools.non_text(published) == tools._non_text(args_model)
+    assert any(tools._non_text(s.models()[0]) for s in TOOLS)  # (a real check: not only empty == empty)
