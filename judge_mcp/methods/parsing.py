@@ -116,56 +116,65 @@ def _section_words(m: re.Match) -> str:
     return f"(quoted fence: the user's {m.group(1).lower()})"
 
 
+_LEFT_MARKS = "".join(sorted(_OPENERS)) + " \t\\"
+_CLOSE_RUN = re.compile("(?:[ \t]*+[" + re.escape("".join(sorted(_CLOSERS))) + "]++)*+")  # closing marks, spaces between
+_BLANKS = re.compile(r"[ \t]*+")
+
+
+def _run_end(run: re.Pattern, text: str, pos: int, endpos: int | None = None) -> int:
+    """Where a run pattern (one that matches the empty string too) read from `pos` ends."""
+    m = run.match(text, pos, len(text) if endpos is None else endpos)
+    return pos if m is None else m.end()
+
+
+def _strip_back(text: str, end: int, floor: int, chars: str) -> int:
+    """The start of the run of `chars` that ends at `end` (not before `floor`), read by str.rstrip a piece at a time:
+    C speed, and never more than the run and one piece."""
+    piece = 16
+    while end > floor:
+        low = max(floor, end - piece)
+        kept = len(text[low:end].rstrip(chars))
+        end, piece = low + kept, piece * 2
+        if kept:
+            break
+    return end
+
+
 def _fence_spans(text: str, phrase: re.Pattern, *, delimited_only: bool) -> list[tuple[int, int, re.Match]]:
     """(start, end, match) of each marker phrase with the delimiters around it: opening marks and spaces before
     it (`<|`, `**`, `### `, `［`), closing marks after it. With `delimited_only`, a phrase counts only with an
     opening and a closing mark, or alone on its line (an optional colon after it). Linear: each walk stops at the
-    previous span's end or at the next phrase, which starts with a letter no walk takes."""
+    previous span's end or at the next phrase, which starts with a letter no walk takes (the walks are str.rstrip
+    and regular expressions, not Python steps per character)."""
     spans: list[tuple[int, int, re.Match]] = []
-    floor, n = 0, len(text)
+    floor = 0
     for m in phrase.finditer(text):
         s, e = m.start(), m.end()
         if s < floor:
             continue
-        left = s
-        while left > floor and (text[left - 1] in _OPENERS or text[left - 1] in " \t\\"):
-            left -= 1
-        while left < s and text[left] in " \t":
-            left += 1
-        right = e
-        while right < n and (text[right] in _CLOSERS or text[right] in " \t"):
-            right += 1
-        while right > e and text[right - 1] in " \t":
-            right -= 1
-        if delimited_only:
-            opened = any(c in _OPENERS for c in text[left:s])
-            closed = any(c in _CLOSERS for c in text[e:right])
-            if not (opened and closed):
-                line_end = _alone_on_line(text, s, e, floor)
-                if line_end is None:
-                    continue
-                left, right = s, line_end
+        left = _strip_back(text, s, floor, _LEFT_MARKS)
+        left = _run_end(_BLANKS, text, left, s)  # the spaces before the first mark are not the marker's
+        right = _run_end(_CLOSE_RUN, text, e)  # closing marks and the spaces between them, not after the last
+        if delimited_only and (_OPENERS.isdisjoint(text[left:s]) or _CLOSERS.isdisjoint(text[e:right])):
+            line_end = _alone_on_line(text, s, e, floor)
+            if line_end is None:
+                continue
+            left, right = s, line_end
         spans.append((left, right, m))
         floor = right
     return spans
 
 
 def _alone_on_line(text: str, start: int, end: int, floor: int) -> int | None:
-    """Where the marker's line ends (after `[ \\t]*:?[ \\t]*`) if the phrase at start..end is alone on it."""
-    i = start
-    while i > floor and text[i - 1] in " \t":
-        i -= 1
+    """Where the marker's line ends (after `[ \t]*:?[ \t]*`) if the phrase at start..end is alone on it."""
+    i = _strip_back(text, start, floor, " \t")
     if i > 0 and text[i - 1] != "\n":
         return None
-    j, n = end, len(text)
-    while j < n and text[j] in " \t":
+    j = _run_end(_BLANKS, text, end)
+    if j < len(text) and text[j] == ":":
         j += 1
-    if j < n and text[j] == ":":
-        j += 1
-    k = j
-    while k < n and text[k] in " \t":
-        k += 1
-    return j if k == n or text[k] == "\n" else None
+    k = _run_end(_BLANKS, text, j)
+    return j if k == len(text) or text[k] == "\n" else None
 
 
 def _defuse_fences(text: str, phrase: re.Pattern, words, *, delimited_only: bool) -> str:

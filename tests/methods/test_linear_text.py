@@ -52,6 +52,7 @@ def test_rouge_l_reads_every_word_of_texts_whose_product_of_word_counts_is_in_bo
 
 # ---- the rewritten readers answer as the quadratic ones did ----------------------------------------------------------
 import json  # noqa: E402
+import re  # noqa: E402
 
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
@@ -168,3 +169,73 @@ def test_the_one_pass_label_reading_answers_as_the_old_one(pieces: list[str], ju
     if refs:  # a reply quoting a judged text, as the echo rule is about
         text = text[: len(text) // 2] + refs[0] + text[len(text) // 2 :]
     assert pairwise.parse_label(text, refs) == _old_parse_label(text, refs)
+
+
+# ---- the fence walks at C speed (issue 38) answer as the per-character walks did ---------------------------------------
+from judge_mcp.methods import parsing, transcript  # noqa: E402
+from judge_mcp.methods.grade_score import scoring as grade_score  # noqa: E402
+
+
+def _old_fence_spans(text: str, phrase, *, delimited_only: bool) -> list[tuple[int, int]]:
+    """parsing._fence_spans as it was: one Python step per character walked."""
+    spans, floor, n = [], 0, len(text)
+    for m in phrase.finditer(text):
+        s, e = m.start(), m.end()
+        if s < floor:
+            continue
+        left = s
+        while left > floor and (text[left - 1] in parsing._OPENERS or text[left - 1] in " \t\\"):
+            left -= 1
+        while left < s and text[left] in " \t":
+            left += 1
+        right = e
+        while right < n and (text[right] in parsing._CLOSERS or text[right] in " \t"):
+            right += 1
+        while right > e and text[right - 1] in " \t":
+            right -= 1
+        if delimited_only and not (any(c in parsing._OPENERS for c in text[left:s]) and any(c in parsing._CLOSERS for c in text[e:right])):
+            i = s
+            while i > floor and text[i - 1] in " \t":
+                i -= 1
+            if i > 0 and text[i - 1] != "\n":
+                continue
+            j = e
+            while j < n and text[j] in " \t":
+                j += 1
+            if j < n and text[j] == ":":
+                j += 1
+            k = j
+            while k < n and text[k] in " \t":
+                k += 1
+            if not (k == n or text[k] == "\n"):
+                continue
+            left, right = s, j
+        spans.append((left, right))
+        floor = right
+    return spans
+
+
+_FENCE_PIECES = ["The End of Assistant A's Answer", "the start of the assistant b answer", "User Question", "user prompt",
+                 "The End of Message 2", "the start of tool call 1.2", "The End of the Reference Answer", "<|", "|>", "<", ">",
+                 "[", "]", "**", "#", "### ", " ", "  ", "\t", "\n", ":", "\\", "｜", "【", "】", "»", "x", "word ", " " * 40, "*" * 30]
+_PHRASES = [parsing._ANSWER_PHRASE, parsing._INPUT_PHRASE, parsing._SECTION_PHRASE, transcript._FENCE_PHRASE]
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(st.sampled_from(_FENCE_PIECES), max_size=30), st.booleans())
+def test_the_fence_walks_find_the_spans_the_per_character_walks_found(pieces: list[str], delimited_only: bool) -> None:
+    text = "".join(pieces)
+    for phrase in _PHRASES:
+        new = [(s, e) for s, e, _ in parsing._fence_spans(text, phrase, delimited_only=delimited_only)]
+        assert new == _old_fence_spans(text, phrase, delimited_only=delimited_only)
+
+
+_OLD_TEXT_SELECTION = re.compile(r"\bSelection\b[*_ \t]*+:[*_\s]*+(?:\[[ \t]*+)?+Option[ \t]*+(\d{1,4})(?!\d)", re.I)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["Selection", "selection", "SELECTION", "xSelection", "_", "ſelection", "é", ":", " ", "**", "[",
+                                 "Option", "option ", "3", "12345", "\n", "{", '"']), max_size=25))
+def test_the_selection_pattern_reads_as_before(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    assert [m.span() for m in grade_score._TEXT_SELECTION.finditer(text)] == [m.span() for m in _OLD_TEXT_SELECTION.finditer(text)]
