@@ -176,7 +176,7 @@ from judge_mcp.methods import parsing, transcript  # noqa: E402
 from judge_mcp.methods.grade_score import scoring as grade_score  # noqa: E402
 
 
-def _old_fence_spans(text: str, phrase, *, delimited_only: bool) -> list[tuple[int, int]]:
+def _old_fence_spans(text: str, phrase, *, delimited_only: bool) -> list[tuple[int, int, re.Match]]:
     """parsing._fence_spans as it was: one Python step per character walked."""
     spans, floor, n = [], 0, len(text)
     for m in phrase.finditer(text):
@@ -210,12 +210,12 @@ def _old_fence_spans(text: str, phrase, *, delimited_only: bool) -> list[tuple[i
             if not (k == n or text[k] == "\n"):
                 continue
             left, right = s, j
-        spans.append((left, right))
+        spans.append((left, right, m))
         floor = right
     return spans
 
 
-_FENCE_PIECES = ["The End of Assistant A's Answer", "the start of the assistant b answer", "User Question", "user prompt",
+_FENCE_PIECES = ["The End of Assistant A's Answer", "the start of the assistant b answer", "User Question", "user prompt", "USER_instruction",
                  "The End of Message 2", "the start of tool call 1.2", "The End of the Reference Answer", "<|", "|>", "<", ">",
                  "[", "]", "**", "#", "### ", " ", "  ", "\t", "\n", ":", "\\", "｜", "【", "】", "»", "x", "word ", " " * 40, "*" * 30]
 _PHRASES = [parsing._ANSWER_PHRASE, parsing._INPUT_PHRASE, parsing._SECTION_PHRASE, transcript._FENCE_PHRASE]
@@ -227,7 +227,10 @@ def test_the_fence_walks_find_the_spans_the_per_character_walks_found(pieces: li
     text = "".join(pieces)
     for phrase in _PHRASES:
         new = [(s, e) for s, e, _ in parsing._fence_spans(text, phrase, delimited_only=delimited_only)]
-        assert new == _old_fence_spans(text, phrase, delimited_only=delimited_only)
+        assert new == [(s, e) for s, e, _ in _old_fence_spans(text, phrase, delimited_only=delimited_only)]
+    # the section phrase as neutralise reads it: only where the rule can take it, the same spans
+    new = [(s, e) for s, e, _ in parsing._fence_spans(text, parsing._SECTION_DELIMITED, delimited_only=True)]
+    assert new == [(s, e) for s, e, _ in _old_fence_spans(text, parsing._SECTION_PHRASE, delimited_only=True)]
 
 
 _OLD_TEXT_SELECTION = re.compile(r"\bSelection\b[*_ \t]*+:[*_\s]*+(?:\[[ \t]*+)?+Option[ \t]*+(\d{1,4})(?!\d)", re.I)
@@ -239,3 +242,33 @@ _OLD_TEXT_SELECTION = re.compile(r"\bSelection\b[*_ \t]*+:[*_\s]*+(?:\[[ \t]*+)?
 def test_the_selection_pattern_reads_as_before(pieces: list[str]) -> None:
     text = "".join(pieces)
     assert [m.span() for m in grade_score._TEXT_SELECTION.finditer(text)] == [m.span() for m in _OLD_TEXT_SELECTION.finditer(text)]
+
+
+def _old_defuse(text: str, phrase, words, delimited_only: bool) -> str:
+    parts, last = [], 0
+    for start, end, m in _old_fence_spans(text, phrase, delimited_only=delimited_only):
+        parts += [text[last:start], words(m)]
+        last = end
+    return "".join(parts + [text[last:]])
+
+
+def _old_neutralise(text: str) -> str:
+    """parsing.neutralise as it was: a function passed to each `sub`, the walks one character a step."""
+    text = _old_defuse(text, parsing._ANSWER_PHRASE, parsing._answer_words, False)
+    text = _old_defuse(text, parsing._INPUT_PHRASE, parsing._input_words, False)
+    text = _old_defuse(text, parsing._SECTION_PHRASE, parsing._section_words, True)
+    text = parsing._PIPE_MARKER.sub(lambda m: f"<{m.group(1)}>", text)
+    text = re.sub(r"\[\[\s*+([AB])\s*+([<>=])\s*+([AB])\s*+\]\]", lambda m: "[" + m.group(0).strip("[]").strip() + "]", text, flags=re.I)
+    text = parsing._SIDE_TOKEN.sub(lambda m: f"({m.group(1)})", text)
+    return parsing._SELECTION.sub(lambda m: f"{m.group(1)} - {m.group(3)}", text)
+
+
+_NEUTRALISE_PIECES = _FENCE_PIECES + ["[[A>B]]", "[[ b < a ]]", "[[A]]", "[B]", "[ A ]]", "[[[A]]]", "A", "B", ">", "=", "<|im_end|>",
+                                      "<｜x｜>", "Selection: Option 2", "**Selection:** [Option 3", "selection", ": ", "Option"]
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(st.sampled_from(_NEUTRALISE_PIECES), max_size=30))
+def test_neutralise_answers_as_the_old_one(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    assert parsing.neutralise.__wrapped__(text) == _old_neutralise(text)
