@@ -133,12 +133,38 @@ def _old_canon(text: str) -> str:
     return re.sub(r"\s+", " ", text).lower()
 
 
+class _OldEchoIndex:
+    """pair_labels._EchoIndex as it was: a Python step per label of the references."""
+
+    def __init__(self, references: list[str]) -> None:
+        self.long: set[tuple[str, str, str]] = set()
+        self.short: dict[tuple[str, str], set[str]] = {}
+        for ref in references:
+            for m in pair_labels._CANON_LABEL.finditer(ref):
+                after = ref[m.end() : m.end() + 8]
+                if len(after) < 8:
+                    continue
+                before = ref[max(0, m.start() - 8) : m.start()]
+                if len(before) == 8:
+                    self.long.add((m.group(0), after, before))
+                else:
+                    self.short.setdefault((m.group(0), after), set()).add(before)
+
+    def holds(self, label: str, before: str, after: str) -> bool:
+        if len(after) < 8:
+            return False
+        after = after[:8]
+        if len(before) >= 8 and (label, after, before[-8:]) in self.long:
+            return True
+        return any(before.endswith(b) for b in self.short.get((label, after), ()))
+
+
 def _old_parse_label(text: str, judged: list[str]) -> pairwise.Verdict | None:
     """parse_label as it was before the one-pass reading: every label classified, in order."""
     if not text:
         return None
     judged = [t for t in judged if t]
-    index = pair_labels._EchoIndex([_old_canon(t) for t in judged] + [_old_canon(pairwise.neutralise(t)) for t in judged])
+    index = _OldEchoIndex([_old_canon(t) for t in judged] + [_old_canon(_old_neutralise(t)) for t in judged])
     plain, mentions = [], []
     for m in pair_labels._ANY_LABEL.finditer(text):
         before_ctx = _old_canon(text[max(0, m.start() - pair_labels._CONTEXT) : m.start()])
