@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 from judge_mcp.methods.json_scan import top_level_objects
@@ -119,6 +119,7 @@ def _section_words(m: re.Match) -> str:
 _LEFT_MARKS = "".join(sorted(_OPENERS)) + " \t\\"
 _CLOSE_RUN = re.compile("(?:[ \t]*+[" + re.escape("".join(sorted(_CLOSERS))) + "]++)*+")  # closing marks, spaces between
 _BLANKS = re.compile(r"[ \t]*+")
+_LEFT_SET = frozenset(_LEFT_MARKS)
 
 
 # _SECTION_PHRASE where _fence_spans(delimited_only=True) can take it: after the start of the text, a newline or a mark
@@ -151,22 +152,29 @@ def _strip_back(text: str, end: int, floor: int, chars: str) -> int:
     return end
 
 
+@cache
+def _with_closers(phrase: re.Pattern) -> re.Pattern:
+    """`phrase` and the closing marks after it (and the blanks between them, not after the last) as its last group."""
+    return re.compile(rf"(?:{phrase.pattern})({_CLOSE_RUN.pattern})", phrase.flags)
+
+
 def _fence_spans(text: str, phrase: re.Pattern, *, delimited_only: bool) -> list[tuple[int, int, re.Match]]:
     """(start, end, match) of each marker phrase with the delimiters around it: opening marks and spaces before
     it (`<|`, `**`, `### `, `［`), closing marks after it. With `delimited_only`, a phrase counts only with an
     opening and a closing mark, or alone on its line (an optional colon after it). Linear: each walk stops at the
-    previous span's end or at the next phrase, which starts with a letter no walk takes (the walks are str.rstrip
-    and regular expressions, not Python steps per character)."""
+    previous span's end or at the next phrase, which starts with a letter no walk takes (the closing marks are read
+    by the phrase's own pattern, the opening ones by str.rstrip: no Python step per character)."""
     spans: list[tuple[int, int, re.Match]] = []
-    floor = 0
-    for m in phrase.finditer(text):
-        s, e = m.start(), m.end()
+    floor, closers = 0, phrase.groups + 1
+    for m in _with_closers(phrase).finditer(text):
+        s, e, right = m.start(), m.start(closers), m.end()
         if s < floor:
             continue
-        left = _strip_back(text, s, floor, _LEFT_MARKS)
-        left = _run_end(_BLANKS, text, left, s)  # the spaces before the first mark are not the marker's
-        right = _run_end(_CLOSE_RUN, text, e)  # closing marks and the spaces between them, not after the last
-        if delimited_only and (_OPENERS.isdisjoint(text[left:s]) or _CLOSERS.isdisjoint(text[e:right])):
+        left = s
+        if s > floor and text[s - 1] in _LEFT_SET:
+            left = _strip_back(text, s, floor, _LEFT_MARKS)
+            left = _run_end(_BLANKS, text, left, s)  # the spaces before the first mark are not the marker's
+        if delimited_only and (left == s or right == e or _OPENERS.isdisjoint(text[left:s]) or _CLOSERS.isdisjoint(text[e:right])):
             line_end = _alone_on_line(text, s, e, floor)
             if line_end is None:
                 continue

@@ -1,24 +1,62 @@
-"""Every function that reads caller or model text runs in linear time: on runs of each special character (and on
-each grammar's opening words followed by such a run) at the input limit, it takes no more than a generous multiple
-of its time on plain prose of the same length, measured side by side in this run (tests/text_attacks.py says how).
-Quadratic work at 50,000 characters is thousands of times the baseline, so the bound fails on that and not on a
-slow or busy machine. perf/text_linear.py prints the same ratios."""
+"""Every function that reads caller or model text runs in linear time, near its cost on prose (issue 38): on runs of
+each special character (and on each grammar's opening words followed by such a run) at the input limit, it takes
+no more than GOAL_RATIO times its time on plain prose of the same length, and on its worst such text four times as
+long it takes no more than MAX_GROWTH times as long. Every figure is a ratio of times measured side by side in this
+run, the best of several turns (testkit/hostile_texts.py says how), so a slow or busy machine does not decide it; a
+quadratic reader is hundreds of times its baseline and grows ~16-fold (test_the_bounds_catch_a_quadratic_reader).
+perf/text_linear.py prints the same figures."""
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
-from testkit.hostile_texts import FUNCTIONS, _seconds, hostile_texts, prose_s, python_pass_s, worst_ratio
+from testkit.hostile_texts import (FUNCTIONS, SIZE, confirmed_ratio, growth, hostile_shapes, hostile_texts, prose_s, python_pass_s, shaped,
+                                   worst_ratio)
 
-MAX_RATIO = 60  # linear functions measure up to ~15 on the 2-core machine (issue 38); the old quadratic ones 600 to 60,000
-MAX_PROSE_PASSES = 400  # prose: up to ~50 plain passes (rapidfuzz's token_sort); the old rouge_l ~7,000
+GOAL_RATIO = 5.0  # issue 38's goal; the readers measure ~1-4.5 on the 2-core machine, the old quadratic ones 600 to 60,000
+GROWTH_FACTOR = 4  # 50,000 -> 200,000 characters (trajectories make texts longer than one message)
+MAX_GROWTH = 6.0  # linear: 4 (measured 3.6-5.2 under load); quadratic: 16
+ATTEMPTS = 3  # a figure over its bound is measured again, up to this many times in all: load only ever adds time
+MAX_PROSE_PASSES = 400  # prose: up to ~120 plain passes (rapidfuzz's token_sort under load); the old rouge_l ~7,000
 TEXTS = hostile_texts()
+SHAPES = hostile_shapes()
+
+
+@functools.cache
+def _worst(name: str) -> tuple[float, str, float, float]:
+    """(ratio, text, hostile s, baseline s) of the function's worst hostile text, measured again while over the goal."""
+    ratio, text, worst_s, base_s = worst_ratio(FUNCTIONS[name], texts=TEXTS)
+    for _ in range(ATTEMPTS - 1):
+        if ratio <= GOAL_RATIO:
+            break
+        again = confirmed_ratio(FUNCTIONS[name], TEXTS[text])
+        if again[0] < ratio:
+            ratio, worst_s, base_s = again
+    return ratio, text, worst_s, base_s
+
+
+def _growth(fn, shape) -> float:
+    times = growth(fn, functools.partial(shaped, shape), SIZE, GROWTH_FACTOR)
+    for _ in range(ATTEMPTS - 1):
+        if times <= MAX_GROWTH:
+            break
+        times = min(times, growth(fn, functools.partial(shaped, shape), SIZE, GROWTH_FACTOR))
+    return times
 
 
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
-def test_no_hostile_text_costs_more_than_a_multiple_of_prose(name: str) -> None:
-    ratio, text, worst_s, base_s = worst_ratio(FUNCTIONS[name], texts=TEXTS)
-    assert ratio < MAX_RATIO, f"{name}: {text} took {worst_s * 1000:.1f} ms, {ratio:.0f}x its prose baseline ({base_s * 1000:.2f} ms)"
+def test_no_hostile_text_costs_more_than_five_times_prose(name: str) -> None:
+    ratio, text, worst_s, base_s = _worst(name)
+    assert ratio <= GOAL_RATIO, f"{name}: {text} took {worst_s * 1000:.1f} ms, {ratio:.1f}x its prose baseline ({base_s * 1000:.2f} ms)"
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_the_worst_hostile_text_four_times_as_long_takes_about_four_times_as_long(name: str) -> None:
+    text = _worst(name)[1]
+    times = _growth(FUNCTIONS[name], SHAPES[text])
+    assert times <= MAX_GROWTH, f"{name}: {text} at {SIZE * GROWTH_FACTOR:,} characters took {times:.1f}x its time at {SIZE:,}"
 
 
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
@@ -27,9 +65,22 @@ def test_prose_at_the_input_limit_costs_a_bounded_number_of_plain_passes(name: s
     assert passes < MAX_PROSE_PASSES, f"{name}: prose took {passes:.0f} plain Python passes over the same text"
 
 
+def _quadratic_reader(text: str) -> list:
+    """The JSON reading json_scan replaced: raw_decode tried at every `{` (quadratic on a run of them)."""
+    return _decode_at_every_brace(text, strict=False)
+
+
+def test_the_bounds_catch_a_quadratic_reader() -> None:
+    size = 4_000  # quadratic work is cheap enough here to time, and already far over both bounds
+    texts = {name: text for name, text in hostile_texts(size).items() if "run of '{'" in name}
+    ratio, text, _, _ = worst_ratio(_quadratic_reader, size, texts)
+    assert ratio > 4 * GOAL_RATIO
+    assert growth(_quadratic_reader, functools.partial(shaped, SHAPES[text]), size, GROWTH_FACTOR) > MAX_GROWTH  # ~10 at this size (16 at large ones)
+
+
 # ---- linear up to 200,000 characters: doubling a hostile text at most about doubles the time (issue 38) ----------------
 # (a reader can be a small multiple of prose at 50,000 characters and still grow faster than the text: rouge_l
-# measured 3.2x per doubling on repeated 'a ' while within MAX_RATIO)
+# measured 3.2x per doubling on repeated 'a ' while within the old bound of 60x)
 DOUBLED = {"similarity.rouge_l": "a ", "parsing.json_objects": '{"a":"{', "parsing.answer_object": '{"', "score.parse_score": '{"a":"{'}
 MAX_DOUBLING = 3.0  # linear: ~2; quadratic: 4
 
@@ -37,9 +88,8 @@ MAX_DOUBLING = 3.0  # linear: ~2; quadratic: 4
 @pytest.mark.parametrize("name", sorted(DOUBLED))
 def test_doubling_a_hostile_text_at_most_about_doubles_the_time(name: str) -> None:
     unit = DOUBLED[name]
-    half, full = ((unit * (size // len(unit) + 1))[:size] for size in (100_000, 200_000))
-    growth = _seconds(FUNCTIONS[name], full, repeats=3) / _seconds(FUNCTIONS[name], half, repeats=3)
-    assert growth < MAX_DOUBLING, f"{name}: {growth:.1f}x the time for twice the text ({unit!r} repeated, 100,000 -> 200,000 characters)"
+    times = growth(FUNCTIONS[name], functools.partial(shaped, ("", unit, "")), 100_000, 2)
+    assert times < MAX_DOUBLING, f"{name}: {times:.1f}x the time for twice the text ({unit!r} repeated, 100,000 -> 200,000 characters)"
 
 
 def test_rouge_l_reads_every_word_of_texts_whose_product_of_word_counts_is_in_bounds() -> None:
@@ -298,3 +348,39 @@ _NEUTRALISE_PIECES = _FENCE_PIECES + ["[[A>B]]", "[[ b < a ]]", "[[A]]", "[B]", 
 def test_neutralise_answers_as_the_old_one(pieces: list[str]) -> None:
     text = "".join(pieces)
     assert parsing.neutralise.__wrapped__(text) == _old_neutralise(text)
+
+
+# ---- patterns searched by their first character (issue 38) find what the old ones found ------------------------------
+from judge_mcp.bench import pointwise  # noqa: E402
+from judge_mcp.methods.flip import answers as flip_answers  # noqa: E402
+from judge_mcp.methods.lwe import text as lwe_text  # noqa: E402
+
+_OLD_SINGLE = {side: re.compile(r"(?<!\[)\[\s*" + side + r"\s*\](?!\])") for side in "AB"}
+_OLD_KEYED_SCORE = re.compile(
+    r"""["']?+score["']?+\s*+:\s*+(?:["']\s*+)?+(\d{1,2}(?:\.\d++)?+)[ \t\r]*+(?:/\s*+10)?+[ \t\r]*+(?:["'][ \t\r]*+)?+[,}\n]""", re.I
+)
+_OLD_LABELLED = re.compile(
+    r"""(?im)^[ \t>*#_-]*+(?:the\s++)?+(?:inferr*+ed\s++|reconstructed\s++|likely\s++|original\s++)?+"""
+    r"""(?:system\s++prompt|instruction|prompt)\s*+(?:is)?+[*_]*+\s*+[:\-][*_\s]*+(.+)$"""
+)
+_ANSWER_PIECES = ["[", "]", "[[", "]]", "A", "B", " ", "\n", "\t", '"', "'", ":", "score", "SCORE", "ſcore", "7", "10", "/", ",", "}", "{",
+                  "the ", "The ", "inferred ", "INFERRRED ", "reconstructed ", "likely ", "original ", "system prompt", "instruction",
+                  "Instruction", "prompt", " is", "**", "#", "> ", "-", "_", "İnstruction", "ınstruction", "x", "Tell me a joke.",
+                  '"INFERRED INSTRUCTION": "', '"reasoning": "', "'instruction': '", "\\", '\\"',
+                  # whole answers' pieces, so that matches are common
+                  '"score": 7,', "SCORE: '10'\n", '"Score" : " 7 / 10 "}', "score:7.5\n", "\nPrompt: write a poem\n",
+                  "\n**Inferred instruction:** do it\n", "The likely system prompt is: be kind", "> original instruction - x\n",
+                  "[A]", "[ B ]", "[[A]", "[B]]"]
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(st.sampled_from(_ANSWER_PIECES), max_size=30))
+def test_the_answer_patterns_read_as_the_old_ones(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    for side in "AB":
+        assert [m.span() for m in lwe_text._SINGLE[side].finditer(text)] == [m.span() for m in _OLD_SINGLE[side].finditer(text)]
+    old, new = _OLD_KEYED_SCORE.search(text + "\n"), pointwise._KEYED.search(text + "\n")
+    assert (old and old.group(1)) == (new and new.group(1))
+    assert [m.group(0, 1) for m in flip_answers._LABELLED.finditer(text)] == [m.group(0, 1) for m in _OLD_LABELLED.finditer(text)]
+    m = flip_answers._KEYED_VALUE.search(text)
+    assert m is None or flip_answers._KEY_WORD.search(text)  # the filter never hides a keyed value
