@@ -159,12 +159,15 @@ def _with_closers(phrase: re.Pattern) -> re.Pattern:
 
 
 def _fence_spans(text: str, phrase: re.Pattern, *, delimited_only: bool) -> list[tuple[int, int, re.Match]]:
+    return list(_iter_fence_spans(text, phrase, delimited_only=delimited_only))
+
+
+def _iter_fence_spans(text: str, phrase: re.Pattern, *, delimited_only: bool) -> Iterator[tuple[int, int, re.Match]]:
     """(start, end, match) of each marker phrase with the delimiters around it: opening marks and spaces before
     it (`<|`, `**`, `### `, `［`), closing marks after it. With `delimited_only`, a phrase counts only with an
     opening and a closing mark, or alone on its line (an optional colon after it). Linear: each walk stops at the
     previous span's end or at the next phrase, which starts with a letter no walk takes (the closing marks are read
     by the phrase's own pattern, the opening ones by str.rstrip: no Python step per character)."""
-    spans: list[tuple[int, int, re.Match]] = []
     floor, closers = 0, phrase.groups + 1
     for m in _with_closers(phrase).finditer(text):
         s, e, right = m.start(), m.start(closers), m.end()
@@ -179,9 +182,8 @@ def _fence_spans(text: str, phrase: re.Pattern, *, delimited_only: bool) -> list
             if line_end is None:
                 continue
             left, right = s, line_end
-        spans.append((left, right, m))
+        yield left, right, m
         floor = right
-    return spans
 
 
 def _alone_on_line(text: str, start: int, end: int, floor: int) -> int | None:
@@ -197,13 +199,20 @@ def _alone_on_line(text: str, start: int, end: int, floor: int) -> int | None:
 
 
 def _defuse_fences(text: str, phrase: re.Pattern, words, *, delimited_only: bool) -> str:
-    spans = _fence_spans(text, phrase, delimited_only=delimited_only)
-    if not spans:
-        return text
-    parts, last = [], 0
-    for start, end, m in spans:
-        parts += [text[last:start], words(m)]
+    """Each fence span replaced by its words. The spans are read as they come (no match kept) and the words of equal
+    groups are one string: a text made of markers holds no more than its pieces while it is read."""
+    parts: list[str] = []
+    said: dict[tuple, str] = {}
+    last = 0
+    for start, end, m in _iter_fence_spans(text, phrase, delimited_only=delimited_only):
+        key = m.groups()
+        said_here = said.get(key)
+        if said_here is None:
+            said_here = said[key] = words(m)
+        parts += [text[last:start], said_here]
         last = end
+    if not parts:
+        return text
     parts.append(text[last:])
     return "".join(parts)
 

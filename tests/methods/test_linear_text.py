@@ -17,7 +17,8 @@ from testkit.hostile_texts import (FUNCTIONS, SIZE, confirmed_ratio, growth, hos
 
 GOAL_RATIO = 5.0  # issue 38's goal; the readers measure ~1-4.5 on the 2-core machine, the old quadratic ones 600 to 60,000
 GROWTH_FACTOR = 4  # 50,000 -> 200,000 characters (trajectories make texts longer than one message)
-MAX_GROWTH = 7.0  # linear: 4 (measured 3.3-6.8 at load 4-5: a 200k text suffers more from a busy cache); quadratic: 16
+MAX_GROWTH = 7.0  # linear: 4; quadratic: 16. Measured 3.0-8.6 at load 4-6: a text past ~100k characters leaves the
+# cache (defuse_fences on repeated 'The End of Message 2': 50k -> 100k 3.8x, 100k -> 400k 4.0x, before and after issue 38)
 # Quadratic when both texts are long (rapidfuzz's Indel similarity: ~60 ms at 50k, ~920 ms at 200k), not a reader
 # of one text: in use one side is FLIP's inferred instruction, at most flip.reward.MAX_TOKENS (512) tokens.
 GROWTH_EXEMPT = {"similarity.token_sort"}
@@ -92,6 +93,10 @@ MAX_DOUBLING = 3.0  # linear: ~2; quadratic: 4
 def test_doubling_a_hostile_text_at_most_about_doubles_the_time(name: str) -> None:
     unit = DOUBLED[name]
     times = growth(FUNCTIONS[name], functools.partial(shaped, ("", unit, "")), 100_000, 2)
+    for _ in range(ATTEMPTS - 1):
+        if times < MAX_DOUBLING:
+            break
+        times = min(times, growth(FUNCTIONS[name], functools.partial(shaped, ("", unit, "")), 100_000, 2))
     assert times < MAX_DOUBLING, f"{name}: {times:.1f}x the time for twice the text ({unit!r} repeated, 100,000 -> 200,000 characters)"
 
 
