@@ -66,18 +66,32 @@ UNITS = ['{"', '{"a":', '{"a":"{', '{"a":[', "[[A>B]]", "[A]", "<|x|>", "the end
          "%73%6B%2d%6c", "\\u0073\\u006B\\u002d", "sk-live-%30%31"]  # the start of SECRET as an echo may escape it
 
 
-def hostile_texts(size: int = SIZE) -> dict[str, str]:
-    texts: dict[str, str] = {}
+Shape = tuple[str, str, str]  # (head, unit, tail): the head, the unit repeated, the tail; cut to any size by shaped()
+
+
+def hostile_shapes() -> dict[str, Shape]:
+    shapes: dict[str, Shape] = {}
     for c in SPECIAL:
-        texts[f"run of {c!r}"] = c * size
-        texts[f"x + run of {c!r} + x"] = "x" + c * (size - 2) + "x"
+        shapes[f"run of {c!r}"] = ("", c, "")
+        shapes[f"x + run of {c!r} + x"] = ("x", c, "x")
     for p in PREFIXES:
         for c in (" ", "\n", "\\", "*", "#", "[", "{", '"', "a", "-"):
-            texts[f"{p!r} + run of {c!r}"] = (p + c * size)[:size]
-        texts[f"repeated {p!r}"] = (p * (size // len(p) + 1))[:size]
+            shapes[f"{p!r} + run of {c!r}"] = (p, c, "")
+        shapes[f"repeated {p!r}"] = ("", p, "")
     for u in UNITS:
-        texts[f"repeated {u!r}"] = (u * (size // len(u) + 1))[:size]
-    return texts
+        shapes[f"repeated {u!r}"] = ("", u, "")
+    return shapes
+
+
+def shaped(shape: Shape, size: int) -> str:
+    """The text of `shape` at `size` characters."""
+    head, unit, tail = shape
+    body = size - len(head) - len(tail)
+    return head + (unit * (body // len(unit) + 1))[:body] + tail
+
+
+def hostile_texts(size: int = SIZE) -> dict[str, str]:
+    return {name: shaped(shape, size) for name, shape in hostile_shapes().items()}
 
 
 # Replies full of labels (what a sampling client's model may send): the same label, two alternating, quoted, spaced,
@@ -164,9 +178,16 @@ FUNCTIONS: dict[str, Callable[[str], object]] = {
 }
 
 
+# The readers' memos (pure functions of a text): emptied before every timing, so prose and hostile texts are both
+# read, not looked up (a warm prose baseline is one dict lookup, and the ratio measured the memo, not the reader).
+MEMOS = (parsing.neutralise, flip.defuse, grade_score.defuse_markers)
+
+
 def _seconds(fn: Callable[[str], object], text: str, repeats: int = 1) -> float:
     best = float("inf")
     for _ in range(repeats):
+        for memo in MEMOS:
+            memo.cache_clear()
         start = time.perf_counter()
         fn(text)
         best = min(best, time.perf_counter() - start)
@@ -186,17 +207,53 @@ def prose_s(fn: Callable[[str], object], size: int = SIZE) -> float:
     return _seconds(fn, prose(size), repeats=3)
 
 
+RETIME = 3  # below the goal of 5x prose (issue 38), so every text near it is timed at its best
+CANDIDATES = 3  # the texts that looked worst in the scan, each then timed in turn with the baselines
+ROUNDS = 5  # turns of a side-by-side timing (the best of each is kept)
+
+
+def side_by_side(runs: list[tuple[Callable[[str], object], str]], rounds: int = ROUNDS) -> list[float]:
+    """The best time of each (function, text), timed in turn `rounds` times: a moment of machine load falls on one
+    turn of each, not on one of the things compared (load only ever adds time)."""
+    best = [float("inf")] * len(runs)
+    for _ in range(rounds):
+        for i, (fn, text) in enumerate(runs):
+            best[i] = min(best[i], _seconds(fn, text))
+    return best
+
+
+def confirmed_ratio(fn: Callable[[str], object], text: str, size: int = SIZE, rounds: int = ROUNDS) -> tuple[float, float, float]:
+    """(hostile time / baseline, hostile seconds, baseline seconds), the hostile text, prose and the plain pass timed
+    side by side; the baseline is the function's prose time or the plain pass, whichever is longer."""
+    plain = prose(size)
+    hostile, on_prose, unit = side_by_side([(fn, text), (fn, plain), (_python_pass, plain)], rounds)
+    base = max(on_prose, unit)
+    return hostile / base, hostile, base
+
+
 def worst_ratio(fn: Callable[[str], object], size: int = SIZE, texts: dict[str, str] | None = None) -> tuple[float, str, float, float]:
-    """(worst time / baseline, the text's name, worst seconds, baseline seconds), all measured in this run. The
-    baseline is the function's time on prose, or one plain Python pass over the text when that is longer. A hostile
-    text that looks slow is timed again (the best of five) so a moment of machine load does not decide: load only ever
-    adds time, and a quadratic function stays slow every time."""
+    """(worst time / baseline, the text's name, worst seconds, baseline seconds). A scan times every text once (a
+    text over RETIME times the baseline again, the best of six); the CANDIDATES slowest are then each timed side by
+    side with the baselines (confirmed_ratio), and the worst of those is the answer. A quadratic function stays slow
+    every time; a linear one is not made to look slow by a moment of load."""
+    texts = texts or hostile_texts(size)
     base = max(prose_s(fn, size), python_pass_s(size))
-    worst, name = 0.0, ""
-    for label, text in (texts or hostile_texts(size)).items():
+    scanned: list[tuple[float, str]] = []
+    for label, text in texts.items():
         spent = _seconds(fn, text)
-        if spent > 10 * base:
-            spent = min(spent, _seconds(fn, text, repeats=4))
-        if spent > worst:
-            worst, name = spent, label
-    return worst / base, name, worst, base
+        if spent > RETIME * base:
+            spent = min(spent, _seconds(fn, text, repeats=5))
+        scanned.append((spent, label))
+    worst: tuple[float, str, float, float] = (0.0, "", 0.0, base)
+    for _, label in sorted(scanned, reverse=True)[:CANDIDATES]:
+        ratio, spent, base = confirmed_ratio(fn, texts[label], size)
+        if ratio > worst[0]:
+            worst = (ratio, label, spent, base)
+    return worst
+
+
+def growth(fn: Callable[[str], object], make: Callable[[int], str], size: int = SIZE, factor: int = 4, rounds: int = ROUNDS) -> float:
+    """Time on make(size * factor) / time on make(size), timed side by side: `factor` for linear work, factor squared
+    for quadratic."""
+    small, large = side_by_side([(fn, make(size)), (fn, make(size * factor))], rounds)
+    return large / small

@@ -88,8 +88,10 @@ def user_prompt(prompt: str, response: str, structured: bool) -> str:
 
 # ---- the answer grammar --------------------------------------------------------------------------------------------
 _NUMBER = re.compile(r"^\s*+(\d{1,2}(?:\.\d++)?+)\s*+(?:/\s*+10)?+\s*+$")
+# (no optional quote before `score`: only group 1 of the first match is read, the same with or without it, and a
+# pattern that opens with its letter is searched for it, not tried at every position)
 _KEYED = re.compile(
-    r"""["']?+score["']?+\s*+:\s*+(?:["']\s*+)?+(\d{1,2}(?:\.\d++)?+)[ \t\r]*+(?:/\s*+10)?+[ \t\r]*+(?:["'][ \t\r]*+)?+[,}\n]""", re.I
+    r"""score["']?+\s*+:\s*+(?:["']\s*+)?+(\d{1,2}(?:\.\d++)?+)[ \t\r]*+(?:/\s*+10)?+[ \t\r]*+(?:["'][ \t\r]*+)?+[,}\n]""", re.I
 )
 _KEYED_REASONING = re.compile(r'"reasoning"\s*:\s*"((?:\\.|[^"\\])*)"', re.I | re.S)
 

