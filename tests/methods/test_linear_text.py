@@ -19,9 +19,8 @@ GOAL_RATIO = 5.0  # issue 38's goal; the readers measure ~1-4.5 on the 2-core ma
 GROWTH_FACTOR = 4  # 50,000 -> 200,000 characters (trajectories make texts longer than one message)
 MAX_GROWTH = 7.0  # linear: 4; quadratic: 16. Measured 3.0-8.6 at load 4-6: a text past ~100k characters leaves the
 # cache (defuse_fences on repeated 'The End of Message 2': 50k -> 100k 3.8x, 100k -> 400k 4.0x, before and after issue 38)
-# Quadratic when both texts are long (rapidfuzz's Indel similarity: ~60 ms at 50k, ~920 ms at 200k), not a reader
-# of one text: in use one side is FLIP's inferred instruction, at most flip.reward.MAX_TOKENS (512) tokens.
-GROWTH_EXEMPT = {"similarity.token_sort"}
+GROWTH_EXEMPT: set[str] = set()  # token_sort was (rapidfuzz's Indel on two long texts: ~60 ms at 50k, ~920 ms at 200k),
+# until it compared each sorted text's first similarity.TOKEN_SORT_MAX_CHARS characters past that product
 ATTEMPTS = 5  # a figure over its bound is measured again, up to this many times in all: load only ever adds time
 MAX_PROSE_PASSES = 400  # prose: up to ~120 plain passes (rapidfuzz's token_sort under load); the old rouge_l ~7,000
 TEXTS = hostile_texts()

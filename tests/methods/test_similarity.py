@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
+from rapidfuzz import fuzz, utils
 
 from judge_mcp.methods import similarity as sim
 
@@ -117,6 +120,19 @@ def test_token_sort_hand_computed():
     assert sim.token_sort("ab", "abcd") == pytest.approx(4 / 6)
     assert sim.token_sort("", "anything") == 0.0
     assert sim.token_sort("...", "...") == 0.0
+
+
+def test_token_sort_equals_rapidfuzz_below_the_cap_and_reads_the_sorted_texts_first_characters_past_it():
+    rng = random.Random(7)
+    words = ["york", "New", "cat", "cut", "Café", "x1", "...", "a-b", "ÉTÉ", "中文"]
+    for _ in range(300):
+        a, b = (" ".join(rng.choices(words, k=rng.randint(1, 12))) for _ in range(2))
+        assert sim.token_sort(a, b) == fuzz.token_sort_ratio(a, b, processor=utils.default_process) / 100.0
+    cap = sim.TOKEN_SORT_MAX_CHARS
+    long_a, long_b = "b " * cap, "a " * 10 + "b " * cap  # sorted: only the second starts with "a"s
+    assert sim.token_sort(long_a, long_b) == fuzz.ratio(("b " * cap)[:cap], ("a " * 10 + "b " * cap)[:cap]) / 100.0
+    short = "a " * 10 + "b b"  # one short side: the whole texts, as rapidfuzz
+    assert sim.token_sort(long_a, short) == fuzz.token_sort_ratio(long_a, short) / 100.0
 
 
 # ---- the registry ------------------------------------------------------------------------------------------------
