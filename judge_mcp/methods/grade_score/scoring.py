@@ -167,6 +167,8 @@ def parse_structured(text: str, n: int, variant: int) -> Selection | None:
             if str(data.get(name) or "").strip()
         ]
         return Selection(number, "\n\n".join(parts)[:EXPLANATION_CHARS])
+    if "lect" not in (text or "").lower():  # both grammars below need "Selection" (only ASCII letters fold to l, e, c, t)
+        return None
     if data is None:
         number = _single([int(m.group(1)) for m in _JSON_SELECTION.finditer(text or "")], n)
         if number is not None:
