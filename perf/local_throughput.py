@@ -306,21 +306,24 @@ async def measure_tool(args: argparse.Namespace) -> None:
     time (the call cache never answers), on one loaded model shared by both."""
     import tempfile  # lazy: perf only, and only for --tool
 
-    from judge_mcp.api import Judge  # lazy: perf only, and only for --tool
+    from judge_mcp.api import Judge, JudgeError  # lazy: perf only, and only for --tool
 
     with tempfile.TemporaryDirectory() as tmp:
         async with Judge(db=Path(tmp) / "judge.db", env={"JUDGE_MCP_BACKEND": "local"}) as judge:
             async def call(n: int, swap: bool) -> tuple[float, Any]:
                 question, answer_a, answer_b = pair_inputs(args.shape, n, args.answer_chars)
                 start = time.perf_counter()
-                result = await judge.compare_pair(prompt=question, response_a=answer_a, response_b=answer_b, swap=swap)
+                try:
+                    result: Any = await judge.compare_pair(prompt=question, response_a=answer_a, response_b=answer_b, swap=swap)
+                except JudgeError as exc:  # e.g. an order that loops until the backend's timeout
+                    result = type("Failed", (), {"winner": f"error: {str(exc)[:60]}"})()
                 return time.perf_counter() - start, result
 
             await call(-1, True)  # load and warm up
             await call(-2, True)
             print(f"\ncompare_pair through the tool path, pair {args.shape!r}, {args.repeats} repetitions; "
                   f"load average {load_average()}", flush=True)
-            print(f"{'rep':>3} {'one order s':>11} {'two orders s':>12} {'ratio':>6} {'winner':>7} {'load':>5}")
+            print(f"{'rep':>3} {'one order s':>11} {'two orders s':>12} {'ratio':>6} {'load':>5} winner")
             ratios = []
             for rep in range(args.repeats):
                 timed_calls = {}
@@ -328,7 +331,7 @@ async def measure_tool(args: argparse.Namespace) -> None:
                     timed_calls[swap] = await call(2 * rep + int(swap), swap)
                 (one, _), (two, result) = timed_calls[False], timed_calls[True]
                 ratios.append(two / one)
-                print(f"{rep:>3} {one:>11.2f} {two:>12.2f} {two / one:>6.2f} {str(result.winner):>7} {load_average():>5}",
+                print(f"{rep:>3} {one:>11.2f} {two:>12.2f} {two / one:>6.2f} {load_average():>5} {result.winner}",
                       flush=True)
             print(f"median two orders / one: {statistics.median(ratios):.2f}", flush=True)
 
