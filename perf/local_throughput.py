@@ -4,7 +4,8 @@
     .venv/bin/python -m perf.local_throughput [--requests 8] [--max-tokens 48] [--levels 1,2,4] [--model PATH]
                                                  [--distinct] [--threads N | --threads 1,2]
     .venv/bin/python -m perf.local_throughput --pair [--repeats 5] [--pair-tokens N] [--batch-threads 0,1]
-                                                        [--answer-chars 2000]
+                                                        [--answer-chars 2000] [--shape reverse|capital|runs]
+    .venv/bin/python -m perf.local_throughput --tool [--repeats 5] [--shape reverse|capital|runs]
 
 One model is loaded with as many slots as the highest level (continuous batching), warmed up with one request,
 then each level sends the same judging-style request `--requests` times with at most `level` in flight, through
@@ -15,17 +16,25 @@ the whole measurement for each thread count (a fresh load each).
 
 `--pair` sends compare_pair's own requests (default template, goal and answer budget; JSON schema and
 log-probabilities as on the embedded backend; built by the method's functions and `LocalBackend.payload`) straight
-to llama.cpp in worker threads, as the backend does: order AB alone, order BA alone, and both at once, each on its
-own loaded model (same settings), so each model sees each text once and greedy decoding usually writes the same tokens
-alone and together. Every repetition is a new pair of answers, and each model's slots keep the previous
-repetition's prompts, as between real calls: the system prompt is reused from llama.cpp's slot cache, the rest of
-the prompt is computed (`--answer-chars` lengthens both answers, for prompt-heavy calls). It prints the ratio of
-the two-order wall time to the slower single order (1 would be both orders in the time of one) and to their mean,
-and the medians over the repetitions. `--batch-threads` loads one set of models per value of `n_threads_batch` (0:
-the shipped default; a `u` after it, as in `0u`, also turns on llama.cpp's unified KV cache) and alternates between
-them in every repetition. Each row also splits the time as llama.cpp reports it (`timings` in its answer): one
-order's prompt and generation milliseconds alone (the mean of AB and BA), and how many times that each took with
-both orders at once (x2: the slower order's, since both run in the same steps).
+to llama.cpp in worker threads, as the backend does: order AB alone, order BA alone, both at once (two slots, as
+compare_pair sends them), and both one after the other pinned to one slot (`id_slot` 0, so BA reuses the prefix it
+shares with AB from the slot's cache: column `seq`), each on its own loaded model (same settings), so each model
+sees each text once and greedy decoding usually writes the same tokens alone and together. `--shape` picks the pair:
+this file's (`reverse`), or the demo's two compare_pair calls (`capital`: one-word answers; `runs`: two
+trajectories). Every repetition is a new question, and each model's slots keep the previous repetition's prompts, as
+between real calls: the system prompt is reused from llama.cpp's slot cache, the rest of the prompt is computed
+(`--answer-chars` lengthens both answers, for prompt-heavy calls). It prints the ratio of the two-order wall time to
+the slower single order (1 would be both orders in the time of one) and to their mean, and the medians over the
+repetitions. `--batch-threads` loads one set of models per value of `n_threads_batch` (0: the shipped default; a `u`
+after it, as in `0u`, also turns on llama.cpp's unified KV cache) and alternates between them in every repetition.
+Each row also splits the time as llama.cpp reports it (`timings` in its answer): one order's prompt and generation
+milliseconds alone (the mean of AB and BA), and how many times that each took with both orders at once (x2: the
+slower order's, since both run in the same steps). `computed` is the prompt tokens llama.cpp computed: AB alone /
+both orders at once / BA after AB on one slot; `cached` the tokens it took from the slot's cache: AB alone (the
+system prompt) / BA after AB (everything before the answers). `floor` is what no scheduling on this engine can beat:
+one order's time plus BA's unshared prompt tokens at AB's cost per prompt token, with the second order's generation
+taken as free (the answers change places, so every token from the first answer on has a different KV in the two
+orders and is computed twice).
 """
 
 from __future__ import annotations
@@ -124,6 +133,7 @@ PAIR_ANSWERS = (
     "Python lists cannot be reversed; copy the items into a new list by hand, one at a time, from the end, "
     "which is the only way and always needs a second list.",
 )
+SHAPES = ("reverse", "capital", "runs")  # this file's pair; the demo's first compare_pair; its trajectories
 
 
 def long_answer(text: str, chars: int) -> str:
@@ -135,10 +145,26 @@ def long_answer(text: str, chars: int) -> str:
     return "\n\n".join(parts)
 
 
-def pair_payloads(backend: LocalBackend, n: int, max_tokens: int | None, chars: int = 0) -> dict[str, dict[str, Any]]:
+def pair_inputs(shape: str, n: int, chars: int) -> tuple[Any, Any, Any]:
+    """(question, answer A, answer B) of case `n`: every case asks a new question, as between real calls."""
+    if shape == "reverse":
+        return PAIR_QUESTION.format(n=n), long_answer(PAIR_ANSWERS[0], chars), long_answer(PAIR_ANSWERS[1], chars)
+    # lazy: the demo's texts, only for the shapes that use them
+    from judge_mcp.cli.demo import QUESTION, RUN_A, RUN_B
+    from judge_mcp.contract.args import ComparePairArgs
+
+    if shape == "capital":
+        return f"(case {n}) {QUESTION}", "Sydney.", "Canberra."
+    task = [{"role": "user", "content": f"(case {n}) {QUESTION} Use the search tool."}]
+    args = ComparePairArgs.model_validate({"prompt": task, "response_a": RUN_A, "response_b": RUN_B})
+    return args.prompt, args.response_a, args.response_b
+
+
+def pair_payloads(
+    backend: LocalBackend, n: int, max_tokens: int | None, chars: int = 0, shape: str = "reverse"
+) -> dict[str, dict[str, Any]]:
     """compare_pair's two order requests for case `n`, as the embedded backend sends them."""
-    question = PAIR_QUESTION.format(n=n)
-    answers = tuple(long_answer(a, chars) for a in PAIR_ANSWERS)
+    question, *answers = pair_inputs(shape, n, chars)
     out = {}
     for order, (first, second) in (("AB", answers), ("BA", answers[::-1])):
         request = user(
@@ -154,29 +180,39 @@ def pair_payloads(backend: LocalBackend, n: int, max_tokens: int | None, chars: 
     return out
 
 
-async def timed(server: Any, payloads: list[dict[str, Any]]) -> tuple[float, list[int], list[tuple[float, float]]]:
-    """Send `payloads` at once, each in its own worker thread; wall seconds, the completion tokens of each, and each
-    one's (prompt ms, generation ms) as llama.cpp timed them (its `timings`: from the slot's start to its first token,
-    and from there to its last)."""
+async def timed(
+    server: Any, payloads: list[dict[str, Any]], one_slot: bool = False
+) -> tuple[float, list[int], list[dict[str, float]]]:
+    """Send `payloads` at once, each in its own worker thread (`one_slot`: one after the other, all on slot 0, so a
+    later one reuses the prefix it shares with the one before); wall seconds, the completion tokens of each, and each
+    one's `timings` as llama.cpp reports them (prompt_n: prompt tokens computed, cache_n: taken from the slot's
+    cache, prompt_ms: from the slot's start to its first token, predicted_ms: from there to its last)."""
     tokens = [0] * len(payloads)
-    split = [(0.0, 0.0)] * len(payloads)
+    split: list[dict[str, float]] = [{}] * len(payloads)
 
-    async def one(i: int) -> None:
-        body = await anyio.to_thread.run_sync(server.handle_chat_completions, payloads[i])
+    def one(i: int) -> None:
+        payload = {**payloads[i], "id_slot": 0} if one_slot else payloads[i]
+        body = server.handle_chat_completions(payload)
         tokens[i] = body["usage"]["completion_tokens"]
-        timings = body.get("timings") or {}
-        split[i] = (float(timings.get("prompt_ms", 0.0)), float(timings.get("predicted_ms", 0.0)))
+        split[i] = {key: float(value) for key, value in (body.get("timings") or {}).items() if isinstance(value, (int, float))}
 
     start = time.perf_counter()
-    async with anyio.create_task_group() as tg:
+    if one_slot:
         for i in range(len(payloads)):
-            tg.start_soon(one, i)
+            await anyio.to_thread.run_sync(one, i)
+    else:
+        async with anyio.create_task_group() as tg:
+            for i in range(len(payloads)):
+                tg.start_soon(anyio.to_thread.run_sync, one, i)
     return time.perf_counter() - start, tokens, split
 
 
+ROLES = ("AB", "BA", "both", "seq")  # AB alone, BA alone, both at once on two slots, both one after the other on one
+
+
 def load_pair_models(args: argparse.Namespace, backend: LocalBackend) -> dict[str, dict[str, Any]]:
-    """Per `--batch-threads` value, three models with the backend's settings: AB alone, BA alone, both at once."""
-    import xllamacpp
+    """Per `--batch-threads` value, one model per role with the backend's settings."""
+    import xllamacpp  # lazy: perf only, and only for --pair
 
     configs: dict[str, dict[str, Any]] = {}
     for setting in args.batch_threads.split(","):
@@ -185,7 +221,7 @@ def load_pair_models(args: argparse.Namespace, backend: LocalBackend) -> dict[st
         batch = value or local_params.default_batch_threads()
         label = f"batch threads {batch}" + (" (default)" if not value else "") + (" kv unified" if unified else "")
         configs[label] = {}
-        for role in ("AB", "BA", "both"):
+        for role in ROLES:
             params = local_params.engine_params(
                 xllamacpp, backend.resolved_path(), None, 2, 2 * local_params.MIN_SLOT_CTX, backend.n_threads, batch
             )
@@ -195,17 +231,29 @@ def load_pair_models(args: argparse.Namespace, backend: LocalBackend) -> dict[st
 
 
 async def pair_round(models: dict[str, Any], payloads: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    ab, (ab_tokens,), (ab_split,) = await timed(models["AB"], [payloads["AB"]])
-    ba, (ba_tokens,), (ba_split,) = await timed(models["BA"], [payloads["BA"]])
-    both, together, both_split = await timed(models["both"], [payloads["AB"], payloads["BA"]])
+    ab, (ab_tokens,), (ab_t,) = await timed(models["AB"], [payloads["AB"]])
+    ba, (ba_tokens,), (ba_t,) = await timed(models["BA"], [payloads["BA"]])
+    both, together, both_t = await timed(models["both"], [payloads["AB"], payloads["BA"]])
+    seq, _, seq_t = await timed(models["seq"], [payloads["AB"], payloads["BA"]], one_slot=True)
     # where the time goes: prompt and generation of both orders at once against one order alone (the mean of two)
-    prompt_alone, gen_alone = (ab_split[0] + ba_split[0]) / 2, (ab_split[1] + ba_split[1]) / 2
-    prompt_both, gen_both = max(p for p, _ in both_split), max(g for _, g in both_split)
-    return {"ab": ab, "ba": ba, "both": both, "slower": both / max(ab, ba), "mean": both / ((ab + ba) / 2),
+    prompt_alone = (ab_t.get("prompt_ms", 0) + ba_t.get("prompt_ms", 0)) / 2
+    gen_alone = (ab_t.get("predicted_ms", 0) + ba_t.get("predicted_ms", 0)) / 2
+    prompt_both = max(t.get("prompt_ms", 0) for t in both_t)
+    gen_both = max(t.get("predicted_ms", 0) for t in both_t)
+    slower = max(ab, ba)
+    # The floor on this engine: AB's prompt, then only what BA does not share with it (its prompt_n after AB on
+    # the same slot) at AB's cost per prompt token, and one order's generation as if the second were free.
+    per_token = ab_t.get("prompt_ms", 0) / max(ab_t.get("prompt_n", 1), 1)
+    one_order = ab_t.get("prompt_ms", 0) + ab_t.get("predicted_ms", 0)
+    floor = (one_order + per_token * seq_t[1].get("prompt_n", 0)) / one_order if one_order else float("nan")
+    return {"ab": ab, "ba": ba, "both": both, "slower": both / slower, "mean": both / ((ab + ba) / 2),
+            "seq": seq / slower, "floor": floor,
             "tokens": (ab_tokens, ba_tokens), "together": tuple(together),
             "prompt": prompt_both / prompt_alone if prompt_alone else float("nan"),
             "generation": gen_both / gen_alone if gen_alone else float("nan"),
-            "prompt_ms": prompt_alone, "generation_ms": gen_alone}
+            "prompt_ms": prompt_alone, "generation_ms": gen_alone,
+            "computed": "%d/%d/%d" % (ab_t.get("prompt_n", 0), sum(t.get("prompt_n", 0) for t in both_t), seq_t[1].get("prompt_n", 0)),
+            "cached": "%d/%d" % (ab_t.get("cache_n", 0), seq_t[1].get("cache_n", 0))}
 
 
 async def measure_pair(args: argparse.Namespace) -> None:
@@ -213,40 +261,79 @@ async def measure_pair(args: argparse.Namespace) -> None:
     configs = load_pair_models(args, backend)
     for models in configs.values():  # both slots of every model hold a compare_pair prompt, as after real calls
         for n in (-2, -1):
-            await pair_round(models, pair_payloads(backend, n, 8))
+            await pair_round(models, pair_payloads(backend, n, 8, shape=args.shape))
+    question, answer_a, _ = pair_inputs(args.shape, 0, args.answer_chars)
     print(
         f"\ncompare_pair's two orders at once against one: {backend.model_id}, 2 slots, threads {backend.n_threads}, "
-        f"template sop, max_tokens {args.pair_tokens or pairwise.MAX_TOKENS['sop']}, answers of "
-        f"{len(long_answer(PAIR_ANSWERS[0], args.answer_chars))} characters, {args.repeats} repetitions; "
+        f"template sop, max_tokens {args.pair_tokens or pairwise.MAX_TOKENS['sop']}, pair {args.shape!r} (answer A: "
+        f"{len(pairwise.user_prompt(question, answer_a, ''))} characters with the question), {args.repeats} repetitions; "
         f"load average {load_average()}",
         flush=True,
     )
-    print(f"{'configuration':>26} {'rep':>3} {'AB s':>6} {'BA s':>6} {'both s':>6} {'/slower':>7} {'/mean':>6} {'tokens':>8} "
-          f"{'prompt ms':>9} {'x2':>5} {'gen ms':>7} {'x2':>5} {'load':>5}")
+    print(f"{'configuration':>26} {'rep':>3} {'AB s':>6} {'BA s':>6} {'both s':>6} {'/slower':>7} {'/mean':>6} {'seq':>5} "
+          f"{'floor':>5} {'tokens':>8} {'computed':>11} {'cached':>7} {'prompt ms':>9} {'x2':>5} {'gen ms':>7} {'x2':>5} {'load':>5}")
     rows: dict[str, list[dict[str, Any]]] = {label: [] for label in configs}
     for rep in range(args.repeats):
         labels = list(configs) if rep % 2 == 0 else list(configs)[::-1]  # alternate which configuration goes first
         for label in labels:
-            r = await pair_round(configs[label], pair_payloads(backend, rep, args.pair_tokens, args.answer_chars))
+            payloads = pair_payloads(backend, rep, args.pair_tokens, args.answer_chars, args.shape)
+            r = await pair_round(configs[label], payloads)
             rows[label].append(r)
             same = "" if r["together"] == r["tokens"] else f" (together {r['together'][0]},{r['together'][1]})"
             print(
                 f"{label:>26} {rep:>3} {r['ab']:>6.2f} {r['ba']:>6.2f} {r['both']:>6.2f} {r['slower']:>7.2f} "
-                f"{r['mean']:>6.2f} {'%d,%d' % r['tokens']:>8} {r['prompt_ms']:>9.0f} {r['prompt']:>5.2f} "
-                f"{r['generation_ms']:>7.0f} {r['generation']:>5.2f} {load_average():>5}{same}",
+                f"{r['mean']:>6.2f} {r['seq']:>5.2f} {r['floor']:>5.2f} {'%d,%d' % r['tokens']:>8} {r['computed']:>11} "
+                f"{r['cached']:>7} {r['prompt_ms']:>9.0f} {r['prompt']:>5.2f} {r['generation_ms']:>7.0f} "
+                f"{r['generation']:>5.2f} {load_average():>5}{same}",
                 flush=True,
             )
     print("medians:")
     for label, runs in rows.items():
-        keys = ("ab", "ba", "both", "slower", "mean", "prompt", "generation", "prompt_ms", "generation_ms")
+        keys = ("ab", "ba", "both", "slower", "mean", "seq", "floor", "prompt", "generation", "prompt_ms", "generation_ms")
         med = {key: statistics.median(r[key] for r in runs) for key in keys}
         print(
             f"{label:>26}  AB {med['ab']:.2f}s  BA {med['ba']:.2f}s  both {med['both']:.2f}s  "
-            f"both/slower {med['slower']:.2f}  both/mean {med['mean']:.2f}  "
-            f"prompt {med['prompt_ms']:.0f} ms alone, x{med['prompt']:.2f} both  "
+            f"both/slower {med['slower']:.2f}  both/mean {med['mean']:.2f}  one slot in turn/slower {med['seq']:.2f}  "
+            f"floor {med['floor']:.2f}  prompt {med['prompt_ms']:.0f} ms alone, x{med['prompt']:.2f} both  "
             f"generation {med['generation_ms']:.0f} ms alone, x{med['generation']:.2f} both",
             flush=True,
         )
+
+
+async def measure_tool(args: argparse.Namespace) -> None:
+    """The tool path: compare_pair through the Python API (the tool's code, the call layer, the embedded backend)
+    with both orders (swap true) and with one (swap false), alternating which goes first, a new question each
+    time (the call cache never answers), on one loaded model shared by both."""
+    import tempfile  # lazy: perf only, and only for --tool
+
+    from judge_mcp.api import Judge, JudgeError  # lazy: perf only, and only for --tool
+
+    with tempfile.TemporaryDirectory() as tmp:
+        async with Judge(db=Path(tmp) / "judge.db", env={"JUDGE_MCP_BACKEND": "local"}) as judge:
+            async def call(n: int, swap: bool) -> tuple[float, Any]:
+                question, answer_a, answer_b = pair_inputs(args.shape, n, args.answer_chars)
+                start = time.perf_counter()
+                try:
+                    result: Any = await judge.compare_pair(prompt=question, response_a=answer_a, response_b=answer_b, swap=swap)
+                except JudgeError as exc:  # e.g. an order that loops until the backend's timeout
+                    result = type("Failed", (), {"winner": f"error: {str(exc)[:60]}"})()
+                return time.perf_counter() - start, result
+
+            await call(-1, True)  # load and warm up
+            await call(-2, True)
+            print(f"\ncompare_pair through the tool path, pair {args.shape!r}, {args.repeats} repetitions; "
+                  f"load average {load_average()}", flush=True)
+            print(f"{'rep':>3} {'one order s':>11} {'two orders s':>12} {'ratio':>6} {'load':>5} winner")
+            ratios = []
+            for rep in range(args.repeats):
+                timed_calls = {}
+                for swap in ((False, True) if rep % 2 == 0 else (True, False)):
+                    timed_calls[swap] = await call(2 * rep + int(swap), swap)
+                (one, _), (two, result) = timed_calls[False], timed_calls[True]
+                ratios.append(two / one)
+                print(f"{rep:>3} {one:>11.2f} {two:>12.2f} {two / one:>6.2f} {load_average():>5} {result.winner}",
+                      flush=True)
+            print(f"median two orders / one: {statistics.median(ratios):.2f}", flush=True)
 
 
 async def main() -> None:
@@ -261,9 +348,14 @@ async def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="--pair: repetitions (medians are printed)")
     parser.add_argument("--pair-tokens", type=int, default=None, help="--pair: answer budget (default: compare_pair's)")
     parser.add_argument("--answer-chars", type=int, default=0, help="--pair: lengthen each answer to about this")
+    parser.add_argument("--shape", choices=SHAPES, default="reverse", help="--pair: the pair (capital, runs: the demo's)")
     parser.add_argument("--pair-threads", type=int, default=None, help="--pair: n_threads (default: the backend's)")
     parser.add_argument("--batch-threads", default="0", help="--pair: n_threads_batch values to alternate (0: default; 0u: with a unified KV cache)")
+    parser.add_argument("--tool", action="store_true", help="compare_pair's two orders against one on the tool path")
     args = parser.parse_args()
+    if args.tool:
+        await measure_tool(args)
+        return
     if args.pair:
         await measure_pair(args)
         return
