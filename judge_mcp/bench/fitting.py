@@ -9,13 +9,14 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import urlparse
 
+from judge_mcp.config.bundled import BUNDLED_MAX_OUTPUT_TOKENS, is_uncapped_bundled, with_backend
 from judge_mcp.config.settings import DEFAULT_BACKEND_NAME, DEFAULT_CONCURRENCY
 
-# As judge-mcp demo's DEMO_MAX_OUTPUT_TOKENS: the 135M model writes ~20 tokens/s on 2 cores, so 128 tokens fit well
-# inside the 120 s timeout with 4 slots busy; the JSON schemas' caps scale down with it, so answers still close.
-BUNDLED_MAX_OUTPUT_TOKENS = 128
-# ... and even so, on 2 busy cores (load 10), a pairwise prompt's prefill plus 128 tokens took over 120 s per request
-# (llmbar_natural, grp, 4 slots): a bench item may take up to this long per request unless its timeout was set.
+__all__ = ["BUNDLED_MAX_OUTPUT_TOKENS", "cap_bundled_model", "connection_warning", "local_server_warning"]
+
+# The bundled model's answers are capped as `serve` and `demo` cap them (config/bundled.py); even so, on 2 busy cores
+# (load 10), a pairwise prompt's prefill plus 128 tokens took over 120 s per request (llmbar_natural, grp, 4 slots):
+# a bench item may take up to this long per request unless its timeout was set.
 BUNDLED_TIMEOUT_S = 600.0
 DEFAULT_TIMEOUT_S = 120.0  # config's default timeout_s: a backend still at it was not given one
 REMOTE_KINDS = ("openai", "anthropic")
@@ -28,14 +29,10 @@ def cap_bundled_model(app: Any, names: tuple[str | None, ...]) -> list[str]:
     notes = []
     for name in names:
         cfg = app.settings.backend(name)
-        if cfg.kind != "local" or cfg.model is not None or cfg.max_output_tokens is not None:
+        if not is_uncapped_bundled(cfg):
             continue
         timeout = BUNDLED_TIMEOUT_S if cfg.timeout_s == DEFAULT_TIMEOUT_S else cfg.timeout_s
-        capped = replace(cfg, max_output_tokens=BUNDLED_MAX_OUTPUT_TOKENS, timeout_s=timeout)
-        if cfg.name == DEFAULT_BACKEND_NAME:
-            app.settings = replace(app.settings, default_backend=capped)
-        else:
-            app.settings = replace(app.settings, named_backends={**app.settings.named_backends, cfg.name: capped})
+        app.settings = with_backend(app.settings, replace(cfg, max_output_tokens=BUNDLED_MAX_OUTPUT_TOKENS, timeout_s=timeout))
         env = cfg.name == DEFAULT_BACKEND_NAME
         budget, wait = ("JUDGE_MCP_MAX_OUTPUT_TOKENS", "JUDGE_MCP_TIMEOUT_S") if env else ("max_output_tokens", "timeout_s")
         notes.append(

@@ -26,13 +26,24 @@ def _setup_logging(verbose: bool = False) -> None:
     redaction.install()  # backend credentials are blanked out of every record, whoever logs it
 
 
+def _serve_settings() -> Any:
+    """The settings `serve` runs on (the bundled model's answers capped, config/bundled.py), reported on stderr."""
+    # lazy: each subcommand loads only what it runs (a `serve` start stays short)
+    from judge_mcp.config.bundled import cap_bundled, cap_note
+    from judge_mcp.config.settings import settings_or_error
+
+    settings, capped = cap_bundled(settings_or_error())
+    report_settings(settings, "judge-mcp")
+    for name in capped:
+        print(f"judge-mcp: {cap_note(name)}", file=sys.stderr)
+    return settings
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     # lazy: each subcommand loads only what it runs (a `serve` start stays short)
-    from judge_mcp.config.settings import settings_or_error
     from judge_mcp.server.build import build_server
 
-    settings = settings_or_error()
-    report_settings(settings, "judge-mcp")
+    settings = _serve_settings()
     if settings.config_error is not None:
         print(f"judge-mcp: configuration error: {settings.config_error}", file=sys.stderr)
         if args.transport != "stdio":  # started by hand, in a terminal; and no network server runs half-configured

@@ -49,7 +49,10 @@ ENVIRONMENT: tuple[Setting, ...] = (
             "the most requests in flight per backend; the limit adapts below it on 429/503"),
     Setting("JUDGE_MCP_TIMEOUT_S", "number > 0", "120", "seconds a backend may take to start its reply (a local server on CPU: 600)"),
     Setting("JUDGE_MCP_MAX_RETRIES", "whole number >= 0", "3", "retries of a refused call (429, 5xx, connection errors)"),
-    Setting("JUDGE_MCP_MAX_OUTPUT_TOKENS", "whole number >= 1", "none (the method's budget)", "local only: a cap on every answer's token budget"),
+    Setting(
+        "JUDGE_MCP_MAX_OUTPUT_TOKENS", "whole number >= 1", "128 for the bundled model, else none (the method's budget)",
+        "local only: a cap on every answer's token budget",
+    ),
     Setting("JUDGE_MCP_MMPROJ", "file path", "none (no images on local)", "local only: the model's multimodal projector (mmproj GGUF)"),
     Setting("JUDGE_MCP_STRUCTURED_OUTPUT", "auto | json_schema | off", "auto",
             "auto: a JSON schema until the server refuses it, then text grammars; json_schema: always; off: never"),
@@ -74,7 +77,9 @@ TOML_KEYS: tuple[Setting, ...] = (
     Setting("n_ctx", "whole number >= 1", "32768", "local only: the KV cache's tokens, shared by the slots"),
     Setting("n_threads", "whole number >= 1", "half the cores", "local only: threads for one slot's next token"),
     Setting("n_threads_batch", "whole number >= 1", "every core", "local only: threads for prompts and several slots at once"),
-    Setting("max_output_tokens", "whole number >= 1", "none (the method's budget)", "local only: a cap on every answer's budget"),
+    Setting(
+        "max_output_tokens", "whole number >= 1", "128 for the bundled model, else none (the method's budget)", "local only: a cap on every answer's budget",
+    ),
     Setting("mmproj", "file path", "none", "local only: the model's multimodal projector"),
     Setting("batch", "true | false", "false", "openai / anthropic: `judge-mcp bench` sends through the provider's batch API"),
     Setting("cost_priority", "number 0..1", "none", "sampling only: ModelPreferences sent to the client"),
