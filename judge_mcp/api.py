@@ -24,6 +24,7 @@ script runs with its user's own rights, as a stdio server does.
 
 from __future__ import annotations
 
+import logging
 import os
 from functools import partial
 from typing import Any
@@ -42,12 +43,15 @@ from judge_mcp.contract.args import (
     LweSessionArgs, RecordLabelArgs, ToolArgs,
 )
 from judge_mcp.calls.context import ProgressFn
+from judge_mcp.config.bundled import cap_bundled, cap_note
 from judge_mcp.config.settings import ConfigError, load_settings_over
 from judge_mcp.contract.results import (
     ComparePairResult, FlipResult, GradeScoreResult, LabelResult, LweResult, LweSessionResult, StatsReport,
 )
 from judge_mcp.contract.rubric import ScoreResponseArgs, ScoreResponseResult
 from judge_mcp.storage.engine import StoreError
+
+log = logging.getLogger(__name__)
 
 
 class JudgeError(Exception):
@@ -70,7 +74,9 @@ class Judge:
         if config is not None:
             overrides["JUDGE_MCP_CONFIG"] = os.fspath(config)
         try:
-            settings = load_settings_over(overrides)
+            settings, capped = cap_bundled(load_settings_over(overrides))
+            for name in capped:
+                log.warning("%s", cap_note(name))
             if backend is not None:
                 settings.backend(backend)  # an unknown name fails here, not at the first call
             self.app = App(settings)
