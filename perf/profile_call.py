@@ -1,6 +1,12 @@
 """Where the server's CPU goes per tool call: a default compare_pair, profiled inside `judge-mcp serve`.
 
     .venv/bin/python -m perf.profile_call [--calls 300] [--top 20]     (from the checkout's root)
+    .venv/bin/python -m perf.profile_call --compare OLD_CHECKOUT [--calls 300] [--rounds 6]
+
+With --compare (e.g. a `git archive` of main unpacked in a folder), only judge-mcp's own CPU per call in process
+(`ours_in_process`: `App.run` of a default compare_pair against its two backend requests sent directly) is measured,
+for this checkout and OLD_CHECKOUT alternately, each run in a fresh process, the order flipped every round: the
+least noisy before/after on a loaded machine. Printed: each run with the load average, then the medians.
 
 The server under test runs in its own process (`judge-mcp serve`, streamable HTTP with a bearer token)
 against testkit/scripted_servers.py in a third process at zero latency, driven by the official MCP client from this one. So
@@ -295,6 +301,28 @@ def report(stats_file: str, shaped_file: str, calls: int, top: int, measured: di
         print(f"  cum {ms(ct):7.3f} ms  own {ms(tt):6.3f} ms  {nc / calls:5.1f} calls  {label(func)}")
 
 
+def compare(base: Path, calls: int, rounds: int) -> None:
+    """`ours_in_process` for this checkout and `base`, alternately (see the module doc)."""
+    from testkit.scripted_servers import ExternalScripted
+    from testkit.scripted_judges import UNIVERSAL_ANSWER
+
+    runs: dict[str, list[dict[str, float]]] = {"this checkout": [], str(base): []}
+    with ExternalScripted(UNIVERSAL_ANSWER, 0.0) as backend:
+        for r in range(rounds):
+            order = [("this checkout", ROOT), (str(base), base)]
+            for name, root in order if r % 2 == 0 else order[::-1]:
+                out = ours_of(root, backend.base_url, calls, 1)
+                runs[name].append(out)
+                print(f"round {r + 1}: {name}: App.run {out['tool']:.3f} ms, two requests sent directly {out['direct']:.3f} ms, "
+                      f"judge-mcp's own {out['ours']:.3f} ms (load average {os.getloadavg()[0]:.2f})", flush=True)
+    medians = {name: {k: statistics.median(o[k] for o in outs) for k in ("tool", "direct", "ours")} for name, outs in runs.items()}
+    for name, m in medians.items():
+        print(f"median, {name}: App.run {m['tool']:.3f} ms, direct {m['direct']:.3f} ms, own {m['ours']:.3f} ms")
+    this, old = medians["this checkout"], medians[str(base)]
+    ratio = {k: this[k] / old[k] for k in this}
+    print(f"this checkout / {base}: App.run {ratio['tool']:.3f}, direct {ratio['direct']:.3f}, own {ratio['ours']:.3f}")
+
+
 async def main(calls: int, top: int, save: str | None) -> None:
     from testkit.scripted_servers import ExternalScripted
     from testkit.scripted_judges import UNIVERSAL_ANSWER
@@ -322,5 +350,10 @@ if __name__ == "__main__":
         parser.add_argument("--calls", type=int, default=300)
         parser.add_argument("--top", type=int, default=20)
         parser.add_argument("--save", help="keep the server's cProfile stats in this file (for pstats)")
+        parser.add_argument("--compare", type=Path, help="another checkout: judge-mcp's own CPU per call in process, alternately with it")
+        parser.add_argument("--rounds", type=int, default=6, help="alternating rounds (with --compare)")
         args = parser.parse_args()
-        anyio.run(main, args.calls, args.top, args.save)
+        if args.compare is not None:
+            compare(args.compare.resolve(), args.calls, args.rounds)
+        else:
+            anyio.run(main, args.calls, args.top, args.save)

@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 
+from judge_mcp.backends.deadline import AttemptClock
 from judge_mcp.backends.errors import AttemptTimeout, BackendError, FatalError, RetryableError
 from judge_mcp.backends.limiter import OVERLOAD_STATUS, SLOW_START_GRACE_S, AdaptiveLimit
 from judge_mcp.backends.retry import RetryPolicy, run_with_retries
@@ -282,8 +283,12 @@ class Backend:
             if limit <= 0:
                 raise FatalError(f"no time left for another attempt within the call's bound of {self.call_bound_s:g}s{call.before()}")
             try:
-                with anyio.fail_after(limit):
+                # one scope for the attempt's limit and the HTTP phases' (deadline.py): the phases narrow its deadline
+                with AttemptClock(limit) as clock:
                     completion = await (self._send_in_slow_start(request) if self.limit.slow_start else self._send(request))
+                expired = clock.expired()
+                if expired is not None:
+                    raise expired
             except RetryableError as exc:
                 if exc.status in OVERLOAD_STATUS:
                     self.limit.overloaded(exc.retry_after, status=exc.status)

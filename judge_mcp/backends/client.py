@@ -25,9 +25,9 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from urllib.request import getproxies, proxy_bypass
 
 import aiohttp
-import anyio
 
 from judge_mcp._version import __version__
+from judge_mcp.backends.deadline import BODY, FIRST_BYTE, AttemptClock, current_clock
 from judge_mcp.backends.base import Backend
 from judge_mcp.backends.errors import AttemptTimeout, FatalError, RetryableError
 from judge_mcp.backends.retry import parse_retry_after
@@ -195,6 +195,30 @@ CONNECT_TIMEOUT_S = 10.0  # a host that does not accept the connection in this t
 BODY_TIMEOUT_S = 30.0  # once the reply has started, the rest of it must arrive within this (or timeout_s if smaller)
 
 
+async def _exchange(
+    clock: AttemptClock, session: aiohttp.ClientSession, url: str, payload: dict[str, Any], headers: dict[str, str],
+    max_bytes: int, secrets: list[str], proxy: str | None, first_byte_s: float | None, body_s: float | None,
+) -> tuple[int, Any, str | None, bytes]:
+    """The request and its reply's body under `clock`'s two phases: (status, headers, charset, body). A phase running
+    out cancels `clock`'s scope (its owner raises the phase's AttemptTimeout); aiohttp's failures are RetryableErrors."""
+    try:
+        clock.phase(FIRST_BYTE, first_byte_s)
+        try:
+            response = await session.post(url, data=request_body(payload), headers=headers, allow_redirects=False, proxy=proxy)
+        except TimeoutError as exc:
+            if isinstance(exc, aiohttp.ClientError):  # aiohttp's connect timeout: the host did not accept in time
+                raise
+            raise AttemptTimeout(f"timed out after {first_byte_s:g}s waiting for the reply to start (no first byte)") from None
+        clock.phase(BODY, body_s)
+        async with response:
+            raw = await read_capped(response, max_bytes)
+            return response.status, response.headers, response.charset, raw
+    except aiohttp.ClientPayloadError as exc:  # a body cut short or badly encoded
+        raise RetryableError(redact(f"HTTP error ({type(exc).__name__}: {exc})", secrets)) from exc
+    except aiohttp.ClientError as exc:
+        raise RetryableError(redact(f"connection error ({type(exc).__name__}: {exc})", secrets)) from exc
+
+
 async def post_json(
     session: aiohttp.ClientSession,
     url: str,
@@ -213,25 +237,18 @@ async def post_json(
     `AttemptTimeout` naming the phase. The body is read as it streams, up to `max_bytes`. Redirects are not
     followed (a redirect's body is not a completion: it is reported, like any body that is not JSON)."""
     secrets = sorted({*secrets_in(headers), *extra_secrets}, key=len, reverse=True)
-    try:
+    clock = current_clock()
+    if clock is None:  # not inside a Backend attempt: a clock of its own, bounded by the two phases only
+        with AttemptClock() as clock:
+            status, reply_headers, charset, raw = await _exchange(clock, session, url, payload, headers, max_bytes, secrets, proxy, first_byte_s, body_s)
+        expired = clock.expired()
+        if expired is not None:
+            raise expired
+    else:  # the attempt's own scope: its deadline narrowed for each phase, then given back (deadline.py)
         try:
-            with anyio.fail_after(first_byte_s):
-                response = await session.post(url, data=request_body(payload), headers=headers, allow_redirects=False, proxy=proxy)
-        except TimeoutError as exc:
-            if isinstance(exc, aiohttp.ClientError):  # aiohttp's connect timeout: the host did not accept in time
-                raise
-            raise AttemptTimeout(f"timed out after {first_byte_s:g}s waiting for the reply to start (no first byte)") from None
-        async with response:
-            try:
-                with anyio.fail_after(body_s):
-                    raw = await read_capped(response, max_bytes)
-            except TimeoutError:
-                raise AttemptTimeout(f"timed out: the reply started but had not arrived whole {body_s:g}s later") from None
-            status, reply_headers, charset = response.status, response.headers, response.charset
-    except aiohttp.ClientPayloadError as exc:  # a body cut short or badly encoded
-        raise RetryableError(redact(f"HTTP error ({type(exc).__name__}: {exc})", secrets)) from exc
-    except aiohttp.ClientError as exc:
-        raise RetryableError(redact(f"connection error ({type(exc).__name__}: {exc})", secrets)) from exc
+            status, reply_headers, charset, raw = await _exchange(clock, session, url, payload, headers, max_bytes, secrets, proxy, first_byte_s, body_s)
+        finally:
+            clock.end_phase()
     try:
         text = raw.decode(charset or "utf-8", errors="replace")
     except LookupError:  # a charset Python does not know
