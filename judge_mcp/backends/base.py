@@ -284,11 +284,8 @@ class Backend:
                 raise FatalError(f"no time left for another attempt within the call's bound of {self.call_bound_s:g}s{call.before()}")
             try:
                 # one scope for the attempt's limit and the HTTP phases' (deadline.py): the phases narrow its deadline
-                with AttemptClock(limit) as clock:
+                with AttemptClock(limit):
                     completion = await (self._send_in_slow_start(request) if self.limit.slow_start else self._send(request))
-                expired = clock.expired()
-                if expired is not None:
-                    raise expired
             except RetryableError as exc:
                 if exc.status in OVERLOAD_STATUS:
                     self.limit.overloaded(exc.retry_after, status=exc.status)

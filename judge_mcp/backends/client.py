@@ -241,9 +241,6 @@ async def post_json(
     if clock is None:  # not inside a Backend attempt: a clock of its own, bounded by the two phases only
         with AttemptClock() as clock:
             status, reply_headers, charset, raw = await _exchange(clock, session, url, payload, headers, max_bytes, secrets, proxy, first_byte_s, body_s)
-        expired = clock.expired()
-        if expired is not None:
-            raise expired
     else:  # the attempt's own scope: its deadline narrowed for each phase, then given back (deadline.py)
         try:
             status, reply_headers, charset, raw = await _exchange(clock, session, url, payload, headers, max_bytes, secrets, proxy, first_byte_s, body_s)

@@ -4,9 +4,9 @@ An HTTP attempt runs under three limits: the attempt's own (`Backend._attempt`: 
 reply's first byte (`timeout_s`) and the rest of the reply once it has started (`body_timeout_s`). Each used to be a
 scope of its own (`anyio.fail_after`, ~10 µs to enter and leave, three per request). Here they are one scope whose
 deadline moves: the attempt opens it (`AttemptClock.scope`) and the HTTP plumbing narrows it for a phase
-(`phase`) and widens it back (`end_phase`). When the scope's deadline passes, `expired()` is the error the scope
+(`phase`) and widens it back (`end_phase`). When the scope's deadline passes, leaving it raises what the scope
 that ran out used to raise: the phase's `AttemptTimeout` (naming the phase) when a phase's deadline was the
-earlier, else a bare TimeoutError (the attempt's own limit). The clock of the running attempt is found through a
+earlier, else a bare TimeoutError (the attempt's own limit), as `anyio.fail_after` does. The clock of the running attempt is found through a
 context variable, so a backend's `_send` (which may post more than once: a refused parameter is dropped and the
 request sent again) needs no extra argument.
 """
@@ -27,8 +27,8 @@ _CURRENT: ContextVar[AttemptClock | None] = ContextVar("judge_mcp_attempt_clock"
 
 
 class AttemptClock:
-    """The deadlines of one attempt, kept by one cancel scope (see the module doc). Use it as a context manager; after
-    the block, `expired()` says whether (and how) it ran out."""
+    """The deadlines of one attempt, kept by one cancel scope (see the module doc). Use it as a context manager: a
+    block cut off by a deadline ends in the error `_expired` names."""
 
     __slots__ = ("scope", "bound", "_phase", "_token")
 
@@ -45,7 +45,11 @@ class AttemptClock:
 
     def __exit__(self, *exc: object) -> bool:
         _CURRENT.reset(self._token)
-        return bool(self.scope.__exit__(*exc))  # type: ignore[arg-type]
+        swallowed = bool(self.scope.__exit__(*exc))  # type: ignore[arg-type]
+        expired = self._expired()
+        if expired is not None:
+            raise expired from None
+        return swallowed
 
     def phase(self, name: str, seconds: float | None) -> None:
         """From now, `name` must end within `seconds` (None: no limit of its own), and within the attempt's bound."""
@@ -58,13 +62,13 @@ class AttemptClock:
 
     def end_phase(self) -> None:
         """The phase is over: only the attempt's bound is left. Not once the scope is cancelled: the phase that ran
-        out stays recorded for `expired()`."""
+        out stays recorded for `_expired`."""
         if self._phase is not None and not self.scope.cancel_called:
             self._phase = None
             self.scope.deadline = self.bound
 
-    def expired(self) -> TimeoutError | None:
-        """After the block: None when it was not cut off; else the phase's AttemptTimeout, or a bare TimeoutError
+    def _expired(self) -> TimeoutError | None:
+        """Leaving the block: None when it was not cut off; else the phase's AttemptTimeout, or a bare TimeoutError
         for the attempt's own limit."""
         if not self.scope.cancelled_caught:
             return None

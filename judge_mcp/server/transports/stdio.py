@@ -175,7 +175,8 @@ class _PipeLines:
             return None
         try:
             fd = buffer.fileno()
-            if not stat.S_ISFIFO(os.fstat(fd).st_mode) and not stat.S_ISSOCK(os.fstat(fd).st_mode):
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISFIFO(mode) and not stat.S_ISSOCK(mode):
                 return None
             blocking = os.get_blocking(fd)
             own = os.dup(fd)  # the transport closes its own descriptor, never the claimed one
