@@ -34,7 +34,7 @@ from pathlib import Path
 
 import anyio
 
-from perf.cold_start import _answer, _send
+from perf.cold_start import _answer, _send, stop
 from perf.profile_call import ROOT, cpu_s, measure, server_env
 from perf.transcript_cost import trajectory
 from testkit.scripted_judges import UNIVERSAL_ANSWER
@@ -70,12 +70,7 @@ def stdio_measure(argv: list[str], env: dict[str, str], cwd: Path, tool: str, ar
         wall = run(calls, 1 + warm_up)
         return {"cpu": (cpu_s(proc.pid) - c0) / calls, "wall": wall}
     finally:
-        proc.stdin.close()  # type: ignore[union-attr]
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 def servers(base_url: str, tmp: Path, base: Path | None) -> dict[str, tuple[list[str], list[str], dict[str, str], Path, str, dict]]:

@@ -77,6 +77,16 @@ def _answer(proc: subprocess.Popen, request_id: int) -> dict:
             return message["result"]
 
 
+def stop(proc: subprocess.Popen) -> None:
+    """End a server started here: its stdin closed (a stdio server's end of input), killed if it lingers."""
+    proc.stdin.close()  # type: ignore[union-attr]
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def one_start(
     argv: list[str], env: dict[str, str], tool: str, arguments: dict, stderr: Any = subprocess.DEVNULL, cwd: Path = ROOT, think_s: float = 0.0
 ) -> tuple[float, float, float]:
@@ -107,12 +117,7 @@ def one_start(
             raise RuntimeError(f"{tool} failed: {result['content'][0]['text']}")
         return listed, called, answered - sent
     finally:
-        proc.stdin.close()  # type: ignore[union-attr]
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 Server = tuple[list[str], dict[str, str], Path, str, Callable[[int], dict[str, str]]]  # argv, env, cwd, tool, arguments
