@@ -8,8 +8,8 @@ tool, one chat completion), over streamable HTTP and over stdio, and what the ne
 1. Per call, zero-latency scripted backend (testkit/scripted_servers.py, a process of its own): each server runs in a
    process of its own, its CPU (utime + stime of all its threads, from /proc) read around `--calls` sequential calls
    after a warm-up, so the client's and the backend's CPU are not counted. judge-mcp answers a default compare_pair
-   (both orders, sop, a verdict row written per call, a new prompt each call: no cache hits); the naive judge its one
-   tool. Over HTTP the official MCP client drives the server (perf/profile_call.measure, bearer token for judge-mcp);
+   (both orders, sop, a verdict row written per call, a new prompt each call: no cache hits), and again with `swap`
+   false (one order: one backend request, as the naive judge sends); the naive judge its one tool. Over HTTP the official MCP client drives the server (perf/profile_call.measure, bearer token for judge-mcp);
    over stdio this process writes newline-delimited JSON-RPC to the server's stdin (as an MCP client does) and reads
    its stdout. Rounds alternate the servers (naive, this checkout, `--base`), each in a fresh process, so a drift in the
    machine's load hits all alike; medians over the rounds, and the ratio of each round's pair.
@@ -81,6 +81,8 @@ def servers(base_url: str, tmp: Path, base: Path | None) -> dict[str, tuple[list
     out = {
         "naive": ([NAIVE, "http", "PORT"], [sys.executable, NAIVE, "stdio"], env, ROOT, "judge", PAIR),
         "ours": (serve, stdio, server_env(base_url, tmp / "ours.db"), ROOT, "compare_pair", PAIR),
+        # one order (swap false): one backend request, as the naive judge sends, with the verdict log and call cache
+        "one": (serve, stdio, server_env(base_url, tmp / "one.db"), ROOT, "compare_pair", {**PAIR, "swap": False}),
     }
     if base is not None:
         out["base"] = (serve, stdio, {**server_env(base_url, tmp / "base.db"), "PYTHONPATH": str(base)}, base, "compare_pair", PAIR)
@@ -100,6 +102,7 @@ async def per_call(calls: int, rounds: int, base: Path | None, tmp: Path) -> Non
                 runs.setdefault(("stdio", name), []).append(stdio_measure(stdio_argv, stdio_env, root, tool, args, calls))
             print(f"  round {r + 1}/{rounds} done, load average {os.getloadavg()[0]:.2f}", file=sys.stderr)
     labels = {"naive": "naive judge (one chat completion, httpx)", "ours": "judge-mcp compare_pair (this checkout)",
+              "one": "judge-mcp compare_pair, swap false (one backend request)",
               "base": f"judge-mcp compare_pair ({base})"}
     print(f"\n## Server CPU per call, zero-latency backend: medians of {rounds} alternating rounds of {calls} sequential calls, each server in a fresh process")
     print("| transport | server | server CPU per call | round trip | CPU ratio to the naive judge (per round) |")
