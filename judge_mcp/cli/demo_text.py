@@ -47,7 +47,7 @@ def pair_lines(data: dict[str, Any]) -> Lines:
     lines = [_pair_trial(t, data.get("goal", "worse")) for t in trials]
     winner = data.get("winner")
     if winner:
-        agreed = "both orders agree" if data.get("consistent") else "one order judged"
+        agreed = "one order judged" if len(trials) == 1 else "both orders agree"
         lines.append(f"VERDICT: {winner} is better ({agreed}).")
     elif not all(t.get("parse_ok") for t in trials):
         lines.append("VERDICT: none (winner: null). An answer could not be read, and judge-mcp never guesses a verdict.")

@@ -80,7 +80,7 @@ class PairTrial(BaseModel, defer_build=True):
 
 class PairPanelMember(_PanelMember):
     winner: Side | None = Field(None, description="the member's verdict (its vote); null: an abstention, or not judged")
-    consistent: bool | None = Field(None, description="the member's two orders agreed (null with swap=false)")
+    consistent: bool | None = Field(None, description="the member's trials parsed and agree (null: not judged)")
     p_better: PBetter | None = Field(None, description="the member's own p_better (null without log-probabilities, or not judged)")
     swapped: bool | None = Field(None, description="the member judged the swapped order (null: not judged)")
     trials: list[PairTrial] = Field(default_factory=list)
@@ -88,7 +88,7 @@ class PairPanelMember(_PanelMember):
 
 class ComparePairResult(JudgedResult):
     winner: Side | None = Field(description="A or B only when every trial parsed and all agree")
-    consistent: bool | None = Field(description="both orders parsed and agree; null when one order was judged")
+    consistent: bool = Field(description="every trial parsed and all agree (one order: it parsed)")
     p_better: PBetter | None = Field(None, description="averaged over the orders judged (one order: not debiased); null without log-probabilities")
     swapped: bool = Field(True, description="the swapped order (BA) was judged")
     trials: list[PairTrial]

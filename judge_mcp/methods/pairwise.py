@@ -144,12 +144,11 @@ def better_in_caller_order(label: str, order: str) -> str:
     return "B" if first_better else "A"
 
 
-def aggregate(trials: list[PairTrial]) -> tuple[str | None, bool | None]:
-    """(winner, consistent) under the strict criterion. One order (swap=False, or a confident swap="auto") cannot
-    be consistent or not: `consistent` is None and the winner is that trial's verdict."""
+def aggregate(trials: list[PairTrial]) -> tuple[str | None, bool]:
+    """(winner, consistent) under the strict criterion: `consistent` when every trial parsed and all name one
+    answer, the winner only then. One order (swap=False, or a confident swap="auto"): consistent when it parsed, as
+    the contract says (`swapped` tells that the other order did not run)."""
     parsed = [t for t in trials if t.parse_ok]
-    if len(trials) == 1:
-        return (parsed[0].better if parsed else None), None
     if len(parsed) != len(trials) or not parsed:
         return None, False
     sides = {t.better for t in parsed}

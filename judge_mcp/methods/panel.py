@@ -126,17 +126,14 @@ def pooled_probability(results: Sequence[ComparePairResult]) -> PBetter | None:
 def combine_pairs(
     members: Sequence[Member], args: ComparePairArgs, *, latency_ms: float, warnings: Sequence[str] = ()
 ) -> ComparePairResult:
-    """The panel's compare_pair result. `consistent`: every member that was asked answered, in both orders,
-    consistently, and all named the same answer (null when any member judged one order, as for one judge).
+    """The panel's compare_pair result. `consistent`: every member that was asked answered consistently (its trials
+    parsed and agree, one order or two) and all named the same answer.
     `swapped` is true only when every member that answered judged the swapped order; `p_better` pools theirs."""
     answered = [m for m in members if m.status == "ok"]
     selected = [m for m in members if not m.excluded]
     t = tally([m.result.winner for m in answered], quorum(len(selected)))
     swapped = bool(answered) and all(m.result.swapped for m in answered)
-    if args.swap and swapped:
-        consistent = len(answered) == len(selected) and t.abstained == 0 and len(t.counts) == 1
-    else:
-        consistent = None
+    consistent = len(answered) == len(selected) and t.abstained == 0 and len(t.counts) == 1
     entries = [
         PairPanelMember(
             backend=m.backend, model=m.model, status=m.status, error=m.error, usage=m.usage,

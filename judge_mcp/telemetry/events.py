@@ -99,12 +99,12 @@ def _pair_how(tool: str, result: Any) -> str:
         if result.path == "vanilla_consistent":
             return "both orders agree (vanilla)"
         return "decided by the case-specific prompt (meta-prompt path)" if result.parse_ok else "the meta-prompt path's answer was unparsed"
-    if result.consistent is True:
+    if len(result.trials) == 1:
+        return "one order judged" if result.consistent else "the answer was unparsed"
+    if result.consistent:
         return "both orders agree"
-    if result.consistent is False:
-        parsed = all(t.parse_ok for t in result.trials)
-        return "the orders disagree (position bias)" if parsed else "an order's answer was unparsed"
-    return "one order judged" if result.trials and result.trials[0].parse_ok else "the answer was unparsed"
+    parsed = all(t.parse_ok for t in result.trials)
+    return "the orders disagree (position bias)" if parsed else "an order's answer was unparsed"
 
 
 def _grade(tool: str, result: Any, capture_text: bool) -> Attributes:

@@ -154,7 +154,7 @@ async def test_swap_false_gives_the_one_orders_probability(make_judge) -> None:
     judge, server = make_judge(prob_judge({"AB": 0.9, "BA": 0.9}))
     result = await pairwise.compare_pair(judge, swap=False, **PAIR)
     assert len(server.requests) == 1 and result.swapped is False
-    assert result.p_better.A == pytest.approx(0.9) and result.consistent is None
+    assert result.p_better.A == pytest.approx(0.9) and result.consistent is True
 
 
 async def test_a_server_without_logprobs_gives_null(make_judge) -> None:
@@ -257,7 +257,7 @@ async def test_auto_judges_one_order_when_the_first_is_confident(make_judge) -> 
     judge, server = make_judge(prob_judge({"AB": 0.9, "BA": 0.9}))
     result = await pairwise.compare_pair(judge, swap="auto", **PAIR)
     assert len(server.requests) == 1 and result.usage.calls == 1
-    assert result.swapped is False and result.consistent is None and result.winner == "A"
+    assert result.swapped is False and result.consistent is True and result.winner == "A"
     assert [t.order for t in result.trials] == ["AB"] and result.p_better.A == pytest.approx(0.9)
 
 
@@ -320,7 +320,7 @@ async def test_p_better_and_auto_swap_through_the_official_client(mcp_app) -> No
         wrong = await client.call_tool("compare_pair", {**PAIR, "swap_margin": 0.2})
     assert {"p_better", "swapped"} <= set(schema.output_schema["properties"])
     assert {"swap", "swap_margin"} <= set(schema.input_schema["properties"])
-    assert auto["swapped"] is False and auto["consistent"] is None and auto["usage"]["calls"] == 1
+    assert auto["swapped"] is False and auto["consistent"] is True and auto["usage"]["calls"] == 1
     assert auto["p_better"]["A"] == pytest.approx(0.95) and auto["trials"][0]["p_better"]["B"] == pytest.approx(0.05)
     # swap=true: AB is answered from the cache, BA is new; P(A better) = (0.95 + 0.6) / 2
     assert both["usage"] == {**both["usage"], "calls": 1, "cached_calls": 1}

@@ -140,8 +140,8 @@ def test_order_mapping_and_strict_aggregation() -> None:
     assert aggregate([t("AB", "B"), t("BA", "B")]) == ("B", True)
     assert aggregate([t("AB", "A"), t("BA", "B")]) == (None, False)
     assert aggregate([t("AB", "A"), t("BA", None)]) == (None, False)
-    assert aggregate([t("AB", "A")]) == ("A", None)  # one trial cannot be consistent or inconsistent
-    assert aggregate([t("AB", None)]) == (None, None)
+    assert aggregate([t("AB", "A")]) == ("A", True)  # one order: consistent when it parsed (the contract's swap=false rule)
+    assert aggregate([t("AB", None)]) == (None, False)
 
 
 # ---- the method over a scripted OpenAI-compatible server (judges: testkit/scripted_judges.py) -------------------------
@@ -176,6 +176,13 @@ async def test_unparsed_answer_is_reasked_once_then_reported(make_judge) -> None
     assert reask[-2]["role"] == "assistant" and "verdict" in reask[-1]["content"]
 
 
+async def test_one_order_unparsed_is_not_consistent(make_judge) -> None:
+    judge, server = make_judge(lambda p: "I cannot decide, both are fine.")
+    result = await pairwise.compare_pair(judge, prompt="Capital?", response_a=GOOD, response_b=BAD, swap=False)
+    assert result.winner is None and result.consistent is False and not result.trials[0].parse_ok
+    assert len(server.requests) == 2  # the ask and its one re-ask
+
+
 async def test_reask_recovers_a_verdict(make_judge) -> None:
     def responder(payload: dict) -> str:
         if payload["messages"][-1]["role"] == "user" and "did not" not in payload["messages"][-1]["content"] and "was not" not in payload["messages"][-1]["content"]:
@@ -184,7 +191,7 @@ async def test_reask_recovers_a_verdict(make_judge) -> None:
 
     judge, _ = make_judge(responder)
     result = await pairwise.compare_pair(judge, prompt="Q", response_a="a", response_b="b", swap=False)
-    assert result.trials[0].parse_ok and result.trials[0].reasked and result.winner == "A" and result.consistent is None
+    assert result.trials[0].parse_ok and result.trials[0].reasked and result.winner == "A" and result.consistent is True
 
 
 async def test_both_orders_run_concurrently(make_judge) -> None:

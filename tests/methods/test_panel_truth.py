@@ -81,7 +81,9 @@ async def test_a_panel_says_not_swapped_when_a_member_judged_one_order(panel_app
     members = {m["backend"]: m for m in data["panel"]}
     assert (members["a"]["swapped"], members["b"]["swapped"]) == (False, True)
     assert len(servers["a"].requests) == 1 and len(servers["b"].requests) == 2
-    assert data["swapped"] is False and data["consistent"] is None  # not every member judged both orders
+    assert data["swapped"] is False  # not every member judged both orders
+    # consistent: every member's trials parsed and agree (one order or two) and all name one answer
+    assert data["consistent"] is (all(m["consistent"] for m in data["panel"]) and len({m["winner"] for m in data["panel"]}) == 1)
     assert data["p_better"]["A"] == pytest.approx((0.05 + 0.45) / 2)
 
 

@@ -162,12 +162,13 @@ async def test_descriptions_say_when_to_use_and_the_cost(connect) -> None:
     assert "No backend calls" in tools["lwe_session"] and "No backend calls" in tools["lwe_session_show"]
 
 
-async def test_one_order_is_neither_consistent_nor_inconsistent(connect) -> None:
+async def test_one_order_is_consistent_when_it_parsed_as_the_contract_says(connect) -> None:
     async with connect(UniversalJudge()) as judged:
         client = judged.client
         one = await client.call_tool("compare_pair", {**PAIR, "swap": False})
         both = await client.call_tool("compare_pair", PAIR)
-    assert one.structured_content["consistent"] is None and one.structured_content["winner"] == "B"
+    assert one.structured_content["consistent"] is True and one.structured_content["winner"] == "B"
+    assert one.structured_content["swapped"] is False and len(one.structured_content["trials"]) == 1
     assert both.structured_content["consistent"] is True
 
 

@@ -30,7 +30,8 @@ def label(tool: str, result: NS) -> tuple[str, str]:
 def test_pairs_without_a_winner_say_why_without_the_rationale() -> None:
     assert label("compare_pair", pair(consistent=False)) == ("no verdict", "the orders disagree (position bias)")
     assert label("compare_pair", pair(consistent=False, trials=[trial(), trial(ok=False)])) == ("no verdict", "an order's answer was unparsed")
-    assert label("compare_pair", pair(winner="A", trials=[trial()])) == ("A", "one order judged")
+    assert label("compare_pair", pair(winner="A", consistent=True, trials=[trial()])) == ("A", "one order judged")
+    assert label("compare_pair", pair(consistent=False, trials=[trial(ok=False)])) == ("no verdict", "the answer was unparsed")
     votes = NS(votes={"A": 1, "B": 1}, answered=3, abstained=1)
     assert label("compare_pair", pair(panel_votes=votes)) == ("tie", "panel of 3 answering (A: 1, B: 1; 1 abstained)")
     votes = NS(votes={"A": 2, "B": 1}, answered=3, abstained=0)
@@ -38,7 +39,7 @@ def test_pairs_without_a_winner_say_why_without_the_rationale() -> None:
 
 
 def test_the_rationale_joins_the_explanation_only_when_captured() -> None:
-    result = pair(winner="B", consistent=True, trials=[trial(rationale="B names Canberra")])
+    result = pair(winner="B", consistent=True, trials=[trial(rationale="B names Canberra"), trial(rationale="")])
     (event,) = evaluations("compare_pair", result, capture_text=True)
     assert event["gen_ai.evaluation.explanation"] == "both orders agree\nB names Canberra"
     assert "Canberra" not in label("compare_pair", result)[1]
