@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sqlite3
 import time
 import subprocess
 import sys
@@ -131,6 +132,40 @@ async def test_another_tenant_cannot_relabel_verdicts_nor_reset_sessions_it_does
     pair = next(g for g in a_stats["all_time"]["groups"] if g["tool"] == "compare_pair")
     assert pair["agreement"]["accuracy"] == {"rate": 1.0, "count": 1, "of": 1}
     assert [v["reason"] for v in shown["versions"]] == ["initial"]
+
+
+async def test_a_verdict_row_written_late_is_its_tenants_alone(scripted, tmp_path: Path) -> None:
+    """A verdict row still being written in the background (another process holds the database's write lock) is
+    its tenant's like any other: another tenant's judge_stats does not count it in `verdict_log`, and its
+    record_label finds the verdict_id unknown, as it does once the row is written, instead of waiting for the row
+    and answering that it is still being written (which told that the verdict exists)."""
+    db = tmp_path / "judge.db"
+    backend = scripted(UniversalJudge())
+    server = HttpServer(server_env(backend.base_url, db, JUDGE_MCP_HTTP_TOKENS=str(tokens_file(tmp_path))), log=tmp_path / "http.log")
+    other_process = sqlite3.connect(str(db), isolation_level=None)
+    try:
+        http_a, a = token_client(server.url, TOKEN_A, mode="legacy")
+        http_b, b = token_client(server.url, TOKEN_B, mode="legacy")
+        async with http_a, a, http_b, b:
+            other_process.execute("BEGIN IMMEDIATE")  # held until team-b has looked
+            judged = await a.call_tool("compare_pair", PAIR)
+            assert not judged.is_error and any("not written yet" in w for w in judged.structured_content["warnings"])
+            verdict_id = judged.structured_content["verdict_id"]
+            b_health = (await b.call_tool("judge_stats", {})).structured_content["verdict_log"]
+            a_health = (await a.call_tool("judge_stats", {})).structured_content["verdict_log"]
+            relabel = await b.call_tool("record_label", {"verdict_id": verdict_id, "label": "A"})
+            other_process.execute("ROLLBACK")
+            labelled = await a.call_tool("record_label", {"verdict_id": verdict_id, "label": "B"})  # waits for its row
+            a_after = (await a.call_tool("judge_stats", {})).structured_content["verdict_log"]
+            b_after = (await b.call_tool("judge_stats", {})).structured_content["verdict_log"]
+    finally:
+        other_process.close()
+        server.kill()
+    assert a_health["pending"] == 1 and b_health == {"pending": 0, "written_late": 0, "lost": 0, "last_error": None}
+    assert relabel.is_error and f"unknown verdict_id {verdict_id!r}" in text_of(relabel), text_of(relabel)
+    assert not labelled.is_error and labelled.structured_content["agrees"], text_of(labelled)
+    assert a_after == {"pending": 0, "written_late": 1, "lost": 0, "last_error": None}
+    assert b_after == {"pending": 0, "written_late": 0, "lost": 0, "last_error": None}
 
 
 # ---- break 1: a sampling answer is never served to another MCP session -----------------------------------------------
