@@ -8,6 +8,10 @@ The tenant of the call being served is a context variable (`current()`), set by 
 HTTP gate authorised (tools.py: `acting(of_request(ctx))`); tasks and worker threads the call starts inherit it, and
 the stores (LWE sessions, labels, the verdict log and judge_stats, the option pool) keep and filter by it.
 
+A running HTTP server rereads the tokens file when it changes (`TokenFile`): a token removed from it is refused from
+the next request on, one added is accepted, without a restart; a changed file that cannot be used is logged and the
+tokens in use stay.
+
 Rows written before tenants existed belong to `legacy(engine)`: `local` in SQLite (the per-user database of stdio
 clients), `default` in PostgreSQL (shared only by HTTP replicas, which until now had the one token of `default`).
 """
@@ -16,16 +20,24 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Mapping
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from judge_mcp.storage.tenancy import CURRENT, DEFAULT, LOCAL, NAME, acting, current, legacy
 
-__all__ = ["CURRENT", "DEFAULT", "LOCAL", "NAME", "Tenants", "TokenFileError", "acting", "current", "http_tokens", "legacy", "of_request"]
+__all__ = [
+    "CURRENT", "DEFAULT", "LOCAL", "NAME", "TokenFile", "Tenants", "TokenFileError", "acting", "current", "http_tokens", "legacy", "of_request",
+]
+
+log = logging.getLogger("judge_mcp.tenants")
 
 MAX_TOKENS = 10_000  # lines of a tokens file: more is a mistake (a wrong file), refused
 SCOPE_KEY = "judge_mcp.tenant"  # where the HTTP gate leaves the tenant in the ASGI scope
+RECHECK_S = 1.0  # a running server looks at its tokens file (one stat) at most this often, on a request
 
 
 class TokenFileError(ValueError):
@@ -118,3 +130,51 @@ def http_tokens(single: str | None, tokens_file: str | None) -> dict[str, str] |
             raise TokenFileError("JUDGE_MCP_HTTP_TOKENS gives JUDGE_MCP_HTTP_TOKEN to another tenant than `default`")
         tokens[single] = DEFAULT
     return tokens or None
+
+
+def _stamp(path: str) -> tuple[int, int, int] | None:
+    """What changes when a file is written or replaced (modification time, size, inode); None when it cannot be seen."""
+    try:
+        seen = os.stat(Path(path).expanduser())
+    except OSError:
+        return None
+    return seen.st_mtime_ns, seen.st_size, seen.st_ino
+
+
+class TokenFile:
+    """The tokens of a running HTTP server: the file `path` (JUDGE_MCP_HTTP_TOKENS) and `single` (JUDGE_MCP_HTTP_TOKEN,
+    tenant `default`), reread when the file changes. `tenants()` looks at the file (one stat) at most every
+    RECHECK_S; once it has changed, a file that reads and passes `check` (the bind's own rules: http.http_app) replaces
+    the tokens in use, so a token removed from it is refused from then on. A changed file that cannot be used (gone,
+    unreadable, a malformed line, a token `check` refuses) is logged, naming the file and line and never a token, and
+    the tokens in use stay: a half-saved file locks nobody out. Reading it at start raises TokenFileError instead."""
+
+    def __init__(self, path: str, single: str | None, clock: Callable[[], float] = time.monotonic):
+        self.path, self._single, self._clock = path, single, clock
+        self.check: Callable[[Mapping[str, str]], None] | None = None
+        self._stamp = _stamp(path)
+        self.tokens: Mapping[str, str] = http_tokens(single, path) or {}
+        self._tenants = Tenants(self.tokens)
+        self._looked = clock()
+
+    def tenants(self) -> Tenants:
+        """The tokens in use, reread first when the file has changed since it was last looked at."""
+        now = self._clock()
+        if now - self._looked >= RECHECK_S:
+            self._looked = now
+            stamp = _stamp(self.path)
+            if stamp != self._stamp:
+                self._stamp = stamp
+                self._reread()
+        return self._tenants
+
+    def _reread(self) -> None:
+        try:
+            tokens = http_tokens(self._single, self.path) or {}
+            if self.check is not None:
+                self.check(tokens)
+        except ValueError as exc:  # TokenFileError, or the bind's ConfigError: neither shows a token
+            log.warning("%s; the %d token(s) read before stay in use until the file is fixed", exc, len(self.tokens))
+            return
+        self.tokens, self._tenants = tokens, Tenants(tokens)
+        log.warning("JUDGE_MCP_HTTP_TOKENS: %s changed: reread, %d token(s) of %d tenant(s) in use", self.path, len(tokens), len(set(tokens.values())))

@@ -124,10 +124,20 @@ def _http_main(server: Any, app: Any, args: argparse.Namespace, *, stateless: bo
     # lazy: each subcommand loads only what it runs (a `serve` start stays short)
     from judge_mcp.server.transports import oauth
     from judge_mcp.server.transports.http import serve_http
+    # lazy: each subcommand loads only what it runs (a `serve` start stays short)
+    from judge_mcp.config.settings import ConfigError
+    from judge_mcp.tenants import TokenFile, TokenFileError
 
     ready = partial(readiness, app.store)
+    token: Any = app.settings.http_tokens or app.settings.http_token
+    tokens_file = os.environ.get("JUDGE_MCP_HTTP_TOKENS", "").strip()
+    if tokens_file and app.settings.http_tokens:  # reread when it changes (tenants.TokenFile)
+        try:
+            token = TokenFile(tokens_file, app.settings.http_token)
+        except TokenFileError as exc:  # changed since the settings read it
+            raise ConfigError(str(exc)) from None
     return partial(
-        serve_http, server, host=args.host, port=args.port, token=app.settings.http_tokens or app.settings.http_token, stateless=stateless,
+        serve_http, server, host=args.host, port=args.port, token=token, stateless=stateless,
         ready=ready, max_body=app.settings.http_max_body_bytes, oauth=oauth.from_env(os.environ), on_interrupt=partial(_interrupted, app),
     )
 

@@ -190,9 +190,10 @@ async def write_verdict(app: App, tool: str, inputs: dict[str, Any], judged: Jud
         output = result.model_dump(mode="json")
         usage = output.get("usage", {})
         handed = True
-        write = partial(VerdictLog(app.store).log, tool, backend, model, inputs, output, usage, records, rows, verdict_id, tenants.current())
+        tenant = tenants.current()
+        write = partial(VerdictLog(app.store).log, tool, backend, model, inputs, output, usage, records, rows, verdict_id, tenant)
         warning = await app.verdict_writes.write(
-            partial(app.store.writes.future, _write_kept, app, write, rows), partial(app.cache.written, rows), tool, verdict_id
+            partial(app.store.writes.future, _write_kept, app, write, rows), partial(app.cache.written, rows), tool, verdict_id, tenant
         )
     finally:
         if not handed:  # cancelled, or failed before anything was written: the rows are dropped

@@ -14,7 +14,11 @@ Each verdict has a `verdict_id` before its row exists (`new_verdict_id`, made wh
 carries it whether or not the row is in yet, and record_label can wait for a row still pending (`settle`).
 
 A cache hit thus never waits out a lock for its row; a call that spent backend calls gets its verdict even when
-the database cannot take it. What refuses to start instead is a database that cannot be written at all
+the database cannot take it.
+
+Each row belongs to the tenant of its call (tenants.py), and so does its bookkeeping: `health()` counts the calling
+tenant's rows only, and `settle` waits only for the calling tenant's own rows, so another tenant's `verdict_id` is
+unknown at once, pending or not, as it is once written (stats/labels.py). What refuses to start instead is a database that cannot be written at all
 (`refuse_read_only`): better than spending backend calls whose answers and verdicts could never be kept.
 """
 
@@ -25,10 +29,12 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 
 from judge_mcp.contract.results import VerdictLogHealth
+from judge_mcp.storage import tenancy as tenants
 from judge_mcp.storage.engine import Engine, StoreError
 
 log = logging.getLogger("judge_mcp.verdict_writes")
@@ -43,73 +49,96 @@ def new_verdict_id() -> str:
     return uuid.uuid4().hex
 
 
+@dataclass
+class _Kept:
+    """One tenant's rows written late or given up on since the server started, and the last reason."""
+
+    written_late: int = 0
+    lost: int = 0
+    last_error: str | None = None
+
+
 class VerdictWrites:
-    """The verdict rows of one App: written before the answer when quick, else after it (see the module doc)."""
+    """The verdict rows of one App: written before the answer when quick, else after it (see the module doc); the
+    bookkeeping of each tenant's rows apart."""
 
     def __init__(self) -> None:
-        self._pending: set[asyncio.Task[None]] = set()
-        self._by_id: dict[str, asyncio.Task[None]] = {}  # the pending rows' verdict ids
-        self.written_late = 0
-        self.lost = 0
-        self.last_error: str | None = None
+        self._pending: dict[asyncio.Task[None], str] = {}  # the rows being written in the background -> their tenant
+        self._by_id: dict[tuple[str, str], asyncio.Task[None]] = {}  # (tenant, verdict id) of the pending rows
+        self._kept: dict[str, _Kept] = {}
 
-    def health(self) -> VerdictLogHealth:
-        return VerdictLogHealth(pending=len(self._pending), written_late=self.written_late, lost=self.lost, last_error=self.last_error)
+    def _of(self, tenant: str) -> _Kept:
+        kept = self._kept.get(tenant)
+        if kept is None:
+            kept = self._kept[tenant] = _Kept()
+        return kept
+
+    def health(self, tenant: str | None = None) -> VerdictLogHealth:
+        """The rows of `tenant` (None: the call's, tenants.current()): pending, written late, lost, the last reason."""
+        tenant = tenant or tenants.current()
+        kept = self._kept.get(tenant) or _Kept()
+        pending = sum(1 for owner in self._pending.values() if owner == tenant)
+        return VerdictLogHealth(pending=pending, written_late=kept.written_late, lost=kept.lost, last_error=kept.last_error)
 
     async def write(
-        self, attempt: Callable[[], Awaitable[Any]], give_up: Callable[[], None], what: str, verdict_id: str | None = None
+        self, attempt: Callable[[], Awaitable[Any]], give_up: Callable[[], None], what: str, verdict_id: str | None = None,
+        tenant: str | None = None,
     ) -> str | None:
-        """Write a row with `attempt()` (one whole transaction; called again for each retry). None once it is
-        written; a warning for the answer when it is not within WAIT_S (the rest then happens in the background,
-        and `give_up()` runs if the last attempt fails too; `settle(verdict_id)` waits for it). An `attempt` that
-        returns a future (the write lane's `future`) is waited for as it is, with no task around it."""
+        """Write a row of `tenant` (None: the call's) with `attempt()` (one whole transaction; called again for each
+        retry). None once it is written; a warning for the answer when it is not within WAIT_S (the rest then happens
+        in the background, and `give_up()` runs if the last attempt fails too; `settle(verdict_id)` waits for it). An
+        `attempt` that returns a future (the write lane's `future`) is waited for as it is, with no task around it."""
+        tenant = tenant or tenants.current()
         first = asyncio.ensure_future(attempt())
         done, _ = await asyncio.wait({first}, timeout=WAIT_S)
         if done and first.exception() is None:
             return None
         reason = _reason(first.exception()) if done else f"the database was still busy after {WAIT_S:g} s"
-        task = asyncio.get_running_loop().create_task(self._finish(first, attempt, give_up, what))
-        self._pending.add(task)
-        task.add_done_callback(self._pending.discard)
+        task = asyncio.get_running_loop().create_task(self._finish(first, attempt, give_up, what, self._of(tenant)))
+        self._pending[task] = tenant
+        task.add_done_callback(lambda done_task: self._pending.pop(done_task, None))
         if verdict_id is not None:
-            self._by_id[verdict_id] = task
-            task.add_done_callback(lambda _: self._by_id.pop(verdict_id, None))
+            key = (tenant, verdict_id)
+            self._by_id[key] = task
+            task.add_done_callback(lambda _: self._by_id.pop(key, None))
         return (
             f"the verdict log row of this call is not written yet ({reason}); the verdict stands and the row is retried "
             f"in the background, up to {len(RETRY_DELAYS_S)} more times (judge_stats reports rows given up on)"
         )
 
-    async def _finish(self, first: asyncio.Future[Any], attempt: Callable[[], Awaitable[Any]], give_up: Callable[[], None], what: str) -> None:
+    async def _finish(
+        self, first: asyncio.Future[Any], attempt: Callable[[], Awaitable[Any]], give_up: Callable[[], None], what: str, kept: _Kept
+    ) -> None:
         error: BaseException | None = None
         try:
             await first
-            self.written_late += 1
+            kept.written_late += 1
             return
         except Exception as exc:  # noqa: BLE001 - every failure of a write is retried, then counted
             error = exc
         for delay in RETRY_DELAYS_S:
-            self.last_error = _reason(error)
+            kept.last_error = _reason(error)
             await asyncio.sleep(delay)
             try:
                 await attempt()
             except Exception as exc:  # noqa: BLE001
                 error = exc
                 continue
-            self.written_late += 1
+            kept.written_late += 1
             return
-        self.lost += 1
-        self.last_error = _reason(error)
-        log.warning("gave up writing the verdict row of a %s call after %d attempts: %s", what, len(RETRY_DELAYS_S) + 1, self.last_error)
+        kept.lost += 1
+        kept.last_error = _reason(error)
+        log.warning("gave up writing the verdict row of a %s call after %d attempts: %s", what, len(RETRY_DELAYS_S) + 1, kept.last_error)
         give_up()
 
     def is_pending(self, verdict_id: str) -> bool:
-        """The row of this verdict is still being written in the background (by this process)."""
-        return verdict_id in self._by_id
+        """The row of this verdict of the calling tenant is still being written in the background (by this process)."""
+        return (tenants.current(), verdict_id) in self._by_id
 
     async def settle(self, verdict_id: str, timeout_s: float) -> bool:
-        """Wait up to `timeout_s` for the background write of this verdict's row, if one is pending; True when none
-        is pending any more (written, or given up on)."""
-        task = self._by_id.get(verdict_id)
+        """Wait up to `timeout_s` for the background write of this verdict's row, if one of the calling tenant's is
+        pending; True when none is pending any more (written, or given up on)."""
+        task = self._by_id.get((tenants.current(), verdict_id))
         if task is None:
             return True
         await asyncio.wait({task}, timeout=timeout_s)
@@ -119,12 +148,12 @@ class VerdictWrites:
         """Wait up to `timeout_s` for the rows still being written (shutdown); those left are counted lost."""
         if not self._pending:
             return
-        pending = set(self._pending)
-        done, left = await asyncio.wait(pending, timeout=timeout_s)
+        owners = dict(self._pending)
+        done, left = await asyncio.wait(set(owners), timeout=timeout_s)
         for task in left:
             task.cancel()
+            self._of(owners[task]).lost += 1
         if left:
-            self.lost += len(left)
             log.warning("shut down with %d verdict row(s) not written (the database stayed busy or failing)", len(left))
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -221,25 +221,29 @@ class Gate:
     tenant that opened it."""
 
     def __init__(
-        self, app: Any, admission: Admission, token: str | Mapping[str, str] | None, sessions: SessionQuota | None = None, oauth: Any = None
+        self, app: Any, admission: Admission, token: str | Mapping[str, str] | tenants.TokenFile | None, sessions: SessionQuota | None = None,
+        oauth: Any = None,
     ) -> None:
         self.app, self.admission = app, admission
-        tokens = {token: tenants.DEFAULT} if isinstance(token, str) else token
-        self._tenants = tenants.Tenants(tokens) if tokens else None
+        if isinstance(token, tenants.TokenFile):  # a tokens file, reread when it changes
+            self._tokens: Callable[[], tenants.Tenants] | None = token.tenants
+        else:
+            table = tenants.Tenants({token: tenants.DEFAULT} if isinstance(token, str) else token) if token else None
+            self._tokens = None if table is None else (lambda: table)
         self._oauth = oauth  # transports/oauth.JwtVerifier: JWT access tokens of an issuer, the tenant from a claim
         limits = admission.limits
         self.sessions = sessions or SessionQuota(limits.sessions_per_tenant, limits.sessions_per_peer)
         self._users: dict[str, Any] = {}
 
     async def _tenant(self, scope: dict) -> str | None:
-        if self._tenants is None and self._oauth is None:
+        if self._tokens is None and self._oauth is None:
             return tenants.LOCAL  # a loopback server without a token: whoever reaches it is on this machine
         header = next((value for name, value in scope.get("headers", []) if name.lower() == b"authorization"), b"")
         scheme, _, presented = header.partition(b" ")
         if scheme.lower() != b"bearer":
             return None
         presented = presented.strip()
-        found = self._tenants.tenant(presented) if self._tenants is not None else None
+        found = self._tokens().tenant(presented) if self._tokens is not None else None
         if found is None and self._oauth is not None and oauth.looks_like_jwt(presented):
             verified = await self._oauth.verify_token(presented.decode("ascii", "replace"))
             found = None if verified is None else verified.client_id

@@ -15,6 +15,7 @@ import ipaddress
 import logging
 import signal
 from collections.abc import Callable, Container, Mapping
+from functools import partial
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
@@ -61,22 +62,12 @@ def rebinding_guard(host: str) -> TransportSecuritySettings:
     )
 
 
-def http_app(
-    server: MCPServer, *, host: str, token: str | Mapping[str, str] | None, admission: Admission | None = None, stateless: bool = False,
-    max_body: int = HTTP_BODY_BYTES, ready: Ready | None = None, oauth: OAuthSettings | None = None,
-) -> Any:
-    """The MCP app at /mcp and the health probes (transports/probes.py) behind the admission gate (the token check,
-    the bound on working requests, the session quota). `token`: the one token of tenant `default`, or every token
-    and its tenant (tenants.py); None: no token (loopback only, tenant `local`). `oauth`: JWT access tokens of an
-    issuer are accepted too, the tenant taken from a claim (transports/oauth.py)."""
-    # Refusals are ConfigErrors: `judge-mcp serve` exits 2 with them, as with any other configuration error.
-    tokens = {token: tenants.DEFAULT} if isinstance(token, str) else (dict(token) if token else {})
+Tokens = str | Mapping[str, str] | tenants.TokenFile | None
+
+
+def _check_tokens(tokens: Mapping[str, str], host: str) -> None:
+    """Refuse a token shorter than MIN_REMOTE_TOKEN_CHARS on a non-loopback bind (a ConfigError naming its tenant)."""
     shortest = min(tokens, key=len, default="")
-    if not tokens and oauth is None and not is_loopback(host):
-        raise ConfigError(
-            f"refusing to serve HTTP on non-loopback address {host!r} without JUDGE_MCP_HTTP_TOKEN; "
-            "set a token or bind 127.0.0.1"
-        )
     if tokens and len(shortest) < MIN_REMOTE_TOKEN_CHARS and not is_loopback(host):
         owner = tokens[shortest]
         named = "a JUDGE_MCP_HTTP_TOKEN" if owner == tenants.DEFAULT else f"a token of tenant {owner!r} (JUDGE_MCP_HTTP_TOKENS)"
@@ -84,6 +75,28 @@ def http_app(
             f"refusing to serve HTTP on non-loopback address {host!r} with {named} of {len(shortest)} "
             f"characters; use at least {MIN_REMOTE_TOKEN_CHARS} (e.g. `export JUDGE_MCP_HTTP_TOKEN=$(openssl rand -hex 32)`)"
         )
+
+
+def http_app(
+    server: MCPServer, *, host: str, token: Tokens, admission: Admission | None = None, stateless: bool = False,
+    max_body: int = HTTP_BODY_BYTES, ready: Ready | None = None, oauth: OAuthSettings | None = None,
+) -> Any:
+    """The MCP app at /mcp and the health probes (transports/probes.py) behind the admission gate (the token check,
+    the bound on working requests, the session quota). `token`: the one token of tenant `default`, every token and
+    its tenant, or a tokens file reread when it changes (tenants.py); None: no token (loopback only, tenant `local`).
+    `oauth`: JWT access tokens of an issuer are accepted too, the tenant taken from a claim (transports/oauth.py)."""
+    # Refusals are ConfigErrors: `judge-mcp serve` exits 2 with them, as with any other configuration error.
+    if isinstance(token, tenants.TokenFile):
+        tokens = dict(token.tokens)
+        token.check = partial(_check_tokens, host=host)  # a reread file is held to the same rules as at start
+    else:
+        tokens = {token: tenants.DEFAULT} if isinstance(token, str) else (dict(token) if token else {})
+    if not tokens and oauth is None and not is_loopback(host):
+        raise ConfigError(
+            f"refusing to serve HTTP on non-loopback address {host!r} without JUDGE_MCP_HTTP_TOKEN; "
+            "set a token or bind 127.0.0.1"
+        )
+    _check_tokens(tokens, host)
     # The request-body limit (MCP's default is 4 MiB) fits a call's images by default (JUDGE_MCP_HTTP_MAX_BODY_BYTES).
     # max_sessions=None: sessions are bounded per tenant and per peer by the gate (transports/sessions.py), so that one
     # tenant's flood never fills an overall bound that every other tenant's new clients would meet too.
@@ -96,7 +109,8 @@ def http_app(
     admission = admission or Admission()
     limits = admission.limits
     quota = SessionQuota(limits.sessions_per_tenant, limits.sessions_per_peer, live=lambda: _live_sessions(server))
-    return Gate(with_probes(app, ready), admission, tokens or None, quota, oauth=None if oauth is None else JwtVerifier(oauth))
+    gate_tokens = token if isinstance(token, tenants.TokenFile) else (tokens or None)
+    return Gate(with_probes(app, ready), admission, gate_tokens, quota, oauth=None if oauth is None else JwtVerifier(oauth))
 
 
 def _live_sessions(server: MCPServer) -> Container[str]:
@@ -122,7 +136,7 @@ def endpoint_url(host: str, port: int) -> str:
 
 
 async def serve_http(
-    server: MCPServer, *, host: str, port: int, token: str | Mapping[str, str] | None, stateless: bool = False, ready: Ready | None = None,
+    server: MCPServer, *, host: str, port: int, token: Tokens, stateless: bool = False, ready: Ready | None = None,
     limits: Limits | None = None, max_body: int = HTTP_BODY_BYTES, oauth: OAuthSettings | None = None,
     on_interrupt: Callable[[bool], None] | None = None,
 ) -> None:
@@ -146,8 +160,10 @@ async def serve_http(
     )
     userver = uvicorn.Server(config)
     # One line on stderr once the socket listens: where to connect and whether a token is needed.
-    named = set(token.values()) - {tenants.DEFAULT} if isinstance(token, Mapping) else set()
-    where = f"JUDGE_MCP_HTTP_TOKENS: {len(set(token.values()))} tenants" if named and isinstance(token, Mapping) else "JUDGE_MCP_HTTP_TOKEN"
+    table = token.tokens if isinstance(token, tenants.TokenFile) else token
+    named = set(table.values()) - {tenants.DEFAULT} if isinstance(table, Mapping) else set()
+    count = len(set(table.values())) if isinstance(table, Mapping) else 0
+    where = f"JUDGE_MCP_HTTP_TOKENS: {count} tenant{'s' if count != 1 else ''}" if named else "JUDGE_MCP_HTTP_TOKEN"
     where += f"; or an OAuth token of {oauth.issuer}" if oauth is not None else ""
     need = f"a bearer token is required ({where})" if token or oauth is not None else "no token required (loopback only)"
     original_startup = userver.startup

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sqlite3
 import time
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from judge_mcp.config.settings import ConfigError
 from testkit.server_process import HttpServer, clean_env, server_env
 from judge_mcp.server.build import build_server
 from judge_mcp.storage.lwe_sessions import LweRepository
-from judge_mcp.tenants import TokenFileError, http_tokens, read_tokens_file
+from judge_mcp.tenants import RECHECK_S, TokenFile, TokenFileError, http_tokens, read_tokens_file
 from judge_mcp.server.transports.admission import Admission, Limits, admitted_protocol
 from judge_mcp.server.transports.http import http_app
 from judge_mcp.server.transports.oauth import OAuthSettings, from_env
@@ -78,6 +79,61 @@ def test_serve_refuses_to_start_with_a_bad_tokens_file_exit_2(tmp_path: Path, ca
     assert TOKEN_A not in done.stderr
 
 
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_running_server_rereads_its_tokens_file_when_it_changes_and_keeps_its_tokens_when_it_cannot(tmp_path: Path, caplog) -> None:
+    """A token removed from the file is refused once the file has been looked at again (at most every RECHECK_S), one
+    added is accepted; a changed file that cannot be used (a malformed line, gone, a token the bind refuses) is logged
+    naming the file and line, never a token, and the tokens in use stay."""
+    path, clock = tokens_file(tmp_path), _Clock()
+    source = TokenFile(str(path), "single-token-0123456789", clock=clock)
+    token_c = "team-c-token-0123456789abcdef"
+
+    def tenant_of(token: str) -> str | None:
+        return source.tenants().tenant(token.encode())
+
+    assert [tenant_of(t) for t in (TOKEN_A, TOKEN_B, token_c, "single-token-0123456789")] == ["team-a", "team-b", None, "default"]
+    path.write_text(f"{TOKEN_A} team-a\n{token_c} team-c\n")
+    assert tenant_of(TOKEN_B) == "team-b"  # not looked at again yet
+    clock.now += RECHECK_S
+    assert [tenant_of(t) for t in (TOKEN_A, TOKEN_B, token_c, "single-token-0123456789")] == ["team-a", None, "team-c", "default"]
+    for broken in (f"{TOKEN_A} team-a\n{TOKEN_B}\n", None):
+        path.write_text(broken) if broken is not None else path.unlink()
+        clock.now += RECHECK_S
+        assert [tenant_of(t) for t in (TOKEN_A, TOKEN_B, token_c)] == ["team-a", None, "team-c"]
+    assert "line 2: expected `TOKEN TENANT`" in caplog.text and "cannot read" in caplog.text
+    app = make_app({"JUDGE_MCP_DB": str(tmp_path / "judge.db")})
+    try:
+        http_app(build_server(app), host="0.0.0.0", token=source)  # from now on a reread file meets the bind's rules too
+    finally:
+        app.store.close()
+    path.write_text(f"{TOKEN_B} team-b\nshort team-s\n")
+    clock.now += RECHECK_S
+    assert [tenant_of(t) for t in (TOKEN_A, TOKEN_B, "short")] == ["team-a", None, None]
+    assert "a token of tenant 'team-s' (JUDGE_MCP_HTTP_TOKENS) of 5 characters" in caplog.text
+    assert TOKEN_A not in caplog.text and TOKEN_B not in caplog.text and token_c not in caplog.text
+
+
+def test_serve_refuses_a_token_removed_from_its_tokens_file_without_a_restart(scripted, tmp_path: Path) -> None:
+    path = tokens_file(tmp_path)
+    backend = scripted(UniversalJudge())
+    with HttpServer(server_env(backend.base_url, tmp_path / "judge.db", JUDGE_MCP_HTTP_TOKENS=str(path)), log=tmp_path / "http.log") as server:
+        assert _open_session(server.url, TOKEN_B).status_code == 200
+        path.write_text(f"{TOKEN_A} team-a\n")  # team-b's token revoked
+        deadline = time.monotonic() + 30
+        while _open_session(server.url, TOKEN_B).status_code != 401:  # the file is looked at again within RECHECK_S
+            assert time.monotonic() < deadline, (tmp_path / "http.log").read_text()
+            time.sleep(0.1)
+        assert _open_session(server.url, TOKEN_A).status_code == 200
+    assert "changed: reread, 1 token(s) of 1 tenant(s) in use" in (tmp_path / "http.log").read_text()
+
+
 # ---- break 2: a tenant sees and changes only its own -----------------------------------------------------------------
 @pytest.fixture(params=["sqlite", "postgresql"])
 def tenants_server(request, scripted, tmp_path: Path):
@@ -131,6 +187,40 @@ async def test_another_tenant_cannot_relabel_verdicts_nor_reset_sessions_it_does
     pair = next(g for g in a_stats["all_time"]["groups"] if g["tool"] == "compare_pair")
     assert pair["agreement"]["accuracy"] == {"rate": 1.0, "count": 1, "of": 1}
     assert [v["reason"] for v in shown["versions"]] == ["initial"]
+
+
+async def test_a_verdict_row_written_late_is_its_tenants_alone(scripted, tmp_path: Path) -> None:
+    """A verdict row still being written in the background (another process holds the database's write lock) is
+    its tenant's like any other: another tenant's judge_stats does not count it in `verdict_log`, and its
+    record_label finds the verdict_id unknown, as it does once the row is written, instead of waiting for the row
+    and answering that it is still being written (which told that the verdict exists)."""
+    db = tmp_path / "judge.db"
+    backend = scripted(UniversalJudge())
+    server = HttpServer(server_env(backend.base_url, db, JUDGE_MCP_HTTP_TOKENS=str(tokens_file(tmp_path))), log=tmp_path / "http.log")
+    other_process = sqlite3.connect(str(db), isolation_level=None)
+    try:
+        http_a, a = token_client(server.url, TOKEN_A, mode="legacy")
+        http_b, b = token_client(server.url, TOKEN_B, mode="legacy")
+        async with http_a, a, http_b, b:
+            other_process.execute("BEGIN IMMEDIATE")  # held until team-b has looked
+            judged = await a.call_tool("compare_pair", PAIR)
+            assert not judged.is_error and any("not written yet" in w for w in judged.structured_content["warnings"])
+            verdict_id = judged.structured_content["verdict_id"]
+            b_health = (await b.call_tool("judge_stats", {})).structured_content["verdict_log"]
+            a_health = (await a.call_tool("judge_stats", {})).structured_content["verdict_log"]
+            relabel = await b.call_tool("record_label", {"verdict_id": verdict_id, "label": "A"})
+            other_process.execute("ROLLBACK")
+            labelled = await a.call_tool("record_label", {"verdict_id": verdict_id, "label": "B"})  # waits for its row
+            a_after = (await a.call_tool("judge_stats", {})).structured_content["verdict_log"]
+            b_after = (await b.call_tool("judge_stats", {})).structured_content["verdict_log"]
+    finally:
+        other_process.close()
+        server.kill()
+    assert a_health["pending"] == 1 and b_health == {"pending": 0, "written_late": 0, "lost": 0, "last_error": None}
+    assert relabel.is_error and f"unknown verdict_id {verdict_id!r}" in text_of(relabel), text_of(relabel)
+    assert not labelled.is_error and labelled.structured_content["agrees"], text_of(labelled)
+    assert a_after == {"pending": 0, "written_late": 1, "lost": 0, "last_error": None}
+    assert b_after == {"pending": 0, "written_late": 0, "lost": 0, "last_error": None}
 
 
 # ---- break 1: a sampling answer is never served to another MCP session -----------------------------------------------
