@@ -104,6 +104,22 @@ async def test_a_429_asking_for_an_hour_fails_at_once_naming_the_wait(mcp_app, k
     assert VerdictLog(server.app.store).recent("compare_pair") == []
 
 
+async def test_an_openai_refusal_is_shown_in_the_unparsed_trial(mcp_app) -> None:
+    """OpenAI's structured outputs put a refusal in `message.refusal` with `content: null`. The trial used to say
+    parse_ok false with an empty rationale, the model's reason dropped; now the refusal is the trial's text."""
+    refusal = "I'm sorry, I cannot help with comparing these answers."
+    body = json.dumps({"id": "x", "object": "chat.completion", "model": "m", "usage": {"prompt_tokens": 5, "completion_tokens": 9},
+                       "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": None, "refusal": refusal}}]})
+    server, backend = mcp_app(lambda p: Reply(raw_body=body.encode()))
+    async with Client(server) as client:
+        result = await client.call_tool("compare_pair", {**PAIR, "swap": False})
+    assert not result.is_error
+    data = result.structured_content
+    [trial] = data["trials"]
+    assert data["winner"] is None and trial["parse_ok"] is False and trial["reasked"] is True
+    assert refusal in trial["rationale"], trial
+
+
 @pytest.mark.parametrize("fault", BACKEND_FAULTS)
 async def test_persistent_fault_is_a_clear_tool_error_and_the_server_keeps_serving(mcp_app, fault: str) -> None:
     make, cause = FAULTS[fault]
