@@ -31,7 +31,7 @@ it at any time. A client's answer is whatever its model (or the client itself) s
 client's word too, so an answer is only ever served again to the session that gave it, never to another client (of
 the same name, model or tenant): each session is a random key of its own (`session_key`). A lookup uses the model
 the same session reported last; before its first answer there is no lookup. An answer without a model name is not
-stored.
+stored, nor any on the 2026-07-28 protocol (each request a session of its own: nothing could read the row).
 """
 
 from __future__ import annotations
