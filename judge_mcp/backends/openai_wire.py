@@ -90,6 +90,8 @@ def parse_chat_completion(body: dict[str, Any], default_model: str, payload: dic
     content = message.get("content")
     if isinstance(content, list):  # some servers return content parts
         content = "".join(str(part.get("text") or "") for part in content if isinstance(part, dict))
+    if not content and isinstance(message.get("refusal"), str):  # structured outputs: a refusal instead of content
+        content = message["refusal"]  # the model's reason stays visible (and unparsed), not dropped
     if content is None:
         content = ""
     usage = body.get("usage")

@@ -29,7 +29,8 @@ class RetryPolicy:
     max_s: float = 20.0
 
     def delay(self, retry_no: int, retry_after: float | None = None) -> float:
-        """Delay before retry number `retry_no` (1-based). A server's Retry-After wins, capped at max_s."""
+        """Delay before retry number `retry_no` (1-based). A server's Retry-After wins, capped at max_s (a longer one
+        is not retried at all: run_with_retries)."""
         if retry_after is not None and retry_after >= 0:
             return min(retry_after, self.max_s)
         ceiling = min(self.max_s, self.base_s * (2 ** (retry_no - 1)))
@@ -66,8 +67,10 @@ async def run_with_retries(
     """Run `fn` until it succeeds, raises a non-retryable error, or the attempts run out.
 
     Retryable: `RetryableError` and `TimeoutError` (a per-attempt timeout; at most `policy.max_timeout_retries` of
-    them are retried). `deadline()`: the anyio clock time past which no retry starts (None: no deadline); a retry
-    whose wait would end past it is not made, and the last error is raised. Returns (result, attempts used).
+    them are retried). A server's `Retry-After` longer than `policy.max_s` is not waited for: the error is raised at
+    once, saying what the server asked. `deadline()`: the anyio clock time past which no retry starts (None: no
+    deadline); a retry whose wait would end past it is not made, and the last error is raised, saying so. Returns
+    (result, attempts used).
     """
     attempt = timeouts = 0
     while True:
@@ -78,10 +81,20 @@ async def run_with_retries(
             timeouts += isinstance(exc, TimeoutError)
             if attempt > policy.max_retries or timeouts > policy.max_timeout_retries:
                 raise
-            delay = policy.delay(attempt, getattr(exc, "retry_after", None))
+            asked = exc.retry_after if isinstance(exc, RetryableError) else None
+            if isinstance(exc, RetryableError) and asked is not None and asked > policy.max_s:  # sooner would be refused again
+                raise _not_retried(exc, f"the server asks to wait {asked:g}s, longer than the {policy.max_s:g}s a retry waits at most") from exc
+            delay = policy.delay(attempt, asked)
             end = deadline()
             if end is not None and anyio.current_time() + delay >= end:
+                if isinstance(exc, RetryableError):
+                    raise _not_retried(exc, f"a wait of {round(delay, 2):g}s would end past the call's time bound") from exc
                 raise
             if on_retry is not None:
                 on_retry(exc, attempt, delay)
             await anyio.sleep(delay)
+
+
+def _not_retried(exc: RetryableError, why: str) -> RetryableError:
+    """The error that ends the retries early: `exc`, its cause saying why no retry was made."""
+    return RetryableError(f"{exc.cause} (not retried: {why})", status=exc.status, retry_after=exc.retry_after)

@@ -31,7 +31,7 @@ it at any time. A client's answer is whatever its model (or the client itself) s
 client's word too, so an answer is only ever served again to the session that gave it, never to another client (of
 the same name, model or tenant): each session is a random key of its own (`session_key`). A lookup uses the model
 the same session reported last; before its first answer there is no lookup. An answer without a model name is not
-stored.
+stored, nor any on the 2026-07-28 protocol (each request a session of its own: nothing could read the row).
 """
 
 from __future__ import annotations
@@ -218,9 +218,10 @@ class SamplingBackend(Backend):
 
     def answer_identity(self, completion: Completion, identity: str | None) -> str | None:
         """The identity the answer is stored under: this session's, with the model it reported; None (not stored)
-        without a model name or outside a tool call."""
+        without a model name, outside a tool call, or on the 2026-07-28 protocol (each request is a session of its
+        own there, so nothing could ever read the row)."""
         ctx = CALL.get()
-        if not completion.model or ctx is None:
+        if not completion.model or ctx is None or ROUNDS.get() is not None:
             return None
         self.reported[_connection(ctx)] = completion.model
         return f"sampling|{session_key(ctx)}|{completion.model}"

@@ -161,20 +161,34 @@ async def test_429_retry_after_is_honoured(wire, kind):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-async def test_429_retry_after_ms_wins_and_long_waits_are_capped(wire, kind):
-    backend, _ = wire(
-        kind,
-        seq(
-            Reply(status=429, headers={"retry-after-ms": "150", "retry-after": "9"}),
-            Reply(status=429, headers={"retry-after": "3600"}),
-            "ok",
-        ),
-        backoff_max_s=0.25,
-    )
+async def test_429_retry_after_ms_wins(wire, kind):
+    backend, _ = wire(kind, seq(Reply(status=429, headers={"retry-after-ms": "150", "retry-after": "9"}), "ok"), backoff_max_s=0.25)
     completion = await backend.complete(user("q"))
-    waits = [e["retry_in_s"] for e in completion.raw["retried_errors"]]
-    assert waits == [pytest.approx(0.15), pytest.approx(0.25)]
-    assert completion.attempts == 3
+    assert [e["retry_in_s"] for e in completion.raw["retried_errors"]] == [pytest.approx(0.15)]
+    assert completion.attempts == 2
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("asked", ["3600", "0.3"])
+async def test_a_retry_after_past_the_longest_wait_is_not_retried_and_is_named(wire, kind, asked):
+    """A server asking for a wait longer than a retry waits at most (backoff_max_s) is not asked again early: the
+    call fails at once, and the error says what the server asked for (it used to wait backoff_max_s and retry)."""
+    backend, server = wire(kind, seq(Reply(status=429, headers={"retry-after": asked}), "ok"), backoff_max_s=0.25)
+    with pytest.raises(BackendError) as err:
+        await backend.complete(user("q"))
+    assert len(server.requests) == 1
+    assert "HTTP 429" in str(err.value) and f"the server asks to wait {float(asked):g}s" in str(err.value), str(err.value)
+    assert "0.25s" in str(err.value)  # what this backend waits at most
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_wait_past_the_calls_bound_is_named(wire, kind):
+    """A retry whose wait would end past the call's bound is not made, and the error says why it stopped there."""
+    backend, server = wire(kind, seq(Reply(status=503, headers={"retry-after": "1.5"}), "ok"), timeout_s=0.3)
+    with pytest.raises(BackendError) as err:
+        await backend.complete(user("q"))
+    assert len(server.requests) == 1
+    assert "HTTP 503" in str(err.value) and "not retried: a wait of 1.5s would end past the call's time bound" in str(err.value), str(err.value)
 
 
 @pytest.mark.parametrize("kind", KINDS)

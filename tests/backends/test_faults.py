@@ -88,6 +88,38 @@ async def test_retry_after_header_is_waited_for_at_the_tool_level(mcp_app) -> No
     assert retried[0]["retry_in_s"] == 1.0 and "HTTP 429" in retried[0]["error"]
 
 
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+async def test_a_429_asking_for_an_hour_fails_at_once_naming_the_wait(mcp_app, kind: str) -> None:
+    """Retry-After: 3600 at the default settings (timeout 120 s, 3 retries): the tool used to wait 20 s (the longest
+    backoff) three times and ask again against the server's word, 60 s, then fail without saying what was asked."""
+    faulty = Faulty(lambda: Reply(status=429, headers={"retry-after": "3600"}), "always")
+    server, backend = mcp_app(faulty, kind, JUDGE_MCP_MAX_RETRIES="3")
+    async with Client(server) as client:
+        result = await client.call_tool("compare_pair", PAIR)
+    assert result.is_error
+    text = result.content[0].text
+    assert "HTTP 429" in text and "not retried: the server asks to wait 3600s" in text, text
+    # at most one request per order, none repeated early (the first failure may cancel the other order before it is sent)
+    assert 1 <= len(backend.requests) == len({json.dumps(r, sort_keys=True) for r in backend.requests}) <= 2
+    assert VerdictLog(server.app.store).recent("compare_pair") == []
+
+
+async def test_an_openai_refusal_is_shown_in_the_unparsed_trial(mcp_app) -> None:
+    """OpenAI's structured outputs put a refusal in `message.refusal` with `content: null`. The trial used to say
+    parse_ok false with an empty rationale, the model's reason dropped; now the refusal is the trial's text."""
+    refusal = "I'm sorry, I cannot help with comparing these answers."
+    body = json.dumps({"id": "x", "object": "chat.completion", "model": "m", "usage": {"prompt_tokens": 5, "completion_tokens": 9},
+                       "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": None, "refusal": refusal}}]})
+    server, backend = mcp_app(lambda p: Reply(raw_body=body.encode()))
+    async with Client(server) as client:
+        result = await client.call_tool("compare_pair", {**PAIR, "swap": False})
+    assert not result.is_error
+    data = result.structured_content
+    [trial] = data["trials"]
+    assert data["winner"] is None and trial["parse_ok"] is False and trial["reasked"] is True
+    assert refusal in trial["rationale"], trial
+
+
 @pytest.mark.parametrize("fault", BACKEND_FAULTS)
 async def test_persistent_fault_is_a_clear_tool_error_and_the_server_keeps_serving(mcp_app, fault: str) -> None:
     make, cause = FAULTS[fault]

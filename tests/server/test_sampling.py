@@ -134,6 +134,22 @@ async def test_a_2026_client_answers_in_input_required_rounds(transport: str, tm
         assert conn.execute("SELECT count(*) FROM verdicts").fetchone()[0] == 2
 
 
+async def test_a_2026_client_leaves_no_cache_rows_none_could_read(tmp_path: Path) -> None:
+    """On the 2026-07-28 protocol each request is a session of its own, so an answer stored under it is never served
+    again. Such rows used to be written on every round (6 for one compare_pair with a re-ask), read by nothing."""
+    def unsure_first(payload: dict[str, Any]) -> str:
+        return text_judge(payload) if reasked(payload) else "Both answers have merits."
+
+    model = ClientModel(unsure_first)
+    async with connect("memory", sampling_env(tmp_path), tmp_path, sampling_callback=model) as client:
+        for _ in range(2):
+            result = await client.call_tool("compare_pair", PAIR)
+            assert not result.is_error and result.structured_content["winner"] == "B", text_of(result)
+            assert result.structured_content["usage"]["cached_calls"] == 0
+    assert len(model.requests) == 8  # each call: both orders, then both re-asks
+    assert cache_rows(tmp_path / "judge.db") == []
+
+
 async def test_a_request_that_needs_an_earlier_answer_goes_in_the_next_round(tmp_path: Path) -> None:
     def unsure_first(payload: dict[str, Any]) -> str:  # no verdict until re-asked, which carries the first answer
         return text_judge(payload) if reasked(payload) else "Both answers have merits."
