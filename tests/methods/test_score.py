@@ -20,9 +20,11 @@ from judge_mcp.stats.score_agreement import kendall, mae, spearman
 from judge_mcp.server.build import build_server
 from judge_mcp.storage.verdict_log import VerdictLog
 from tests.helpers import Rendezvous
+from tests.image_data import png, uri as image_uri
 
 ARGS = {"instruction": "Explain what a mutex is.", "response": "A lock that lets one thread in at a time."}
 RUBRIC = [{"name": "correctness", "description": "is it right", "weight": 3}, {"name": "concision", "weight": 1}]
+IMAGE = image_uri(png(3))
 
 
 async def call(server, tool: str, arguments: dict):
@@ -149,6 +151,13 @@ async def test_a_deterministic_score_is_answered_from_the_cache_the_second_time(
         ({"criteria": [{"name": "c", "weight": 0}]}, "weight"),
         ({"criteria": "c", "samples": 11}, "'samples'"),
         ({"criteria": "c", "backend": "x", "backends": ["a", "b"]}, "not both"),
+        # a conversation or trajectory counts its text, not its number of messages, towards the call's 200,000
+        ({"criteria": "c", "instruction": [{"role": "user", "content": "q" * 50_000}] * 4},
+         "the inputs add up to 200,0"),
+        ({"criteria": "c", "response": [{"role": "assistant", "content": "r" * 50_000}] * 4},
+         "the inputs add up to 200,0"),
+        ({"criteria": "c", "instruction": [{"role": "user", "content": "q", "images": [IMAGE] * 8}] * 3},
+         "the call brings 24 images; the limit for one call is 16"),
     ],
 )
 async def test_bad_arguments_are_named_before_any_call(mcp_app, arguments: dict, message: str) -> None:
@@ -253,6 +262,15 @@ async def test_the_prompts_images_go_with_every_criterions_call_and_the_log_keep
     assert len(parts) == 2 and all(len(p) == 1 and p[0]["image_url"]["url"] == uri for p in parts)
     [row] = VerdictLog(server.app.store).recent("score_response")
     assert "base64" not in json.dumps(row["inputs"]) and row["inputs"]["images"][0]["sha256"]
+
+
+async def test_the_images_of_an_instruction_conversation_are_logged_as_their_hash_only(mcp_app) -> None:
+    server, backend = mcp_app(ScoreJudge(lambda name, _: 5))
+    conversation = [{"role": "user", "content": "What does the picture show?", "images": [IMAGE]}]
+    await call(server, "score_response", {**ARGS, "instruction": conversation, "criteria": "c"})
+    assert any(p["type"] == "image_url" for m in backend.requests[0]["messages"] if isinstance(m["content"], list) for p in m["content"])
+    [row] = VerdictLog(server.app.store).recent("score_response")
+    assert "base64" not in json.dumps(row["inputs"]) and row["inputs"]["instruction"][0]["images"][0]["sha256"]
 
 
 def test_the_demo_says_each_criterions_score_and_the_overall() -> None:
