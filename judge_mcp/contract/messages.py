@@ -143,11 +143,47 @@ def _field_schema(loc: Sequence[Any]) -> dict[str, Any]:
     return props.get(names[0], {}) if names else {}
 
 
+_FIELDS = frozenset(Message.model_fields) | frozenset(ToolCall.model_fields)
+
+
+def _inner(error: Any) -> tuple[Any, ...]:
+    """The error's location inside its message without pydantic's union member tags ('constrained-str',
+    'dict[str,any]'); an unknown field keeps its name."""
+    loc = tuple(error["loc"][1:])
+    if error["type"] == "extra_forbidden":
+        return loc
+    return tuple(p for p in loc if not isinstance(p, str) or p in _FIELDS)
+
+
+def _mismatch(error: Any) -> bool:
+    """An error that says only that the value is not of a union member's type."""
+    return str(error["type"]).endswith("_type") or error["type"] in ("none_required", "is_instance_of")
+
+
+def _errors(errors: list[Any]) -> list[Any]:
+    """The errors worth a sentence. A value that fits no member of a union (a tool call's `arguments`: a string or an
+    object) gets one error per member: where a member of the value's own type failed (a string too long), only that
+    member's errors; where none did, one error saying which types the field takes."""
+    by_place: dict[tuple[Any, ...], list[Any]] = {}
+    for e in errors:
+        by_place.setdefault((e["loc"][0], *_inner(e)), []).append(e)
+    out = []
+    for place, group in by_place.items():
+        tagged = [e for e in group if len(e["loc"]) > len(place)]  # errors of union members
+        if len(tagged) < 2:
+            out += group
+            continue
+        kept = [e for e in group if not _mismatch(e)]
+        out += kept or [{**tagged[0], "type": "union", "loc": place}]
+    return out
+
+
 def _sentence(error: Any) -> str:
     """One message's problem: 'message 2: 'role' must be one of ...'."""
     loc = tuple(error["loc"])
-    index, inner = loc[0], loc[1:]
-    inner = tuple(p for p in inner if not (isinstance(p, str) and ("[" in p or p in ("str", "none"))))  # union member tags
+    index, inner = loc[0], _inner(error)
+    if error["type"] == "union":
+        return f"message {index}: {arg_errors.union(_where(inner), _field_schema(inner), error.get('input'))}"
     if error["type"] == "model_type" and not inner:
         return f"message {index} must be an object with 'role' and 'content', got {type(error.get('input')).__name__}"
     if not inner:
@@ -168,7 +204,7 @@ def _messages(value: list[Any], info: ValidationInfo, kind: str) -> list[Message
     try:
         messages = _MESSAGES.validate_python(value, strict=True, context=info.context)
     except ValidationError as exc:
-        raise _fail("; ".join(dict.fromkeys(_sentence(e) for e in exc.errors()))) from None
+        raise _fail("; ".join(dict.fromkeys(_sentence(e) for e in _errors(exc.errors())))) from None
     check(messages, kind)
     return messages
 

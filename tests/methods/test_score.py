@@ -148,7 +148,11 @@ async def test_a_deterministic_score_is_answered_from_the_cache_the_second_time(
         ({"criteria": "c", "scale": [5, 3]}, "'scale' must be [low, high]"),
         ({"criteria": [{"name": f"c{k}"} for k in range(11)]}, "'criteria' must hold 1 to 10 items, got 11"),
         ({"criteria": [{"name": "c"}, {"name": "c"}]}, "repeated: c"),
-        ({"criteria": [{"name": "c", "weight": 0}]}, "weight"),
+        ({"criteria": [{"name": "c", "weight": 0}]}, "'criteria[0][weight]' must be a number above 0 and at most 100, got 0"),
+        ({"criteria": [{"name": "c", "weight": -1}]}, "'criteria[0][weight]' must be a number above 0 and at most 100, got -1"),
+        ({"criteria": [{"name": "c", "weight": 101}]}, "'criteria[0][weight]' must be a number above 0 and at most 100, got 101"),
+        ({"criteria": [{"name": "c", "desc": "d"}]}, "'criteria[0]' has an unknown field 'desc'; it takes name, description, weight"),
+        ({"criteria": ["c"]}, "'criteria[0]' must be an object (name, description, weight), got str"),
         ({"criteria": "c", "samples": 11}, "'samples'"),
         ({"criteria": "c", "backend": "x", "backends": ["a", "b"]}, "not both"),
         # a conversation or trajectory counts its text, not its number of messages, towards the call's 200,000

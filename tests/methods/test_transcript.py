@@ -172,6 +172,20 @@ def test_a_bad_conversation_names_the_message_and_the_field(fields: dict, messag
     assert message in str(caught.value)
 
 
+@pytest.mark.parametrize("arguments, message", [
+    ([1, 2], "'tool_calls[0].arguments' must be a string or an object, got [1, 2]"),
+    (5, "'tool_calls[0].arguments' must be a string or an object, got 5"),
+    ("x" * 50_001, "'tool_calls[0].arguments' is 50,001 characters; the limit is 50,000"),
+])
+def test_arguments_of_the_wrong_kind_get_one_sentence_without_the_validators_words(arguments: object, message: str) -> None:
+    """`arguments` is a union (a JSON string or an object): one sentence about the member the value is of, or about
+    the types it may be, never a sentence per member naming pydantic's tags ('constrained-str')."""
+    run = [{"role": "assistant", "tool_calls": [{"id": "c", "name": "f", "arguments": arguments}]}]
+    with pytest.raises(InputError) as caught:
+        pair(response_a=run)
+    assert str(caught.value) == f"'response_a' message 0: {message}"
+
+
 def test_the_call_size_counts_conversations() -> None:
     big = [{"role": "user", "content": "x" * 50_000}] * 3  # 150,000 characters: within one conversation's limit
     with pytest.raises(InputError, match="the inputs add up to 200,003 characters; the limit for one call is 200,000"):
