@@ -68,10 +68,11 @@ class ToolCall(BaseModel):
 
     @model_validator(mode="after")
     def _depth(self) -> ToolCall:
-        """Arguments nest at most MAX_ARGUMENT_DEPTH levels (checked without recursion), so writing them is safe."""
-        level: list[Any] = [self.arguments]
+        """Arguments nest at most MAX_ARGUMENT_DEPTH levels of objects and lists (checked without recursion), so
+        writing them is safe; a string or number inside the deepest one is no level of its own."""
+        level: list[Any] = [self.arguments] if isinstance(self.arguments, dict) else []
         for _ in range(MAX_ARGUMENT_DEPTH):
-            level = [v for item in level for v in (item.values() if isinstance(item, dict) else item if isinstance(item, list) else ())]
+            level = [v for item in level for v in (item.values() if isinstance(item, dict) else item) if isinstance(v, (dict, list))]
             if not level:
                 return self
         raise PydanticCustomError("argument", f"has arguments nested deeper than {MAX_ARGUMENT_DEPTH} levels")

@@ -172,6 +172,22 @@ def test_a_bad_conversation_names_the_message_and_the_field(fields: dict, messag
     assert message in str(caught.value)
 
 
+def _objects(depth: int) -> dict:
+    """`depth` objects nested in each other, the innermost holding a number: JSON nested `depth` levels."""
+    value: dict = {"leaf": 1}
+    for _ in range(depth - 1):
+        value = {"k": value}
+    return value
+
+
+def test_arguments_nest_up_to_64_levels_a_number_inside_the_deepest_object_is_no_level() -> None:
+    call = {"role": "assistant", "tool_calls": [{"id": "c", "name": "f", "arguments": _objects(64)}]}
+    assert pair(response_a=[call]).response_a[0].tool_calls[0].arguments == _objects(64)
+    too_deep = {"role": "assistant", "tool_calls": [{"id": "c", "name": "f", "arguments": _objects(65)}]}
+    with pytest.raises(InputError, match="nested deeper than 64 levels"):
+        pair(response_a=[too_deep])
+
+
 @pytest.mark.parametrize("arguments, message", [
     ([1, 2], "'tool_calls[0].arguments' must be a string or an object, got [1, 2]"),
     (5, "'tool_calls[0].arguments' must be a string or an object, got 5"),
