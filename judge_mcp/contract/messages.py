@@ -27,7 +27,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from pydantic_core import PydanticCustomError
 
 from judge_mcp.contract import validation as arg_errors
-from judge_mcp.contract.fields import _image, MAX_TEXT_CHARS, MAX_TOTAL_CHARS, Text
+from judge_mcp.contract.fields import _image, blank_is_absent, MAX_TEXT_CHARS, MAX_TOTAL_CHARS, Text
 from judge_mcp.contract import images as imagelib
 
 MAX_MESSAGES = 200  # messages in one conversation or trajectory
@@ -293,9 +293,4 @@ def identity(value: str | Sequence[Message]) -> tuple[str, str]:
     return ("messages", json.dumps([m.model_dump(exclude_none=True) for m in value], ensure_ascii=False, sort_keys=True))
 
 
-def _blank_is_absent(value: Any) -> Any:
-    """An optional text argument: blank means absent (a form-filling client sends an empty optional string)."""
-    return None if isinstance(value, str) and not value.strip() and "\x00" not in value else value
-
-
-OptionalPromptLike = Annotated[PromptLike | None, BeforeValidator(_blank_is_absent)]
+OptionalPromptLike = Annotated[PromptLike | None, BeforeValidator(blank_is_absent)]

@@ -10,7 +10,7 @@ from typing import Annotated, ClassVar, Self
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from judge_mcp.contract.fields import JUDGED, MAX_CRITERIA_CHARS, ModelName, _fail, _text
+from judge_mcp.contract.fields import JUDGED, MAX_CRITERIA_CHARS, ModelName, _fail, _text, blank_is_absent
 from judge_mcp.contract.args import PanelArgs, UserInputsArgs
 from judge_mcp.contract.messages import AnswerLike, PromptLike
 from judge_mcp.contract.results import JudgedResult, _PanelMember, SelfPreference
@@ -31,7 +31,7 @@ class Criterion(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
 
     name: Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS), AfterValidator(_text)]
-    description: Annotated[str | None, Field(min_length=1, max_length=MAX_CRITERIA_CHARS)] = None
+    description: Annotated[Annotated[str, Field(min_length=1, max_length=MAX_CRITERIA_CHARS)] | None, BeforeValidator(blank_is_absent)] = None
     weight: Annotated[float, Field(gt=0, le=100)] = 1.0
 
     def text(self) -> str:
