@@ -86,7 +86,7 @@ class ToolCall(BaseModel):
 
 class Message(BaseModel):
     """A message. tool_calls (assistant only): [{id, name, arguments}]; tool_call_id (tool only): an earlier call's
-    id; images: as `images`. A list holds 1-200 messages and 200,000 characters of text in all."""
+    id; images: as `images`. 1-200 messages, each text up to 50,000 characters, 200,000 in all."""
 
     model_config = _STRICT
 
