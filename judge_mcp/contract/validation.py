@@ -152,10 +152,12 @@ def _bounds(name: str, error: ErrorDetails, prop: dict[str, Any]) -> str:
 
 def _list(name: str, error: ErrorDetails, prop: dict[str, Any]) -> str:
     items = _member(prop, "items").get("items", {})
-    kind = {"string": "strings", "integer": "whole numbers"}.get(items.get("type", ""), "values")
+    kind = {"string": "strings", "integer": "whole numbers"}.get(items.get("type", ""), "objects" if "$ref" in items else "values")
     if {p.get("type") for p in items.get("anyOf", [])} == {"string", "array"}:  # messages.AnswerLike
         kind = "strings or trajectories (lists of messages)"
-    return f"'{name}' must be a list of {kind}, got {type(error.get('input')).__name__}"
+    text = "a string or " if any(p.get("type") == "string" for p in prop.get("anyOf", [])) else ""  # score_response's criteria
+    value = error.get("input")
+    return f"'{name}' must be {text}a list of {kind}, got {'null' if value is None else type(value).__name__}"
 
 
 def _size(name: str, error: ErrorDetails, prop: dict[str, Any]) -> str:

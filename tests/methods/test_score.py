@@ -153,6 +153,8 @@ async def test_a_deterministic_score_is_answered_from_the_cache_the_second_time(
         ({"criteria": [{"name": "c", "weight": 101}]}, "'criteria[0][weight]' must be a number above 0 and at most 100, got 101"),
         ({"criteria": [{"name": "c", "desc": "d"}]}, "'criteria[0]' has an unknown field 'desc'; it takes name, description, weight"),
         ({"criteria": ["c"]}, "'criteria[0]' must be an object (name, description, weight), got str"),
+        ({"criteria": None}, "'criteria' must be a string or a list of objects, got null"),
+        ({"criteria": 3}, "'criteria' must be a string or a list of objects, got int"),
         ({"criteria": "c", "samples": 11}, "'samples'"),
         ({"criteria": "c", "backend": "x", "backends": ["a", "b"]}, "not both"),
         # a conversation or trajectory counts its text, not its number of messages, towards the call's 200,000
