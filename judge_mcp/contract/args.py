@@ -94,7 +94,7 @@ class ToolArgs(BaseModel):
         size = self.unjudged_chars()
         for name in _judged(type(self)):
             value = getattr(self, name)
-            size += sum(messages.chars(v) for v in value) if isinstance(value, list) and not messages.is_messages(value) else messages.chars(value)
+            size += sum(messages.size(v) for v in value) if isinstance(value, list) and not messages.is_messages(value) else messages.size(value)
         if size > MAX_TOTAL_CHARS:
             raise PydanticCustomError("call", f"the inputs add up to {size:,} characters; the limit for one call is {MAX_TOTAL_CHARS:,}")
         return self

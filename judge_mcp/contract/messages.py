@@ -115,6 +115,11 @@ class Message(BaseModel):
         calls = sum(len(c.name) + len(c.arguments_text()) for c in self.tool_calls or ())
         return len(self.content or "") + calls
 
+    def size(self) -> int:
+        """What the size limits count: the text (chars) and the ids, which the transcript prints too (each tool
+        call's id and the tool_call_id, up to 128 characters each)."""
+        return self.chars() + len(self.tool_call_id or "") + sum(len(c.id) for c in self.tool_calls or ())
+
 
 Conversation = list[Message]
 _MESSAGES = TypeAdapter(list[Message])
@@ -224,7 +229,7 @@ def check(messages: Sequence[Message], kind: str) -> None:
             calls[call.id] = call.name
         if m.tool_call_id is not None and m.tool_call_id not in calls:
             raise _fail(f"message {i}: a tool result for call '{m.tool_call_id}', but no earlier assistant message makes that call")
-        size += m.chars()
+        size += m.size()
     if size > MAX_CONVERSATION_CHARS:
         raise _fail(f"is a {kind} of {size:,} characters of text; the limit is {MAX_CONVERSATION_CHARS:,}")
 
@@ -265,6 +270,13 @@ def chars(value: str | Sequence[Message] | None) -> int:
     if isinstance(value, str):
         return len(value)
     return sum(m.chars() for m in value)
+
+
+def size(value: str | Sequence[Message] | None) -> int:
+    """A judged value's size as the limits count it: chars, and a conversation's ids (Message.size)."""
+    if value is None or isinstance(value, str):
+        return chars(value)
+    return sum(m.size() for m in value)
 
 
 def image_uris(values: Iterable[Any]) -> Iterator[str]:

@@ -202,6 +202,23 @@ def test_arguments_of_the_wrong_kind_get_one_sentence_without_the_validators_wor
     assert str(caught.value) == f"'response_a' message 0: {message}"
 
 
+def _calls_with_long_ids(turns: int) -> list[dict]:
+    """`turns` assistant messages of 32 calls with 128-character ids and empty arguments, each followed by a result:
+    4,258 characters a turn that the transcript prints (ids, names, results), 34 of them without the ids."""
+    run: list[dict] = []
+    for i in range(turns):
+        ids = [f"{i:03d}-{k:02d}-" + "x" * 121 for k in range(32)]
+        run += [{"role": "assistant", "tool_calls": [{"id": c, "name": "f"} for c in ids]}, {"role": "tool", "tool_call_id": ids[0], "content": "ok"}]
+    return run
+
+
+def test_tool_call_ids_count_towards_the_text_limits_as_the_transcript_prints_them() -> None:
+    with pytest.raises(InputError, match="'response_a' is a trajectory of 425,800 characters of text; the limit is 200,000"):
+        pair(response_a=_calls_with_long_ids(100))
+    with pytest.raises(InputError, match="the inputs add up to 255,511 characters"):  # two trajectories within their own limits, and the prompt
+        pair(response_a=_calls_with_long_ids(30), response_b=_calls_with_long_ids(30))
+
+
 def test_the_call_size_counts_conversations() -> None:
     big = [{"role": "user", "content": "x" * 50_000}] * 3  # 150,000 characters: within one conversation's limit
     with pytest.raises(InputError, match="the inputs add up to 200,003 characters; the limit for one call is 200,000"):
