@@ -85,12 +85,16 @@ class ToolArgs(BaseModel):
                 data[name] = messages.logged(data[name])
         return data
 
+    def unjudged_chars(self) -> int:
+        """Text the judge reads from arguments not marked JUDGED (a model that is not text: score_response's rubric)."""
+        return 0
+
     @model_validator(mode="after")
     def _call_size(self) -> Self:
-        size = 0
+        size = self.unjudged_chars()
         for name in _judged(type(self)):
             value = getattr(self, name)
-            size += sum(messages.chars(v) for v in value) if isinstance(value, list) and not messages.is_messages(value) else messages.chars(value)
+            size += sum(messages.size(v) for v in value) if isinstance(value, list) and not messages.is_messages(value) else messages.size(value)
         if size > MAX_TOTAL_CHARS:
             raise PydanticCustomError("call", f"the inputs add up to {size:,} characters; the limit for one call is {MAX_TOTAL_CHARS:,}")
         return self

@@ -75,6 +75,15 @@ def _optional_text(value: str | None) -> str | None:
     return None if value is None or not _no_nul(value).strip() else value
 
 
+def blank_is_absent(value: Any) -> Any:
+    """Before an optional text's own checks: a blank string, the empty one too, is absent (its minLength 1 would
+    refuse "" while "  " passed as absent)."""
+    return None if isinstance(value, str) and not value.strip() and "\x00" not in value else value
+
+
+_ABSENT_IF_BLANK = BeforeValidator(blank_is_absent)
+
+
 def _whole_number(value: Any) -> Any:
     """An int choice (prompt_variant): a boolean or a float is not one of 1, 2, 3 even where Python says 1 == True."""
     if type(value) is not int:
@@ -110,16 +119,18 @@ JUDGED = _Judged()
 
 # ---- argument types ------------------------------------------------------------------------------------------------
 Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(_text)]
-OptionalText = Annotated[Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS)] | None, AfterValidator(_optional_text)]
-OptionalCriteria = Annotated[Annotated[str, Field(min_length=1, max_length=MAX_CRITERIA_CHARS)] | None, AfterValidator(_optional_text)]
-OptionalReference = Annotated[Annotated[str, Field(min_length=1, max_length=MAX_REFERENCE_CHARS)] | None, AfterValidator(_optional_text)]
+OptionalText = Annotated[Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS)] | None, _ABSENT_IF_BLANK, AfterValidator(_optional_text)]
+OptionalCriteria = Annotated[Annotated[str, Field(min_length=1, max_length=MAX_CRITERIA_CHARS)] | None, _ABSENT_IF_BLANK,
+                             AfterValidator(_optional_text)]
+OptionalReference = Annotated[Annotated[str, Field(min_length=1, max_length=MAX_REFERENCE_CHARS)] | None, _ABSENT_IF_BLANK,
+                              AfterValidator(_optional_text)]
 ImageUri = Annotated[str, Field(max_length=imagelib.MAX_IMAGE_CHARS), AfterValidator(_image)]
 _IMAGE_FORMAT = (f"data:image/(png|jpeg|webp|gif);base64 URIs of at most {imagelib.MAX_IMAGE_BYTES // 2**20} MiB decoded, no URLs; "
                  "over stdio also file paths inside JUDGE_MCP_IMAGE_DIRS")
 ImageList = Annotated[list[ImageUri] | None, Field(max_length=imagelib.MAX_IMAGES)]
 Prompt = Annotated[Text, JUDGED, Field(description="the user prompt both answers respond to")]
 Instruction = Annotated[Text, JUDGED]
-OptionalNote = Annotated[Annotated[str, Field(min_length=1, max_length=MAX_NOTE_CHARS)] | None, AfterValidator(_optional_text)]
+OptionalNote = Annotated[Annotated[str, Field(min_length=1, max_length=MAX_NOTE_CHARS)] | None, _ABSENT_IF_BLANK, AfterValidator(_optional_text)]
 # record_label's correct answer: "A", "B" or "tie" for a pair; an option's or response's index, or its exact text
 LabelValue = Annotated[
     int | Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(_text)],

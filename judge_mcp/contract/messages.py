@@ -27,7 +27,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from pydantic_core import PydanticCustomError
 
 from judge_mcp.contract import validation as arg_errors
-from judge_mcp.contract.fields import _image, MAX_TEXT_CHARS, MAX_TOTAL_CHARS, Text
+from judge_mcp.contract.fields import _image, blank_is_absent, MAX_TEXT_CHARS, MAX_TOTAL_CHARS, Text
 from judge_mcp.contract import images as imagelib
 
 MAX_MESSAGES = 200  # messages in one conversation or trajectory
@@ -68,10 +68,11 @@ class ToolCall(BaseModel):
 
     @model_validator(mode="after")
     def _depth(self) -> ToolCall:
-        """Arguments nest at most MAX_ARGUMENT_DEPTH levels (checked without recursion), so writing them is safe."""
-        level: list[Any] = [self.arguments]
+        """Arguments nest at most MAX_ARGUMENT_DEPTH levels of objects and lists (checked without recursion), so
+        writing them is safe; a string or number inside the deepest one is no level of its own."""
+        level: list[Any] = [self.arguments] if isinstance(self.arguments, dict) else []
         for _ in range(MAX_ARGUMENT_DEPTH):
-            level = [v for item in level for v in (item.values() if isinstance(item, dict) else item if isinstance(item, list) else ())]
+            level = [v for item in level for v in (item.values() if isinstance(item, dict) else item) if isinstance(v, (dict, list))]
             if not level:
                 return self
         raise PydanticCustomError("argument", f"has arguments nested deeper than {MAX_ARGUMENT_DEPTH} levels")
@@ -85,7 +86,7 @@ class ToolCall(BaseModel):
 
 class Message(BaseModel):
     """A message. tool_calls (assistant only): [{id, name, arguments}]; tool_call_id (tool only): an earlier call's
-    id; images: as `images`. A list holds 1-200 messages and 200,000 characters of text in all."""
+    id; images: as `images`. 1-200 messages, each text up to 50,000 characters, 200,000 in all."""
 
     model_config = _STRICT
 
@@ -113,6 +114,11 @@ class Message(BaseModel):
         """The message's text in characters: its content, each tool call's name and arguments."""
         calls = sum(len(c.name) + len(c.arguments_text()) for c in self.tool_calls or ())
         return len(self.content or "") + calls
+
+    def size(self) -> int:
+        """What the size limits count: the text (chars) and the ids, which the transcript prints too (each tool
+        call's id and the tool_call_id, up to 128 characters each)."""
+        return self.chars() + len(self.tool_call_id or "") + sum(len(c.id) for c in self.tool_calls or ())
 
 
 Conversation = list[Message]
@@ -143,11 +149,47 @@ def _field_schema(loc: Sequence[Any]) -> dict[str, Any]:
     return props.get(names[0], {}) if names else {}
 
 
+_FIELDS = frozenset(Message.model_fields) | frozenset(ToolCall.model_fields)
+
+
+def _inner(error: Any) -> tuple[Any, ...]:
+    """The error's location inside its message without pydantic's union member tags ('constrained-str',
+    'dict[str,any]'); an unknown field keeps its name."""
+    loc = tuple(error["loc"][1:])
+    if error["type"] == "extra_forbidden":
+        return loc
+    return tuple(p for p in loc if not isinstance(p, str) or p in _FIELDS)
+
+
+def _mismatch(error: Any) -> bool:
+    """An error that says only that the value is not of a union member's type."""
+    return str(error["type"]).endswith("_type") or error["type"] in ("none_required", "is_instance_of")
+
+
+def _errors(errors: list[Any]) -> list[Any]:
+    """The errors worth a sentence. A value that fits no member of a union (a tool call's `arguments`: a string or an
+    object) gets one error per member: where a member of the value's own type failed (a string too long), only that
+    member's errors; where none did, one error saying which types the field takes."""
+    by_place: dict[tuple[Any, ...], list[Any]] = {}
+    for e in errors:
+        by_place.setdefault((e["loc"][0], *_inner(e)), []).append(e)
+    out = []
+    for place, group in by_place.items():
+        tagged = [e for e in group if len(e["loc"]) > len(place)]  # errors of union members
+        if len(tagged) < 2:
+            out += group
+            continue
+        kept = [e for e in group if not _mismatch(e)]
+        out += kept or [{**tagged[0], "type": "union", "loc": place}]
+    return out
+
+
 def _sentence(error: Any) -> str:
     """One message's problem: 'message 2: 'role' must be one of ...'."""
     loc = tuple(error["loc"])
-    index, inner = loc[0], loc[1:]
-    inner = tuple(p for p in inner if not (isinstance(p, str) and ("[" in p or p in ("str", "none"))))  # union member tags
+    index, inner = loc[0], _inner(error)
+    if error["type"] == "union":
+        return f"message {index}: {arg_errors.union(_where(inner), _field_schema(inner), error.get('input'))}"
     if error["type"] == "model_type" and not inner:
         return f"message {index} must be an object with 'role' and 'content', got {type(error.get('input')).__name__}"
     if not inner:
@@ -168,7 +210,7 @@ def _messages(value: list[Any], info: ValidationInfo, kind: str) -> list[Message
     try:
         messages = _MESSAGES.validate_python(value, strict=True, context=info.context)
     except ValidationError as exc:
-        raise _fail("; ".join(dict.fromkeys(_sentence(e) for e in exc.errors()))) from None
+        raise _fail("; ".join(dict.fromkeys(_sentence(e) for e in _errors(exc.errors())))) from None
     check(messages, kind)
     return messages
 
@@ -187,7 +229,7 @@ def check(messages: Sequence[Message], kind: str) -> None:
             calls[call.id] = call.name
         if m.tool_call_id is not None and m.tool_call_id not in calls:
             raise _fail(f"message {i}: a tool result for call '{m.tool_call_id}', but no earlier assistant message makes that call")
-        size += m.chars()
+        size += m.size()
     if size > MAX_CONVERSATION_CHARS:
         raise _fail(f"is a {kind} of {size:,} characters of text; the limit is {MAX_CONVERSATION_CHARS:,}")
 
@@ -230,6 +272,13 @@ def chars(value: str | Sequence[Message] | None) -> int:
     return sum(m.chars() for m in value)
 
 
+def size(value: str | Sequence[Message] | None) -> int:
+    """A judged value's size as the limits count it: chars, and a conversation's ids (Message.size)."""
+    if value is None or isinstance(value, str):
+        return chars(value)
+    return sum(m.size() for m in value)
+
+
 def image_uris(values: Iterable[Any]) -> Iterator[str]:
     """The image URIs inside the conversations and trajectories among `values` (lists of them too: options)."""
     for value in values:
@@ -256,9 +305,4 @@ def identity(value: str | Sequence[Message]) -> tuple[str, str]:
     return ("messages", json.dumps([m.model_dump(exclude_none=True) for m in value], ensure_ascii=False, sort_keys=True))
 
 
-def _blank_is_absent(value: Any) -> Any:
-    """An optional text argument: blank means absent (a form-filling client sends an empty optional string)."""
-    return None if isinstance(value, str) and not value.strip() and "\x00" not in value else value
-
-
-OptionalPromptLike = Annotated[PromptLike | None, BeforeValidator(_blank_is_absent)]
+OptionalPromptLike = Annotated[PromptLike | None, BeforeValidator(blank_is_absent)]

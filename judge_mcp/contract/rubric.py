@@ -10,12 +10,12 @@ from typing import Annotated, ClassVar, Self
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from judge_mcp.contract.fields import JUDGED, MAX_CRITERIA_CHARS, MAX_TOTAL_CHARS, ModelName, _fail, _text
+from judge_mcp.contract.fields import JUDGED, MAX_CRITERIA_CHARS, ModelName, _fail, _text, blank_is_absent
 from judge_mcp.contract.args import PanelArgs, UserInputsArgs
 from judge_mcp.contract.messages import AnswerLike, PromptLike
 from judge_mcp.contract.results import JudgedResult, _PanelMember, SelfPreference
 
-InstructionText = PromptLike  # a string or a conversation
+InstructionText = Annotated[PromptLike, JUDGED]  # a string or a conversation
 ResponseText = Annotated[AnswerLike, JUDGED]  # a string or a trajectory
 
 MAX_CRITERIA, MAX_SAMPLES = 10, 10
@@ -31,7 +31,7 @@ class Criterion(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
 
     name: Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS), AfterValidator(_text)]
-    description: Annotated[str | None, Field(min_length=1, max_length=MAX_CRITERIA_CHARS)] = None
+    description: Annotated[Annotated[str, Field(min_length=1, max_length=MAX_CRITERIA_CHARS)] | None, BeforeValidator(blank_is_absent)] = None
     weight: Annotated[float, Field(gt=0, le=100)] = 1.0
 
     def text(self) -> str:
@@ -101,10 +101,11 @@ class ScoreResponseArgs(UserInputsArgs, PanelArgs):
             raise PydanticCustomError("call", f"'criteria' must name each criterion once; repeated: {', '.join(repeated)}")
         if self.samples > 1 and self.temperature == 0:
             raise PydanticCustomError("call", "samples > 1 needs a temperature above 0 (at 0 every sample would be the same answer)")
-        size = len(self.instruction) + len(self.response) + len(self.reference or "") + sum(len(c.text()) for c in self.rubric())
-        if size > MAX_TOTAL_CHARS:
-            raise PydanticCustomError("call", f"the inputs add up to {size:,} characters; the limit for one call is {MAX_TOTAL_CHARS:,}")
         return self
+
+    def unjudged_chars(self) -> int:
+        """The rubric's text, which the judge reads too (ToolArgs._call_size counts the JUDGED arguments)."""
+        return sum(len(c.text()) for c in self.rubric())
 
 
 # ---- the result --------------------------------------------------------------------------------------------------

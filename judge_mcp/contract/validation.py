@@ -19,16 +19,47 @@ def describe(tool: str, exc: ValidationError, schema: dict[str, Any]) -> str:
     """One readable sentence per problem, unknown arguments first, joined with "; "."""
     errors = exc.errors()
     lines = [_unknown(tool, errors, schema)]
-    lines += [_sentence(error, schema.get("properties", {})) for error in errors if error["type"] != "extra_forbidden"]
+    lines += [_unknown_field(error, schema) if error["type"] == "extra_forbidden" else _sentence(error, schema) for error in errors]
     return "; ".join(dict.fromkeys(line for line in lines if line)) or str(errors[0]["msg"])
 
 
 def _unknown(tool: str, errors: list[ErrorDetails], schema: dict[str, Any]) -> str:
-    unknown = [_name(e["loc"]) for e in errors if e["type"] == "extra_forbidden"]
+    """The unknown arguments of the call itself (an unknown field inside one argument's object: _unknown_field)."""
+    unknown = [_name(e["loc"]) for e in errors if e["type"] == "extra_forbidden" and len(e["loc"]) == 1]
     if not unknown:
         return ""
     known = ", ".join(sorted(schema.get("properties", {})))
     return f"unknown argument{'s' if len(unknown) > 1 else ''} {', '.join(repr(u) for u in unknown)}; {tool} takes {known}"
+
+
+def _unknown_field(error: ErrorDetails, schema: dict[str, Any]) -> str:
+    """An unknown field inside an argument's object ('criteria[0]' with "desc"): the fields that object takes."""
+    loc = error["loc"]
+    if len(loc) == 1:
+        return ""  # said by _unknown
+    known = ", ".join(_at(schema, loc[:-1]).get("properties", {}))
+    return f"'{_name(loc[:-1])}' has an unknown field {str(loc[-1])!r}" + (f"; it takes {known}" if known else "")
+
+
+def _resolve(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in node:
+        node = defs.get(str(node["$ref"]).rsplit("/", 1)[-1], {})
+    return node
+
+
+def _at(schema: dict[str, Any], loc: tuple[Any, ...]) -> dict[str, Any]:
+    """The schema of the value at `loc` inside the arguments (through objects, lists, unions and $defs); {} when a
+    part of `loc` is not in the schema (a union member's tag)."""
+    defs = schema.get("$defs", {})
+    node = schema
+    for part in loc:
+        key = "items" if isinstance(part, int) else "properties"
+        node = _resolve(node, defs)
+        holder = next((m for m in (_resolve(m, defs) for m in node.get("anyOf", [node])) if key in m), None)
+        if holder is None:
+            return {}
+        node = holder["items"] if isinstance(part, int) else holder["properties"].get(str(part), {})
+    return _resolve(node, defs)
 
 
 def _name(loc: tuple[Any, ...]) -> str:
@@ -36,15 +67,15 @@ def _name(loc: tuple[Any, ...]) -> str:
     return str(head) + "".join(f"[{part}]" for part in rest)
 
 
-def _sentence(error: ErrorDetails, properties: dict[str, Any]) -> str:
+def _sentence(error: ErrorDetails, schema: dict[str, Any]) -> str:
     loc = error["loc"]
     if not loc:  # a check of the whole call: its message is the sentence
         return error["msg"]
-    prop = properties.get(str(loc[0]), {})
+    prop = schema.get("properties", {}).get(str(loc[0]), {})
     if len(loc) == 2 and isinstance(loc[1], str) and "anyOf" in prop:  # a union member's error (loc: name, member)
         return _union(str(loc[0]), prop, error.get("input"))[:MAX_SENTENCE]
-    if len(loc) == 2 and isinstance(loc[1], int):  # a list item: its own schema
-        prop = _member(prop, "items").get("items", {})
+    if len(loc) > 1:  # inside an argument (a list item, an object's field): its own schema
+        prop = _at(schema, loc)
     write = _WRITERS.get(error["type"], _other)
     return write(_name(loc), error, prop)[:MAX_SENTENCE]
 
@@ -59,7 +90,13 @@ def _number(value: Any) -> str:
 
 
 def _range(prop: dict[str, Any]) -> str:
-    bounds = _member(prop, "minimum", "maximum")
+    bounds = _member(prop, "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+    if "exclusiveMinimum" in bounds or "exclusiveMaximum" in bounds:
+        low = f"above {_number(bounds['exclusiveMinimum'])}" if "exclusiveMinimum" in bounds else (
+            f"at least {_number(bounds['minimum'])}" if "minimum" in bounds else "")
+        high = f"below {_number(bounds['exclusiveMaximum'])}" if "exclusiveMaximum" in bounds else (
+            f"at most {_number(bounds['maximum'])}" if "maximum" in bounds else "")
+        return " " + " and ".join(b for b in (low, high) if b)
     if "minimum" not in bounds and "maximum" not in bounds:
         return ""
     return f" from {_number(bounds.get('minimum', '-∞'))} to {_number(bounds.get('maximum', '∞'))}"
@@ -69,7 +106,8 @@ def _is_integer(prop: dict[str, Any]) -> bool:
     return any(p.get("type") == "integer" for p in prop.get("anyOf", [prop]))
 
 
-_ALTERNATIVES = {"boolean": "true, false", "null": "null", "string": "a string", "number": "a number", "integer": "a whole number"}
+_ALTERNATIVES = {"boolean": "true, false", "null": "null", "string": "a string", "number": "a number", "integer": "a whole number",
+                 "object": "an object", "array": "a list"}
 
 
 def _union(name: str, prop: dict[str, Any], value: Any) -> str:
@@ -114,10 +152,12 @@ def _bounds(name: str, error: ErrorDetails, prop: dict[str, Any]) -> str:
 
 def _list(name: str, error: ErrorDetails, prop: dict[str, Any]) -> str:
     items = _member(prop, "items").get("items", {})
-    kind = {"string": "strings", "integer": "whole numbers"}.get(items.get("type", ""), "values")
+    kind = {"string": "strings", "integer": "whole numbers"}.get(items.get("type", ""), "objects" if "$ref" in items else "values")
     if {p.get("type") for p in items.get("anyOf", [])} == {"string", "array"}:  # messages.AnswerLike
         kind = "strings or trajectories (lists of messages)"
-    return f"'{name}' must be a list of {kind}, got {type(error.get('input')).__name__}"
+    text = "a string or " if any(p.get("type") == "string" for p in prop.get("anyOf", [])) else ""  # score_response's criteria
+    value = error.get("input")
+    return f"'{name}' must be {text}a list of {kind}, got {'null' if value is None else type(value).__name__}"
 
 
 def _size(name: str, error: ErrorDetails, prop: dict[str, Any]) -> str:
@@ -152,6 +192,11 @@ def _choice(name: str, error: ErrorDetails, prop: dict[str, Any]) -> str:
     return f"'{name}' must be one of {listed}; got {error.get('input')!r}"
 
 
+def _object(name: str, error: ErrorDetails, prop: dict[str, Any]) -> str:
+    fields = ", ".join(prop.get("properties", {}))
+    return f"'{name}' must be an object" + (f" ({fields})" if fields else "") + f", got {type(error.get('input')).__name__}"
+
+
 def _other(name: str, error: ErrorDetails, prop: dict[str, Any]) -> str:
     return f"'{name}': {error['msg']}"
 
@@ -181,8 +226,12 @@ _WRITERS: dict[str, Writer] = {
     "string_pattern_mismatch": _pattern,
     "literal_error": _choice,
     "enum": _choice,
+    "model_type": _object,
+    "model_attributes_type": _object,
+    "dict_type": _object,
 }
 
 # for the sentences about one message of a conversation (messages.py)
 WRITERS: dict[str, Writer] = _WRITERS
 other: Writer = _other
+union = _union

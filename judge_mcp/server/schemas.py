@@ -29,8 +29,8 @@ PACKAGE = HERE.parent
 FILE = HERE / "schemas.json"
 # Where the schemas come from: the models and the types they are built from, the tool table (names, models).
 SOURCES = (
-    "contract/args.py", "contract/fields.py", "contract/results.py", "contract/images.py", "contract/messages.py", "server/tools.py",
-    "server/schemas.py",
+    "contract/args.py", "contract/fields.py", "contract/results.py", "contract/images.py", "contract/messages.py", "contract/rubric.py",
+    "server/tools.py", "server/schemas.py",
 )
 Schemas = dict[str, dict[str, Any]]  # tool name -> {"input": schema, "output": schema}
 

@@ -20,9 +20,11 @@ from judge_mcp.stats.score_agreement import kendall, mae, spearman
 from judge_mcp.server.build import build_server
 from judge_mcp.storage.verdict_log import VerdictLog
 from tests.helpers import Rendezvous
+from tests.image_data import png, uri as image_uri
 
 ARGS = {"instruction": "Explain what a mutex is.", "response": "A lock that lets one thread in at a time."}
 RUBRIC = [{"name": "correctness", "description": "is it right", "weight": 3}, {"name": "concision", "weight": 1}]
+IMAGE = image_uri(png(3))
 
 
 async def call(server, tool: str, arguments: dict):
@@ -146,9 +148,22 @@ async def test_a_deterministic_score_is_answered_from_the_cache_the_second_time(
         ({"criteria": "c", "scale": [5, 3]}, "'scale' must be [low, high]"),
         ({"criteria": [{"name": f"c{k}"} for k in range(11)]}, "'criteria' must hold 1 to 10 items, got 11"),
         ({"criteria": [{"name": "c"}, {"name": "c"}]}, "repeated: c"),
-        ({"criteria": [{"name": "c", "weight": 0}]}, "weight"),
+        ({"criteria": [{"name": "c", "weight": 0}]}, "'criteria[0][weight]' must be a number above 0 and at most 100, got 0"),
+        ({"criteria": [{"name": "c", "weight": -1}]}, "'criteria[0][weight]' must be a number above 0 and at most 100, got -1"),
+        ({"criteria": [{"name": "c", "weight": 101}]}, "'criteria[0][weight]' must be a number above 0 and at most 100, got 101"),
+        ({"criteria": [{"name": "c", "desc": "d"}]}, "'criteria[0]' has an unknown field 'desc'; it takes name, description, weight"),
+        ({"criteria": ["c"]}, "'criteria[0]' must be an object (name, description, weight), got str"),
+        ({"criteria": None}, "'criteria' must be a string or a list of objects, got null"),
+        ({"criteria": 3}, "'criteria' must be a string or a list of objects, got int"),
         ({"criteria": "c", "samples": 11}, "'samples'"),
         ({"criteria": "c", "backend": "x", "backends": ["a", "b"]}, "not both"),
+        # a conversation or trajectory counts its text, not its number of messages, towards the call's 200,000
+        ({"criteria": "c", "instruction": [{"role": "user", "content": "q" * 50_000}] * 4},
+         "the inputs add up to 200,0"),
+        ({"criteria": "c", "response": [{"role": "assistant", "content": "r" * 50_000}] * 4},
+         "the inputs add up to 200,0"),
+        ({"criteria": "c", "instruction": [{"role": "user", "content": "q", "images": [IMAGE] * 8}] * 3},
+         "the call brings 24 images; the limit for one call is 16"),
     ],
 )
 async def test_bad_arguments_are_named_before_any_call(mcp_app, arguments: dict, message: str) -> None:
@@ -253,6 +268,15 @@ async def test_the_prompts_images_go_with_every_criterions_call_and_the_log_keep
     assert len(parts) == 2 and all(len(p) == 1 and p[0]["image_url"]["url"] == uri for p in parts)
     [row] = VerdictLog(server.app.store).recent("score_response")
     assert "base64" not in json.dumps(row["inputs"]) and row["inputs"]["images"][0]["sha256"]
+
+
+async def test_the_images_of_an_instruction_conversation_are_logged_as_their_hash_only(mcp_app) -> None:
+    server, backend = mcp_app(ScoreJudge(lambda name, _: 5))
+    conversation = [{"role": "user", "content": "What does the picture show?", "images": [IMAGE]}]
+    await call(server, "score_response", {**ARGS, "instruction": conversation, "criteria": "c"})
+    assert any(p["type"] == "image_url" for m in backend.requests[0]["messages"] if isinstance(m["content"], list) for p in m["content"])
+    [row] = VerdictLog(server.app.store).recent("score_response")
+    assert "base64" not in json.dumps(row["inputs"]) and row["inputs"]["instruction"][0]["images"][0]["sha256"]
 
 
 def test_the_demo_says_each_criterions_score_and_the_overall() -> None:

@@ -172,6 +172,53 @@ def test_a_bad_conversation_names_the_message_and_the_field(fields: dict, messag
     assert message in str(caught.value)
 
 
+def _objects(depth: int) -> dict:
+    """`depth` objects nested in each other, the innermost holding a number: JSON nested `depth` levels."""
+    value: dict = {"leaf": 1}
+    for _ in range(depth - 1):
+        value = {"k": value}
+    return value
+
+
+def test_arguments_nest_up_to_64_levels_a_number_inside_the_deepest_object_is_no_level() -> None:
+    call = {"role": "assistant", "tool_calls": [{"id": "c", "name": "f", "arguments": _objects(64)}]}
+    assert pair(response_a=[call]).response_a[0].tool_calls[0].arguments == _objects(64)
+    too_deep = {"role": "assistant", "tool_calls": [{"id": "c", "name": "f", "arguments": _objects(65)}]}
+    with pytest.raises(InputError, match="nested deeper than 64 levels"):
+        pair(response_a=[too_deep])
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ([1, 2], "'tool_calls[0].arguments' must be a string or an object, got [1, 2]"),
+    (5, "'tool_calls[0].arguments' must be a string or an object, got 5"),
+    ("x" * 50_001, "'tool_calls[0].arguments' is 50,001 characters; the limit is 50,000"),
+])
+def test_arguments_of_the_wrong_kind_get_one_sentence_without_the_validators_words(arguments: object, message: str) -> None:
+    """`arguments` is a union (a JSON string or an object): one sentence about the member the value is of, or about
+    the types it may be, never a sentence per member naming pydantic's tags ('constrained-str')."""
+    run = [{"role": "assistant", "tool_calls": [{"id": "c", "name": "f", "arguments": arguments}]}]
+    with pytest.raises(InputError) as caught:
+        pair(response_a=run)
+    assert str(caught.value) == f"'response_a' message 0: {message}"
+
+
+def _calls_with_long_ids(turns: int) -> list[dict]:
+    """`turns` assistant messages of 32 calls with 128-character ids and empty arguments, each followed by a result:
+    4,258 characters a turn that the transcript prints (ids, names, results), 34 of them without the ids."""
+    run: list[dict] = []
+    for i in range(turns):
+        ids = [f"{i:03d}-{k:02d}-" + "x" * 121 for k in range(32)]
+        run += [{"role": "assistant", "tool_calls": [{"id": c, "name": "f"} for c in ids]}, {"role": "tool", "tool_call_id": ids[0], "content": "ok"}]
+    return run
+
+
+def test_tool_call_ids_count_towards_the_text_limits_as_the_transcript_prints_them() -> None:
+    with pytest.raises(InputError, match="'response_a' is a trajectory of 425,800 characters of text; the limit is 200,000"):
+        pair(response_a=_calls_with_long_ids(100))
+    with pytest.raises(InputError, match="the inputs add up to 255,511 characters"):  # two trajectories within their own limits, and the prompt
+        pair(response_a=_calls_with_long_ids(30), response_b=_calls_with_long_ids(30))
+
+
 def test_the_call_size_counts_conversations() -> None:
     big = [{"role": "user", "content": "x" * 50_000}] * 3  # 150,000 characters: within one conversation's limit
     with pytest.raises(InputError, match="the inputs add up to 200,003 characters; the limit for one call is 200,000"):

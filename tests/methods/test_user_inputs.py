@@ -11,6 +11,7 @@ import pytest
 from judge_mcp import prompts
 from judge_mcp.contract.fields import MAX_CRITERIA_CHARS, MAX_REFERENCE_CHARS, InputError
 from judge_mcp.contract.args import ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, LweJudgeArgs
+from judge_mcp.contract.rubric import ScoreResponseArgs
 from testkit.scripted_servers import prompt_text
 from testkit.scripted_judges import BAD, CAPITAL_Q, GOOD, UniversalJudge, correct_judge
 from judge_mcp.methods.grade_score import scoring as grade_score
@@ -94,6 +95,23 @@ def test_criteria_or_reference_over_their_limits_or_with_nul_are_refused_by_name
     with pytest.raises(InputError, match="reference"):
         model.parse({**pair, "reference": 42})
     assert model.parse({**pair, "criteria": "  ", "reference": "\n"}).user_inputs() == {}  # blank optional text is absent
+
+
+@pytest.mark.parametrize("model, given", [
+    (ComparePairArgs, {"prompt": "Q", "response_a": "a", "response_b": "b"}),
+    (LweJudgeArgs, {"prompt": "Q", "response_a": "a", "response_b": "b"}),
+    (GradeScoreOptionsArgs, {"instruction": "Q", "options": ["a", "b"]}),
+    (ScoreResponseArgs, {"instruction": "Q", "response": "a", "criteria": "c"}),
+])
+def test_an_empty_optional_text_is_absent_as_a_blank_one_is(model, given: dict) -> None:
+    """A form-filling client sends "" for an optional text it leaves empty: the same call as without it (and as "  "),
+    as `context` of infer_instruction_reward already was, never an error."""
+    without = model.parse(given)
+    optional = {"reference": ""} if model is ScoreResponseArgs else {"criteria": "", "reference": ""}
+    assert model.parse({**given, **optional}) == without == model.parse({**given, **{k: "  " for k in optional}})
+    if model is ScoreResponseArgs:
+        described = model.parse({**given, "criteria": [{"name": "c", "description": ""}]})
+        assert described.rubric() == model.parse({**given, "criteria": [{"name": "c"}]}).rubric()
 
 
 def test_flip_takes_neither_and_the_schemas_show_both_with_limits() -> None:

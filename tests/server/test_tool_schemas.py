@@ -191,3 +191,31 @@ def test_the_arguments_decoded_from_json_text_are_read_alike_from_the_published_
     published = tool_schemas.schemas(TOOLS)[spec.name]["input"]
     assert tools.non_text(published) == tools._non_text(args_model)
     assert any(tools._non_text(s.models()[0]) for s in TOOLS)  # (a real check: not only empty == empty)
+
+
+def test_every_module_a_tools_models_come_from_is_a_source_of_the_fingerprint() -> None:
+    """A change to any argument or result model (or a base it inherits) makes the shipped file stale, so a start
+    never publishes a schema older than the model that validates the call (score_response's are in rubric.py)."""
+    import inspect
+
+    modules = set()
+    for spec in TOOLS:
+        for model in spec.models():
+            for cls in model.__mro__:
+                if cls.__module__.startswith("judge_mcp."):
+                    modules.add(Path(inspect.getfile(cls)).resolve().relative_to(tool_schemas.PACKAGE).as_posix())
+    assert modules - set(tool_schemas.SOURCES) == set()
+
+
+def test_the_published_message_states_the_limits_its_checks_enforce() -> None:
+    """Message's own limits are left out of the compacted $defs (maxLength): its description states them instead,
+    so a client sees each text's 50,000 and the list's 200 messages and 200,000 characters before it is refused."""
+    from judge_mcp.contract.fields import MAX_TEXT_CHARS
+    from judge_mcp.contract.messages import MAX_CONVERSATION_CHARS, MAX_MESSAGES
+
+    published = tool_schemas.schemas(TOOLS)
+    judging = [name for name, schema in published.items() if "Message" in schema["input"].get("$defs", {})]
+    assert len(judging) == 5
+    for name in judging:
+        said = published[name]["input"]["$defs"]["Message"]["description"]
+        assert all(f"{n:,}" in said for n in (MAX_TEXT_CHARS, MAX_CONVERSATION_CHARS)) and f"1-{MAX_MESSAGES} messages" in said, name
