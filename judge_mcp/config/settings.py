@@ -208,11 +208,25 @@ def backends_from_toml(path: Path, env: Mapping[str, str]) -> dict[str, BackendC
     return named
 
 
+def _toml_text(path: Path) -> str:
+    """The file's text. A leading byte order mark (what Notepad's "UTF-8 with BOM" writes, invisible in an editor) is
+    dropped; bytes that are not UTF-8 (a file saved as Latin-1 or Windows-1252) are a ConfigError naming the line."""
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(
+            f"JUDGE_MCP_CONFIG file {str(path)!r} is not UTF-8 text (line {line} holds byte 0x{raw[exc.start]:02x}); "
+            "save it as UTF-8"
+        ) from None
+
+
 def read_backends(path: Path, env: Mapping[str, str]) -> tuple[dict[str, BackendConfig], dict[str, str]]:
     """(tables read, {name: error} of the rest): one table's mistake leaves the others working; `path` shown absolute."""
     path = path.expanduser().absolute()
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(_toml_text(path))
     except FileNotFoundError:
         raise ConfigError(f"JUDGE_MCP_CONFIG points to {str(path)!r}, which does not exist") from None
     except OSError as exc:

@@ -349,3 +349,24 @@ async def test_the_largest_flip_call_goes_out_at_once_at_the_default_concurrency
         result = await client.call_tool("infer_instruction_reward", {"instruction": "Name the capital of Australia.", "responses": responses})
     assert not result.is_error, result.content[0].text
     assert len(backend.requests) == 16 and (together.met, together.broken) == (16, 0)
+
+
+# ---- the file's bytes: what an editor on another system writes --------------------------------------------------
+def test_a_toml_file_that_is_not_utf8_is_a_config_error_naming_the_byte(tmp_path):
+    """A file saved as Latin-1 or Windows-1252 ("ANSI"): a ConfigError saying so, not a UnicodeDecodeError that
+    ends the server with a traceback."""
+    path = tmp_path / "judge.toml"
+    path.write_bytes(b'# caf\xe9\n[backends.x]\nkind = "openai"\n')
+    with pytest.raises(ConfigError) as info:
+        load_settings({"JUDGE_MCP_CONFIG": str(path)})
+    message = str(info.value)
+    assert f"JUDGE_MCP_CONFIG file {str(path)!r} is not UTF-8 text" in message
+    assert "line 1" in message and "byte 0xe9" in message and "save it as UTF-8" in message
+
+
+def test_a_toml_file_starting_with_a_byte_order_mark_is_read(tmp_path):
+    """Notepad's "UTF-8 with BOM": the mark is invisible, so tomllib's "Invalid statement (at line 1, column 1)"
+    names nothing the user can see; the file is read as the text it shows."""
+    path = tmp_path / "judge.toml"
+    path.write_bytes('\ufeff[backends.x]\nkind = "openai"\nbase_url = "http://127.0.0.1:9000/v1"\n'.encode("utf-8"))
+    assert load_settings({"JUDGE_MCP_CONFIG": str(path)}).backend("x").base_url == "http://127.0.0.1:9000/v1"
