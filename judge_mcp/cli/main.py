@@ -343,6 +343,18 @@ def _days(value: str) -> float:
     return days
 
 
+def _port(value: str) -> int:
+    """A TCP port (0: the system picks a free one, which the start line names); anything else is a usage error, not
+    the OverflowError uvicorn's bind would end the server with."""
+    try:
+        port = int(value)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is a whole number from 0 to 65535 (0: any free port), got {value!r}")
+    return port
+
+
 def build_parser(bench: bool = True) -> argparse.ArgumentParser:
     """The command line; without `bench` (for a `serve` start: `_serving`), without the bench's subcommands, which
     parse nothing of a `serve` command line and cost ~7 ms of imports."""
@@ -367,7 +379,7 @@ def build_parser(bench: bool = True) -> argparse.ArgumentParser:
         "--transport", choices=["stdio", "http"], default="stdio", help="stdio or streamable HTTP (default: %(default)s; no environment variable)"
     )
     serve.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default: %(default)s; a non-loopback address needs JUDGE_MCP_HTTP_TOKEN)")
-    serve.add_argument("--port", type=int, default=8765, help="HTTP port (default: %(default)s)")
+    serve.add_argument("--port", type=_port, default=8765, help="HTTP port (default: %(default)s)")
     serve.add_argument(
         "--stateless",
         action="store_true",

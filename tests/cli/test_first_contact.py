@@ -95,6 +95,15 @@ def test_a_port_in_use_exits_2_with_a_message(tmp_path: Path) -> None:
     assert "address already in use" in proc.stderr and f"could not serve HTTP on 127.0.0.1:{port}" in proc.stderr
 
 
+@pytest.mark.parametrize("port", ["99999", "-1", "65536"])
+def test_a_port_out_of_range_is_a_usage_error_not_a_traceback(tmp_path: Path, port: str) -> None:
+    env = clean_env(JUDGE_MCP_BACKEND="openai", JUDGE_MCP_BASE_URL="http://127.0.0.1:9/v1", JUDGE_MCP_DB=str(tmp_path / "judge.db"))
+    proc = _serve(env, "--transport", "http", "--port", port)
+    assert proc.returncode == 2, proc.stderr
+    assert f"argument --port: a port is a whole number from 0 to 65535 (0: any free port), got {port!r}" in proc.stderr
+    assert "Traceback" not in proc.stderr and "OverflowError" not in proc.stderr
+
+
 # ---- the TOML file ------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("text, expected", [
     ('[backend.ollama]\nkind = "openai"\n', "unknown table or key 'backend' (did you mean [backends.NAME]?)"),
