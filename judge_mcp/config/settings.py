@@ -7,6 +7,7 @@ serialises its key (`api_key` is excluded from `public()` and from repr).
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -252,6 +253,25 @@ def read_backends(path: Path, env: Mapping[str, str]) -> tuple[dict[str, Backend
     return named, broken
 
 
+_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+_CONVENTIONAL_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+
+
+def _table_key(key_env: str, env: Mapping[str, str], where: str) -> str:
+    """The key in the variable a table's api_key_env names. The value is quoted in the error only when it reads as a
+    variable's name (MY_CLAUDE_KEY): a user who pasted the key itself there gets an error that does not show it."""
+    if not _VARIABLE_NAME.fullmatch(key_env):
+        raise ConfigError(
+            f"{where}: api_key_env must be the name of an environment variable (such as OPENAI_API_KEY), not the key "
+            "itself (the value is not shown): put the key in the server's environment and name that variable here"
+        )
+    key = _env(env, key_env, None)
+    if not key:
+        named = repr(key_env) if _CONVENTIONAL_NAME.fullmatch(key_env) else "a variable (its name is not shown, in case it is the key)"
+        raise ConfigError(f"{where}: api_key_env names {named}, which is not set in the server's environment")
+    return key
+
+
 def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str]) -> BackendConfig:
     """One [backends.NAME] table as a BackendConfig; a ConfigError naming the table and the problem."""
     where = f"{path}: [backends.{name}]"
@@ -266,13 +286,7 @@ def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str
     kind = _check_kind(table.get("kind", ""), f"{where} kind")
     base_url = _check_url(table.get("base_url"), f"{where} base_url")
     key_env = check_text(table.get("api_key_env"), f"{where} api_key_env")
-    key = None
-    if key_env:
-        key = _env(env, key_env, None)
-        if not key:
-            raise ConfigError(f"{where}: api_key_env names {key_env!r}, which is not set in the server's environment")
-    elif kind in PROVIDER_KEY_ENV:
-        key = _provider_key(kind, base_url, env)
+    key = _table_key(key_env, env, where) if key_env else _provider_key(kind, base_url, env) if kind in PROVIDER_KEY_ENV else None
     if kind != "local" and table.get("mmproj") is not None:
         raise ConfigError(f"{where}: mmproj (a multimodal projector file) applies to kind = \"local\" only")
     return BackendConfig(

@@ -306,6 +306,10 @@ def test_unknown_backend_name_lists_the_known_ones(tmp_path):
     [
         ('[backends.x]\nkind = "openai"\napi_key = "sk-literal"\n', "api_key_env"),
         ('[backends.x]\nkind = "openai"\napi_key_env = "UNSET_VAR_FOR_TEST"\n', "UNSET_VAR_FOR_TEST"),
+        # the key pasted where its variable's name goes: refused without being echoed (the test below checks)
+        ('[backends.x]\nkind = "openai"\napi_key_env = "sk-literal"\n', "api_key_env must be the name of an environment variable"),
+        ('[backends.x]\nkind = "openai"\napi_key_env = "sk-literal"\n', "not the key itself (the value is not shown)"),
+        ('[backends.x]\nkind = "openai"\napi_key_env = "gsk_sk-literal"\n', "api_key_env must be the name"),
         ('[backends.x]\nkind = "gemini"\n', "[backends.x] kind"),
         ('[backends.x]\nmodel = "m"\n', "[backends.x] kind"),
         ("[backends.x]\nkind = 3\n", "[backends.x] kind"),
@@ -370,3 +374,14 @@ def test_a_toml_file_starting_with_a_byte_order_mark_is_read(tmp_path):
     path = tmp_path / "judge.toml"
     path.write_bytes('\ufeff[backends.x]\nkind = "openai"\nbase_url = "http://127.0.0.1:9000/v1"\n'.encode("utf-8"))
     assert load_settings({"JUDGE_MCP_CONFIG": str(path)}).backend("x").base_url == "http://127.0.0.1:9000/v1"
+
+
+def test_an_unset_api_key_env_is_named_only_when_it_reads_as_a_variable_name(tmp_path):
+    """A typo'd variable (MY_CLAUDE_KEY) is named so it can be found; a value shaped like a name but not written as
+    one (a Groq key is gsk_ and letters and digits) may be the key itself, so it is not shown."""
+    for value, shown in (("MY_CLAUDE_KEYY", True), ("gsk_4f9Qz81LmXc0Tt7KpRw2", False)):
+        toml = write_toml(tmp_path, f'[backends.x]\nkind = "openai"\napi_key_env = "{value}"\n')
+        with pytest.raises(ConfigError) as info:
+            load_settings({"JUDGE_MCP_CONFIG": toml}).backend("x")
+        assert "which is not set in the server's environment" in str(info.value)
+        assert (value in str(info.value)) is shown
