@@ -29,13 +29,13 @@ def _setup_logging(verbose: bool = False) -> None:
 def _serve_settings() -> Any:
     """The settings `serve` runs on (the bundled model's answers capped, config/bundled.py), reported on stderr."""
     # lazy: each subcommand loads only what it runs (a `serve` start stays short)
-    from judge_mcp.config.bundled import cap_bundled, cap_note
+    from judge_mcp.config.bundled import cap_bundled, start_note
     from judge_mcp.config.settings import settings_or_error
 
     settings, capped = cap_bundled(settings_or_error())
     report_settings(settings, "judge-mcp")
     for name in capped:
-        print(f"judge-mcp: {cap_note(name)}", file=sys.stderr)
+        print(f"judge-mcp: {start_note(name)}", file=sys.stderr)
     return settings
 
 
