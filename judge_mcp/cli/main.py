@@ -207,7 +207,14 @@ def cmd_stats(args: argparse.Namespace) -> int:
         except ConfigError as exc:
             print(f"judge-mcp stats: configuration error: {exc} (or give --db PATH)", file=sys.stderr)
             return 2
-    if isinstance(path, Path) and not path.is_file():  # a reader never creates a database: a wrong path must not look like an empty log
+    # lazy: each subcommand loads only what it runs (a `serve` start stays short)
+    from judge_mcp.config.values import DENIED, path_kind
+
+    kind = path_kind(path) if isinstance(path, Path) else "file"
+    if kind == "denied":
+        print(f"judge-mcp stats: cannot read the database {str(path)!r}: {DENIED}", file=sys.stderr)
+        return 2
+    if kind != "file":  # a reader never creates a database: a wrong path must not look like an empty log
         print(f"judge-mcp stats: no database at {str(path)!r} (nothing logged there yet, or a wrong --db / JUDGE_MCP_DB)", file=sys.stderr)
         return 2
     store = open_store(path, MIGRATIONS)

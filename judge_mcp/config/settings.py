@@ -20,8 +20,8 @@ from judge_mcp.contract.images import HTTP_BODY_BYTES
 from judge_mcp.config.table import TOML_NAMES, did_you_mean, unknown_variables
 
 from judge_mcp.config.values import (
-    ConfigError, OtelSettings, check_batch, check_sampling_keys, check_text, check_url as _check_url, flag_value,
-    non_negative_int, otel_settings, positive_float, positive_int,
+    ConfigError, DENIED, OtelSettings, check_batch, check_sampling_keys, check_text, check_url as _check_url, flag_value,
+    non_negative_int, otel_settings, path_kind, positive_float, positive_int,
 )
 
 KINDS = ("local", "openai", "anthropic", "sampling")  # sampling: the MCP client's own model (backends/sampling.py)
@@ -368,7 +368,10 @@ def _image_dirs(env: Mapping[str, str]) -> tuple[Path, ...]:
         if not part.strip():
             continue
         folder = Path(part).expanduser().resolve()
-        if not folder.is_dir():
+        kind = path_kind(folder)
+        if kind == "denied":
+            raise ConfigError(f"JUDGE_MCP_IMAGE_DIRS lists {part!r}, but {DENIED}")
+        if kind != "folder":
             raise ConfigError(f"JUDGE_MCP_IMAGE_DIRS lists {part!r}, which is not a folder")
         folders.append(folder)
     return tuple(folders)
