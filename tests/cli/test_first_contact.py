@@ -190,6 +190,10 @@ def test_paths_below_a_folder_this_user_may_not_enter_are_errors_naming_them(clo
         load_settings({"JUDGE_MCP_DB": str(tmp_path / "j.db"), "JUDGE_MCP_IMAGE_DIRS": str(closed_folder / "pics")})
     assert cli.main(["stats", "--db", str(closed_folder / "judge.db")]) == 2
     assert f"judge-mcp stats: cannot read the database '{closed_folder}/judge.db': this user may not look there" in capsys.readouterr().err
+    from judge_mcp.backends.local_models import ModelNotFoundError, resolve_model_path
+
+    with pytest.raises(ModelNotFoundError, match=f"GGUF model file '{closed_folder}/m.gguf' \\(JUDGE_MCP_MODEL\\) cannot be read: this user may not"):
+        resolve_model_path(str(closed_folder / "m.gguf"))  # a tool error "unexpected PermissionError" before
     out = tmp_path / "report.html"
     assert cli.main(["bench-report", "--db", str(closed_folder / "bench.db"), "--out", str(out)]) == 2
     assert f"{closed_folder}/bench.db cannot be read: this user may not look there" in capsys.readouterr().err
