@@ -162,7 +162,12 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     from judge_mcp.storage import open_store
     from judge_mcp.storage.migrations import MIGRATIONS
 
-    store = open_store(load_settings().database, MIGRATIONS)
+    database = load_settings().database
+    missing = _no_database(database, "sessions", "no LWE session stored there yet, or JUDGE_MCP_DB names another place in the MCP client's env")
+    if missing:
+        print(missing, file=sys.stderr)
+        return 2
+    store = open_store(database, MIGRATIONS)
     try:
         if args.action == "list":
             rows = lwe.list_sessions(store)
@@ -186,6 +191,21 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     return 0
 
 
+def _no_database(path: Path | str, command: str, why: str) -> str | None:
+    """Why a reading command (stats, sessions) has no SQLite database to read at `path`, or None when it has one. A
+    reader never creates a database: a wrong path (JUDGE_MCP_DB set for the MCP client, not in this shell) must not
+    look like an empty one."""
+    # lazy: each subcommand loads only what it runs (a `serve` start stays short)
+    from judge_mcp.config.values import DENIED, path_kind
+
+    kind = path_kind(path) if isinstance(path, Path) else "file"  # a PostgreSQL URL: its server says
+    if kind == "denied":
+        return f"judge-mcp {command}: cannot read the database {str(path)!r}: {DENIED}"
+    if kind == "missing":
+        return f"judge-mcp {command}: no database at {str(path)!r} ({why})"
+    return None  # a file, or something else at the path: opening it says what is wrong
+
+
 def cmd_stats(args: argparse.Namespace) -> int:
     # lazy: each subcommand loads only what it runs (a `serve` start stays short)
     from judge_mcp.stats import report as stats
@@ -207,15 +227,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
         except ConfigError as exc:
             print(f"judge-mcp stats: configuration error: {exc} (or give --db PATH)", file=sys.stderr)
             return 2
-    # lazy: each subcommand loads only what it runs (a `serve` start stays short)
-    from judge_mcp.config.values import DENIED, path_kind
-
-    kind = path_kind(path) if isinstance(path, Path) else "file"
-    if kind == "denied":
-        print(f"judge-mcp stats: cannot read the database {str(path)!r}: {DENIED}", file=sys.stderr)
-        return 2
-    if kind != "file":  # a reader never creates a database: a wrong path must not look like an empty log
-        print(f"judge-mcp stats: no database at {str(path)!r} (nothing logged there yet, or a wrong --db / JUDGE_MCP_DB)", file=sys.stderr)
+    missing = _no_database(path, "stats", "nothing logged there yet, or a wrong --db / JUDGE_MCP_DB")
+    if missing:
+        print(missing, file=sys.stderr)
         return 2
     store = open_store(path, MIGRATIONS)
     try:

@@ -104,6 +104,22 @@ def test_a_port_out_of_range_is_a_usage_error_not_a_traceback(tmp_path: Path, po
     assert "Traceback" not in proc.stderr and "OverflowError" not in proc.stderr
 
 
+@pytest.mark.parametrize("argv", [["sessions", "list"], ["sessions", "show", "default"], ["sessions", "export", "default"]])
+def test_sessions_never_create_a_database_a_wrong_path_is_named(tmp_path: Path, monkeypatch, capsys, argv: list[str]) -> None:
+    """As `stats`: JUDGE_MCP_DB set in the MCP client's env but not in this shell must not read as "no LWE sessions
+    yet" from an empty database made on the spot (and left behind)."""
+    from judge_mcp.cli import main as cli
+
+    for key in [k for k in os.environ if k.startswith("JUDGE_MCP_")]:
+        monkeypatch.delenv(key)
+    db = tmp_path / "elsewhere" / "judge.db"
+    monkeypatch.setenv("JUDGE_MCP_DB", str(db))
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"judge-mcp sessions: no database at {str(db)!r} (no LWE session stored there yet, or JUDGE_MCP_DB names another" in err
+    assert not db.parent.exists()
+
+
 # ---- the TOML file ------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("text, expected", [
     ('[backend.ollama]\nkind = "openai"\n', "unknown table or key 'backend' (did you mean [backends.NAME]?)"),
