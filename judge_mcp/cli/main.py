@@ -474,6 +474,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C anywhere else (while importing, a command without its own handling): no traceback
         print("judge-mcp: stopped (Ctrl-C)", file=sys.stderr, flush=True)
         return 130
+    except BrokenPipeError:  # stdout closed by its reader (`judge-mcp demo | head`): stop quietly, as a pipe's writer does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the interpreter's last flush has somewhere to go
+        return 141  # 128 + SIGPIPE
     finally:
         gc.enable()
 
