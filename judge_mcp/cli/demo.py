@@ -258,6 +258,13 @@ async def run_steps(client: Client, steps: tuple[Step, ...], local: bool) -> int
     return failures
 
 
+def _leaf(exc: BaseException) -> BaseException:
+    """The first exception inside `exc`'s groups (`exc` itself when it is not a group)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
 def _broken_pipe(exc: BaseException) -> bool:
     """`exc`, or one exception of its group (the client's task group wraps what a step raised), is a BrokenPipeError."""
     if isinstance(exc, BaseExceptionGroup):
@@ -292,7 +299,8 @@ async def run_demo() -> int:
     except Exception as exc:  # the server did not start or went away; its own message is on stderr above
         if _broken_pipe(exc):  # not the server: this process's stdout, closed by its reader (`| head`)
             raise BrokenPipeError from None
-        print(f"judge-mcp demo: the server stopped ({type(exc).__name__}: {exc}); its message, if any, is above", file=sys.stderr)
+        cause = _leaf(exc)  # what the client saw, not the task group that carried it
+        print(f"judge-mcp demo: the server stopped ({type(cause).__name__}: {cause}); its message, if any, is above", file=sys.stderr)
         return 1
     say()
     for name in missing:

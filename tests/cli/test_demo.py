@@ -165,3 +165,12 @@ def test_a_reader_that_stops_early_ends_the_demo_quietly(scripted, tmp_path: Pat
     proc.stderr.close()
     assert proc.wait(timeout=120) == 141  # 128 + SIGPIPE, what a writer killed by the signal reports
     assert "server stopped" not in err and "BrokenPipeError" not in err and "Traceback" not in err, err
+
+
+def test_a_server_that_cannot_start_is_named_by_its_own_message_not_a_task_group(tmp_path: Path) -> None:
+    (tmp_path / "state").write_text("a file where the database's folder should be")
+    env = clean_env(JUDGE_MCP_BACKEND="openai", JUDGE_MCP_BASE_URL="http://127.0.0.1:9/v1", JUDGE_MCP_DB=str(tmp_path / "state" / "judge.db"))
+    proc = _demo(env, tmp_path)
+    assert proc.returncode == 1
+    assert "is a file, so it cannot hold the folder the database goes in" in proc.stderr  # the server's own words
+    assert "judge-mcp demo: the server stopped (" in proc.stderr and "ExceptionGroup" not in proc.stderr and "TaskGroup" not in proc.stderr
