@@ -396,6 +396,10 @@ def _database(env: Mapping[str, str]) -> tuple[Path, str | None]:
     from judge_mcp.storage.pg_url import SCHEMES, check, is_postgres_url, register_secrets, scheme_of
 
     value = _env(env, "JUDGE_MCP_DB", None)
+    if value is not None and value.strip().lower().startswith("file:") and not scheme_of(value):
+        # SQLite's URI form (file:/path?mode=ro) read as a path is a folder named "file:" in whatever directory the
+        # client started the server in
+        raise ConfigError("JUDGE_MCP_DB takes an SQLite file path, not an SQLite URI ('file:...'): give the path itself, e.g. /home/you/judge.db")
     if value is None or not (scheme_of(value) or is_postgres_url(value)):
         return _db_path(env), None
     value = value.strip()

@@ -385,3 +385,12 @@ def test_an_unset_api_key_env_is_named_only_when_it_reads_as_a_variable_name(tmp
             load_settings({"JUDGE_MCP_CONFIG": toml}).backend("x")
         assert "which is not set in the server's environment" in str(info.value)
         assert (value in str(info.value)) is shown
+
+
+@pytest.mark.parametrize("value", ["file:/tmp/judge.db", "file:judge.db?mode=rwc", "FILE:/tmp/judge.db"])
+def test_an_sqlite_uri_as_the_database_is_an_error_not_a_folder_named_file(tmp_path, monkeypatch, value):
+    """Read as a path, `file:/tmp/judge.db` was a relative one: a folder "file:" made in the server's working directory."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=r"JUDGE_MCP_DB takes an SQLite file path, not an SQLite URI \('file:...'\)"):
+        load_settings({"JUDGE_MCP_DB": value})
+    assert load_settings({"JUDGE_MCP_DB": "files/judge.db"}).database == Path("files/judge.db")  # a folder named file... is a path
