@@ -43,7 +43,7 @@ from judge_mcp.contract.args import (
     LweSessionArgs, RecordLabelArgs, ToolArgs,
 )
 from judge_mcp.calls.context import ProgressFn
-from judge_mcp.config.bundled import cap_bundled, cap_note
+from judge_mcp.config.bundled import cap_bundled, start_note
 from judge_mcp.config.settings import ConfigError, load_settings_over
 from judge_mcp.contract.results import (
     ComparePairResult, FlipResult, GradeScoreResult, LabelResult, LweResult, LweSessionResult, StatsReport,
@@ -76,7 +76,7 @@ class Judge:
         try:
             settings, capped = cap_bundled(load_settings_over(overrides))
             for name in capped:
-                log.warning("%s", cap_note(name))
+                log.warning("%s", start_note(name))
             if backend is not None:
                 settings.backend(backend)  # an unknown name fails here, not at the first call
             self.app = App(settings)

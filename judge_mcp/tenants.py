@@ -95,7 +95,7 @@ def read_tokens_file(path: str | Path) -> dict[str, str]:
     except OSError as exc:
         raise TokenFileError(f"JUDGE_MCP_HTTP_TOKENS: cannot read {shown}: {exc.strerror or exc}") from None
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")  # a leading byte order mark (Notepad's "UTF-8 with BOM") is not text
     except UnicodeDecodeError:
         raise TokenFileError(f"JUDGE_MCP_HTTP_TOKENS: {shown} is not UTF-8 text") from None
     tokens: dict[str, str] = {}

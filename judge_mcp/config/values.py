@@ -4,10 +4,12 @@ variable or TOML key at fault."""
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from stat import S_ISDIR as stat_is_dir, S_ISREG as stat_is_file
 from urllib.parse import urlparse
 
 
@@ -16,6 +18,22 @@ SAMPLING_PRIORITIES = ("cost_priority", "speed_priority", "intelligence_priority
 
 class ConfigError(ValueError):
     """A configuration problem, with a message that names the variable or table at fault."""
+
+
+def path_kind(path: str | os.PathLike[str]) -> str:
+    """What is at a path the user named: "file", "folder", "other", "missing", or "denied" (this user may not look: a
+    folder on the way it may not enter, such as another user's home). Never raises: pathlib's exists(), is_dir()
+    and is_file() raise PermissionError there (before Python 3.14), which reached users as a traceback."""
+    try:
+        mode = os.stat(path).st_mode
+    except PermissionError:
+        return "denied"
+    except (OSError, ValueError):  # missing, a file where a folder is named, a loop of links, a NUL in the name
+        return "missing"
+    return "folder" if stat_is_dir(mode) else "file" if stat_is_file(mode) else "other"
+
+
+DENIED = "this user may not look there (no permission to enter a folder on its path)"
 
 
 def whole_number(value: Any, what: str) -> int:

@@ -23,7 +23,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
-from mcp_types import InputRequiredResult, ToolAnnotations
+from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from judge_mcp.contract import image_files
@@ -311,7 +311,7 @@ class ArgsTool(Tool):
                     args = await image_files.checked(partial(client_args, self.args_model, arguments, paths, self.non_text), paths)
                 except InputError as exc:
                     raise ToolError(f"Error executing tool {self.name}: {exc}") from None
-                return await super().run({"args": args}, context, convert_result)
+                return settings_note(await super().run({"args": args}, context, convert_result), self.app.settings.warnings)
             except ToolError as exc:
                 warnings = self.app.settings.warnings
                 if not warnings:
@@ -327,6 +327,18 @@ def with_settings_warnings(result: Any, app: App) -> Any:
     if not extra or not isinstance(getattr(result, "warnings", None), list):
         return result
     return result.model_copy(update={"warnings": [*result.warnings, *extra]})
+
+
+def settings_note(result: Any, warnings: tuple[str, ...]) -> Any:
+    """A result whose structured content has no `warnings` field (judge_stats, lwe_session, lwe_session_show,
+    record_label) with the settings' warnings as one more text block after its JSON, so a misspelt variable shows
+    in every tool's result, as it does in every error (ArgsTool.run) and in the judging tools' `warnings`."""
+    if not warnings or not isinstance(result, CallToolResult) or result.is_error:
+        return result
+    if isinstance(result.structured_content, dict) and "warnings" in result.structured_content:
+        return result  # with_settings_warnings put them there
+    note = TextContent(type="text", text=f"judge-mcp settings: {'; '.join(warnings)}")
+    return result.model_copy(update={"content": [*result.content, note]})
 
 
 class _DeferredArgModel(ArgModelBase):

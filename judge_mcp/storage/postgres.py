@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
+from judge_mcp.extras import install_hint
 from judge_mcp.redaction import known, redact
 from judge_mcp.storage import migrations as schema
 from judge_mcp.storage.engine import Dialect, Migration, StoreError
@@ -142,7 +143,7 @@ class PostgresEngine:
         except ImportError as exc:
             raise StoreError(
                 f"cannot open the database {self.shown!r} (JUDGE_MCP_DB): PostgreSQL needs psycopg, which is not installed "
-                f"({exc.name}); install it with: pip install 'judge-mcp[postgres]'"
+                f"({exc.name}); install it with: {install_hint('postgres')}"
             ) from None
         self._psycopg = psycopg
         self._local = threading.local()  # .tx: this thread's open transaction

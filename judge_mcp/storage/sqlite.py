@@ -95,6 +95,26 @@ def _path_problem(path: Path) -> str | None:
     None when none of these is the cause."""
     if str(path) == ":memory:":
         return None
+    try:
+        return _path_problem_of(path)
+    except OSError:  # a check that cannot look either: SQLite's own words stay the reason
+        return None
+
+
+def _closed_folder(path: Path) -> Path | None:
+    """The first folder above `path` this user may not enter (no search permission: another user's home, a 0700
+    folder), where every look further down fails with "Permission denied"; None when there is none."""
+    for folder in reversed(path.parents):
+        if os.path.isdir(folder) and not os.access(folder, os.X_OK):
+            return folder
+    return None
+
+
+def _path_problem_of(path: Path) -> str | None:
+    closed = _closed_folder(path)
+    if closed is not None:
+        return (f"this user may not enter the folder {str(closed)!r} (no permission), so the database cannot be made or "
+                "opened below it; set JUDGE_MCP_DB to a place this user can write")
     if path.is_dir():
         return "that path is a folder, not a file (give JUDGE_MCP_DB a file name, e.g. .../judge.db)"
     folder = path.parent

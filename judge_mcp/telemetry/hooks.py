@@ -55,8 +55,11 @@ def configure(settings: Settings) -> None:
         # lazy: OpenTelemetry (the optional `otel` extra) loads only when tracing is on
         from judge_mcp.telemetry import otel as telemetry_otel
     except ImportError as exc:
+        # lazy: what the otel extra installs is read only when it is missing
+        from judge_mcp.extras import install_hint
+
         level = logging.WARNING if settings.otel.explicit else logging.INFO
-        log.log(level, "OpenTelemetry is asked for but not installed (%s): install judge-mcp[otel]; tracing is off", exc.name)
+        log.log(level, "OpenTelemetry is asked for but not installed (%s): %s; tracing is off", exc.name, install_hint("otel"))
         return
     _on = telemetry_otel.Tracing.start(settings.otel)
 

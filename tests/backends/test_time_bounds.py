@@ -121,6 +121,22 @@ async def test_a_404_from_a_base_url_without_v1_names_the_url_and_the_usual_path
     assert err.value.attempts == 1  # a 404 is not retried
 
 
+async def test_a_404_from_a_base_url_holding_the_endpoint_says_to_drop_it(scripted) -> None:
+    """The endpoint copied from a server's docs as the base URL (.../v1/chat/completions): judge-mcp adds the
+    endpoint again, the server answers 404, and the message says which base URL to give instead."""
+    server = scripted(lambda p: Reply(status=404, raw_body=b"404 page not found"))
+    backend = OpenAICompatBackend("endpoint", "m", base_url=f"{server.base_url}/chat/completions", max_retries=3)
+    try:
+        with pytest.raises(BackendError) as err:
+            await backend.complete(user("q"))
+    finally:
+        await backend.aclose()
+    message = str(err.value)
+    assert f"POST {server.base_url}/chat/completions/chat/completions" in message
+    assert f"the base URL already ends with /chat/completions: set it (JUDGE_MCP_BASE_URL or base_url) to {server.base_url}" in message
+    assert "add /v1" not in message
+
+
 async def test_an_html_error_page_is_summarised_not_dumped(make_backend) -> None:
     page = (
         b"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>502 Bad Gateway</title>"

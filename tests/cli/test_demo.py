@@ -149,3 +149,28 @@ def test_the_real_model_line_names_the_command_as_the_user_can_run_it(tmp_path: 
     (tmp_path / "judge-mcp").chmod(0o755)
     assert command_name(str(tmp_path / "judge-mcp")) == "judge-mcp"  # the one on PATH
     assert command_name("/elsewhere/judge-mcp") == "/elsewhere/judge-mcp"
+
+
+def test_a_reader_that_stops_early_ends_the_demo_quietly(scripted, tmp_path: Path) -> None:
+    """`judge-mcp demo | head -3`: the pipe closed by its reader is not "the server stopped (ExceptionGroup ...)"
+    followed by Python's "Exception ignored ... BrokenPipeError"; the demo stops without a word, as a pipe's writer does."""
+    backend = scripted(UniversalJudge())
+    env = clean_env(JUDGE_MCP_BACKEND="openai", JUDGE_MCP_BASE_URL=backend.base_url, JUDGE_MCP_MODEL="scripted-model",
+                    JUDGE_MCP_DB=str(tmp_path / "judge.db"))
+    proc = subprocess.Popen([sys.executable, "-m", "judge_mcp", "demo"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().startswith(b"judge-mcp demo:")
+    proc.stdout.close()  # the reader goes, as `head` does
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.wait(timeout=120) == 141  # 128 + SIGPIPE, what a writer killed by the signal reports
+    assert "server stopped" not in err and "BrokenPipeError" not in err and "Traceback" not in err, err
+
+
+def test_a_server_that_cannot_start_is_named_by_its_own_message_not_a_task_group(tmp_path: Path) -> None:
+    (tmp_path / "state").write_text("a file where the database's folder should be")
+    env = clean_env(JUDGE_MCP_BACKEND="openai", JUDGE_MCP_BASE_URL="http://127.0.0.1:9/v1", JUDGE_MCP_DB=str(tmp_path / "state" / "judge.db"))
+    proc = _demo(env, tmp_path)
+    assert proc.returncode == 1
+    assert "is a file, so it cannot hold the folder the database goes in" in proc.stderr  # the server's own words
+    assert "judge-mcp demo: the server stopped (" in proc.stderr and "ExceptionGroup" not in proc.stderr and "TaskGroup" not in proc.stderr

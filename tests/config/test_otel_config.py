@@ -59,7 +59,9 @@ def test_asked_for_without_the_extra_installed_warns_and_stays_off(monkeypatch, 
         assert not telemetry.enabled()
         assert telemetry.tool_call("compare_pair") is telemetry.OFF
     (record,) = caplog.records
-    assert record.levelno == logging.WARNING and "judge-mcp[otel]" in record.getMessage()
+    assert record.levelno == logging.WARNING and "judge-mcp[otel]" not in record.getMessage()  # not on PyPI: that fails
+    assert ": pip install 'opentelemetry-api>=1.30' 'opentelemetry-sdk>=1.30' " in record.getMessage()
+    assert "pipx inject judge-mcp 'opentelemetry-api>=1.30'" in record.getMessage()
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="judge_mcp.telemetry"):  # only the standard variables: not worth a warning
         telemetry.configure(load_settings({"JUDGE_MCP_DB": "/tmp/x.db", **ENDPOINT}))

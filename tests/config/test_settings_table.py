@@ -4,6 +4,7 @@ broken [backends.NAME] table fails only the calls that name it."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -130,3 +131,22 @@ async def test_one_broken_table_fails_only_its_calls_and_a_misspelt_variable_sho
     assert typo in message
     stderr = (tmp_path / "stderr.txt").read_text()
     assert f"judge-mcp: warning: {typo}" in stderr and "judge-mcp: warning: backend 'claude' cannot be used" in stderr
+
+
+async def test_a_misspelt_variable_shows_in_the_results_of_the_tools_without_a_warnings_field(mcp_app) -> None:
+    """The README: an unknown name is reported "in every tool's result or error". judge_stats, lwe_session,
+    lwe_session_show and record_label have no `warnings` field: it follows their JSON as a text block of its own."""
+    server, _ = mcp_app(UniversalJudge(), JUDGE_MCP_TIMEOUT="5")
+    typo = "JUDGE_MCP_TIMEOUT is not a judge-mcp setting and is ignored (did you mean JUDGE_MCP_TIMEOUT_S?)"
+    async with Client(server) as client:
+        judged = await client.call_tool("compare_pair", PAIR)
+        assert not (await client.call_tool("lwe_judge", {**PAIR, "session": "s"})).is_error
+        results = [await client.call_tool(name, args) for name, args in (
+            ("judge_stats", {}), ("lwe_session", {"action": "show", "session": "s"}), ("lwe_session_show", {"session": "s"}),
+            ("record_label", {"verdict_id": judged.structured_content["verdict_id"], "label": "B"}),
+        )]
+    assert [w for w in judged.structured_content["warnings"] if typo in w] and len(judged.content) == 1  # in its field, said once
+    for result in results:
+        assert not result.is_error, result.content
+        assert json.loads(result.content[0].text) == result.structured_content  # the JSON block stays first and whole
+        assert typo in result.content[-1].text and result.content[-1].text.startswith("judge-mcp settings: ")

@@ -53,6 +53,13 @@ def test_a_tokens_file_names_each_tokens_tenant_and_the_single_token_is_default(
     assert http_tokens(None, None) is None
 
 
+def test_a_tokens_file_saved_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    """Notepad's "UTF-8 with BOM": the invisible mark is not part of the first token."""
+    path = tmp_path / "tokens"
+    path.write_bytes(f"\ufeff{TOKEN_A} team-a\n".encode("utf-8"))
+    assert read_tokens_file(path) == {TOKEN_A: "team-a"}
+
+
 @pytest.mark.parametrize(("text", "problem"), [
     (f"{TOKEN_A}\n", "line 1: expected `TOKEN TENANT`"),
     (f"# ok\n{TOKEN_A} team-a extra\n", "line 2: expected `TOKEN TENANT`"),
