@@ -14,10 +14,10 @@ from testkit.scripted_judges import UNIVERSAL_ANSWER
 from testkit.scripted_servers import ExternalScripted
 
 
-def test_both_servers_answer_over_stdio_and_http(tmp_path: Path):
+def test_the_servers_answer_over_stdio_and_http(tmp_path: Path):
     with ExternalScripted(UNIVERSAL_ANSWER, 0.0) as backend:
         table = servers(backend.base_url, tmp_path, None)
-        assert list(table) == ["naive", "ours"]
+        assert list(table) == ["naive", "ours", "one"] and table["one"][5]["swap"] is False
         for name, (http_argv, stdio_argv, env, root, tool, args) in table.items():
             got = stdio_measure(stdio_argv, {**env, "PYTHONPATH": str(root)}, root, tool, args, calls=2, warm_up=1)
             assert got["wall"] > 0 and got["cpu"] >= 0, name
