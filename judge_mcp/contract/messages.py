@@ -33,6 +33,9 @@ from judge_mcp.contract import images as imagelib
 MAX_MESSAGES = 200  # messages in one conversation or trajectory
 MAX_CONVERSATION_CHARS = MAX_TOTAL_CHARS  # all the text of one conversation or trajectory (contents, tool names, arguments)
 MAX_TOOL_CALLS = 32  # tool calls in one assistant message
+# What the transcript adds around each tool call (methods/transcript.py, prompts/transcript_tool_call.txt: its two
+# fences with the call's number, at most "200.32"), counted with the call's text by the size limits
+TOOL_CALL_FRAMING = 80
 MAX_ARGUMENT_DEPTH = 64  # levels of nesting in a tool call's arguments object
 ID_PATTERN = r"^[A-Za-z0-9_.:@/-]{1,128}$"  # a tool call's id and a tool's name: printed in the transcript's fence lines
 Role = Literal["system", "user", "assistant", "tool"]
@@ -116,9 +119,11 @@ class Message(BaseModel):
         return len(self.content or "") + calls
 
     def size(self) -> int:
-        """What the size limits count: the text (chars) and the ids, which the transcript prints too (each tool
-        call's id and the tool_call_id, up to 128 characters each)."""
-        return self.chars() + len(self.tool_call_id or "") + sum(len(c.id) for c in self.tool_calls or ())
+        """What the size limits count: the text (chars), the ids, which the transcript prints too (each tool call's
+        id and the tool_call_id, up to 128 characters each), and each tool call's fences (TOOL_CALL_FRAMING): without
+        them, thousands of empty calls sent the model over ten times the characters counted."""
+        calls = self.tool_calls or ()
+        return self.chars() + len(self.tool_call_id or "") + sum(len(c.id) + TOOL_CALL_FRAMING for c in calls)
 
 
 Conversation = list[Message]
@@ -231,7 +236,8 @@ def check(messages: Sequence[Message], kind: str) -> None:
             raise _fail(f"message {i}: a tool result for call '{m.tool_call_id}', but no earlier assistant message makes that call")
         size += m.size()
     if size > MAX_CONVERSATION_CHARS:
-        raise _fail(f"is a {kind} of {size:,} characters of text; the limit is {MAX_CONVERSATION_CHARS:,}")
+        framing = f" (each tool call counting {TOOL_CALL_FRAMING} for its fences)" if any(m.tool_calls for m in messages) else ""
+        raise _fail(f"is a {kind} of {size:,} characters of text{framing}; the limit is {MAX_CONVERSATION_CHARS:,}")
 
 
 def _either(kind: str):

@@ -11,7 +11,8 @@ import pytest
 from judge_mcp import prompts
 from judge_mcp.contract.fields import InputError
 from judge_mcp.contract.args import ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs
-from judge_mcp.contract.messages import MAX_MESSAGES
+from judge_mcp.contract import messages
+from judge_mcp.contract.messages import MAX_MESSAGES, MAX_TOOL_CALLS, TOOL_CALL_FRAMING
 from judge_mcp.methods.flip import reward as flip
 from judge_mcp.methods.grade_score import scoring as grade_score
 from judge_mcp.methods import pairwise, text_work, transcript
@@ -204,7 +205,8 @@ def test_arguments_of_the_wrong_kind_get_one_sentence_without_the_validators_wor
 
 def _calls_with_long_ids(turns: int) -> list[dict]:
     """`turns` assistant messages of 32 calls with 128-character ids and empty arguments, each followed by a result:
-    4,258 characters a turn that the transcript prints (ids, names, results), 34 of them without the ids."""
+    4,258 characters a turn that the transcript prints (ids, names, results), 34 of them without the ids, and 32 x
+    TOOL_CALL_FRAMING for the calls' fences: 6,818 as the limits count them."""
     run: list[dict] = []
     for i in range(turns):
         ids = [f"{i:03d}-{k:02d}-" + "x" * 121 for k in range(32)]
@@ -213,10 +215,27 @@ def _calls_with_long_ids(turns: int) -> list[dict]:
 
 
 def test_tool_call_ids_count_towards_the_text_limits_as_the_transcript_prints_them() -> None:
-    with pytest.raises(InputError, match="'response_a' is a trajectory of 425,800 characters of text; the limit is 200,000"):
+    too_long = r"'response_a' is a trajectory of 681,800 characters of text \(each tool call counting 80 for its fences\); the limit is 200,000"
+    with pytest.raises(InputError, match=too_long):
         pair(response_a=_calls_with_long_ids(100))
-    with pytest.raises(InputError, match="the inputs add up to 255,511 characters"):  # two trajectories within their own limits, and the prompt
-        pair(response_a=_calls_with_long_ids(30), response_b=_calls_with_long_ids(30))
+    with pytest.raises(InputError, match="the inputs add up to 272,751 characters"):  # two trajectories within their own limits, and the prompt
+        pair(response_a=_calls_with_long_ids(20), response_b=_calls_with_long_ids(20))
+
+
+def _empty_calls(turns: int) -> list[dict]:
+    """`turns` assistant messages of MAX_TOOL_CALLS calls with empty arguments and short ids: little text, many fences."""
+    return [{"role": "assistant", "tool_calls": [{"id": f"c{i}.{k}", "name": "f", "arguments": {}} for k in range(MAX_TOOL_CALLS)]}
+            for i in range(turns)]
+
+
+def test_each_tool_calls_fences_count_so_empty_calls_cannot_send_the_model_more_than_the_limit() -> None:
+    fences = prompts.render("transcript_tool_call.txt", number=f"{MAX_MESSAGES}.{MAX_TOOL_CALLS}", tool="", id="", arguments="")
+    assert len(fences) + 1 <= TOOL_CALL_FRAMING  # the largest call number, and the newline joining it to the message's other parts
+    with pytest.raises(InputError, match="each tool call counting 80 for its fences"):  # 6,400 calls: 64,000 characters without the fences
+        pair(response_a=_empty_calls(MAX_MESSAGES))
+    accepted = pair(response_a=_empty_calls(60)).response_a
+    counted, rendered = messages.size(accepted), len(transcript.render(accepted, lambda text: text))
+    assert counted <= 200_000 and rendered <= counted + 60 * 80, (counted, rendered)  # what the model reads: the text, the fences, a header per message
 
 
 def test_the_call_size_counts_conversations() -> None:
