@@ -199,6 +199,9 @@ class Backend:
         self.timeout_s = timeout_s
         self.policy = RetryPolicy(max_retries=max_retries, base_s=backoff_base_s, max_s=backoff_max_s)
         self._limit: AdaptiveLimit | None = None
+        # A server that asked for a wait longer than a retry waits (Retry-After past policy.max_s) is not sent another
+        # request while more of it is left than a call may take: (monotonic time it ends, the refusal that asked).
+        self._asked_wait: tuple[float, RetryableError] | None = None
 
     # ---- identity -------------------------------------------------------------------------------------------
     @property
@@ -258,6 +261,7 @@ class Backend:
         Raises BackendError when every attempt failed or the failure is fatal.
         """
         call = _Call()
+        self._refuse_while_asked_to_wait()
 
         def on_retry(exc: Exception, attempt_no: int, delay: float) -> None:
             call.errors.append({"attempt": attempt_no, "error": _describe(exc, self.timeout_s), "retry_in_s": round(delay, 3)})
@@ -289,6 +293,8 @@ class Backend:
             except RetryableError as exc:
                 if exc.status in OVERLOAD_STATUS:
                     self.limit.overloaded(exc.retry_after, status=exc.status)
+                if exc.retry_after is not None and exc.retry_after > self.policy.max_s:
+                    self._asked_wait = (time.monotonic() + exc.retry_after, exc)
                 raise
             except TimeoutError as exc:
                 if limit < self.attempt_limit_s:  # cut by the call's bound, not by this attempt's own limit
@@ -334,6 +340,22 @@ class Backend:
         if not counted:
             limit.accepted()
         return completion
+
+    def _refuse_while_asked_to_wait(self) -> None:
+        """A BackendError, with nothing sent, while more is left of the wait a server asked for (a Retry-After longer
+        than a retry waits) than this call may take (`call_bound_s`): its requests would only be refused again, and
+        run_with_retries would not wait that long. A shorter remainder is the retries' to wait out."""
+        if self._asked_wait is None:
+            return
+        until, refusal = self._asked_wait
+        left = until - time.monotonic()
+        if left <= 0:
+            self._asked_wait = None
+        if left < self.call_bound_s:
+            return
+        cause = (f"{refusal.cause}; not sent: the server asked to wait {refusal.retry_after:g}s, {left:.0f}s of it are left, longer than "
+                 f"a call may take ({self.call_bound_s:g}s)")
+        raise BackendError(self.name, cause, status=refusal.status, attempts=0, where=self.describe())
 
     def _backend_error(self, exc: Exception, attempts: int) -> BackendError:
         """The BackendError a failed call raises, naming the backend and the cause."""

@@ -30,7 +30,7 @@ class RetryPolicy:
 
     def delay(self, retry_no: int, retry_after: float | None = None) -> float:
         """Delay before retry number `retry_no` (1-based). A server's Retry-After wins, capped at max_s (a longer one
-        is not retried at all: run_with_retries)."""
+        is waited for in full within the call's deadline, else not retried at all: run_with_retries)."""
         if retry_after is not None and retry_after >= 0:
             return min(retry_after, self.max_s)
         ceiling = min(self.max_s, self.base_s * (2 ** (retry_no - 1)))
@@ -67,10 +67,11 @@ async def run_with_retries(
     """Run `fn` until it succeeds, raises a non-retryable error, or the attempts run out.
 
     Retryable: `RetryableError` and `TimeoutError` (a per-attempt timeout; at most `policy.max_timeout_retries` of
-    them are retried). A server's `Retry-After` longer than `policy.max_s` is not waited for: the error is raised at
-    once, saying what the server asked. `deadline()`: the anyio clock time past which no retry starts (None: no
-    deadline); a retry whose wait would end past it is not made, and the last error is raised, saying so. Returns
-    (result, attempts used).
+    them are retried). `deadline()`: the anyio clock time past which no retry starts (None: no deadline); a retry
+    whose wait would end past it is not made, and the last error is raised, saying so. A server's `Retry-After` is
+    waited for in full when it ends before the deadline, even past `policy.max_s` (a sooner retry would be refused
+    again); one that does not, or any past `policy.max_s` without a deadline, is not waited for at all: the error is
+    raised at once, saying what the server asked. Returns (result, attempts used).
     """
     attempt = timeouts = 0
     while True:
@@ -82,10 +83,16 @@ async def run_with_retries(
             if attempt > policy.max_retries or timeouts > policy.max_timeout_retries:
                 raise
             asked = exc.retry_after if isinstance(exc, RetryableError) else None
-            if isinstance(exc, RetryableError) and asked is not None and asked > policy.max_s:  # sooner would be refused again
-                raise _not_retried(exc, f"the server asks to wait {asked:g}s, longer than the {policy.max_s:g}s a retry waits at most") from exc
-            delay = policy.delay(attempt, asked)
             end = deadline()
+            if isinstance(exc, RetryableError) and asked is not None and asked > policy.max_s:  # sooner would be refused again
+                left = None if end is None else end - anyio.current_time()
+                if left is None or asked >= left:
+                    bound = (f"longer than the {policy.max_s:g}s a retry waits at most" if left is None
+                             else f"past the call's time bound ({max(left, 0):.0f}s left)")
+                    raise _not_retried(exc, f"the server asks to wait {asked:g}s, {bound}") from exc
+                delay = asked  # within the call's bound: the whole wait, not a capped one refused again
+            else:
+                delay = policy.delay(attempt, asked)
             if end is not None and anyio.current_time() + delay >= end:
                 if isinstance(exc, RetryableError):
                     raise _not_retried(exc, f"a wait of {round(delay, 2):g}s would end past the call's time bound") from exc

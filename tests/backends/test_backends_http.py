@@ -169,16 +169,41 @@ async def test_429_retry_after_ms_wins(wire, kind):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("asked", ["3600", "0.3"])
-async def test_a_retry_after_past_the_longest_wait_is_not_retried_and_is_named(wire, kind, asked):
-    """A server asking for a wait longer than a retry waits at most (backoff_max_s) is not asked again early: the
-    call fails at once, and the error says what the server asked for (it used to wait backoff_max_s and retry)."""
-    backend, server = wire(kind, seq(Reply(status=429, headers={"retry-after": asked}), "ok"), backoff_max_s=0.25)
+async def test_a_retry_after_past_the_longest_backoff_is_waited_for_in_full_within_the_calls_bound(wire, kind):
+    """A server's wait longer than the longest backoff (backoff_max_s) is honoured whole, not cut to the backoff and
+    refused again, when it ends within the call's bound."""
+    backend, server = wire(kind, seq(Reply(status=429, headers={"retry-after": "0.3"}), "ok"), backoff_max_s=0.05)
+    completion = await backend.complete(user("q"))
+    assert completion.text == "ok" and len(server.requests) == 2
+    assert [e["retry_in_s"] for e in completion.raw["retried_errors"]] == [pytest.approx(0.3)]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_retry_after_past_the_calls_bound_is_not_retried_and_is_named(wire, kind):
+    """A server asking for a wait that would end past the call's bound is not asked again early: the call fails at
+    once (it used to wait backoff_max_s, retry, be refused, and fail a minute later without saying why)."""
+    backend, server = wire(kind, seq(Reply(status=429, headers={"retry-after": "3600"}), "ok"), backoff_max_s=0.25)
     with pytest.raises(BackendError) as err:
         await backend.complete(user("q"))
     assert len(server.requests) == 1
-    assert "HTTP 429" in str(err.value) and f"the server asks to wait {float(asked):g}s" in str(err.value), str(err.value)
-    assert "0.25s" in str(err.value)  # what this backend waits at most
+    assert "HTTP 429" in str(err.value) and "the server asks to wait 3600s, past the call's time bound" in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_nothing_is_sent_while_more_of_the_asked_wait_is_left_than_a_call_may_take(wire, kind):
+    """After a refusal asking for a wait past the call's bound, later calls fail at once without a request (each would
+    be refused again, and could not wait that long), saying what is left of the wait; once it has passed, requests go
+    again. timeout_s 0.3: a call may take 1.2 s (two attempts of 0.3 s to the first byte and 0.3 s for the body)."""
+    backend, server = wire(kind, seq(Reply(status=429, headers={"retry-after": "2.5"}), "ok"), backoff_max_s=0.05, timeout_s=0.3)
+    with pytest.raises(BackendError):
+        await backend.complete(user("q"))
+    with pytest.raises(BackendError) as err:
+        await backend.complete(user("another question"))
+    assert len(server.requests) == 1, "the second call sent a request the server had asked not to get"
+    assert "HTTP 429" in str(err.value) and "not sent: the server asked to wait 2.5s" in str(err.value), str(err.value)
+    assert "longer than a call may take (1.2s)" in str(err.value), str(err.value)
+    await anyio.sleep(2.6)
+    assert (await backend.complete(user("q"))).text == "ok" and len(server.requests) == 2
 
 
 @pytest.mark.parametrize("kind", KINDS)
