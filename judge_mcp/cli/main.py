@@ -219,8 +219,8 @@ def _no_database(path: Path | str, command: str, why: str) -> str | None:
 def cmd_stats(args: argparse.Namespace) -> int:
     # lazy: each subcommand loads only what it runs (a `serve` start stays short)
     from judge_mcp.stats import report as stats
-    from judge_mcp.cli.stats_table import render_stats
-    from judge_mcp.storage import open_store
+    from judge_mcp.cli.stats_table import empty_log, render_stats
+    from judge_mcp.storage import open_store, verdict_stats
     from judge_mcp.storage.migrations import MIGRATIONS
 
     # lazy: each subcommand loads only what it runs (a `serve` start stays short)
@@ -244,9 +244,16 @@ def cmd_stats(args: argparse.Namespace) -> int:
     store = open_store(path, MIGRATIONS)
     try:
         report = stats.from_store(store, args.last)
+        # none of this tenant's: whose the log holds, so that a wrong --tenant does not read as an empty log
+        others = {t: n for t, n in verdict_stats.tenants_logged(store).items() if t != args.tenant} if not report.all_time.verdicts else {}
     finally:
         store.close()
-    print(report.model_dump_json(indent=2) if args.json else f"{shown(str(path))}\n\n{render_stats(report)}")
+    if args.json:
+        print(report.model_dump_json(indent=2))
+        if others:
+            print(f"judge-mcp stats: {empty_log(args.tenant, others)}", file=sys.stderr)
+    else:
+        print(f"{shown(str(path))}\n\n{render_stats(report, tenant=args.tenant, others=others)}")
     return 0
 
 

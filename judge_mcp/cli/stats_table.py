@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from judge_mcp.contract.results import LabelLength, Mean, Rate, StatsReport, Window
 
 
@@ -61,10 +63,21 @@ def _agreement_table(window: Window) -> str | None:
     return _table(rows, AGREEMENT_COLUMNS) if rows else None
 
 
-def render_stats(report: StatsReport) -> str:
-    """The report as two readable tables (all time, last N); rates as `rate (count/of)`, `-` when undefined."""
-    if report.all_time.verdicts == 0:
+def empty_log(tenant: str, others: Mapping[str, int]) -> str:
+    """What a reader says when the log holds no verdict of `tenant`: that none at all are logged, or, when other
+    tenants' are (`others`: tenant -> verdicts), whose they are and the option that reads them."""
+    if not others:
         return "no verdicts in the log yet"
+    held = ", ".join(f"{name!r} ({n} verdict{'s' if n != 1 else ''})" for name, n in sorted(others.items()))
+    whose = "tenant" if len(others) == 1 else "tenants"
+    return f"no verdicts of tenant {tenant!r} in the log; it holds verdicts of {whose} {held}: read them with --tenant {min(others)}"
+
+
+def render_stats(report: StatsReport, *, tenant: str = "local", others: Mapping[str, int] | None = None) -> str:
+    """The report as two readable tables (all time, last N); rates as `rate (count/of)`, `-` when undefined. An
+    empty report says whose verdicts the log holds instead (`others`, see empty_log)."""
+    if report.all_time.verdicts == 0:
+        return empty_log(tenant, others or {})
     parts = []
     windows = (
         (f"all time: {report.all_time.verdicts} verdicts", report.all_time),

@@ -278,3 +278,10 @@ def last(store: Engine, n: int, tenant: str | None = None) -> WindowCounts | Non
     window = WindowCounts(verdicts=int(head["n"]), skipped=int(head["skipped"] or 0), oldest_at=head["oldest"], newest_at=head["newest"])
     window.groups = {_key(row): Counts.of(row) for row in rows if row["group_id"] is not None}
     return window
+
+
+def tenants_logged(store: Engine) -> dict[str, int]:
+    """Every tenant's count of verdicts in the log (the counters' `logged`, a few rows), for a reader that found none
+    of its own tenant to say whose verdicts the log does hold (`judge-mcp stats --tenant`)."""
+    rows = store.query("SELECT tenant, SUM(logged) AS n FROM stats_groups GROUP BY tenant ORDER BY tenant")
+    return {str(row["tenant"]): int(row["n"]) for row in rows if row["n"]}

@@ -342,6 +342,43 @@ def test_cli_stats_errors_and_the_empty_log(tmp_path: Path, capsys, monkeypatch)
     assert "no verdicts in the log yet" in capsys.readouterr().out
 
 
+def test_cli_stats_of_a_tenant_without_verdicts_names_whose_the_log_holds(tmp_path: Path, capsys) -> None:
+    """An HTTP server with JUDGE_MCP_HTTP_TOKEN logs as tenant `default`; `judge-mcp stats` reads tenant `local` by
+    default. It said "no verdicts in the log yet" of a log holding verdicts; it names the tenants that have some."""
+    db = tmp_path / "judge.db"
+    store = SqliteEngine(db)
+    try:
+        for tenant, n in (("default", 2), ("team-b", 1)):
+            for _ in range(n):
+                VerdictLog(store).log("compare_pair", "default", "m", {"response_a": "a", "response_b": "b"},
+                                      {"winner": "A", "trials": [{"order": "AB", "better": "A", "parse_ok": True}]}, {"calls": 1}, [],
+                                      tenant=tenant)
+    finally:
+        store.close()
+    assert cli.main(["stats", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "no verdicts in the log yet" not in out
+    assert "no verdicts of tenant 'local' in the log" in out and "'default' (2 verdicts), 'team-b' (1 verdict)" in out
+    assert "--tenant default" in out
+    assert cli.main(["stats", "--db", str(db), "--json"]) == 0  # stdout stays the report's JSON; the note goes to stderr
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["all_time"]["verdicts"] == 0 and "'default' (2 verdicts)" in captured.err
+    assert cli.main(["stats", "--db", str(db), "--tenant", "team-b"]) == 0
+    assert "all time: 1 verdicts" in capsys.readouterr().out
+
+
+@on_both_engines
+def test_tenants_logged_counts_each_tenants_verdicts(store: SqliteEngine) -> None:
+    from judge_mcp.storage.verdict_stats import tenants_logged
+
+    assert tenants_logged(store) == {}
+    for tenant in ("default", "default", "local"):
+        VerdictLog(store).log("grade_score_options", "default", "m", {"instruction": "q", "options": ["a", "b"]},
+                              {"winner_index": 0, "trials": [{"order": [0, 1], "selected_position": 0, "parse_ok": True}]},
+                              {"calls": 1}, [], tenant=tenant)
+    assert tenants_logged(store) == {"default": 2, "local": 1}
+
+
 @on_both_engines
 def test_lengths_are_characters_not_bytes(store: SqliteEngine) -> None:
     """SQLite computes the answers' lengths; 'éé' is 2 characters (4 bytes in UTF-8) against 'abc''s 3."""
