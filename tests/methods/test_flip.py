@@ -141,6 +141,17 @@ def test_detect_echo_leaves_ordinary_answers_alone(instruction, response):
     assert not echo.echoes and echo.score < flip.ECHO_THRESHOLD
 
 
+VACCINES = "Explain in simple terms how vaccines train the immune system to fight viruses"  # 13 words
+
+
+@pytest.mark.parametrize("copied, flagged", [(13, True), (11, True), (10, False), (7, False)])
+def test_detect_echo_flags_nearly_all_of_the_instruction_not_half(copied, flagged):
+    """What docs/tools.md says an echo is: the instruction's first `copied` words opening the response, verbatim."""
+    words = VACCINES.split()
+    echo = detect_echo(VACCINES, " ".join(words[:copied]) + ". Vaccines show the body a harmless look-alike of a germ.")
+    assert echo.echoes is flagged
+
+
 # ---- ranking -----------------------------------------------------------------------------------------------------
 def _item(index: int, reward: float, parse_ok: bool = True) -> FlipItem:
     return FlipItem(index=index, inferred_instruction="x", reward=reward, parse_ok=parse_ok, echoes_instruction=False)

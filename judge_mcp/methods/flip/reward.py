@@ -180,13 +180,15 @@ def _echo_score(inst: str, stretch: str) -> float:
 
 
 def detect_echo(instruction: str, response: str) -> Echo:
-    """Does the response repeat the instruction (fully, or at least half of its words) at its opening or its end?
+    """Does the response repeat (nearly all of) the instruction at its opening or its end?
 
     rapidfuzz partial matching of the instruction against the response's opening and its closing stretch (the
     first and the last len(instruction) + 60 characters, both lowercased with punctuation removed): the opening is
     the paper's echo, the end is where an injected copy of the instruction goes (see testkit/injections.py). The
-    score is the partial-match ratio scaled down when the matched stretch of the instruction holds fewer than
-    max(3, half its words) words; an echo scores >= 0.9. Instructions of fewer than 3 words are never flagged (too
+    score is the partial-match ratio of the whole instruction against the best stretch of its own length there (a
+    copy of part of the instruction scores about the share copied: 10 of 13 words, 0.89), scaled down when the
+    response is shorter than the instruction and the matched stretch of it holds fewer than max(3, half its words)
+    words; an echo scores >= 0.9. Instructions of fewer than 3 words are never flagged (too
     short to tell an echo from an answer). An instruction longer than ECHO_MAX_CHARS (600) characters is compared by
     its first 600 characters with the response's opening and by its last 600 with the response's end (the time of
     partial matching grows with the cube of the instruction's length).
