@@ -169,7 +169,9 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     from judge_mcp.config.settings import load_settings
     from judge_mcp.methods import lwe
     from judge_mcp.contract.fields import InputError
+    from judge_mcp.cli.stats_table import none_of_tenant
     from judge_mcp.storage import open_store
+    from judge_mcp.storage.lwe_sessions import sessions_by_tenant
     from judge_mcp.storage.migrations import MIGRATIONS
 
     database = load_settings().database
@@ -181,8 +183,9 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     try:
         if args.action == "list":
             rows = lwe.list_sessions(store)
-            if not rows:
-                print("no LWE sessions yet")
+            if not rows:  # none of this tenant's: whose the database holds, so that a wrong --tenant does not read as none
+                others = {t: n for t, n in sessions_by_tenant(store).items() if t != args.tenant}
+                print(none_of_tenant("LWE sessions", "session", args.tenant, others, empty="no LWE sessions yet"))
             for row in rows:
                 print("  ".join(f"{k}={v}" for k, v in row.items()))
         elif args.action == "show":

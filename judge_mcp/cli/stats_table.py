@@ -63,14 +63,20 @@ def _agreement_table(window: Window) -> str | None:
     return _table(rows, AGREEMENT_COLUMNS) if rows else None
 
 
-def empty_log(tenant: str, others: Mapping[str, int]) -> str:
-    """What a reader says when the log holds no verdict of `tenant`: that none at all are logged, or, when other
-    tenants' are (`others`: tenant -> verdicts), whose they are and the option that reads them."""
+def none_of_tenant(what: str, one: str, tenant: str, others: Mapping[str, int], *, empty: str) -> str:
+    """What a reading command says when the database holds none of `tenant`'s `what` (e.g. "verdicts", one item:
+    "verdict"): `empty` when no tenant has any, else whose they are (`others`: tenant -> count) and the option that
+    reads them, so that a wrong or forgotten --tenant does not read as an empty database."""
     if not others:
-        return "no verdicts in the log yet"
-    held = ", ".join(f"{name!r} ({n} verdict{'s' if n != 1 else ''})" for name, n in sorted(others.items()))
+        return empty
+    held = ", ".join(f"{name!r} ({n} {one}{'s' if n != 1 else ''})" for name, n in sorted(others.items()))
     whose = "tenant" if len(others) == 1 else "tenants"
-    return f"no verdicts of tenant {tenant!r} in the log; it holds verdicts of {whose} {held}: read them with --tenant {min(others)}"
+    return f"no {what} of tenant {tenant!r}; the database holds {what} of {whose} {held}: read them with --tenant {min(others)}"
+
+
+def empty_log(tenant: str, others: Mapping[str, int]) -> str:
+    """`judge-mcp stats` when the log holds no verdict of `tenant` (see none_of_tenant)."""
+    return none_of_tenant("verdicts", "verdict", tenant, others, empty="no verdicts in the log yet")
 
 
 def render_stats(report: StatsReport, *, tenant: str = "local", others: Mapping[str, int] | None = None) -> str:

@@ -115,3 +115,26 @@ def test_bench_exits_zero_when_every_item_was_judged(tmp_path: Path, scripted, m
     for name, value in server_env(backend.base_url, tmp_path / "unused.db").items():
         monkeypatch.setenv(name, value)
     assert cli.main(["bench", str(FIXTURES / "pairs.jsonl"), "--method", "grp", "--limit", "2", "--db", str(tmp_path / "b.db"), "--quiet"]) == 0
+
+
+def test_sessions_list_of_a_tenant_without_sessions_names_whose_the_database_holds(tmp_path: Path, capsys, monkeypatch) -> None:
+    """Sessions made over HTTP with JUDGE_MCP_HTTP_TOKEN are tenant `default`'s; `sessions list` reads tenant `local`
+    by default. It said "no LWE sessions yet" of a database holding sessions; it names the tenants that have some."""
+    from judge_mcp.storage.lwe_sessions import LweRepository
+    from judge_mcp.storage.sqlite import SqliteEngine
+
+    db = tmp_path / "judge.db"
+    store = SqliteEngine(db)
+    try:
+        for name in ("s1", "s2"):
+            LweRepository(store, tenant="default").ensure_session(name, 4, "meta-prompt")
+    finally:
+        store.close()
+    monkeypatch.setenv("JUDGE_MCP_DB", str(db))
+    assert cli.main(["sessions", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "no LWE sessions yet" not in out
+    assert "no LWE sessions of tenant 'local'; the database holds LWE sessions of tenant 'default' (2 sessions)" in out
+    assert "--tenant default" in out
+    assert cli.main(["sessions", "list", "--tenant", "default"]) == 0
+    assert "name=s1" in capsys.readouterr().out
