@@ -298,20 +298,6 @@ class InferInstructionRewardArgs(JudgingArgs):
         Field(description="reasoning_first: the paper's; instruction_first: for small models that loop in the explanation"),
     ] = "reasoning_first"
 
-    @model_validator(mode="after")
-    def _no_system_message_in_context(self) -> Self:
-        """With `context`, `instruction` is the system prompt the model infers (FLIP §2.2): a system message in the
-        context would show the model what it is to infer, and every response would score near 1 whatever it says."""
-        for i, message in enumerate(self.context if isinstance(self.context, list) else ()):
-            if message.role == "system":
-                raise PydanticCustomError(
-                    "call",
-                    f"'context' message {i} is a system message: with a context, 'instruction' is the system prompt the "
-                    "model infers, so the context must not show it (leave the system message out of 'context' and pass "
-                    "the system prompt as 'instruction')",
-                )
-        return self
-
 
 class GradeScoreOptionsArgs(UserInputsArgs, PanelArgs):
     tool: ClassVar[str] = "grade_score_options"

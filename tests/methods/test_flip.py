@@ -406,9 +406,6 @@ async def test_a_failing_backend_raises_backend_error_not_a_group(make_judge):
         (dict(responses=["ok", 3]), "'responses[1]' must be a string"),
         (dict(instruction=""), "'instruction' is empty"),
         (dict(context=5), "'context' must be a string"),
-        # the system prompt FLIP infers, shown to the model in the context: every response would score near 1
-        (dict(context=[{"role": "user", "content": "hi"}, {"role": "system", "content": INSTRUCTION}]),
-         "'context' message 1 is a system message: with a context, 'instruction' is the system prompt the model infers"),
         (dict(similarity="bleu"), "'similarity' must be one of 'f1', 'rouge_l', 'token_sort'"),
         (dict(prompt_variant=4), "'prompt_variant' must be one of 1, 2, 3"),
         (dict(prompt_variant=0), "'prompt_variant' must be one of 1, 2, 3"),
