@@ -340,6 +340,26 @@ async def test_similarity_rouge_l_and_token_sort(make_judge):
     assert fuzzy.usage.cached_calls == 1 and fuzzy.usage.calls == 0  # same request: answered from the cache
 
 
+async def test_a_system_message_in_the_context_is_warned_about(make_judge):
+    """The system prompt FLIP infers, shown to the model inside the context, is copied back: the reward is then near 1
+    whatever the response says. The contract allows a system message in a conversation; the result warns."""
+    seen = []
+
+    def responder(payload):
+        seen.append(payload)
+        return '{"REASONING": "it is in the context", "INFERRED INSTRUCTION": "You are a pirate. Always answer like a pirate."}'
+
+    judge, _ = make_judge(responder)
+    system_prompt = "You are a pirate. Always answer like a pirate."
+    context = [{"role": "system", "content": system_prompt}, {"role": "user", "content": "When should we bury the treasure?"}]
+    leaked = await infer_instruction_reward(judge, instruction=system_prompt, responses=["The weather is nice today."], context=context)
+    assert system_prompt in prompt_text(seen[0])  # shown to the model: the cause of the warning
+    assert leaked.results[0].reward == 1.0  # an off-topic response, rewarded in full
+    assert len(leaked.warnings) == 1 and "'context' message 0 is a system message" in leaked.warnings[0]
+    clean = await infer_instruction_reward(judge, instruction=system_prompt, responses=["The weather is nice today."], context=context[1:])
+    assert clean.warnings == []
+
+
 async def test_context_mode_infers_the_system_prompt(make_judge):
     seen = []
 

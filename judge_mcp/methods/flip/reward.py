@@ -206,6 +206,21 @@ def detect_echo(instruction: str, response: str) -> Echo:
     return Echo(score, score >= ECHO_THRESHOLD and words >= ECHO_MIN_WORDS)
 
 
+def context_warnings(context: transcript.Value | None) -> list[str]:
+    """With a context, `instruction` is the system prompt the model infers (§2.2): a system message in a context
+    conversation is shown to the model, which can copy it back, so every response may score near 1 whatever it says.
+    The contract lets a context hold one; the result says what it costs."""
+    found = [i for i, m in enumerate(context) if getattr(m, "role", None) == "system"] if isinstance(context, list) else []
+    if not found:
+        return []
+    which = ", ".join(map(str, found))
+    return [
+        f"'context' message{'s' if len(found) > 1 else ''} {which} {'are system messages' if len(found) > 1 else 'is a system message'}: "
+        "the model sees it while inferring the system prompt, so a response can be rewarded for the prompt it was shown "
+        "rather than for what it says; leave system messages out of 'context' (the system prompt is 'instruction')"
+    ]
+
+
 # ---- ranking ----------------------------------------------------------------------------------------------------
 def rank(items: list[FlipItem]) -> tuple[list[int], int | None, list[int]]:
     """(ranking, best_index, tied_best) by reward; unparsed responses last (see ranking.rank_by_score). No response
@@ -303,6 +318,7 @@ async def infer_instruction_reward(
     results = await run_each(judge, len(responses), one, done)
     ranking, best_index, tied_best = rank(results)
     return FlipResult(
+        warnings=context_warnings(args.context),
         results=results,
         ranking=ranking,
         best_index=best_index,
