@@ -77,6 +77,8 @@ def hostile_shapes() -> dict[str, Shape]:
     for p in PREFIXES:
         for c in (" ", "\n", "\\", "*", "#", "[", "{", '"', "a", "-"):
             shapes[f"{p!r} + run of {c!r}"] = (p, c, "")
+        for c in (" ", "\n"):  # a reader that strips its text first never sees a trailing blank run: end it with a word
+            shapes[f"{p!r} + run of {c!r} + x"] = (p, c, "x")
         shapes[f"repeated {p!r}"] = ("", p, "")
     for u in UNITS:
         shapes[f"repeated {u!r}"] = ("", u, "")

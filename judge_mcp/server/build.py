@@ -10,6 +10,7 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.server.mcpserver.prompts import Prompt
+from mcp.server.mcpserver.resources import ResourceSecurity
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import find_invalid_x_mcp_header, x_mcp_header_map
 from mcp_types import INVALID_PARAMS
@@ -98,7 +99,14 @@ def build_server(app: App | None = None) -> JudgeServer:
         lwe = _lwe()
         return json.dumps(lwe.list_sessions(app.store), indent=2)
 
-    @server.resource("lwe://sessions/{session}/meta-prompt", name="lwe-meta-prompt", description="the session's current meta-prompt", mime_type="text/plain")
+    # A session name is checked by its own pattern ([A-Za-z0-9_.-]{1,64}: no "/", never a file path), so ".." is a
+    # name like any other; the SDK's path-traversal check refused its resources as "Unknown resource".
+    session_name = ResourceSecurity(exempt_params={"session"})
+
+    @server.resource(
+        "lwe://sessions/{session}/meta-prompt", name="lwe-meta-prompt", description="the session's current meta-prompt", mime_type="text/plain",
+        security=session_name,
+    )
     def meta_prompt_resource(session: str) -> str:
         lwe = _lwe()
         try:
@@ -107,7 +115,8 @@ def build_server(app: App | None = None) -> JudgeServer:
             raise ResourceNotFoundError(str(exc)) from exc
 
     @server.resource(
-        "lwe://sessions/{session}/history", name="lwe-history", description="every meta-prompt version with time and reason", mime_type="application/json"
+        "lwe://sessions/{session}/history", name="lwe-history", description="every meta-prompt version with time and reason", mime_type="application/json",
+        security=session_name,
     )
     def history_resource(session: str) -> str:
         lwe = _lwe()

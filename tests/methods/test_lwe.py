@@ -240,6 +240,29 @@ async def test_condense_when_refined_meta_prompt_passes_10000_chars(make_judge, 
     assert lwe.meta_prompt_text(store, "long").startswith("CONDENSED")
 
 
+@on_both_engines
+async def test_a_failing_condense_does_not_fail_the_judgment(make_judge, store):
+    """The condense call fails after the refined version was committed and the case's feedback used: the case is
+    still answered (as a failing refinement leaves it), the refined version stays current, and a warning says that it
+    was not condensed. Before, the backend error failed the call although its feedback and version were written, so a
+    client retrying it buffered the case twice."""
+    script = LweScript("first", refine_text=lambda n, meta: f"{REFINED_MARK} {n}\n" + "- a long learned tip\n" * 700)
+
+    def responder(payload):
+        if role_of(payload) == "condense":
+            return Reply(status=400, content="the request exceeds the available context size")
+        return script(payload)
+
+    judge, _ = make_judge(responder)
+    result = await lwe.lwe_judge(judge, **lwe_case(1), session="nocondense", batch_size=1)
+    assert result.winner == "A" and result.refined and not result.condensed
+    assert result.new_meta_prompt_versions == [2] and result.pending_feedback == 0
+    assert any("condensing v2" in w and "failed" in w and "HTTP 400" in w for w in result.warnings)
+    versions = LweRepository(store).versions("nocondense")
+    assert [(v["version"], v["reason"]) for v in versions] == [(1, "initial"), (2, "refine")]
+    assert [f["status"] for f in LweRepository(store).feedback("nocondense")] == ["used"]
+
+
 async def test_input_validation(make_judge):
     judge, server = make_judge(LweScript("first"))
     good = lwe_case(1)

@@ -4,7 +4,11 @@ texts, the paper's prompts with judged content neutralised, and the meta-prompt 
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from judge_mcp.methods import lwe
 from judge_mcp.methods.lwe import text as t
@@ -52,6 +56,21 @@ def test_clean_generated_prompt_strips_scaffolding():
     assert t.clean_generated_prompt("```\nJudge carefully.\n```") == "Judge carefully."
     assert t.clean_generated_prompt("  [[[Optimized Meta Prompt]]]  ") is None
     assert t.clean_generated_prompt("") is None
+
+
+_OLD_WHOLE_FENCE = re.compile(r"^```[a-z]*\s*\n(.*?)\n?```$", re.S | re.I)  # quadratic on ``` + blanks + a word
+_FENCE_PIECES = ["```", "`", "``", "json", "JSON", "Python", "ſ", "\u212a", "\n", " ", "\t", "\r", "\u00a0", "x", "Judge carefully.",
+                 "\n```", "```\n", "[[[Optimized Meta Prompt]]]"]
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(st.sampled_from(_FENCE_PIECES), max_size=12))
+def test_a_whole_fence_is_unwrapped_as_the_old_pattern_did(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    cleaned = text.strip()
+    old = _OLD_WHOLE_FENCE.match(cleaned)
+    expected = old.group(1).strip() if old else cleaned
+    assert t.clean_generated_prompt(text) == (t._MARKER_LINE.sub("", expected).strip() or None)
 
 
 def test_batch_text_is_bounded_and_keeps_every_item():

@@ -13,6 +13,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from judge_mcp.methods.lwe import initial_meta_prompt
 from judge_mcp.server.build import split_options
 from testkit.scripted_judges import BAD, CAPITAL_Q, GOOD, PAIR, RIGHT_INSTRUCTION, UniversalJudge
 
@@ -212,6 +213,22 @@ async def test_an_unknown_session_resource_is_not_found(connect) -> None:
             await client.read_resource("lwe://sessions/nope/meta-prompt")
     assert err.value.error.code == -32602  # resource not found (SEP-2164), not an internal error (-32603)
     assert "unknown session 'nope'" in err.value.error.message
+
+
+async def test_every_valid_session_name_has_its_resources(connect) -> None:
+    """".." matches the session pattern ([A-Za-z0-9_.-]{1,64}) and lwe_judge makes the session, but the SDK's path-traversal
+    check refused its resources as "Unknown resource"; a name that fails the pattern is still not found, naming it."""
+    async with connect(UniversalJudge()) as judged:
+        client = judged.client
+        for name in ("..", "...", "."):
+            made = await client.call_tool("lwe_judge", {**PAIR, "session": name})
+            assert not made.is_error and made.structured_content["session"] == name
+            meta = (await client.read_resource(f"lwe://sessions/{name}/meta-prompt")).contents[0].text
+            history = json.loads((await client.read_resource(f"lwe://sessions/{name}/history")).contents[0].text)
+            assert meta == initial_meta_prompt() and [v["reason"] for v in history] == ["initial"]
+        with pytest.raises(MCPError) as err:
+            await client.read_resource("lwe://sessions/a%2F..%2Fb/history")
+    assert err.value.error.code == -32602 and "'session' must match" in err.value.error.message
 
 
 async def test_valid_calls_still_work_for_every_judging_tool(connect) -> None:

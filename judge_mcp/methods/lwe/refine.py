@@ -93,8 +93,14 @@ class Refinement:
 
 
 async def _condense_version(judge: CallContext, repo: LweRepository, session: str, version: int, refined: str, out: Refinement) -> None:
-    """Condense a refined meta-prompt that grew past CONDENSE_AT into a further version (when that shortens it)."""
-    condensed = await _condense(judge, refined, session)
+    """Condense a refined meta-prompt that grew past CONDENSE_AT into a further version (when that shortens it). A
+    backend failure leaves the refined version current, as a failed refinement leaves the batch buffered: the case and
+    the committed refinement stand, and a warning says so."""
+    try:
+        condensed = await _condense(judge, refined, session)
+    except BackendError as exc:
+        out.warnings.append(f"condensing v{version} ({len(refined):,} characters) failed ({exc}); it stays the current version")
+        return
     if condensed is None:
         out.warnings.append(f"v{version} has {len(refined):,} characters and condensing it did not shorten it")
         return

@@ -224,7 +224,17 @@ def parse_feedback(text: str) -> str | None:
 _MARKER_LINE = re.compile(
     r"^[ \t]*+\[\[\[\s*+(optimized meta prompt|the (start|end) of (the )?current meta prompt)\s*+\]\]\][ \t]*+$", re.I | re.M
 )
-_WHOLE_FENCE = re.compile(r"^```[a-z]*\s*\n(.*?)\n?```$", re.S | re.I)
+# A whole-answer fence's opening: its backticks, a language name and the blanks after it, read once (possessive); the
+# blanks must hold a line break. (`^```[a-z]*\s*\n(.*?)\n?```$` re-read the text after each blank it gave back: quadratic.)
+_FENCE_OPENING = re.compile(r"```[a-z]*+\s*+", re.I)
+
+
+def _inside_whole_fence(text: str) -> str | None:
+    """The text inside a fence around all of `text` (stripped text: ```lang, a line break, ..., ```), else None."""
+    opening = _FENCE_OPENING.match(text)
+    if opening is None or "\n" not in opening.group() or not text.endswith("```") or len(text) - 3 < opening.end():
+        return None
+    return text[opening.end():len(text) - 3]
 
 
 def clean_generated_prompt(text: str) -> str | None:
@@ -233,8 +243,8 @@ def clean_generated_prompt(text: str) -> str | None:
     if not text:
         return None
     cleaned = text.strip()
-    fenced = _WHOLE_FENCE.match(cleaned)
-    if fenced:
-        cleaned = fenced.group(1).strip()
+    fenced = _inside_whole_fence(cleaned)
+    if fenced is not None:
+        cleaned = fenced.strip()
     cleaned = _MARKER_LINE.sub("", cleaned).strip()
     return cleaned or None
