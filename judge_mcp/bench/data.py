@@ -143,7 +143,7 @@ def _text_item(data: dict, seq: int, where: str) -> Item:
         raise DatasetError(f"{where}: missing {', '.join(missing)}")
     category = str(data.get("category") or "all")
     if "chosen" in data and "rejected" in data:
-        prompt = _text(data["prompt"], "prompt", where)
+        prompt = _prompt(data, where)
         chosen, rejected = (_answer(data, k, where) for k in ("chosen", "rejected"))
         item = Item(seq, str(data["id"]), category, "pairwise", prompt, chosen=chosen, rejected=rejected,
                     generators=_pair_models(data, where))
@@ -155,7 +155,7 @@ def _text_item(data: dict, seq: int, where: str) -> Item:
         if isinstance(best, bool) or not isinstance(best, int) or not 0 <= best < len(responses):
             raise DatasetError(f"{where}: 'best' must be an index into 'responses', got {best!r}")
         texts = tuple(_text(r, f"responses[{k}]", where) for k, r in enumerate(responses))
-        item = Item(seq, str(data["id"]), category, "listwise", _text(data["prompt"], "prompt", where), responses=texts, best=best)
+        item = Item(seq, str(data["id"]), category, "listwise", _prompt(data, where), responses=texts, best=best)
     elif "output_1" in data and "output_2" in data:
         item = _head2head(data, seq, where, category)
     else:
@@ -177,6 +177,15 @@ def _answer(data: dict, field: str, where: str) -> Value:
     """A pair's response: a string as before (a number as its text), a list as a trajectory."""
     value = data[field]
     return _messages(_ANSWER, value, field, where) if isinstance(value, list) else _text(value, field, where)
+
+
+def _prompt(data: dict, where: str) -> str:
+    """A pairwise or listwise item's prompt: text, not blank (every method refuses a blank one, so each of the run's
+    judgments of the item would fail on it)."""
+    prompt = _text(data["prompt"], "prompt", where)
+    if not prompt.strip():
+        raise DatasetError(f"{where}: 'prompt' is empty")
+    return prompt
 
 
 def _text(value: object, field: str, where: str) -> str:

@@ -62,6 +62,9 @@ PAIR = '{"id": "a1", "category": "c", "prompt": "p", "chosen": "x", "rejected": 
     (b'{"id": "a1", "prompt": "p", "chosen": {"text": "x"}, "rejected": "y"}\n', r"line 1: 'chosen' must be text, got an object"),
     (b'{"id": "a1", "prompt": "p", "responses": ["a", true], "best": 0}\n', r"line 1: 'responses\[1\]' must be text, got true/false"),
     (b'{"id": "a1", "prompt": ["p"], "responses": ["a", "b"], "best": 0}\n', r"line 1: 'prompt' must be text, got a list"),
+    # a blank prompt, which every method refuses: named at load, not as one error per judgment of the run
+    (b'{"id": "a1", "prompt": " \\n", "chosen": "x", "rejected": "y"}\n', r"line 1: 'prompt' is empty"),
+    (b'{"id": "a1", "prompt": "", "responses": ["a", "b"], "best": 0}\n', r"line 1: 'prompt' is empty"),
 ])
 def test_bad_lines_are_named(tmp_path, content, message):
     bad = tmp_path / "bad.jsonl"
