@@ -13,6 +13,7 @@ the tools unchanged; a response's length is its text's characters (contents, too
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import dataclass, field
@@ -52,6 +53,7 @@ class Item:
     option_images: tuple[tuple[str, ...], ...] = ()  # listwise: one tuple per response (empty: none for any)
     generators: tuple[str, str] | None = None  # the models that wrote output_1 and output_2 (head2head), chosen and rejected (pairwise)
     difficulty: float | None = None  # head2head: AlpacaEval's instruction difficulty of the row, when the file has it
+    digest: str = ""  # a hash of the item's line (load_items): a stored judgment of an item whose line changed is stale
 
     @property
     def has_images(self) -> bool:
@@ -264,6 +266,7 @@ def load_items(path: str | Path, limit: int | None = None, sample: int | None = 
         except ValueError as exc:
             raise DatasetError(f"{where}: not JSON ({exc})") from None
         item = parse_item(data, len(items), where, path.parent)
+        item = Item(**{**item.__dict__, "digest": line_digest(data)})
         if items and item.kind != items[0].kind:
             raise DatasetError(f"{where}: a {item.kind} item in a file of {items[0].kind} items (from line {first_line[items[0].id]}); "
                                "one file holds one kind")
@@ -276,6 +279,13 @@ def load_items(path: str | Path, limit: int | None = None, sample: int | None = 
     if sample is not None and sample < len(items):
         items = [items[i * len(items) // sample] for i in range(sample)]
     return items
+
+
+def line_digest(data: dict) -> str:
+    """A short hash of an item's parsed line (key order and spacing aside): it changes when the prompt, a response,
+    the gold label or any other field does."""
+    canonical = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _read_lines(path: Path) -> list[bytes]:
