@@ -357,6 +357,9 @@ def build_summary(results: Results, items: list[Item], method: Method, spec: Run
     info = results.run_info()
     assert info is not None, "Results.start() records the run before it is summarised"
     summary = run_summary(info, method, rows, items=len(items))
+    # items of this selection with no stored row at all (a run stopped by failures in a row never reached them) are not
+    # finished either: without them the summary and the exit status named only the errored items
+    summary["incomplete"] = int(summary.get("incomplete") or 0) + len({it.id for it in items} - {r["item_id"] for r in rows})
     if "lwe" in summary:  # accuracy per block of items (with --labels: LWE learning from the gold labels)
         summary["lwe"].update(lwe_labels.learning_curve(rows, method.placements()))
     summary.update(

@@ -163,3 +163,19 @@ async def test_an_item_whose_line_changed_is_judged_again(scripted, tmp_path):
 
     again2, _ = await bench(scripted, None, data, "grp", tmp_path, server=server)
     assert again2["overall"]["pair_accuracy"] == round(2 / 3, 4) and "warnings" not in again2  # stored, now current
+
+
+async def test_items_a_stopped_run_never_reached_count_as_not_finished(scripted, tmp_path, capsys):
+    """A run stopped by failures in a row counted only the items that errored: the ones it never reached were in no
+    figure (`incomplete` 0) and the exit message told of the errors alone."""
+    from judge_mcp.bench.command import failed_items_status
+
+    data = tmp_path / "many.jsonl"
+    data.write_text("".join(json.dumps({"id": f"m{i}", "category": "c", "prompt": f"Task m{i}", "chosen": f"GOOD-m{i} yes",
+                                        "rejected": f"BAD-m{i} no"}) + "\n" for i in range(12)))
+    server = scripted(lambda payload: Reply(status=500))
+    summary, _ = await bench(scripted, None, data, "grp", tmp_path, server=server, app_concurrency=1, concurrency=1)
+    assert len(server.requests) == MAX_CONSECUTIVE_ERRORS  # one item in flight: it stopped after 12 failed placements
+    assert (summary["items"], summary["overall"]["n"], summary["errors"], summary["incomplete"]) == (12, 0, 6, 6)
+    assert failed_items_status(summary) == 1
+    assert "6 item(s) errored and 6 item(s) not finished" in capsys.readouterr().err
