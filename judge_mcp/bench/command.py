@@ -307,7 +307,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         known = {(s.get("dataset"), s.get("method_key"), s.get("backend_key")) for s in summaries}
         summaries += [s for s in summaries_from_db(args.db) if (s["dataset"], s["method_key"], s["backend_key"]) not in known]
     if not summaries:
-        print("judge-mcp bench-report: no runs given (pass JSON summaries and/or --db)", file=sys.stderr)
+        given = f"{args.db} holds no bench run" if args.db else "no runs given"
+        print(f"judge-mcp bench-report: {given} (pass JSON summaries written by `judge-mcp bench --out` and/or --db BENCH.db)", file=sys.stderr)
         return 2
     problem = output_problem(args, ("out", "markdown"))
     if problem is not None:

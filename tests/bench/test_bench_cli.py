@@ -169,3 +169,17 @@ def test_bench_report_names_a_json_file_that_is_not_a_summary(tmp_path, capsys, 
     assert main(["bench-report", str(path), "--out", str(tmp_path / "r.html")]) == 2
     assert f"{path} is not a summary written by `judge-mcp bench --out` ({problem})" in capsys.readouterr().err
     assert not (tmp_path / "r.html").exists()
+
+
+def test_bench_report_on_a_database_without_runs_says_so(tmp_path, capsys):
+    """It said "no runs given (pass JSON summaries and/or --db)" to a user who had given --db."""
+    from judge_mcp.cli.main import main
+    from judge_mcp.storage import open_store
+    from judge_mcp.storage.migrations import MIGRATIONS
+
+    db = tmp_path / "judge.db"  # the server's database: no bench run in it
+    open_store(db, MIGRATIONS).close()
+    assert main(["bench-report", "--db", str(db), "--out", str(tmp_path / "r.html")]) == 2
+    assert f"{db} holds no bench run" in capsys.readouterr().err
+    assert main(["bench-report", "--out", str(tmp_path / "r.html")]) == 2
+    assert "no runs given" in capsys.readouterr().err
