@@ -192,6 +192,15 @@ def option_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
+def output_problem(args: argparse.Namespace, options: tuple[str, ...]) -> str | None:
+    """A file option (--out, --report, --markdown) naming a folder, found before a run rather than after it."""
+    for name in options:
+        path = getattr(args, name, None)
+        if path is not None and path.is_dir():
+            return f"--{name} {path} is a folder; give the name of the file to write there"
+    return None
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     # lazy: the harness loads when a bench command runs, not when `serve` builds the parser
     from judge_mcp.bench.methods import Options
@@ -208,7 +217,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError) as exc:
         print(f"judge-mcp bench: configuration error: {exc}", file=sys.stderr)
         return 2
-    problem = option_problem(args) or repeats.problem(args)
+    problem = option_problem(args) or repeats.problem(args) or output_problem(args, ("out", "report"))
     if problem is not None:
         print(f"judge-mcp bench: {problem}", file=sys.stderr)
         return 2
@@ -251,12 +260,17 @@ def run_bench(args: argparse.Namespace, settings: Settings, spec: RunSpec) -> in
     except KeyboardInterrupt:
         print("\njudge-mcp bench: interrupted; finished judgments are stored, run the same command to resume", file=sys.stderr)
         return 130
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     print(format_summary(summary, args.metric) + ("\n" + repeats.format_line(summary) if "repeats" in summary else ""))
-    if args.report:
-        write_report(args.report, summaries_from_db(args.db))
+    try:
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        if args.report:
+            write_report(args.report, summaries_from_db(args.db))
+    except OSError as exc:
+        print(f"judge-mcp bench: cannot write {exc.filename}: {exc.strerror or exc}; the judgments are stored in {args.db}, "
+              "so `judge-mcp bench-report --db` or the same command again writes it", file=sys.stderr)
+        return 2
     return failed_items_status(summary)
 
 
@@ -279,7 +293,12 @@ def cmd_report(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as exc:
             print(f"judge-mcp bench-report: cannot read {path}: {exc}", file=sys.stderr)
             return 2
-        summaries.extend(data if isinstance(data, list) else [data])
+        runs = data if isinstance(data, list) else [data]
+        problem = next((p for p in map(summary_problem, runs) if p), None) if runs else "an empty list"
+        if problem is not None:
+            print(f"judge-mcp bench-report: {path} is not a summary written by `judge-mcp bench --out` ({problem})", file=sys.stderr)
+            return 2
+        summaries.extend(runs)
     if args.db:
         kind = path_kind(args.db)
         if kind in ("missing", "denied"):
@@ -288,7 +307,12 @@ def cmd_report(args: argparse.Namespace) -> int:
         known = {(s.get("dataset"), s.get("method_key"), s.get("backend_key")) for s in summaries}
         summaries += [s for s in summaries_from_db(args.db) if (s["dataset"], s["method_key"], s["backend_key"]) not in known]
     if not summaries:
-        print("judge-mcp bench-report: no runs given (pass JSON summaries and/or --db)", file=sys.stderr)
+        given = f"{args.db} holds no bench run" if args.db else "no runs given"
+        print(f"judge-mcp bench-report: {given} (pass JSON summaries written by `judge-mcp bench --out` and/or --db BENCH.db)", file=sys.stderr)
+        return 2
+    problem = output_problem(args, ("out", "markdown"))
+    if problem is not None:
+        print(f"judge-mcp bench-report: {problem}", file=sys.stderr)
         return 2
     write_report(args.out, summaries)
     print(f"wrote {args.out} ({len(summaries)} runs)")
@@ -300,6 +324,21 @@ def cmd_report(args: argparse.Namespace) -> int:
         args.markdown.write_text(report.markdown(summaries) + "\n", encoding="utf-8")
         print(f"wrote {args.markdown}")
     return 0
+
+
+SUMMARY_KEYS = {"dataset": str, "method_key": str, "overall": dict}  # what every `bench --out` summary holds
+
+
+def summary_problem(data: Any) -> str | None:
+    """Why `data` (one run read from a JSON file) is not a bench summary, or None."""
+    if not isinstance(data, dict):
+        return f"a run is a JSON object, got {type(data).__name__}"
+    for key, kind in SUMMARY_KEYS.items():
+        if not isinstance(data.get(key), kind):
+            return f"no {key!r}" if key not in data else f"{key!r} is not {'text' if kind is str else 'an object'}"
+    if not isinstance(data.get("categories", {}), dict):
+        return "'categories' is not an object"
+    return None
 
 
 def write_report(path: Path, summaries: list[dict[str, Any]]) -> None:

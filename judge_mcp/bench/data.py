@@ -13,6 +13,7 @@ the tools unchanged; a response's length is its text's characters (contents, too
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import dataclass, field
@@ -52,6 +53,7 @@ class Item:
     option_images: tuple[tuple[str, ...], ...] = ()  # listwise: one tuple per response (empty: none for any)
     generators: tuple[str, str] | None = None  # the models that wrote output_1 and output_2 (head2head), chosen and rejected (pairwise)
     difficulty: float | None = None  # head2head: AlpacaEval's instruction difficulty of the row, when the file has it
+    digest: str = ""  # a hash of the item's line (load_items): a stored judgment of an item whose line changed is stale
 
     @property
     def has_images(self) -> bool:
@@ -143,8 +145,9 @@ def _text_item(data: dict, seq: int, where: str) -> Item:
         raise DatasetError(f"{where}: missing {', '.join(missing)}")
     category = str(data.get("category") or "all")
     if "chosen" in data and "rejected" in data:
+        prompt = _prompt(data, where)
         chosen, rejected = (_answer(data, k, where) for k in ("chosen", "rejected"))
-        item = Item(seq, str(data["id"]), category, "pairwise", str(data["prompt"]), chosen=chosen, rejected=rejected,
+        item = Item(seq, str(data["id"]), category, "pairwise", prompt, chosen=chosen, rejected=rejected,
                     generators=_pair_models(data, where))
     elif "responses" in data and "best" in data:
         responses = data["responses"]
@@ -153,7 +156,8 @@ def _text_item(data: dict, seq: int, where: str) -> Item:
             raise DatasetError(f"{where}: 'responses' must be a list of at least 2 strings")
         if isinstance(best, bool) or not isinstance(best, int) or not 0 <= best < len(responses):
             raise DatasetError(f"{where}: 'best' must be an index into 'responses', got {best!r}")
-        item = Item(seq, str(data["id"]), category, "listwise", str(data["prompt"]), responses=tuple(str(r) for r in responses), best=best)
+        texts = tuple(_text(r, f"responses[{k}]", where) for k, r in enumerate(responses))
+        item = Item(seq, str(data["id"]), category, "listwise", _prompt(data, where), responses=texts, best=best)
     elif "output_1" in data and "output_2" in data:
         item = _head2head(data, seq, where, category)
     else:
@@ -172,9 +176,29 @@ def _messages(adapter: TypeAdapter[Value], value: list, field: str, where: str) 
 
 
 def _answer(data: dict, field: str, where: str) -> Value:
-    """A pair's response: a string as before (other JSON values as their text), a list as a trajectory."""
+    """A pair's response: a string as before (a number as its text), a list as a trajectory."""
     value = data[field]
-    return _messages(_ANSWER, value, field, where) if isinstance(value, list) else str(value)
+    return _messages(_ANSWER, value, field, where) if isinstance(value, list) else _text(value, field, where)
+
+
+def _prompt(data: dict, where: str) -> str:
+    """A pairwise or listwise item's prompt: text, not blank (every method refuses a blank one, so each of the run's
+    judgments of the item would fail on it)."""
+    prompt = _text(data["prompt"], "prompt", where)
+    if not prompt.strip():
+        raise DatasetError(f"{where}: 'prompt' is empty")
+    return prompt
+
+
+def _text(value: object, field: str, where: str) -> str:
+    """A prompt or response given as text: a string, or a number as its text; null, true/false or an object is an
+    error naming the line and field (it was judged as the text "None", "True" or a Python dict's repr)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return json.dumps(value)
+    kind = "null" if value is None else "true/false" if isinstance(value, bool) else "a list" if isinstance(value, list) else "an object"
+    raise DatasetError(f"{where}: {field!r} must be text, got {kind}")
 
 
 def _conversation_item(data: dict, seq: int, where: str) -> Item:
@@ -224,33 +248,57 @@ def load_items(path: str | Path, limit: int | None = None, sample: int | None = 
     if limit is not None and sample is not None:
         raise DatasetError("choose either a limit (the first N items) or a sample (N items spread over the file), not both")
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise DatasetError(f"dataset {str(path)!r} does not exist") from None
+    lines = _read_lines(path)
     items: list[Item] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
+    first_line: dict[str, int] = {}  # item id -> the line it first appeared on
+    for number, raw in enumerate(lines, start=1):
         if limit is not None and len(items) >= limit:
             break
         where = f"{path.name} line {number}"
         try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DatasetError(f"{where}: not UTF-8 text (byte {exc.start + 1} of the line); a dataset is UTF-8 JSONL") from None
+        if not line.strip():
+            continue
+        try:
             data = json.loads(line)
         except ValueError as exc:
             raise DatasetError(f"{where}: not JSON ({exc})") from None
-        items.append(parse_item(data, len(items), where, path.parent))
+        item = parse_item(data, len(items), where, path.parent)
+        item = Item(**{**item.__dict__, "digest": line_digest(data)})
+        if items and item.kind != items[0].kind:
+            raise DatasetError(f"{where}: a {item.kind} item in a file of {items[0].kind} items (from line {first_line[items[0].id]}); "
+                               "one file holds one kind")
+        if item.id in first_line:
+            raise DatasetError(f"{where}: item id {item.id!r} repeats the id of line {first_line[item.id]}; every item needs its own id")
+        first_line[item.id] = number
+        items.append(item)
     if not items:
         raise DatasetError(f"dataset {str(path)!r} holds no items")
-    kinds = {it.kind for it in items}
-    if len(kinds) > 1:
-        raise DatasetError(f"dataset {str(path)!r} mixes kinds of items ({', '.join(sorted(kinds))})")
-    ids = [it.id for it in items]
-    if len(set(ids)) != len(ids):
-        raise DatasetError(f"dataset {str(path)!r} repeats item ids")
     if sample is not None and sample < len(items):
         items = [items[i * len(items) // sample] for i in range(sample)]
     return items
+
+
+def line_digest(data: dict) -> str:
+    """A short hash of an item's parsed line (key order and spacing aside): it changes when the prompt, a response,
+    the gold label or any other field does."""
+    canonical = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _read_lines(path: Path) -> list[bytes]:
+    """The file's lines as bytes (decoded one by one, so that an error names its line); an unreadable path is a
+    DatasetError naming it."""
+    try:
+        return path.read_bytes().splitlines()
+    except FileNotFoundError:
+        raise DatasetError(f"dataset {str(path)!r} does not exist") from None
+    except IsADirectoryError:
+        raise DatasetError(f"dataset {str(path)!r} is a folder, not a JSONL file") from None
+    except OSError as exc:
+        raise DatasetError(f"dataset {str(path)!r} cannot be read: {exc.strerror or exc}") from None
 
 
 def dataset_name(path: str | Path) -> str:

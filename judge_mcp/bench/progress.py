@@ -34,8 +34,11 @@ class Progress:
     def begin(self, in_flight: int) -> None:
         """The line at the start, before any item has finished (the first can take a minute on a CPU)."""
         self.started = self._last = time.monotonic()
-        self.stream.write(f"{self.label}: judging {self.total} item(s), {in_flight} at a time; a line every "
-                          f"{self.every_s:.0f} s until the first finishes\n")
+        if not self.total:
+            self.stream.write(f"{self.label}: nothing to judge, every selected item is stored (a new --db judges them again)\n")
+        else:
+            self.stream.write(f"{self.label}: judging {self.total} item(s), {in_flight} at a time; a line every "
+                              f"{self.every_s:.0f} s until the first finishes\n")
         self.stream.flush()
 
     async def tick_while_waiting(self) -> None:

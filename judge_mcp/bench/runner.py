@@ -149,6 +149,7 @@ class _Run:
         self.placements = self.method.placements()
         self.finished = self.results.finished()
         self.warnings: list[str] = []
+        self.forget_changed_items()
         if self.started_with is not None and self.started_with != self.fingerprint and self.finished:
             self.warn(
                 f"this run's {len(self.finished)} stored judgment(s) were made by another version of the prompts or judging "
@@ -161,6 +162,21 @@ class _Run:
         self.stop = anyio.Event()
         self.bar: Progress | None = None
         self.started = self.last_mark = time.perf_counter()  # wall time is stored as items finish (a killed run keeps it)
+
+    def forget_changed_items(self) -> None:
+        """Items whose line in the file changed since they were judged (another prompt, response or gold label, or
+        another file of the same name) are judged again: their stored judgments no longer describe them. Rows stored
+        before digests were kept are reused as they are."""
+        digests = {it.id: it.digest for it in self.items}
+        changed = sorted({
+            row["item_id"] for row in self.results.rows(set(digests))
+            if row["status"] == "done" and (row["record"] or {}).get("item_digest") not in (None, digests[row["item_id"]])
+        })
+        if not changed:
+            return
+        self.finished -= {(item_id, p) for item_id in changed for p in self.placements}
+        shown = ", ".join(changed[:5]) + (", ..." if len(changed) > 5 else "")
+        self.warn(f"{len(changed)} item(s) of {self.spec.dataset} changed since this run judged them ({shown}); they are judged again")
 
     def warn(self, text: str) -> None:
         """A warning for the summary, printed at once."""
@@ -204,6 +220,7 @@ class _Run:
             record["longer"] = item.longer  # a verdict on a pair (or one picking of its two responses): which was the longer
         if "names" in record and item.generators:  # the models that wrote chosen and rejected, and their lengths (published.pair_lc)
             record.update(models=list(item.generators), lengths=list(item.lengths))
+        record["item_digest"] = item.digest
         self.results.put(item.id, placement, item.seq, item.category, "done", record=record)
         return True, record["correct"]
 
@@ -340,6 +357,9 @@ def build_summary(results: Results, items: list[Item], method: Method, spec: Run
     info = results.run_info()
     assert info is not None, "Results.start() records the run before it is summarised"
     summary = run_summary(info, method, rows, items=len(items))
+    # items of this selection with no stored row at all (a run stopped by failures in a row never reached them) are not
+    # finished either: without them the summary and the exit status named only the errored items
+    summary["incomplete"] = int(summary.get("incomplete") or 0) + len({it.id for it in items} - {r["item_id"] for r in rows})
     if "lwe" in summary:  # accuracy per block of items (with --labels: LWE learning from the gold labels)
         summary["lwe"].update(lwe_labels.learning_curve(rows, method.placements()))
     summary.update(

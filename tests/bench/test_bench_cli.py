@@ -20,6 +20,7 @@ from judge_mcp.bench.runner import session_name
 from testkit.scripted_judges import first_shown_judge
 from testkit.server_process import server_env
 from tests.bench.datasets import LISTS, PAIRS
+from tests.helpers import app_env
 
 
 def test_method_names_in_cli_match_the_registry():
@@ -124,3 +125,61 @@ def test_cli_refuses_adaptive_options_it_cannot_apply(tmp_path, capsys, method: 
     assert args.fn(args) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "b.db").exists()  # refused before anything ran
+
+
+def test_output_paths_that_cannot_be_written(scripted, tmp_path, monkeypatch, capsys):
+    """--out or --report naming a folder is refused before the run (it was a traceback after it); a path that cannot
+    be written is named after the run, whose judgments stay stored: the same command with a good path sends nothing."""
+    from judge_mcp.cli.main import main
+
+    server = scripted(first_shown_judge)
+    for key, value in app_env(server, tmp_path / "judge.db", JUDGE_MCP_MAX_RETRIES="0").items():
+        monkeypatch.setenv(key, value)
+    folder, db = tmp_path / "out", tmp_path / "bench.db"
+    folder.mkdir()
+    base = ["bench", str(PAIRS), "--method", "grp", "--limit", "2", "--db", str(db), "--quiet"]
+    for option in ("--out", "--report"):
+        assert main([*base, option, str(folder)]) == 2
+        assert f"{option} {folder} is a folder" in capsys.readouterr().err
+    assert not server.requests and not db.exists()
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert main([*base, "--out", str(blocker / "summary.json")]) == 2
+    captured = capsys.readouterr()
+    assert f"cannot write {blocker}" in captured.err and f"judgments are stored in {db}" in captured.err
+    assert "pair acc." in captured.out  # the summary was printed
+    sent = len(server.requests)
+    assert sent == 4
+    assert main([*base, "--out", str(folder / "summary.json")]) == 0
+    assert len(server.requests) == sent and json.loads((folder / "summary.json").read_text())["overall"]["n"] == 2
+
+
+@pytest.mark.parametrize(("content", "problem"), [
+    ("{}", "no 'dataset'"),
+    ("[1, 2]", "a run is a JSON object, got int"),
+    ("[]", "an empty list"),
+    ('{"dataset": "d", "method_key": "grp", "overall": 5}', "'overall' is not an object"),
+])
+def test_bench_report_names_a_json_file_that_is_not_a_summary(tmp_path, capsys, content, problem):
+    from judge_mcp.cli.main import main
+
+    path = tmp_path / "s.json"
+    path.write_text(content)
+    assert main(["bench-report", str(path), "--out", str(tmp_path / "r.html")]) == 2
+    assert f"{path} is not a summary written by `judge-mcp bench --out` ({problem})" in capsys.readouterr().err
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_bench_report_on_a_database_without_runs_says_so(tmp_path, capsys):
+    """It said "no runs given (pass JSON summaries and/or --db)" to a user who had given --db."""
+    from judge_mcp.cli.main import main
+    from judge_mcp.storage import open_store
+    from judge_mcp.storage.migrations import MIGRATIONS
+
+    db = tmp_path / "judge.db"  # the server's database: no bench run in it
+    open_store(db, MIGRATIONS).close()
+    assert main(["bench-report", "--db", str(db), "--out", str(tmp_path / "r.html")]) == 2
+    assert f"{db} holds no bench run" in capsys.readouterr().err
+    assert main(["bench-report", "--out", str(tmp_path / "r.html")]) == 2
+    assert "no runs given" in capsys.readouterr().err

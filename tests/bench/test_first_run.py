@@ -66,6 +66,13 @@ async def test_a_line_at_the_start_and_while_no_item_has_finished() -> None:
     assert len(lines) >= 3 and all("0/3" in line and "waiting for the first item" in line for line in lines[1:])
 
 
+def test_a_resumed_run_with_nothing_left_says_so() -> None:
+    """It announced "judging 0 item(s), 1 at a time; a line every 15 s until the first finishes"."""
+    stream = io.StringIO()
+    Progress(0, "set grp", stream=stream).begin(1)
+    assert stream.getvalue() == "set grp: nothing to judge, every selected item is stored (a new --db judges them again)\n"
+
+
 async def _bench(scripted, tmp_path, concurrency: int | None, app_concurrency: str | None, server=None) -> tuple[dict, str]:
     server = server or scripted(right_judge)
     extra = {"JUDGE_MCP_CONCURRENCY": app_concurrency} if app_concurrency else {}

@@ -133,3 +133,49 @@ def test_killed_run_resumes_without_redoing_finished_items(scripted, tmp_path):
     summary = json.loads(out.read_text())
     assert summary["overall"]["n"] == 6 and summary["overall"]["pair_accuracy"] == 1.0
     assert summary["run"]["judged_total"] >= 6
+
+
+async def test_an_item_whose_line_changed_is_judged_again(scripted, tmp_path):
+    """A re-run after an item's gold label was corrected in the file (chosen and rejected swapped) judged nothing and
+    scored the item from its stale judgment (pair accuracy 1.0 for a judge now wrong on it); the same happened for
+    another file of the same name. Unchanged items are still skipped."""
+    rows = [r for r in map(json.loads, PAIRS.read_text().splitlines()) if r["id"] in ("p1", "p2", "p3")]
+    data = tmp_path / "data" / "pairs.jsonl"
+    data.parent.mkdir()
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    seen: list[str] = []
+
+    def counting(payload):
+        seen.append(item_of(first_user(payload)))
+        return right_judge(payload)  # names the GOOD-<id> answer, whichever is the file's chosen one
+
+    server = scripted(counting)
+    first, _ = await bench(scripted, None, data, "grp", tmp_path, server=server)
+    assert first["overall"]["pair_accuracy"] == 1.0 and len(server.requests) == 6
+    rows[1]["chosen"], rows[1]["rejected"] = rows[1]["rejected"], rows[1]["chosen"]  # p2's label corrected
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    before = len(server.requests)
+    again, _ = await bench(scripted, None, data, "grp", tmp_path, server=server, app_concurrency=1)
+    assert again["overall"]["n"] == 3 and again["overall"]["pair_accuracy"] == round(2 / 3, 4)
+    assert again["categories"]["alpha"]["accuracy"] == round(2 / 3, 4)
+    assert [w for w in again["warnings"] if "changed since this run judged them (p2)" in w]
+    assert set(seen[before:]) <= {"p2"}  # only p2 is judged again (its prompts may come from the call cache)
+
+    again2, _ = await bench(scripted, None, data, "grp", tmp_path, server=server)
+    assert again2["overall"]["pair_accuracy"] == round(2 / 3, 4) and "warnings" not in again2  # stored, now current
+
+
+async def test_items_a_stopped_run_never_reached_count_as_not_finished(scripted, tmp_path, capsys):
+    """A run stopped by failures in a row counted only the items that errored: the ones it never reached were in no
+    figure (`incomplete` 0) and the exit message told of the errors alone."""
+    from judge_mcp.bench.command import failed_items_status
+
+    data = tmp_path / "many.jsonl"
+    data.write_text("".join(json.dumps({"id": f"m{i}", "category": "c", "prompt": f"Task m{i}", "chosen": f"GOOD-m{i} yes",
+                                        "rejected": f"BAD-m{i} no"}) + "\n" for i in range(12)))
+    server = scripted(lambda payload: Reply(status=500))
+    summary, _ = await bench(scripted, None, data, "grp", tmp_path, server=server, app_concurrency=1, concurrency=1)
+    assert len(server.requests) == MAX_CONSECUTIVE_ERRORS  # one item in flight: it stopped after 12 failed placements
+    assert (summary["items"], summary["overall"]["n"], summary["errors"], summary["incomplete"]) == (12, 0, 6, 6)
+    assert failed_items_status(summary) == 1
+    assert "6 item(s) errored and 6 item(s) not finished" in capsys.readouterr().err
