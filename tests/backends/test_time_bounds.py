@@ -106,32 +106,31 @@ async def test_a_reply_that_stalls_after_its_first_bytes_is_a_timeout_that_says_
 
 
 # ---- what the errors say ----------------------------------------------------------------------------------------
-async def test_a_404_from_a_base_url_without_v1_names_the_url_and_the_usual_path(scripted) -> None:
-    server = scripted(lambda p: Reply(status=404, raw_body=b"404 page not found"))
-    root = server.base_url.removesuffix("/v1")
-    backend = OpenAICompatBackend("nov1", "m", base_url=root, max_retries=3)
+async def _failure(backend: OpenAICompatBackend) -> BackendError:
+    """The BackendError of one request to `backend`, which is closed afterwards."""
     try:
         with pytest.raises(BackendError) as err:
             await backend.complete(user("q"))
     finally:
         await backend.aclose()
-    message = str(err.value)
+    return err.value
+
+
+async def test_a_404_from_a_base_url_without_v1_names_the_url_and_the_usual_path(scripted) -> None:
+    server = scripted(lambda p: Reply(status=404, raw_body=b"404 page not found"))
+    root = server.base_url.removesuffix("/v1")
+    error = await _failure(OpenAICompatBackend("nov1", "m", base_url=root, max_retries=3))
+    message = str(error)
     assert f"POST {root}/chat/completions" in message
     assert f"usually answer at {root}/v1/chat/completions" in message and "add /v1" in message
-    assert err.value.attempts == 1  # a 404 is not retried
+    assert error.attempts == 1  # a 404 is not retried
 
 
 async def test_a_404_from_a_base_url_holding_the_endpoint_says_to_drop_it(scripted) -> None:
     """The endpoint copied from a server's docs as the base URL (.../v1/chat/completions): judge-mcp adds the
     endpoint again, the server answers 404, and the message says which base URL to give instead."""
     server = scripted(lambda p: Reply(status=404, raw_body=b"404 page not found"))
-    backend = OpenAICompatBackend("endpoint", "m", base_url=f"{server.base_url}/chat/completions", max_retries=3)
-    try:
-        with pytest.raises(BackendError) as err:
-            await backend.complete(user("q"))
-    finally:
-        await backend.aclose()
-    message = str(err.value)
+    message = str(await _failure(OpenAICompatBackend("endpoint", "m", base_url=f"{server.base_url}/chat/completions", max_retries=3)))
     assert f"POST {server.base_url}/chat/completions/chat/completions" in message
     assert f"the base URL already ends with /chat/completions: set it (JUDGE_MCP_BASE_URL or base_url) to {server.base_url}" in message
     assert "add /v1" not in message
