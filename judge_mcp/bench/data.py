@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
@@ -266,7 +266,7 @@ def load_items(path: str | Path, limit: int | None = None, sample: int | None = 
         except ValueError as exc:
             raise DatasetError(f"{where}: not JSON ({exc})") from None
         item = parse_item(data, len(items), where, path.parent)
-        item = Item(**{**item.__dict__, "digest": line_digest(data)})
+        item = replace(item, digest=line_digest(data))
         if items and item.kind != items[0].kind:
             raise DatasetError(f"{where}: a {item.kind} item in a file of {items[0].kind} items (from line {first_line[items[0].id]}); "
                                "one file holds one kind")
