@@ -35,9 +35,11 @@ def server_env(base_url: str, db: Path | str, **extra: str) -> dict[str, str]:
     return {**clean_env(), **settings, **extra}
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port free on `host` (the address the server will bind: a port free on 127.0.0.1 may be another socket's on
+    127.0.0.2, such as a client's bound there, since both come from the ephemeral range)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.bind((host, 0))
         return s.getsockname()[1]
 
 
@@ -51,7 +53,7 @@ class HttpServer:
     """
 
     def __init__(self, env: dict[str, str], *, host: str = "127.0.0.1", log: Path | None = None, verbose: bool = False):
-        self.host, self.port, self.log_path = host, free_port(), log
+        self.host, self.port, self.log_path = host, free_port(host), log
         self.killed = threading.Event()  # set by kill(): errors a client sees after it are expected
         args = [sys.executable, "-m", "judge_mcp"] + (["-v"] if verbose else [])
         args += ["serve", "--transport", "http", "--host", host, "--port", str(self.port)]
