@@ -145,13 +145,7 @@ def _where(loc: Sequence[Any]) -> str:
 
 def _field_schema(loc: Sequence[Any]) -> dict[str, Any]:
     """The JSON schema of the field at `loc` inside a message (for the limits a sentence quotes)."""
-    defs = _MESSAGES.json_schema()["$defs"]
-    props = defs["Message"]["properties"]
-    names = [p for p in loc if isinstance(p, str)]
-    if len(names) >= 2 and names[0] == "tool_calls":
-        props = defs["ToolCall"]["properties"]
-        names = names[1:]
-    return props.get(names[0], {}) if names else {}
+    return arg_errors.schema_at(_MESSAGES.json_schema(), (0, *loc))
 
 
 _FIELDS = frozenset(Message.model_fields) | frozenset(ToolCall.model_fields)

@@ -37,7 +37,7 @@ def _unknown_field(error: ErrorDetails, schema: dict[str, Any]) -> str:
     loc = error["loc"]
     if len(loc) == 1:
         return ""  # said by _unknown
-    known = ", ".join(_at(schema, loc[:-1]).get("properties", {}))
+    known = ", ".join(schema_at(schema, loc[:-1]).get("properties", {}))
     return f"'{_name(loc[:-1])}' has an unknown field {str(loc[-1])!r}" + (f"; it takes {known}" if known else "")
 
 
@@ -47,7 +47,7 @@ def _resolve(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     return node
 
 
-def _at(schema: dict[str, Any], loc: tuple[Any, ...]) -> dict[str, Any]:
+def schema_at(schema: dict[str, Any], loc: tuple[Any, ...]) -> dict[str, Any]:
     """The schema of the value at `loc` inside the arguments (through objects, lists, unions and $defs); {} when a
     part of `loc` is not in the schema (a union member's tag)."""
     defs = schema.get("$defs", {})
@@ -75,7 +75,7 @@ def _sentence(error: ErrorDetails, schema: dict[str, Any]) -> str:
     if len(loc) == 2 and isinstance(loc[1], str) and "anyOf" in prop:  # a union member's error (loc: name, member)
         return _union(str(loc[0]), prop, error.get("input"))[:MAX_SENTENCE]
     if len(loc) > 1:  # inside an argument (a list item, an object's field): its own schema
-        prop = _at(schema, loc)
+        prop = schema_at(schema, loc)
     write = _WRITERS.get(error["type"], _other)
     return write(_name(loc), error, prop)[:MAX_SENTENCE]
 
