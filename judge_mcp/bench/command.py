@@ -196,7 +196,7 @@ def output_problem(args: argparse.Namespace, options: tuple[str, ...]) -> str | 
     """A file option (--out, --report, --markdown) naming a folder, found before a run rather than after it."""
     for name in options:
         path = getattr(args, name, None)
-        if path is not None and path.is_dir():
+        if path is not None and path_kind(path) == "folder":  # (path_kind: never a PermissionError traceback)
             return f"--{name} {path} is a folder; give the name of the file to write there"
     return None
 
