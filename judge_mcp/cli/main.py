@@ -124,7 +124,6 @@ def _http_main(server: Any, app: Any, args: argparse.Namespace, *, stateless: bo
     # lazy: each subcommand loads only what it runs (a `serve` start stays short)
     from judge_mcp.server.transports import oauth
     from judge_mcp.server.transports.http import serve_http
-    # lazy: each subcommand loads only what it runs (a `serve` start stays short)
     from judge_mcp.config.settings import ConfigError
     from judge_mcp.tenants import TokenFile, TokenFileError
 
