@@ -58,7 +58,8 @@ def test_asked_for_without_the_extra_installed_warns_and_stays_off(monkeypatch, 
         telemetry.configure(load_settings({"JUDGE_MCP_DB": "/tmp/x.db", "JUDGE_MCP_OTEL": "1"}))
         assert not telemetry.enabled()
         assert telemetry.tool_call("compare_pair") is telemetry.OFF
-    (record,) = caplog.records
+    # this logger's records only: an aiohttp session an earlier test left open may be collected (and logged) meanwhile
+    (record,) = [r for r in caplog.records if r.name == "judge_mcp.telemetry"]
     assert record.levelno == logging.WARNING and "judge-mcp[otel]" not in record.getMessage()  # not on PyPI: that fails
     assert ": pip install 'opentelemetry-api>=1.30' 'opentelemetry-sdk>=1.30' " in record.getMessage()
     assert "pipx inject judge-mcp 'opentelemetry-api>=1.30'" in record.getMessage()
