@@ -44,6 +44,9 @@ class Reply:
     prompt_tokens: int = 10
     completion_tokens: int = 5
     logprobs: list[dict[str, Any]] | None = None  # choices[0].logprobs.content, sent as given
+    # More keys of the reply's usage block, sent as given: e.g. OpenAI's {"prompt_tokens_details": {"cached_tokens":
+    # 6}, "completion_tokens_details": {"reasoning_tokens": 3}}, Anthropic's {"cache_read_input_tokens": 90}
+    usage: dict[str, Any] | None = None
 
 
 Responder = Callable[[dict[str, Any]], "Reply | str"]
@@ -70,8 +73,10 @@ class ScriptedServer:
     base_path = "/v1"
 
     def success_body(self, reply: Reply, payload: dict[str, Any]) -> dict[str, Any]:
-        return chat_body(reply.content or "", payload.get("model", "scripted"), reply.finish_reason, reply.prompt_tokens,
+        body = chat_body(reply.content or "", payload.get("model", "scripted"), reply.finish_reason, reply.prompt_tokens,
                          reply.completion_tokens, reply.logprobs)
+        body["usage"].update(reply.usage or {})
+        return body
 
     def error_body(self, status: int) -> dict[str, Any]:
         return {"error": {"message": f"scripted {status}"}}
@@ -202,8 +207,10 @@ class ScriptedAnthropicServer(ScriptedServer):
     base_path = ""
 
     def success_body(self, reply: Reply, payload: dict[str, Any]) -> dict[str, Any]:
-        return message_body(reply.content or "", payload.get("model", "scripted"), reply.finish_reason, reply.prompt_tokens,
+        body = message_body(reply.content or "", payload.get("model", "scripted"), reply.finish_reason, reply.prompt_tokens,
                             reply.completion_tokens)
+        body["usage"].update(reply.usage or {})
+        return body
 
     def error_body(self, status: int) -> dict[str, Any]:
         return anthropic_error_body(status)

@@ -209,9 +209,19 @@ def parse_message(body: dict[str, Any], default_model: str, payload: dict[str, A
     return Completion(
         text=text,
         model=str(body.get("model") or default_model),
-        usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=token_count(usage.get("output_tokens"))),
+        usage=Usage(
+            prompt_tokens=prompt_tokens,
+            completion_tokens=token_count(usage.get("output_tokens")),
+            # Anthropic's input_tokens excludes the cache's reads and writes; prompt_tokens above is all three
+            cached_prompt_tokens=_reported(usage, "cache_read_input_tokens"),
+            cache_write_tokens=_reported(usage, "cache_creation_input_tokens"),
+        ),
         finish_reason=FINISH_REASONS.get(stop_reason, stop_reason) if stop_reason is not None else None,
         structured=structured,
         raw={"request": payload, "response": body},
     )
 
+
+def _reported(usage: dict[str, Any], key: str) -> int | None:
+    """A count of the usage block, or None when the reply does not carry it."""
+    return None if usage.get(key) is None else token_count(usage.get(key))

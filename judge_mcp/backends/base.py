@@ -123,9 +123,16 @@ def has_images(request: ChatRequest) -> bool:
 
 @dataclass
 class Usage:
+    """One call's token counts as the provider reported them. The three optional counts are None where the provider
+    does not report them: hidden reasoning (part of completion_tokens), prompt tokens read from the provider's prompt
+    cache and prompt tokens written to it (both part of prompt_tokens)."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_ms: float = 0.0
+    reasoning_tokens: int | None = None
+    cached_prompt_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
 
 MIN_LOGPROB = -1.0e4  # floor for a log-probability a server reports as -inf (or below): probability 0 either way

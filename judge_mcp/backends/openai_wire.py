@@ -100,9 +100,30 @@ def parse_chat_completion(body: dict[str, Any], default_model: str, payload: dic
     return Completion(
         text=str(content),
         model=str(body.get("model") or default_model),
-        usage=Usage(prompt_tokens=token_count(usage.get("prompt_tokens")), completion_tokens=token_count(usage.get("completion_tokens"))),
+        usage=usage_of(usage),
         finish_reason=str(finish_reason) if finish_reason is not None else None,
         structured=structured,
         logprobs=parse_logprobs(choice) if payload.get("logprobs") else None,
         raw={"request": payload, "response": body},
+    )
+
+
+def _detail(usage: dict[str, Any], block: str, key: str) -> int | None:
+    """A count inside one of the usage block's details objects (`prompt_tokens_details.cached_tokens`), or None when
+    the server does not report it."""
+    details = usage.get(block)
+    if not isinstance(details, dict) or details.get(key) is None:
+        return None
+    return token_count(details.get(key))
+
+
+def usage_of(usage: dict[str, Any]) -> Usage:
+    """Chat Completions' usage block: prompt and completion tokens, and where the server reports them the hidden
+    reasoning (`completion_tokens_details.reasoning_tokens`) and the prompt tokens read from its prompt cache
+    (`prompt_tokens_details.cached_tokens`); both are parts of the totals, as OpenAI documents them."""
+    return Usage(
+        prompt_tokens=token_count(usage.get("prompt_tokens")),
+        completion_tokens=token_count(usage.get("completion_tokens")),
+        reasoning_tokens=_detail(usage, "completion_tokens_details", "reasoning_tokens"),
+        cached_prompt_tokens=_detail(usage, "prompt_tokens_details", "cached_tokens"),
     )

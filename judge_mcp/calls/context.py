@@ -18,7 +18,7 @@ from judge_mcp.backends.base import Backend, ChatRequest, Completion
 from judge_mcp.calls.cache import CacheRow, CallCache
 from judge_mcp.calls.record import CallRecord
 from judge_mcp.storage.engine import Engine
-from judge_mcp.contract.results import UsageOut
+from judge_mcp.calls.usage import UsageTotals
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 
@@ -52,10 +52,7 @@ class CallContext:
         # Settings.shared_option_pool: grade_score_options may draw its unrelated option from other calls' options
         self.shared_option_pool = shared_option_pool
         self._progress = progress
-        self.calls = 0
-        self.cached_calls = 0
-        self.prompt_tokens = 0
-        self.completion_tokens = 0
+        self.totals = UsageTotals()
         self.call_records: list[CallRecord] = []
         self.cache_rows = cache_rows  # None: new answers are written to the cache at once
         self.answer_models: set[str] = set()  # the models the answers came from, as the backend reported them
@@ -95,11 +92,9 @@ class CallContext:
             traced.answered(completion, cached)
         self.answer_models.add(completion.model)
         if cached:
-            self.cached_calls += 1
+            self.totals.cached_calls += 1
         else:
-            self.calls += 1
-            self.prompt_tokens += completion.usage.prompt_tokens
-            self.completion_tokens += completion.usage.completion_tokens
+            self.totals.add_call(completion.usage)
         self.call_records.append(CallRecord.of(request, summary, completion, cached=cached, cache_key=key))
         return completion
 
@@ -107,11 +102,22 @@ class CallContext:
         if self._progress is not None:
             await self._progress(done, total, message)
 
-    def usage(self) -> UsageOut:
-        return UsageOut(
-            calls=self.calls,
-            cached_calls=self.cached_calls,
-            prompt_tokens=self.prompt_tokens,
-            completion_tokens=self.completion_tokens,
-            latency_ms=round((time.perf_counter() - self._started) * 1000.0, 1),
-        )
+    @property
+    def calls(self) -> int:
+        return self.totals.calls
+
+    @property
+    def cached_calls(self) -> int:
+        return self.totals.cached_calls
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.totals.prompt_tokens
+
+    @property
+    def completion_tokens(self) -> int:
+        return self.totals.completion_tokens
+
+    def usage(self) -> UsageTotals:
+        """The judgment's usage so far, its latency the time since this context began (shown as `UsageOut`)."""
+        return replace(self.totals, latency_ms=round((time.perf_counter() - self._started) * 1000.0, 1))

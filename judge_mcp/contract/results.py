@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from judge_mcp.contract.fields import Action, AnswerOrder, Goal, Template
 from judge_mcp.contract.args import GradeScoreOptionsArgs, InferInstructionRewardArgs, LweJudgeArgs
@@ -13,11 +13,18 @@ Side = Literal["A", "B"]
 
 
 class UsageOut(BaseModel, defer_build=True):
+    """A judgment's usage, read from the call layer's totals (calls/usage.py) by attribute."""
+
+    model_config = ConfigDict(from_attributes=True)
+
     calls: int = Field(0, description="requests actually sent to a backend (retries not counted)")
     cached_calls: int = Field(0, description="requests answered from the call cache or a shared in-flight call")
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_ms: float = Field(0.0, description="wall time of the judgment, in milliseconds")
+    reasoning_tokens: int | None = Field(None, description="hidden reasoning, part of completion_tokens")
+    cached_prompt_tokens: int | None = Field(None, description="read from the provider's prompt cache, part of prompt_tokens")
+    cache_write_tokens: int | None = Field(None, description="written to the prompt cache, part of prompt_tokens")
 
 
 class JudgedResult(BaseModel, defer_build=True):

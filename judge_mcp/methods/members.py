@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from judge_mcp.contract.results import UsageOut
+from judge_mcp.calls.usage import UsageTotals
 
 
 @dataclass
@@ -18,7 +18,7 @@ class Member:
     result: Any = None  # the method's result (ComparePairResult / GradeScoreResult); None when failed or excluded
     error: str | None = None
     excluded: bool = False
-    usage: UsageOut | None = None
+    usage: UsageTotals | None = None
 
     @property
     def status(self) -> str:

@@ -31,9 +31,9 @@ from judge_mcp.contract.args import ComparePairArgs, GradeScoreOptionsArgs
 from judge_mcp.methods.grade_score import scoring as grade_score
 from judge_mcp.methods import pairwise
 from judge_mcp.methods.members import Member
+from judge_mcp.calls.usage import UsageTotals
 from judge_mcp.contract.results import (
     ComparePairResult, GradePanelMember, GradeScoreResult, PairPanelMember, PanelVotes, PBetter,
-    UsageOut,
 )
 
 # ---- the vote ------------------------------------------------------------------------------------------------------
@@ -69,16 +69,9 @@ def quorum(selected: int) -> int:
 
 
 # ---- combining members' results ------------------------------------------------------------------------------------
-def sum_usage(members: Sequence[Member], latency_ms: float) -> UsageOut:
+def sum_usage(members: Sequence[Member], latency_ms: float) -> UsageTotals:
     """Calls and tokens summed over the members; latency is the panel's wall time (members run concurrently)."""
-    used = [m.usage for m in members if m.usage is not None]
-    return UsageOut(
-        calls=sum(u.calls for u in used),
-        cached_calls=sum(u.cached_calls for u in used),
-        prompt_tokens=sum(u.prompt_tokens for u in used),
-        completion_tokens=sum(u.completion_tokens for u in used),
-        latency_ms=round(latency_ms, 1),
-    )
+    return UsageTotals.summed((m.usage for m in members if m.usage is not None), latency_ms)
 
 
 def panel_model(members: Sequence[Member]) -> str:

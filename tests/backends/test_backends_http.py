@@ -142,6 +142,29 @@ async def test_usage_finish_reason_and_model_parsed(wire, kind):
     assert completion.usage.latency_ms > 0
 
 
+# Each provider's own fields for hidden reasoning and prompt-cache reads and writes (none is reported: None, not 0)
+CACHE_USAGE = {
+    "openai": ({"prompt_tokens_details": {"cached_tokens": 1024}, "completion_tokens_details": {"reasoning_tokens": 192}}, (1500, 1024, None, 192)),
+    "anthropic": ({"cache_read_input_tokens": 1024, "cache_creation_input_tokens": 300}, (1500 + 1024 + 300, 1024, 300, None)),
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_reasoning_and_prompt_cache_counts_are_read_from_each_providers_usage_fields(wire, kind):
+    extra, expected = CACHE_USAGE[kind]
+    backend, _ = wire(kind, lambda p: Reply(content="[[A>B]]", prompt_tokens=1500, completion_tokens=250, usage=extra))
+    u = (await backend.complete(user("q"))).usage
+    assert (u.prompt_tokens, u.cached_prompt_tokens, u.cache_write_tokens, u.reasoning_tokens) == expected
+    assert u.completion_tokens == 250
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_counts_a_provider_does_not_report_stay_none(wire, kind):
+    backend, _ = wire(kind, lambda p: Reply(content="x", usage={"prompt_tokens_details": None, "completion_tokens_details": {}}))
+    u = (await backend.complete(user("q"))).usage
+    assert (u.reasoning_tokens, u.cached_prompt_tokens, u.cache_write_tokens) == (None, None, None)
+
+
 @pytest.mark.parametrize("kind", KINDS)
 async def test_normal_stop_maps_to_stop(wire, kind):
     backend, _ = wire(kind, lambda p: "fine")

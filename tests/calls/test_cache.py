@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
+from judge_mcp.contract.results import UsageOut
 from judge_mcp.backends.base import user
 from testkit.scripted_servers import Reply, chat_body
 from testkit.scripted_judges import GOOD, PAIR, UniversalJudge
@@ -113,7 +114,7 @@ async def test_the_api_key_never_reaches_the_database_file(http, api_key, tmp_pa
         await judge.complete(user("retry me", system="sys", json_schema={"type": "object", "properties": {}}))  # cached
         await judge.complete(user("sample", temperature=0.5))
         VerdictLog(store).log("compare_pair", backend.name, backend.model_id, {"prompt": "p"}, {"winner": "A"},
-                          judge.usage().model_dump(), judge.records)
+                          UsageOut.model_validate(judge.usage()).model_dump(), judge.records)
 
         sent = server.headers[0].get("authorization", "") + server.headers[0].get("x-api-key", "")
         assert api_key in sent  # the key was configured and used on the wire

@@ -12,7 +12,7 @@ from judge_mcp.methods.pairwise import aggregate, better_in_caller_order, parse_
 from judge_mcp.contract.fields import InputError
 from judge_mcp.contract.results import PairTrial
 from testkit.scripted_judges import BAD, GOOD, correct_judge, fence_follower, first_shown_judge
-from tests.helpers import Rendezvous
+from tests.helpers import Rendezvous, as_reply
 from testkit.scripted_servers import prompt_text
 
 
@@ -291,3 +291,17 @@ async def test_pairwise_bad_budget_is_a_clear_error(make_judge, bad):
     with pytest.raises(InputError, match="'max_tokens' must be a whole number from 1 to 32768"):
         await pairwise.compare_pair(judge, prompt="Q", response_a="a", response_b="b", max_tokens=bad)
     assert server.requests == []
+
+
+async def test_usage_sums_reasoning_and_cached_tokens_over_the_calls_and_cache_hits_add_none(make_judge) -> None:
+    def reasoning_judge(payload):
+        reply = as_reply(correct_judge(payload))
+        reply.usage = {"completion_tokens_details": {"reasoning_tokens": 40}, "prompt_tokens_details": {"cached_tokens": 6}}
+        return reply
+
+    judge, _ = make_judge(reasoning_judge)
+    result = await pairwise.compare_pair(judge, prompt="Capital of Australia?", response_a=BAD, response_b=GOOD)
+    u = result.usage
+    assert (u.calls, u.reasoning_tokens, u.cached_prompt_tokens, u.cache_write_tokens) == (2, 80, 12, None)
+    again = await pairwise.compare_pair(judge, prompt="Capital of Australia?", response_a=BAD, response_b=GOOD)
+    assert (again.usage.calls, again.usage.cached_calls, again.usage.reasoning_tokens) == (2, 2, 80)  # hits add no tokens
