@@ -36,6 +36,7 @@ from typing import Any
 
 from judge_mcp import tenants
 from judge_mcp.server.transports import oauth
+from judge_mcp.server.transports.issuer_keys import Busy
 from judge_mcp.server.transports.probes import PATHS as PROBE_PATHS
 from judge_mcp.server.transports.sessions import SessionQuota, opens_session
 
@@ -236,6 +237,8 @@ class Gate:
         self._users: dict[str, Any] = {}
 
     async def _tenant(self, scope: dict) -> str | None:
+        """The tenant the request's bearer token names, or None. Raises issuer_keys.Busy (answered 503) when its
+        address has too many requests waiting for the OAuth issuer's keys."""
         if self._tokens is None and self._oauth is None:
             return tenants.LOCAL  # a loopback server without a token: whoever reaches it is on this machine
         header = next((value for name, value in scope.get("headers", []) if name.lower() == b"authorization"), b"")
@@ -245,8 +248,7 @@ class Gate:
         presented = presented.strip()
         found = self._tokens().tenant(presented) if self._tokens is not None else None
         if found is None and self._oauth is not None and oauth.looks_like_jwt(presented):
-            verified = await self._oauth.verify_token(presented.decode("ascii", "replace"))
-            found = None if verified is None else verified.client_id
+            found = await self._oauth.check(presented.decode("ascii", "replace"), peer_of(scope.get("client")))
         return found
 
     def _user(self, tenant: str) -> Any:
@@ -271,13 +273,20 @@ class Gate:
             await send(part)
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if self._oauth is not None:  # the issuer's keys fetched at start (lifespan) and refreshed when due, never waited for
+            self._oauth.keys.refresh_if_due()
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         client, admission = scope.get("client"), self.admission
         metadata = self._oauth is not None and str(scope.get("path", "")).startswith(oauth.METADATA_PATH)
         probe = scope.get("path") in PROBE_PATHS or metadata
-        tenant = None if probe else await self._tenant(scope)
+        try:
+            tenant = None if probe else await self._tenant(scope)
+        except Busy:
+            message = f"overloaded: too many requests from this address wait for the OAuth issuer's keys; retry after {admission.limits.retry_after_s} s"
+            await self._refuse(send, client, 503, message, "overloaded")
+            return
         if not probe and tenant is None:
             message = "unauthorized: send 'Authorization: Bearer <token>' (JUDGE_MCP_HTTP_TOKEN or JUDGE_MCP_HTTP_TOKENS)"
             await self._refuse(send, client, 401, message, "unauthorised")
