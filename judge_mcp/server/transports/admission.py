@@ -38,6 +38,7 @@ from judge_mcp import tenants
 from judge_mcp.server.transports import oauth
 from judge_mcp.server.transports.issuer_keys import Busy
 from judge_mcp.server.transports.probes import PATHS as PROBE_PATHS
+from judge_mcp.server.transports.probes import fast_answer
 from judge_mcp.server.transports.sessions import SessionQuota, opens_session
 
 HEADER_TIMEOUT_S = 10.0  # a connection must begin a request within this (a slow-loris client is closed)
@@ -316,6 +317,37 @@ class Gate:
             admission.end(client)
 
 
+def _fast_probe(protocol: Any, data: bytes) -> tuple[bytes, bool] | None:
+    """probes.fast_answer for `data` arriving on `protocol` (uvicorn's H11Protocol) between requests: no request in
+    progress and nothing buffered in h11; else None."""
+    # lazy: h11 loads with uvicorn, only for an HTTP server
+    import h11
+
+    cycle, conn = protocol.cycle, protocol.conn
+    if cycle is not None and not cycle.response_complete:
+        return None
+    if conn.our_state is not h11.IDLE or conn.their_state is not h11.IDLE or conn.trailing_data[0]:
+        return None
+    return fast_answer(data)
+
+
+def _answer_probe(protocol: Any, admission: Admission | None, response: bytes, close: bool) -> None:
+    """A probe's response written at once on `protocol`, its connection counted by admission as for any request
+    (working, then idle) and kept alive as uvicorn keeps one after a response. h11 never saw the request, so its state
+    stays between requests."""
+    protocol._unset_keepalive_if_required()  # noqa: SLF001 - uvicorn's own step before a request
+    if admission is not None:  # working for no longer than the write below, which never waits
+        admission.begin(protocol.client)
+        admission.end(protocol.client)
+    transport = protocol.transport
+    transport.write(response)
+    protocol.server_state.total_requests += 1
+    if close:
+        transport.close()
+    if not transport.is_closing():
+        protocol.timeout_keep_alive_task = protocol.loop.call_later(protocol.timeout_keep_alive, protocol.timeout_keep_alive_handler)
+
+
 def admitted_protocol(admission: Admission | None = None, timeout_s: float | None = None) -> type:
     """uvicorn's h11 protocol, telling `admission` of each connection, and closing a connection that has no request
     in progress and began none in the last `timeout_s`: a client that opens connections and never finishes its
@@ -329,12 +361,18 @@ def admitted_protocol(admission: Admission | None = None, timeout_s: float | Non
     class AdmittedProtocol(H11Protocol):
         def connection_made(self, transport: Any) -> None:  # type: ignore[override]
             super().connection_made(transport)
-            self._header_check = self.loop.call_later(period, self._check_progress, None)
+            self._probes_answered = 0
+            self._header_check = self.loop.call_later(period, self._check_progress, (None, 0))
             if admission is not None:
                 admission.connected(self)
 
         def data_received(self, data: bytes) -> None:
             cycle = self.cycle
+            fast = _fast_probe(self, data)
+            if fast is not None:  # a plain GET /healthz between requests: answered here (probes.fast_answer)
+                self._probes_answered += 1
+                _answer_probe(self, admission, *fast)
+                return
             super().data_received(data)
             if admission is not None and self.cycle is not cycle:  # a request's headers are in: no longer pending
                 admission.leave(self.client)
@@ -344,10 +382,11 @@ def admitted_protocol(admission: Admission | None = None, timeout_s: float | Non
                 return
             cycle = self.cycle
             busy = cycle is not None and not cycle.response_complete
-            if not busy and cycle is seen:  # no request began in a whole period: headers never finished
+            now = (cycle, self._probes_answered)
+            if not busy and now == seen:  # no request began in a whole period: headers never finished
                 self.transport.close()
                 return
-            self._header_check = self.loop.call_later(period, self._check_progress, cycle)
+            self._header_check = self.loop.call_later(period, self._check_progress, now)
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._header_check.cancel()
