@@ -72,7 +72,7 @@ async def fetch_jwks(url: str, timeout_s: float = FETCH_TIMEOUT_S) -> bytes:
     tls = tls_context() if url.lower().startswith("https:") else True
     timeout = aiohttp.ClientTimeout(total=timeout_s)
     async with aiohttp.ClientSession(timeout=timeout, cookie_jar=aiohttp.DummyCookieJar()) as session:
-        async with session.get(url, proxy=env_proxy(url), ssl=tls, allow_redirects=False,
+        async with session.get(url, proxy=env_proxy(url), ssl=tls, max_redirects=3,
                                headers={"accept": "application/json"}) as response:
             if response.status != 200:
                 raise ValueError(f"HTTP {response.status}")
