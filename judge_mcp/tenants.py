@@ -260,7 +260,7 @@ class TokenFile:
         seen = (stamp, None if isinstance(raw, TokenFileError) else _digest(raw))
         if seen != self._seen:  # changed since the last look: taken once it has been still for RECHECK_S
             self._seen, self._since = seen, now
-            if seen != self._settled:
+            if seen[1] != self._settled[1]:
                 self._changing(stamp)
             return
         if seen == self._settled or now - self._since < RECHECK_S:
@@ -271,6 +271,7 @@ class TokenFile:
         self._take(raw)
 
     def _changing(self, stamp: Stamp | None) -> None:
+        """Its content changed: logged (once until a version is taken) when that is a rewrite in place."""
         settled = self._settled[0]
         if stamp is None or settled is None or stamp[3] != settled[3] or self._warned_in_place:
             return  # gone, or a new file in its place (a rename: written whole)
