@@ -24,26 +24,31 @@ READY_FOR_S = 1.0  # a readiness answer is given again to the probes of the next
 
 _LIVE = json.dumps({"status": "ok"}).encode()
 _FAST_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\ncache-control: no-store\r\n" % len(_LIVE)
-_FAST_LINES = {b"GET /healthz HTTP/1.1": False, b"HEAD /healthz HTTP/1.1": True}
+# request line -> (HEAD, HTTP/1.0)
+_FAST_LINES = {b"GET /healthz HTTP/1.1": (False, False), b"HEAD /healthz HTTP/1.1": (True, False),
+               b"GET /healthz HTTP/1.0": (False, True), b"HEAD /healthz HTTP/1.0": (True, True)}
 _FAST_REFUSED = (b"\ncontent-length:", b"\ntransfer-encoding:", b"\nupgrade:", b"\nexpect:")
 MAX_FAST_BYTES = 4096
 
 
 def fast_answer(data: bytes) -> tuple[bytes, bool] | None:
     """The whole HTTP response to `data`, and whether the connection closes after it, when `data` is exactly one
-    `GET /healthz` or `HEAD /healthz` HTTP/1.1 request without a body; else None (the ASGI path answers it). Linear in
-    `data`, at most MAX_FAST_BYTES."""
+    `GET /healthz` or `HEAD /healthz` request (HTTP/1.1 or 1.0) without a body; else None (the ASGI path answers it).
+    The connection is kept alive as h11 would keep it: HTTP/1.1 unless `Connection: close`, HTTP/1.0 only with
+    `Connection: keep-alive`. Linear in `data`, at most MAX_FAST_BYTES."""
     if len(data) > MAX_FAST_BYTES or data.find(b"\r\n\r\n") != len(data) - 4:
         return None
     line, _, headers = data.partition(b"\r\n")
-    head = _FAST_LINES.get(line)
-    if head is None:
+    form = _FAST_LINES.get(line)
+    if form is None:
         return None
+    head, old = form
     lowered = b"\n" + headers.lower().replace(b" ", b"").replace(b"\t", b"")
     if any(name in lowered for name in _FAST_REFUSED):
         return None
-    close = b"\nconnection:close\r" in lowered
-    response = _FAST_HEAD + (b"connection: close\r\n\r\n" if close else b"\r\n") + (b"" if head else _LIVE)
+    close = b"\nconnection:keep-alive\r" not in lowered if old else b"\nconnection:close\r" in lowered
+    connection = b"connection: close\r\n" if close else (b"connection: keep-alive\r\n" if old else b"")
+    response = _FAST_HEAD + connection + b"\r\n" + (b"" if head else _LIVE)
     return response, close
 
 

@@ -76,7 +76,8 @@ def test_stateless_is_an_http_option_and_an_environment_flag(monkeypatch, capsys
     (b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", (True, False)),
     (b"HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\n", (False, False)),
     (b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", (True, True)),
-    (b"GET /healthz HTTP/1.0\r\n\r\n", None),  # HTTP/1.0: the ASGI path (its keep-alive rules)
+    (b"GET /healthz HTTP/1.0\r\nUser-Agent: ApacheBench/2.3\r\n\r\n", (True, True)),  # HTTP/1.0: closed after
+    (b"HEAD /healthz HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", (False, False)),
     (b"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n", None),  # needs the database: the ASGI path
     (b"GET /healthz HTTP/1.1\r\nContent-Length: 2\r\n\r\n", None),  # a body follows
     (b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /mcp HTTP/1.1\r\n\r\n", None),  # pipelined: h11 parses them
@@ -112,6 +113,12 @@ def test_healthz_is_answered_by_the_protocol_without_a_request_to_the_app(tmp_pa
             other = _exchange(sock, b"GET /other HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", end=b"0\r\n\r\n")  # the same connection
             after = _exchange(sock, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             counts = admission.counts()
+        with socket.create_connection(("127.0.0.1", served.port), timeout=15) as sock:  # HTTP/1.0 (ApacheBench): then closed
+            sock.sendall(b"GET /healthz HTTP/1.0\r\n\r\n")
+            old = b""
+            while chunk := sock.recv(4096):
+                old += chunk
+    assert old.startswith(b"HTTP/1.1 200 OK") and old.endswith(b'{"status": "ok"}') and b"connection: close" in old
     assert all(a.startswith(b"HTTP/1.1 200 OK") and a.endswith(b'{"status": "ok"}') for a in answers + [after])
     assert other.startswith(b"HTTP/1.1 200") and b"the mcp app" in other and seen == ["/other"]
     assert counts == {"pending": 0, "working": 0, "idle": 1}
