@@ -8,9 +8,10 @@ The tenant of the call being served is a context variable (`current()`), set by 
 HTTP gate authorised (tools.py: `acting(of_request(ctx))`); tasks and worker threads the call starts inherit it, and
 the stores (LWE sessions, labels, the verdict log and judge_stats, the option pool) keep and filter by it.
 
-A running HTTP server rereads the tokens file when it changes (`TokenFile`): a token removed from it is refused from
-the next request on, one added is accepted, without a restart; a changed file that cannot be used is logged and the
-tokens in use stay.
+A running HTTP server rereads the tokens file when it changes (`TokenFile`): a token removed from it is refused once
+the changed file has been still for RECHECK_S and reads whole, one added is accepted, without a restart; a changed
+file that cannot be used is logged and the tokens in use stay. The tenant names `local` and `default` are reserved:
+the file (and an OAuth claim) may name them only when JUDGE_MCP_HTTP_RESERVED_TENANTS says so.
 
 Rows written before tenants existed belong to `legacy(engine)`: `local` in SQLite (the per-user database of stdio
 clients), `default` in PostgreSQL (shared only by HTTP replicas, which until now had the one token of `default`).
@@ -22,22 +23,28 @@ import hashlib
 import hmac
 import logging
 import os
+import stat
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Mapping
 from pathlib import Path
 from typing import Any
 
 from judge_mcp.storage.tenancy import CURRENT, DEFAULT, LOCAL, NAME, acting, current, legacy
 
 __all__ = [
-    "CURRENT", "DEFAULT", "LOCAL", "NAME", "TokenFile", "Tenants", "TokenFileError", "acting", "current", "http_tokens", "legacy", "of_request",
+    "CURRENT", "DEFAULT", "LOCAL", "NAME", "RESERVED", "TokenFile", "Tenants", "TokenFileError", "acting", "current", "http_tokens", "legacy",
+    "of_request", "reserved_allowed",
 ]
 
 log = logging.getLogger("judge_mcp.tenants")
 
 MAX_TOKENS = 10_000  # lines of a tokens file: more is a mistake (a wrong file), refused
 SCOPE_KEY = "judge_mcp.tenant"  # where the HTTP gate leaves the tenant in the ASGI scope
-RECHECK_S = 1.0  # a running server looks at its tokens file (one stat) at most this often, on a request
+RECHECK_S = 1.0  # a running server looks at its tokens file (one stat) at most this often, on a request; a change is
+# taken once the file has been still this long
+REREAD_S = 10.0  # and reads it (hashing its content) this often even when its stamp has not changed
+RESERVED = frozenset({LOCAL, DEFAULT})  # tenant names the tokens file and OAuth claims may name only when allowed by
+RESERVED_SETTING = "JUDGE_MCP_HTTP_RESERVED_TENANTS"
 
 
 class TokenFileError(ValueError):
@@ -85,15 +92,34 @@ def _check_token(token: str, where: str) -> None:
         raise TokenFileError(f"{where}: a token must be printable ASCII without spaces (e.g. `openssl rand -hex 32`)")
 
 
-def read_tokens_file(path: str | Path) -> dict[str, str]:
-    """The `TOKEN TENANT` lines of a tokens file, token -> tenant. Raises TokenFileError naming the file and line of
-    the first problem (an unreadable file, a line without exactly two fields, a tenant name outside
-    [A-Za-z0-9_.-]{1,64}, a token given twice, no token at all); the message never shows a token."""
-    shown = str(path)
+def reserved_allowed(value: str) -> frozenset[str]:
+    """The reserved tenant names (`local`, `default`) the operator lets the tokens file and OAuth claims name: the
+    value of JUDGE_MCP_HTTP_RESERVED_TENANTS, names separated by commas or spaces. ValueError names a name it cannot
+    take."""
+    names = frozenset(value.replace(",", " ").split())
+    unknown = sorted(names - RESERVED)
+    if unknown:
+        raise ValueError(f"{RESERVED_SETTING}: {unknown[0]!r} is not a reserved tenant name; it takes `local`, `default` or both")
+    return names
+
+
+def _reserved_refusal(tenant: str, where: str) -> TokenFileError:
+    owner = "stdio's, the Python API's and a tokenless loopback server's" if tenant == LOCAL else "JUDGE_MCP_HTTP_TOKEN's"
+    return TokenFileError(f"{where}: tenant `{tenant}` is reserved ({owner}: a token of it reads and changes that state); "
+                          f"name another tenant, or set {RESERVED_SETTING}={tenant} if this token is meant to act as it")
+
+
+def _read(path: str | Path) -> bytes:
     try:
-        raw = Path(path).expanduser().read_bytes()
+        return Path(path).expanduser().read_bytes()
     except OSError as exc:
-        raise TokenFileError(f"JUDGE_MCP_HTTP_TOKENS: cannot read {shown}: {exc.strerror or exc}") from None
+        raise TokenFileError(f"JUDGE_MCP_HTTP_TOKENS: cannot read {path}: {exc.strerror or exc}") from None
+
+
+def parse_tokens(raw: bytes, shown: str, reserved_ok: Container[str] = ()) -> dict[str, str]:
+    """The `TOKEN TENANT` lines of a tokens file's content, token -> tenant. Raises TokenFileError naming the file and
+    line of the first problem (a line without exactly two fields, a tenant name outside [A-Za-z0-9_.-]{1,64}, a
+    reserved tenant name not in `reserved_ok`, a token given twice, no token at all); the message never shows a token."""
     try:
         text = raw.decode("utf-8-sig")  # a leading byte order mark (Notepad's "UTF-8 with BOM") is not text
     except UnicodeDecodeError:
@@ -111,6 +137,8 @@ def read_tokens_file(path: str | Path) -> dict[str, str]:
         _check_token(token, where)
         if not NAME.fullmatch(tenant):
             raise TokenFileError(f"{where}: tenant name must match [A-Za-z0-9_.-]{{1,64}}")
+        if tenant in RESERVED and tenant not in reserved_ok:
+            raise _reserved_refusal(tenant, where)
         if token in tokens:
             raise TokenFileError(f"{where}: this token is already given on an earlier line (each token names one tenant)")
         tokens[token] = tenant
@@ -121,10 +149,12 @@ def read_tokens_file(path: str | Path) -> dict[str, str]:
     return tokens
 
 
-def http_tokens(single: str | None, tokens_file: str | None) -> dict[str, str] | None:
-    """Every HTTP token -> its tenant: the file's, and `single` (JUDGE_MCP_HTTP_TOKEN) as tenant `default`; None when
-    neither is set (a loopback server without a token)."""
-    tokens = read_tokens_file(tokens_file) if tokens_file else {}
+def read_tokens_file(path: str | Path, reserved_ok: Container[str] = ()) -> dict[str, str]:
+    """`parse_tokens` of the file at `path` (an unreadable file is a TokenFileError too)."""
+    return parse_tokens(_read(path), str(path), reserved_ok)
+
+
+def _with_single(tokens: dict[str, str], single: str | None) -> dict[str, str] | None:
     if single:
         if tokens.get(single, DEFAULT) != DEFAULT:
             raise TokenFileError("JUDGE_MCP_HTTP_TOKENS gives JUDGE_MCP_HTTP_TOKEN to another tenant than `default`")
@@ -132,49 +162,142 @@ def http_tokens(single: str | None, tokens_file: str | None) -> dict[str, str] |
     return tokens or None
 
 
-def _stamp(path: str) -> tuple[int, int, int] | None:
-    """What changes when a file is written or replaced (modification time, size, inode); None when it cannot be seen."""
+def http_tokens(single: str | None, tokens_file: str | None, reserved_ok: Container[str] = ()) -> dict[str, str] | None:
+    """Every HTTP token -> its tenant: the file's, and `single` (JUDGE_MCP_HTTP_TOKEN) as tenant `default`; None when
+    neither is set (a loopback server without a token)."""
+    return _with_single(read_tokens_file(tokens_file, reserved_ok) if tokens_file else {}, single)
+
+
+Stamp = tuple[int, int, int, int]
+
+
+def _stamp(path: str) -> Stamp | None:
+    """What changes when a file is written or replaced (modification and change times, size, inode; the change time
+    moves even when an edit puts the modification time back); None when it cannot be seen."""
     try:
         seen = os.stat(Path(path).expanduser())
     except OSError:
         return None
-    return seen.st_mtime_ns, seen.st_size, seen.st_ino
+    return seen.st_mtime_ns, seen.st_ctime_ns, seen.st_size, seen.st_ino
+
+
+def mode_warning(path: str) -> str | None:
+    """A warning when the tokens file may be read by others than its owner (POSIX), else None."""
+    if os.name != "posix":
+        return None
+    try:
+        mode = stat.S_IMODE(os.stat(Path(path).expanduser()).st_mode)
+    except OSError:
+        return None
+    if not mode & (stat.S_IRWXG | stat.S_IRWXO):
+        return None
+    who = "everyone" if mode & stat.S_IRWXO else "its group"
+    return (f"JUDGE_MCP_HTTP_TOKENS: {path} may be read or written by {who} (mode {mode:04o}): whoever reads it can call as any "
+            f"tenant in it; make it readable by its owner only (`chmod 600 {path}`)")
+
+
+def _cut_line(raw: bytes, tokens: Mapping[str, str], in_use: Mapping[str, str]) -> bool:
+    """Whether content read from a file being written ends inside a line that changes a token in use into a shorter
+    tenant name (`TOKEN alpha-eu` read as `TOKEN alpha`): its last line has no newline, and its token names a tenant
+    whose name is the beginning of the one it names in use."""
+    if not raw or raw.endswith((b"\n", b"\r")):
+        return False
+    last = raw.rsplit(b"\n", 1)[-1].split(b"#", 1)[0].split()
+    if len(last) != 2:
+        return False
+    token, tenant = (field.decode("utf-8", "replace") for field in last)
+    now = in_use.get(token)
+    return tokens.get(token) == tenant and now is not None and now != tenant and now.startswith(tenant)
 
 
 class TokenFile:
     """The tokens of a running HTTP server: the file `path` (JUDGE_MCP_HTTP_TOKENS) and `single` (JUDGE_MCP_HTTP_TOKEN,
     tenant `default`), reread when the file changes. `tenants()` looks at the file (one stat) at most every
-    RECHECK_S; once it has changed, a file that reads and passes `check` (the bind's own rules: http.http_app) replaces
-    the tokens in use, so a token removed from it is refused from then on. A changed file that cannot be used (gone,
-    unreadable, a malformed line, a token `check` refuses) is logged, naming the file and line and never a token, and
-    the tokens in use stay: a half-saved file locks nobody out. Reading it at start raises TokenFileError instead."""
+    RECHECK_S, and reads it (its content hashed) every REREAD_S even when a stat sees no change (an edit that puts
+    the file's stamp back, or one within a coarse file system's clock tick). A changed file is taken only once it
+    has been still (the same stamp and content) for RECHECK_S, reads whole and passes `check` (the bind's own rules:
+    http.http_app): so a file being rewritten in place, line by line, is never taken half-written, and a last line
+    without its newline that would shorten a tenant in use is taken as still being written. A changed file that
+    cannot be used (gone, unreadable, a malformed line, a reserved tenant, a token `check` refuses) is logged,
+    naming the file and line and never a token, and the tokens in use stay: a half-saved file locks nobody out. An
+    in-place rewrite is logged with the advice to replace the file atomically (write a new one, rename it over);
+    a file others may read draws a warning. Reading it at start raises TokenFileError instead."""
 
-    def __init__(self, path: str, single: str | None, clock: Callable[[], float] = time.monotonic):
-        self.path, self._single, self._clock = path, single, clock
+    def __init__(self, path: str, single: str | None, clock: Callable[[], float] = time.monotonic, reserved_ok: Container[str] = ()):
+        self.path, self._single, self._clock, self._reserved_ok = path, single, clock, reserved_ok
         self.check: Callable[[Mapping[str, str]], None] | None = None
-        self._stamp = _stamp(path)
-        self.tokens: Mapping[str, str] = http_tokens(single, path) or {}
+        stamp, raw = _stamp(path), _read(path)
+        self.tokens: Mapping[str, str] = _with_single(parse_tokens(raw, path, reserved_ok), single) or {}
         self._tenants = Tenants(self.tokens)
-        self._looked = clock()
+        self._settled: tuple[Stamp | None, bytes | None] = (stamp, _digest(raw))  # the version last taken or refused
+        self._seen: tuple[Stamp | None, bytes | None] = self._settled  # the version last looked at,
+        self._since = clock()  # and since when it is so
+        self._looked = self._read_at = clock()
+        self._warned_in_place = False
+        self.rewrites_in_place = 0
+        warning = mode_warning(path)
+        if warning:
+            log.warning("%s", warning)
 
     def tenants(self) -> Tenants:
-        """The tokens in use, reread first when the file has changed since it was last looked at."""
+        """The tokens in use, after looking at the file when RECHECK_S has passed since the last look."""
         now = self._clock()
         if now - self._looked >= RECHECK_S:
             self._looked = now
-            stamp = _stamp(self.path)
-            if stamp != self._stamp:
-                self._stamp = stamp
-                self._reread()
+            self._look(now)
         return self._tenants
 
-    def _reread(self) -> None:
+    def _look(self, now: float) -> None:
+        stamp = _stamp(self.path)
+        quiet = self._seen == self._settled and stamp == self._settled[0]
+        if quiet and now - self._read_at < REREAD_S:
+            return  # one stat sees no change, and no change waits to be taken
+        self._read_at = now
         try:
-            tokens = http_tokens(self._single, self.path) or {}
+            raw: bytes | TokenFileError = _read(self.path)
+        except TokenFileError as exc:
+            raw = exc
+        seen = (stamp, None if isinstance(raw, TokenFileError) else _digest(raw))
+        if seen != self._seen:  # changed since the last look: taken once it has been still for RECHECK_S
+            self._seen, self._since = seen, now
+            if seen[1] != self._settled[1]:
+                self._changing(stamp)
+            return
+        if seen == self._settled or now - self._since < RECHECK_S:
+            return
+        if _stamp(self.path) != stamp:  # changed while it was read: the next look sees the new version
+            return
+        self._settled, self._warned_in_place = seen, False
+        self._take(raw)
+
+    def _changing(self, stamp: Stamp | None) -> None:
+        """Its content changed: logged (once until a version is taken) when that is a rewrite in place."""
+        settled = self._settled[0]
+        if stamp is None or settled is None or stamp[3] != settled[3] or self._warned_in_place:
+            return  # gone, or a new file in its place (a rename: written whole)
+        self._warned_in_place = True
+        self.rewrites_in_place += 1
+        log.warning("JUDGE_MCP_HTTP_TOKENS: %s is being rewritten in place, where a read may find it half-written; a change is "
+                    "taken once the file has been still for %g s and reads whole. Replace it atomically instead: write the "
+                    "new tokens to a file beside it, then rename that over it (docs/http.md)", self.path, RECHECK_S)
+
+    def _take(self, raw: bytes | TokenFileError) -> None:
+        try:
+            if isinstance(raw, TokenFileError):
+                raise raw
+            tokens = _with_single(parse_tokens(raw, self.path, self._reserved_ok), self._single) or {}
+            if _cut_line(raw, tokens, self.tokens):
+                raise TokenFileError(f"JUDGE_MCP_HTTP_TOKENS: {self.path}: its last line has no newline and shortens a tenant name "
+                                     "in use: taken as a file still being written (end every line with a newline)")
             if self.check is not None:
                 self.check(tokens)
         except ValueError as exc:  # TokenFileError, or the bind's ConfigError: neither shows a token
             log.warning("%s; the %d token(s) read before stay in use until the file is fixed", exc, len(self.tokens))
             return
+        if tokens == self.tokens:
+            return
         self.tokens, self._tenants = tokens, Tenants(tokens)
         log.warning("JUDGE_MCP_HTTP_TOKENS: %s changed: reread, %d token(s) of %d tenant(s) in use", self.path, len(tokens), len(set(tokens.values())))
+        warning = mode_warning(self.path)
+        if warning:
+            log.warning("%s", warning)

@@ -132,7 +132,7 @@ def _http_main(server: Any, app: Any, args: argparse.Namespace, *, stateless: bo
     tokens_file = os.environ.get("JUDGE_MCP_HTTP_TOKENS", "").strip()
     if tokens_file and app.settings.http_tokens:  # reread when it changes (tenants.TokenFile)
         try:
-            token = TokenFile(tokens_file, app.settings.http_token)
+            token = TokenFile(tokens_file, app.settings.http_token, reserved_ok=app.settings.http_reserved_ok)
         except TokenFileError as exc:  # changed since the settings read it
             raise ConfigError(str(exc)) from None
     return partial(

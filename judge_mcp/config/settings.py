@@ -68,6 +68,7 @@ class Settings:
     named_backends: Mapping[str, BackendConfig]
     http_token: str | None = field(default=None, repr=False)
     http_tokens: Mapping[str, str] | None = field(default=None, repr=False)  # every token -> its tenant (tenants.py)
+    http_reserved_ok: frozenset[str] = frozenset()  # reserved tenant names the tokens file and OAuth claims may name
     # retention (None: kept for ever): applied when the server starts and by `judge-mcp gc`
     cache_max_age_days: float | None = None
     verdicts_max_age_days: float | None = None
@@ -342,6 +343,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         named_backends=named,
         http_token=_http_token(env),
         http_tokens=_http_tokens(env),
+        http_reserved_ok=_reserved_ok(env),
         cache_max_age_days=_optional(env, "JUDGE_MCP_CACHE_MAX_AGE_DAYS", positive_float),
         verdicts_max_age_days=_optional(env, "JUDGE_MCP_VERDICTS_MAX_AGE_DAYS", positive_float),
         shared_option_pool=flag_value(env.get("JUDGE_MCP_SHARED_OPTION_POOL"), "JUDGE_MCP_SHARED_OPTION_POOL"),
@@ -435,8 +437,17 @@ MIN_REMOTE_TOKEN_CHARS = 16  # a shorter token is refused on a non-loopback bind
 
 def _http_tokens(env: Mapping[str, str]) -> dict[str, str] | None:
     try:
-        return tenants.http_tokens(_http_token(env), _env(env, "JUDGE_MCP_HTTP_TOKENS", None))
+        return tenants.http_tokens(_http_token(env), _env(env, "JUDGE_MCP_HTTP_TOKENS", None), _reserved_ok(env))
     except tenants.TokenFileError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _reserved_ok(env: Mapping[str, str]) -> frozenset[str]:
+    """JUDGE_MCP_HTTP_RESERVED_TENANTS: the reserved tenant names (`local`, `default`) the operator lets the tokens
+    file and OAuth claims name (tenants.reserved_allowed)."""
+    try:
+        return tenants.reserved_allowed(env.get("JUDGE_MCP_HTTP_RESERVED_TENANTS", ""))
+    except ValueError as exc:
         raise ConfigError(str(exc)) from None
 
 

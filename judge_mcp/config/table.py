@@ -37,6 +37,8 @@ ENVIRONMENT: tuple[Setting, ...] = (
     Setting("JUDGE_MCP_CONFIG", "file path", "none", "a TOML file of [backends.NAME] tables (docs/configuration.md)"),
     Setting("JUDGE_MCP_HTTP_TOKEN", "printable ASCII", "none (HTTP binds loopback only)", "the bearer token --transport http requires (tenant `default`)"),
     Setting("JUDGE_MCP_HTTP_TOKENS", "file path", "none", "a file of `TOKEN TENANT` lines: one bearer token per tenant (docs/http.md)"),
+    Setting("JUDGE_MCP_HTTP_RESERVED_TENANTS", "local, default or both", "none",
+            "tenant names the tokens file and OAuth claims may name too (reserved for stdio and JUDGE_MCP_HTTP_TOKEN)"),
     Setting("JUDGE_MCP_OAUTH_ISSUER", "https URL", "none", "accept OAuth JWT access tokens from this issuer too (docs/http.md)"),
     Setting("JUDGE_MCP_OAUTH_AUDIENCE", "text", "none (required with an issuer)", "this server's name in the tokens' `aud`"),
     Setting("JUDGE_MCP_OAUTH_JWKS_URL", "http(s) URL", "ISSUER/.well-known/jwks.json", "where the issuer publishes its signing keys"),

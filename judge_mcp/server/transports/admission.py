@@ -36,7 +36,9 @@ from typing import Any
 
 from judge_mcp import tenants
 from judge_mcp.server.transports import oauth
+from judge_mcp.server.transports.issuer_keys import Busy
 from judge_mcp.server.transports.probes import PATHS as PROBE_PATHS
+from judge_mcp.server.transports.probes import fast_answer
 from judge_mcp.server.transports.sessions import SessionQuota, opens_session
 
 HEADER_TIMEOUT_S = 10.0  # a connection must begin a request within this (a slow-loris client is closed)
@@ -236,6 +238,8 @@ class Gate:
         self._users: dict[str, Any] = {}
 
     async def _tenant(self, scope: dict) -> str | None:
+        """The tenant the request's bearer token names, or None. Raises issuer_keys.Busy (answered 503) when its
+        address has too many requests waiting for the OAuth issuer's keys."""
         if self._tokens is None and self._oauth is None:
             return tenants.LOCAL  # a loopback server without a token: whoever reaches it is on this machine
         header = next((value for name, value in scope.get("headers", []) if name.lower() == b"authorization"), b"")
@@ -245,8 +249,7 @@ class Gate:
         presented = presented.strip()
         found = self._tokens().tenant(presented) if self._tokens is not None else None
         if found is None and self._oauth is not None and oauth.looks_like_jwt(presented):
-            verified = await self._oauth.verify_token(presented.decode("ascii", "replace"))
-            found = None if verified is None else verified.client_id
+            found = await self._oauth.check(presented.decode("ascii", "replace"), peer_of(scope.get("client")))
         return found
 
     def _user(self, tenant: str) -> Any:
@@ -271,13 +274,20 @@ class Gate:
             await send(part)
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if self._oauth is not None:  # the issuer's keys fetched at start (lifespan) and refreshed when due, never waited for
+            self._oauth.keys.refresh_if_due()
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         client, admission = scope.get("client"), self.admission
         metadata = self._oauth is not None and str(scope.get("path", "")).startswith(oauth.METADATA_PATH)
         probe = scope.get("path") in PROBE_PATHS or metadata
-        tenant = None if probe else await self._tenant(scope)
+        try:
+            tenant = None if probe else await self._tenant(scope)
+        except Busy:
+            message = f"overloaded: too many requests from this address wait for the OAuth issuer's keys; retry after {admission.limits.retry_after_s} s"
+            await self._refuse(send, client, 503, message, "overloaded")
+            return
         if not probe and tenant is None:
             message = "unauthorized: send 'Authorization: Bearer <token>' (JUDGE_MCP_HTTP_TOKEN or JUDGE_MCP_HTTP_TOKENS)"
             await self._refuse(send, client, 401, message, "unauthorised")
@@ -307,6 +317,37 @@ class Gate:
             admission.end(client)
 
 
+def _fast_probe(protocol: Any, data: bytes) -> tuple[bytes, bool] | None:
+    """probes.fast_answer for `data` arriving on `protocol` (uvicorn's H11Protocol) between requests: no request in
+    progress and nothing buffered in h11; else None."""
+    # lazy: h11 loads with uvicorn, only for an HTTP server
+    import h11
+
+    cycle, conn = protocol.cycle, protocol.conn
+    if cycle is not None and not cycle.response_complete:
+        return None
+    if conn.our_state is not h11.IDLE or conn.their_state is not h11.IDLE or conn.trailing_data[0]:
+        return None
+    return fast_answer(data)
+
+
+def _answer_probe(protocol: Any, admission: Admission | None, response: bytes, close: bool) -> None:
+    """A probe's response written at once on `protocol`, its connection counted by admission as for any request
+    (working, then idle) and kept alive as uvicorn keeps one after a response. h11 never saw the request, so its state
+    stays between requests."""
+    protocol._unset_keepalive_if_required()  # noqa: SLF001 - uvicorn's own step before a request
+    if admission is not None:  # working for no longer than the write below, which never waits
+        admission.begin(protocol.client)
+        admission.end(protocol.client)
+    transport = protocol.transport
+    transport.write(response)
+    protocol.server_state.total_requests += 1
+    if close:
+        transport.close()
+    if not transport.is_closing():
+        protocol.timeout_keep_alive_task = protocol.loop.call_later(protocol.timeout_keep_alive, protocol.timeout_keep_alive_handler)
+
+
 def admitted_protocol(admission: Admission | None = None, timeout_s: float | None = None) -> type:
     """uvicorn's h11 protocol, telling `admission` of each connection, and closing a connection that has no request
     in progress and began none in the last `timeout_s`: a client that opens connections and never finishes its
@@ -320,12 +361,18 @@ def admitted_protocol(admission: Admission | None = None, timeout_s: float | Non
     class AdmittedProtocol(H11Protocol):
         def connection_made(self, transport: Any) -> None:  # type: ignore[override]
             super().connection_made(transport)
-            self._header_check = self.loop.call_later(period, self._check_progress, None)
+            self._probes_answered = 0
+            self._header_check = self.loop.call_later(period, self._check_progress, (None, 0))
             if admission is not None:
                 admission.connected(self)
 
         def data_received(self, data: bytes) -> None:
             cycle = self.cycle
+            fast = _fast_probe(self, data)
+            if fast is not None:  # a plain GET /healthz between requests: answered here (probes.fast_answer)
+                self._probes_answered += 1
+                _answer_probe(self, admission, *fast)
+                return
             super().data_received(data)
             if admission is not None and self.cycle is not cycle:  # a request's headers are in: no longer pending
                 admission.leave(self.client)
@@ -335,10 +382,11 @@ def admitted_protocol(admission: Admission | None = None, timeout_s: float | Non
                 return
             cycle = self.cycle
             busy = cycle is not None and not cycle.response_complete
-            if not busy and cycle is seen:  # no request began in a whole period: headers never finished
+            now = (cycle, self._probes_answered)
+            if not busy and now == seen:  # no request began in a whole period: headers never finished
                 self.transport.close()
                 return
-            self._header_check = self.loop.call_later(period, self._check_progress, cycle)
+            self._header_check = self.loop.call_later(period, self._check_progress, now)
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._header_check.cancel()

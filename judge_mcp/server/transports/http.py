@@ -79,7 +79,7 @@ def _check_tokens(tokens: Mapping[str, str], host: str) -> None:
 
 def http_app(
     server: MCPServer, *, host: str, token: Tokens, admission: Admission | None = None, stateless: bool = False,
-    max_body: int = HTTP_BODY_BYTES, ready: Ready | None = None, oauth: OAuthSettings | None = None,
+    max_body: int = HTTP_BODY_BYTES, ready: Ready | None = None, oauth: OAuthSettings | JwtVerifier | None = None,
 ) -> Any:
     """The MCP app at /mcp and the health probes (transports/probes.py) behind the admission gate (the token check,
     the bound on working requests, the session quota). `token`: the one token of tenant `default`, every token and
@@ -110,7 +110,8 @@ def http_app(
     limits = admission.limits
     quota = SessionQuota(limits.sessions_per_tenant, limits.sessions_per_peer, live=lambda: _live_sessions(server))
     gate_tokens = token if isinstance(token, tenants.TokenFile) else (tokens or None)
-    return Gate(with_probes(app, ready), admission, gate_tokens, quota, oauth=None if oauth is None else JwtVerifier(oauth))
+    verifier = oauth if isinstance(oauth, JwtVerifier) or oauth is None else JwtVerifier(oauth)
+    return Gate(with_probes(app, ready), admission, gate_tokens, quota, oauth=verifier)
 
 
 def _live_sessions(server: MCPServer) -> Container[str]:
