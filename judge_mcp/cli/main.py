@@ -65,9 +65,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from judge_mcp.server.transports.stdio import serve_stdio
 
         main = partial(serve_stdio, server, on_initialized=app.warm_up)
-        if sys.stdin.isatty():  # started by hand: say what it waits for, or it looks hung
-            print("judge-mcp: serving MCP over stdio: waiting for an MCP client's JSON-RPC lines on stdin (clients start this "
-                  "command themselves; to try the tools by hand, run the demo command instead). Ctrl-C stops it.", file=sys.stderr, flush=True)
     else:
         main = _http_main(server, app, args, stateless=args.stateless or settings.http_stateless)
 

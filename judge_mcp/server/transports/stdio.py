@@ -32,6 +32,8 @@ from pydantic import ValidationError
 
 log = logging.getLogger("judge_mcp.transports.stdio")
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
+TERMINAL_NOTE = ("judge-mcp: serving MCP over stdio: waiting for an MCP client's JSON-RPC lines on stdin (clients start this "
+                 "command themselves; to try the tools by hand, run the demo command instead). Ctrl-C stops it.")
 # The id of a request whose JSON is too deep to parse: read only from the part before the first nested value, so
 # an "id" inside the params is never taken for the request's.
 _TOP_ID = re.compile(r'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
@@ -268,6 +270,8 @@ async def serve_stdio(server: MCPServer, on_initialized: Callable[[], object] | 
     """`server.run_stdio_async()`, with every unreadable line answered (see the module docstring). `on_initialized`
     runs once the client has finished the handshake (its `notifications/initialized`), as the server's warm-up."""
     lowlevel = server._lowlevel_server  # as MCPServer.run_stdio_async does
+    if sys.stdin is not None and sys.stdin.isatty():  # started by hand: say what it waits for, or it looks hung
+        print(TERMINAL_NOTE, file=sys.stderr, flush=True)
     screened_send, screened_receive = anyio.create_memory_object_stream[types.JSONRPCError](16)
     async with (
         _stdin_lines() as stdin,
