@@ -287,7 +287,8 @@ def _broken_pipe(exc: BaseException) -> bool:
     return isinstance(exc, BrokenPipeError)
 
 
-async def run_demo() -> int:
+async def run_demo(scratch: bool = False) -> int:
+    """The demo; `scratch`: its database is a temporary one (cmd_demo removes it at the end)."""
     # lazy: the demo's client process loads the settings only once it runs
     from judge_mcp.config.settings import settings_or_error
 
@@ -322,7 +323,8 @@ async def run_demo() -> int:
         say(f"not demonstrated: {name} (the demo does not know this tool)")
     calls = len(STEPS) + len(missing)
     say(
-        f"{calls - failures} of {calls} tool calls succeeded in {time.monotonic() - started:.0f} s (database: {settings.db_path})."
+        f"{calls - failures} of {calls} tool calls succeeded in {time.monotonic() - started:.0f} s "
+        + ("(database: a temporary one, removed now; --db PATH keeps the verdicts)." if scratch else f"(database: {settings.db_path}).")
     )
     if local:
         say("To see real verdicts, point it at a real model, e.g. a local Ollama server:")

@@ -67,6 +67,23 @@ def test_the_demo_exits_1_when_a_call_fails(scripted, tmp_path: Path) -> None:
     assert len(backend.requests) <= 2  # compare_pair's two orders; nothing after the stop
 
 
+def test_the_demo_keeps_its_verdicts_out_of_the_users_database_unless_one_is_named(scripted, tmp_path: Path) -> None:
+    backend = scripted(UniversalJudge())
+    home = tmp_path / "home"
+    env = clean_env(JUDGE_MCP_BACKEND="openai", JUDGE_MCP_BASE_URL=backend.base_url, JUDGE_MCP_MODEL="scripted-model",
+                    HOME=str(home), XDG_DATA_HOME=str(home / "data"))
+    proc = _demo(env, tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "(database: a temporary one, removed now; --db PATH keeps the verdicts)" in " ".join(proc.stdout.split())
+    assert not list(home.rglob("*.db"))  # nothing written to the per-user database
+    kept = tmp_path / "kept.db"
+    proc = subprocess.run([sys.executable, "-m", "judge_mcp", "demo", "--db", str(kept)], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0 and f"(database:{kept})" in "".join(proc.stdout.split())  # wrapped at 110 columns
+    with sqlite3.connect(kept) as db:
+        assert db.execute("SELECT count(*) FROM verdicts").fetchone()[0] >= 6
+
+
 def test_only_a_backend_failure_stops_the_demo() -> None:
     from judge_mcp.cli.demo import backend_failed
 
