@@ -19,8 +19,9 @@ $(STAMP): pyproject.toml
 # The checkout keeps its state in state/ (installed servers use the per-user data directory; JUDGE_MCP_DB overrides).
 CHECKOUT_DB := $(CURDIR)/state/judge.db
 
+# The embedded model unless JUDGE_MCP_BACKEND says otherwise (a provider key in the shell would select its provider).
 demo: $(STAMP)
-	JUDGE_MCP_DB="$${JUDGE_MCP_DB:-$(CHECKOUT_DB)}" $(BIN)/judge-mcp demo
+	JUDGE_MCP_BACKEND="$${JUDGE_MCP_BACKEND:-local}" JUDGE_MCP_DB="$${JUDGE_MCP_DB:-$(CHECKOUT_DB)}" $(BIN)/judge-mcp demo
 
 # The gates, in order: lint (ruff, with a complexity cap), types (mypy), module and function sizes, then the tests
 # with every warning an error apart from pyproject's named allow-list.

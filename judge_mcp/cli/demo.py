@@ -244,6 +244,12 @@ async def run_steps(client: Client, steps: tuple[Step, ...], local: bool) -> int
         if error is not None or data is None:
             failures += 1
             say(f"FAILED after {seconds:.0f} s: {error or 'no structured result'}", 6)
+            if error is not None and backend_failed(error):
+                left = len(steps) - n
+                say()
+                say(f"Stopped at the first backend failure: the {left} step(s) left would fail the same way. Fix what the "
+                    "message above names (the server running? the model name? the key?) and run the demo again.")
+                return failures + left
             continue
         results[step.tool] = data
         for line in RENDERERS[step.tool](data):
@@ -256,6 +262,15 @@ async def run_steps(client: Client, steps: tuple[Step, ...], local: bool) -> int
         if note:
             say(note, 6)
     return failures
+
+
+def backend_failed(error: str) -> bool:
+    """Whether a tool's error is its backend failing (backends/errors.failure_message: "backend 'NAME' ... failed"),
+    which every later judging step would repeat, rather than something about this one call."""
+    prefix = "Error executing tool "
+    if error.startswith(prefix):  # the SDK's "Error executing tool NAME: message"
+        error = error[len(prefix):].split(": ", 1)[-1]
+    return error.startswith("backend '")
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -272,7 +287,8 @@ def _broken_pipe(exc: BaseException) -> bool:
     return isinstance(exc, BrokenPipeError)
 
 
-async def run_demo() -> int:
+async def run_demo(scratch: bool = False) -> int:
+    """The demo; `scratch`: its database is a temporary one (cmd_demo removes it at the end)."""
     # lazy: the demo's client process loads the settings only once it runs
     from judge_mcp.config.settings import settings_or_error
 
@@ -307,7 +323,8 @@ async def run_demo() -> int:
         say(f"not demonstrated: {name} (the demo does not know this tool)")
     calls = len(STEPS) + len(missing)
     say(
-        f"{calls - failures} of {calls} tool calls succeeded in {time.monotonic() - started:.0f} s (database: {settings.db_path})."
+        f"{calls - failures} of {calls} tool calls succeeded in {time.monotonic() - started:.0f} s "
+        + ("(database: a temporary one, removed now; --db PATH keeps the verdicts)." if scratch else f"(database: {settings.db_path}).")
     )
     if local:
         say("To see real verdicts, point it at a real model, e.g. a local Ollama server:")

@@ -154,13 +154,22 @@ def _interrupted(app: Any, again: bool) -> None:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     # lazy: each subcommand loads only what it runs (a `serve` start stays short)
+    import tempfile
     from judge_mcp.cli.demo import run_demo
 
+    # The demo's verdicts and its label stay out of the user's own database (judge-mcp stats would count them from
+    # then on) unless a database is named: --db, or JUDGE_MCP_DB (make demo names the checkout's state/judge.db).
+    scratch = None if os.environ.get("JUDGE_MCP_DB", "").strip() else tempfile.TemporaryDirectory(prefix="judge-mcp-demo-")
+    if scratch is not None:
+        os.environ["JUDGE_MCP_DB"] = os.path.join(scratch.name, "judge.db")
     try:
-        return anyio.run(run_demo)
+        return anyio.run(partial(run_demo, scratch=scratch is not None))
     except KeyboardInterrupt:
         print("\njudge-mcp demo: stopped (Ctrl-C)", file=sys.stderr, flush=True)
         return 130
+    finally:
+        if scratch is not None:
+            scratch.cleanup()
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
@@ -395,6 +404,48 @@ def _port(value: str) -> int:
     return port
 
 
+def _db_option(parser: argparse.ArgumentParser, help: str) -> None:
+    parser.add_argument("--db", metavar="PATH", help=help)
+
+
+def _add_state_commands(sub: Any) -> None:
+    """The subcommands that read or clean the database: sessions, gc, stats."""
+    sessions = sub.add_parser("sessions", help="inspect LWE sessions")
+    sessions.add_argument("action", choices=["list", "show", "export"])
+    sessions.add_argument("session", nargs="?", default="default")
+    sessions.add_argument("--tenant", type=_tenant, default="local", help="whose sessions (a tenant of the HTTP tokens; default: %(default)s)")
+    _db_option(sessions, "the database to read (default: JUDGE_MCP_DB or the per-user data directory)")
+    sessions.set_defaults(fn=cmd_sessions)
+
+    gc = sub.add_parser(
+        "gc",
+        help="delete old call-cache and verdict-log rows (LWE sessions are never touched)",
+        description="Delete call-cache rows and verdict-log rows older than the given ages from the database "
+        "(JUDGE_MCP_DB). LWE sessions, versions and feedback are never touched. The same ages set as "
+        "JUDGE_MCP_CACHE_MAX_AGE_DAYS / JUDGE_MCP_VERDICTS_MAX_AGE_DAYS are applied at every server start.",
+    )
+    gc.add_argument("--cache-days", type=_days, help="delete cached model answers older than this many days (default: JUDGE_MCP_CACHE_MAX_AGE_DAYS)")
+    gc.add_argument("--verdict-days", type=_days, help="delete verdict-log rows older than this many days (default: JUDGE_MCP_VERDICTS_MAX_AGE_DAYS)")
+    gc.add_argument("--vacuum", action="store_true", help="then rewrite the file so the freed space goes back to the filesystem")
+    _db_option(gc, "the database to clean (default: JUDGE_MCP_DB or the per-user data directory)")
+    gc.set_defaults(fn=cmd_gc)
+
+    stats_cmd = sub.add_parser(
+        "stats",
+        help="bias telemetry from the verdict log, per backend/model/tool (all time and the last N verdicts)",
+        description="Position bias, order inconsistency, parse failures and re-asks, ties, length preference, and mean "
+        "calls and latency of each backend/model/tool, computed from the verdict log over all time and over the newest N "
+        "verdicts. Each rate is shown as `rate (count/denominator)`; `-` means nothing to count yet. The same report "
+        "is the MCP resource judge://stats (judge://stats/last/{n}) and the read-only tool judge_stats.",
+    )
+    stats_cmd.add_argument("--last", type=_last, default=100, metavar="N", help="size of the recent window, 1 to 1,000,000 (default: %(default)s)")
+    stats_cmd.add_argument("--json", action="store_true", help="print the report as JSON (the resource's form) instead of tables")
+    _db_option(stats_cmd, "the database to read (default: JUDGE_MCP_DB or the per-user data directory); e.g. the bench's "
+               "bench.db beside it for a bench run's verdicts")
+    stats_cmd.add_argument("--tenant", type=_tenant, default="local", help="whose verdicts (a tenant of the HTTP tokens; default: %(default)s)")
+    stats_cmd.set_defaults(fn=cmd_stats)
+
+
 def build_parser(bench: bool = True) -> argparse.ArgumentParser:
     """The command line; without `bench` (for a `serve` start: `_serving`), without the bench's subcommands, which
     parse nothing of a `serve` command line and cost ~7 ms of imports."""
@@ -429,42 +480,11 @@ def build_parser(bench: bool = True) -> argparse.ArgumentParser:
     serve.set_defaults(fn=cmd_serve)
 
     demo = sub.add_parser("demo", help="start the server, call every tool once through the MCP client, print the verdicts")
+    _db_option(demo, "keep the demo's verdicts in this database (default: JUDGE_MCP_DB if set, else a temporary one, "
+               "removed at the end, so your own log stays as it was)")
     demo.set_defaults(fn=cmd_demo)
 
-    sessions = sub.add_parser("sessions", help="inspect LWE sessions")
-    sessions.add_argument("action", choices=["list", "show", "export"])
-    sessions.add_argument("session", nargs="?", default="default")
-    sessions.add_argument("--tenant", type=_tenant, default="local", help="whose sessions (a tenant of the HTTP tokens; default: %(default)s)")
-    sessions.set_defaults(fn=cmd_sessions)
-
-    gc = sub.add_parser(
-        "gc",
-        help="delete old call-cache and verdict-log rows (LWE sessions are never touched)",
-        description="Delete call-cache rows and verdict-log rows older than the given ages from the database "
-        "(JUDGE_MCP_DB). LWE sessions, versions and feedback are never touched. The same ages set as "
-        "JUDGE_MCP_CACHE_MAX_AGE_DAYS / JUDGE_MCP_VERDICTS_MAX_AGE_DAYS are applied at every server start.",
-    )
-    gc.add_argument("--cache-days", type=_days, help="delete cached model answers older than this many days (default: JUDGE_MCP_CACHE_MAX_AGE_DAYS)")
-    gc.add_argument("--verdict-days", type=_days, help="delete verdict-log rows older than this many days (default: JUDGE_MCP_VERDICTS_MAX_AGE_DAYS)")
-    gc.add_argument("--vacuum", action="store_true", help="then rewrite the file so the freed space goes back to the filesystem")
-    gc.set_defaults(fn=cmd_gc)
-
-    stats_cmd = sub.add_parser(
-        "stats",
-        help="bias telemetry from the verdict log, per backend/model/tool (all time and the last N verdicts)",
-        description="Position bias, order inconsistency, parse failures and re-asks, ties, length preference, and mean "
-        "calls and latency of each backend/model/tool, computed from the verdict log over all time and over the newest N "
-        "verdicts. Each rate is shown as `rate (count/denominator)`; `-` means nothing to count yet. The same report "
-        "is the MCP resource judge://stats (judge://stats/last/{n}) and the read-only tool judge_stats.",
-    )
-    stats_cmd.add_argument("--last", type=_last, default=100, metavar="N", help="size of the recent window, 1 to 1,000,000 (default: %(default)s)")
-    stats_cmd.add_argument("--json", action="store_true", help="print the report as JSON (the resource's form) instead of tables")
-    stats_cmd.add_argument(
-        "--db", metavar="PATH",
-        help="the database to read (default: JUDGE_MCP_DB or the per-user data directory); e.g. the bench's bench.db beside it for a bench run's verdicts",
-    )
-    stats_cmd.add_argument("--tenant", type=_tenant, default="local", help="whose verdicts (a tenant of the HTTP tokens; default: %(default)s)")
-    stats_cmd.set_defaults(fn=cmd_stats)
+    _add_state_commands(sub)
 
     if bench:
         # lazy: each subcommand loads only what it runs (a `serve` start stays short)
@@ -509,6 +529,8 @@ def _run(argv: list[str] | None) -> int:
     if args.fn is not cmd_serve:
         gc.enable()
     _setup_logging(args.verbose)
+    if getattr(args, "db", None):  # --db of a command that reads or writes state: JUDGE_MCP_DB for this run
+        os.environ["JUDGE_MCP_DB"] = args.db
     try:
         with tenants.acting(getattr(args, "tenant", tenants.LOCAL)):  # the tenant whose state a command reads (tenants.py)
             return int(args.fn(args) or 0)

@@ -165,8 +165,46 @@ def _env(env: Mapping[str, str], name: str, default: Any) -> Any:
     return default if value is None or value.strip() == "" else value
 
 
+def backend_kind(env: Mapping[str, str]) -> str:
+    """JUDGE_MCP_BACKEND, or where it is unset the backend that what is set belongs to: a base URL is a server's
+    (OpenAI-compatible, or Anthropic's own host), a lone provider key its provider's; nothing set, the embedded model.
+    What names no one backend (both provider keys, JUDGE_MCP_API_KEY alone, a model name that is no GGUF file) is an
+    error saying which variable to set, never a silent judge of another kind."""
+    given = _env(env, "JUDGE_MCP_BACKEND", None)
+    if given is not None:
+        return _check_kind(given, "JUDGE_MCP_BACKEND")
+    base_url = _env(env, "JUDGE_MCP_BASE_URL", None)
+    model = _env(env, "JUDGE_MCP_MODEL", None)
+    if base_url is not None:
+        if model is not None and model.strip().lower().endswith(".gguf"):
+            raise ConfigError(f"JUDGE_MCP_MODEL={model!r} is a GGUF file (the embedded model) and JUDGE_MCP_BASE_URL names a "
+                              "server, and JUDGE_MCP_BACKEND is not set: set JUDGE_MCP_BACKEND=local or JUDGE_MCP_BACKEND=openai")
+        return "anthropic" if _host(base_url) == PROVIDER_KEY_ENV["anthropic"][1] else "openai"
+    keyed = [kind for kind, (name, _) in PROVIDER_KEY_ENV.items() if _env(env, name, None) is not None]
+    if len(keyed) > 1:
+        raise ConfigError("OPENAI_API_KEY and ANTHROPIC_API_KEY are both set and JUDGE_MCP_BACKEND is not: set "
+                          "JUDGE_MCP_BACKEND=openai or JUDGE_MCP_BACKEND=anthropic (or local, the bundled model)")
+    if keyed:
+        return keyed[0]
+    if _env(env, "JUDGE_MCP_API_KEY", None) is not None:
+        raise ConfigError("JUDGE_MCP_API_KEY is set but JUDGE_MCP_BACKEND is not: set JUDGE_MCP_BACKEND=openai (with "
+                          "JUDGE_MCP_BASE_URL for a server other than OpenAI's) or JUDGE_MCP_BACKEND=anthropic")
+    if model is not None and not model.strip().lower().endswith(".gguf") and not _is_file(model):
+        raise ConfigError(f"JUDGE_MCP_MODEL={model!r} is no GGUF file, and without JUDGE_MCP_BACKEND the judge is the embedded "
+                          "llama.cpp model, which reads one. For a model on a server set JUDGE_MCP_BACKEND=openai and "
+                          "JUDGE_MCP_BASE_URL (Ollama: http://127.0.0.1:11434/v1); for the embedded model, a .gguf path")
+    return "local"
+
+
+def _is_file(path: str) -> bool:
+    try:
+        return Path(path).expanduser().is_file()
+    except (OSError, RuntimeError):  # a folder this user may not enter, no home directory for `~`
+        return False
+
+
 def backend_from_env(env: Mapping[str, str]) -> BackendConfig:
-    kind = _check_kind(_env(env, "JUDGE_MCP_BACKEND", "local"), "JUDGE_MCP_BACKEND")
+    kind = backend_kind(env)
     base_url = _check_url(env.get("JUDGE_MCP_BASE_URL"), "JUDGE_MCP_BASE_URL")
     model = _env(env, "JUDGE_MCP_MODEL", None) or (DEFAULT_MODELS.get(kind) if kind != "local" else None)
     explicit = _env(env, "JUDGE_MCP_API_KEY", None)

@@ -26,8 +26,9 @@ class Setting:
 
 
 ENVIRONMENT: tuple[Setting, ...] = (
-    Setting("JUDGE_MCP_BACKEND", "local | openai | anthropic | sampling", "local",
-            "the judge: the embedded model, any OpenAI-compatible server, Anthropic, or the MCP client's own model"),
+    Setting("JUDGE_MCP_BACKEND", "local | openai | anthropic | sampling", "from what is set, else local",
+            "the judge: the embedded model, any OpenAI-compatible server, Anthropic, or the MCP client's own model; "
+            "unset, JUDGE_MCP_BASE_URL or a lone provider key selects its backend"),
     Setting("JUDGE_MCP_MODEL", "text", "SmolLM2-135M (local), gpt-4o-mini, claude-sonnet-4-5",
             "the model name; for local, a path to a GGUF file; for sampling, a hint to the client"),
     Setting("JUDGE_MCP_BASE_URL", "http(s) URL", "the provider's public URL", "where the backend answers, e.g. http://127.0.0.1:8000/v1"),

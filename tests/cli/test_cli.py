@@ -138,3 +138,23 @@ def test_sessions_list_of_a_tenant_without_sessions_names_whose_the_database_hol
     assert "--tenant default" in out
     assert cli.main(["sessions", "list", "--tenant", "default"]) == 0
     assert "name=s1" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", [["sessions", "list"], ["stats"], ["gc", "--vacuum"]])
+def test_every_command_that_reads_state_takes_db(tmp_path: Path, capsys, monkeypatch, command: list[str]) -> None:
+    """--db names the database for sessions, stats and gc alike (sessions list refused it), over JUDGE_MCP_DB."""
+    from judge_mcp.storage.lwe_sessions import LweRepository
+    from judge_mcp.storage.sqlite import SqliteEngine
+
+    db = tmp_path / "mine.db"
+    store = SqliteEngine(db)
+    try:
+        LweRepository(store, tenant="local").ensure_session("kept", 4, "meta-prompt")
+    finally:
+        store.close()
+    monkeypatch.setenv("JUDGE_MCP_DB", str(tmp_path / "elsewhere.db"))
+    assert cli.main([*command, "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "no database" not in out and not (tmp_path / "elsewhere.db").exists()
+    if command[0] == "sessions":
+        assert "name=kept" in out

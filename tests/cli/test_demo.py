@@ -60,8 +60,37 @@ def test_the_demo_exits_1_when_a_call_fails(scripted, tmp_path: Path) -> None:
     env = clean_env(JUDGE_MCP_BACKEND="openai", JUDGE_MCP_BASE_URL=backend.base_url, JUDGE_MCP_DB=str(tmp_path / "judge.db"))
     proc = _demo(env, tmp_path)
     assert proc.returncode == 1
-    assert "FAILED after" in proc.stdout and "HTTP 400" in proc.stdout
-    assert f"3 of {len(STEPS)} tool calls succeeded" in proc.stdout  # the sessions and the stats need no backend
+    out = proc.stdout
+    assert out.count("FAILED after") == 1 and out.count("HTTP 400") == 1  # said once, not once per step
+    assert f"[2/{len(STEPS)}]" not in out and f"the {len(STEPS) - 1} step(s) left would fail the same way" in out
+    assert f"0 of {len(STEPS)} tool calls succeeded" in out
+    assert len(backend.requests) <= 2  # compare_pair's two orders; nothing after the stop
+
+
+def test_the_demo_keeps_its_verdicts_out_of_the_users_database_unless_one_is_named(scripted, tmp_path: Path) -> None:
+    backend = scripted(UniversalJudge())
+    home = tmp_path / "home"
+    env = clean_env(JUDGE_MCP_BACKEND="openai", JUDGE_MCP_BASE_URL=backend.base_url, JUDGE_MCP_MODEL="scripted-model",
+                    HOME=str(home), XDG_DATA_HOME=str(home / "data"))
+    proc = _demo(env, tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "(database: a temporary one, removed now; --db PATH keeps the verdicts)" in " ".join(proc.stdout.split())
+    assert not list(home.rglob("*.db"))  # nothing written to the per-user database
+    kept = tmp_path / "kept.db"
+    proc = subprocess.run([sys.executable, "-m", "judge_mcp", "demo", "--db", str(kept)], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0 and f"(database:{kept})" in "".join(proc.stdout.split())  # wrapped at 110 columns
+    with sqlite3.connect(kept) as db:
+        assert db.execute("SELECT count(*) FROM verdicts").fetchone()[0] >= 6
+
+
+def test_only_a_backend_failure_stops_the_demo() -> None:
+    from judge_mcp.cli.demo import backend_failed
+
+    assert backend_failed("Error executing tool compare_pair: backend 'default' (openai at http://x/v1, model m) failed: HTTP 400")
+    assert backend_failed("backend 'judge' failed after 3 attempts: timed out")
+    assert not backend_failed("Error executing tool record_label: unknown verdict_id 'v1'")
+    assert not backend_failed("Error executing tool compare_pair: response_a: the backend 'x' is not configured")
 
 
 def test_the_answer_cap_is_the_demos_own_setting_for_the_embedded_model_only(monkeypatch) -> None:

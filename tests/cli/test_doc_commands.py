@@ -6,6 +6,7 @@ by a scripted one on 127.0.0.1), every `--help` and `--version`, and `make -n` o
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
@@ -145,14 +146,26 @@ def test_every_repository_path_the_user_documents_cite_exists() -> None:
     assert sorted(missing) == []
 
 
+def test_no_command_line_calls_a_bare_judge_mcp() -> None:
+    """From a checkout `judge-mcp` is not on PATH (exit 127): a command line says `.venv/bin/judge-mcp`, or the full
+    path an install gives (`~/.local/bin/judge-mcp`); uvx names it after its own --from."""
+    bare = [where for where, words in COMMANDS if _split_env(words)[1][:1] == ["judge-mcp"]]
+    assert bare == []
+
+
 def test_every_help_and_version_line_runs() -> None:
-    """In the blocks and in the text (`judge-mcp serve --help` prints ...)."""
+    """In the blocks and in the text (`judge-mcp serve --help` prints ...). A block's `.venv/bin/judge-mcp` line runs as
+    written, from the checkout, in an environment where the venv is not active (its bin/ not on PATH)."""
     inline = [shlex.split(span) for p in DOCUMENTS for span in re.findall(r"`((?:\.venv/bin/)?judge-mcp [^`]*--(?:help|version))`", p.read_text())]
     lines = {tuple(rest) for words in [*(w for _, w in COMMANDS), *inline] for rest in [_split_env(words)[1]]
              if rest and rest[0] in JUDGE_MCP and ("--help" in rest or "--version" in rest)}
-    assert ("judge-mcp", "serve", "--help") in lines
+    assert ("judge-mcp", "serve", "--help") in lines and any(rest[0] == ".venv/bin/judge-mcp" for rest in lines)
+    venv_bin = str(ROOT / ".venv" / "bin")
+    env = clean_env(drop=("VIRTUAL_ENV",))
+    env["PATH"] = os.pathsep.join(d for d in env.get("PATH", "").split(os.pathsep) if d != venv_bin)
     for rest in lines:
-        proc = subprocess.run([sys.executable, "-m", "judge_mcp", *rest[1:]], capture_output=True, text=True, timeout=60, env=clean_env())
+        argv = [rest[0], *rest[1:]] if rest[0] == ".venv/bin/judge-mcp" else [sys.executable, "-m", "judge_mcp", *rest[1:]]
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env, cwd=ROOT)
         assert proc.returncode == 0 and proc.stdout, (rest, proc.stderr)
 
 

@@ -78,3 +78,32 @@ def test_ctrl_c_on_stdio_serve_and_on_demo_prints_no_traceback(tmp_path: Path) -
             assert "Traceback" not in err, (command, err)
             assert "stopped (Ctrl-C)" in err, (command, err)
             assert proc.returncode == 130, (command, proc.returncode, err)
+
+
+def test_serve_on_a_terminal_says_what_it_waits_for_answers_a_line_and_stops_on_the_first_ctrl_c(tmp_path: Path) -> None:
+    """A person who runs `judge-mcp serve` in a terminal: one line on stderr says it waits for an MCP client, a JSON-RPC
+    line typed there is answered, and the first Ctrl-C stops it (a reader thread blocked in read() held it until Enter)."""
+    import os
+    import pty
+
+    leader, follower = pty.openpty()
+    env = clean_env(JUDGE_MCP_DB=str(tmp_path / "judge.db"), JUDGE_MCP_BACKEND="openai", JUDGE_MCP_BASE_URL="http://127.0.0.1:9/v1")
+    log = tmp_path / "serve.log"
+    with log.open("w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "judge_mcp", "serve"], stdin=follower, stdout=follower, stderr=err, env=env, cwd=tmp_path)
+    os.close(follower)
+    try:
+        assert _wait_for(lambda: "waiting for an MCP client" in log.read_text()), log.read_text()
+        os.write(leader, b'{"jsonrpc": "2.0", "id": 7, "method": "ping"}\n')
+        seen = b""
+        deadline = time.monotonic() + 30
+        while b'"result"' not in seen and b'"error"' not in seen and time.monotonic() < deadline:
+            seen += os.read(leader, 4096)  # the terminal echoes the line first, then the server's answer follows
+        assert b'"result"' in seen and b'"id":7' in seen.replace(b" ", b""), seen
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(30)  # one Ctrl-C, no Enter
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(leader)
+    assert code == 130 and "Traceback" not in log.read_text(), log.read_text()

@@ -119,10 +119,43 @@ def test_provider_default_models(kind, model):
 
 
 def test_local_model_is_a_path_and_ignores_url_and_key():
-    cfg = load_settings({"JUDGE_MCP_MODEL": "/models/x.gguf", "JUDGE_MCP_BASE_URL": "http://127.0.0.1:1",
+    cfg = load_settings({"JUDGE_MCP_BACKEND": "local", "JUDGE_MCP_MODEL": "/models/x.gguf", "JUDGE_MCP_BASE_URL": "http://127.0.0.1:1",
                          "JUDGE_MCP_API_KEY": EXPLICIT_KEY}).default_backend
     assert cfg.kind == "local" and cfg.model == "/models/x.gguf"
     assert cfg.base_url is None and cfg.api_key is None
+
+
+@pytest.mark.parametrize(
+    "env, kind",
+    [
+        ({"JUDGE_MCP_BASE_URL": "http://127.0.0.1:11434/v1", "JUDGE_MCP_MODEL": "qwen2.5:7b-instruct"}, "openai"),
+        ({"JUDGE_MCP_BASE_URL": "https://api.anthropic.com"}, "anthropic"),
+        ({"OPENAI_API_KEY": OPENAI_KEY}, "openai"),
+        ({"ANTHROPIC_API_KEY": ANTHROPIC_KEY, "JUDGE_MCP_MODEL": "claude-sonnet-4-5"}, "anthropic"),
+        ({"JUDGE_MCP_MODEL": "/models/x.gguf"}, "local"),
+        ({}, "local"),
+    ],
+)
+def test_without_judge_mcp_backend_the_backend_follows_from_what_is_set(env, kind):
+    cfg = load_settings(env).default_backend
+    assert cfg.kind == kind
+    if "OPENAI_API_KEY" in env:
+        assert cfg.api_key == OPENAI_KEY and cfg.model == "gpt-4o-mini"
+
+
+@pytest.mark.parametrize(
+    "env, fragment",
+    [
+        ({"OPENAI_API_KEY": OPENAI_KEY, "ANTHROPIC_API_KEY": ANTHROPIC_KEY}, "set JUDGE_MCP_BACKEND=openai or JUDGE_MCP_BACKEND=anthropic"),
+        ({"JUDGE_MCP_API_KEY": EXPLICIT_KEY}, "JUDGE_MCP_API_KEY is set but JUDGE_MCP_BACKEND is not"),
+        ({"JUDGE_MCP_MODEL": "qwen2.5:7b-instruct"}, "set JUDGE_MCP_BACKEND=openai and JUDGE_MCP_BASE_URL"),
+        ({"JUDGE_MCP_MODEL": "/m/x.gguf", "JUDGE_MCP_BASE_URL": "http://127.0.0.1:1/v1"}, "set JUDGE_MCP_BACKEND=local or JUDGE_MCP_BACKEND=openai"),
+    ],
+)
+def test_what_names_no_one_backend_is_an_error_saying_which_variable_to_set(env, fragment):
+    with pytest.raises(ConfigError) as caught:
+        load_settings(env)
+    assert fragment in str(caught.value) and EXPLICIT_KEY not in str(caught.value)
 
 
 def test_empty_variables_count_as_unset():
@@ -270,7 +303,7 @@ n_threads = 2
 
 
 def test_named_backends_from_toml(tmp_path):
-    env = {"JUDGE_MCP_CONFIG": write_toml(tmp_path, TOML), "MY_CLAUDE_KEY": CUSTOM_KEY, **PROVIDER_KEYS}
+    env = {"JUDGE_MCP_CONFIG": write_toml(tmp_path, TOML), "MY_CLAUDE_KEY": CUSTOM_KEY, "JUDGE_MCP_BACKEND": "local", **PROVIDER_KEYS}
     s = load_settings(env)
     assert s.backend_names() == ["default", "claude", "gpt", "tiny", "vllm"]
     vllm = s.backend("vllm")
@@ -287,7 +320,7 @@ def test_named_backends_from_toml(tmp_path):
 
 def test_api_key_env_sends_a_key_to_a_local_endpoint(tmp_path):
     toml = '[backends.proxy]\nkind = "openai"\nbase_url = "http://127.0.0.1:4000/v1"\napi_key_env = "PROXY_KEY"\n'
-    s = load_settings({"JUDGE_MCP_CONFIG": write_toml(tmp_path, toml), "PROXY_KEY": CUSTOM_KEY, **PROVIDER_KEYS})
+    s = load_settings({"JUDGE_MCP_CONFIG": write_toml(tmp_path, toml), "PROXY_KEY": CUSTOM_KEY, "JUDGE_MCP_BACKEND": "local", **PROVIDER_KEYS})
     assert s.backend("proxy").api_key == CUSTOM_KEY
 
 

@@ -32,6 +32,8 @@ from pydantic import ValidationError
 
 log = logging.getLogger("judge_mcp.transports.stdio")
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
+TERMINAL_NOTE = ("judge-mcp: serving MCP over stdio: waiting for an MCP client's JSON-RPC lines on stdin (clients start this "
+                 "command themselves; to try the tools by hand, run the demo command instead). Ctrl-C stops it.")
 # The id of a request whose JSON is too deep to parse: read only from the part before the first nested value, so
 # an "id" inside the params is never taken for the request's.
 _TOP_ID = re.compile(r'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
@@ -159,10 +161,10 @@ async def _stdin_lines() -> AsyncIterator[Any]:
 
 class _PipeLines:
     """stdin's lines read by the event loop itself where stdin is a pipe or a socket (what an MCP client gives its
-    server): no worker-thread trip per line (~0.05 ms of CPU each; perf/call_cpu.py). UTF-8 with bad bytes replaced
-    and a line's CRLF read as LF, as the SDK's text reader does; a line ends at LF only (inside a JSON-RPC message a
-    raw CR can only be whitespace). The last line needs no LF. Anything else (a file, a terminal) is read by the SDK's
-    reader in a thread."""
+    server) or a terminal: no worker-thread trip per line (~0.05 ms of CPU each; perf/call_cpu.py). UTF-8 with bad
+    bytes replaced and a line's CRLF read as LF, as the SDK's text reader does; a line ends at LF only (inside a
+    JSON-RPC message a raw CR can only be whitespace). The last line needs no LF. Anything else (a file, the null
+    device) is read by the SDK's reader in a thread."""
 
     LIMIT = 1 << 30  # bytes of one line held before its LF (a line is the client's one message: no cap of our own)
 
@@ -176,7 +178,9 @@ class _PipeLines:
         try:
             fd = buffer.fileno()
             mode = os.fstat(fd).st_mode
-            if not stat.S_ISFIFO(mode) and not stat.S_ISSOCK(mode):
+            # a terminal too (a person who started `serve` by hand): read by the loop, Ctrl-C stops the server at
+            # once, where a worker thread blocked in read() held the first Ctrl-C until Enter
+            if not stat.S_ISFIFO(mode) and not stat.S_ISSOCK(mode) and not (stat.S_ISCHR(mode) and os.isatty(fd)):
                 return None
             blocking = os.get_blocking(fd)
             own = os.dup(fd)  # the transport closes its own descriptor, never the claimed one
@@ -266,6 +270,8 @@ async def serve_stdio(server: MCPServer, on_initialized: Callable[[], object] | 
     """`server.run_stdio_async()`, with every unreadable line answered (see the module docstring). `on_initialized`
     runs once the client has finished the handshake (its `notifications/initialized`), as the server's warm-up."""
     lowlevel = server._lowlevel_server  # as MCPServer.run_stdio_async does
+    if sys.stdin is not None and sys.stdin.isatty():  # started by hand: say what it waits for, or it looks hung
+        print(TERMINAL_NOTE, file=sys.stderr, flush=True)
     screened_send, screened_receive = anyio.create_memory_object_stream[types.JSONRPCError](16)
     async with (
         _stdin_lines() as stdin,
