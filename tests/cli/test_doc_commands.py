@@ -25,7 +25,7 @@ JUDGE_MCP = ("judge-mcp", ".venv/bin/judge-mcp", "~/.local/bin/judge-mcp", "/pat
 # Programs the documents name that are not judge-mcp's to run here (clients, installers, other servers, the shell).
 OTHERS = {"claude", "npx", "pipx", "pip", "uvx", "uv", "openssl", "umask", "export", "curl", "docker", "nginx", "psql",
           "ollama", "llama-server", "vllm", "cat", "cd", "git", "ls", "opentelemetry-instrument", "otelcol", "jaeger",
-          "wget", "cp", "mkdir", "sqlite3", "python3", "pytest", "kill", "sleep", "for", "do", "done", "echo", "ab", "time"}
+          "wget", "cp", "mv", "chmod", "grep", "mkdir", "sqlite3", "python3", "pytest", "kill", "sleep", "for", "do", "done", "echo", "ab", "time"}
 
 
 def _blocks(path: Path) -> list[str]:
