@@ -68,6 +68,7 @@ async def run_method(
     unparsed first answer counts as it is); `log_extra` adds keys to the logged inputs only (the bench's item id and
     placement); `sampling` (the bench's --repeats) sets every request's temperature and bypasses the call cache
     (logged); `options` are the method's own keywords that are not tool arguments (lwe_judge's `learn`), logged too."""
+    # 1. the method from the table
     method = registry.METHODS.get(name)
     if method is None:
         raise ValueError(f"unknown method {name!r}; known: {', '.join(sorted(registry.METHODS))}")
@@ -78,6 +79,7 @@ async def run_method(
     panel = getattr(args, "backends", None)
     if panel and method.combine is None:
         raise ValueError(f"{name} cannot be judged by a panel")
+    # 2. the judges chosen, the guard consulted once: a configuration error or an exclusion of all fails here
     judges = Judges.chosen(app, args, panel)
     inputs = {**(log_extra or {}), **args.logged(), **options, **({"no_reask": True} if no_reask else {})}
     if sampling is not None:
@@ -87,8 +89,10 @@ async def run_method(
         context.no_reask, context.sampling = no_reask, sampling
         return await method.run(context, args, **options)
 
+    # 3. judged: an Outcome, nothing written yet
     combine = partial(method.combine, args=args) if panel and method.combine is not None else None
     outcome = await judge(app, name, judges, by_method, combine=combine, progress=progress)
+    # 4. recorded: the verdict row with the Outcome's cache rows, the one write
     return await record(app, name, inputs, outcome), outcome.records
 
 
