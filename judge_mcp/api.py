@@ -20,35 +20,35 @@ of messages, as dicts or as `judge_mcp.Message` (with `judge_mcp.ToolCall`s), as
 
 Image arguments may be data: URIs or, as over stdio, file paths inside the JUDGE_MCP_IMAGE_DIRS folders: the
 script runs with its user's own rights, as a stdio server does.
+
+A call goes through the server's own front door (server/tools.py: `invoke`), so whatever a tool call gets over MCP a
+method call gets here, in the same order: the arguments and images checked, the tenant (`local`, as over stdio), the
+methods' preload held off while it runs, the telemetry span, and a misspelt JUDGE_MCP_* variable named in the
+result's `warnings` and in a JudgeError's message.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from functools import partial
 from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 
-from judge_mcp.contract import image_files
+from judge_mcp import tenants
 from judge_mcp.contract import images as imagelib
-from judge_mcp.telemetry import hooks as telemetry
 from judge_mcp.server import tools
 from judge_mcp.runtime.loop_apps import LoopApps
 from judge_mcp.runtime.app import App
 from judge_mcp.contract.fields import InputError
-from judge_mcp.contract.args import (
-    ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, JudgeStatsArgs, JudgingArgs, LweJudgeArgs,
-    LweSessionArgs, RecordLabelArgs, ToolArgs,
-)
+from judge_mcp.contract.args import JudgingArgs
 from judge_mcp.calls.context import ProgressFn
 from judge_mcp.config.bundled import cap_bundled, start_note
 from judge_mcp.config.settings import ConfigError, load_settings_over
 from judge_mcp.contract.results import (
     ComparePairResult, FlipResult, GradeScoreResult, LabelResult, LweResult, LweSessionResult, StatsReport,
 )
-from judge_mcp.contract.rubric import ScoreResponseArgs, ScoreResponseResult
+from judge_mcp.contract.rubric import ScoreResponseResult
 from judge_mcp.storage.engine import StoreError
 
 log = logging.getLogger(__name__)
@@ -101,50 +101,48 @@ class Judge:
     async def compare_pair(self, progress: ProgressFn | None = None, **arguments: Any) -> ComparePairResult:
         """compare_pair's arguments as keywords (prompt, response_a, response_b, criteria, reference, template,
         swap, images, backend or backends, ...): goal-reversed pairwise judging in both orders."""
-        return await self._run(tools.compare_pair, ComparePairArgs, arguments, progress)
+        return await self._run("compare_pair", arguments, progress)
 
     async def infer_instruction_reward(self, progress: ProgressFn | None = None, **arguments: Any) -> FlipResult:
         """infer_instruction_reward's arguments as keywords (instruction, responses, ...): FLIP rewards."""
-        return await self._run(tools.infer_instruction_reward, InferInstructionRewardArgs, arguments, progress)
+        return await self._run("infer_instruction_reward", arguments, progress)
 
     async def grade_score_options(self, progress: ProgressFn | None = None, **arguments: Any) -> GradeScoreResult:
         """grade_score_options' arguments as keywords (instruction, options, ...): every cyclic order, Grade Score."""
-        return await self._run(tools.grade_score_options, GradeScoreOptionsArgs, arguments, progress)
+        return await self._run("grade_score_options", arguments, progress)
 
     async def lwe_judge(self, progress: ProgressFn | None = None, **arguments: Any) -> LweResult:
         """lwe_judge's arguments as keywords (session, prompt, response_a, response_b, ...): Selective LWE."""
-        return await self._run(tools.lwe_judge, LweJudgeArgs, arguments, progress)
+        return await self._run("lwe_judge", arguments, progress)
 
     async def score_response(self, progress: ProgressFn | None = None, **arguments: Any) -> ScoreResponseResult:
         """score_response's arguments as keywords (instruction, response, criteria, scale, samples, ...): pointwise
         scores against a rubric, one call per criterion and sample."""
-        return await self._run(tools.score_response, ScoreResponseArgs, arguments, progress)
+        return await self._run("score_response", arguments, progress)
 
     async def lwe_session(self, **arguments: Any) -> LweSessionResult:
         """lwe_session's arguments as keywords (session, action "show" / "reset" / "rollback", version)."""
-        return await self._run(tools.lwe_session, LweSessionArgs, arguments, None)
+        return await self._run("lwe_session", arguments, None)
 
     async def judge_stats(self, **arguments: Any) -> StatsReport:
         """judge_stats' arguments as keywords (last): the bias telemetry of the verdict log."""
-        return await self._run(tools.judge_stats, JudgeStatsArgs, arguments, None)
+        return await self._run("judge_stats", arguments, None)
 
     async def record_label(self, **arguments: Any) -> LabelResult:
         """record_label's arguments as keywords (verdict_id from a result, label, note): a verdict's correct answer,
         for judge_stats' agreement figures."""
-        return await self._run(tools.record_label, RecordLabelArgs, arguments, None)
+        return await self._run("record_label", arguments, None)
 
-    async def _run(self, tool: Any, model: type[ToolArgs], arguments: dict[str, Any], progress: ProgressFn | None) -> Any:
-        if issubclass(model, JudgingArgs) and self.default_backend is not None and "backend" not in arguments and not arguments.get("backends"):
+    async def _run(self, tool: str, arguments: dict[str, Any], progress: ProgressFn | None) -> Any:
+        """The tool called through the server's own front door (server/tools.py: `invoke`), as the script's user."""
+        spec = tools.BY_NAME[tool]
+        if issubclass(spec.models()[0], JudgingArgs) and self.default_backend is not None and "backend" not in arguments and not arguments.get("backends"):
             arguments = {**arguments, "backend": self.default_backend}
         try:
             app = await self._loops.current()
         except RuntimeError as exc:
             raise JudgeError(str(exc)) from None
         try:
-            with telemetry.tool_call(tool.__name__):  # a no-op unless OpenTelemetry is on (telemetry.py)
-                args = await image_files.checked(partial(model.parse, arguments, self._paths), self._paths)
-                result = await tool(app, args, progress)
-                telemetry.tool_result(args, result)
+            return await tools.invoke(app, spec, arguments, tools.Caller(self._paths, tenants.LOCAL, progress))
         except (InputError, ToolError) as exc:
             raise JudgeError(str(exc)) from exc
-        return result

@@ -134,7 +134,7 @@ async def ours_in_process(base_url: str, calls: int, rounds: int) -> dict[str, f
     from judge_mcp.backends.base import user
     from judge_mcp.config.settings import load_settings
     from judge_mcp.methods import pairwise
-    from judge_mcp.runtime.run import run_once
+    from testkit.runs import run_once
 
     with tempfile.TemporaryDirectory() as tmp:
         app = App(load_settings({"JUDGE_MCP_BACKEND": "openai", "JUDGE_MCP_BASE_URL": base_url, "JUDGE_MCP_MODEL": "scripted",

@@ -46,7 +46,7 @@ class App:
         self._new_loop_state()
         self._learned_limits = BackendLimits(self.store).all()  # by backend identity: where each limit starts
         self.stdio = False  # set by `serve --transport stdio`: only then may an image argument be a file path
-        self.calls_in_flight = 0  # tool calls running now (tools.ArgsTool), for the message a Ctrl-C of `serve` prints
+        self.calls_in_flight = 0  # tool calls running now (server/tools.py: invoke), for the message a Ctrl-C of `serve` prints
         self.interrupted = False  # set by a Ctrl-C of `serve` (cli/main.py)
         telemetry.configure(self.settings)  # OpenTelemetry on or off, as the settings say (telemetry.py)
 

@@ -21,7 +21,7 @@ from judge_mcp.runtime.app import App
 from judge_mcp.contract.fields import DEFAULT_LAST, MAX_LAST, InputError
 from judge_mcp.methods import registry
 from judge_mcp.storage.engine import StoreError
-from judge_mcp.server.tools import mcp_tools
+from judge_mcp.server.sdk_tools import mcp_tools
 
 INSTRUCTIONS = (
     "judge-mcp: LLM-as-a-judge tools. compare_pair judges two answers in both orders with goal-reversed "

@@ -1,36 +1,36 @@
 """The MCP tools, one module-level function each: `await compare_pair(app, ComparePairArgs(...))` runs the tool
-without any MCP machinery and returns its result model, or raises a ToolError naming the problem.
+without any MCP machinery and returns its result model, or raises a ToolError naming the problem; and their one
+front door, `invoke`.
 
 A tool's signature says everything the server publishes about it: its argument model (judge_mcp/contract/args.py) is the
-`inputSchema`, its result model the `outputSchema`, its docstring the description. `mcp_tools(app)` turns TOOLS
-into the SDK's Tool objects for build_server: each checks a client's arguments against the model strictly and
-readably (`ArgsTool`), then calls the function. The judging tools run their method through the method table
-(methods/registry.py), the LWE session tools and judge_stats read the store in a worker thread.
+`inputSchema`, its result model the `outputSchema`, its docstring the description. The judging tools run their
+method through the method table (runtime/run.py), the LWE session tools and judge_stats read the store in a worker
+thread.
+
+Every call of a tool, an MCP client's (sdk_tools.py turns TOOLS into the SDK's Tool objects) or the Python API's
+(api.py), goes through `invoke`: the client's arguments checked against the model strictly and readably, the
+tenant, the telemetry span, the settings' warnings, each applied there once, in one order.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import cache, partial
 from typing import Any, get_type_hints
 
 import anyio.to_thread
-from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.mcpserver.tools.base import Tool
-from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
-from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from mcp_types import ToolAnnotations
+from pydantic import BaseModel
 
 from judge_mcp.contract import image_files
 from judge_mcp.contract import images as imagelib
 from judge_mcp.telemetry import hooks as telemetry
 from judge_mcp import tenants
-from judge_mcp.server import schemas as tool_schemas
 from judge_mcp.runtime.app import App
 from judge_mcp.contract.fields import InputError
 from judge_mcp.contract.args import (
@@ -217,8 +217,13 @@ class ToolSpec:
 
     def models(self) -> tuple[type[ToolArgs], type[BaseModel]]:
         """(argument model, result model), from the function's signature."""
-        hints = get_type_hints(self.fn)
-        return hints["args"], hints["return"]
+        return _models(self.fn)
+
+
+@cache
+def _models(fn: ToolFn) -> tuple[type[ToolArgs], type[BaseModel]]:
+    hints = get_type_hints(fn)
+    return hints["args"], hints["return"]
 
 
 TOOLS = (
@@ -234,17 +239,73 @@ TOOLS = (
 )
 
 
-def _progress(ctx: Context | None) -> ProgressFn | None:
-    if ctx is None:
-        return None
+BY_NAME = {spec.name: spec for spec in TOOLS}
 
-    async def report(done: float, total: float | None, message: str | None) -> None:
-        try:
-            await ctx.report_progress(done, total, message)
-        except Exception:  # a client that went away must not fail the judgment
-            log.debug("progress notification failed", exc_info=True)
 
-    return report
+# ---- the front door: every tool call, from an MCP client (sdk_tools.py) or the Python API (api.py) -------------------
+@dataclass(frozen=True)
+class Caller:
+    """Who calls, as far as the front door needs to know: where an image argument may name a file (`paths`), the
+    tenant the call acts for, where progress goes, which arguments arrive as JSON text to be decoded (MCP clients:
+    `non_text`; the Python API: none), and the MCP request whose client a sampling backend asks (None: the API)."""
+
+    paths: imagelib.PathPolicy
+    tenant: str
+    progress: ProgressFn | None = None
+    decode: frozenset[str] = frozenset()
+    request: Any = None
+
+
+async def invoke(app: App, spec: ToolSpec, arguments: dict[str, Any], caller: Caller) -> Any:
+    """A tool call, through its one front door: the MCP server's tools (sdk_tools.py) and the Python API (api.py) both
+    come in here, so each concern is applied once, in this order, whoever calls:
+
+    1. around all of it: the call counted in flight (the message a Ctrl-C of `serve` prints), the methods' preload
+       waiting (registry.judging), the telemetry span (a no-op unless OpenTelemetry is on);
+    2. the arguments checked against the tool's model, strictly and readably, image arguments with them (a file read
+       off the event loop where `caller.paths` allows files);
+    3. the call acting for `caller.tenant` (every store it reads or writes), a sampling backend asking the client of
+       `caller.request` (on a 2026-07-28 connection, requests it must answer first return as the InputRequiredResult);
+    4. the tool function, its result to the telemetry span;
+    5. the settings' warnings (a misspelt JUDGE_MCP_* variable) added to the result's `warnings` or to the error.
+
+    The result model, or a ToolError naming the problem for every anticipated failure (bad arguments, a
+    configuration problem, a backend that failed after its retries, the store); anything else is a bug, raised as
+    it is."""
+    app.calls_in_flight += 1
+    try:
+        with registry.judging(), telemetry.tool_call(spec.name):
+            try:
+                args_model = spec.models()[0]
+                try:
+                    args = await image_files.checked(partial(client_args, args_model, arguments, caller.paths, caller.decode), caller.paths)
+                except InputError as exc:
+                    raise ToolError(str(exc)) from None
+                serving = sampling.serving(caller.request) if caller.request is not None else nullcontext()
+                with tenants.acting(caller.tenant), serving as rounds:
+                    try:
+                        result = await spec.fn(app, args, caller.progress)
+                    except Exception as exc:
+                        if rounds is not None and sampling.needs_input(exc):
+                            return rounds.result()
+                        raise
+                telemetry.tool_result(args, result)
+                return with_settings_warnings(result, app)
+            except ToolError as exc:
+                warnings = app.settings.warnings
+                if not warnings:
+                    raise
+                raise ToolError(f"{exc} (settings: {'; '.join(warnings)})") from exc.__cause__
+    finally:
+        app.calls_in_flight -= 1
+
+
+def with_settings_warnings(result: Any, app: App) -> Any:
+    """`result` with the settings' warnings (a misspelt JUDGE_MCP_* variable) added to its own, when it has any."""
+    extra = list(app.settings.warnings)
+    if not extra or not isinstance(getattr(result, "warnings", None), list):
+        return result
+    return result.model_copy(update={"warnings": [*result.warnings, *extra]})
 
 
 @cache
@@ -285,108 +346,3 @@ def client_args(
     `image_paths` allows it)."""
     decode = _non_text(model) if decode is None else decode
     return model.parse({k: _decoded(v) if k in decode else v for k, v in arguments.items()}, image_paths)
-
-
-def image_paths(app: App) -> imagelib.PathPolicy:
-    """Where the server's clients may name image files: over stdio only, inside JUDGE_MCP_IMAGE_DIRS."""
-    return imagelib.PathPolicy(stdio=app.stdio, dirs=app.settings.image_dirs)
-
-
-class ArgsTool(Tool):
-    """An SDK tool whose arguments are one model of args.py: a client's arguments are checked against it strictly
-    and reported readably (arg_errors.py), then the tool function gets the model (the SDK's own argument model
-    holds that one value, so its validation has nothing left to check)."""
-
-    args_model: Any = Field(exclude=True)
-    non_text: frozenset[str] = Field(exclude=True)  # from the published input schema: no schema generated at a call
-    app: Any = Field(exclude=True)
-
-    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
-        self.app.calls_in_flight += 1
-        # the methods' preload (after the handshake) waits while a call runs; telemetry: a no-op unless OpenTelemetry is on
-        with registry.judging(), telemetry.tool_call(self.name):
-            try:
-                try:
-                    paths = image_paths(self.app)
-                    args = await image_files.checked(partial(client_args, self.args_model, arguments, paths, self.non_text), paths)
-                except InputError as exc:
-                    raise ToolError(f"Error executing tool {self.name}: {exc}") from None
-                return settings_note(await super().run({"args": args}, context, convert_result), self.app.settings.warnings)
-            except ToolError as exc:
-                warnings = self.app.settings.warnings
-                if not warnings:
-                    raise
-                raise ToolError(f"{exc} (settings: {'; '.join(warnings)})") from exc.__cause__
-            finally:
-                self.app.calls_in_flight -= 1
-
-
-def with_settings_warnings(result: Any, app: App) -> Any:
-    """`result` with the settings' warnings (a misspelt JUDGE_MCP_* variable) added to its own, when it has any."""
-    extra = list(app.settings.warnings)
-    if not extra or not isinstance(getattr(result, "warnings", None), list):
-        return result
-    return result.model_copy(update={"warnings": [*result.warnings, *extra]})
-
-
-def settings_note(result: Any, warnings: tuple[str, ...]) -> Any:
-    """A result whose structured content has no `warnings` field (judge_stats, lwe_session, lwe_session_show,
-    record_label) with the settings' warnings as one more text block after its JSON, so a misspelt variable shows
-    in every tool's result, as it does in every error (ArgsTool.run) and in the judging tools' `warnings`."""
-    if not warnings or not isinstance(result, CallToolResult) or result.is_error:
-        return result
-    if isinstance(result.structured_content, dict) and "warnings" in result.structured_content:
-        return result  # with_settings_warnings put them there
-    note = TextContent(type="text", text=f"judge-mcp settings: {'; '.join(warnings)}")
-    return result.model_copy(update={"content": [*result.content, note]})
-
-
-class _DeferredArgModel(ArgModelBase):
-    """The SDK's argument model base, its validator built at a tool's first call (not every tool's at start)."""
-
-    model_config = ConfigDict(defer_build=True)
-
-
-def mcp_tool(spec: ToolSpec, app: App, schemas: dict[str, Any]) -> ArgsTool:
-    """The SDK tool for `spec`, running its function with `app` and the request's progress notifications. `schemas`:
-    its published input and output schemas (tool_schemas.py: shipped, or generated from its models)."""
-    args_model, result_model = spec.models()
-
-    async def call(args: ToolArgs, ctx: Context) -> BaseModel | InputRequiredResult:
-        # the caller's tenant (tenants.py), for every store the call reads or writes; a sampling backend asks this call's client
-        with tenants.acting(tenants.of_request(ctx)), sampling.serving(ctx) as rounds:
-            try:
-                result = await spec.fn(app, args, _progress(ctx))
-            except Exception as exc:
-                if rounds is not None and sampling.needs_input(exc):  # 2026-07-28: the requests go back as input_required
-                    return rounds.result()
-                raise
-        telemetry.tool_result(args, result)
-        return with_settings_warnings(result, app)
-
-    holder = create_model(f"{spec.name}Call", __base__=_DeferredArgModel, args=(args_model, ...))
-    return ArgsTool(
-        fn=call,
-        name=spec.name,
-        title=spec.title,
-        description=reflow(spec.fn.__doc__ or ""),
-        parameters=schemas["input"],
-        fn_metadata=FuncMetadata(arg_model=holder, output_model=result_model, output_schema=schemas["output"]),
-        is_async=True,
-        context_kwarg="ctx",
-        annotations=spec.annotations,
-        args_model=args_model,
-        non_text=non_text(schemas["input"]),
-        app=app,
-    )
-
-
-def mcp_tools(app: App) -> list[Tool]:
-    published = tool_schemas.schemas(TOOLS)  # read from the shipped file when it is current: no schema generation
-    return [mcp_tool(spec, app, published[spec.name]) for spec in TOOLS]
-
-
-def reflow(docstring: str) -> str:
-    """A docstring as a description: its indentation gone and each paragraph on one line."""
-    paragraphs = inspect.cleandoc(docstring).split("\n\n")
-    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)

@@ -149,3 +149,43 @@ async def test_the_methods_take_conversations_and_trajectories(scripted, tmp_pat
     shown = "\n".join(m["content"] if isinstance(m["content"], str) else "" for r in server.requests for m in r["messages"])
     assert '<|The Start of Tool Call 1.1: atlas (id c1)|>\n{"country": "Australia"}' in shown
     assert {g.inputs for g in stats.all_time.groups} == {"conversation+trajectory"}
+
+
+PRELOAD_WHILE_AN_API_CALL_RUNS = """
+import asyncio, sys
+from judge_mcp import Judge
+from judge_mcp.methods import registry
+from testkit.scripted_judges import UniversalJudge
+from testkit.scripted_servers import ScriptedServer
+from tests.helpers import app_env
+
+answer, seen = UniversalJudge(), []
+
+def responder(payload):
+    if not seen:  # the call is at its backend: the preload starts now, while it runs
+        waiting = [m for m in registry.METHOD_MODULES if m not in sys.modules]
+        thread = registry.preload()
+        thread.join(0.3)  # (a chance to import what it should not)
+        seen.append((waiting, [m for m in waiting if m in sys.modules], thread))
+    return answer(payload)
+
+async def main():
+    async with Judge(env=app_env(server, sys.argv[1])) as judge:
+        await judge.compare_pair(prompt="q", response_a="a", response_b="b", swap=False)
+
+with ScriptedServer(responder) as server:
+    asyncio.run(main())
+waiting, imported, thread = seen[0]
+assert waiting and not imported, f"the preload imported {imported} while the call ran"
+thread.join(60)  # the call over: the preload imports the rest
+assert not thread.is_alive() and all(m in sys.modules for m in registry.METHOD_MODULES)
+print("ok")
+"""
+
+
+def test_the_methods_preload_waits_while_an_api_call_runs(tmp_path: Path) -> None:
+    """A call of the Python API holds the methods' preload off as a tool call does (registry.judging): it does not
+    share the interpreter with the other methods' imports (a fresh interpreter: this one has imported them all)."""
+    done = subprocess.run([sys.executable, "-c", PRELOAD_WHILE_AN_API_CALL_RUNS, str(tmp_path / "judge.db")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

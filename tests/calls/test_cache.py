@@ -25,7 +25,7 @@ from judge_mcp.storage.call_cache import CacheTable
 from judge_mcp.calls.context import CallContext
 from judge_mcp.methods.flip import reward as flip
 from judge_mcp.methods import pairwise
-from judge_mcp.runtime.run import run_once
+from testkit.runs import run_once
 from judge_mcp.storage.sqlite import SqliteEngine
 from judge_mcp.storage.verdict_log import VerdictLog
 from tests.helpers import Hold, Rendezvous, WriteHold, app_env, gather, http_backend, make_app, settled, until

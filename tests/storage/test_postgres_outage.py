@@ -125,7 +125,7 @@ async def test_tools_fail_fast_with_a_clear_error_while_the_server_is_frozen(pos
     from judge_mcp.contract.args import JudgeStatsArgs, RecordLabelArgs
     from testkit.scripted_judges import PAIR, UniversalJudge
     from judge_mcp.methods import pairwise
-    from judge_mcp.runtime.run import run_once
+    from testkit.runs import run_once
     from tests.helpers import app_env, make_app
 
     server = scripted(UniversalJudge())
