@@ -85,7 +85,10 @@ async def test_tools_list_is_the_same_with_and_without_the_file(connect, mcp_app
 EIGHT = ("compare_pair", "infer_instruction_reward", "grade_score_options", "lwe_judge", "lwe_session_show", "lwe_session",
          "judge_stats", "record_label")
 EIGHT_BUDGET = 30_000  # bytes of tools/list for these eight (61,507 before the schemas were compacted, 28,685 after)
-NEW_SHAPES = 6_000  # what this round's new tools and shapes (score_response, conversations, trajectories) may add
+NEW_SHAPES = 6_000  # what the round of score_response, conversations and trajectories might add (it took 5,976 of it)
+# tools/list at 254e9ed measured 35,976 bytes; the reasoning/caching/numbers round (usage's three optional counts,
+# candidates, intervals, the ranking) may add at most 1,000 bytes to it
+ROUND_ALLOWANCE = 35_976 + 1_000 - EIGHT_BUDGET - NEW_SHAPES
 
 
 def wire_bytes(value: object) -> int:
@@ -96,7 +99,7 @@ def wire_bytes(value: object) -> int:
 async def test_tools_list_stays_within_its_budget(mcp_app) -> None:
     """What every connecting session pays before its first call: tools/list as the SDK sends it, the eight tools of
     before this round and score_response, with conversations and trajectories on every judging tool, within
-    EIGHT_BUDGET + NEW_SHAPES (perf/surface.py prints each part)."""
+    EIGHT_BUDGET + NEW_SHAPES + ROUND_ALLOWANCE (perf/surface.py prints each part)."""
     from mcp import Client
     from mcp_types import ListToolsResult
 
@@ -105,7 +108,7 @@ async def test_tools_list_stays_within_its_budget(mcp_app) -> None:
         listed = await client.list_tools()
     sent = ListToolsResult(tools=listed.tools).model_dump(by_alias=True, mode="json", exclude_none=True)
     assert [t["name"] for t in sent["tools"] if t["name"] in EIGHT] == list(EIGHT) and len(sent["tools"]) == len(EIGHT) + 1
-    assert wire_bytes(sent) <= EIGHT_BUDGET + NEW_SHAPES, "perf/surface.py shows each tool's share"
+    assert wire_bytes(sent) <= EIGHT_BUDGET + NEW_SHAPES + ROUND_ALLOWANCE, "perf/surface.py shows each tool's share"
 
 
 _LIMITS = ("maxLength", "minLength", "maximum", "minimum", "maxItems", "minItems", "pattern", "enum", "const", "uniqueItems", "additionalProperties")
