@@ -21,6 +21,7 @@ from judge_mcp.storage import open_store, retention
 from judge_mcp.storage.backend_limits import BackendLimits
 from judge_mcp.storage.engine import Engine
 from judge_mcp.storage.migrations import MIGRATIONS
+from judge_mcp.runtime.repeats import Repeats
 from judge_mcp.runtime.verdict_writes import VerdictWrites, refuse_read_only
 
 log = logging.getLogger("judge_mcp")
@@ -54,6 +55,7 @@ class App:
         """What belongs to one event loop: the backends (their HTTP sessions and limiters), the call cache's calls in
         flight, the verdict rows being written."""
         self.verdict_writes = VerdictWrites()
+        self.repeats = Repeats()  # the calls running now, for a client that sends one again (runtime/repeats.py)
         self.cache = CallCache(self.store)
         self._backends: dict[str, Backend] = {}
 

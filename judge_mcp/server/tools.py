@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from functools import cache, partial
 from typing import Any, get_type_hints
 
+import anyio
 import anyio.to_thread
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
@@ -42,7 +43,9 @@ from judge_mcp.backends.errors import BackendError
 from judge_mcp.calls.context import ProgressFn
 from judge_mcp.config.settings import ConfigError
 from judge_mcp.methods import registry
+from judge_mcp.runtime.repeats import call_key
 from judge_mcp.runtime.run import run_method
+from judge_mcp.server.heartbeat import Heartbeat
 from judge_mcp.contract.results import (
     ComparePairResult, FlipResult, GradeScoreResult, LabelResult, LweResult, LweSessionResult, StatsReport,
 )
@@ -284,7 +287,7 @@ async def invoke(app: App, spec: ToolSpec, arguments: dict[str, Any], caller: Ca
                 serving = sampling.serving(caller.request) if caller.request is not None else nullcontext()
                 with tenants.acting(caller.tenant), serving as rounds:
                     try:
-                        result = await spec.fn(app, args, caller.progress)
+                        result = await _once(app, spec, args, caller)
                     except Exception as exc:
                         if rounds is not None and sampling.needs_input(exc):
                             return rounds.result()
@@ -298,6 +301,47 @@ async def invoke(app: App, spec: ToolSpec, arguments: dict[str, Any], caller: Ca
                 raise ToolError(f"{exc} (settings: {'; '.join(warnings)})") from exc.__cause__
     finally:
         app.calls_in_flight -= 1
+
+
+async def _once(app: App, spec: ToolSpec, args: Any, caller: Caller) -> Any:
+    """The tool function, with progress at least every heartbeat.EVERY_S where the client asked for progress, and
+    judged once when the same call comes again while it runs (runtime/repeats.py: joined, or for lwe_judge answered
+    again from its result)."""
+    beat = Heartbeat(caller.progress) if caller.progress is not None else None
+
+    async def run() -> Any:
+        return await spec.fn(app, args, beat.report if beat is not None else None)
+
+    async def judged() -> Any:
+        if not _joinable(app, spec, args):
+            return await run()
+        key = call_key(caller.tenant, spec.name, args.model_dump(mode="json"))
+        result, note = await app.repeats.run(key, run, replay=spec.annotations is LEARNING)
+        if note is not None and isinstance(getattr(result, "warnings", None), list):
+            result = result.model_copy(update={"warnings": [*result.warnings, note]})
+        return result
+
+    if beat is None:
+        return await judged()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(beat.beat_until_stopped)
+        try:
+            return await judged()
+        finally:
+            beat.stopped = True
+            tg.cancel_scope.cancel()
+
+
+def _joinable(app: App, spec: ToolSpec, args: Any) -> bool:
+    """A judging call that a repeat may join: deterministic (no samples at a temperature) and not on the sampling
+    backend (a client's own model, whose answers never go to another MCP session)."""
+    if spec.annotations not in (JUDGING, LEARNING) or (getattr(args, "samples", 1) or 1) > 1 or (getattr(args, "temperature", None) or 0) > 0:
+        return False
+    names = [getattr(args, "backend", None), *(getattr(args, "backends", None) or [])]
+    try:
+        return all(app.settings.backend(name).kind != "sampling" for name in names)
+    except ConfigError:  # an unknown backend name: the tool says so
+        return False
 
 
 def with_settings_warnings(result: Any, app: App) -> Any:
