@@ -323,13 +323,19 @@ async def _once(app: App, spec: ToolSpec, args: Any, caller: Caller) -> Any:
 
     if beat is None:
         return await judged()
+    failed: Exception | None = None
     async with anyio.create_task_group() as tg:
         tg.start_soon(beat.beat_until_stopped)
         try:
-            return await judged()
+            result = await judged()
+        except Exception as exc:  # raised after the group, as it is (a task group would wrap it in an ExceptionGroup)
+            failed = exc
         finally:
             beat.stopped = True
             tg.cancel_scope.cancel()
+    if failed is not None:
+        raise failed
+    return result
 
 
 def _joinable(app: App, spec: ToolSpec, args: Any) -> bool:
