@@ -43,7 +43,8 @@ from judge_mcp.contract.args import (
     LweSessionArgs, RecordLabelArgs, ToolArgs,
 )
 from judge_mcp.calls.context import ProgressFn
-from judge_mcp.config.bundled import cap_bundled, start_note
+from judge_mcp.backends.local_models import start_note
+from judge_mcp.config.bundled import cap_bundled
 from judge_mcp.config.settings import ConfigError, load_settings_over
 from judge_mcp.contract.results import (
     ComparePairResult, FlipResult, GradeScoreResult, LabelResult, LweResult, LweSessionResult, StatsReport,
