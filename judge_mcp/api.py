@@ -9,7 +9,7 @@
 A `Judge` is one App (app.py), like one running server: the same settings (the JUDGE_MCP_* environment, with the
 keywords on top), the same database (call cache, verdict log, LWE sessions; `judge_stats` counts these calls with
 the server's), the same backends. Each method takes the tool's arguments as keywords, checks them with the tool's
-argument model (args.py) and returns the tool's result model (outputs.py). Whatever the tool would answer with an
+argument model (contract/args.py) and returns the tool's result model (contract/results.py). Whatever the tool would answer with an
 error (bad arguments, a configuration problem, a backend that failed after its retries, the database) raises
 JudgeError with the same message; an unparsed model answer is a result that says so, as over MCP.
 
@@ -142,7 +142,7 @@ class Judge:
         except RuntimeError as exc:
             raise JudgeError(str(exc)) from None
         try:
-            with telemetry.tool_call(tool.__name__):  # a no-op unless OpenTelemetry is on (telemetry.py)
+            with telemetry.tool_call(tool.__name__):  # a no-op unless OpenTelemetry is on (telemetry/hooks.py)
                 args = await image_files.checked(partial(model.parse, arguments, self._paths), self._paths)
                 result = await tool(app, args, progress)
                 telemetry.tool_result(args, result)

@@ -12,7 +12,7 @@ Types are strict, as the schema says: a JSON boolean is not a number (`max_token
 sent as JSON text inside a string, "4096" or "true", for the arguments that take no free text). Checks a JSON
 Schema cannot state are validators here: NUL characters and blank text, the size of a whole call, repeated
 options, swap_margin without swap "auto", `backend` with `backends`, one author per answer, a rollback's version.
-A failed check is an InputError whose message arg_errors.py writes: one sentence per problem, naming the argument.
+A failed check is an InputError whose message validation.py writes: one sentence per problem, naming the argument.
 
 Adding an argument is one field on one model, or on a base shared by several tools (`PairArgs`: the prompt and
 two answers of compare_pair and lwe_judge; `PanelArgs`: the panel of compare_pair and grade_score_options), plus

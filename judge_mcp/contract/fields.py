@@ -53,7 +53,7 @@ class InputError(ValueError):
 
 # ---- checks a JSON Schema cannot state ---------------------------------------------------------------------------
 def _fail(message: str) -> PydanticCustomError:
-    """An argument's problem; arg_errors.py puts the argument's name in front ("'prompt' is empty")."""
+    """An argument's problem; validation.py puts the argument's name in front ("'prompt' is empty")."""
     return PydanticCustomError("argument", message)
 
 

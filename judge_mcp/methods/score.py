@@ -219,7 +219,7 @@ async def score_response(judge: CallContext, args: ScoreResponseArgs | None = No
     return ScoreResponseResult(scores=scores, **summary(scores, args), model=judge.model_id, usage=judge.usage())
 
 
-# ---- panels (App.run_panel) ----------------------------------------------------------------------------------------
+# ---- panels (runtime/run.py) -------------------------------------------------------------------------------------
 def combine_scores(members: Sequence[Member], args: ScoreResponseArgs, *, latency_ms: float, warnings: Sequence[str] = ()) -> ScoreResponseResult:
     """The panel's score_response result: per criterion, the mean of the scores of the members that answered (each
     member's samples pooled in `samples`; parsed only when every member parsed it); null scores when fewer than two

@@ -36,7 +36,7 @@ class App:
         self.stdio = False  # set by `serve --transport stdio`: only then may an image argument be a file path
         self.calls_in_flight = 0  # tool calls running now (tools.ArgsTool), for the message a Ctrl-C of `serve` prints
         self.interrupted = False  # set by a Ctrl-C of `serve` (cli/main.py)
-        telemetry.configure(self.settings)  # OpenTelemetry on or off, as the settings say (telemetry.py)
+        telemetry.configure(self.settings)  # OpenTelemetry on or off, as the settings say (telemetry/hooks.py)
 
     def _new_loop_state(self) -> None:
         """What belongs to one event loop: the backends (their HTTP sessions and limiters), the call cache's calls in
@@ -47,7 +47,7 @@ class App:
 
     def sibling(self) -> App:
         """An App on this one's settings and store with loop state of its own: for another event loop (the Python API's
-        CallContext used from several threads, each with its own asyncio.run). Closed with `close_loop`, not `aclose`."""
+        Judge used from several threads, each with its own asyncio.run). Closed with `close_loop`, not `aclose`."""
         other = copy.copy(self)
         other._new_loop_state()
         return other

@@ -4,7 +4,7 @@ API and the bench take (`run_method`).
 1. The method's entry in the method table (methods/registry.py) and its argument model.
 2. The judges: the one backend the arguments name (or the environment's), or a panel (`backends`), each built by
    the App; the self-preference guard (methods/self_preference.py) decides which of them judge.
-3. The judging: each judge runs the unchanged method over its own per-call context (calls/judge.py), concurrently
+3. The judging: each judge runs the unchanged method over its own per-call context (calls/context.py), concurrently
    for a panel; a panel member whose backend fails is reported, and only a panel that has no member left fails.
 4. The result: the one judge's, or the panel's combined (the method's combine function); the guard's findings for
    judges whose model is known only from their answers (the sampling backend) are added.

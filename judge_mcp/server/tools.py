@@ -296,7 +296,7 @@ def image_paths(app: App) -> imagelib.PathPolicy:
 
 class ArgsTool(Tool):
     """An SDK tool whose arguments are one model of args.py: a client's arguments are checked against it strictly
-    and reported readably (arg_errors.py), then the tool function gets the model (the SDK's own argument model
+    and reported readably (contract/validation.py), then the tool function gets the model (the SDK's own argument model
     holds that one value, so its validation has nothing left to check)."""
 
     args_model: Any = Field(exclude=True)
@@ -351,7 +351,7 @@ class _DeferredArgModel(ArgModelBase):
 
 def mcp_tool(spec: ToolSpec, app: App, schemas: dict[str, Any]) -> ArgsTool:
     """The SDK tool for `spec`, running its function with `app` and the request's progress notifications. `schemas`:
-    its published input and output schemas (tool_schemas.py: shipped, or generated from its models)."""
+    its published input and output schemas (server/schemas.py: shipped, or generated from its models)."""
     args_model, result_model = spec.models()
 
     async def call(args: ToolArgs, ctx: Context) -> BaseModel | InputRequiredResult:

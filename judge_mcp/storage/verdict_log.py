@@ -84,7 +84,7 @@ STATS_PAGE = {
 
 
 class VerdictLog:
-    """The verdicts table. Synchronous: async code runs `log` in the store's write lane (App._logged) and the
+    """The verdicts table. Synchronous: async code runs `log` in the store's write lane (runtime/verdict_writes.py's VerdictWrites.write) and the
     telemetry's reads in a worker thread (the judge_stats tool)."""
 
     def __init__(self, store: Engine):
