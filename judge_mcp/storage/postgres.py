@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
-from judge_mcp.extras import install_hint
+from judge_mcp._version import install_hint
 from judge_mcp.redaction import known, redact
 from judge_mcp.storage import migrations as schema
 from judge_mcp.storage.engine import Dialect, Migration, StoreError
