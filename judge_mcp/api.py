@@ -49,7 +49,8 @@ from judge_mcp.config.settings import ConfigError, load_settings_over
 from judge_mcp.contract.results import (
     ComparePairResult, FlipResult, GradeScoreResult, LabelResult, LweResult, LweSessionResult, StatsReport,
 )
-from judge_mcp.contract.rubric import ScoreResponseArgs, ScoreResponseResult
+from judge_mcp.contract.rubric import ScoreResponseArgs
+from judge_mcp.contract.results import ScoreResponseResult
 from judge_mcp.storage.engine import StoreError
 
 log = logging.getLogger(__name__)

@@ -32,6 +32,8 @@ FORBIDDEN = [
 ]
 # arrows still in the code while another branch removes them (issue 47): (importer, imported); the lead empties this
 PENDING: set[tuple[str, str]] = {("judge_mcp.calls.context", "judge_mcp.contract.results")}
+# folders whose modules import no private name (`_x`) of another module: each exposes what others use
+NO_PRIVATE_IMPORTS = ("judge_mcp.contract",)
 # the frozen migration code: it imports only these modules of the package
 FROZEN = {
     "judge_mcp.storage.migrations": {"judge_mcp.storage.engine", "judge_mcp.storage.migration_helpers"},
@@ -107,6 +109,10 @@ def graph(root: Path) -> tuple[dict[str, set[str]], list[str]]:
             if not isinstance(node, (ast.Import, ast.ImportFrom)):
                 continue
             targets = imported(node, mod, path.name == "__init__.py", known)
+            if isinstance(node, ast.ImportFrom) and any(under(mod, f) for f in NO_PRIVATE_IMPORTS):
+                hidden = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+                if hidden and targets:
+                    breaches.append(f"{path}:{node.lineno}: imports private names of another module: {', '.join(hidden)}")
             edges[mod].update(t for t in targets if t != mod)
             if id(node) in local and not says_why(lines, node.lineno):
                 breaches.append(f"{path}:{node.lineno}: an import inside a function without a `# lazy: reason` comment")

@@ -24,7 +24,8 @@ from judge_mcp.contract.args import (
     ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, JudgingArgs, LweJudgeArgs,
 )
 from judge_mcp.contract.results import ComparePairResult, FlipResult, GradeScoreResult, LweResult
-from judge_mcp.contract.rubric import ScoreResponseArgs, ScoreResponseResult
+from judge_mcp.contract.rubric import ScoreResponseArgs
+from judge_mcp.contract.results import ScoreResponseResult
 
 
 # combine(members, args, latency_ms=..., warnings=...) -> the panel's result

@@ -46,7 +46,8 @@ from judge_mcp.runtime.run import run_method
 from judge_mcp.contract.results import (
     ComparePairResult, FlipResult, GradeScoreResult, LabelResult, LweResult, LweSessionResult, StatsReport,
 )
-from judge_mcp.contract.rubric import ScoreResponseArgs, ScoreResponseResult
+from judge_mcp.contract.rubric import ScoreResponseArgs
+from judge_mcp.contract.results import ScoreResponseResult
 from judge_mcp.storage.engine import StoreError
 
 log = logging.getLogger("judge_mcp.server")

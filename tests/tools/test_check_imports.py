@@ -51,3 +51,14 @@ def test_frozen_migration_code_may_import_only_the_engine_seam(tmp_path):
 
 def test_the_package_as_it_is_passes(capsys):
     assert check_imports.main([str(Path(check_imports.__file__).resolve().parent.parent / "judge_mcp")]) == 0, capsys.readouterr().out
+
+
+def test_the_contract_imports_no_private_name_of_another_module(tmp_path):
+    root = _package(tmp_path, {
+        "contract/fields.py": "def _fail():\n    pass\n",
+        "contract/rubric.py": "from judge_mcp.contract.fields import _fail\n",
+        "methods/parsing.py": "def _sep():\n    pass\n",
+        "methods/transcript.py": "from judge_mcp.methods.parsing import _sep\n",  # outside the rule's folders
+    })
+    _, breaches = check_imports.graph(root)
+    assert [b.split(": ", 1)[1] for b in breaches] == ["imports private names of another module: _fail"]
