@@ -26,7 +26,6 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from judge_mcp.storage import migration_helpers as shipped
 from judge_mcp.storage.engine import Migration, StoreError, Tx
 
 
@@ -229,6 +228,8 @@ def m012_verdict_stats(tx: Tx) -> None:
     total), backfilled from the verdicts already logged: read BACKFILL_PAGE rows at a time, newest first, each
     page's facts computed as the write path computed them when this shipped (migration_helpers.contributions), and
     its groups' counters added once."""
+    from judge_mcp.storage import migration_helpers as shipped  # lazy: loaded only where this migration runs
+
     shipped.create_stats_tables(tx)
     before: int | None = None
     while True:
@@ -250,6 +251,8 @@ def m013_tenants(tx: Tx) -> None:
     tenant `default`). A group's counters are per tenant (its unique key gains the tenant); an LWE session's key
     becomes `TENANT/NAME` (storage/lwe_sessions.py's session_key); an option pool row's instruction hash includes its
     tenant (storage/option_pool.py's instruction_hash), so each tenant's pool keeps its own options once."""
+    from judge_mcp.storage import migration_helpers as shipped  # lazy: loaded only where this migration runs
+
     owner = shipped.legacy_tenant(tx.dialect.name)
     assert shipped.TENANT_NAME.fullmatch(owner)  # spelled into the DDL below
     for table in ("verdicts", "labels", "verdict_facts", "option_pool", "lwe_sessions"):
@@ -293,6 +296,8 @@ def m015_longer_answers(tx: Tx) -> None:
     tools), so judge_stats can set the labels' share of longer answers beside the verdicts' (stats/agreement.py).
     Written by the verdict's own transaction from now on (verdict_stats.add); the verdicts already logged are
     backfilled here from their stored inputs, in one statement inside the migration's transaction (all or nothing)."""
+    from judge_mcp.storage import migration_helpers as shipped  # lazy: loaded only where this migration runs
+
     assert all(name.isidentifier() for name in (*shipped.PAIR_TOOLS, *shipped.ANSWERS))  # spelled into the SQL
     if "longer_answer" not in tx.columns("verdict_facts"):
         tx.execute("ALTER TABLE verdict_facts ADD COLUMN longer_answer TEXT")
