@@ -33,9 +33,10 @@ lint: $(STAMP)
 	$(BIN)/mypy --cache-dir=/dev/null
 	$(BIN)/python tools/check_sizes.py judge_mcp
 	$(BIN)/python tools/check_imports.py judge_mcp
+	$(BIN)/python tools/check_names.py judge_mcp Makefile CONTRIBUTING.md
 
-# The tools' schemas shipped in judge_mcp/server/schemas.json, rewritten from the models (after editing args.py,
-# arg_types.py, outputs.py, images.py or tools.py; the tests say when it is out of date).
+# The tools' schemas shipped in judge_mcp/server/schemas.json, rewritten from the models (after editing contract/args.py,
+# fields.py, results.py, images.py or server/tools.py; the tests say when it is out of date).
 schemas: $(STAMP)
 	$(BIN)/python tools/write_schemas.py
 

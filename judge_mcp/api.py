@@ -9,7 +9,7 @@
 A `Judge` is one App (app.py), like one running server: the same settings (the JUDGE_MCP_* environment, with the
 keywords on top), the same database (call cache, verdict log, LWE sessions; `judge_stats` counts these calls with
 the server's), the same backends. Each method takes the tool's arguments as keywords, checks them with the tool's
-argument model (args.py) and returns the tool's result model (outputs.py). Whatever the tool would answer with an
+argument model (contract/args.py) and returns the tool's result model (contract/results.py). Whatever the tool would answer with an
 error (bad arguments, a configuration problem, a backend that failed after its retries, the database) raises
 JudgeError with the same message; an unparsed model answer is a result that says so, as over MCP.
 
@@ -43,12 +43,13 @@ from judge_mcp.runtime.app import App
 from judge_mcp.contract.fields import InputError
 from judge_mcp.contract.args import JudgingArgs
 from judge_mcp.calls.context import ProgressFn
-from judge_mcp.config.bundled import cap_bundled, start_note
+from judge_mcp.backends.local_models import start_note
+from judge_mcp.config.bundled import cap_bundled
 from judge_mcp.config.settings import ConfigError, load_settings_over
 from judge_mcp.contract.results import (
     ComparePairResult, FlipResult, GradeScoreResult, LabelResult, LweResult, LweSessionResult, StatsReport,
 )
-from judge_mcp.contract.rubric import ScoreResponseResult
+from judge_mcp.contract.results import ScoreResponseResult
 from judge_mcp.storage.engine import StoreError
 
 log = logging.getLogger(__name__)

@@ -32,7 +32,8 @@ import anyio
 
 from judge_mcp.backends import limiter
 from judge_mcp.backends.limiter import SLOW_START
-from judge_mcp.runtime.app import App, settle_heap
+from judge_mcp.runtime.app import App
+from judge_mcp.runtime.startup import settle_heap, warm_up
 from testkit.scripted_servers import ExternalScripted, Reply, ScriptedServer
 from judge_mcp.config.settings import load_settings
 from judge_mcp.server.build import build_server
@@ -91,7 +92,7 @@ async def main(calls: int, latency: float) -> None:
             limiter.SLOW_START = SLOW_START if slow else 10**9  # read when a backend's limit is made (at its first call)
             app = App(load_settings(env(backend.base_url, Path(tmp) / f"b{concurrency}{slow}.db", concurrency)))
             settle_heap()  # as `judge-mcp serve` does once it has started (else each full collection scans every module)
-            for thread in app.warm_up():  # the imports `serve` starts once a client has finished its handshake
+            for thread in warm_up(app.settings):  # the imports `serve` starts once a client has finished its handshake
                 thread.join()  # done during the client's think time (cold start's subject, perf/cold_start.py)
             cold, failed = await burst(app, calls)  # opens the connections
             wall, failed_again = await burst(app, calls)  # on kept-alive connections

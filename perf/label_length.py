@@ -24,7 +24,7 @@ from typing import Any
 from judge_mcp.stats import agreement
 from judge_mcp.stats import report as stats
 from judge_mcp.storage import label_rows
-from judge_mcp.storage.m015_longer_answers import m015_longer_answers
+from judge_mcp.storage.migrations import m015_longer_answers
 from judge_mcp.storage.sqlite import SqliteEngine
 from testkit.synthetic_verdicts import fill
 

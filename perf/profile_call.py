@@ -154,7 +154,7 @@ async def ours_in_process(base_url: str, calls: int, rounds: int) -> dict[str, f
         for fn in (tool_call, two_calls):
             for _ in range(20):
                 await fn()
-        gc.collect()  # as `judge-mcp serve` does after start-up (app.settle_heap), for every checkout measured
+        gc.collect()  # as `judge-mcp serve` does after start-up (runtime/startup.py's settle_heap), for every checkout measured
         gc.freeze()
         # Interleaved call by call, so a drift in the machine's load hits both alike; each kind's CPU per call is the
         # mean of its calls without the slowest and fastest 10% (a preempted call, an unlucky hand-off), which keeps

@@ -342,7 +342,7 @@ async def main(latency: float, repeats: int, n_calls: int, lwe_cases: int, overh
     kind = "threaded" if ExternalScripted.threaded else "asyncio"
     print(f"scripted backend (own process, {kind}): fixed latency {latency * 1000:.0f} ms on 127.0.0.1; python {sys.version.split()[0]}, "
           f"{os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    gc.collect()  # as `judge-mcp serve` does once it has started (app.settle_heap)
+    gc.collect()  # as `judge-mcp serve` does once it has started (runtime/startup.py's settle_heap)
     gc.freeze()
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)

@@ -114,7 +114,7 @@ def replay(kind: str, recorded: Path, method: str, db: Path, folder: Path) -> tu
     from judge_mcp.bench.runner import RunSpec, run
     from judge_mcp.config.settings import load_settings
     from judge_mcp.storage import open_store
-    from judge_mcp.storage.migrations import BENCH_MIGRATIONS
+    from judge_mcp.bench.schema import BENCH_MIGRATIONS
 
     rows: list[dict[str, Any]] = []
     prompts_equal = None
@@ -152,7 +152,7 @@ def _matched(rows: list[dict[str, Any]], db: Path, summary: dict[str, Any]) -> s
     """How many rows' preferences equal AlpacaEval's recorded ones (to 1e-6), of the rows with one."""
     from judge_mcp.bench.stored_runs import run_rows
     from judge_mcp.storage import open_store
-    from judge_mcp.storage.migrations import BENCH_MIGRATIONS
+    from judge_mcp.bench.schema import BENCH_MIGRATIONS
 
     store = open_store(db, BENCH_MIGRATIONS)
     try:

@@ -1,5 +1,7 @@
 """The import gate of `make lint`: the package's modules import one another without a circle, counting the imports
-inside functions and under TYPE_CHECKING, and every import inside a function says why it is there.
+inside functions and under TYPE_CHECKING, every import inside a function says why it is there, no module imports
+across an arrow the one-way flow forbids (FORBIDDEN, ARCHITECTURE.md), and the frozen migrations import nothing live
+(FROZEN: each carries its own SQL and helpers, so editing a repository never changes how an old database upgrades).
 
     python tools/check_imports.py judge_mcp
 
@@ -13,6 +15,48 @@ from __future__ import annotations
 import ast
 import sys
 from pathlib import Path
+
+
+# (importer, imported, why): a module at or below the first may not import one at or below the second
+FORBIDDEN = [
+    ("judge_mcp.runtime.app", "judge_mcp.methods", "the services know no method table (preloading lives in the start-up module)"),
+    ("judge_mcp.calls", "judge_mcp.contract", "the call layer knows no tool result model (usage is converted at the edge)"),
+    ("judge_mcp.config", "judge_mcp.backends", "settings know no backend"),
+    ("judge_mcp.stats", "judge_mcp.methods", "the stats report knows no method (label learning is a hook the server wires)"),
+    ("judge_mcp.storage", "judge_mcp.methods", "storage never imports a method"),
+    ("judge_mcp.backends", "judge_mcp.calls", "a backend knows nothing of the call layer above it"),
+    ("judge_mcp.backends", "judge_mcp.methods", "a backend knows no method"),
+    ("judge_mcp.calls", "judge_mcp.methods", "the call layer knows no method"),
+    ("judge_mcp.methods", "judge_mcp.runtime", "a method knows nothing of the run above it"),
+    ("judge_mcp.methods", "judge_mcp.server", "a method never knows which transport it runs behind"),
+]
+# arrows still in the code while another branch removes them (issue 47): (importer, imported); the lead empties this
+PENDING: set[tuple[str, str]] = {("judge_mcp.calls.context", "judge_mcp.contract.results")}
+# folders whose modules import no private name (`_x`) of another module: each exposes what others use
+NO_PRIVATE_IMPORTS = ("judge_mcp.contract",)
+# the frozen migration code: it imports only these modules of the package
+FROZEN = {
+    "judge_mcp.storage.migrations": {"judge_mcp.storage.engine", "judge_mcp.storage.migration_helpers"},
+    "judge_mcp.storage.migration_helpers": {"judge_mcp.storage.engine"},
+    "judge_mcp.bench.schema": {"judge_mcp.storage.engine", "judge_mcp.storage.migrations"},
+}
+
+
+def under(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def layering(edges: dict[str, set[str]]) -> list[str]:
+    """Each import across a FORBIDDEN arrow (but PENDING ones) and each import of live code by FROZEN code."""
+    out = []
+    for mod, targets in sorted(edges.items()):
+        for target in sorted(targets):
+            for high, low, why in FORBIDDEN:
+                if under(mod, high) and under(target, low) and (mod, target) not in PENDING:
+                    out.append(f"forbidden arrow: {mod} -> {target} ({why})")
+            if mod in FROZEN and target not in FROZEN[mod]:
+                out.append(f"frozen migration code imports a live module: {mod} -> {target}")
+    return out
 
 
 def module_name(root: Path, path: Path) -> str:
@@ -65,6 +109,10 @@ def graph(root: Path) -> tuple[dict[str, set[str]], list[str]]:
             if not isinstance(node, (ast.Import, ast.ImportFrom)):
                 continue
             targets = imported(node, mod, path.name == "__init__.py", known)
+            if isinstance(node, ast.ImportFrom) and any(under(mod, f) for f in NO_PRIVATE_IMPORTS):
+                hidden = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+                if hidden and targets:
+                    breaches.append(f"{path}:{node.lineno}: imports private names of another module: {', '.join(hidden)}")
             edges[mod].update(t for t in targets if t != mod)
             if id(node) in local and not says_why(lines, node.lineno):
                 breaches.append(f"{path}:{node.lineno}: an import inside a function without a `# lazy: reason` comment")
@@ -115,13 +163,14 @@ def main(argv: list[str]) -> int:
         return 2
     edges, breaches = graph(Path(argv[0]).resolve())
     found = circles(edges)
+    breaches += layering(edges)
     for line in breaches:
         print(line)
     for comp in found:
         print("import circle: " + " <-> ".join(comp))
     if breaches or found:
         return 1
-    print(f"imports: {len(edges)} modules, no circle, every import inside a function says why")
+    print(f"imports: {len(edges)} modules, no circle, every import inside a function says why, no forbidden arrow")
     return 0
 
 

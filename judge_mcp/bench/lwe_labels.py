@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from judge_mcp.methods.lwe import label_feedback
 from judge_mcp.stats import labels
 from judge_mcp.runtime.app import App
 from judge_mcp.contract.args import RecordLabelArgs
@@ -26,7 +27,8 @@ async def gold_label(app: App, verdict_id: str | None) -> bool:
     if verdict_id is None:
         return False
     settled = await app.verdict_writes.settle(verdict_id, SETTLE_S)
-    result = await anyio.to_thread.run_sync(partial(labels.record, app.store, RecordLabelArgs(verdict_id=verdict_id, label="A"), pending=not settled))
+    result = await anyio.to_thread.run_sync(partial(labels.record, app.store, RecordLabelArgs(verdict_id=verdict_id, label="A"), pending=not settled,
+                                                        learners=label_feedback.LEARNERS))
     return result.label_feedback
 
 

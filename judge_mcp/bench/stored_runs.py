@@ -1,8 +1,8 @@
 """Where bench results live: two tables of their own in the bench database (default bench.db in the per-user data
 directory, config.default_bench_db_path).
 
-The bench database is an ordinary judge-mcp store brought to `BENCH_MIGRATIONS` (storage/migrations.py: the
-judge's tables and the bench's two), so the call cache, the verdict log and the LWE sessions of a run live beside
+The bench database is an ordinary judge-mcp store brought to `BENCH_MIGRATIONS` (bench/schema.py: the
+judge's tables and the bench's), so the call cache, the verdict log and the LWE sessions of a run live beside
 its results. A result is written as soon as its judgment finishes, so a killed run loses at most the judgments in
 flight and a re-run skips every finished one. The tables' SQL is in storage/bench_results.py.
 """
@@ -13,9 +13,9 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from judge_mcp.bench.schema import BENCH_MIGRATIONS
 from judge_mcp.storage.bench_results import BenchResults
 from judge_mcp.storage.engine import Engine
-from judge_mcp.storage.migrations import BENCH_MIGRATIONS
 
 
 def methods_fingerprint() -> str:

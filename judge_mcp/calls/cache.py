@@ -8,7 +8,7 @@ until its client has answered once); a request asking for log-probabilities has 
 them (a hit answers with the same probabilities as the call did). Requests with temperature > 0 are samples and always go to the backend. Completions with
 empty text are not stored (a later identical request goes to the backend again). A hit is a pure read: it writes
 nothing. The concurrent lookups of one judgment share one read of the table (`_Lookup`). A new answer is written at
-once, or, when the caller passes a `defer` list (App.run does), appended to it as a `CacheRow` for the caller to
+once, or, when the caller passes a `defer` list (runtime/run.py's run_method does), appended to it as a `CacheRow` for the caller to
 write with its verdict; until that write, identical requests are answered from memory, and for a while after it
 (the last RECENTLY_WRITTEN answers) a read that began before the write committed still finds them.
 

@@ -1,6 +1,6 @@
 """`CallRecord`: one backend call as the verdict log keeps it (an item of a verdicts row's `calls` list).
 
-Built once per call, by `Judge.complete`, from the request, its summary and the completion; turned into the log's
+Built once per call, by `CallContext.complete` (calls/context.py), from the request, its summary and the completion; turned into the log's
 JSON object once, when the verdict row is written (`to_log`). It keeps the request's shape and the reply's metadata,
 not their texts: the judged texts are in the verdict's inputs, the answer in `text` (each text is stored
 once). A new field is one line here and one in `to_log` (omitted from the log when None, as the optional ones are).

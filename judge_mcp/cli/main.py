@@ -29,11 +29,14 @@ def _setup_logging(verbose: bool = False) -> None:
 def _serve_settings() -> Any:
     """The settings `serve` runs on (the bundled model's answers capped, config/bundled.py), reported on stderr."""
     # lazy: each subcommand loads only what it runs (a `serve` start stays short)
-    from judge_mcp.config.bundled import cap_bundled, start_note
+    from judge_mcp.config.bundled import cap_bundled
     from judge_mcp.config.settings import settings_or_error
 
     settings, capped = cap_bundled(settings_or_error())
     report_settings(settings, "judge-mcp")
+    if capped:
+        # lazy: the model's files are looked for only when a backend is the bundled model
+        from judge_mcp.backends.local_models import start_note
     for name in capped:
         print(f"judge-mcp: {start_note(name)}", file=sys.stderr)
     return settings
@@ -52,7 +55,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         # serve, and answer every judging call with the error instead.
         print("judge-mcp: serving anyway: every judging tool answers with this error until it is fixed", file=sys.stderr)
     # lazy: each subcommand loads only what it runs (a `serve` start stays short)
-    from judge_mcp.runtime.app import App, settle_heap
+    from judge_mcp.runtime.app import App
+    from judge_mcp.runtime.startup import settle_heap, warm_up
 
     if args.stateless and args.transport != "http":
         print("judge-mcp: --stateless applies to --transport http only", file=sys.stderr)
@@ -64,7 +68,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         # lazy: each subcommand loads only what it runs (a `serve` start stays short)
         from judge_mcp.server.transports.stdio import serve_stdio
 
-        main = partial(serve_stdio, server, on_initialized=app.warm_up)
+        main = partial(serve_stdio, server, on_initialized=partial(warm_up, settings))
     else:
         main = _http_main(server, app, args, stateless=args.stateless or settings.http_stateless)
 
@@ -78,7 +82,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settle_heap()  # once everything the server runs on is imported and built; turns the collector back on
     if args.transport == "http":  # uvicorn re-raises the SIGTERM it shut down on: unwind through app.aclose first
         signal.signal(signal.SIGTERM, _terminated)
-        app.warm_up()  # (over stdio: once the client has finished its handshake, see serve_stdio)
+        warm_up(settings)  # (over stdio: once the client has finished its handshake, see serve_stdio)
     try:
         anyio.run(serve)
     except KeyboardInterrupt:  # stdio: stopped at once
@@ -506,7 +510,7 @@ def _serving(argv: list[str]) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     # No cyclic collection during the start-up imports (it re-scanned the SDK's, pydantic's and our long-lived objects:
-    # ~15% of the start); on again once `serve` froze them (app.settle_heap), for any other command at once.
+    # ~15% of the start); on again once `serve` froze them (runtime/startup.py's settle_heap), for any other command at once.
     gc.disable()
     try:
         return _run(argv)

@@ -2,7 +2,7 @@
 cores and sometimes loops until its budget is spent; a method's own budget (4,096 tokens for compare_pair, a
 model server's setting) then outlasts the 120 s timeout and the call fails after two minutes. `serve`, `bench` and
 `demo` therefore cap every answer of a backend that is the bundled model, with no model or cap of its own, at
-BUNDLED_MAX_OUTPUT_TOKENS (the JSON schemas' caps scale down with it, so answers still close), and say so on stderr.
+BUNDLED_MAX_OUTPUT_TOKENS (the JSON schemas' caps scale down with it, so answers still close), and say so on stderr (backends/local_models.py's start_note).
 Other backends keep the method's budget: the cap is about the bundled model's speed, not about any judgment."""
 
 from __future__ import annotations
@@ -47,15 +47,3 @@ def cap_note(name: str) -> str:
             f"{BUNDLED_MAX_OUTPUT_TOKENS} tokens, since a longer budget outlasts the timeout on a CPU; set {setting} "
             "for another cap")
 
-
-def start_note(name: str) -> str:
-    """What a start says about a capped backend: its cap (cap_note) or, when the bundled model is not installed (a
-    pip, pipx or uvx install has no model of its own), that it cannot judge and what to install or set instead."""
-    # lazy: the model's files are looked for only when a backend is the bundled model (none is configured)
-    from judge_mcp.backends.local_models import ModelNotFoundError, bundled_model_path
-
-    try:
-        bundled_model_path()
-    except ModelNotFoundError as exc:
-        return f"backend '{name}' cannot judge, and every judging call on it answers with this: {exc}"
-    return cap_note(name)

@@ -12,25 +12,26 @@ import sys
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 from urllib.parse import urlparse
 
 from judge_mcp import tenants
 from judge_mcp.contract.images import HTTP_BODY_BYTES
-from judge_mcp.config.table import TOML_NAMES, did_you_mean, unknown_variables
+from judge_mcp.config.table import (
+    KINDS, STRUCTURED_OUTPUT_MODES, TOML_NAMES, did_you_mean, read, read_key, unknown_variables, value_of,
+)
 
 from judge_mcp.config.values import (
     ConfigError, DENIED, OtelSettings, check_batch, check_sampling_keys, check_text, check_url as _check_url, flag_value,
-    non_negative_int, otel_settings, path_kind, positive_float, positive_int,
+    otel_settings, path_kind,
 )
 
-KINDS = ("local", "openai", "anthropic", "sampling")  # sampling: the MCP client's own model (backends/sampling.py)
+__all__ = ["KINDS", "STRUCTURED_OUTPUT_MODES"]  # declared in config/table.py, with the settings that take them
 DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 # Provider-wide keys are only ever sent to the provider's own host.
 PROVIDER_KEY_ENV = {"openai": ("OPENAI_API_KEY", "api.openai.com"), "anthropic": ("ANTHROPIC_API_KEY", "api.anthropic.com")}
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5"}
 DEFAULT_BACKEND_NAME = "default"
-STRUCTURED_OUTPUT_MODES = ("auto", "json_schema", "off")
 # Requests in flight per backend, by kind: the ceiling of the adaptive limit (backends/limiter.py), which starts
 # there, drops on 429/503/529 and timeouts and grows back while calls succeed. A remote API gets 256, so a burst of
 # 100 compare_pair calls (200 requests) goes out at once and a backend that takes fewer says so with 429; the
@@ -45,13 +46,13 @@ class BackendConfig:
     model: str | None = None  # None for local: the bundled SmolLM2 GGUF
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
-    concurrency: int = 4
-    timeout_s: float = 120.0
-    max_retries: int = 3
+    concurrency: int = DEFAULT_CONCURRENCY["local"]
+    timeout_s: float = value_of("JUDGE_MCP_TIMEOUT_S")
+    max_retries: int = value_of("JUDGE_MCP_MAX_RETRIES")
     # auto: a schema, until the server refuses it (then the papers' text grammars); json_schema: always; off: never
-    structured_output: str = "auto"
+    structured_output: str = value_of("JUDGE_MCP_STRUCTURED_OUTPUT")
     # local only
-    n_ctx: int = 32768
+    n_ctx: int = value_of("n_ctx")
     n_threads: int | None = None
     n_threads_batch: int | None = None  # local only: threads for batches (prompts, several slots at once); default all cores
     max_output_tokens: int | None = None  # local only: a cap on the answer budget (default none: the method's, as over HTTP)
@@ -140,23 +141,9 @@ def _host(url: str) -> str:
     return (urlparse(url).hostname or "").lower()
 
 
-def _optional(env: Mapping[str, str], name: str, read: Callable[[Any, str], Any]) -> Any:
-    value = _env(env, name, None)
-    return None if value is None else read(value, name)
-
-
-def _check_kind(kind: Any, what: str) -> str:
-    kind = kind.strip().lower() if isinstance(kind, str) else kind
-    if kind not in KINDS:
-        raise ConfigError(f"{what} must be one of {', '.join(KINDS)}; got {kind!r}")
-    return kind
-
-
-def _check_structured_output(value: Any, what: str) -> str:
-    mode = value.strip().lower() if isinstance(value, str) else value
-    if mode not in STRUCTURED_OUTPUT_MODES:
-        raise ConfigError(f"{what} must be one of {', '.join(STRUCTURED_OUTPUT_MODES)}; got {value!r}")
-    return mode
+def _optional(env: Mapping[str, str], name: str) -> Any:
+    """A setting without a default: its declared parser's reading, or None when unset."""
+    return read(env, name)
 
 
 def _env(env: Mapping[str, str], name: str, default: Any) -> Any:
@@ -172,7 +159,7 @@ def backend_kind(env: Mapping[str, str]) -> str:
     error saying which variable to set, never a silent judge of another kind."""
     given = _env(env, "JUDGE_MCP_BACKEND", None)
     if given is not None:
-        return _check_kind(given, "JUDGE_MCP_BACKEND")
+        return str(read(env, "JUDGE_MCP_BACKEND"))
     base_url = _env(env, "JUDGE_MCP_BASE_URL", None)
     model = _env(env, "JUDGE_MCP_MODEL", None)
     if base_url is not None:
@@ -214,11 +201,11 @@ def backend_from_env(env: Mapping[str, str]) -> BackendConfig:
         model=model,
         base_url=base_url if kind not in ("local", "sampling") else None,
         api_key=None,
-        concurrency=positive_int(_env(env, "JUDGE_MCP_CONCURRENCY", DEFAULT_CONCURRENCY[kind]), "JUDGE_MCP_CONCURRENCY"),
-        timeout_s=positive_float(_env(env, "JUDGE_MCP_TIMEOUT_S", 120), "JUDGE_MCP_TIMEOUT_S"),
-        max_retries=non_negative_int(_env(env, "JUDGE_MCP_MAX_RETRIES", 3), "JUDGE_MCP_MAX_RETRIES"),
-        structured_output=_check_structured_output(_env(env, "JUDGE_MCP_STRUCTURED_OUTPUT", "auto"), "JUDGE_MCP_STRUCTURED_OUTPUT"),
-        max_output_tokens=_optional(env, "JUDGE_MCP_MAX_OUTPUT_TOKENS", positive_int) if kind == "local" else None,
+        concurrency=read(env, "JUDGE_MCP_CONCURRENCY", DEFAULT_CONCURRENCY[kind]),
+        timeout_s=read(env, "JUDGE_MCP_TIMEOUT_S"),
+        max_retries=read(env, "JUDGE_MCP_MAX_RETRIES"),
+        structured_output=read(env, "JUDGE_MCP_STRUCTURED_OUTPUT"),
+        max_output_tokens=_optional(env, "JUDGE_MCP_MAX_OUTPUT_TOKENS") if kind == "local" else None,
         mmproj=_env(env, "JUDGE_MCP_MMPROJ", None) if kind == "local" else None,
     )
     if kind in PROVIDER_KEY_ENV:
@@ -322,7 +309,7 @@ def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str
         raise ConfigError(f"{where}: unknown key{'s' if len(unknown) > 1 else ''} {named}; allowed: {', '.join(sorted(_TOML_KEYS))}")
     if "api_key" in table:
         raise ConfigError(f"{where}: put the key in an environment variable and name it with api_key_env")
-    kind = _check_kind(table.get("kind", ""), f"{where} kind")
+    kind = read_key(table, "kind", where, "")
     base_url = _check_url(table.get("base_url"), f"{where} base_url")
     key_env = check_text(table.get("api_key_env"), f"{where} api_key_env")
     key = _table_key(key_env, env, where) if key_env else _provider_key(kind, base_url, env) if kind in PROVIDER_KEY_ENV else None
@@ -334,19 +321,15 @@ def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str
         model=check_text(table.get("model"), f"{where} model") or (DEFAULT_MODELS.get(kind) if kind != "local" else None),
         base_url=base_url,
         api_key=key,
-        concurrency=positive_int(table.get("concurrency", DEFAULT_CONCURRENCY[kind]), f"{where} concurrency"),
-        timeout_s=positive_float(table.get("timeout_s", 120), f"{where} timeout_s"),
+        concurrency=read_key(table, "concurrency", where, DEFAULT_CONCURRENCY[kind]),
+        timeout_s=read_key(table, "timeout_s", where),
         # a table without its own max_retries follows JUDGE_MCP_MAX_RETRIES, as the environment's backend does
-        max_retries=non_negative_int(table.get("max_retries", _env(env, "JUDGE_MCP_MAX_RETRIES", 3)), f"{where} max_retries"),
-        structured_output=_check_structured_output(table.get("structured_output", "auto"), f"{where} structured_output"),
-        n_ctx=positive_int(table.get("n_ctx", 32768), f"{where} n_ctx"),
-        n_threads=None if table.get("n_threads") is None else positive_int(table["n_threads"], f"{where} n_threads"),
-        n_threads_batch=None
-        if table.get("n_threads_batch") is None
-        else positive_int(table["n_threads_batch"], f"{where} n_threads_batch"),
-        max_output_tokens=None
-        if table.get("max_output_tokens") is None
-        else positive_int(table["max_output_tokens"], f"{where} max_output_tokens"),
+        max_retries=read_key(table, "max_retries", where, read(env, "JUDGE_MCP_MAX_RETRIES")),
+        structured_output=read_key(table, "structured_output", where),
+        n_ctx=read_key(table, "n_ctx", where),
+        n_threads=read_key(table, "n_threads", where),
+        n_threads_batch=read_key(table, "n_threads_batch", where),
+        max_output_tokens=read_key(table, "max_output_tokens", where),
         mmproj=check_text(table.get("mmproj"), f"{where} mmproj"),
         batch=check_batch(table.get("batch", False), kind, f"{where} batch"),
         priorities=check_sampling_keys(table, kind, where),
@@ -382,12 +365,12 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         http_token=_http_token(env),
         http_tokens=_http_tokens(env),
         http_reserved_ok=_reserved_ok(env),
-        cache_max_age_days=_optional(env, "JUDGE_MCP_CACHE_MAX_AGE_DAYS", positive_float),
-        verdicts_max_age_days=_optional(env, "JUDGE_MCP_VERDICTS_MAX_AGE_DAYS", positive_float),
+        cache_max_age_days=_optional(env, "JUDGE_MCP_CACHE_MAX_AGE_DAYS"),
+        verdicts_max_age_days=_optional(env, "JUDGE_MCP_VERDICTS_MAX_AGE_DAYS"),
         shared_option_pool=flag_value(env.get("JUDGE_MCP_SHARED_OPTION_POOL"), "JUDGE_MCP_SHARED_OPTION_POOL"),
         db_url=db_url,
         http_stateless=flag_value(env.get("JUDGE_MCP_HTTP_STATELESS"), "JUDGE_MCP_HTTP_STATELESS"),
-        http_max_body_bytes=_optional(env, "JUDGE_MCP_HTTP_MAX_BODY_BYTES", positive_int) or HTTP_BODY_BYTES,
+        http_max_body_bytes=_optional(env, "JUDGE_MCP_HTTP_MAX_BODY_BYTES") or HTTP_BODY_BYTES,
         image_dirs=_image_dirs(env),
         otel=otel_settings(env),
         broken_backends=broken,

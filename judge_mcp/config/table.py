@@ -1,6 +1,8 @@
 """Every setting declared once: the `JUDGE_MCP_*` environment variables and the keys of a `[backends.NAME]` table in the
 JUDGE_MCP_CONFIG file, each with its type, default and one line of help.
 
+The readers (config/settings.py) take each setting's default and parser from here where the setting has one typed
+default (`value`, shown as its `default`) and one parser (`parse`, from config/values.py): `read` and `read_key`.
 `serve --help` prints ENVIRONMENT from here (`serve_help`), the README's configuration table and docs/configuration.md's
 TOML table are `markdown_table(...)` (a test holds them to it: `python -m judge_mcp.config.table` prints both), the
 config reader takes its allowed TOML keys from TOML_KEYS, and `unknown_variables` names a misspelt `JUDGE_MCP_*`
@@ -10,11 +12,18 @@ variable with the nearest known one.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from judge_mcp.config.values import non_negative_int, one_of, positive_float, positive_int
 
 PREFIX = "JUDGE_MCP_"
 _WINDOWS_SEP = "':' (';' on Windows)"  # serve --help shows this platform's separator
+
+
+KINDS = ("local", "openai", "anthropic", "sampling")  # sampling: the MCP client's own model (backends/sampling.py)
+STRUCTURED_OUTPUT_MODES = ("auto", "json_schema", "off")
 
 
 @dataclass(frozen=True)
@@ -23,12 +32,15 @@ class Setting:
     type: str  # what it takes, in words a user reads: "whole number >= 1", "local | openai | ..."
     default: str
     help: str  # one line
+    value: Any = None  # the default the readers use, when it is one value (then `default` shows it: a test holds them equal)
+    parse: Callable[[Any, str], Any] | None = None  # the one parser of its values (config/values.py), where the readers use one
 
 
 ENVIRONMENT: tuple[Setting, ...] = (
-    Setting("JUDGE_MCP_BACKEND", "local | openai | anthropic | sampling", "from what is set, else local",
+    Setting("JUDGE_MCP_BACKEND", " | ".join(KINDS), "from what is set, else local",
             "the judge: the embedded model, any OpenAI-compatible server, Anthropic, or the MCP client's own model; "
-            "unset, JUDGE_MCP_BASE_URL or a lone provider key selects its backend"),
+            "unset, JUDGE_MCP_BASE_URL or a lone provider key selects its backend",
+            parse=one_of(KINDS)),  # no one default: settings.backend_kind reads what else is set
     Setting("JUDGE_MCP_MODEL", "text", "SmolLM2-135M (local), gpt-4o-mini, claude-sonnet-4-5",
             "the model name; for local, a path to a GGUF file; for sampling, a hint to the client"),
     Setting("JUDGE_MCP_BASE_URL", "http(s) URL", "the provider's public URL", "where the backend answers, e.g. http://127.0.0.1:8000/v1"),
@@ -45,22 +57,26 @@ ENVIRONMENT: tuple[Setting, ...] = (
     Setting("JUDGE_MCP_OAUTH_JWKS_URL", "http(s) URL", "ISSUER/.well-known/jwks.json", "where the issuer publishes its signing keys"),
     Setting("JUDGE_MCP_OAUTH_TENANT_CLAIM", "text", "tenant", "the token claim naming the caller's tenant"),
     Setting("JUDGE_MCP_HTTP_STATELESS", "0 | 1", "0", "1: as serve --stateless (HTTP without sessions, for replicas)"),
-    Setting("JUDGE_MCP_HTTP_MAX_BODY_BYTES", "whole number >= 1", "about 29 MiB (one call's images)", "the HTTP transport's request-body limit"),
+    Setting("JUDGE_MCP_HTTP_MAX_BODY_BYTES", "whole number >= 1", "about 29 MiB (one call's images)", "the HTTP transport's request-body limit",
+            parse=positive_int),
     Setting("JUDGE_MCP_IMAGE_DIRS", "folders separated by ':' (';' on Windows)", "none (data: URIs only)",
             "folders an image argument may name a file in; stdio only"),
     Setting("JUDGE_MCP_CONCURRENCY", "whole number >= 1", "256 (openai, anthropic), 4 (local), 8 (sampling)",
-            "the most requests in flight per backend; the limit adapts below it on 429/503"),
-    Setting("JUDGE_MCP_TIMEOUT_S", "number > 0", "120", "seconds a backend may take to start its reply (a local server on CPU: 600)"),
-    Setting("JUDGE_MCP_MAX_RETRIES", "whole number >= 0", "3", "retries of a refused call (429, 5xx, connection errors)"),
+            "the most requests in flight per backend; the limit adapts below it on 429/503", parse=positive_int),
+    Setting("JUDGE_MCP_TIMEOUT_S", "number > 0", "120", "seconds a backend may take to start its reply (a local server on CPU: 600)",
+            value=120.0, parse=positive_float),
+    Setting("JUDGE_MCP_MAX_RETRIES", "whole number >= 0", "3", "retries of a refused call (429, 5xx, connection errors)",
+            value=3, parse=non_negative_int),
     Setting(
         "JUDGE_MCP_MAX_OUTPUT_TOKENS", "whole number >= 1", "128 for the bundled model, else none (the method's budget)",
-        "local only: a cap on every answer's token budget",
+        "local only: a cap on every answer's token budget", parse=positive_int,
     ),
     Setting("JUDGE_MCP_MMPROJ", "file path", "none (no images on local)", "local only: the model's multimodal projector (mmproj GGUF)"),
-    Setting("JUDGE_MCP_STRUCTURED_OUTPUT", "auto | json_schema | off", "auto",
-            "auto: a JSON schema until the server refuses it, then text grammars; json_schema: always; off: never"),
-    Setting("JUDGE_MCP_CACHE_MAX_AGE_DAYS", "number > 0", "kept", "cached answers older than this are deleted at start"),
-    Setting("JUDGE_MCP_VERDICTS_MAX_AGE_DAYS", "number > 0", "kept", "verdict-log rows older than this are deleted at start"),
+    Setting("JUDGE_MCP_STRUCTURED_OUTPUT", " | ".join(STRUCTURED_OUTPUT_MODES), "auto",
+            "auto: a JSON schema until the server refuses it, then text grammars; json_schema: always; off: never",
+            value="auto", parse=one_of(STRUCTURED_OUTPUT_MODES)),
+    Setting("JUDGE_MCP_CACHE_MAX_AGE_DAYS", "number > 0", "kept", "cached answers older than this are deleted at start", parse=positive_float),
+    Setting("JUDGE_MCP_VERDICTS_MAX_AGE_DAYS", "number > 0", "kept", "verdict-log rows older than this are deleted at start", parse=positive_float),
     Setting("JUDGE_MCP_SHARED_OPTION_POOL", "0 | 1", "0", "1: grade_score_options' unrelated option may come from other clients' stored options"),
     Setting("JUDGE_MCP_OTEL", "0 | 1", "on when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_TRACES_EXPORTER is set",
             "1: OpenTelemetry traces (the otel extra); 0: none, whatever OTEL_* says"),
@@ -68,20 +84,22 @@ ENVIRONMENT: tuple[Setting, ...] = (
 )
 
 TOML_KEYS: tuple[Setting, ...] = (
-    Setting("kind", "local | openai | anthropic | sampling", "(required)", "the backend's kind, as JUDGE_MCP_BACKEND"),
+    Setting("kind", " | ".join(KINDS), "(required)", "the backend's kind, as JUDGE_MCP_BACKEND", parse=one_of(KINDS)),
     Setting("model", "text", "as JUDGE_MCP_MODEL", "the model name; for local, a path to a GGUF file"),
     Setting("base_url", "http(s) URL", "the provider's public URL", "where the backend answers"),
     Setting("api_key_env", "variable name", "OPENAI_API_KEY / ANTHROPIC_API_KEY, for the provider's own host only",
             "the environment variable holding the key (never the key itself)"),
-    Setting("concurrency", "whole number >= 1", "as JUDGE_MCP_CONCURRENCY", "the most requests in flight"),
-    Setting("timeout_s", "number > 0", "120", "seconds the backend may take to start its reply"),
-    Setting("max_retries", "whole number >= 0", "JUDGE_MCP_MAX_RETRIES, else 3", "retries of a refused call"),
-    Setting("structured_output", "auto | json_schema | off", "auto", "as JUDGE_MCP_STRUCTURED_OUTPUT"),
-    Setting("n_ctx", "whole number >= 1", "32768", "local only: the KV cache's tokens, shared by the slots"),
-    Setting("n_threads", "whole number >= 1", "half the cores", "local only: threads for one slot's next token"),
-    Setting("n_threads_batch", "whole number >= 1", "every core", "local only: threads for prompts and several slots at once"),
+    Setting("concurrency", "whole number >= 1", "as JUDGE_MCP_CONCURRENCY", "the most requests in flight", parse=positive_int),
+    Setting("timeout_s", "number > 0", "120", "seconds the backend may take to start its reply", value=120.0, parse=positive_float),
+    Setting("max_retries", "whole number >= 0", "JUDGE_MCP_MAX_RETRIES, else 3", "retries of a refused call", parse=non_negative_int),
+    Setting("structured_output", " | ".join(STRUCTURED_OUTPUT_MODES), "auto", "as JUDGE_MCP_STRUCTURED_OUTPUT",
+            value="auto", parse=one_of(STRUCTURED_OUTPUT_MODES)),
+    Setting("n_ctx", "whole number >= 1", "32768", "local only: the KV cache's tokens, shared by the slots", value=32768, parse=positive_int),
+    Setting("n_threads", "whole number >= 1", "half the cores", "local only: threads for one slot's next token", parse=positive_int),
+    Setting("n_threads_batch", "whole number >= 1", "every core", "local only: threads for prompts and several slots at once", parse=positive_int),
     Setting(
         "max_output_tokens", "whole number >= 1", "128 for the bundled model, else none (the method's budget)", "local only: a cap on every answer's budget",
+        parse=positive_int,
     ),
     Setting("mmproj", "file path", "none", "local only: the model's multimodal projector"),
     Setting("batch", "true | false", "false", "openai / anthropic: `judge-mcp bench` sends through the provider's batch API"),
@@ -92,6 +110,40 @@ TOML_KEYS: tuple[Setting, ...] = (
 
 ENV_NAMES = frozenset(s.name for s in ENVIRONMENT)
 TOML_NAMES = frozenset(s.name for s in TOML_KEYS)
+_BY_NAME = {s.name: s for s in ENVIRONMENT}
+_BY_KEY = {s.name: s for s in TOML_KEYS}
+
+
+def env_value(env: Mapping[str, str], name: str) -> str | None:
+    """A variable's value as written; set-but-empty counts as unset."""
+    value = env.get(name)
+    return None if value is None or value.strip() == "" else value
+
+
+def _parsed(setting: Setting, raw: Any, what: str, default: Any) -> Any:
+    """The value written (else the default, else nothing: None) through the setting's one parser."""
+    if raw is None:
+        raw = setting.value if default is None else default
+        if raw is None:
+            return None
+    assert setting.parse is not None, f"{setting.name} is declared without a parser"
+    return setting.parse(raw, what)
+
+
+def read(env: Mapping[str, str], name: str, default: Any = None) -> Any:
+    """The variable `name` read by its declared parser, or its declared default (`default` in its place, where the
+    default depends on another setting) when unset."""
+    return _parsed(_BY_NAME[name], env_value(env, name), name, default)
+
+
+def read_key(table: Mapping[str, Any], key: str, where: str, default: Any = None) -> Any:
+    """A [backends.NAME] table's `key` read by its declared parser, or its declared default (or `default`)."""
+    return _parsed(_BY_KEY[key], table.get(key), f"{where} {key}", default)
+
+
+def value_of(name: str) -> Any:
+    """A setting's declared default (a variable's, else a TOML key's)."""
+    return (_BY_NAME.get(name) or _BY_KEY[name]).value
 
 
 def nearest(name: str, known: Iterable[str]) -> str | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from stat import S_ISDIR as stat_is_dir, S_ISREG as stat_is_file
@@ -80,6 +80,17 @@ def unit_float(value: Any, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
         raise ConfigError(f"{what} must be a number from 0 to 1, got {value!r}")
     return float(value)
+
+
+def one_of(choices: tuple[str, ...]) -> Callable[[Any, str], str]:
+    """The parser of a setting that takes one of `choices` (case and surrounding blanks do not matter)."""
+    def parse(value: Any, what: str) -> str:
+        chosen = value.strip().lower() if isinstance(value, str) else value
+        if chosen not in choices:
+            raise ConfigError(f"{what} must be one of {', '.join(choices)}; got {value!r}")
+        return chosen
+
+    return parse
 
 
 def check_text(value: Any, what: str) -> str | None:

@@ -12,7 +12,7 @@ Types are strict, as the schema says: a JSON boolean is not a number (`max_token
 sent as JSON text inside a string, "4096" or "true", for the arguments that take no free text). Checks a JSON
 Schema cannot state are validators here: NUL characters and blank text, the size of a whole call, repeated
 options, swap_margin without swap "auto", `backend` with `backends`, one author per answer, a rollback's version.
-A failed check is an InputError whose message arg_errors.py writes: one sentence per problem, naming the argument.
+A failed check is an InputError whose message validation.py writes: one sentence per problem, naming the argument.
 
 Adding an argument is one field on one model, or on a base shared by several tools (`PairArgs`: the prompt and
 two answers of compare_pair and lwe_judge; `PanelArgs`: the panel of compare_pair and grade_score_options), plus
@@ -32,8 +32,8 @@ from judge_mcp.contract import images as imagelib
 from judge_mcp.contract import messages
 from judge_mcp.contract.messages import AnswerLike, CONVERSATION_DOC, PromptLike, TRAJECTORY_DOC
 from judge_mcp.contract.fields import (
-    DEFAULT_LAST, MAX_LAST, MAX_MEMBERS, MAX_OPTIONS, MIN_MEMBERS, MIN_OPTIONS, _fail, _IMAGE_FORMAT, _judged,
-    _judges_last, _schema, Action, AnswerOrder, DEFAULT_SWAP_MARGIN, FlipVariant, Goal, GradeVariant, ImageList,
+    DEFAULT_LAST, MAX_LAST, MAX_MEMBERS, MAX_OPTIONS, MIN_MEMBERS, MIN_OPTIONS, argument_error, IMAGE_FORMAT, judged_fields,
+    judges_last, model_schema, Action, AnswerOrder, DEFAULT_SWAP_MARGIN, FlipVariant, Goal, GradeVariant, ImageList,
     InputError, Instruction, JUDGED, LabelValue, MAX_BACKEND_CHARS, OptionalNote, VERDICT_ID_PATTERN,
     MAX_BATCH_SIZE, MAX_RESPONSES, MAX_TOKENS_LIMIT, MAX_TOTAL_CHARS,
     MAX_VERSION, ModelName, OptionalCriteria, OptionalReference, PAIR_MAX_TOKENS, Session, Similarity, Template,
@@ -44,7 +44,7 @@ from judge_mcp.contract.fields import (
 class ToolArgs(BaseModel):
     """One tool's (or one bench method's) arguments. `tool` names it in messages and in the method table."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, json_schema_extra=_judges_last, defer_build=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, json_schema_extra=judges_last, defer_build=True)
     tool: ClassVar[str] = ""
 
     @classmethod
@@ -74,13 +74,13 @@ class ToolArgs(BaseModel):
     @classmethod
     def input_schema(cls) -> dict[str, Any]:
         """The input schema (built once per model; a shared object: callers must not change it)."""
-        return _schema(cls)
+        return model_schema(cls)
 
     def logged(self) -> dict[str, Any]:
         """The arguments as the verdict log keeps them: what was given or defaulted, without `backend` (a column of
         its own) and without absent optional ones."""
         data = self.model_dump(exclude={"backend"}, exclude_none=True)
-        for name in _judged(type(self)):  # a conversation's images: described, never their bytes
+        for name in judged_fields(type(self)):  # a conversation's images: described, never their bytes
             if isinstance(data.get(name), list):
                 data[name] = messages.logged(data[name])
         return data
@@ -92,7 +92,7 @@ class ToolArgs(BaseModel):
     @model_validator(mode="after")
     def _call_size(self) -> Self:
         size = self.unjudged_chars()
-        for name in _judged(type(self)):
+        for name in judged_fields(type(self)):
             value = getattr(self, name)
             size += sum(messages.size(v) for v in value) if isinstance(value, list) and not messages.is_messages(value) else messages.size(value)
         if size > MAX_TOTAL_CHARS:
@@ -115,7 +115,7 @@ class JudgingArgs(ToolArgs):
         for name in self.IMAGE_FIELDS:
             for item in getattr(self, name) or ():
                 uris += [item] if isinstance(item, str) else list(item or ())  # option_images holds a list per option
-        uris += messages.image_uris(getattr(self, name) for name in _judged(type(self)))  # images inside messages
+        uris += messages.image_uris(getattr(self, name) for name in judged_fields(type(self)))  # images inside messages
         count, size = len(uris), sum(len(imagelib.decode(uri).data) for uri in uris)
         if size > imagelib.MAX_CALL_IMAGE_BYTES:
             raise PydanticCustomError(
@@ -141,7 +141,7 @@ class UserInputsArgs(JudgingArgs):
 
     images: Annotated[
         ImageList,
-        Field(description="images the prompt shows: " + _IMAGE_FORMAT),
+        Field(description="images the prompt shows: " + IMAGE_FORMAT),
     ] = None
 
     IMAGE_FIELDS: ClassVar[tuple[str, ...]] = ("images",)
@@ -341,7 +341,7 @@ class GradeScoreOptionsArgs(UserInputsArgs, PanelArgs):
         for i, option in enumerate(options):
             key = messages.identity(option)
             if key in seen:
-                raise _fail(f"must not repeat an option: options[{i}] is identical to options[{seen[key]}]")
+                raise argument_error(f"must not repeat an option: options[{i}] is identical to options[{seen[key]}]")
             seen[key] = i
         return options
 

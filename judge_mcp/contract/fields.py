@@ -52,21 +52,21 @@ class InputError(ValueError):
 
 
 # ---- checks a JSON Schema cannot state ---------------------------------------------------------------------------
-def _fail(message: str) -> PydanticCustomError:
-    """An argument's problem; arg_errors.py puts the argument's name in front ("'prompt' is empty")."""
+def argument_error(message: str) -> PydanticCustomError:
+    """An argument's problem; validation.py puts the argument's name in front ("'prompt' is empty")."""
     return PydanticCustomError("argument", message)
 
 
 def _no_nul(value: str) -> str:
     if "\x00" in value:
-        raise _fail("contains a NUL character")
+        raise argument_error("contains a NUL character")
     return value
 
 
-def _text(value: str) -> str:
+def checked_text(value: str) -> str:
     """Judged text: no NUL character, not blank (pydantic has refused lone surrogates and checked the length)."""
     if not _no_nul(value).strip():
-        raise _fail("is empty")
+        raise argument_error("is empty")
     return value
 
 
@@ -98,7 +98,7 @@ def check_session(value: Any) -> str:
     return value
 
 
-def _image(value: str, info: ValidationInfo) -> str:
+def checked_image(value: str, info: ValidationInfo) -> str:
     """A data: URI of a PNG, JPEG, WebP or GIF image within the size limit (imagelib.decode says what is wrong); or,
     where the validation context's `image_paths` policy allows it (stdio), a file path, read into such a URI."""
     try:
@@ -108,7 +108,7 @@ def _image(value: str, info: ValidationInfo) -> str:
         policy = (info.context or {}).get("image_paths", imagelib.NO_PATHS)
         return imagelib.read_path(value, policy)
     except ValueError as exc:
-        raise _fail(str(exc)) from None
+        raise argument_error(str(exc)) from None
 
 
 class _Judged:
@@ -118,14 +118,14 @@ class _Judged:
 JUDGED = _Judged()
 
 # ---- argument types ------------------------------------------------------------------------------------------------
-Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(_text)]
+Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(checked_text)]
 OptionalText = Annotated[Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS)] | None, _ABSENT_IF_BLANK, AfterValidator(_optional_text)]
 OptionalCriteria = Annotated[Annotated[str, Field(min_length=1, max_length=MAX_CRITERIA_CHARS)] | None, _ABSENT_IF_BLANK,
                              AfterValidator(_optional_text)]
 OptionalReference = Annotated[Annotated[str, Field(min_length=1, max_length=MAX_REFERENCE_CHARS)] | None, _ABSENT_IF_BLANK,
                               AfterValidator(_optional_text)]
-ImageUri = Annotated[str, Field(max_length=imagelib.MAX_IMAGE_CHARS), AfterValidator(_image)]
-_IMAGE_FORMAT = (f"data:image/(png|jpeg|webp|gif);base64 URIs of at most {imagelib.MAX_IMAGE_BYTES // 2**20} MiB decoded, no URLs; "
+ImageUri = Annotated[str, Field(max_length=imagelib.MAX_IMAGE_CHARS), AfterValidator(checked_image)]
+IMAGE_FORMAT = (f"data:image/(png|jpeg|webp|gif);base64 URIs of at most {imagelib.MAX_IMAGE_BYTES // 2**20} MiB decoded, no URLs; "
                  "over stdio also file paths inside JUDGE_MCP_IMAGE_DIRS")
 ImageList = Annotated[list[ImageUri] | None, Field(max_length=imagelib.MAX_IMAGES)]
 Prompt = Annotated[Text, JUDGED, Field(description="the user prompt both answers respond to")]
@@ -133,11 +133,11 @@ Instruction = Annotated[Text, JUDGED]
 OptionalNote = Annotated[Annotated[str, Field(min_length=1, max_length=MAX_NOTE_CHARS)] | None, _ABSENT_IF_BLANK, AfterValidator(_optional_text)]
 # record_label's correct answer: "A", "B" or "tie" for a pair; an option's or response's index, or its exact text
 LabelValue = Annotated[
-    int | Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(_text)],
+    int | Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(checked_text)],
     Field(description='"A", "B" or "tie" (compare_pair, lwe_judge); the best 0-based index or exact text (grade_score_options, '
           "infer_instruction_reward); the overall score, a whole number (score_response)"),
 ]
-ModelName = Annotated[str, Field(min_length=1, max_length=MAX_MODEL_CHARS), AfterValidator(_text)]
+ModelName = Annotated[str, Field(min_length=1, max_length=MAX_MODEL_CHARS), AfterValidator(checked_text)]
 Session = Annotated[str, Field(pattern=SESSION_PATTERN, description="each session has its own meta-prompt")]
 FlipVariant = Annotated[Literal[1, 2, 3], BeforeValidator(_whole_number)]
 GradeVariant = Annotated[Literal[1, 2, 3, 4], BeforeValidator(_whole_number)]
@@ -146,12 +146,12 @@ GRADE_VARIANTS: tuple[int, ...] = get_args(get_args(GradeVariant)[0])
 
 
 @cache
-def _schema(model: type[BaseModel]) -> dict[str, Any]:
+def model_schema(model: type[BaseModel]) -> dict[str, Any]:
     return model.model_json_schema(by_alias=True)
 
 
 @cache
-def _judged(model: type[BaseModel]) -> tuple[str, ...]:
+def judged_fields(model: type[BaseModel]) -> tuple[str, ...]:
     """The arguments marked JUDGED: the text the judge reads, whose sizes add up to the call's."""
     return tuple(name for name, field in model.model_fields.items() if JUDGED in field.metadata)
 
@@ -163,7 +163,7 @@ JUDGES = ("backend", "backends", "response_models", "exclude_same_family")  # li
 BROUGHT = ("criteria", "reference", "images", "response_a_images", "response_b_images", "option_images")
 
 
-def _judges_last(schema: dict[str, Any], model: type[BaseModel]) -> None:
+def judges_last(schema: dict[str, Any], model: type[BaseModel]) -> None:
     """Schema properties in declaration order, what a caller brings next to last, who judges last; the title the SDK
     used to give (`<tool>Arguments`)."""
     props = schema.get("properties", {})

@@ -27,7 +27,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from pydantic_core import PydanticCustomError
 
 from judge_mcp.contract import validation as arg_errors
-from judge_mcp.contract.fields import _image, blank_is_absent, MAX_TEXT_CHARS, MAX_TOTAL_CHARS, Text
+from judge_mcp.contract.fields import checked_image, blank_is_absent, MAX_TEXT_CHARS, MAX_TOTAL_CHARS, Text
 from judge_mcp.contract import images as imagelib
 
 MAX_MESSAGES = 200  # messages in one conversation or trajectory
@@ -55,7 +55,7 @@ def _lean(schema: dict[str, Any]) -> None:
         prop.pop("default", None)
 
 
-_ImageUri = Annotated[str, Field(max_length=imagelib.MAX_IMAGE_CHARS), AfterValidator(_image)]  # as `images` (described there)
+_ImageUri = Annotated[str, Field(max_length=imagelib.MAX_IMAGE_CHARS), AfterValidator(checked_image)]  # as `images` (described there)
 _STRICT = ConfigDict(extra="forbid", strict=True, frozen=True, json_schema_extra=_lean, defer_build=True)
 
 

@@ -51,7 +51,7 @@ class PanelVotes(BaseModel, defer_build=True):
     needed: int | None = Field(description="votes a verdict needs: more than half of `answered`; null when too few members answered")
 
 
-class _PanelMember(BaseModel, defer_build=True):
+class PanelMember(BaseModel, defer_build=True):
     backend: str = Field(description="the backend name given in `backends`")
     model: str = Field(description="backend kind / model id")
     status: Literal["ok", "failed", "excluded"]
@@ -85,7 +85,7 @@ class PairTrial(BaseModel, defer_build=True):
     )
 
 
-class PairPanelMember(_PanelMember):
+class PairPanelMember(PanelMember):
     winner: Side | None = Field(None, description="the member's verdict (its vote); null: an abstention, or not judged")
     consistent: bool | None = Field(None, description="the member's trials parsed and agree (null: not judged)")
     p_better: PBetter | None = Field(None, description="the member's own p_better (null without log-probabilities, or not judged)")
@@ -160,7 +160,7 @@ class GradeTrial(BaseModel, defer_build=True):
     reasked: bool = Field(False, description="the first answer was unparsed and the model was asked again")
 
 
-class GradePanelMember(_PanelMember):
+class GradePanelMember(PanelMember):
     winner_index: int | None = Field(None, description="the member's vote: its mode; null when its mode is tied (an abstention) or it did not judge")
     tied_indices: list[int] = Field(default_factory=list)
     grade_score: float | None = None
@@ -348,3 +348,35 @@ class StatsReport(BaseModel, defer_build=True):
     all_time: Window
     last: Window = Field(description="the newest last_n verdicts")
     verdict_log: VerdictLogHealth | None = Field(None, description="this server's rows written late, pending or lost")
+
+
+# ---- score_response (its arguments: rubric.py) --------------------------------------------------------------------------------------------------
+class CriterionScore(BaseModel):
+    criterion: str = Field(description="the criterion's name")
+    weight: float
+    score: float | None = Field(description="mean of the parsed samples (each probability-weighted where the backend gives token "
+                                "probabilities); null when none parsed")
+    samples: list[float | None] = Field(description="each sample's score; null: unparsed after one re-ask")
+    stdev: float | None = Field(description="sample standard deviation of the parsed samples; null with fewer than 2")
+    distribution: list[float] | None = Field(description="probability of each scale point low..high, averaged over the samples; null "
+                                             "without token probabilities")
+    rationale: str = Field(description="the judge's explanation (of the first parsed sample; its raw answer when none parsed)")
+    parse_ok: bool = Field(description="every sample parsed")
+    reasked: int = Field(0, description="samples whose first answer was unparsed and re-asked")
+
+
+class ScorePanelMember(PanelMember):
+    overall: float | None = None
+    scores: list[CriterionScore] = Field(default_factory=list)
+
+
+class ScoreResponseResult(JudgedResult):
+    scores: list[CriterionScore] = Field(description="one per criterion, in the caller's order")
+    overall: float | None = Field(description="weighted mean of the criteria's scores; null when any criterion is unparsed")
+    unstable: list[str] = Field(description="criteria whose samples span more than 20% of the scale")
+    scale: list[int]
+    samples: int
+    temperature: float
+    warnings: list[str] = Field(default_factory=list, description="signals worth a look: unparsed criteria, a same-family judge, a failed member")
+    self_preference: list[SelfPreference] | None = Field(None, description="with response_models: each judge of the response author's family")
+    panel: list[ScorePanelMember] | None = Field(None, description="with backends: each member's scores; the scores above are their means")

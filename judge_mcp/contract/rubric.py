@@ -1,6 +1,6 @@
-"""score_response's argument and result models (the contract (docs/tools.md) "score_response"): one response against 1-10 weighted
-criteria on an integer scale. `instruction` takes a string or a conversation, `response` a string or a trajectory
-(contract/messages.py), as on the other judging tools.
+"""score_response's argument models (the contract (docs/tools.md) "score_response"): one response against 1-10 weighted
+criteria on an integer scale; its result models are in results.py with every tool's. `instruction` takes a string
+or a conversation, `response` a string or a trajectory (contract/messages.py), as on the other judging tools.
 """
 
 from __future__ import annotations
@@ -10,10 +10,9 @@ from typing import Annotated, ClassVar, Self
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from judge_mcp.contract.fields import JUDGED, MAX_CRITERIA_CHARS, ModelName, _fail, _text, blank_is_absent
+from judge_mcp.contract.fields import JUDGED, MAX_CRITERIA_CHARS, ModelName, argument_error, checked_text, blank_is_absent
 from judge_mcp.contract.args import PanelArgs, UserInputsArgs
 from judge_mcp.contract.messages import AnswerLike, PromptLike
-from judge_mcp.contract.results import JudgedResult, _PanelMember, SelfPreference
 
 InstructionText = Annotated[PromptLike, JUDGED]  # a string or a conversation
 ResponseText = Annotated[AnswerLike, JUDGED]  # a string or a trajectory
@@ -30,7 +29,7 @@ SINGLE = "criterion"  # the name of a criterion given as one string
 class Criterion(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
 
-    name: Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS), AfterValidator(_text)]
+    name: Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS), AfterValidator(checked_text)]
     description: Annotated[Annotated[str, Field(min_length=1, max_length=MAX_CRITERIA_CHARS)] | None, BeforeValidator(blank_is_absent)] = None
     weight: Annotated[float, Field(gt=0, le=100)] = 1.0
 
@@ -46,9 +45,9 @@ def _one_criterion(value: object) -> object:
     if not isinstance(value, str):
         return value
     if not value.strip() or "\x00" in value:
-        raise _fail("is empty" if not value.strip() else "contains a NUL character")
+        raise argument_error("is empty" if not value.strip() else "contains a NUL character")
     if len(value) > MAX_CRITERIA_CHARS:
-        raise _fail(f"is {len(value):,} characters; the limit is {MAX_CRITERIA_CHARS:,}")
+        raise argument_error(f"is {len(value):,} characters; the limit is {MAX_CRITERIA_CHARS:,}")
     return [{"name": SINGLE, "description": value}]
 
 
@@ -106,35 +105,3 @@ class ScoreResponseArgs(UserInputsArgs, PanelArgs):
     def unjudged_chars(self) -> int:
         """The rubric's text, which the judge reads too (ToolArgs._call_size counts the JUDGED arguments)."""
         return sum(len(c.text()) for c in self.rubric())
-
-
-# ---- the result --------------------------------------------------------------------------------------------------
-class CriterionScore(BaseModel):
-    criterion: str = Field(description="the criterion's name")
-    weight: float
-    score: float | None = Field(description="mean of the parsed samples (each probability-weighted where the backend gives token "
-                                "probabilities); null when none parsed")
-    samples: list[float | None] = Field(description="each sample's score; null: unparsed after one re-ask")
-    stdev: float | None = Field(description="sample standard deviation of the parsed samples; null with fewer than 2")
-    distribution: list[float] | None = Field(description="probability of each scale point low..high, averaged over the samples; null "
-                                             "without token probabilities")
-    rationale: str = Field(description="the judge's explanation (of the first parsed sample; its raw answer when none parsed)")
-    parse_ok: bool = Field(description="every sample parsed")
-    reasked: int = Field(0, description="samples whose first answer was unparsed and re-asked")
-
-
-class ScorePanelMember(_PanelMember):
-    overall: float | None = None
-    scores: list[CriterionScore] = Field(default_factory=list)
-
-
-class ScoreResponseResult(JudgedResult):
-    scores: list[CriterionScore] = Field(description="one per criterion, in the caller's order")
-    overall: float | None = Field(description="weighted mean of the criteria's scores; null when any criterion is unparsed")
-    unstable: list[str] = Field(description="criteria whose samples span more than 20% of the scale")
-    scale: list[int]
-    samples: int
-    temperature: float
-    warnings: list[str] = Field(default_factory=list, description="signals worth a look: unparsed criteria, a same-family judge, a failed member")
-    self_preference: list[SelfPreference] | None = Field(None, description="with response_models: each judge of the response author's family")
-    panel: list[ScorePanelMember] | None = Field(None, description="with backends: each member's scores; the scores above are their means")

@@ -24,7 +24,8 @@ from judge_mcp.contract.args import (
     ComparePairArgs, GradeScoreOptionsArgs, InferInstructionRewardArgs, JudgingArgs, LweJudgeArgs,
 )
 from judge_mcp.contract.results import ComparePairResult, FlipResult, GradeScoreResult, LweResult
-from judge_mcp.contract.rubric import ScoreResponseArgs, ScoreResponseResult
+from judge_mcp.contract.rubric import ScoreResponseArgs
+from judge_mcp.contract.results import ScoreResponseResult
 
 
 # combine(members, args, latency_ms=..., warnings=...) -> the panel's result
@@ -53,7 +54,7 @@ def register(run: Callable[..., Awaitable[BaseModel]], args: type[JudgingArgs], 
     return method
 
 
-# What `preload` imports: every method module the table below names, and the LWE sessions' (tools.py, server.py);
+# What `preload` imports: every method module the table below names, and the LWE sessions' (server/tools.py, server/build.py);
 # compare_pair's first (a panel's combining imports grade_score's scoring).
 METHOD_MODULES = (
     "judge_mcp.methods.pairwise", "judge_mcp.methods.panel", "judge_mcp.methods.grade_score.scoring", "judge_mcp.methods.flip.reward",

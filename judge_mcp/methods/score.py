@@ -28,7 +28,8 @@ from judge_mcp.methods import score_probs, text_work, transcript, user_inputs
 from judge_mcp.methods.ask import ask, bounded
 from judge_mcp.methods.panel import Member, panel_model, quorum, sum_usage
 from judge_mcp.methods.parsing import neutralise, parse_json_object
-from judge_mcp.contract.rubric import UNSTABLE_SPAN, Criterion, CriterionScore, ScorePanelMember, ScoreResponseArgs, ScoreResponseResult
+from judge_mcp.contract.rubric import UNSTABLE_SPAN, Criterion, ScoreResponseArgs
+from judge_mcp.contract.results import CriterionScore, ScorePanelMember, ScoreResponseResult
 
 MAX_TOKENS = 512  # the FLIP paper's limit for every method (§3.1)
 REASONING_CHARS = 1500  # maxLength of REASONING under a JSON schema: the JSON closes within MAX_TOKENS
@@ -219,7 +220,7 @@ async def score_response(judge: CallContext, args: ScoreResponseArgs | None = No
     return ScoreResponseResult(scores=scores, **summary(scores, args), model=judge.model_id, usage=judge.usage())
 
 
-# ---- panels (App.run_panel) ----------------------------------------------------------------------------------------
+# ---- panels (runtime/run.py) -------------------------------------------------------------------------------------
 def combine_scores(members: Sequence[Member], args: ScoreResponseArgs, *, latency_ms: float, warnings: Sequence[str] = ()) -> ScoreResponseResult:
     """The panel's score_response result: per criterion, the mean of the scores of the members that answered (each
     member's samples pooled in `samples`; parsed only when every member parsed it); null scores when fewer than two

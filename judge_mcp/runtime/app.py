@@ -2,21 +2,20 @@
 
 `App` owns the settings, the one store, the verdict writes, the shared call cache and the backends (built once per
 name, on first use, each starting at the concurrency limit it learned last time). It runs nothing itself: the run
-of a method, from its arguments to its verdict row, is runtime/run.py. It knows nothing about MCP.
+of a method, from its arguments to its verdict row, is runtime/run.py; what a server does once at start (the
+imports ahead of the first call, the heap settled) is runtime/startup.py. It knows nothing about MCP, nor the
+method table.
 """
 
 from __future__ import annotations
 
 import copy
-import gc
 import logging
-import threading
 
 from judge_mcp.telemetry import hooks as telemetry
-from judge_mcp.backends import Backend, build_backend, preload
+from judge_mcp.backends import Backend, build_backend
 from judge_mcp.calls.cache import CallCache
-from judge_mcp.config.settings import ConfigError, Settings, load_settings
-from judge_mcp.methods import registry
+from judge_mcp.config.settings import Settings, load_settings
 from judge_mcp.storage import open_store, retention
 from judge_mcp.storage.backend_limits import BackendLimits
 from judge_mcp.storage.engine import Engine
@@ -25,17 +24,6 @@ from judge_mcp.runtime.repeats import Repeats
 from judge_mcp.runtime.verdict_writes import VerdictWrites, refuse_read_only
 
 log = logging.getLogger("judge_mcp")
-
-
-def settle_heap() -> None:
-    """Call once start-up is done (imports, settings, the server's tools): what the heap holds moves to the permanent
-    generation (gc.freeze), so the collector stops re-scanning the SDK's, pydantic's and our long-lived objects in
-    every older-generation collection (~0.05 ms of CPU per compare_pair, ~1.2 ms per 16-response FLIP call, measured
-    in process). No full collection first: it took ~30-95 ms of the start (perf/cold_start.py) to free a few hundred
-    objects of start-up garbage (3,382 counted with the collector off during the imports, cli.main), which the
-    permanent generation now keeps, once. Turns the collector (back) on."""
-    gc.freeze()
-    gc.enable()
 
 
 class App:
@@ -49,7 +37,7 @@ class App:
         self.stdio = False  # set by `serve --transport stdio`: only then may an image argument be a file path
         self.calls_in_flight = 0  # tool calls running now (server/tools.py: invoke), for the message a Ctrl-C of `serve` prints
         self.interrupted = False  # set by a Ctrl-C of `serve` (cli/main.py)
-        telemetry.configure(self.settings)  # OpenTelemetry on or off, as the settings say (telemetry.py)
+        telemetry.configure(self.settings)  # OpenTelemetry on or off, as the settings say (telemetry/hooks.py)
 
     def _new_loop_state(self) -> None:
         """What belongs to one event loop: the backends (their HTTP sessions and limiters), the call cache's calls in
@@ -61,7 +49,7 @@ class App:
 
     def sibling(self) -> App:
         """An App on this one's settings and store with loop state of its own: for another event loop (the Python API's
-        CallContext used from several threads, each with its own asyncio.run). Closed with `close_loop`, not `aclose`."""
+        Judge used from several threads, each with its own asyncio.run). Closed with `close_loop`, not `aclose`."""
         other = copy.copy(self)
         other._new_loop_state()
         return other
@@ -76,18 +64,6 @@ class App:
             cache_older_than_s=None if cache_days is None else cache_days * 86400,
             verdicts_older_than_s=None if verdict_days is None else verdict_days * 86400,
         )
-
-    def warm_up(self) -> list[threading.Thread]:
-        """Ahead of the first tool call: the default backend's HTTP client imported in a thread (backends.preload).
-        Nothing for the embedded model or a configuration with an error (each call reports that error). Then the
-        judging methods' modules, in a thread of their own (methods/registry.py). Returns the threads (a benchmark
-        waits for them, as a client's think time would)."""
-        try:
-            backend_thread = preload(self.settings.backend(None).kind)
-        except ConfigError:
-            backend_thread = None
-        methods = registry.preload(after=backend_thread)
-        return [methods] if backend_thread is None else [methods, backend_thread]
 
     def backend(self, name: str | None) -> Backend:
         """The backend named `name` (None: the environment's). Raises ConfigError for unknown names."""

@@ -49,7 +49,8 @@ from judge_mcp.server.heartbeat import Heartbeat
 from judge_mcp.contract.results import (
     ComparePairResult, FlipResult, GradeScoreResult, LabelResult, LweResult, LweSessionResult, StatsReport,
 )
-from judge_mcp.contract.rubric import ScoreResponseArgs, ScoreResponseResult
+from judge_mcp.contract.rubric import ScoreResponseArgs
+from judge_mcp.contract.results import ScoreResponseResult
 from judge_mcp.storage.engine import StoreError
 
 log = logging.getLogger("judge_mcp.server")
@@ -188,10 +189,12 @@ async def record_label(app: App, args: RecordLabelArgs, progress: ProgressFn | N
     Use it when you know the right answer (a reviewer's decision, a passing test). Returns whether the verdict
     agreed. No backend calls."""
     # lazy: LWE, the stats and the labels load at their first use (or with the methods after the handshake), not at start
+    from judge_mcp.methods.lwe import label_feedback
     from judge_mcp.stats import labels
 
     settled = await app.verdict_writes.settle(args.verdict_id, LABEL_WAIT_S)  # a row still being written: wait a little
-    return await _off_loop(partial(labels.record, app.store, args, pending=not settled))
+    # the server wires label learning: LWE's verdicts learn from their labels (methods/lwe/label_feedback.py)
+    return await _off_loop(partial(labels.record, app.store, args, pending=not settled, learners=label_feedback.LEARNERS))
 
 
 # ---- the table the server registers --------------------------------------------------------------------------------

@@ -19,13 +19,16 @@ whose row is still being written in the background (the database was busy when t
 few seconds (tools.record_label), then refused with a message saying to try again; an id no row has is refused.
 Tools report labels only as counts and figures (judge_stats' `agreement`). One use leaves the database: on an
 lwe_judge verdict a contradicting label becomes feedback for its session, so the right answer (A, B or tie; never
-the note) reaches the model in the next refinement prompt (methods/lwe/label_feedback.py), in the label's transaction.
+the note) reaches the model in the next refinement prompt, in the label's transaction: a hook the caller wires
+(`learners`, by tool: the server and the bench pass methods/lwe/label_feedback.py's LEARNERS), so the report knows
+no method.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from judge_mcp.contract.fields import InputError
@@ -43,6 +46,9 @@ SCORED = "score_response"  # ScoreResponseArgs.tool (score_models imports the ar
 CHOICES = {GradeScoreOptionsArgs.tool: "options", InferInstructionRewardArgs.tool: "responses"}
 PAIR_LABELS = ("A", "B", "tie")
 NONE = "none"  # the verdict named no single option or response
+# What a tool's verdicts learn from a label, in the label's transaction: (tx, tenant, verdict_id, the verdict's inputs,
+# its output, the label, the label it replaces or None) -> whether the label was kept as feedback.
+Learner = Callable[[Any, str, str, Any, Any, str, "str | None"], bool]
 
 
 def inputs_label(inputs: Any) -> str:
@@ -120,9 +126,10 @@ def p_label(tool: str, output: dict[str, Any], label: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def record(store: Engine, args: RecordLabelArgs, *, pending: bool = False) -> LabelResult:
+def record(store: Engine, args: RecordLabelArgs, *, pending: bool = False, learners: Mapping[str, Learner] | None = None) -> LabelResult:
     """Check the label against its verdict and store it (replacing an earlier one). `pending`: the verdict's row was
-    still being written when the wait ran out. Blocking: from async code run it in a worker thread."""
+    still being written when the wait ran out. `learners`: by tool, what its verdicts learn from a label (Learner).
+    Blocking: from async code run it in a worker thread."""
     table = LabelTable(store)
     row = table.verdict(args.verdict_id)
     if row is None:
@@ -138,14 +145,13 @@ def record(store: Engine, args: RecordLabelArgs, *, pending: bool = False) -> La
     inputs, output = _load(row["inputs"]), _load(row["output"])
     label = canonical(row["tool"], inputs, args.label)
     learned: list[bool] = []
+    learner = (learners or {}).get(row["tool"])
 
-    def learn(tx: Any, earlier: str | None) -> None:  # LWE learns from labels (methods/lwe/label_feedback.py), in the label's transaction
-        # lazy: LWE's modules load with the methods (after the handshake), not with the labels
-        from judge_mcp.methods.lwe import label_feedback
+    def learn(tx: Any, earlier: str | None) -> None:  # in the label's transaction
+        assert learner is not None
+        learned.append(learner(tx, table.tenant, args.verdict_id, inputs, output, label, earlier))
 
-        learned.append(label_feedback.buffer(tx, table.tenant, args.verdict_id, inputs, output, label, earlier))
-
-    replaced = table.put(args.verdict_id, row["tool"], label, inputs_label(inputs), args.note, learn if row["tool"] == LweJudgeArgs.tool else None)
+    replaced = table.put(args.verdict_id, row["tool"], label, inputs_label(inputs), args.note, None if learner is None else learn)
     if replaced is None:  # trimmed between the two reads
         raise InputError(f"unknown verdict_id {args.verdict_id!r}: its verdict was just deleted by retention")
     verdict = judged(row["tool"], output if isinstance(output, dict) else {})

@@ -15,8 +15,8 @@ from judge_mcp.storage.engine import Engine, Migration
 
 def open_store(location: str | Path, migrations: Sequence[Migration], *, busy_timeout_s: float = 30.0) -> Engine:
     """The store at `location` (a `postgresql://` URL: that PostgreSQL database; else a path: an SQLite file, made if
-    missing), brought to the schema `migrations` describes (migrations.MIGRATIONS; BENCH_MIGRATIONS for a bench
-    database). The one place an engine is chosen."""
+    missing), brought to the schema `migrations` describes (migrations.MIGRATIONS; bench/schema.py's BENCH_MIGRATIONS
+    for a bench database). The one place an engine is chosen."""
     # lazy: only the engine the database names loads (psycopg only for PostgreSQL)
     from judge_mcp.storage.pg_url import is_postgres_url
 

@@ -1,5 +1,5 @@
-"""The bench's two tables (made by migrations.m101_bench_tables and m102_bench_fingerprint, in the databases the bench
-opens): `bench_results`, one row per (dataset, method, backend, item, placement), written as soon as that judgment
+"""The bench's two tables (made by the bench's own migrations, bench/schema.py's m101_bench_tables and m102_bench_fingerprint,
+in the databases the bench opens): `bench_results`, one row per (dataset, method, backend, item, placement), written as soon as that judgment
 finishes, and `bench_runs`, each run's metadata and accumulated wall time. Every read and write of them; what they
 mean to a run is in bench/stored_runs.py."""
 

@@ -16,7 +16,7 @@ KEYS_PER_READ = 500  # well under SQLite's limit of bound parameters per stateme
 
 
 class CacheRow(NamedTuple):
-    """A cache row not yet written. A tool call run through `App.run` writes its rows in the same transaction as its
+    """A cache row not yet written. A tool call run through runtime/run.py's `run_method` writes its rows in the same transaction as its
     verdict (one write per tool call, verdict_log.VerdictLog.log); until then `CallCache` answers from memory."""
 
     key: str

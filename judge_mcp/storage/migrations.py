@@ -1,14 +1,18 @@
 """Every table's schema, as one ordered list of forward-only migrations.
 
-`MIGRATIONS` is the schema of every judge-mcp database; `BENCH_MIGRATIONS` adds the bench's two tables, in the
-databases the bench opens. Whoever opens a store passes the list (`storage.open_store(path, MIGRATIONS)`: App, the
-CLI, the bench); `Engine.migrate` applies, in list order, each migration the database has not had yet and records
-its name in `_migrations`, all in one transaction: a migration that fails leaves neither its record nor any of its
+`MIGRATIONS` is the schema of every judge-mcp database; the bench keeps its own list beside it
+(bench/schema.py: `BENCH_MIGRATIONS`, this list and then the bench's tables, in the databases the bench opens).
+Whoever opens a store passes the list (`storage.open_store(path, MIGRATIONS)`: App, the CLI, the bench);
+`Engine.migrate` applies, in list order, each migration the database has not had yet and records its name in
+`_migrations`, all in one transaction: a migration that fails leaves neither its record nor any of its
 changes, nor anything of the migrations after it.
 
 A migration is a function of an open transaction (`engine.Tx`) named `mNNN_what_it_does`; it runs once per
 database, is never edited once released (a change is a new migration at the end), and finds its SQL's
-engine-specific column types in `tx.dialect`. Creating migrations say IF NOT EXISTS: databases made before a
+engine-specific column types in `tx.dialect`. A migration is frozen as it shipped: it carries its own SQL, and the
+pure helpers it runs are copies in migration_helpers.py, never the live repositories' code, so editing a repository
+never changes how an old database is upgraded (this module and that one import nothing of judge_mcp but the
+engine seam: `tools/check_imports.py` refuses anything else). Creating migrations say IF NOT EXISTS: databases made before a
 table had its own migration already have it (an earlier `m001_core` made the call cache, the verdict log and the
 option pool), and keep their rows.
 
@@ -23,9 +27,6 @@ import time
 from collections.abc import Sequence
 
 from judge_mcp.storage.engine import Migration, StoreError, Tx
-from judge_mcp.storage.m013_tenants import m013_tenants
-from judge_mcp.storage.m015_longer_answers import m015_longer_answers
-from judge_mcp.storage.verdict_log import stats_page
 
 
 def m001_call_cache(tx: Tx) -> None:
@@ -225,86 +226,58 @@ BACKFILL_PAGE = 1000  # verdict rows read per page by m012's backfill
 def m012_verdict_stats(tx: Tx) -> None:
     """The bias telemetry's aggregates (storage/verdict_stats.py: per-group counters, per-verdict facts, the skipped
     total), backfilled from the verdicts already logged: read BACKFILL_PAGE rows at a time, newest first, each
-    page's facts computed by verdict_facts.py as the write path computes them, and its groups' counters added once."""
-    from judge_mcp.storage import verdict_facts, verdict_stats  # lazy: loaded only where this migration runs
+    page's facts computed as the write path computed them when this shipped (migration_helpers.contributions), and
+    its groups' counters added once."""
+    from judge_mcp.storage import migration_helpers as shipped  # lazy: loaded only where this migration runs
 
-    verdict_stats.create_tables(tx)
+    shipped.create_stats_tables(tx)
     before: int | None = None
     while True:
-        rows = stats_page(tx, before_id=before, limit=BACKFILL_PAGE, pair_tools=verdict_facts.PAIR_TOOLS, answers=verdict_facts.ANSWERS)
+        rows = shipped.stats_page(tx, before, BACKFILL_PAGE)
         verdicts = []
         for raw in rows:
-            row = verdict_facts.row_from_json(raw)
-            verdicts.append((int(row["id"]), float(row["created_at"]), verdict_facts.contributions(row)))
-        verdict_stats.add_many(tx, verdicts)
+            row = shipped.row_from_json(raw)
+            verdicts.append((int(row["id"]), float(row["created_at"]), shipped.contributions(row)))
+        shipped.add_many(tx, verdicts)
         if len(rows) < BACKFILL_PAGE:
             return
         before = rows[-1]["id"]
 
 
-def m101_bench_tables(tx: Tx) -> None:
-    """The bench's results (one row per dataset, method, backend, item and placement) and runs (each run's
-    metadata and accumulated wall time). IF NOT EXISTS: bench databases made before the migrations have them."""
-    real = tx.dialect.real
-    tx.execute(
-        f"""CREATE TABLE IF NOT EXISTS bench_results (
-        dataset TEXT NOT NULL,
-        method TEXT NOT NULL,
-        backend TEXT NOT NULL,
-        item_id TEXT NOT NULL,
-        placement TEXT NOT NULL,
-        seq INTEGER NOT NULL,
-        category TEXT NOT NULL,
-        status TEXT NOT NULL CHECK (status IN ('done', 'error', 'skipped')),
-        record TEXT,
-        error TEXT,
-        created_at {real} NOT NULL,
-        PRIMARY KEY (dataset, method, backend, item_id, placement)
-    )"""
-    )
-    tx.execute(
-        f"""CREATE TABLE IF NOT EXISTS bench_runs (
-        dataset TEXT NOT NULL,
-        method TEXT NOT NULL,
-        backend TEXT NOT NULL,
-        backend_name TEXT NOT NULL,
-        model TEXT NOT NULL,
-        dataset_path TEXT NOT NULL,
-        kind TEXT NOT NULL,
-        options TEXT NOT NULL,
-        wall_seconds {real} NOT NULL DEFAULT 0,
-        judged INTEGER NOT NULL DEFAULT 0,
-        invocations INTEGER NOT NULL DEFAULT 0,
-        created_at {real} NOT NULL,
-        updated_at {real} NOT NULL,
-        PRIMARY KEY (dataset, method, backend)
-    )"""
-    )
+def m013_tenants(tx: Tx) -> None:
+    """Who owns what (tenants.py): the verdict log, its labels, the bias telemetry's facts and groups, the option pool
+    and LWE sessions carry their tenant. Rows from before belong to `tenants.legacy(engine)`: `local` in SQLite (the
+    per-user database stdio clients write), `default` in PostgreSQL (HTTP replicas, which had the one token of
+    tenant `default`). A group's counters are per tenant (its unique key gains the tenant); an LWE session's key
+    becomes `TENANT/NAME` (storage/lwe_sessions.py's session_key); an option pool row's instruction hash includes its
+    tenant (storage/option_pool.py's instruction_hash), so each tenant's pool keeps its own options once."""
+    from judge_mcp.storage import migration_helpers as shipped  # lazy: loaded only where this migration runs
 
-
-def m102_bench_fingerprint(tx: Tx) -> None:
-    """The methods fingerprint of each run (bench databases written before it was kept lack the column)."""
-    if "fingerprint" not in tx.columns("bench_runs"):
-        tx.execute("ALTER TABLE bench_runs ADD COLUMN fingerprint TEXT")
-
-
-def m103_bench_batches(tx: Tx) -> None:
-    """The provider batches a bench has submitted (batch = true backends): the provider's batch id, the backend's
-    identity, the custom ids (call-cache keys) it holds and whether it has ended, so a killed bench polls the
-    batches it submitted instead of submitting their requests again."""
-    real = tx.dialect.real
-    tx.execute(
-        f"""CREATE TABLE IF NOT EXISTS bench_batches (
-        id TEXT PRIMARY KEY,
-        backend TEXT NOT NULL,
-        custom_ids TEXT NOT NULL,
-        status TEXT NOT NULL,
-        detail TEXT,
-        created_at {real} NOT NULL,
-        updated_at {real} NOT NULL
-    )"""
-    )
-    tx.execute("CREATE INDEX IF NOT EXISTS bench_batches_open ON bench_batches(backend, status)")
+    owner = shipped.legacy_tenant(tx.dialect.name)
+    assert shipped.TENANT_NAME.fullmatch(owner)  # spelled into the DDL below
+    for table in ("verdicts", "labels", "verdict_facts", "option_pool", "lwe_sessions"):
+        if "tenant" not in tx.columns(table):
+            tx.execute(f"ALTER TABLE {table} ADD COLUMN tenant TEXT NOT NULL DEFAULT '{owner}'")
+    tx.execute("CREATE INDEX IF NOT EXISTS verdicts_tenant ON verdicts(tenant, id)")
+    tx.execute("CREATE INDEX IF NOT EXISTS verdict_facts_tenant ON verdict_facts(tenant, verdict_id)")  # judge_stats' last-N window
+    tx.execute("CREATE INDEX IF NOT EXISTS verdict_facts_tenant_created ON verdict_facts(tenant, created_at)")
+    tx.execute("CREATE INDEX IF NOT EXISTS option_pool_tenant ON option_pool(tenant, id)")
+    tx.execute("CREATE INDEX IF NOT EXISTS lwe_sessions_tenant ON lwe_sessions(tenant, name)")
+    shipped.key_groups_by_tenant(tx, owner)
+    for row in tx.query("SELECT id, instruction FROM option_pool ORDER BY id"):
+        tx.execute("UPDATE option_pool SET instruction_hash = ? WHERE id = ?", [shipped.instruction_hash(row["instruction"], owner), row["id"]])
+    # each session under its new key: the new row first, its versions and feedback moved to it, then the old row gone
+    # (PostgreSQL checks the versions' and feedback's references to the session at every statement)
+    for row in tx.query("SELECT name FROM lwe_sessions WHERE name NOT LIKE '%/%' ORDER BY name"):
+        old, new = row["name"], shipped.session_key(owner, row["name"])
+        tx.execute(
+            "INSERT INTO lwe_sessions (name, current_version, batch_size, created_at, updated_at, tenant)"
+            " SELECT ?, current_version, batch_size, created_at, updated_at, ? FROM lwe_sessions WHERE name = ?",
+            [new, owner, old],
+        )
+        tx.execute("UPDATE lwe_versions SET session = ? WHERE session = ?", [new, old])
+        tx.execute("UPDATE lwe_feedback SET session = ? WHERE session = ?", [new, old])
+        tx.execute("DELETE FROM lwe_sessions WHERE name = ?", [old])
 
 
 def m014_label_feedback(tx: Tx) -> None:
@@ -315,6 +288,20 @@ def m014_label_feedback(tx: Tx) -> None:
     tx.execute("ALTER TABLE lwe_feedback ADD COLUMN source TEXT NOT NULL DEFAULT 'self' CHECK (source IN ('self', 'label'))")
     tx.execute("ALTER TABLE lwe_feedback ADD COLUMN verdict_id TEXT")
     tx.execute("CREATE UNIQUE INDEX IF NOT EXISTS lwe_feedback_label ON lwe_feedback(verdict_id) WHERE status = 'pending'")
+
+
+def m015_longer_answers(tx: Tx) -> None:
+    """Part 0 of each verdict's facts row says which of a pairwise verdict's two answers (compare_pair, lwe_judge) is
+    longer in characters (`longer_answer`: "A", "B"; NULL for equal lengths, answers that are not texts and other
+    tools), so judge_stats can set the labels' share of longer answers beside the verdicts' (stats/agreement.py).
+    Written by the verdict's own transaction from now on (verdict_stats.add); the verdicts already logged are
+    backfilled here from their stored inputs, in one statement inside the migration's transaction (all or nothing)."""
+    from judge_mcp.storage import migration_helpers as shipped  # lazy: loaded only where this migration runs
+
+    assert all(name.isidentifier() for name in (*shipped.PAIR_TOOLS, *shipped.ANSWERS))  # spelled into the SQL
+    if "longer_answer" not in tx.columns("verdict_facts"):
+        tx.execute("ALTER TABLE verdict_facts ADD COLUMN longer_answer TEXT")
+    tx.execute(shipped.longer_answers_sql(tx.dialect.name))
 
 
 def m016_labels_by_tenant(tx: Tx) -> None:
@@ -341,12 +328,13 @@ MIGRATIONS: tuple[Migration, ...] = (
     m015_longer_answers,
     m016_labels_by_tenant,
 )
-BENCH_MIGRATIONS: tuple[Migration, ...] = (*MIGRATIONS, m101_bench_tables, m102_bench_fingerprint, m103_bench_batches)
 
 # name recorded before the list existed -> the migration's name now
 FORMER_NAMES = {"m001_verdicts": "m002_verdicts", "m002_lwe": "m003_lwe", "m003_option_pool": "m004_option_pool"}
 # names recorded by earlier versions that are kept as they are (the one migration that once made three tables)
 RETIRED_NAMES = {"m001_core"}
+# names another list records in the databases it shares with this one (the bench's, bench/schema.py): kept, never run
+OTHER_LISTS = {"m101_bench_tables", "m102_bench_fingerprint", "m103_bench_batches"}
 
 
 def names(migrations: Sequence[Migration]) -> list[str]:
@@ -366,7 +354,7 @@ def apply(tx: Tx, migrations: Sequence[Migration]) -> list[str]:
     order = names(migrations)
     tx.execute(f"CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at {tx.dialect.real} NOT NULL)")
     done = {row["name"] for row in tx.query("SELECT name FROM _migrations")}
-    unknown = sorted(done - set(order) - set(names(BENCH_MIGRATIONS)) - FORMER_NAMES.keys() - RETIRED_NAMES)
+    unknown = sorted(done - set(order) - OTHER_LISTS - FORMER_NAMES.keys() - RETIRED_NAMES)
     if unknown:
         raise StoreError(
             f"it was migrated by a newer judge-mcp (migrations this version does not know: {', '.join(unknown)}); "

@@ -1,5 +1,5 @@
 """The option pool's table: each grade_score_options call's options, under its instruction's hash (made by
-migrations.m004_option_pool). methods/unrelated_pool.py decides whether and how the pool is drawn from."""
+migrations.m004_option_pool). methods/grade_score/unrelated_pool.py decides whether and how the pool is drawn from."""
 
 from __future__ import annotations
 

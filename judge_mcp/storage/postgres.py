@@ -26,15 +26,14 @@ from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
-from judge_mcp.extras import install_hint
+from judge_mcp._version import install_hint
 from judge_mcp.redaction import known, redact
 from judge_mcp.storage import migrations as schema
 from judge_mcp.storage.engine import Dialect, Migration, StoreError
 from judge_mcp.storage.lanes import Lane
-from judge_mcp.storage import pg_conninfo
-from judge_mcp.storage.pg_conninfo import ConninfoError
 from judge_mcp.storage.pg_guard import SUSPECT_AFTER_S, Outage, Watchdog, bounded
-from judge_mcp.storage.pg_url import register_secrets, shown
+from judge_mcp.storage import pg_url
+from judge_mcp.storage.pg_url import ConninfoError, register_secrets, shown
 
 __all__ = ["POSTGRES", "PostgresEngine", "PgTx"]
 
@@ -128,11 +127,6 @@ class PostgresEngine:
         register_secrets(url)
         self.url = url
         self.shown = shown(url)
-        try:
-            parsed = pg_conninfo.parse(url)  # the driver gets the keywords as libpq reads the URL, quoted, with bounds
-            self._conninfo = pg_conninfo.conninfo(pg_conninfo.Parsed("keywords", bounded(parsed.params)))
-        except ConninfoError as exc:
-            raise StoreError(f"cannot open the database {self.shown!r} (JUDGE_MCP_DB): {exc}") from None
         self.connect_timeout_s = connect_timeout_s
         self.suspect_after_s = suspect_after_s  # a connection held longer: the server is proved, else it is cut (pg_guard)
         try:
@@ -145,6 +139,11 @@ class PostgresEngine:
                 f"cannot open the database {self.shown!r} (JUDGE_MCP_DB): PostgreSQL needs psycopg, which is not installed "
                 f"({exc.name}); install it with: {install_hint('postgres')}"
             ) from None
+        try:  # the driver gets the keywords as libpq reads the URL, with bounds (psycopg's make_conninfo)
+            parsed = pg_url.parse(url)
+            self._conninfo = pg_url.conninfo(pg_url.Parsed("keywords", bounded(parsed.params)))
+        except ConninfoError as exc:
+            raise StoreError(f"cannot open the database {self.shown!r} (JUDGE_MCP_DB): {exc}") from None
         self._psycopg = psycopg
         self._local = threading.local()  # .tx: this thread's open transaction
         self._migrated: set[str] = set()

@@ -2,8 +2,9 @@
 facts (`Facts`: trials naming the first-shown answer, orders disagreeing, answers parsed and re-asked, a tie, the
 longer answer winning) and the counts they add to its group (`Counts`). The verdict log computes them once, when it
 writes the verdict (`contributions`, from the Python objects the tool produced), and keeps them in the aggregate
-tables (stats_tables.py); the backfill of databases logged before those tables computes them from the stored rows
-(`row_from_json`), with the same functions.
+tables (verdict_stats.py); the reference scan of the log (stats/report.py) computes them from the stored rows
+(`row_from_json`), with the same functions. The backfill migration (migrations.m012_verdict_stats) runs its own
+copy, frozen as it shipped (migration_helpers.py).
 
 A group is (backend, model, tool, inputs brought). A panel row counts under the backend and model it was logged with;
 a member that carries its own `trials` also counts as a verdict of that member's backend and model.

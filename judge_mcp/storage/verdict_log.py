@@ -2,8 +2,9 @@
 read and write of its table (made by migrations.m002_verdicts). App writes a tool call's row together with the
 call's new cache rows and the row's telemetry counts (verdict_stats.py, computed from the Python objects by
 verdict_facts.py) in one transaction (its only write); retention.py trims it through verdict_stats.trim. The full
-read of the log in pages (`stats_page`) serves the backfill of the telemetry's tables (migrations.m010) and the
-reference scan the tests and the benchmark compare the counters with (stats.scan_store).
+read of the log in pages (`stats_page`) serves the reference scan the tests and the benchmark compare the counters
+with (stats/report.py's scan_store); the backfill migration reads the log with its own frozen copy of it
+(migration_helpers.py).
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ STATS_PAGE = {
 
 
 class VerdictLog:
-    """The verdicts table. Synchronous: async code runs `log` in the store's write lane (App._logged) and the
+    """The verdicts table. Synchronous: async code runs `log` in the store's write lane (runtime/verdict_writes.py's VerdictWrites.write) and the
     telemetry's reads in a worker thread (the judge_stats tool)."""
 
     def __init__(self, store: Engine):
@@ -169,8 +170,7 @@ def stats_page(
     db: Engine | Tx, *, before_id: int | None = None, limit: int = 500, pair_tools: Sequence[str] = (), answers: tuple[str, str] = ("", ""),
     tenant: str | None = None,
 ) -> list[dict[str, Any]]:
-    """`VerdictLog.stats_page` on a store or inside a transaction (the backfill migration, before tenants: every row;
-    else `tenant`'s rows)."""
+    """`VerdictLog.stats_page` on a store or inside a transaction (`tenant`'s rows; None: every row)."""
     tools, (a, b) = json.dumps(list(pair_tools)), answers
     before = before_id if before_id is not None else 2**63 - 1
     a_ref, b_ref = a, b  # a judged answer stored in `texts`: its length is the text's `chars` there

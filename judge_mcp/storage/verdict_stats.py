@@ -57,30 +57,6 @@ def create_tables(tx: Tx) -> None:
     tx.execute("CREATE TABLE IF NOT EXISTS stats_totals (name TEXT PRIMARY KEY, n INTEGER NOT NULL)")
 
 
-def key_groups_by_tenant(tx: Tx, owner: str) -> None:
-    """migrations.m013_tenants: `stats_groups` gains `tenant` (its rows `owner`'s) and its unique key becomes (tenant,
-    backend, model, tool, inputs). SQLite cannot drop a constraint: the table is made again with the same ids."""
-    if "tenant" in tx.columns("stats_groups"):
-        return
-    key = ", ".join(("tenant", *GROUP_KEY))
-    if tx.dialect.name == "postgresql":
-        tx.execute(f"ALTER TABLE stats_groups ADD COLUMN tenant TEXT NOT NULL DEFAULT '{owner}'")
-        for row in tx.query("SELECT conname FROM pg_constraint WHERE conrelid = 'stats_groups'::regclass AND contype = 'u'"):
-            tx.execute(f'ALTER TABLE stats_groups DROP CONSTRAINT "{row["conname"]}"')
-        tx.execute(f"CREATE UNIQUE INDEX stats_groups_tenant_key ON stats_groups({key})")
-        return
-    names = ", ".join((*GROUP_KEY, "logged", *COLUMNS))
-    counters = ", ".join(f"{name} {tx.dialect.real if name in REAL_COLUMNS else 'INTEGER'} NOT NULL DEFAULT 0" for name in ("logged", *COLUMNS))
-    tx.execute("ALTER TABLE stats_groups RENAME TO stats_groups_m012")
-    tx.execute(
-        f"""CREATE TABLE stats_groups (
-            id {tx.dialect.auto_id}, tenant TEXT NOT NULL, backend TEXT NOT NULL, model TEXT NOT NULL, tool TEXT NOT NULL,
-            inputs TEXT NOT NULL, {counters}, UNIQUE ({key}))"""
-    )
-    tx.execute(f"INSERT INTO stats_groups (id, tenant, {names}) SELECT id, ?, {names} FROM stats_groups_m012", [owner])
-    tx.execute("DROP TABLE stats_groups_m012")
-
-
 @dataclass
 class WindowCounts:
     """A window of the log: its verdicts, those skipped, its time span, and each group's counts."""
@@ -103,11 +79,11 @@ def _upsert(key: Sequence[str]) -> str:
     )
 
 
-# Since migrations.m013_tenants a group is also keyed by its tenant and a facts row carries it; m012's backfill (before
-# m013, `tenant` None) writes the tables as m012 made them.
+# Since migrations.m013_tenants a group is also keyed by its tenant and a facts row carries it; `tenant` None writes
+# the tables as m012 made them (the migrations carry their own copy of this code: storage/migration_helpers.py).
 _UPSERT, _UPSERT_TENANT = _upsert(GROUP_KEY), _upsert(("tenant", *GROUP_KEY))
 _FACTS = f"verdict_facts (verdict_id, part, group_id, created_at, {', '.join(FACT_COLUMNS)}"
-LONGER = "longer_answer"  # since migrations' m015; written with the tenant (m012's backfill writes neither)
+LONGER = "longer_answer"  # since migrations' m015; written with the tenant
 _PG_ADD = (
     f"WITH g AS ({_UPSERT_TENANT} RETURNING id) INSERT INTO {_FACTS}, tenant, {LONGER})"
     f" SELECT ?, ?, g.id, ?, {', '.join('?' * len(FACT_COLUMNS))}, ?, ? FROM g"
@@ -168,7 +144,7 @@ def add_many(
 ) -> None:
     """`add` for several verdicts at once: each group's counters change once (the backfill's pages); `longer`: the
     verdicts' longer answers by id (those not in it: None). `tenant` None: the tables as m012 made them, before
-    tenants and longer answers (that migration's backfill)."""
+    tenants and longer answers."""
     totals: dict[Key, tuple[Counts | None, int]] = {}
     pending: list[tuple[int, int, Key | None, float, Counts]] = []
     skipped = 0

@@ -56,7 +56,7 @@ def configure(settings: Settings) -> None:
         from judge_mcp.telemetry import otel as telemetry_otel
     except ImportError as exc:
         # lazy: what the otel extra installs is read only when it is missing
-        from judge_mcp.extras import install_hint
+        from judge_mcp._version import install_hint
 
         level = logging.WARNING if settings.otel.explicit else logging.INFO
         log.log(level, "OpenTelemetry is asked for but not installed (%s): %s; tracing is off", exc.name, install_hint("otel"))

@@ -4,7 +4,7 @@ Spans:
 - `execute_tool {tool}` (INTERNAL) per tool call: `gen_ai.operation.name` execute_tool, `gen_ai.tool.name`, and
   from the result `judge_mcp.backend`, `judge_mcp.model`, `judge_mcp.calls`, `judge_mcp.cached_calls`,
   `judge_mcp.usage.*`, `judge_mcp.outcome` (ok / error / cancelled), `error.type` on failure; its events are the
-  verdict's `gen_ai.evaluation.result` (telemetry_events.py). Under `serve`, the MCP SDK's own `tools/call {tool}`
+  verdict's `gen_ai.evaluation.result` (telemetry/events.py). Under `serve`, the MCP SDK's own `tools/call {tool}`
   server span is its parent (and a client's trace context in `_meta` is that span's parent).
 - `chat {model}` (CLIENT) per request sent to a model, following the GenAI semantic conventions:
   `gen_ai.operation.name` chat, `gen_ai.provider.name` and the older `gen_ai.system` (openai for the

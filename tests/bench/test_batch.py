@@ -323,7 +323,7 @@ async def test_a_panel_of_batch_backends_sends_one_batch_to_each(servers, tmp_pa
 @on_both_engines
 def test_stored_batches_on_both_engines(store):
     from judge_mcp.bench.batching import BatchJobs
-    from judge_mcp.storage.migrations import BENCH_MIGRATIONS
+    from judge_mcp.bench.schema import BENCH_MIGRATIONS
 
     store.migrate(BENCH_MIGRATIONS)
     jobs = BatchJobs(store)

@@ -32,7 +32,7 @@ def test_the_install_hints_name_commands_that_work_before_judge_mcp_is_published
 def test_an_extras_hint_names_its_packages_from_the_metadata_not_the_unpublished_extra() -> None:
     """`pip install 'judge-mcp[postgres]'` fails until judge-mcp is on PyPI: the hint installs what pyproject.toml's
     extra lists, by name, with pip and with pipx."""
-    from judge_mcp.extras import install_hint, packages
+    from judge_mcp._version import install_hint, packages
 
     assert packages("postgres") == ["psycopg[binary]>=3.2", "psycopg-pool>=3.2"]
     assert install_hint("postgres") == (

@@ -28,7 +28,7 @@ DEFERRED = ("aiohttp", "sqlite_utils", "rapidfuzz", "certifi", "judge_mcp.backen
             "judge_mcp.methods.pairwise", "judge_mcp.methods.flip.reward", "judge_mcp.methods.grade_score.scoring", "judge_mcp.methods.lwe",
             "judge_mcp.methods.panel", "judge_mcp.methods.parsing", "judge_mcp.stats.report", "judge_mcp.stats.agreement", "judge_mcp.stats.labels",
             "judge_mcp.stats.calibration", "judge_mcp.storage.verdict_facts", "judge_mcp.storage.verdict_stats",
-            "judge_mcp.storage.lwe_sessions", "judge_mcp.methods.score",
+            "judge_mcp.storage.lwe_sessions", "judge_mcp.storage.migration_helpers", "judge_mcp.methods.score",
             "judge_mcp.bench.command")
 
 PROBE = f"""

@@ -39,7 +39,7 @@ def test_every_variable_the_code_names_is_in_the_table_and_every_one_in_the_tabl
 
 def test_every_toml_key_the_reader_reads_is_in_the_table() -> None:
     config = (PACKAGE / "config" / "settings.py").read_text() + (PACKAGE / "config" / "values.py").read_text()
-    read = set(re.findall(r'table(?:\.get\(|\[)"([a-z_]+)"', config)) | {"kind"}
+    read = set(re.findall(r'(?:table(?:\.get\(|\[)|read_key\(table, )"([a-z_]+)"', config)) | {"kind"}  # read_key: config/table.py's reader
     assert (read - {"api_key"}) | set(SAMPLING_PRIORITIES) == TOML_NAMES  # the priorities are read by name in a loop
 
 

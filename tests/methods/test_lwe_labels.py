@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from mcp import Client
 
+from judge_mcp.methods.lwe import label_feedback
 from judge_mcp.stats import labels
 from judge_mcp.contract.args import RecordLabelArgs
 from testkit.scripted_servers import prompt_text
@@ -96,9 +97,9 @@ async def test_the_label_and_its_feedback_item_are_written_together_or_not_at_al
     with monkeypatch.context() as patch:
         patch.setattr(LweRepository, "_insert_feedback", staticmethod(crash))
         with pytest.raises(RuntimeError):
-            labels.record(store, RecordLabelArgs(verdict_id=verdict.verdict_id, label="B"))
+            labels.record(store, RecordLabelArgs(verdict_id=verdict.verdict_id, label="B"), learners=label_feedback.LEARNERS)
     assert LabelTable(store).page() == [] and len(LweRepository(store).pending("c")) == 1  # neither the label nor its item
-    result = labels.record(store, RecordLabelArgs(verdict_id=verdict.verdict_id, label="B"))
+    result = labels.record(store, RecordLabelArgs(verdict_id=verdict.verdict_id, label="B"), learners=label_feedback.LEARNERS)
     assert result.label_feedback is True and result.replaced is False and len(LweRepository(store).pending("c")) == 2
     assert [f["source"] for f in LweRepository(store).pending("c")] == ["self", "label"]
     await app.aclose()

@@ -229,7 +229,7 @@ async def test_a_panel_averages_its_members_and_warns_of_a_same_family_judge(pan
 async def test_the_python_api_scores_and_refuses_bad_input(scripted, tmp_path: Path) -> None:
     from judge_mcp import Judge, JudgeError
     from testkit.scripted_judges import UniversalJudge
-    from judge_mcp.contract.rubric import ScoreResponseResult
+    from judge_mcp.contract.results import ScoreResponseResult
     from tests.helpers import app_env
 
     server = scripted(UniversalJudge())

@@ -14,7 +14,8 @@ from judge_mcp.bench.stored_runs import Results, all_runs
 from judge_mcp.storage import migrations, sqlite as sqlite_engine
 from judge_mcp.storage.call_cache import CacheRow, CacheTable
 from judge_mcp.storage.lwe_sessions import LweRepository
-from judge_mcp.storage.migrations import BENCH_MIGRATIONS, MIGRATIONS
+from judge_mcp.bench.schema import BENCH_MIGRATIONS
+from judge_mcp.storage.migrations import MIGRATIONS
 from judge_mcp.storage.option_pool import OptionPool
 from judge_mcp.storage.sqlite import APPLICATION_ID, SqliteEngine
 from judge_mcp.storage.verdict_log import VerdictLog

@@ -15,7 +15,7 @@ every parsed response, and the best text extraction is still shown with the simi
 The paper's known weak spot, a response that opens by repeating the instruction, is detected (`detect_echo`) and
 reported as `echoes_instruction`; the reward itself is left as inferred (see the README).
 
-Reading the answers (the JSON grammar, the best extraction of an unparsed one) is in flip_answers.py. Pure
+Reading the answers (the JSON grammar, the best extraction of an unparsed one) is in flip/answers.py. Pure
 functions (parsing, extraction, echo detection, ranking) are tested directly in tests/methods/test_flip.py.
 """
 

@@ -3,7 +3,7 @@ instruction, to add to a `grade_score_options` call as a sanity check on the jud
 
 Candidates come from `BUILTIN_POOL` below. The stored option pool (storage/option_pool.py: options of earlier calls
 for other instructions, from every client of the database) is drawn from only when the operator sets
-`JUDGE_MCP_SHARED_OPTION_POOL=1` (read by config.py, passed down as `Judge.shared_option_pool`): by default one
+`JUDGE_MCP_SHARED_OPTION_POOL=1` (read by config/settings.py, passed down as `CallContext.shared_option_pool`): by default one
 client's option text is never shown to another client's judge (nor returned in its `unrelated_option`). Options
 are still stored, so enabling the setting later finds a pool. The pick is deterministic for a given call and pool:
 each candidate is ranked by a hash of (call seed, candidate text) and the lowest wins (rendezvous hashing), so a

@@ -70,3 +70,6 @@ def buffer(tx: Tx, tenant: str, verdict_id: str, inputs: Any, output: Any, label
         return False
     texts.resolve(tx, [inputs, output])
     return LweRepository.label_feedback(tx, tenant, session, verdict_id, item(inputs, output, label))
+
+
+LEARNERS = {"lwe_judge": buffer}  # what stats/labels.record's `learners` hook takes: LWE learns from its verdicts' labels

@@ -1,4 +1,4 @@
-"""Database connection strings read as libpq reads them (storage/pg_conninfo.py): URLs and keyword DSNs give
+"""Database connection strings read by libpq itself (storage/pg_url.py, through psycopg): URLs and keyword DSNs give
 libpq's own keywords (checked against psycopg's conninfo_to_dict, which asks libpq), a password with `#`, `?`, `/`,
 `@` or `[` never shows, a string libpq would read otherwise than meant is refused at start (exit 2) without its
 password, a keyword DSN is PostgreSQL (never an SQLite file), and an unusable JUDGE_MCP_DB never lets any tool use
@@ -16,7 +16,7 @@ from testkit.server_process import clean_env
 from judge_mcp.config.settings import ConfigError, load_settings, settings_or_error
 from judge_mcp.redaction import known
 from judge_mcp.storage.engine import StoreError
-from judge_mcp.storage.pg_conninfo import ConninfoError, conninfo, parse
+from judge_mcp.storage.pg_url import ConninfoError, conninfo, parse
 from judge_mcp.storage.pg_url import is_postgres_url, shown
 from judge_mcp.storage.postgres import PostgresEngine
 
@@ -157,3 +157,22 @@ async def test_the_password_reaches_no_tool_result_and_no_log_line_of_a_server(p
     stderr = (tmp_path / "stderr.txt").read_text()
     for text in [*texts, stderr]:
         assert "secret-4417" not in text and "Pw#" not in text
+
+
+def test_without_psycopg_a_connection_string_is_left_to_the_engine_and_never_shown(monkeypatch) -> None:
+    """libpq reads the string through psycopg: without it nothing is parsed by hand, `check` leaves the refusal to the
+    engine (which names the command that installs psycopg), and the string is not shown at all."""
+    from judge_mcp.storage.pg_url import check
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as in an install without the postgres extra
+    value = "postgresql://judge:x-secret-4417@db/judge"
+    assert check(value) == "" and is_postgres_url(value)
+    assert "secret" not in shown(value) and "not installed" in shown(value)
+
+
+def test_libpqs_own_message_never_reaches_the_refusal() -> None:
+    """libpq quotes the string in its complaints ('invalid URI query parameter: "x-secret-4417"'): the refusal says
+    what is wrong in its own words."""
+    with pytest.raises(ConninfoError) as caught:
+        parse("postgresql://db/judge?x-secret-4417=1")
+    assert "4417" not in str(caught.value) and "query parameter" in str(caught.value)
