@@ -54,7 +54,7 @@ class App:
         """What belongs to one event loop: the backends (their HTTP sessions and limiters), the call cache's calls in
         flight, the verdict rows being written."""
         self.verdict_writes = VerdictWrites()
-        self.cache = CallCache(self.store)
+        self.cache = CallCache(self.store, shared=self.settings.shared_cache)
         self._backends: dict[str, Backend] = {}
 
     def sibling(self) -> App:
