@@ -27,7 +27,8 @@ import anyio
 
 from judge_mcp.backends.anthropic import AnthropicBackend, messages_url, parse_message
 from judge_mcp.backends.base import ChatRequest, Completion
-from judge_mcp.backends.client import HTTPBackend, RETRYABLE_STATUS, classify_status, encode_json, read_capped, secrets_in
+from judge_mcp.backends.client import HTTPBackend, RETRYABLE_STATUS, classify_status, read_capped, secrets_in
+from judge_mcp.backends.request_body import encode_json
 from judge_mcp.backends.errors import FatalError, RetryableError
 from judge_mcp.backends.openai_compat import OpenAICompatBackend
 from judge_mcp.backends.openai_wire import parse_chat_completion
