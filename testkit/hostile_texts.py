@@ -63,7 +63,8 @@ PREFIXES = [
 ]
 # Repeated units (each is a run of a grammar's own token).
 UNITS = ['{"', '{"a":', '{"a":"{', '{"a":[', "[[A>B]]", "[A]", "<|x|>", "the end of ", "user question ", "\\u", "\\\\\"", '"\\"', "a ",
-         "%73%6B%2d%6c", "\\u0073\\u006B\\u002d", "sk-live-%30%31"]  # the start of SECRET as an echo may escape it
+         "%73%6B%2d%6c", "\\u0073\\u006B\\u002d", "sk-live-%30%31",  # the start of SECRET as an echo may escape it
+         "SK-LIVE-%53%4B", "&#115;&#x6B;&#45;", "&#0000", "&#x0000"]  # upper-cased, as HTML character references
 
 
 Shape = tuple[str, str, str]  # (head, unit, tail): the head, the unit repeated, the tail; cut to any size by shaped()

@@ -182,6 +182,9 @@ class Backend:
     supports_json_schema: bool = False
     # Whether the backend can return token log-probabilities (an instance turns it off when its server refuses them).
     supports_logprobs: bool = False
+    # Whether the answers belong to the caller alone (the sampling backend's: the client's own model), never shared
+    # across tenants by the call cache, even with JUDGE_MCP_SHARED_CACHE=1 (calls/cache.py).
+    private_answers: bool = False
 
     def __init__(
         self,

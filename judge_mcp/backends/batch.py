@@ -30,7 +30,8 @@ import anyio
 
 from judge_mcp.backends.base import Backend, ChatRequest, Completion
 from judge_mcp.backends.batch_wire import Outcome, Status, batches_for
-from judge_mcp.backends.client import HTTPBackend, encode_json
+from judge_mcp.backends.client import HTTPBackend
+from judge_mcp.backends.request_body import encode_json
 from judge_mcp.backends.errors import BackendError, FatalError, RetryableError
 
 log = logging.getLogger("judge_mcp.batch")

@@ -27,11 +27,12 @@ import anyio
 
 from judge_mcp.backends.anthropic import AnthropicBackend, messages_url, parse_message
 from judge_mcp.backends.base import ChatRequest, Completion
-from judge_mcp.backends.client import HTTPBackend, RETRYABLE_STATUS, classify_status, encode_json, read_capped, secrets_in
+from judge_mcp.backends.client import HTTPBackend, RETRYABLE_STATUS, classify_status, read_capped, secrets_in
+from judge_mcp.backends.request_body import encode_json
 from judge_mcp.backends.errors import FatalError, RetryableError
 from judge_mcp.backends.openai_compat import OpenAICompatBackend
 from judge_mcp.backends.openai_wire import parse_chat_completion
-from judge_mcp.redaction import redact
+from judge_mcp.redaction import contains, redact, redact_tree
 
 RESULTS_MAX_BYTES = 1024 * 1024 * 1024  # an output file of 50,000 answers is tens of megabytes; past this it is refused
 TRANSFER_S = 600.0  # an upload of up to 190 MB, or a download of a batch's results, may take this long
@@ -68,7 +69,23 @@ async def _call(backend: HTTPBackend, method: str, url: str, headers: dict[str, 
         raise RetryableError(redact(f"connection error ({type(exc).__name__}: {exc})", secrets)) from exc
     if status >= 400:
         raise classify_status(status, reply_headers, raw.decode("utf-8", errors="replace"), secrets, url=url)
+    if secrets:  # a provider echoing the key (in any case or encoding) in a result: blanked before anything reads it
+        text = raw.decode("utf-8", errors="replace")
+        if contains(text, secrets):
+            return redact_tree_lines(text, secrets).encode("utf-8")
     return raw
+
+
+def redact_tree_lines(text: str, secrets: list[str]) -> str:
+    """A JSON or JSONL reply with the secrets blanked out of its parsed values (the JSON-escaped forms too, as
+    client.post_json does), each line re-encoded; a line that is not JSON is blanked as text."""
+    out = []
+    for line in text.splitlines():
+        try:
+            out.append(json.dumps(redact_tree(json.loads(line), secrets)) if line.strip() else line)
+        except (ValueError, RecursionError):
+            out.append(redact(line, secrets))
+    return "\n".join(out)
 
 
 def _json(raw: bytes, what: str) -> dict[str, Any]:

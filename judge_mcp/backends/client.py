@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import io
 import json
 import os
 import ssl
@@ -30,6 +29,7 @@ from judge_mcp._version import __version__
 from judge_mcp.backends.deadline import BODY, FIRST_BYTE, AttemptClock, current_clock
 from judge_mcp.backends.base import Backend
 from judge_mcp.backends.errors import AttemptTimeout, FatalError, RetryableError
+from judge_mcp.backends.request_body import request_body
 from judge_mcp.backends.retry import parse_retry_after
 from judge_mcp.redaction import contains, redact, redact_tree, register
 
@@ -179,20 +179,6 @@ async def read_capped(response: aiohttp.ClientResponse, max_bytes: int) -> bytes
                 break
             raise FatalError(f"reply passed the limit of {max_bytes:,} bytes and was cut off (max_response_bytes)")
     return b"".join(chunks)[:max_bytes]
-
-
-def encode_json(payload: dict[str, Any]) -> bytes:
-    """The request body as httpx sent it: compact UTF-8 JSON, NaN refused."""
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
-
-
-LARGE_BODY_BYTES = 1024 * 1024  # aiohttp writes a bytes body past this size in one blocking call (and warns)
-
-
-def request_body(payload: dict[str, Any]) -> bytes | io.BytesIO:
-    """The encoded request; a large one (images) as a stream aiohttp writes in chunks, with its Content-Length."""
-    body = encode_json(payload)
-    return io.BytesIO(body) if len(body) > LARGE_BODY_BYTES else body
 
 
 CONNECT_TIMEOUT_S = 10.0  # a host that does not accept the connection in this time is a connection error

@@ -189,6 +189,7 @@ def _content(m: Message) -> Any:
 
 class SamplingBackend(Backend):
     kind = "sampling"
+    private_answers = True  # the client's own model: its answers are never served to another tenant or session
     supports_json_schema = False  # sampling has no structured output: the methods use the papers' text grammars
 
     def __init__(self, name: str, model: str, *, priorities: Iterable[tuple[str, float]] = (), **kwargs: Any):

@@ -1,6 +1,7 @@
 """The bench's side of `batch = true` backends (backends/batch.py): while a run judges, each batch backend it uses
 gets a `BatchPool` whose batches are recorded in the bench database (table `bench_batches`) and whose answers are
-written to the call cache as soon as their batch ends (custom id = call-cache key), so a re-run answers from the
+written to the call cache as soon as their batch ends (custom id = the request's key, stored under the run's tenant
+scope: calls/cache.scoped_key), so a re-run answers from the
 cache and a killed run polls the batches it had submitted instead of submitting their requests again.
 
 The run itself is unchanged: its methods ask for calls as they always do; with a batch backend every item is in
@@ -24,7 +25,7 @@ import anyio
 
 from judge_mcp.runtime.app import App
 from judge_mcp.backends.batch import Answer, BatchBackend, BatchPool
-from judge_mcp.calls.cache import _to_cached
+from judge_mcp.calls.cache import _to_cached, scoped_key
 from judge_mcp.storage.call_cache import CacheRow, CacheTable
 from judge_mcp.storage.engine import Engine
 
@@ -65,13 +66,14 @@ class BatchJobs:
         return self.store.query("SELECT id, backend, custom_ids, status, detail FROM bench_batches ORDER BY created_at, id")
 
 
-def cache_writer(store: Engine, identity: str) -> Callable[[list[Answer]], Awaitable[None]]:
+def cache_writer(store: Engine, identity: str, scope: str) -> Callable[[list[Answer]], Awaitable[None]]:
     """Write a batch's answers to the call cache in one transaction (rows the calls' own writes later replace with the
-    same answers). As in calls/cache.py, only temperature-0 answers are cached, and an empty answer is not."""
+    same answers), under the keys the run's lookups use (`scope`: CallCache.scope). As in calls/cache.py, only
+    temperature-0 answers are cached, and an empty answer is not."""
 
     async def write(answers: list[Answer]) -> None:
         kept = [a for a in answers if a.completion.text.strip() and a.request.temperature == 0]
-        rows = [CacheRow(a.key, identity, a.completion.model, a.request.summary(), _to_cached(a.completion)) for a in kept]
+        rows = [CacheRow(scoped_key(a.key, scope), identity, a.completion.model, a.request.summary(), _to_cached(a.completion)) for a in kept]
         if rows:
             await store.writes.run(CacheTable(store).put_many, rows)
 
@@ -101,8 +103,9 @@ async def attached(
     pools = []
     async with anyio.create_task_group() as tg:
         for backend in backends:
+            writer = cache_writer(app.store, backend.identity(), app.cache.scope(backend))
             pool = BatchPool(
-                backend, jobs, poll_s=poll_s or DEFAULT_POLL_S, settle_s=SETTLE_S, on_results=cache_writer(app.store, backend.identity()),
+                backend, jobs, poll_s=poll_s or DEFAULT_POLL_S, settle_s=SETTLE_S, on_results=writer,
                 say=_say(stream, backend.name),
             )
             backend.pool = pool

@@ -92,6 +92,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--swap-margin", type=float, help="with --adaptive-swap: compare_pair's swap_margin, 0..1 (default: the tool's)")
     bench.add_argument("--concurrency", type=_positive, help="items in flight (default: the backend's concurrency)")
     bench.add_argument("--quiet", action="store_true", help="no progress bar")
+    bench.add_argument("--max-dataset-mb", type=_positive,
+                       help="refuse a dataset file larger than this many MiB (default 512; the file is read whole)")
     bench.add_argument("--batch-poll-seconds", type=_positive, help="a batch = true backend's batches are polled this often (default 30)")
     figures.add_options(bench)
     bench.set_defaults(fn=cmd_bench)
@@ -229,6 +231,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     spec = RunSpec(
         dataset=args.dataset, method=args.method, limit=args.limit, sample=args.sample, backend=backend, options=options,
         concurrency=args.concurrency, batch_poll_s=args.batch_poll_seconds,
+        max_dataset_bytes=None if args.max_dataset_mb is None else args.max_dataset_mb * 1024 * 1024,
     )
     return run_bench(args, settings, spec)
 

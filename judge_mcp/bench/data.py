@@ -16,12 +16,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
 
-from judge_mcp.bench.item_images import ImageError, image_list, option_image_lists
+from judge_mcp.bench.item_images import ImageError, allowed_dirs, image_list, option_image_lists
 from judge_mcp.contract import messages
 from judge_mcp.contract.messages import AnswerLike, Message, PromptLike
 
@@ -54,6 +56,7 @@ class Item:
     generators: tuple[str, str] | None = None  # the models that wrote output_1 and output_2 (head2head), chosen and rejected (pairwise)
     difficulty: float | None = None  # head2head: AlpacaEval's instruction difficulty of the row, when the file has it
     digest: str = ""  # a hash of the item's line (load_items): a stored judgment of an item whose line changed is stale
+    image_dirs: tuple[Path, ...] = ()  # the folders its image files may be read from (item_images.allowed_dirs)
 
     @property
     def has_images(self) -> bool:
@@ -104,16 +107,19 @@ def _is_degenerate(options: list[Value], images: list[tuple[str, ...]] | None = 
     return any(kind == "text" and not text.strip() and not pics for (kind, text), pics in shown) or len(set(shown)) < len(shown)
 
 
-def parse_item(data: dict, seq: int, where: str, base: Path | None = None) -> Item:
-    """One dataset line; image paths are relative to `base` (the JSONL file's folder; default: the working one)."""
+def parse_item(data: dict, seq: int, where: str, base: Path | None = None, image_dirs: tuple[Path, ...] = ()) -> Item:
+    """One dataset line; image paths are relative to `base` (the JSONL file's folder; default: the working one) and
+    must lie inside `image_dirs` (item_images.allowed_dirs: JUDGE_MCP_IMAGE_DIRS, else `base`)."""
     item = _text_item(data, seq, where)
     if item.kind == "head2head":
         return item
+    base = base or Path.cwd()
+    dirs = allowed_dirs(image_dirs, base)
     try:
-        media = _media(data, item, base or Path.cwd())
+        media = _media(data, item, base, dirs)
     except ImageError as exc:
         raise DatasetError(f"{where}: {exc}") from None
-    item = Item(**{**item.__dict__, **media})
+    item = Item(**{**item.__dict__, **media, "image_dirs": dirs})
     degenerate = bool(data.get("degenerate")) or _is_degenerate(item.options, item.options_images)
     return Item(**{**item.__dict__, "degenerate": degenerate})
 
@@ -121,17 +127,17 @@ def parse_item(data: dict, seq: int, where: str, base: Path | None = None) -> It
 IMAGE_FIELDS = {"pairwise": ("images", "chosen_images", "rejected_images"), "listwise": ("images", "option_images")}
 
 
-def _media(data: dict, item: Item, base: Path) -> dict:
+def _media(data: dict, item: Item, base: Path, dirs: tuple[Path, ...]) -> dict:
     """The item's image fields, checked; a field of the other kind of item is an error, not ignored."""
     stray = [k for k in ("chosen_images", "rejected_images", "option_images") if k in data and k not in IMAGE_FIELDS[item.kind]]
     if stray:
         raise ImageError(f"{', '.join(stray)} do not apply to a {item.kind} item (it takes {', '.join(IMAGE_FIELDS[item.kind])})")
-    media: dict = {"images": image_list(data.get("images"), base, "images")}
+    media: dict = {"images": image_list(data.get("images"), base, "images", dirs)}
     if item.kind == "pairwise":
-        media["chosen_images"] = image_list(data.get("chosen_images"), base, "chosen_images")
-        media["rejected_images"] = image_list(data.get("rejected_images"), base, "rejected_images")
+        media["chosen_images"] = image_list(data.get("chosen_images"), base, "chosen_images", dirs)
+        media["rejected_images"] = image_list(data.get("rejected_images"), base, "rejected_images", dirs)
     else:
-        media["option_images"] = option_image_lists(data.get("option_images"), base, len(item.responses))
+        media["option_images"] = option_image_lists(data.get("option_images"), base, len(item.responses), dirs)
     return media
 
 
@@ -241,14 +247,18 @@ def _head2head(data: dict, seq: int, where: str, category: str) -> Item:
                 difficulty=None if difficulty is None else float(difficulty))
 
 
-def load_items(path: str | Path, limit: int | None = None, sample: int | None = None) -> list[Item]:
+def load_items(
+    path: str | Path, limit: int | None = None, sample: int | None = None, *, image_dirs: tuple[Path, ...] = (),
+    max_bytes: int | None = None,
+) -> list[Item]:
     """The first `limit` items of the file (all when None), in file order; or, with `sample`, that many items spread
     evenly over the whole file (items i*total//sample), so a file sorted by category is covered in proportion. Every
-    item must be of one kind."""
+    item must be of one kind. The file must be a regular file of at most `max_bytes` (default MAX_DATASET_BYTES);
+    its items' image files must lie inside `image_dirs` (JUDGE_MCP_IMAGE_DIRS), or the file's own folder when none."""
     if limit is not None and sample is not None:
         raise DatasetError("choose either a limit (the first N items) or a sample (N items spread over the file), not both")
     path = Path(path)
-    lines = _read_lines(path)
+    lines = _read_lines(path, MAX_DATASET_BYTES if max_bytes is None else max_bytes)
     items: list[Item] = []
     first_line: dict[str, int] = {}  # item id -> the line it first appeared on
     for number, raw in enumerate(lines, start=1):
@@ -261,12 +271,7 @@ def load_items(path: str | Path, limit: int | None = None, sample: int | None = 
             raise DatasetError(f"{where}: not UTF-8 text (byte {exc.start + 1} of the line); a dataset is UTF-8 JSONL") from None
         if not line.strip():
             continue
-        try:
-            data = json.loads(line)
-        except ValueError as exc:
-            raise DatasetError(f"{where}: not JSON ({exc})") from None
-        item = parse_item(data, len(items), where, path.parent)
-        item = replace(item, digest=line_digest(data))
+        item = _line_item(line, len(items), where, path.parent, image_dirs)
         if items and item.kind != items[0].kind:
             raise DatasetError(f"{where}: a {item.kind} item in a file of {items[0].kind} items (from line {first_line[items[0].id]}); "
                                "one file holds one kind")
@@ -281,6 +286,23 @@ def load_items(path: str | Path, limit: int | None = None, sample: int | None = 
     return items
 
 
+def _line_item(line: str, seq: int, where: str, base: Path, image_dirs: tuple[Path, ...]) -> Item:
+    """One line's item (its digest set); a line that is not JSON, or nested past what Python can read (a
+    RecursionError in the parser or in the checks), is a DatasetError naming the line."""
+    try:
+        data = json.loads(line)
+    except RecursionError:
+        raise DatasetError(f"{where}: JSON nested too deeply to read (arrays or objects inside each other past Python's "
+                           "recursion limit); a dataset item is a flat object") from None
+    except ValueError as exc:
+        raise DatasetError(f"{where}: not JSON ({exc})") from None
+    try:
+        return replace(parse_item(data, seq, where, base, image_dirs), digest=line_digest(data))
+    except RecursionError:
+        raise DatasetError(f"{where}: a value nested too deeply to check (lists or objects inside each other past "
+                           "Python's recursion limit)") from None
+
+
 def line_digest(data: dict) -> str:
     """A short hash of an item's parsed line (key order and spacing aside): it changes when the prompt, a response,
     the gold label or any other field does."""
@@ -288,17 +310,50 @@ def line_digest(data: dict) -> str:
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def _read_lines(path: Path) -> list[bytes]:
-    """The file's lines as bytes (decoded one by one, so that an error names its line); an unreadable path is a
-    DatasetError naming it."""
+MAX_DATASET_BYTES = 512 * 1024 * 1024  # a dataset file larger than this is refused (bench --max-dataset-mb overrides)
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+
+
+def _read_lines(path: Path, max_bytes: int) -> list[bytes]:
+    """The file's lines as bytes (decoded one by one, so that an error names its line). The file is opened once,
+    without blocking (a FIFO opens at once instead of waiting for a writer), and checked on its descriptor before
+    anything is read: a regular file (not a FIFO, a device such as /dev/zero behind a link, a folder) of at most
+    `max_bytes`. Anything else is a DatasetError naming the file."""
+    name = repr(str(path))
     try:
-        return path.read_bytes().splitlines()
+        fd = os.open(path, _OPEN_FLAGS)
     except FileNotFoundError:
-        raise DatasetError(f"dataset {str(path)!r} does not exist") from None
-    except IsADirectoryError:
-        raise DatasetError(f"dataset {str(path)!r} is a folder, not a JSONL file") from None
+        raise DatasetError(f"dataset {name} does not exist") from None
     except OSError as exc:
-        raise DatasetError(f"dataset {str(path)!r} cannot be read: {exc.strerror or exc}") from None
+        raise DatasetError(f"dataset {name} cannot be read: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise DatasetError(f"dataset {name} is a folder, not a JSONL file")
+        if not stat.S_ISREG(info.st_mode):
+            raise DatasetError(f"dataset {name} is not a regular file ({_kind(info.st_mode)}); give a JSONL file")
+        if info.st_size > max_bytes:
+            raise DatasetError(f"dataset {name} is {info.st_size:,} bytes, over the limit of {max_bytes:,} bytes "
+                               f"(--max-dataset-mb raises it)")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(max_bytes + 1)
+        if len(data) > max_bytes:  # grew while it was read
+            raise DatasetError(f"dataset {name} grew past the limit of {max_bytes:,} bytes while it was read (--max-dataset-mb raises it)")
+        return data.splitlines()
+    except OSError as exc:
+        raise DatasetError(f"dataset {name} cannot be read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a plain file"
 
 
 def dataset_name(path: str | Path) -> str:

@@ -1,5 +1,9 @@
 """Images in benchmark items: a dataset line names each image as a `data:image/...;base64,` URI or as a file path
-relative to the JSONL file (an absolute path also works). Loading checks every image (the file exists and its
+relative to the JSONL file (an absolute path also works). A file must lie inside the folders the server allows
+image files in (JUDGE_MCP_IMAGE_DIRS) or, when that is not set, inside the dataset's own folder (`allowed_dirs`): a
+dataset someone else wrote cannot make the bench upload any image the user can read. It is read as the server reads
+an image argument's file (contract/image_files.py: a regular file, no symbolic link followed below the folder, never
+blocking, at most 5 MiB). Loading checks every image (the file exists and its
 first bytes are a PNG, JPEG, WebP or GIF; a data URI's declared type is one of those and its bytes agree) so a bad
 dataset fails at once naming the line; the bytes are read and encoded only when an item is judged.
 
@@ -12,10 +16,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import os
 from pathlib import Path
 from typing import Any
 
-from judge_mcp.contract.images import sniff
+from judge_mcp.contract import image_files
+from judge_mcp.contract.images import MAX_IMAGE_BYTES, sniff
 
 MEDIA_TYPES = ("image/png", "image/jpeg", "image/webp", "image/gif")
 
@@ -51,10 +57,37 @@ def check_data_uri(ref: str) -> str:
     return ref
 
 
-def check_path(ref: str, base: Path) -> str:
-    """The absolute path of the image file `ref` (relative to `base`), checked to be a PNG/JPEG/WebP/GIF file."""
+def allowed_dirs(image_dirs: tuple[Path, ...], base: Path) -> tuple[Path, ...]:
+    """The folders a dataset's image files may be in: JUDGE_MCP_IMAGE_DIRS (resolved by the settings) when set,
+    else the dataset's own folder, resolved."""
+    return tuple(image_dirs) if image_dirs else (base.resolve(),)
+
+
+def _read(path: Path, ref: str, dirs: tuple[Path, ...]) -> bytes:
+    """The file's bytes as the server reads an image argument's file (contract/image_files.read_file) inside `dirs`;
+    ImageError naming the file and the allowed folders else."""
+    try:
+        return image_files.read_file(str(path), dirs, MAX_IMAGE_BYTES)
+    except ValueError as exc:
+        why = str(exc).replace("the folders listed in JUDGE_MCP_IMAGE_DIRS", "the allowed folders").replace(
+            "inside JUDGE_MCP_IMAGE_DIRS", "inside the allowed folders")
+        allowed = ", ".join(repr(str(d)) for d in dirs)
+        raise ImageError(f"image file {ref!r} (looked at {str(path)!r}) {why}; allowed: {allowed} "
+                         "(JUDGE_MCP_IMAGE_DIRS when set, else the dataset's own folder)") from None
+
+
+def check_path(ref: str, base: Path, dirs: tuple[Path, ...] | None = None) -> str:
+    """The absolute path of the image file `ref` (relative to `base`), checked to be a PNG/JPEG/WebP/GIF file; with
+    `dirs`, read as the server reads an image file (inside one of `dirs`, a regular file, no link followed below it)."""
     path = Path(ref).expanduser()
     path = path if path.is_absolute() else base / path
+    if dirs is not None:
+        absolute = os.path.normpath(os.path.abspath(path))
+        if not os.path.lexists(absolute):  # the bench's own user asks: say so plainly (the server does not)
+            raise ImageError(f"image file {ref!r} does not exist (looked at {absolute!r})")
+        if sniff(_read(Path(absolute), ref, dirs)[:16]) is None:
+            raise ImageError(f"image file {ref!r} is not a PNG, JPEG, WebP or GIF image (by its first bytes)")
+        return absolute
     try:
         with path.open("rb") as handle:
             head = handle.read(16)
@@ -67,7 +100,7 @@ def check_path(ref: str, base: Path) -> str:
     return str(path.resolve())
 
 
-def check_image(ref: Any, base: Path) -> str:
+def check_image(ref: Any, base: Path, dirs: tuple[Path, ...] | None = None) -> str:
     """One image reference from a dataset: a data URI (kept as is) or a file path (made absolute); ImageError else."""
     if not isinstance(ref, str) or not ref.strip():
         raise ImageError(f"an image must be a data URI or a file path, got {ref!r}"[:200])
@@ -75,10 +108,10 @@ def check_image(ref: Any, base: Path) -> str:
         raise ImageError("an image URL; give a data URI or a file path (nothing is fetched)")
     if ref[:5].lower() == "data:":
         return check_data_uri(ref)
-    return check_path(ref, base)
+    return check_path(ref, base, dirs)
 
 
-def image_list(value: Any, base: Path, field: str) -> tuple[str, ...]:
+def image_list(value: Any, base: Path, field: str, dirs: tuple[Path, ...] | None = None) -> tuple[str, ...]:
     """A dataset field holding a list of image references (absent or null: none)."""
     if value is None:
         return ()
@@ -87,26 +120,27 @@ def image_list(value: Any, base: Path, field: str) -> tuple[str, ...]:
     out = []
     for index, ref in enumerate(value):
         try:
-            out.append(check_image(ref, base))
+            out.append(check_image(ref, base, dirs))
         except ImageError as exc:
             raise ImageError(f"{field}[{index}]: {exc}") from None
     return tuple(out)
 
 
-def option_image_lists(value: Any, base: Path, n_options: int) -> tuple[tuple[str, ...], ...]:
+def option_image_lists(value: Any, base: Path, n_options: int, dirs: tuple[Path, ...] | None = None) -> tuple[tuple[str, ...], ...]:
     """`option_images`: one list of images per response (absent or null: none for any)."""
     if value is None:
         return ()
     if not isinstance(value, list) or len(value) != n_options:
         raise ImageError(f"'option_images' must be a list of {n_options} lists, one per response")
-    return tuple(image_list(images, base, f"option_images[{index}]") for index, images in enumerate(value))
+    return tuple(image_list(images, base, f"option_images[{index}]", dirs) for index, images in enumerate(value))
 
 
-def data_uri(ref: str) -> str:
-    """An item's image as a data URI: a data URI as it is, a file read and encoded now (type by its bytes)."""
+def data_uri(ref: str, dirs: tuple[Path, ...]) -> str:
+    """An item's image as a data URI: a data URI as it is, a file read (inside `dirs`, as when it was loaded) and
+    encoded now (type by its bytes)."""
     if ref[:5].lower() == "data:":
         return ref
-    data = Path(ref).read_bytes()
+    data = _read(Path(ref), ref, dirs)
     media_type = sniff(data[:16])
     if media_type is None:  # changed since the dataset was loaded
         raise ImageError(f"image file {ref!r} is no longer a PNG, JPEG, WebP or GIF image")

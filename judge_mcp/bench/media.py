@@ -5,6 +5,7 @@ image arguments at all, so its tool calls are exactly what they were."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from judge_mcp.bench.data import Item
@@ -15,8 +16,8 @@ from judge_mcp.bench.item_images import data_uri
 IMAGE_METHODS = ("vanilla", "grp", "grp-better", "lwe", "selective-lwe", "grade")
 
 
-def _uris(refs: tuple[str, ...]) -> list[str]:
-    return [data_uri(ref) for ref in refs]
+def _uris(refs: tuple[str, ...], dirs: tuple[Path, ...]) -> list[str]:
+    return [data_uri(ref, dirs) for ref in refs]
 
 
 def pair_media(item: Item, placement: str) -> dict[str, Any]:
@@ -26,11 +27,11 @@ def pair_media(item: Item, placement: str) -> dict[str, Any]:
     first, second = (item.chosen_images, item.rejected_images) if placement == "chosen_first" else (item.rejected_images, item.chosen_images)
     media: dict[str, Any] = {}
     if item.images:
-        media["images"] = _uris(item.images)
+        media["images"] = _uris(item.images, item.image_dirs)
     if first:
-        media["response_a_images"] = _uris(first)
+        media["response_a_images"] = _uris(first, item.image_dirs)
     if second:
-        media["response_b_images"] = _uris(second)
+        media["response_b_images"] = _uris(second, item.image_dirs)
     return media
 
 
@@ -40,9 +41,9 @@ def options_media(item: Item) -> dict[str, Any]:
         return {}
     media: dict[str, Any] = {}
     if item.images:
-        media["images"] = _uris(item.images)
+        media["images"] = _uris(item.images, item.image_dirs)
     if any(item.options_images):
-        media["option_images"] = [_uris(refs) for refs in item.options_images]
+        media["option_images"] = [_uris(refs, item.image_dirs) for refs in item.options_images]
     return media
 
 

@@ -56,6 +56,7 @@ class RunSpec:
     options: Options = field(default_factory=Options)
     concurrency: int | None = None  # items in flight (None: the backend's concurrency)
     batch_poll_s: float | None = None  # a batch = true backend's batches are polled this often (None: batching's default)
+    max_dataset_bytes: int | None = None  # the largest dataset file read (None: data.MAX_DATASET_BYTES)
 
 
 def backend_key(app: App, backend_name: str | None) -> tuple[str, str, str]:
@@ -130,7 +131,7 @@ class _Run:
     def __init__(self, app: App, spec: RunSpec, progress_stream: TextIO | None) -> None:
         self.app, self.spec, self.stream = app, spec, progress_stream or sys.stderr
         self.method = METHODS[spec.method]
-        self.items = load_items(spec.dataset, spec.limit, spec.sample)
+        self.items = load_items(spec.dataset, spec.limit, spec.sample, image_dirs=app.settings.image_dirs, max_bytes=spec.max_dataset_bytes)
         self.dataset = dataset_name(spec.dataset)
         check_method(self.method, self.items, self.dataset)
         panel = spec.options.panel

@@ -12,6 +12,14 @@ once, or, when the caller passes a `defer` list (runtime/run.py's run_method doe
 write with its verdict; until that write, identical requests are answered from memory, and for a while after it
 (the last RECENTLY_WRITTEN answers) a read that began before the write committed still finds them.
 
+Tenants: every key is scoped (`scoped_key`). By default the scope is the tenant of the call being served
+(storage/tenancy.py), so a tenant is never answered from, nor joins the flight of, another tenant's identical request:
+neither `usage.cached_calls` nor the latency tells it that someone else sent the same text. With `shared=True`
+(JUDGE_MCP_SHARED_CACHE=1) the configured backends' deterministic answers are shared by every tenant under one scope,
+which the operator accepts as visible to them; the sampling backend's answers (a client's own model) are always kept
+per tenant, and its identity names the MCP session, so they are never served to another session. Rows cached before
+keys were scoped (without a scope in their key) are never looked up again; migration m020 deletes them.
+
 Where the store offers leases (PostgreSQL: replicas sharing one database), a new flight's task also claims the key
 across processes (calls/leased.py): an identical request in flight in another replica is waited for, not sent
 again, and a new answer is written as soon as it comes back (others wait for it), not deferred to the verdict.
@@ -20,6 +28,7 @@ again, and a new answer is written as soon as it comes back (others wait for it)
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Iterable
 from functools import partial
 from typing import Any
@@ -27,9 +36,18 @@ from typing import Any
 from judge_mcp.backends.base import Backend, ChatRequest, Completion, TokenLogprob, Usage
 from judge_mcp.calls.leased import ELSEWHERE, SENT, complete_once
 from judge_mcp.storage.call_cache import CacheRow, CacheTable
+from judge_mcp.storage import tenancy
 from judge_mcp.storage.engine import Engine
 
-__all__ = ["RECENTLY_WRITTEN", "CacheRow", "CacheTable", "CallCache"]
+__all__ = ["RECENTLY_WRITTEN", "SHARED_SCOPE", "CacheRow", "CacheTable", "CallCache", "scoped_key"]
+
+SHARED_SCOPE = "shared"  # the scope of answers shared by every tenant (JUDGE_MCP_SHARED_CACHE=1)
+
+
+def scoped_key(key: str, scope: str) -> str:
+    """The stored key of `key` (ChatRequest.cache_key) within `scope` ("tenant:NAME" or SHARED_SCOPE): a request's
+    key differs from one scope to another, so no lookup, flight or lease of one scope ever meets another's."""
+    return hashlib.sha256(f"{scope}\n{key}".encode()).hexdigest()
 
 
 class _Lookup:
@@ -100,8 +118,9 @@ RECENTLY_WRITTEN = 1024  # answers kept in memory after their write, for reads t
 class CallCache:
     """One per store; shared by every tool call so that identical requests anywhere share one backend call."""
 
-    def __init__(self, store: Engine | None):
+    def __init__(self, store: Engine | None, *, shared: bool = False):
         self.store = store
+        self.shared = shared  # Settings.shared_cache: configured backends' answers shared by every tenant
         self._inflight: dict[str, _Flight] = {}
         self._unwritten: dict[str, dict[str, Any]] = {}  # deferred rows' answers, by key, until written or dropped
         # The answers written last (at most RECENTLY_WRITTEN): a table read that began before their write committed
@@ -130,7 +149,7 @@ class CallCache:
             row = self._row(backend, request, completion, None, summary)
             await self._store(row, defer)
             return completion, False, None if row is None else row.key
-        key = request.cache_key(identity)
+        key = scoped_key(request.cache_key(identity), self.scope(backend))
         hit = self._unwritten.get(key)
         if hit is None and self.store is not None:
             hit = await self._stored(key)
@@ -162,6 +181,13 @@ class CallCache:
         await self._store(row, defer)
         return completion, False, key if row is None else row.key
 
+    def scope(self, backend: Backend) -> str:
+        """The scope of `backend`'s answers for the call being served: SHARED_SCOPE for a configured backend when the
+        operator shares the cache, else the call's tenant (always for a backend whose answers are private: sampling)."""
+        if self.shared and not backend.private_answers:
+            return SHARED_SCOPE
+        return f"tenant:{tenancy.current()}"
+
     def _row(
         self, backend: Backend, request: ChatRequest, completion: Completion, identity: str | None, summary: dict[str, Any] | None, key: str | None = None
     ) -> CacheRow | None:
@@ -174,7 +200,7 @@ class CallCache:
         if kept is None:
             return None
         if kept != identity or key is None:
-            key = request.cache_key(kept)
+            key = scoped_key(request.cache_key(kept), self.scope(backend))
         return CacheRow(key, kept, completion.model, summary or request.summary(), _to_cached(completion))
 
     async def _store(self, row: CacheRow | None, defer: list[CacheRow] | None) -> None:

@@ -326,6 +326,8 @@ environment (set by the MCP client's "env" block or the shell):
   JUDGE_MCP_VERDICTS_MAX_AGE_DAYS  verdict-log rows older than this are deleted at start [default: kept]
   JUDGE_MCP_SHARED_OPTION_POOL     1: grade_score_options' unrelated option may come from  [default: 0, the
                                    options stored by earlier calls of any client            built-in pool only]
+  JUDGE_MCP_SHARED_CACHE  1: tenants share the cached answers of configured backends   [default: 0, each
+                          (a hit tells one what another sent)                        tenant its own]
   JUDGE_MCP_OTEL         1: OpenTelemetry traces (the otel extra)  [default: on when OTEL_EXPORTER_OTLP_ENDPOINT
                          0: none, whatever OTEL_* says             or OTEL_TRACES_EXPORTER is set]
   JUDGE_MCP_OTEL_CAPTURE_TEXT  1: spans may carry judged and model text   [default: 0, never]

@@ -78,6 +78,8 @@ class Settings:
     config_error: str | None = None
     # grade_score_options' unrelated option may come from options stored by earlier calls of any client
     shared_option_pool: bool = False
+    # the call cache shares configured backends' deterministic answers across tenants (visible to them: calls/cache.py)
+    shared_cache: bool = False
     # JUDGE_MCP_DB as a postgresql:// URL or libpq keyword DSN (then db_path is unused); its password is never shown
     # (storage/pg_url.py)
     db_url: str | None = field(default=None, repr=False)
@@ -368,6 +370,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         cache_max_age_days=_optional(env, "JUDGE_MCP_CACHE_MAX_AGE_DAYS"),
         verdicts_max_age_days=_optional(env, "JUDGE_MCP_VERDICTS_MAX_AGE_DAYS"),
         shared_option_pool=flag_value(env.get("JUDGE_MCP_SHARED_OPTION_POOL"), "JUDGE_MCP_SHARED_OPTION_POOL"),
+        shared_cache=flag_value(env.get("JUDGE_MCP_SHARED_CACHE"), "JUDGE_MCP_SHARED_CACHE"),
         db_url=db_url,
         http_stateless=flag_value(env.get("JUDGE_MCP_HTTP_STATELESS"), "JUDGE_MCP_HTTP_STATELESS"),
         http_max_body_bytes=_optional(env, "JUDGE_MCP_HTTP_MAX_BODY_BYTES") or HTTP_BODY_BYTES,

@@ -78,6 +78,8 @@ ENVIRONMENT: tuple[Setting, ...] = (
     Setting("JUDGE_MCP_CACHE_MAX_AGE_DAYS", "number > 0", "kept", "cached answers older than this are deleted at start", parse=positive_float),
     Setting("JUDGE_MCP_VERDICTS_MAX_AGE_DAYS", "number > 0", "kept", "verdict-log rows older than this are deleted at start", parse=positive_float),
     Setting("JUDGE_MCP_SHARED_OPTION_POOL", "0 | 1", "0", "1: grade_score_options' unrelated option may come from other clients' stored options"),
+    Setting("JUDGE_MCP_SHARED_CACHE", "0 | 1", "0",
+            "1: tenants share the cached answers of configured backends (a hit tells one what another sent)"),
     Setting("JUDGE_MCP_OTEL", "0 | 1", "on when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_TRACES_EXPORTER is set",
             "1: OpenTelemetry traces (the otel extra); 0: none, whatever OTEL_* says"),
     Setting("JUDGE_MCP_OTEL_CAPTURE_TEXT", "0 | 1", "0", "1: spans may carry judged text and the model's text"),

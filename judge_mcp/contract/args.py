@@ -116,7 +116,7 @@ class JudgingArgs(ToolArgs):
             for item in getattr(self, name) or ():
                 uris += [item] if isinstance(item, str) else list(item or ())  # option_images holds a list per option
         uris += messages.image_uris(getattr(self, name) for name in judged_fields(type(self)))  # images inside messages
-        count, size = len(uris), sum(len(imagelib.decode(uri).data) for uri in uris)
+        count, size = len(uris), sum(imagelib.decode(uri).size for uri in uris)
         if size > imagelib.MAX_CALL_IMAGE_BYTES:
             raise PydanticCustomError(
                 "call", f"the call's images add up to {size:,} bytes; the limit for one call is {imagelib.MAX_CALL_IMAGE_BYTES:,}"

@@ -44,7 +44,7 @@ class App:
         flight, the verdict rows being written."""
         self.verdict_writes = VerdictWrites()
         self.repeats = Repeats()  # the calls running now, for a client that sends one again (runtime/repeats.py)
-        self.cache = CallCache(self.store)
+        self.cache = CallCache(self.store, shared=self.settings.shared_cache)
         self._backends: dict[str, Backend] = {}
 
     def sibling(self) -> App:

@@ -9,6 +9,7 @@ import json
 import time
 from typing import Any
 
+from judge_mcp.redaction import scrub
 from judge_mcp.storage.engine import Engine
 
 RunKey = tuple[str, str, str]  # (dataset, method key, backend key)
@@ -45,7 +46,7 @@ class BenchResults:
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dataset, method, backend, item_id, placement) DO UPDATE SET"
                 " seq = excluded.seq, category = excluded.category, status = excluded.status, record = excluded.record,"
                 " error = excluded.error, created_at = excluded.created_at",
-                [*run, item_id, placement, seq, category, status, json.dumps(record) if record is not None else None, error, time.time()],
+                [*run, item_id, placement, seq, category, status, json.dumps(scrub(record)) if record is not None else None, error, time.time()],
             )
 
     def rows(self, run: RunKey, item_ids: set[str] | None = None) -> list[dict[str, Any]]:

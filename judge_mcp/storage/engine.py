@@ -31,6 +31,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from judge_mcp.redaction import scrub
 from judge_mcp.storage.lanes import Lane
 
 
@@ -43,8 +44,9 @@ _COLUMN_ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=s
 
 
 def dumps(value: Any) -> str:
-    """A JSON column's text: the one encoding every table uses (sorted keys, non-ASCII kept)."""
-    return _COLUMN_ENCODER.encode(value)
+    """A JSON column's text: the one encoding every table uses (sorted keys, non-ASCII kept), with every registered
+    credential blanked out of its strings (redaction.scrub: whatever wrote the value, no key reaches the database)."""
+    return _COLUMN_ENCODER.encode(scrub(value))
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ same transaction, so nothing runs twice.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Sequence
 
@@ -310,6 +311,20 @@ def m016_labels_by_tenant(tx: Tx) -> None:
     tx.execute("CREATE INDEX IF NOT EXISTS labels_tenant ON labels(tenant, verdict_id)")
 
 
+def m020_cache_keys_by_tenant(tx: Tx) -> None:
+    """The call cache's keys name their scope (calls/cache.py, scoped_key: the tenant, or "shared" when the operator
+    shares the cache). A row cached before had no owner in its key and could be any tenant's answer: it is given to
+    tenant `local` (stdio, the Python API, the bench: whoever runs the server on this database, who can read its rows
+    anyway), so it is never served to an HTTP tenant, and a local user's or bench's cache stays warm. Leases held by
+    old keys are dropped (a running call of an earlier version writes its row under an old key, which nobody reads)."""
+    rows = tx.query("SELECT key FROM call_cache")
+    for row in rows:
+        old = row["key"]
+        new = hashlib.sha256(f"tenant:local\n{old}".encode()).hexdigest()
+        tx.execute("UPDATE call_cache SET key = ? WHERE key = ?", [new, old])
+    tx.execute("DELETE FROM call_leases")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_call_cache,
     m002_verdicts,
@@ -327,6 +342,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m014_label_feedback,
     m015_longer_answers,
     m016_labels_by_tenant,
+    m020_cache_keys_by_tenant,
 )
 
 # name recorded before the list existed -> the migration's name now

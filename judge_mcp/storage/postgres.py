@@ -27,7 +27,7 @@ from functools import lru_cache
 from typing import Any
 
 from judge_mcp._version import install_hint
-from judge_mcp.redaction import known, redact
+from judge_mcp.redaction import known, redact, scrub_params
 from judge_mcp.storage import migrations as schema
 from judge_mcp.storage.engine import Dialect, Migration, StoreError
 from judge_mcp.storage.lanes import Lane
@@ -77,14 +77,14 @@ class PgTx:
         self.conn = conn
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        return self.conn.execute(pg_sql(sql), tuple(params)).rowcount
+        return self.conn.execute(pg_sql(sql), tuple(scrub_params(params))).rowcount
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         cursor = self.conn.execute(pg_sql(sql), tuple(params))
         return cursor.fetchall() if cursor.description else []
 
     def insert(self, sql: str, params: Sequence[Any] = ()) -> int:
-        row = self.conn.execute(pg_sql(sql) + " RETURNING id", tuple(params)).fetchone()
+        row = self.conn.execute(pg_sql(sql) + " RETURNING id", tuple(scrub_params(params))).fetchone()
         return int(row["id"])
 
     def columns(self, table: str) -> set[str]:
@@ -334,7 +334,7 @@ class PostgresEngine:
             return tx.query(sql, params)
         try:
             with self._connection() as conn:
-                cursor = conn.execute(pg_sql(sql), tuple(params))
+                cursor = conn.execute(pg_sql(sql), tuple(scrub_params(params)))
                 return cursor.fetchall() if cursor.description else []
         except self._psycopg.Error as exc:
             raise self._failed(exc, "write") from None

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from judge_mcp.redaction import scrub_params
 from judge_mcp.storage import migrations as schema
 from judge_mcp.storage.engine import Dialect, Migration, StoreError
 from judge_mcp.storage.lanes import Lane
@@ -65,13 +66,13 @@ class SqliteTx:
         self.conn = conn
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        return self.conn.execute(sql, params).rowcount
+        return self.conn.execute(sql, scrub_params(params)).rowcount
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         return _rows(self.conn.execute(sql, params))
 
     def insert(self, sql: str, params: Sequence[Any] = ()) -> int:
-        return int(self.conn.execute(sql, params).lastrowid or 0)
+        return int(self.conn.execute(sql, scrub_params(params)).lastrowid or 0)
 
     def columns(self, table: str) -> set[str]:
         return {row[1] for row in self.conn.execute("SELECT * FROM pragma_table_info(?)", [table])}

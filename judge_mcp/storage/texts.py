@@ -24,6 +24,7 @@ import zlib
 from collections.abc import Iterable
 from typing import Any
 
+from judge_mcp.redaction import scrub
 from judge_mcp.storage.engine import Engine, Tx
 
 LONG = 256  # characters: a reply this long or longer is stored once, in `texts`; a shorter one inline where used
@@ -60,6 +61,7 @@ def upsert_sql(use: str) -> list[str]:
 
 def upsert_statements(text: str, use: str, now: float) -> tuple[str, list[tuple[str, list[Any]]]]:
     """(hash, the statements that store `text` as (SQL, parameters)), for a caller that runs them itself."""
+    text = scrub(text)
     digest = sha256(text)
     uses, body = upsert_sql(use)
     return digest, [(uses, [digest, len(text), now]), (body, [digest, pack(text)])]
@@ -67,7 +69,9 @@ def upsert_statements(text: str, use: str, now: float) -> tuple[str, list[tuple[
 
 def put(tx: Tx, text: str, use: str, now: float) -> str:
     """Inside the caller's transaction: store `text` once (or record its use by a `use` row at `now`); its hash.
-    A text stored already is neither compressed nor written again: only its small row of times changes."""
+    A text stored already is neither compressed nor written again: only its small row of times changes. Every
+    registered credential is blanked out first (redaction.scrub)."""
+    text = scrub(text)
     digest = sha256(text)
     if tx.execute(f"UPDATE texts SET {USED_AT[use]} = ? WHERE sha256 = ?", [now, digest]) == 0:
         uses, body = upsert_sql(use)

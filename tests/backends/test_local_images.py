@@ -18,7 +18,7 @@ from judge_mcp.contract.images import Image
 from tests.backends.test_local_backend import FakeServer, clean_registry, fake_gguf, ok_body  # noqa: F401 (a fixture)
 from tests.image_data import png
 
-SHOT = Image("image/png", png(5, size=512))
+SHOT = Image.of("image/png", png(5, size=512))
 WITH_IMAGE = user("Which is clearer?", images=(("Images the prompt shows:", (SHOT,)),), max_tokens=16)
 
 

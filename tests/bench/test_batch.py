@@ -17,6 +17,7 @@ import pytest
 
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.bench.batching import SEQUENTIAL_NOTE, summary_line
+from judge_mcp.calls.cache import scoped_key
 from testkit.scripted_judges import first_user
 from judge_mcp.config.settings import load_settings
 from judge_mcp.config.values import ConfigError
@@ -62,7 +63,8 @@ async def test_one_batch_answers_every_item_and_a_rerun_answers_from_the_cache(s
     assert "half" in batch["pricing"] and "half the provider's per-token prices" in summary_line(batch)
     db = tmp_path / "bench.db"
     cached = {key for (key,) in db_rows(db, "SELECT key FROM call_cache")}
-    assert set(server.submitted()[0]) <= cached  # custom_id = call-cache key, and every answer landed in the cache
+    # the call-cache key is the custom id in the bench's scope (tenant local), and every answer landed in the cache
+    assert {scoped_key(key, "tenant:local") for key in server.submitted()[0]} <= cached
     assert db_rows(db, "SELECT status FROM bench_batches") == [("completed" if kind == "openai" else "ended",)]
 
     db_rows(db, "DELETE FROM bench_results")  # judge the same items again: every call is a cache hit
@@ -349,7 +351,8 @@ async def test_the_answers_an_expired_batch_finished_stand(servers, tmp_path, ki
     statuses = sorted(status for (status,) in db_rows(db, "SELECT status FROM bench_results WHERE status != 'skipped'"))
     assert statuses == ["done"] * 5 + ["error"] * 7
     answered = {r["custom_id"] for r in server.batches[0].results}
-    assert answered <= {key for (key,) in db_rows(db, "SELECT key FROM call_cache")} and len(answered) == 5
+    cached = {key for (key,) in db_rows(db, "SELECT key FROM call_cache")}
+    assert {scoped_key(key, "tenant:local") for key in answered} <= cached and len(answered) == 5
     errors = [e for (e,) in db_rows(db, "SELECT error FROM bench_results WHERE status = 'error'")]
     assert all(("expired" in e) for e in errors)
     assert db_rows(db, "SELECT status FROM bench_batches") == [("expired" if kind == "openai" else "ended",)]

@@ -146,7 +146,9 @@ def test_vl_rewardbench_converter(tmp_path, capsys):
     assert rows[0]["chosen"] == "Three dogs." and rows[0]["rejected"] == "Two dogs."  # ranking [1, 0]: the second is preferred
     assert rows[1]["chosen"] == "A cat." and rows[0]["category"] == "RLAIF-V"
     assert rows[0]["images"] == ["../VL_RewardBench/data/images/rlaif-v/R-0.jpg"]  # relative to the written file
-    items = load_items(out)
+    with pytest.raises(DatasetError, match="is outside the allowed folders"):  # beside the set, not below it
+        load_items(out)
+    items = load_items(out, image_dirs=(source.parent.resolve(),))  # JUDGE_MCP_IMAGE_DIRS names the images' folder
     assert pair_media(items[0], "chosen_first") == {"images": [uri(png(0))]}
 
 

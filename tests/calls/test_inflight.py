@@ -16,7 +16,7 @@ from judge_mcp.backends.base import Completion, user
 from judge_mcp.backends.errors import BackendError
 from testkit.scripted_servers import Reply
 from testkit.scripted_judges import UniversalJudge
-from judge_mcp.calls.cache import CallCache
+from judge_mcp.calls.cache import CallCache, scoped_key
 from judge_mcp.storage.call_cache import CacheTable
 from judge_mcp.calls.context import CallContext
 from judge_mcp.methods import pairwise
@@ -62,7 +62,7 @@ async def test_a_cancelled_caller_leaves_the_shared_call_to_the_others(scripted,
     assert got["second"].text == "the shared answer"
     assert len(server.requests) == 1  # the second caller was not given a fresh call: it kept the shared one
     assert (second.calls, second.cached_calls, first.calls) == (1, 0, 0)  # the survivor accounts for the one call
-    key = request.cache_key(backend.identity())
+    key = scoped_key(request.cache_key(backend.identity()), "tenant:local")  # the key as this tenant's calls store it
     assert CacheTable(store).get_many([key])[key]["text"] == "the shared answer"
     await backend.aclose()
 

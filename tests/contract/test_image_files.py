@@ -51,7 +51,7 @@ async def test_a_file_in_an_allowed_folder_reaches_the_model_over_stdio_only(con
     assert "outside the folders" in escaped.content[0].text
     assert str(allowed).encode() not in judged.db.read_bytes() and UI_B not in judged.db.read_bytes()
     logged = judged.verdicts("compare_pair")[0]
-    assert imagelib.Image("image/png", UI_B).sha256 in str(logged)
+    assert imagelib.Image.of("image/png", UI_B).sha256 in str(logged)
 
 
 def _refusal(value: str, policy: imagelib.PathPolicy, name: str = "images") -> str:

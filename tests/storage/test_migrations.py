@@ -12,6 +12,7 @@ import pytest
 
 from judge_mcp.bench.stored_runs import Results, all_runs
 from judge_mcp.storage import migrations, sqlite as sqlite_engine
+from judge_mcp.calls.cache import scoped_key
 from judge_mcp.storage.call_cache import CacheRow, CacheTable
 from judge_mcp.storage.lwe_sessions import LweRepository
 from judge_mcp.bench.schema import BENCH_MIGRATIONS
@@ -23,7 +24,7 @@ from judge_mcp.storage.verdict_log import VerdictLog
 NAMES = [
     "m001_call_cache", "m002_verdicts", "m003_lwe", "m004_option_pool", "m005_call_cache_without_hits", "m006_call_leases",
     "m007_json_or_null", "m008_verdict_ids", "m009_labels", "m010_texts", "m011_backend_limits",
-    "m012_verdict_stats", "m013_tenants", "m014_label_feedback", "m015_longer_answers", "m016_labels_by_tenant",
+    "m012_verdict_stats", "m013_tenants", "m014_label_feedback", "m015_longer_answers", "m016_labels_by_tenant", "m020_cache_keys_by_tenant",
 ]
 
 # The schema as judge-mcp wrote it before the list existed (each table's migration in its own module, ordered by
@@ -87,7 +88,8 @@ def _database_from_before(path, names: list[str] = BEFORE_NAMES) -> None:
 
 
 def _rows_are_all_there(store: SqliteEngine) -> None:
-    assert CacheTable(store).get_many(["k"]) == {"k": {"text": "kept"}}
+    old = scoped_key("k", "tenant:local")  # m020: a row from before scoped keys is the local tenant's
+    assert CacheTable(store).get_many(["k", old]) == {old: {"text": "kept"}}
     assert [(v["tool"], v["output"]) for v in VerdictLog(store).recent()] == [("compare_pair", {"winner": "A"})]
     lwe = LweRepository(store)
     assert (lwe.session_row("s")["text"], [f["feedback"] for f in lwe.pending("s")]) == ("M0", ["f"])

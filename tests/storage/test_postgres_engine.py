@@ -16,7 +16,7 @@ import pytest
 from judge_mcp.backends.base import user
 from testkit.scripted_servers import Reply
 from testkit.server_process import free_port
-from judge_mcp.calls.cache import CallCache
+from judge_mcp.calls.cache import CallCache, scoped_key
 from judge_mcp.config.settings import ConfigError, load_settings
 from judge_mcp.redaction import RedactingFilter
 from judge_mcp.storage import open_store
@@ -212,7 +212,7 @@ async def test_a_dead_holders_lease_runs_out_and_another_replica_sends_the_reque
     dead_store, live_store = PostgresEngine(postgres_url), PostgresEngine(postgres_url)
     backend = http_backend(server, max_retries=0)
     request = user("who answers?")
-    key = request.cache_key(backend.identity())
+    key = scoped_key(request.cache_key(backend.identity()), "tenant:local")  # the key as this process's calls claim it
     dead = PgLeases(dead_store, ttl_s=1.0)
     dead.close()  # a holder that never renews: as a replica killed right after its claim
     try:

@@ -14,6 +14,7 @@ import pytest
 from judge_mcp import tenants
 from testkit.scripted_judges import CAPITAL_Q, UniversalJudge
 from judge_mcp.runtime.run import run_method
+from judge_mcp.calls.cache import scoped_key
 from judge_mcp.storage import open_store, retention, texts
 from judge_mcp.storage.call_cache import CacheRow, CacheTable
 from judge_mcp.storage.engine import StoreError, dumps
@@ -174,7 +175,8 @@ def test_rows_written_before_the_texts_table_read_as_they_did(engine, tmp_path, 
     store = open_store(location, MIGRATIONS)
     try:
         with tenants.acting(tenants.legacy(store.dialect.name)):  # whose the rows from before tenants are (m013_tenants)
-            assert CacheTable(store).get_many(["old-key"])["old-key"]["text"] == long_text
+            old_key = scoped_key("old-key", "tenant:local")  # m020: an unscoped row is the local tenant's
+            assert CacheTable(store).get_many([old_key])[old_key]["text"] == long_text
             row = VerdictLog(store).recent()[0]
             assert (row["inputs"], row["output"], row["calls"]) == ({"response_a": long_text}, {"judgment": long_text}, [{"purpose": "p", "text": long_text}])
             item = LweRepository(store).pending("s")[0]

@@ -24,6 +24,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from judge_mcp import tenants
 from judge_mcp.config.settings import MIN_REMOTE_TOKEN_CHARS, ConfigError
 from judge_mcp.contract.images import HTTP_BODY_BYTES
+from judge_mcp.server.transports.body_limit import BodyLimit
 from judge_mcp.server.transports.admission import (
     HEADER_TIMEOUT_S, Admission, Gate, Limits, admitted_protocol, default_limits,
 )
@@ -106,6 +107,8 @@ def http_app(
         app = server.streamable_http_app(**common)
     else:
         app = server.streamable_http_app(**common, transport_security=rebinding_guard(host))
+    manager = server.session_manager
+    manager.asgi_app = BodyLimit(manager._handle_request, max_body)  # type: ignore[assignment]  # noqa: SLF001 - the SDK's copies the body twice
     admission = admission or Admission()
     limits = admission.limits
     quota = SessionQuota(limits.sessions_per_tenant, limits.sessions_per_peer, live=lambda: _live_sessions(server))
