@@ -61,16 +61,30 @@ def system_prompt(low: int, high: int, structured: bool) -> str:
     return prompts.render("score_system.txt", low=str(low), high=str(high), answer_format=answer_format(structured, low, high)).rstrip("\n")
 
 
-def user_prompt(instruction: transcript.Value, response: transcript.Value, criterion: str, reference: str | None, low: int, high: int, structured: bool) -> str:
-    """The judged texts defused (parsing.neutralise; a conversation or trajectory as its transcript, methods/transcript.py),
-    the reference and the criterion as fenced blocks."""
-    inputs = user_inputs.blocks(criterion, reference, neutralise, criteria_block="score_criterion.txt")
-    notes = user_inputs.notes(criterion, reference, reference_note="score_reference_note.txt", criteria_note="score_criterion_note.txt")
-    return prompts.render(
-        "score_user.txt", prompt=transcript.render(instruction, neutralise).strip("\n"), inputs=inputs,
+def user_parts(instruction: transcript.Value, response: transcript.Value, criterion: str, reference: str | None, low: int, high: int,
+               structured: bool) -> tuple[str, str]:
+    """The user message in two parts: what every call of one judgment shares (the query, the answer and the reference,
+    the judged texts defused by parsing.neutralise; a conversation or trajectory as its transcript) and what is the
+    call's own (the criterion as a fenced block, the closing notes and the answer format). The criterion comes after
+    the answer so that a judgment's calls share all but their last few hundred characters, which a prompt cache
+    serves once (this layout is judge-mcp's own, not a paper's)."""
+    shared = prompts.render(
+        "score_user.txt", prompt=transcript.render(instruction, neutralise).strip("\n"),
         response=transcript.render(response, neutralise).strip("\n"),
-        notes=notes, answer_format=answer_format(structured, low, high),
     ).rstrip("\n")
+    if reference is not None:
+        shared += "\n\n" + user_inputs.blocks(None, reference, neutralise)
+    own = prompts.render(
+        "score_user_criterion.txt", inputs=user_inputs.blocks(criterion, None, neutralise, criteria_block="score_criterion.txt"),
+        notes=user_inputs.notes(criterion, reference, reference_note="score_reference_note.txt", criteria_note="score_criterion_note.txt"),
+        answer_format=answer_format(structured, low, high),
+    ).rstrip("\n")
+    return shared + "\n\n", own
+
+
+def user_prompt(instruction: transcript.Value, response: transcript.Value, criterion: str, reference: str | None, low: int, high: int, structured: bool) -> str:
+    """The whole user message (user_parts joined)."""
+    return "".join(user_parts(instruction, response, criterion, reference, low, high, structured))
 
 
 # ---- the answer grammar --------------------------------------------------------------------------------------------
@@ -139,11 +153,11 @@ async def judge_sample(judge: CallContext, args: ScoreResponseArgs, criterion: C
     low, high = args.scale
     structured = judge.structured
     size = text_work.chars(args.instruction, args.response, criterion.text(), args.reference)
-    content = await text_work.run(
-        user_prompt, args.instruction, args.response, criterion.text(), args.reference, low, high, structured, size=size
+    shared, own = await text_work.run(
+        user_parts, args.instruction, args.response, criterion.text(), args.reference, low, high, structured, size=size
     )
     request = user(
-        content, images=images, system=system_prompt(low, high, structured), max_tokens=MAX_TOKENS,
+        shared + own, shared_chars=len(shared), images=images, system=system_prompt(low, high, structured), max_tokens=MAX_TOKENS,
         json_schema=answer_schema(low, high) if structured else None, schema_name="pointwise_score",
         logprobs=judge.logprobs, top_logprobs=TOP_LOGPROBS if judge.logprobs else 0,
         temperature=args.sampling_temperature(), purpose=purpose,
