@@ -200,6 +200,9 @@ class Backend:
     supports_json_schema: bool = False
     # Whether the backend can return token log-probabilities (an instance turns it off when its server refuses them).
     supports_logprobs: bool = False
+    # JUDGE_MCP_CACHE_WARMUP / cache_warmup: a judgment whose calls share a cacheable prefix sends its first call first
+    # and the rest once it is answered (calls/fanout.run_each; build_backend sets it from the backend's settings)
+    cache_warmup: bool = True
 
     def __init__(
         self,

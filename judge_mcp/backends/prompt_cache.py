@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from judge_mcp.backends.base import ChatRequest, Message
+from judge_mcp.backends.base import Backend, ChatRequest, Message
 
 CHARS_PER_TOKEN = 4
 STEP_CHARS = 4096  # ~1,000 tokens between block boundaries; 20 of them (the lookback) cover ~80,000 characters
@@ -93,3 +93,27 @@ def anthropic_first_blocks(request: ChatRequest, model: str) -> list[dict[str, A
     elif rest:
         blocks[-1]["text"] += rest
     return blocks
+
+
+# ---- the order of sending (calls/fanout.run_each's `warm`) ------------------------------------------------------------
+OPENAI_MIN_TOKENS = 1024  # OpenAI caches prompts of 1,024 tokens or more (its prompt-caching guide)
+LOCAL_MIN_TOKENS = 256  # the embedded model: a slot's prompt cache pays off for any prefix worth a batch of prefill
+
+
+def cache_min_tokens(backend: Backend) -> int | None:
+    """The shortest shared prefix (tokens) this backend's prompt cache serves, or None when it has none to warm (the
+    MCP client's model, a provider's batch API)."""
+    if backend.kind == "openai":
+        return OPENAI_MIN_TOKENS
+    if backend.kind == "anthropic":
+        return min_cacheable_tokens(backend.model)
+    if backend.kind == "local":
+        return LOCAL_MIN_TOKENS
+    return None
+
+
+def warm_up(backend: Backend, shared_chars: int) -> bool:
+    """Whether a judgment whose calls share `shared_chars` characters of prompt (the system prompt included) sends its
+    first call first and the rest once it is answered: the setting allows it and the share reaches the cache's minimum."""
+    least = cache_min_tokens(backend) if backend.cache_warmup else None
+    return least is not None and estimated_tokens(shared_chars) >= least

@@ -21,7 +21,7 @@ from judge_mcp.config.table import TOML_NAMES, did_you_mean, unknown_variables
 
 from judge_mcp.config.values import (
     ConfigError, DENIED, OtelSettings, check_batch, check_sampling_keys, check_text, check_url as _check_url, flag_value,
-    non_negative_int, otel_settings, path_kind, positive_float, positive_int,
+    non_negative_int, otel_settings, path_kind, positive_float, positive_int, unit_float,
 )
 
 KINDS = ("local", "openai", "anthropic", "sampling")  # sampling: the MCP client's own model (backends/sampling.py)
@@ -31,6 +31,7 @@ PROVIDER_KEY_ENV = {"openai": ("OPENAI_API_KEY", "api.openai.com"), "anthropic":
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5"}
 DEFAULT_BACKEND_NAME = "default"
 STRUCTURED_OUTPUT_MODES = ("auto", "json_schema", "off")
+CACHE_WARMUP_MODES = ("auto", "off")
 # Requests in flight per backend, by kind: the ceiling of the adaptive limit (backends/limiter.py), which starts
 # there, drops on 429/503/529 and timeouts and grows back while calls succeed. A remote API gets 256, so a burst of
 # 100 compare_pair calls (200 requests) goes out at once and a backend that takes fewer says so with 429; the
@@ -50,6 +51,8 @@ class BackendConfig:
     max_retries: int = 3
     # auto: a schema, until the server refuses it (then the papers' text grammars); json_schema: always; off: never
     structured_output: str = "auto"
+    # auto: a judgment whose calls share a cacheable prefix sends its first call first, the rest once it is answered
+    cache_warmup: str = "auto"
     # local only
     n_ctx: int = 32768
     n_threads: int | None = None
@@ -76,6 +79,9 @@ class Settings:
     config_error: str | None = None
     # grade_score_options' unrelated option may come from options stored by earlier calls of any client
     shared_option_pool: bool = False
+    # the price of a cached prompt token over an uncached one on OpenAI-compatible servers (JUDGE_MCP_CACHED_INPUT_PRICE):
+    # judge_stats' and the bench's billed-equivalent input; Anthropic's own ratios are fixed (calls/usage.py)
+    cached_input_price: float = 0.5
     # JUDGE_MCP_DB as a postgresql:// URL or libpq keyword DSN (then db_path is unused); its password is never shown
     # (storage/pg_url.py)
     db_url: str | None = field(default=None, repr=False)
@@ -158,6 +164,22 @@ def _check_structured_output(value: Any, what: str) -> str:
     return mode
 
 
+def _check_cache_warmup(value: Any, what: str) -> str:
+    mode = value.strip().lower() if isinstance(value, str) else value
+    if mode not in CACHE_WARMUP_MODES:
+        raise ConfigError(f"{what} must be one of {', '.join(CACHE_WARMUP_MODES)}; got {value!r}")
+    return mode
+
+
+def _price_ratio(value: str, what: str) -> float:
+    """A number from 0 to 1 written as text (an environment value)."""
+    try:
+        number = float(value.strip())
+    except ValueError:
+        raise ConfigError(f"{what} must be a number from 0 to 1, got {value!r}") from None
+    return unit_float(number, what)
+
+
 def _env(env: Mapping[str, str], name: str, default: Any) -> Any:
     """An environment value; set-but-empty counts as unset."""
     value = env.get(name)
@@ -179,6 +201,7 @@ def backend_from_env(env: Mapping[str, str]) -> BackendConfig:
         timeout_s=positive_float(_env(env, "JUDGE_MCP_TIMEOUT_S", 120), "JUDGE_MCP_TIMEOUT_S"),
         max_retries=non_negative_int(_env(env, "JUDGE_MCP_MAX_RETRIES", 3), "JUDGE_MCP_MAX_RETRIES"),
         structured_output=_check_structured_output(_env(env, "JUDGE_MCP_STRUCTURED_OUTPUT", "auto"), "JUDGE_MCP_STRUCTURED_OUTPUT"),
+        cache_warmup=_check_cache_warmup(_env(env, "JUDGE_MCP_CACHE_WARMUP", "auto"), "JUDGE_MCP_CACHE_WARMUP"),
         max_output_tokens=_optional(env, "JUDGE_MCP_MAX_OUTPUT_TOKENS", positive_int) if kind == "local" else None,
         mmproj=_env(env, "JUDGE_MCP_MMPROJ", None) if kind == "local" else None,
     )
@@ -300,6 +323,8 @@ def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str
         # a table without its own max_retries follows JUDGE_MCP_MAX_RETRIES, as the environment's backend does
         max_retries=non_negative_int(table.get("max_retries", _env(env, "JUDGE_MCP_MAX_RETRIES", 3)), f"{where} max_retries"),
         structured_output=_check_structured_output(table.get("structured_output", "auto"), f"{where} structured_output"),
+        # a table without its own cache_warmup follows JUDGE_MCP_CACHE_WARMUP
+        cache_warmup=_check_cache_warmup(table.get("cache_warmup", _env(env, "JUDGE_MCP_CACHE_WARMUP", "auto")), f"{where} cache_warmup"),
         n_ctx=positive_int(table.get("n_ctx", 32768), f"{where} n_ctx"),
         n_threads=None if table.get("n_threads") is None else positive_int(table["n_threads"], f"{where} n_threads"),
         n_threads_batch=None
@@ -345,6 +370,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         cache_max_age_days=_optional(env, "JUDGE_MCP_CACHE_MAX_AGE_DAYS", positive_float),
         verdicts_max_age_days=_optional(env, "JUDGE_MCP_VERDICTS_MAX_AGE_DAYS", positive_float),
         shared_option_pool=flag_value(env.get("JUDGE_MCP_SHARED_OPTION_POOL"), "JUDGE_MCP_SHARED_OPTION_POOL"),
+        cached_input_price=_price_ratio(_env(env, "JUDGE_MCP_CACHED_INPUT_PRICE", "0.5"), "JUDGE_MCP_CACHED_INPUT_PRICE"),
         db_url=db_url,
         http_stateless=flag_value(env.get("JUDGE_MCP_HTTP_STATELESS"), "JUDGE_MCP_HTTP_STATELESS"),
         http_max_body_bytes=_optional(env, "JUDGE_MCP_HTTP_MAX_BODY_BYTES", positive_int) or HTTP_BODY_BYTES,

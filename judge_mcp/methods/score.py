@@ -21,6 +21,7 @@ from functools import lru_cache
 from typing import Any
 
 from judge_mcp import prompts
+from judge_mcp.backends import prompt_cache
 from judge_mcp.backends.base import user
 from judge_mcp.calls.fanout import run_each
 from judge_mcp.calls.context import CallContext
@@ -224,10 +225,13 @@ async def score_response(judge: CallContext, args: ScoreResponseArgs | None = No
     # the prompt's images, then those inside the instruction's and the response's messages
     images = tuple(g for g in (*user_inputs.pair_images(shown, (), ()), *transcript.message_images(args.instruction, transcript.owner("owner_prompt.txt")),
                                *transcript.message_images(args.response, transcript.owner("owner_response.txt"))) if g[1])
+    # what every call shares: the system prompt, the query, the answer and the reference (user_parts)
+    shared = len(system_prompt(*args.scale, judge.structured)) + text_work.chars(args.instruction, args.response, args.reference)
     found = await run_each(
         judge, len(rubric) * n,
         lambda k: judge_sample(judge, args, rubric[k // n], f"score_response:{k // n}:{k % n}", images),
         lambda k, _: f"criterion {rubric[k // n].name!r} sample {k % n + 1} of {n} scored",
+        warm=prompt_cache.warm_up(judge.backend, shared),
     )
     scores = [criterion_score(c, found[i * n : (i + 1) * n]) for i, c in enumerate(rubric)]
     return ScoreResponseResult(scores=scores, **summary(scores, args), model=judge.model_id, usage=judge.usage())
