@@ -171,6 +171,11 @@ def _check_cache_warmup(value: Any, what: str) -> str:
     return mode
 
 
+def cached_input_price(env: Mapping[str, str]) -> float:
+    """JUDGE_MCP_CACHED_INPUT_PRICE (default 0.5), a ConfigError naming it when it is not a number from 0 to 1."""
+    return _price_ratio(str(_env(env, "JUDGE_MCP_CACHED_INPUT_PRICE", "0.5")), "JUDGE_MCP_CACHED_INPUT_PRICE")
+
+
 def _price_ratio(value: str, what: str) -> float:
     """A number from 0 to 1 written as text (an environment value)."""
     try:
@@ -370,7 +375,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         cache_max_age_days=_optional(env, "JUDGE_MCP_CACHE_MAX_AGE_DAYS", positive_float),
         verdicts_max_age_days=_optional(env, "JUDGE_MCP_VERDICTS_MAX_AGE_DAYS", positive_float),
         shared_option_pool=flag_value(env.get("JUDGE_MCP_SHARED_OPTION_POOL"), "JUDGE_MCP_SHARED_OPTION_POOL"),
-        cached_input_price=_price_ratio(_env(env, "JUDGE_MCP_CACHED_INPUT_PRICE", "0.5"), "JUDGE_MCP_CACHED_INPUT_PRICE"),
+        cached_input_price=cached_input_price(env),
         db_url=db_url,
         http_stateless=flag_value(env.get("JUDGE_MCP_HTTP_STATELESS"), "JUDGE_MCP_HTTP_STATELESS"),
         http_max_body_bytes=_optional(env, "JUDGE_MCP_HTTP_MAX_BODY_BYTES", positive_int) or HTTP_BODY_BYTES,
