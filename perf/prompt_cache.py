@@ -19,7 +19,7 @@ reads 0.1x and writes 1.25x; an entry readable only once the request that wrote 
 `--embedded` adds the embedded model (the bundled SmolLM2 GGUF): score_response with 5 criteria against one
 criterion on a ~1,500-token response, each mode, wall time (it takes minutes on 2 cores).
 
-    .venv/bin/python -m perf.prompt_cache [--latency 0.2] [--openai-price 0.1] [--embedded] [--repeats 3]
+    .venv/bin/python -m perf.prompt_cache [--latency 0.2] [--openai-price 0.1] [--embedded [--modes today,warm-up] [--repeats 3]]
 
 Not a test: figures are printed, ratios of the modes measured in this run.
 """
@@ -177,14 +177,14 @@ async def measure(latency: float, openai_price: float) -> None:
                       f"{anthropic.billed() / anthropic.uncached():.2f} | {rounds} | {wall / latency:.2f} |")
 
 
-async def embedded(repeats: int) -> None:
+async def embedded(repeats: int, modes: list[str]) -> None:
     """score_response on the bundled model: 5 criteria against 1, ~1,500-token response, each mode."""
     response = text(1500, 7)
     print()
     print("| embedded model (bundled SmolLM2, 4 slots) | mode | 1 criterion, s (median) | 5 criteria, s (median) | ratio |")
     print("|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
-        for mode in MODES:
+        for mode in modes:
             env = {"JUDGE_MCP_BACKEND": "local", "JUDGE_MCP_CACHE_WARMUP": "auto" if mode == "warm-up" else "off", "JUDGE_MCP_TIMEOUT_S": "600"}
             times: dict[int, list[float]] = {1: [], 5: []}
             with today() if mode == "today" else contextlib.nullcontext():
@@ -206,11 +206,14 @@ def main() -> None:
     parser.add_argument("--openai-price", type=float, default=0.1, help="OpenAI's cached-token price ratio (default 0.1)")
     parser.add_argument("--embedded", action="store_true", help="also the embedded model (minutes)")
     parser.add_argument("--repeats", type=int, default=3, help="embedded: judgments per figure, the median kept (default 3)")
+    parser.add_argument("--modes", default=",".join(MODES), help=f"embedded: the modes to run (default {','.join(MODES)})")
+    parser.add_argument("--no-servers", action="store_true", help="skip the billing servers' table")
     args = parser.parse_args()
     prompts.load("score_user.txt")
-    asyncio.run(measure(args.latency, args.openai_price))
+    if not args.no_servers:
+        asyncio.run(measure(args.latency, args.openai_price))
     if args.embedded:
-        asyncio.run(embedded(args.repeats))
+        asyncio.run(embedded(args.repeats, [m for m in args.modes.split(",") if m in MODES]))
 
 
 if __name__ == "__main__":

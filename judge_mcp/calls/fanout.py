@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
 
 from judge_mcp.calls.context import CallContext
 
@@ -61,23 +61,10 @@ async def run_each(
             over.set_result(None)
 
     tasks: list[asyncio.Task[None]] = []
-
-    def launch(ks: range) -> None:
-        for k in ks:
-            task = loop.create_task(run(k))
-            tasks.append(task)
-            task.add_done_callback(ended)
-
     try:
-        if warm and count > 1:
-            answered = judge.next_answer()
-            launch(range(1))
-            await asyncio.wait([tasks[0], answered, over], return_when=asyncio.FIRST_COMPLETED)
-            answered.cancel()
-            if not over.done():  # the first did not fail: the rest go now
-                launch(range(1, count))
-        else:
-            launch(range(count))
+        tasks += _started(loop, run, ended, range(1 if warm and count > 1 else count))
+        if len(tasks) < count and await _first_answered(judge, tasks[0], over):
+            tasks += _started(loop, run, ended, range(1, count))
         if count:
             await over
     finally:
@@ -86,6 +73,26 @@ async def run_each(
     if errors:
         raise errors[0]
     return results  # type: ignore[return-value]  # every slot is filled when none failed
+
+
+def _started(loop: asyncio.AbstractEventLoop, run: Callable[[int], Coroutine[Any, Any, None]], ended: Callable[[asyncio.Task[None]], None],
+             ks: range) -> list[asyncio.Task[None]]:
+    """A task of `run(k)` for each k, `ended` called as each ends."""
+    tasks: list[asyncio.Task[None]] = [loop.create_task(run(k)) for k in ks]
+    for task in tasks:
+        task.add_done_callback(ended)
+    return tasks
+
+
+async def _first_answered(judge: CallContext, first: asyncio.Task[None], over: asyncio.Future[None]) -> bool:
+    """Wait until the judgment has its first answer, or `first` has ended; True unless something failed meanwhile
+    (then `over` is done, and the rest are not started)."""
+    answered = judge.next_answer()
+    try:
+        await asyncio.wait([first, answered, over], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        answered.cancel()
+    return not over.done()
 
 
 async def _cancel_and_wait(tasks: list[asyncio.Task[None]]) -> None:
