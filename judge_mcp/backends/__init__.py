@@ -58,13 +58,16 @@ def build_backend(cfg: BackendConfig) -> Backend:
     `batch = true`, the provider's backend wrapped for its batch API (backends/batch.py)."""
     _await_preload(cfg.kind)
     backend = _build(cfg)
+    backend.cache_warmup = cfg.cache_warmup != "off"
     if cfg.batch:
         # lazy: a backend kind's client (aiohttp, xllamacpp, the MCP session) loads when one of that kind is built
         from judge_mcp.backends.batch import BatchBackend
         from judge_mcp.backends.client import HTTPBackend
 
         assert isinstance(backend, HTTPBackend), "config_values.check_batch allows batch only for openai and anthropic"
-        return BatchBackend(backend)
+        batched = BatchBackend(backend)
+        batched.cache_warmup = False  # a batch goes out at once; the provider orders it
+        return batched
     return backend
 
 

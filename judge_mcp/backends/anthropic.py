@@ -6,6 +6,10 @@ higher values are clamped). Structured output uses the generally available JSON 
 `output_config: {"format": {"type": "json_schema", "schema": ...}}` (no beta header), with the schema adjusted to
 what Claude's constrained decoding accepts (see `anthropic_schema`).
 
+Prompt caching: where a request marks the part its judgment's calls share and that part reaches the model's
+cacheable minimum, the first message goes as text blocks with `cache_control` breakpoints (prompt_cache.py); a
+server that refuses `cache_control` (a 400 naming it) gets the request again without, and none from then on.
+
 Two 400s are handled by dropping the refused parameter and sending again once, remembering it for this backend:
 newer models (Claude Opus 4.7 and later) refuse `temperature`, and older models refuse `output_config`; after the
 latter, `supports_json_schema` turns false so methods fall back to their text grammars (one warning in the log).
@@ -24,6 +28,7 @@ from judge_mcp.backends.base import ChatRequest, Completion, Message, Usage
 from judge_mcp.backends.errors import FatalError, RetryableError
 from judge_mcp.backends.client import HTTPBackend
 from judge_mcp.backends.openai_wire import token_count
+from judge_mcp.backends.prompt_cache import anthropic_first_blocks
 from judge_mcp.config.settings import STRUCTURED_OUTPUT_MODES
 
 log = logging.getLogger(__name__)
@@ -124,6 +129,7 @@ class AnthropicBackend(HTTPBackend):
         self.supports_json_schema = structured_output != "off"
         self.url = messages_url(self.base_url)
         self._send_temperature = True
+        self.send_cache_control = True  # until a server refuses cache_control (a 400 naming it)
 
     def headers(self) -> dict[str, str]:
         headers = {"content-type": "application/json", "anthropic-version": ANTHROPIC_VERSION}
@@ -134,9 +140,12 @@ class AnthropicBackend(HTTPBackend):
     def payload(self, request: ChatRequest) -> dict[str, Any]:
         system_parts = [request.system] if request.system else []
         messages: list[dict[str, Any]] = []
-        for m in request.messages:
+        cached = anthropic_first_blocks(request, self.model) if self.send_cache_control else None  # prompt_cache.py
+        for k, m in enumerate(request.messages):
             if m.role == "system":  # the Messages API has no system role inside `messages`
                 system_parts.append(m.content)
+            elif k == 0 and cached is not None:
+                messages.append({"role": m.role, "content": cached + content_blocks(m)[1:]})
             else:
                 messages.append({"role": m.role, "content": content_blocks(m) if m.images else m.content})
         payload: dict[str, Any] = {"model": self.model, "max_tokens": request.max_tokens, "messages": messages}
@@ -173,6 +182,9 @@ class AnthropicBackend(HTTPBackend):
         if exc.status != 400:
             return None
         cause = exc.cause.lower()
+        if "cache_control" in cause and self.send_cache_control and "cache_control" in str(payload.get("messages")):
+            self.send_cache_control = False  # a server speaking the Messages API without prompt caching
+            return "cache_control"
         if "temperature" in payload and "temperature" in cause:
             self._send_temperature = False
             return "temperature"

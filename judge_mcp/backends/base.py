@@ -61,6 +61,10 @@ class ChatRequest:
     top_p: float | None = None
     # Free-form tag for logs (e.g. "compare_pair:AB"); not part of the cache key.
     purpose: str = field(default="", compare=False)
+    # How many leading characters of the first message's content every call of the judgment shares (0: not marked):
+    # where a provider's prompt cache may end its cached prefix (Anthropic's cache_control, the prompt_cache_key).
+    # A hint to the wire format, not part of the request's meaning (nor of the call cache's key).
+    shared_chars: int = field(default=0, compare=False)
 
     def to_record(self) -> dict[str, Any]:
         """A JSON-safe description of the request (no secrets exist at this level). Log-probabilities appear only
@@ -100,6 +104,20 @@ class ChatRequest:
         """Hash of the exact request as this backend would send it."""
         payload = json.dumps({"backend": backend_identity, "request": self.to_record()}, sort_keys=True)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+PROMPT_KEY_CHARS = 2048  # the prompt's start that names its cache route: a judgment's calls, a conversation's judgments
+
+
+def prompt_cache_key(request: ChatRequest) -> str:
+    """A route for the provider's prompt cache (OpenAI's `prompt_cache_key`): a hash of the system prompt and the
+    first PROMPT_KEY_CHARS characters of the first message (no more than its shared part, when marked). The calls of
+    one judgment share it, and so do the successive judgments of a growing conversation (their prompts begin alike),
+    while unrelated judgments spread over other keys. Only a hash leaves: never the text."""
+    first = request.messages[0].content if request.messages else ""
+    head = first[: min(request.shared_chars, PROMPT_KEY_CHARS) if request.shared_chars else PROMPT_KEY_CHARS]
+    digest = hashlib.sha256(json.dumps([request.system or "", head]).encode("utf-8", "replace")).hexdigest()
+    return f"judge-mcp-{digest[:32]}"
 
 
 RESPONSE_SUMMARY_KEYS = ("id", "model", "usage", "stop_reason", "system_fingerprint")
@@ -185,6 +203,9 @@ class Backend:
     # Whether the answers belong to the caller alone (the sampling backend's: the client's own model), never shared
     # across tenants by the call cache, even with JUDGE_MCP_SHARED_CACHE=1 (calls/cache.py).
     private_answers: bool = False
+    # JUDGE_MCP_CACHE_WARMUP / cache_warmup: a judgment whose calls share a cacheable prefix sends its first call first
+    # and the rest once it is answered (calls/fanout.run_each; build_backend sets it from the backend's settings)
+    cache_warmup: bool = True
 
     def __init__(
         self,

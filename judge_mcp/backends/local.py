@@ -19,6 +19,9 @@ How it runs:
   finishes in the background, bounded by the request's `max_tokens`, and then its thread exits. For that reason
   a timeout is not retried here: a retry would repeat the same deterministic work while the abandoned generation
   still holds the cores, so it would only be slower; the error says to raise `timeout_s` instead.
+- A request whose calls share a prefix (`ChatRequest.shared_chars`: score_response's criteria and samples) names
+  the slot that holds that prefix (`id_slot`, `_SlotRoutes`): llama.cpp's slot prompt cache then computes the
+  shared part once per judgment, not once per call on whichever slot is free.
 - llama.cpp's own log goes to stderr only (stdout belongs to the MCP stdio transport) and is cut to errors.
 - xllamacpp always opens llama.cpp's HTTP listener on a random loopback port; we never use it, and lock it with a
   random API key held only in memory so no other local process can use the model through it.
@@ -37,7 +40,7 @@ import anyio
 import anyio.to_thread
 from anyio.lowlevel import RunVar
 
-from judge_mcp.backends.base import Backend, ChatRequest, Completion, has_images
+from judge_mcp.backends.base import Backend, ChatRequest, Completion, has_images, prompt_cache_key
 from judge_mcp.backends.errors import FatalError, RetryableError
 from judge_mcp.backends.local_models import BUNDLED_NAME as BUNDLED_NAME
 from judge_mcp.backends.local_models import EMBEDDED_INSTALL as EMBEDDED_INSTALL
@@ -121,6 +124,34 @@ def _load(
         loaded = LoadedModel(key, server, n_parallel, n_ctx, n_threads, n_threads_batch, time.perf_counter() - start)
         _registry[key] = loaded
         return loaded
+
+
+class _SlotRoutes:
+    """Which slot a shared prefix goes to: the calls of one judgment (and the successive judgments of a growing
+    conversation: their prompt_cache_key is the same) land on the slot that holds their prefix, so llama.cpp computes
+    it once and each later call only its own tail; a new prefix takes the slot least recently given one, so
+    concurrent judgments spread over the slots. llama.cpp queues a request for a busy slot until that slot is free."""
+
+    KEEP = 1024  # routes remembered, the oldest forgotten first
+
+    def __init__(self) -> None:
+        self.routes: dict[tuple[str, str], int] = {}  # (loaded model, key) -> slot, oldest use first
+        self.lock = threading.Lock()
+
+    def slot_for(self, key: str, loaded: LoadedModel) -> int:
+        with self.lock:
+            route = (loaded.path, key)
+            slot = self.routes.pop(route, None)
+            if slot is None or slot >= loaded.n_parallel:
+                last = {s: k for k, ((path, _), s) in enumerate(self.routes.items()) if path == loaded.path}  # routes: oldest first
+                slot = min(range(loaded.n_parallel), key=lambda s: last.get(s, -1))
+            self.routes[route] = slot
+            while len(self.routes) > self.KEEP:
+                self.routes.pop(next(iter(self.routes)))
+            return slot
+
+
+_slots = _SlotRoutes()
 
 
 def _thread_limiter(loaded: LoadedModel) -> anyio.CapacityLimiter:
@@ -259,6 +290,8 @@ class LocalBackend(Backend):
             )
         loaded = await self.loaded()
         payload = self.payload(request)
+        if request.shared_chars > 0:  # a judgment's calls share a prefix: they go to the slot that holds it
+            payload["id_slot"] = _slots.slot_for(prompt_cache_key(request), loaded)
         server = loaded.server
 
         def generate() -> Any:

@@ -14,6 +14,11 @@ Log-probabilities (`logprobs`, `top_logprobs`) are sent when a request asks for 
 with a 400 naming `logprobs` (some reasoning models) gets the request again without them, once, and none from then
 on: the completion then carries no log-probabilities (`logprobs` None), never a failed judgment.
 
+Prompt caching: every request carries `prompt_cache_key` (base.prompt_cache_key: a hash of the prompt's start, so
+a judgment's calls and a growing conversation's judgments route to the same cache on OpenAI). vLLM, Ollama and
+llama.cpp's server ignore fields they do not know; a server that refuses it (a 400 or 422 naming it) gets the
+request again without it, and none from then on.
+
 Structured output itself: a server that refuses `response_format` (a 400 or 422 naming `response_format`,
 `json_schema` or structured output; servers that take only `{"type": "json_object"}` answer so too) gets that call
 once more without it, and from then on `supports_json_schema` is false for this backend, so the methods use the
@@ -28,7 +33,7 @@ import logging
 from typing import Any
 from urllib.parse import urlsplit
 
-from judge_mcp.backends.base import ChatRequest, Completion
+from judge_mcp.backends.base import ChatRequest, Completion, prompt_cache_key
 from judge_mcp.backends.errors import FatalError
 from judge_mcp.backends.client import RETRYABLE_STATUS, HTTPBackend, classify_status, post_json
 from judge_mcp.backends.openai_wire import chat_messages, logprob_params, parse_chat_completion
@@ -77,6 +82,7 @@ class OpenAICompatBackend(HTTPBackend):
         # whether schemas keep their maxLength caps (a server refusing them turns this off, see _send)
         self.send_length_caps = (urlsplit(self.base_url).hostname or "") not in NO_LENGTH_CAPS_HOSTS
         self.supports_logprobs = True  # until the server refuses them (see _send)
+        self.send_cache_key = True  # prompt_cache_key, until the server refuses it (see _send)
 
     def payload(self, request: ChatRequest) -> dict[str, Any]:
         payload: dict[str, Any] = {
@@ -95,6 +101,8 @@ class OpenAICompatBackend(HTTPBackend):
             }
         if self.supports_logprobs:
             payload.update(logprob_params(request))
+        if self.send_cache_key:
+            payload["prompt_cache_key"] = prompt_cache_key(request)
         return payload
 
     async def _send(self, request: ChatRequest) -> Completion:
@@ -103,7 +111,7 @@ class OpenAICompatBackend(HTTPBackend):
         if self._api_key:
             headers["authorization"] = f"Bearer {self._api_key}"
         dropped: list[str] = []
-        while True:  # each refused parameter is dropped once, so this sends at most four times
+        while True:  # each refused parameter is dropped once, so this sends at most five times
             try:
                 body = await self.post(f"{self.base_url}/chat/completions", payload, headers)
                 break
@@ -114,6 +122,9 @@ class OpenAICompatBackend(HTTPBackend):
                 elif self._refuses_logprobs(exc, payload) and "logprobs" not in dropped:
                     self.supports_logprobs = False
                     dropped.append("logprobs")
+                elif exc.status in (400, 422) and "prompt_cache_key" in payload and "prompt_cache_key" in exc.cause.lower():
+                    self.send_cache_key = False
+                    dropped.append("prompt_cache_key")
                 elif self._refuses_structured_output(exc, payload) and "response_format" not in dropped:
                     self._stop_structured_output(exc)
                     dropped.append("response_format")

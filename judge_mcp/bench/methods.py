@@ -20,6 +20,7 @@ With `Options.no_reask` (`--no-reask`) an unparsed first answer is not re-asked 
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -36,6 +37,8 @@ from judge_mcp.bench.media import options_media, pair_media
 from judge_mcp.bench.arena_hard import ArenaHardArgs
 from judge_mcp.bench.pointwise import PointwiseArgs
 from judge_mcp.calls.context import Sampling
+from judge_mcp.calls.usage import billed_input, cache_prices
+from judge_mcp.config.settings import cached_input_price
 from judge_mcp.runtime.run import run_method
 from judge_mcp.contract.results import ComparePairResult
 
@@ -101,8 +104,14 @@ def placement_record(placement: str, winner: str | None, tie: bool = False) -> d
 
 
 def _usage(result: Any) -> dict[str, Any]:
+    """The judgment's usage, with its prompt-cache reads and writes and its billed-equivalent input at the price
+    ratios named in `cache_prices` (calls/usage.cache_prices; JUDGE_MCP_CACHED_INPUT_PRICE from the environment)."""
     u = result.usage
-    return {"calls": u.calls, "cached_calls": u.cached_calls, "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens}
+    cached, written = u.cached_prompt_tokens or 0, u.cache_write_tokens or 0
+    prices = cache_prices(str(getattr(result, "model", "")), cached_input_price(os.environ))
+    return {"calls": u.calls, "cached_calls": u.cached_calls, "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
+            "cached_prompt_tokens": cached, "cache_write_tokens": written,
+            "billed_input": round(billed_input(u.prompt_tokens, cached, written, prices), 1), "cache_prices": list(prices)}
 
 
 REASK_MARKS = (":reask", ":continu")  # purposes of re-asks and continuations (methods/ask.ask, arena_hard)
@@ -176,8 +185,9 @@ async def _adaptive(app: App, item: Item, placement: str, opts: Options, record:
         margin = given(swap_margin=opts.swap_margin) if swap == "auto" else {}
         args = ComparePairArgs.parse({**plain, "swap": swap, **margin})
         result, timing, calls = await _run(app, args, item, placement, opts)
-        for key in ("calls", "cached_calls", "prompt_tokens", "completion_tokens"):
-            record[key] += getattr(result.usage, key)
+        for key, value in _usage(result).items():
+            if key != "cache_prices":
+                record[key] = record.get(key, 0) + value
         for key, value in call_stats(calls).items():
             record[key] += value
         record["ended_at"] = timing["ended_at"]

@@ -47,7 +47,8 @@ from judge_mcp.bench import figures
 from judge_mcp.bench.figures import length_figures
 
 FIELDS = ("n", "accuracy", "consistency", "pair_accuracy", "position_bias", "parse_failures", "calls_per_item", "seconds_per_item")
-COST_KEYS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "prompt_chars", "completion_chars")
+COST_KEYS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "prompt_chars", "completion_chars",
+             "cached_prompt_tokens", "cache_write_tokens", "billed_input")
 PLACEMENT_SEED = 0  # the seed of the single-order placement draw (fixed, so runs compare on the same placements)
 
 
@@ -219,6 +220,10 @@ def _cost(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
         "tokens_per_item": per_item(("prompt_tokens", "completion_tokens"), 1),
         "prompt_tokens_per_item": per_item(("prompt_tokens",), 1),
         "completion_tokens_per_item": per_item(("completion_tokens",), 1),
+        # the prompt cache's reads and writes, and the input billed at the ratios the summary's cache_prices names
+        "cached_prompt_tokens_per_item": per_item(("cached_prompt_tokens",), 1),
+        "cache_write_tokens_per_item": per_item(("cache_write_tokens",), 1),
+        "billed_input_per_item": per_item(("billed_input",), 1),
         "chars_per_item": per_item(("prompt_chars", "completion_chars"), 1),
         "seconds_per_item": per_item(("seconds",), 2),
     }
@@ -380,6 +385,9 @@ def summarise(rows: list[dict[str, Any]], placements: tuple[str, ...], method: s
     adaptive = adaptive_extras(complete, placements) if "+auto" in method else None
     if adaptive is not None:
         summary["adaptive"] = adaptive
+    prices = sorted({tuple(r["record"]["cache_prices"]) for r in rows if r.get("record") and r["record"].get("cache_prices")})
+    if prices:  # the (read, write) price ratios billed_input_per_item assumed
+        summary["cache_prices"] = [list(p) for p in prices]
     members = panel_members(rows)
     if members:
         summary["panel"] = {name: summarise(member_rows(rows, name), placements)["overall"] for name in members}

@@ -8,6 +8,7 @@ the verdict's transaction. Methods never see the backend's transport, the databa
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -58,6 +59,20 @@ class CallContext:
         self.answer_models: set[str] = set()  # the models the answers came from, as the backend reported them
         self.sampling: Sampling | None = None  # a repeated judgment's sampling (runtime/run.py sets it)
         self._started = time.perf_counter()
+        self._answer_waiters: list[asyncio.Future[None]] = []  # next_answer()
+
+    def next_answer(self) -> asyncio.Future[None]:
+        """A future done when this context next gets an answer (from the backend or the call cache): run_each's
+        warm-up waits on it before it sends a judgment's other calls."""
+        future = asyncio.get_running_loop().create_future()
+        self._answer_waiters.append(future)
+        return future
+
+    def _answered(self) -> None:
+        waiters, self._answer_waiters = self._answer_waiters, []
+        for future in waiters:
+            if not future.done():
+                future.set_result(None)
 
     @property
     def model_id(self) -> str:
@@ -90,6 +105,7 @@ class CallContext:
             else:
                 completion, cached, key = await self.cache.lookup(self.backend, request, summary=summary, defer=self.cache_rows)
             traced.answered(completion, cached)
+        self._answered()
         self.answer_models.add(completion.model)
         if cached:
             self.totals.cached_calls += 1

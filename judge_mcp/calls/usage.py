@@ -13,6 +13,21 @@ from dataclasses import dataclass, fields
 from judge_mcp.backends.base import Usage
 
 OPTIONAL_COUNTS = ("reasoning_tokens", "cached_prompt_tokens", "cache_write_tokens")
+ANTHROPIC_PRICES = (0.1, 1.25)  # a cache read's and a cache write's price over an uncached prompt token (Anthropic's)
+
+
+def cache_prices(model_id: str, cached_price: float) -> tuple[float, float]:
+    """(read, write) price ratios of a prompt token read from / written to the prompt cache of the backend that
+    answered as `model_id`: Anthropic's own; elsewhere `cached_price` (JUDGE_MCP_CACHED_INPUT_PRICE) and no write
+    charge."""
+    return ANTHROPIC_PRICES if model_id.startswith("anthropic/") else (cached_price, 1.0)
+
+
+def billed_input(prompt: float, cached: float, written: float, prices: tuple[float, float]) -> float:
+    """Billed-equivalent input tokens: uncached + read x cached + write x written (cached and written are parts of
+    prompt)."""
+    read, write = prices
+    return prompt - cached - written + read * cached + write * written
 
 
 def _plus(total: int | None, part: int | None) -> int | None:

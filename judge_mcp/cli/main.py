@@ -256,9 +256,17 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if missing:
         print(missing, file=sys.stderr)
         return 2
+    # lazy: each subcommand loads only what it runs (a `serve` start stays short)
+    from judge_mcp.config.settings import ConfigError as SettingError, cached_input_price
+
+    try:
+        price = cached_input_price(os.environ)
+    except SettingError as exc:
+        print(f"judge-mcp stats: configuration error: {exc}", file=sys.stderr)
+        return 2
     store = open_store(path, MIGRATIONS)
     try:
-        report = stats.from_store(store, args.last)
+        report = stats.from_store(store, args.last, price)
         # none of this tenant's: whose the log holds, so that a wrong --tenant does not read as an empty log
         others = {t: n for t, n in verdict_stats.tenants_logged(store).items() if t != args.tenant} if not report.all_time.verdicts else {}
     finally:

@@ -51,6 +51,8 @@ class BackendConfig:
     max_retries: int = value_of("JUDGE_MCP_MAX_RETRIES")
     # auto: a schema, until the server refuses it (then the papers' text grammars); json_schema: always; off: never
     structured_output: str = value_of("JUDGE_MCP_STRUCTURED_OUTPUT")
+    # auto: a judgment whose calls share a cacheable prefix sends its first call first, the rest once it is answered
+    cache_warmup: str = "auto"
     # local only
     n_ctx: int = value_of("n_ctx")
     n_threads: int | None = None
@@ -80,6 +82,9 @@ class Settings:
     shared_option_pool: bool = False
     # the call cache shares configured backends' deterministic answers across tenants (visible to them: calls/cache.py)
     shared_cache: bool = False
+    # the price of a cached prompt token over an uncached one on OpenAI-compatible servers (JUDGE_MCP_CACHED_INPUT_PRICE):
+    # judge_stats' and the bench's billed-equivalent input; Anthropic's own ratios are fixed (calls/usage.py)
+    cached_input_price: float = 0.5
     # JUDGE_MCP_DB as a postgresql:// URL or libpq keyword DSN (then db_path is unused); its password is never shown
     # (storage/pg_url.py)
     db_url: str | None = field(default=None, repr=False)
@@ -148,6 +153,11 @@ def _optional(env: Mapping[str, str], name: str) -> Any:
     return read(env, name)
 
 
+def cached_input_price(env: Mapping[str, str]) -> float:
+    """JUDGE_MCP_CACHED_INPUT_PRICE (default 0.5), a ConfigError naming it when it is not a number from 0 to 1."""
+    return float(read(env, "JUDGE_MCP_CACHED_INPUT_PRICE"))
+
+
 def _env(env: Mapping[str, str], name: str, default: Any) -> Any:
     """An environment value; set-but-empty counts as unset."""
     value = env.get(name)
@@ -207,6 +217,7 @@ def backend_from_env(env: Mapping[str, str]) -> BackendConfig:
         timeout_s=read(env, "JUDGE_MCP_TIMEOUT_S"),
         max_retries=read(env, "JUDGE_MCP_MAX_RETRIES"),
         structured_output=read(env, "JUDGE_MCP_STRUCTURED_OUTPUT"),
+        cache_warmup=read(env, "JUDGE_MCP_CACHE_WARMUP"),
         max_output_tokens=_optional(env, "JUDGE_MCP_MAX_OUTPUT_TOKENS") if kind == "local" else None,
         mmproj=_env(env, "JUDGE_MCP_MMPROJ", None) if kind == "local" else None,
     )
@@ -328,6 +339,8 @@ def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str
         # a table without its own max_retries follows JUDGE_MCP_MAX_RETRIES, as the environment's backend does
         max_retries=read_key(table, "max_retries", where, read(env, "JUDGE_MCP_MAX_RETRIES")),
         structured_output=read_key(table, "structured_output", where),
+        # a table without its own cache_warmup follows JUDGE_MCP_CACHE_WARMUP
+        cache_warmup=read_key(table, "cache_warmup", where, read(env, "JUDGE_MCP_CACHE_WARMUP")),
         n_ctx=read_key(table, "n_ctx", where),
         n_threads=read_key(table, "n_threads", where),
         n_threads_batch=read_key(table, "n_threads_batch", where),
@@ -371,6 +384,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         verdicts_max_age_days=_optional(env, "JUDGE_MCP_VERDICTS_MAX_AGE_DAYS"),
         shared_option_pool=flag_value(env.get("JUDGE_MCP_SHARED_OPTION_POOL"), "JUDGE_MCP_SHARED_OPTION_POOL"),
         shared_cache=flag_value(env.get("JUDGE_MCP_SHARED_CACHE"), "JUDGE_MCP_SHARED_CACHE"),
+        cached_input_price=cached_input_price(env),
         db_url=db_url,
         http_stateless=flag_value(env.get("JUDGE_MCP_HTTP_STATELESS"), "JUDGE_MCP_HTTP_STATELESS"),
         http_max_body_bytes=_optional(env, "JUDGE_MCP_HTTP_MAX_BODY_BYTES") or HTTP_BODY_BYTES,

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from judge_mcp.config.values import non_negative_int, one_of, positive_float, positive_int
+from judge_mcp.config.values import non_negative_int, one_of, positive_float, positive_int, unit_ratio
 
 PREFIX = "JUDGE_MCP_"
 _WINDOWS_SEP = "':' (';' on Windows)"  # serve --help shows this platform's separator
@@ -24,6 +24,7 @@ _WINDOWS_SEP = "':' (';' on Windows)"  # serve --help shows this platform's sepa
 
 KINDS = ("local", "openai", "anthropic", "sampling")  # sampling: the MCP client's own model (backends/sampling.py)
 STRUCTURED_OUTPUT_MODES = ("auto", "json_schema", "off")
+CACHE_WARMUP_MODES = ("auto", "off")
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,12 @@ ENVIRONMENT: tuple[Setting, ...] = (
     Setting("JUDGE_MCP_STRUCTURED_OUTPUT", " | ".join(STRUCTURED_OUTPUT_MODES), "auto",
             "auto: a JSON schema until the server refuses it, then text grammars; json_schema: always; off: never",
             value="auto", parse=one_of(STRUCTURED_OUTPUT_MODES)),
+    Setting("JUDGE_MCP_CACHE_WARMUP", " | ".join(CACHE_WARMUP_MODES), "auto",
+            "auto: where a judgment's calls share a cacheable prefix, the first goes first and the rest once it is answered; off: all at once",
+            value="auto", parse=one_of(CACHE_WARMUP_MODES)),
+    Setting("JUDGE_MCP_CACHED_INPUT_PRICE", "number 0..1", "0.5",
+            "the price of a cached prompt token over an uncached one on OpenAI-compatible servers (billed-equivalent input)",
+            value=0.5, parse=unit_ratio),
     Setting("JUDGE_MCP_CACHE_MAX_AGE_DAYS", "number > 0", "kept", "cached answers older than this are deleted at start", parse=positive_float),
     Setting("JUDGE_MCP_VERDICTS_MAX_AGE_DAYS", "number > 0", "kept", "verdict-log rows older than this are deleted at start", parse=positive_float),
     Setting("JUDGE_MCP_SHARED_OPTION_POOL", "0 | 1", "0", "1: grade_score_options' unrelated option may come from other clients' stored options"),

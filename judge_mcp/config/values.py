@@ -82,6 +82,16 @@ def unit_float(value: Any, what: str) -> float:
     return float(value)
 
 
+def unit_ratio(value: Any, what: str) -> float:
+    """A number from 0 to 1, also written as text (an environment value: a price ratio)."""
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise ConfigError(f"{what} must be a number from 0 to 1, got {value!r}") from None
+    return unit_float(value, what)
+
+
 def one_of(choices: tuple[str, ...]) -> Callable[[Any, str], str]:
     """The parser of a setting that takes one of `choices` (case and surrounding blanks do not matter)."""
     def parse(value: Any, what: str) -> str:

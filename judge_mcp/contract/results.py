@@ -306,6 +306,19 @@ class Mean(BaseModel, defer_build=True):
     of: int = Field(description="verdicts whose usage held the value")
 
 
+class PromptCacheStats(BaseModel, defer_build=True):
+    """Prompt tokens per verdict, those read from / written to the provider's prompt cache (means over the verdicts
+    that reported each), and the billed-equivalent input per verdict: uncached + read_price x cached + write_price x
+    written (Anthropic 0.1 and 1.25; OpenAI-compatible: JUDGE_MCP_CACHED_INPUT_PRICE and 1)."""
+
+    prompt_tokens: Mean
+    cached_prompt_tokens: Mean
+    cache_write_tokens: Mean
+    billed_input: float | None
+    read_price: float
+    write_price: float
+
+
 class GroupStats(BaseModel, defer_build=True):
     backend: str
     model: str
@@ -323,6 +336,7 @@ class GroupStats(BaseModel, defer_build=True):
     calls: Mean
     cached_calls: Mean
     latency_ms: Mean
+    prompt_cache: PromptCacheStats | None = None
     agreement: Agreement = Field(default_factory=Agreement, description="agreement with human labels (record_label)")
 
 

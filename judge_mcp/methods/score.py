@@ -21,6 +21,7 @@ from functools import lru_cache
 from typing import Any
 
 from judge_mcp import prompts
+from judge_mcp.backends import prompt_cache
 from judge_mcp.backends.base import user
 from judge_mcp.calls.fanout import run_each
 from judge_mcp.calls.context import CallContext
@@ -62,16 +63,30 @@ def system_prompt(low: int, high: int, structured: bool) -> str:
     return prompts.render("score_system.txt", low=str(low), high=str(high), answer_format=answer_format(structured, low, high)).rstrip("\n")
 
 
-def user_prompt(instruction: transcript.Value, response: transcript.Value, criterion: str, reference: str | None, low: int, high: int, structured: bool) -> str:
-    """The judged texts defused (parsing.neutralise; a conversation or trajectory as its transcript, methods/transcript.py),
-    the reference and the criterion as fenced blocks."""
-    inputs = user_inputs.blocks(criterion, reference, neutralise, criteria_block="score_criterion.txt")
-    notes = user_inputs.notes(criterion, reference, reference_note="score_reference_note.txt", criteria_note="score_criterion_note.txt")
-    return prompts.render(
-        "score_user.txt", prompt=transcript.render(instruction, neutralise).strip("\n"), inputs=inputs,
+def user_parts(instruction: transcript.Value, response: transcript.Value, criterion: str, reference: str | None, low: int, high: int,
+               structured: bool) -> tuple[str, str]:
+    """The user message in two parts: what every call of one judgment shares (the query, the answer and the reference,
+    the judged texts defused by parsing.neutralise; a conversation or trajectory as its transcript) and what is the
+    call's own (the criterion as a fenced block, the closing notes and the answer format). The criterion comes after
+    the answer so that a judgment's calls share all but their last few hundred characters, which a prompt cache
+    serves once (this layout is judge-mcp's own, not a paper's)."""
+    shared = prompts.render(
+        "score_user.txt", prompt=transcript.render(instruction, neutralise).strip("\n"),
         response=transcript.render(response, neutralise).strip("\n"),
-        notes=notes, answer_format=answer_format(structured, low, high),
     ).rstrip("\n")
+    if reference is not None:
+        shared += "\n\n" + user_inputs.blocks(None, reference, neutralise)
+    own = prompts.render(
+        "score_user_criterion.txt", inputs=user_inputs.blocks(criterion, None, neutralise, criteria_block="score_criterion.txt"),
+        notes=user_inputs.notes(criterion, reference, reference_note="score_reference_note.txt", criteria_note="score_criterion_note.txt"),
+        answer_format=answer_format(structured, low, high),
+    ).rstrip("\n")
+    return shared + "\n\n", own
+
+
+def user_prompt(instruction: transcript.Value, response: transcript.Value, criterion: str, reference: str | None, low: int, high: int, structured: bool) -> str:
+    """The whole user message (user_parts joined)."""
+    return "".join(user_parts(instruction, response, criterion, reference, low, high, structured))
 
 
 # ---- the answer grammar --------------------------------------------------------------------------------------------
@@ -140,11 +155,11 @@ async def judge_sample(judge: CallContext, args: ScoreResponseArgs, criterion: C
     low, high = args.scale
     structured = judge.structured
     size = text_work.chars(args.instruction, args.response, criterion.text(), args.reference)
-    content = await text_work.run(
-        user_prompt, args.instruction, args.response, criterion.text(), args.reference, low, high, structured, size=size
+    shared, own = await text_work.run(
+        user_parts, args.instruction, args.response, criterion.text(), args.reference, low, high, structured, size=size
     )
     request = user(
-        content, images=images, system=system_prompt(low, high, structured), max_tokens=MAX_TOKENS,
+        shared + own, shared_chars=len(shared), images=images, system=system_prompt(low, high, structured), max_tokens=MAX_TOKENS,
         json_schema=answer_schema(low, high) if structured else None, schema_name="pointwise_score",
         logprobs=judge.logprobs, top_logprobs=TOP_LOGPROBS if judge.logprobs else 0,
         temperature=args.sampling_temperature(), purpose=purpose,
@@ -211,10 +226,13 @@ async def score_response(judge: CallContext, args: ScoreResponseArgs | None = No
     # the prompt's images, then those inside the instruction's and the response's messages
     images = tuple(g for g in (*user_inputs.pair_images(shown, (), ()), *transcript.message_images(args.instruction, transcript.owner("owner_prompt.txt")),
                                *transcript.message_images(args.response, transcript.owner("owner_response.txt"))) if g[1])
+    # what every call shares: the system prompt, the query, the answer and the reference (user_parts)
+    shared = len(system_prompt(*args.scale, judge.structured)) + text_work.chars(args.instruction, args.response, args.reference)
     found = await run_each(
         judge, len(rubric) * n,
         lambda k: judge_sample(judge, args, rubric[k // n], f"score_response:{k // n}:{k % n}", images),
         lambda k, _: f"criterion {rubric[k // n].name!r} sample {k % n + 1} of {n} scored",
+        warm=prompt_cache.warm_up(judge.backend, shared),
     )
     scores = [criterion_score(c, found[i * n : (i + 1) * n]) for i, c in enumerate(rubric)]
     return ScoreResponseResult(scores=scores, **summary(scores, args), model=judge.model_id, usage=judge.usage())

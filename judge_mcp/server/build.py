@@ -161,7 +161,7 @@ def _stats_json(app: App, last: int) -> str:
     from judge_mcp.stats import report as stats
 
     try:
-        report = stats.from_store(app.store, last)
+        report = stats.from_store(app.store, last, app.settings.cached_input_price)
         return report.model_copy(update={"verdict_log": app.verdict_writes.health()}).model_dump_json(indent=2)
     except StoreError as exc:
         raise ResourceError(str(exc)) from exc

@@ -177,7 +177,7 @@ async def judge_stats(app: App, args: JudgeStatsArgs, progress: ProgressFn | Non
     # lazy: LWE, the stats and the labels load at their first use (or with the methods after the handshake), not at start
     from judge_mcp.stats import report as stats
 
-    report = await _off_loop(partial(stats.from_store, app.store, args.last))
+    report = await _off_loop(partial(stats.from_store, app.store, args.last, app.settings.cached_input_price))
     return report.model_copy(update={"verdict_log": app.verdict_writes.health()})  # this server's writing of the log
 
 

@@ -26,6 +26,9 @@ perf/stats_scale.py compare with). What each figure counts, per tool:
   (characters), the share won by the longer answer (0.5: no preference); against the caller's labels, the same
   share beside the labels' share of longer answers and their difference (`agreement.length`, agreement.py).
 - calls, cached_calls, latency_ms: means of the verdicts' usage.
+- prompt_cache: prompt tokens, those read from and written to the provider's prompt cache (means over the verdicts
+  that reported each), and the billed-equivalent input per verdict with the price ratios it assumed: Anthropic's
+  0.1x reads and 1.25x writes (model ids `anthropic/...`), else JUDGE_MCP_CACHED_INPUT_PRICE for reads.
 
 Every rate carries its numerator and denominator; a rate with denominator 0 is null, never 0.
 A panel row (an output with a `panel` list) counts under the backend and model it was logged with; a member that
@@ -37,9 +40,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from judge_mcp.calls.usage import billed_input, cache_prices
 from judge_mcp.stats import agreement
 from judge_mcp.contract.fields import DEFAULT_LAST, MAX_LAST
-from judge_mcp.contract.results import GroupStats, StatsReport, Window
+from judge_mcp.contract.results import GroupStats, PromptCacheStats, StatsReport, Window
 from judge_mcp.storage import verdict_stats
 from judge_mcp.storage.verdict_facts import ANSWERS, PAIR_TOOLS, Counts, Key, contributions, row_from_json
 from judge_mcp.storage.verdict_log import VerdictLog
@@ -51,13 +55,29 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_LAST", "MAX_LAST", "check_last", "compute", "from_store", "iter_rows", "scan_store", "summary"]
 
 PAGE = 500
+DEFAULT_CACHED_PRICE = 0.5  # Settings.cached_input_price's default
 
 
 def _rate(count: int, of: int) -> dict[str, Any]:
     return {"rate": round(count / of, 4) if of else None, "count": count, "of": of}
 
 
-def summary(key: Key, c: Counts) -> GroupStats:
+def prompt_cache(model: str, c: Counts, cached_price: float) -> PromptCacheStats | None:
+    """The group's prompt tokens and billed-equivalent input per verdict; None when no verdict reported them."""
+    if not c.prompt_tokens_n:
+        return None
+    read, write = cache_prices(model, cached_price)
+    cached, written = c.cached_prompt_tokens_sum, c.cache_write_tokens_sum
+    billed = billed_input(c.prompt_tokens_sum, cached, written, (read, write))
+    return PromptCacheStats(
+        prompt_tokens={"mean": round(c.prompt_tokens_sum / c.prompt_tokens_n, 1), "of": c.prompt_tokens_n},
+        cached_prompt_tokens={"mean": round(cached / c.cached_prompt_tokens_n, 1) if c.cached_prompt_tokens_n else None, "of": c.cached_prompt_tokens_n},
+        cache_write_tokens={"mean": round(written / c.cache_write_tokens_n, 1) if c.cache_write_tokens_n else None, "of": c.cache_write_tokens_n},
+        billed_input=round(billed / c.prompt_tokens_n, 1), read_price=read, write_price=write,
+    )
+
+
+def summary(key: Key, c: Counts, cached_price: float = DEFAULT_CACHED_PRICE) -> GroupStats:
     """One group's figures from its counts."""
     def mean(total: float, n: int, places: int) -> dict[str, Any]:
         return {"mean": round(total / n, places) if n else None, "of": n}
@@ -78,16 +98,17 @@ def summary(key: Key, c: Counts) -> GroupStats:
         calls=mean(c.calls_sum, c.calls_n, 2),
         cached_calls=mean(c.cached_calls_sum, c.cached_calls_n, 2),
         latency_ms=mean(c.latency_ms_sum, c.latency_ms_n, 1),
+        prompt_cache=prompt_cache(model, c, cached_price),
     )
 
 
-def window(counts: WindowCounts) -> Window:
+def window(counts: WindowCounts, cached_price: float = DEFAULT_CACHED_PRICE) -> Window:
     return Window(
         verdicts=counts.verdicts,
         oldest_at=counts.oldest_at,
         newest_at=counts.newest_at,
         skipped=counts.skipped,
-        groups=[summary(key, c) for key, c in sorted(counts.groups.items())],
+        groups=[summary(key, c, cached_price) for key, c in sorted(counts.groups.items())],
     )
 
 
@@ -104,13 +125,14 @@ def check_last(value: Any, name: str = "last") -> int:
     return number
 
 
-def from_store(store: "Engine", last: int = DEFAULT_LAST) -> StatsReport:
+def from_store(store: "Engine", last: int = DEFAULT_LAST, cached_price: float = DEFAULT_CACHED_PRICE) -> StatsReport:
     """The report from the store's counters (all time) and its newest `last` facts rows, with each group's agreement
-    with human labels (agreement.py). Blocking: from async code run it in a worker thread."""
+    with human labels (agreement.py); `cached_price` is JUDGE_MCP_CACHED_INPUT_PRICE. Blocking: from async code run
+    it in a worker thread."""
     last = check_last(last)
     everything = verdict_stats.all_time(store)
     recent = verdict_stats.last(store, last) if everything.verdicts > last else None
-    report = StatsReport(last_n=last, all_time=window(everything), last=window(recent or everything))
+    report = StatsReport(last_n=last, all_time=window(everything, cached_price), last=window(recent or everything, cached_price))
     return agreement.attach(report, store)
 
 

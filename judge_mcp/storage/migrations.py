@@ -311,6 +311,21 @@ def m016_labels_by_tenant(tx: Tx) -> None:
     tx.execute("CREATE INDEX IF NOT EXISTS labels_tenant ON labels(tenant, verdict_id)")
 
 
+def m018_prompt_cache_stats(tx: Tx) -> None:
+    """judge_stats' billed-equivalent input: each group's and each verdict's sums (and counts) of prompt tokens, of
+    prompt tokens read from the provider's prompt cache and of those written to it. Verdicts logged before count
+    toward none of them (their `_n` stays 0). A database whose stats tables were made after the counts existed
+    (m012 builds them from the live column list) has them already."""
+    sums = ("prompt_tokens", "cached_prompt_tokens", "cache_write_tokens")
+    for table in ("stats_groups", "verdict_facts"):
+        have = tx.columns(table)
+        for name in sums:
+            if f"{name}_sum" not in have:
+                tx.execute(f"ALTER TABLE {table} ADD COLUMN {name}_sum {tx.dialect.real} NOT NULL DEFAULT 0")
+            if f"{name}_n" not in have:
+                tx.execute(f"ALTER TABLE {table} ADD COLUMN {name}_n INTEGER NOT NULL DEFAULT 0")
+
+
 def m020_cache_keys_by_tenant(tx: Tx) -> None:
     """The call cache's keys name their scope (calls/cache.py, scoped_key: the tenant, or "shared" when the operator
     shares the cache). A row cached before had no owner in its key and could be any tenant's answer: it is given to
@@ -342,6 +357,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m014_label_feedback,
     m015_longer_answers,
     m016_labels_by_tenant,
+    m018_prompt_cache_stats,
     m020_cache_keys_by_tenant,
 )
 

@@ -188,7 +188,10 @@ def brought_label(flags: Any) -> str:
 
 
 # ---- counts ------------------------------------------------------------------------------------------------------
-MEANS = ("calls", "cached_calls", "latency_ms")  # the usage values averaged over a group's verdicts
+# the usage values averaged over a group's verdicts (the prompt-cache counts: where the provider reported them)
+MEANS = ("calls", "cached_calls", "latency_ms", "prompt_tokens", "cached_prompt_tokens", "cache_write_tokens")
+CACHE_COLUMNS = ("prompt_tokens_sum", "prompt_tokens_n", "cached_prompt_tokens_sum", "cached_prompt_tokens_n",
+                 "cache_write_tokens_sum", "cache_write_tokens_n")  # added by m018
 
 
 @dataclass
@@ -216,6 +219,12 @@ class Counts:
     cached_calls_n: int = 0
     latency_ms_sum: float = 0.0
     latency_ms_n: int = 0
+    prompt_tokens_sum: float = 0.0
+    prompt_tokens_n: int = 0
+    cached_prompt_tokens_sum: float = 0.0
+    cached_prompt_tokens_n: int = 0
+    cache_write_tokens_sum: float = 0.0
+    cache_write_tokens_n: int = 0
 
     def add(self, facts: Facts, usage: Mapping[str, Any]) -> None:
         """One verdict's facts and usage."""
