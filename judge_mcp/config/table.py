@@ -103,6 +103,8 @@ TOML_KEYS: tuple[Setting, ...] = (
     Setting("max_retries", "whole number >= 0", "JUDGE_MCP_MAX_RETRIES, else 3", "retries of a refused call", parse=non_negative_int),
     Setting("structured_output", " | ".join(STRUCTURED_OUTPUT_MODES), "auto", "as JUDGE_MCP_STRUCTURED_OUTPUT",
             value="auto", parse=one_of(STRUCTURED_OUTPUT_MODES)),
+    Setting("cache_warmup", " | ".join(CACHE_WARMUP_MODES), "JUDGE_MCP_CACHE_WARMUP, else auto", "as JUDGE_MCP_CACHE_WARMUP, for this backend",
+            parse=one_of(CACHE_WARMUP_MODES)),
     Setting("n_ctx", "whole number >= 1", "32768", "local only: the KV cache's tokens, shared by the slots", value=32768, parse=positive_int),
     Setting("n_threads", "whole number >= 1", "half the cores", "local only: threads for one slot's next token", parse=positive_int),
     Setting("n_threads_batch", "whole number >= 1", "every core", "local only: threads for prompts and several slots at once", parse=positive_int),
