@@ -219,7 +219,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"judge-mcp bench: configuration error: {exc}", file=sys.stderr)
         return 2
     problem = (option_problem(args) or repeats.problem(args) or output_problem(args, ("out", "report"))
-               or published_options.options_problem(args.method, args.alpaca_gamed))
+               or published_options.options_problem(args.method, args.alpaca_gamed, args.llmbar_strategy))
     if problem is not None:
         print(f"judge-mcp bench: {problem}", file=sys.stderr)
         return 2
@@ -227,6 +227,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         template=args.template, unrelated=args.unrelated, prompt_variant=args.prompt_variant, batch_size=args.batch_size,
         no_reask=args.no_reask, flip_answer_order=args.flip_answer_order, adaptive_swap=args.adaptive_swap,
         swap_margin=args.swap_margin, panel=members, response_model=args.response_model, exclude_same_family=args.exclude_same_family, labels=args.labels,
+        **({"llmbar_strategy": args.llmbar_strategy} if args.llmbar_strategy else {}),
     )
     spec = RunSpec(
         dataset=args.dataset, method=args.method, limit=args.limit, sample=args.sample, backend=backend, options=options,

@@ -22,9 +22,10 @@ from typing import Any
 
 METRICS = ("judgebench", "strict")
 # the published judges' bench methods (published.py), named here so the CLI starts without importing them
-METHOD_NAMES = ("jb-vanilla", "alpaca-eval")
+METHOD_NAMES = ("jb-vanilla", "alpaca-eval", "llmbar")
 METHOD_HELP = ("; jb-vanilla: JudgeBench's vanilla judge ('Output (a)' / 'Output (b)', as JudgeBench sends it); alpaca-eval: "
-               "AlpacaEval 2.0's annotator over head-to-head rows (bench-convert alpaca-eval), win rate and LC win rate")
+               "AlpacaEval 2.0's annotator over head-to-head rows (bench-convert alpaca-eval), win rate and LC win rate; llmbar: "
+               "LLMBar's evaluators (--llmbar-strategy), its statistics.json")
 STRICT_COLUMN = ("strict_score", "strict score")
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from judge_mcp.runtime.app import App
-from judge_mcp.bench import methods
+from judge_mcp.bench import llmbar_bench, methods
 from judge_mcp.bench.data import Item
 from judge_mcp.bench.alpaca_eval import AlpacaEvalArgs
 from judge_mcp.bench.alpaca_metrics import lc_win_rate, read_gamed, win_rate
@@ -124,6 +124,8 @@ def with_published(method: str, rows: list[dict[str, Any]], summary: dict[str, A
     """metrics.summarise's `summary` of a run with a published judge's own figures: for alpaca-eval the
     `alpaca_eval` block, and no accuracy (head-to-head rows have no gold label); for a pairwise run whose pairs name
     two models, `head_to_head` (pair_models)."""
+    if method.startswith("llmbar"):
+        summary = {**summary, "llmbar": llmbar_bench.summary(rows)}
     if not method.startswith("alpaca-eval"):
         models = pair_models(rows)
         return summary if models is None else {**summary, "head_to_head": models}
@@ -149,6 +151,14 @@ PUBLISHED: dict[str, Method] = {
             _alpaca_eval,
             "AlpacaEval 2.0's weighted_alpaca_eval_gpt4_turbo: one order by its seeded switch, max_tokens 1, preference from "
             "the top log-probabilities of m / M; win rate and length-controlled win rate",
+        ),
+        Method(
+            "llmbar",
+            (PAIRWISE,),
+            True,
+            llmbar_bench.judge,
+            "LLMBar's evaluators (GPT-4 configs, --llmbar-strategy): its prompts, logit_bias, parsing and both orders of each "
+            "instance in its own order; the summary's llmbar block is its statistics.json",
         ),
     )
 }

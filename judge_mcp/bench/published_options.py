@@ -17,11 +17,21 @@ def add_options(bench: Any) -> None:
         help="alpaca-eval: AlpacaEval's df_gamed.csv (its gamed baselines' annotations and instruction difficulties): the LC "
         "win rate then uses AlpacaEval's default GLM, length_controlled_v1",
     )
+    bench.add_argument(
+        "--llmbar-strategy", choices=LLMBAR_STRATEGIES,
+        help="llmbar: LLMBar's evaluator (default Vanilla); stored as llmbar[STRATEGY]",
+    )
 
 
-def options_problem(method: str, gamed: Path | None) -> str | None:
+# LLMBar's evaluators (judge_mcp/bench/llmbar.py STRATEGIES, held equal to this by a test)
+LLMBAR_STRATEGIES = ("Vanilla", "Vanilla_NoRules", "Vanilla_1shot", "Vanilla_2shot", "CoT", "Metrics", "Reference", "Metrics_Reference", "Swap", "Swap_CoT")
+
+
+def options_problem(method: str, gamed: Path | None, strategy: str | None = None) -> str | None:
     """What is wrong with the published judges' options, or None: --alpaca-gamed readable and with alpaca-eval only,
     and scikit-learn present for an alpaca-eval run (its LC win rate)."""
+    if strategy is not None and method != "llmbar":
+        return "--llmbar-strategy applies to --method llmbar"
     if gamed is not None and method != "alpaca-eval":
         return "--alpaca-gamed applies to --method alpaca-eval"
     if method == "alpaca-eval":
