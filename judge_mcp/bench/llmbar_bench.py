@@ -5,10 +5,10 @@ An LLMBar instance is judged once, in its own order (output_1 is `chosen` when t
 else `rejected`; a row without one is read with `chosen` as output_1): its swap = False verdict is the placement
 that shows output_1 first, its swap = True verdict the other one. So the bench's figures come from LLMBar's
 verdicts (pair_accuracy = correct_both; accuracy the chosen-first placement's, as for every method), and the
-summary's `llmbar` block gives statistics.json's figures overall and per category (LLMBar's subsets): correct_False, correct_True, correct_average, correct_both,
-equal (counts and percentages; a None verdict equals a None verdict there, as in LLMBar), and its kappas as its
-code computes them (scikit-learn's cohen_kappa_score, here by its formula, of winners coded 1 for "1" and 0
-otherwise against the labels 1 | 2).
+summary's `llmbar` block gives statistics.json's figures overall and per category (LLMBar's subsets):
+correct_False, correct_True, correct_average, correct_both, equal (counts and percentages; a None verdict equals
+a None verdict there, as in LLMBar), and its kappas as its code computes them (scikit-learn's cohen_kappa_score,
+here by its formula, of winners coded 1 for "1" and 0 otherwise against the labels 1 | 2).
 """
 
 from __future__ import annotations
