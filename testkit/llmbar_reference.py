@@ -97,7 +97,7 @@ def request_body(prompt: str, openai_kwargs: dict[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(params))
 
 
-def annotate(instance: dict[str, Any], evaluator: str, modules: list[dict[str, Any]], Complete: Callable[[str, dict], str]):  # noqa: N803
+def annotate(instance: dict[str, Any], evaluator: str, modules: list[dict[str, Any]], Complete: Callable[[str, dict], str]):  # noqa: N803, C901 (LLMBar's)
     """`annotate` (NonSwap and SwapBased), Complete(prompt, module) -> the completion text."""
 
     def completion_with_parsing(prompt, module):
@@ -248,7 +248,7 @@ def recorded_answers(instances: list[dict[str, Any]], recorded: list[list[Any]],
         for step in [r for r in results if isinstance(r, dict)]:
             queue += [step["swap = False"]["completion"][0], step["swap = True"]["completion"][0]]
 
-        def complete(prompt: str, module: dict[str, Any]) -> str:
+        def complete(prompt: str, module: dict[str, Any], queue: list[str] = queue) -> str:
             body = request_body(prompt, module["openai_kwargs"])
             key = json.dumps(body["messages"], ensure_ascii=False)
             answers[key], bodies[key] = queue.pop(0), body
