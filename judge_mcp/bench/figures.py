@@ -67,7 +67,7 @@ def summary_lines(s: dict[str, Any]) -> list[str]:
                 + (f"; {h['lc_note']}" if h.get("lc_note") else "")]
     a = s.get("alpaca_eval")
     if not a:
-        return []
+        return _llmbar_lines(s.get("llmbar"))
     lc = "-" if a.get("lc_win_rate") is None else f"{a['lc_win_rate']:.2f} (se {_shown(a.get('lc_standard_error'))}, {a.get('glm')})"
     lines = [
         f"AlpacaEval {' vs '.join(reversed(a['generators'])) if len(a['generators']) == 2 else a['generators']}: "
@@ -81,3 +81,14 @@ def summary_lines(s: dict[str, Any]) -> list[str]:
         lines.append(f"LC win rate: {a['lc_note']}")
     return lines
 
+
+
+def _llmbar_lines(block: dict[str, Any] | None) -> list[str]:
+    """The terminal line of LLMBar's statistics.json figures (overall), or none."""
+    o = (block or {}).get("overall")
+    if not o:
+        return []
+    n = o["n"]
+    return [f"LLMBar statistics: correct_False {o['correct_False']} / {n}, correct_True {o['correct_True']} / {n}, correct_average "
+            f"{o['correct_average_percent']:.2f}%, correct_both {o['correct_both']} / {n}, equal {o['equal']} / {n}, kappa_average "
+            f"{_shown(o['kappa_average'])}"]

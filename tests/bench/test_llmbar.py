@@ -51,6 +51,8 @@ def test_the_prompt_files_are_llmbar_s_byte_for_byte():
 
 def test_the_strategies_are_llmbar_s_gpt4_configs():
     assert tuple(llmbar.STRATEGIES) == published_options.LLMBAR_STRATEGIES
+    assert published_options.options_problem("vanilla", None, "CoT") == "--llmbar-strategy applies to --method llmbar"
+    assert published_options.options_problem("llmbar", None, "CoT") is None
     for name, modules in llmbar.STRATEGIES.items():
         configs = SLICE["configs"][name]
         assert [m.prompt for m in modules] == [c["prompt"] for c in configs]
@@ -131,6 +133,14 @@ async def test_replayed_recordings_give_llmbar_s_requests_verdicts_and_statistic
     assert overall["calls_per_item"] == pytest.approx(len(bodies) / len(recorded))
 
 
+def test_the_terminal_shows_llmbar_s_figures():
+    from judge_mcp.bench import figures
+
+    block = {"overall": llmbar_bench.statistics([("1", "1", "1"), ("2", "1", "2")])}
+    assert figures.summary_lines({"llmbar": block}) == [
+        "LLMBar statistics: correct_False 1 / 2, correct_True 2 / 2, correct_average 75.00%, correct_both 1 / 2, equal 1 / 2, kappa_average 0.1667"]  # (0 + 1/3) / 2 by hand
+
+
 def test_statistics_by_hand():
     # labels 1, 2, 1, 2; (False, True) verdicts: right/right, right/wrong, None/None, wrong/right
     got = llmbar_bench.statistics([("1", "1", "1"), ("2", "2", "1"), ("1", None, None), ("2", "1", "2")])
@@ -144,3 +154,21 @@ async def test_a_text_with_chatml_tokens_is_an_error_not_a_request(scripted, tmp
     path.write_text(json.dumps(row) + "\n")
     summary, server = await bench(scripted, lambda p: "Output (a)", path, "llmbar", tmp_path, options=Options(llmbar_strategy="Vanilla"))
     assert summary["errors"] == 1 and not server.requests and "role 'tool'" in " ".join(summary["error_examples"])
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["1", "2"]), st.sampled_from(["1", "2", None]), st.sampled_from(["1", "2", None])), min_size=1, max_size=30))
+def test_kappas_are_scikit_learn_s(instances):
+    import math
+    import warnings
+
+    import numpy as np
+    from sklearn.metrics import cohen_kappa_score
+
+    got = llmbar_bench.statistics(instances)
+    y_false = [1 if f == "1" else 0 for _, f, _ in instances]
+    labels = [int(label) for label, _, _ in instances]
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")  # 0 / 0: scikit-learn warns and gives nan where judge-mcp gives None
+        expected = cohen_kappa_score(y_false, labels)
+    assert (got["kappa_False"] is None and math.isnan(expected)) or got["kappa_False"] == pytest.approx(expected, abs=1e-12)
