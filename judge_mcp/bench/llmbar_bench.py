@@ -57,7 +57,7 @@ async def judge(app: App, item: Item, placement: str, opts: Options, backend: st
         result, timing, calls = await task
     finally:
         _TAKEN[key] += 1
-        if _TAKEN[key] >= 2 or task.done() and task.exception() is not None:
+        if _TAKEN[key] >= 2 or task.done() and (task.cancelled() or task.exception() is not None):
             _RUNS.pop(key, None)
             _TAKEN.pop(key, None)
     label = label_of(item)
