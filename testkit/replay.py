@@ -3,6 +3,7 @@ judge-mcp's prompts, parsing and scoring without calling the model again:
 
     python -m testkit.replay judgebench OUTPUTS.jsonl --method arena-hard|jb-vanilla [--metric strict]
     python -m testkit.replay alpaca-eval ANNOTATIONS.json
+    python -m testkit.replay llmbar RESULT.json --strategy NAME --config CONFIG.json
 
 - judgebench: one of JudgeBench's recorded runs (`outputs/dataset=...,judge_name=J,judge_model=M.jsonl`: each pair
   with its two judgments, the pair as given and swapped). The pairs are converted as bench-convert judgebench does;
@@ -16,6 +17,12 @@ judge-mcp's prompts, parsing and scoring without calling the model again:
 - alpaca-eval: one of AlpacaEval's annotation files (`results/M/weighted_alpaca_eval_gpt4_turbo/annotations.json`),
   converted as bench-convert alpaca-eval does; each request is answered with the recorded completion's log-
   probabilities (its `raw_completion`), and the summary says how many rows' preferences equal the recorded ones.
+- llmbar: one of LLMBar's recorded evaluations (`Dataset/.../evaluators/JUDGE/NAME/result.json`: each instance with
+  its results) and the evaluator's config (`LLMEvaluator/evaluators/config/JUDGE/NAME.json`); LLMBar's own code
+  (testkit/llmbar_reference.py) is run over the recording, answered with the recorded completions in order, and
+  the bench is answered with the same completions for the same messages; the summary's `replay` says how many
+  request bodies equal LLMBar's (the model apart) and gives LLMBar's statistics.json of the recording beside the
+  bench's `llmbar` block. Compare both with the statistics.json beside result.json.
 The run goes to a bench database of its own (--db, default a temporary one); the summary prints as `judge-mcp bench`
 prints it. A test double like the scripted servers: it speaks the real wire format on a local port.
 """
@@ -106,16 +113,18 @@ def _write(rows: list[dict[str, Any]], folder: Path, name: str) -> Path:
     return path
 
 
-def replay(kind: str, recorded: Path, method: str, db: Path, folder: Path) -> tuple[dict[str, Any], list[str]]:
+def llmbar_rows(instances: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """LLMBar's instances as pairwise rows in shared/benchmarks/llmbar_*.jsonl's shape (`original_label` its order)."""
+    rows = []
+    for k, instance in enumerate(instances):
+        label = instance["label"]
+        rows.append({"id": f"llmbar-{k}", "category": "llmbar", "prompt": instance["input"], "chosen": instance[f"output_{label}"],
+                     "rejected": instance[f"output_{3 - label}"], "original_label": label})
+    return rows
+
+
+def replay(kind: str, recorded: Path, method: str, db: Path, folder: Path, **llmbar: Any) -> tuple[dict[str, Any], list[str]]:
     """(the run's summary, the user messages not in the recording) of replaying `recorded`."""
-    import anyio
-
-    from judge_mcp.runtime.app import App
-    from judge_mcp.bench.runner import RunSpec, run
-    from judge_mcp.config.settings import load_settings
-    from judge_mcp.storage import open_store
-    from judge_mcp.bench.schema import BENCH_MIGRATIONS
-
     rows: list[dict[str, Any]] = []
     prompts_equal = None
     if kind == "judgebench":
@@ -123,29 +132,72 @@ def replay(kind: str, recorded: Path, method: str, db: Path, folder: Path) -> tu
         dataset = _write(judgebench_items(recorded), folder, "judgebench_replay")
         jb_answers, prompts_equal = judgebench_answers(records, method)
         answers: dict[str, Any] = dict(jb_answers)
+    elif kind == "llmbar":
+        return _replay_llmbar(recorded, db, folder, **llmbar)
     else:
         rows = alpaca_rows(recorded, None)
         dataset, answers, method = _write(rows, folder, "alpaca_eval_replay"), alpaca_answers(rows), "alpaca-eval"
     misses: list[str] = []
-    server = ScriptedServer(responder(answers, misses)).start()
+    summary = _run(dataset, method, db, responder(answers, misses))
+    if kind == "alpaca-eval":
+        summary["alpaca_eval"]["recorded_preferences_matched"] = _matched(rows, db, summary)
+    else:
+        summary["replay"] = {"recorded_prompts_equal": prompts_equal}
+    return summary, misses
+
+
+def _replay_llmbar(recorded: Path, db: Path, folder: Path, strategy: str, config: Path) -> tuple[dict[str, Any], list[str]]:
+    from judge_mcp.bench.methods import Options
+    from testkit import llmbar_reference as reference
+
+    instances = json.loads(recorded.read_text(encoding="utf-8"))
+    configs = json.loads(config.read_text(encoding="utf-8"))
+    answers, bodies = reference.recorded_answers(instances, [i["results"] for i in instances], strategy, configs)
+    misses: list[str] = []
+    seen: list[dict[str, Any]] = []
+
+    def answer(payload: dict[str, Any]) -> Any:
+        key = reference.key_of(payload)
+        if key not in answers:
+            misses.append(key[:200])
+            return Reply(status=400)
+        seen.append(payload)
+        return answers[key]
+
+    dataset = _write(llmbar_rows(instances), folder, "llmbar_replay")
+    summary = _run(dataset, "llmbar", db, answer, Options(llmbar_strategy=strategy))
+    equal = sum({k: v for k, v in p.items() if k != "model"} == bodies[reference.key_of(p)] for p in seen)
+    summary["replay"] = {"request_bodies_equal": f"{equal} of {len(seen)} sent ({len(bodies)} in LLMBar's run)",
+                         "llmbar_statistics_of_the_recording": reference.statistics(instances),
+                         "bench_as_statistics_json": reference.as_statistics_json(summary["llmbar"]["overall"])}
+    return summary, misses
+
+
+def _run(dataset: Path, method: str, db: Path, answer: Callable[[dict[str, Any]], Any], options: Any = None) -> dict[str, Any]:
+    """The bench's summary of `method` over `dataset` against a scripted server answering with `answer`."""
+    import anyio
+
+    from judge_mcp.runtime.app import App
+    from judge_mcp.bench.methods import Options
+    from judge_mcp.bench.runner import RunSpec, run
+    from judge_mcp.config.settings import load_settings
+    from judge_mcp.storage import open_store
+    from judge_mcp.bench.schema import BENCH_MIGRATIONS
+
+    server = ScriptedServer(answer).start()
     try:
         env = {"JUDGE_MCP_BACKEND": "openai", "JUDGE_MCP_BASE_URL": server.base_url, "JUDGE_MCP_MODEL": "replay", "JUDGE_MCP_MAX_RETRIES": "0"}
         app = App(load_settings(env), store=open_store(db, BENCH_MIGRATIONS))
 
         async def go() -> dict[str, Any]:
             try:
-                return await run(app, RunSpec(dataset=dataset, method=method, concurrency=8), quiet=True)
+                return await run(app, RunSpec(dataset=dataset, method=method, concurrency=8, options=options or Options()), quiet=True)
             finally:
                 await app.aclose()
 
-        summary = anyio.run(go)
+        return anyio.run(go)
     finally:
         server.stop()
-    if kind == "alpaca-eval":
-        summary["alpaca_eval"]["recorded_preferences_matched"] = _matched(rows, db, summary)
-    else:
-        summary["replay"] = {"recorded_prompts_equal": prompts_equal}
-    return summary, misses
 
 
 def _matched(rows: list[dict[str, Any]], db: Path, summary: dict[str, Any]) -> str:
@@ -170,19 +222,24 @@ def _matched(rows: list[dict[str, Any]], db: Path, summary: dict[str, Any]) -> s
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m testkit.replay", description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("kind", choices=("judgebench", "alpaca-eval"))
+    parser.add_argument("kind", choices=("judgebench", "alpaca-eval", "llmbar"))
     parser.add_argument("recorded", type=Path, help="JudgeBench's outputs/*.jsonl or AlpacaEval's annotations.json")
     parser.add_argument("--method", choices=METHODS, default="arena-hard", help="judgebench: the judge the recording is of")
     parser.add_argument("--metric", choices=("judgebench", "strict"), default="strict")
     parser.add_argument("--db", type=Path, help="the bench database (default: a temporary one)")
+    parser.add_argument("--strategy", default="Vanilla", help="llmbar: the evaluator's name (its config's file name)")
+    parser.add_argument("--config", type=Path, help="llmbar: the evaluator's config (LLMEvaluator/evaluators/config/JUDGE/NAME.json)")
     args = parser.parse_args(argv)
     from judge_mcp.bench.command import format_summary
 
     with tempfile.TemporaryDirectory() as tmp:
-        summary, misses = replay(args.kind, args.recorded, args.method, args.db or Path(tmp) / "replay.db", Path(tmp))
+        extra = {"strategy": args.strategy, "config": args.config} if args.kind == "llmbar" else {}
+        summary, misses = replay(args.kind, args.recorded, args.method, args.db or Path(tmp) / "replay.db", Path(tmp), **extra)
     print(format_summary(summary, args.metric))
-    if summary.get("replay"):
+    if summary.get("replay", {}).get("recorded_prompts_equal"):
         print(f"recorded prompts equal to judge-mcp's user message: {summary['replay']['recorded_prompts_equal']}")
+    if args.kind == "llmbar":
+        print(json.dumps(summary["replay"], indent=1))
     if misses:
         print(f"{len(misses)} request(s) not in the recording (the prompts differ), e.g. {misses[0]!r}", file=sys.stderr)
         return 1

@@ -59,6 +59,9 @@ class ChatRequest:
     top_logprobs: int = 0
     # Nucleus sampling, sent only when set (a published judge's request that names it, e.g. JudgeBench's vanilla 1.0)
     top_p: float | None = None
+    # Token biases (token id, bias) sent as OpenAI's `logit_bias` where set (a published judge's request that names
+    # them, e.g. LLMBar's); other backends have no such field and send none
+    logit_bias: tuple[tuple[int, int], ...] | None = None
     # Free-form tag for logs (e.g. "compare_pair:AB"); not part of the cache key.
     purpose: str = field(default="", compare=False)
     # How many leading characters of the first message's content every call of the judgment shares (0: not marked):
@@ -69,7 +72,7 @@ class ChatRequest:
     def to_record(self) -> dict[str, Any]:
         """A JSON-safe description of the request (no secrets exist at this level). Log-probabilities appear only
         when asked for, so the cache keys of requests without them are what they always were."""
-        record = {
+        record: dict[str, Any] = {
             "system": self.system,
             "messages": [m.record() for m in self.messages],
             "temperature": self.temperature,
@@ -82,6 +85,8 @@ class ChatRequest:
             record["top_logprobs"] = self.top_logprobs
         if self.top_p is not None:  # only when set: the cache keys of requests without it are unchanged
             record["top_p"] = self.top_p
+        if self.logit_bias:  # likewise
+            record["logit_bias"] = [list(pair) for pair in self.logit_bias]
         return record
 
     def summary(self) -> dict[str, Any]:
@@ -98,6 +103,7 @@ class ChatRequest:
             "schema_name": self.schema_name if self.json_schema is not None else None,
             **({"top_logprobs": self.top_logprobs} if self.logprobs else {}),
             **({"top_p": self.top_p} if self.top_p is not None else {}),
+            **({"logit_bias_tokens": len(self.logit_bias)} if self.logit_bias else {}),
         }
 
     def cache_key(self, backend_identity: str) -> str:

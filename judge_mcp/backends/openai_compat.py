@@ -93,6 +93,8 @@ class OpenAICompatBackend(HTTPBackend):
         }
         if request.top_p is not None:
             payload["top_p"] = request.top_p
+        if request.logit_bias:
+            payload["logit_bias"] = {str(token): bias for token, bias in request.logit_bias}
         if request.json_schema is not None and self.supports_json_schema:
             schema = request.json_schema if self.send_length_caps else without_length_caps(request.json_schema)
             payload["response_format"] = {

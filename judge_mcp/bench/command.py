@@ -15,7 +15,7 @@ import anyio
 from judge_mcp.config.values import DENIED, path_kind
 from judge_mcp.contract.fields import ANSWER_ORDERS, FLIP_VARIANTS, GRADE_VARIANTS, TEMPLATES
 from judge_mcp.contract.args import GradeScoreOptionsArgs, InferInstructionRewardArgs, LweJudgeArgs
-from judge_mcp.bench import convert_cli, figures, repeats
+from judge_mcp.bench import convert_cli, figures, published_options, repeats
 
 if TYPE_CHECKING:
     from judge_mcp.bench.runner import RunSpec
@@ -96,6 +96,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        help="refuse a dataset file larger than this many MiB (default 512; the file is read whole)")
     bench.add_argument("--batch-poll-seconds", type=_positive, help="a batch = true backend's batches are polled this often (default 30)")
     figures.add_options(bench)
+    published_options.add_options(bench)
     bench.set_defaults(fn=cmd_bench)
 
     report = sub.add_parser("bench-report", help="combine bench summaries (JSON files and/or a bench database) into one HTML page")
@@ -219,7 +220,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError) as exc:
         print(f"judge-mcp bench: configuration error: {exc}", file=sys.stderr)
         return 2
-    problem = option_problem(args) or repeats.problem(args) or output_problem(args, ("out", "report"))
+    problem = (option_problem(args) or repeats.problem(args) or output_problem(args, ("out", "report"))
+               or published_options.options_problem(args.method, args.alpaca_gamed, args.llmbar_strategy))
     if problem is not None:
         print(f"judge-mcp bench: {problem}", file=sys.stderr)
         return 2
@@ -227,10 +229,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         template=args.template, unrelated=args.unrelated, prompt_variant=args.prompt_variant, batch_size=args.batch_size,
         no_reask=args.no_reask, flip_answer_order=args.flip_answer_order, adaptive_swap=args.adaptive_swap,
         swap_margin=args.swap_margin, panel=members, response_model=args.response_model, exclude_same_family=args.exclude_same_family, labels=args.labels,
+        **({"llmbar_strategy": args.llmbar_strategy} if args.llmbar_strategy else {}),
     )
     spec = RunSpec(
         dataset=args.dataset, method=args.method, limit=args.limit, sample=args.sample, backend=backend, options=options,
-        concurrency=args.concurrency, batch_poll_s=args.batch_poll_seconds,
+        concurrency=args.concurrency, batch_poll_s=args.batch_poll_seconds, alpaca_gamed=args.alpaca_gamed,
         max_dataset_bytes=None if args.max_dataset_mb is None else args.max_dataset_mb * 1024 * 1024,
     )
     return run_bench(args, settings, spec)
@@ -378,6 +381,13 @@ def _f(v: Any) -> str:
     return "-" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
 
 
+def _d(value: Any) -> str:
+    """A dict of figures as the terminal shows it: floats to 3 decimals (the JSON summary keeps every digit)."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_d(v)}" for k, v in value.items()) + "}"
+    return _f(value)
+
+
 def format_summary(s: dict[str, Any], metric: str | None = None) -> str:
     """A few readable lines for the terminal (`metric` "strict": the strict score beside JudgeBench's, figures.py)."""
     # lazy: the harness loads when a bench command runs, not when `serve` builds the parser
@@ -427,13 +437,13 @@ def _method_lines(s: dict[str, Any]) -> list[str]:
         if lwe.get("final_refinement"):
             extra.append(f"final partial batch refined: {lwe['final_refinement']}")
         if lwe.get("vanilla_fig9"):
-            extra.append(f"vanilla (Figure 9) pair: {lwe['vanilla_fig9']}")
+            extra.append(f"vanilla (Figure 9) pair: {_d(lwe['vanilla_fig9'])}")
     if s.get("grade"):
-        extra.append(f"grade: {s['grade']}")
+        extra.append(f"grade: {_d(s['grade'])}")
     if s.get("calibration"):
         c = s["calibration"]
         for name in ("single_order", "both_orders"):
-            extra.append(f"probabilities, {name.replace('_', ' ')}: {c[name]} (ECE over {c['bins']} bins)")
+            extra.append(f"probabilities, {name.replace('_', ' ')}: {_d(c[name])} (ECE over {c['bins']} bins)")
     if s.get("adaptive"):
         a, auto, both = s["adaptive"], s["adaptive"]["auto"], s["adaptive"]["swap_true"]
         extra.append(

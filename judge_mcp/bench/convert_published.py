@@ -10,11 +10,14 @@ fields of shared/benchmarks/MANIFEST.json, plus each source file's sha256).
 - alpaca-eval: AlpacaEval's evaluation set with the reference's outputs (a JSON list of instruction, output,
   generator, dataset: e.g. results/gpt4_1106_preview/model_outputs.json) and, with `--outputs`, a model's outputs
   (the same shape, matched by instruction) -> head-to-head rows in the evaluation set's order (the order the GLM's
-  instruction difficulty goes by); or AlpacaEval's own annotations file (results/M/weighted_alpaca_eval_gpt4_turbo/
-  annotations.json: output_1, output_2, generator_1, generator_2, preference, raw_completion), whose recorded
-  preference and completion are kept (`recorded_preference`, `recorded_completion`) for replaying them.
+  instruction difficulty goes by), only those the model answered, as AlpacaEval's inner join on the instruction
+  keeps them (the others are counted as left out; their ids keep the evaluation set's row number); or AlpacaEval's
+  own annotations file (results/M/weighted_alpaca_eval_gpt4_turbo/annotations.json: output_1, output_2,
+  generator_1, generator_2, preference, raw_completion), whose recorded preference and completion are kept
+  (`recorded_preference`, `recorded_completion`) for replaying them.
   `--difficulty` adds each row's instruction difficulty from AlpacaEval's instruction_difficulty.csv (row index,
-  value), so the LC win rate uses the GLM with it.
+  value) by the row's position among the rows kept (as AlpacaEval's GLM looks it up), so the LC win rate uses the
+  GLM with it.
 Bad input stops the conversion naming the file and the row; nothing is written then.
 """
 
@@ -97,7 +100,10 @@ def _h2h(k: int, instruction: str, category: Any, outputs: tuple[str, str], gene
             "output_1": outputs[0], "output_2": outputs[1], "generator_1": generators[0], "generator_2": generators[1]}
 
 
-def alpaca_eval(source: Path, outputs: Path | None) -> list[dict[str, Any]]:
+def alpaca_eval(source: Path, outputs: Path | None, done: Converted | None = None) -> list[dict[str, Any]]:
+    """AlpacaEval's head-to-head rows. With --outputs, the rows the model answered, as AlpacaEval's inner join on the
+    instruction keeps them (`annotate_head2head`): instructions of the evaluation set without a model output, and
+    model outputs for instructions not in it, are left out and counted in `done`."""
     rows = _json_list(source)
     if "output_1" in rows[0]:
         if outputs is not None:
@@ -117,16 +123,23 @@ def alpaca_eval(source: Path, outputs: Path | None) -> list[dict[str, Any]]:
         if instruction in model:
             raise ConvertError(f"{outputs.name} row {k}: a second output for the instruction {instruction[:60]!r}")
         model[instruction] = r
-    out = []
+    out, done = [], done if done is not None else Converted()
+    asked: set[str] = set()
     for k, ref in enumerate(rows):
         where = f"{source.name} row {k}"
         instruction = _text(ref, "instruction", where)
+        asked.add(instruction)
         mine = model.get(instruction)
         if mine is None:
-            raise ConvertError(f"{where}: no model output for the instruction {instruction[:60]!r} in {outputs.name}")
+            done.skip(f"instructions without an output in {outputs.name}")
+            continue
         mwhere = f"{outputs.name} (instruction of {where})"
         out.append(_h2h(k, instruction, ref.get("dataset"), (_text(ref, "output", where), _text(mine, "output", mwhere)),
                         (_text(ref, "generator", where, False), _text(mine, "generator", mwhere, False))))
+    for _ in set(model) - asked:
+        done.skip(f"outputs in {outputs.name} for instructions not in {source.name}")
+    if not out:
+        raise ConvertError(f"{outputs.name} answers none of the instructions of {source.name}")
     return out
 
 
@@ -173,7 +186,8 @@ def convert(args: argparse.Namespace) -> Converted:
         done = Converted()
         convert_mtbench.write(args.format, args.source, args.out, args.commit, done, manifest)
         return done
-    rows = judgebench(args.source) if args.format == "judgebench" else alpaca_eval(args.source, args.outputs)
+    done = Converted()
+    rows = judgebench(args.source) if args.format == "judgebench" else alpaca_eval(args.source, args.outputs, done)
     if args.difficulty is not None:
         add_difficulty(rows, args.difficulty)
     ids = Counter(r["id"] for r in rows)
@@ -187,5 +201,6 @@ def convert(args: argparse.Namespace) -> Converted:
         part = path.with_name(path.name + ".part")
         part.write_text(body, encoding="utf-8")
         part.replace(path)
-    return Converted(written=len(rows))
+    done.written = len(rows)
+    return done
 

@@ -54,6 +54,7 @@ class Item:
     rejected_images: tuple[str, ...] = ()
     option_images: tuple[tuple[str, ...], ...] = ()  # listwise: one tuple per response (empty: none for any)
     generators: tuple[str, str] | None = None  # the models that wrote output_1 and output_2 (head2head), chosen and rejected (pairwise)
+    original_label: int | None = None  # pairwise: 1 or 2, which of the source's output_1 / output_2 is `chosen` (LLMBar's order)
     difficulty: float | None = None  # head2head: AlpacaEval's instruction difficulty of the row, when the file has it
     digest: str = ""  # a hash of the item's line (load_items): a stored judgment of an item whose line changed is stale
     image_dirs: tuple[Path, ...] = ()  # the folders its image files may be read from (item_images.allowed_dirs)
@@ -154,7 +155,7 @@ def _text_item(data: dict, seq: int, where: str) -> Item:
         prompt = _prompt(data, where)
         chosen, rejected = (_answer(data, k, where) for k in ("chosen", "rejected"))
         item = Item(seq, str(data["id"]), category, "pairwise", prompt, chosen=chosen, rejected=rejected,
-                    generators=_pair_models(data, where))
+                    generators=_pair_models(data, where), original_label=_original_label(data))
     elif "responses" in data and "best" in data:
         responses = data["responses"]
         best = data["best"]
@@ -221,6 +222,13 @@ def _conversation_item(data: dict, seq: int, where: str) -> Item:
     chosen, rejected = (_answer(data, k, where) for k in ("chosen", "rejected"))
     return Item(seq, str(data["id"]), str(data.get("category") or "all"), "pairwise", prompt, chosen=chosen, rejected=rejected,
                 generators=_pair_models(data, where))
+
+
+def _original_label(data: dict) -> int | None:
+    """A pair's `original_label` when it is 1 or 2 (the source's position of `chosen`, as LLMBar's rows give it);
+    None otherwise (other sources label in their own words, e.g. JudgeBench's "A>B")."""
+    label = data.get("original_label")
+    return int(label) if label in (1, 2) and not isinstance(label, bool) else None
 
 
 def _pair_models(data: dict, where: str) -> tuple[str, str] | None:

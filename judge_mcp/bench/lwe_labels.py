@@ -46,6 +46,6 @@ def learning_curve(rows: list[dict[str, Any]], placements: tuple[str, ...], bloc
     for start in range(0, len(items), size):
         block = items[start : start + size]
         right = sum(bool(done[p]["correct"]) for done in block for p in placements)
-        curve.append({"items": [start + 1, start + len(block)], "accuracy": round(right / (len(block) * len(placements)), 4)})
+        curve.append({"items": [start + 1, start + len(block)], "accuracy": right / (len(block) * len(placements))})
     fed = sum(bool(done[placements[0]].get("detail", {}).get("label_feedback")) for done in items)
     return {"learning_curve": curve, "label_feedback": fed}

@@ -65,6 +65,7 @@ class Options:  # a tool argument's default is its model's (judge_mcp/contract/a
     labels: bool = False  # lwe: record each item's gold label on its learning verdict (LWE learns from labels)
     repeat: int = 0  # --repeats: this run's number (1..K; 0: not repeated), stored as METHOD#rN (bench/repeats.py)
     sampling: Sampling | None = None  # --repeats: every request's temperature, never from the call cache
+    llmbar_strategy: str = "Vanilla"  # llmbar: LLMBar's evaluator (bench/llmbar.py STRATEGIES)
 
 
 @dataclass(frozen=True)
@@ -403,6 +404,8 @@ def method_key(name: str, opts: Options) -> str:
         key += "+auto" + ("" if opts.swap_margin is None else f"{opts.swap_margin:g}")
     if opts.labels and name in ("lwe", "selective-lwe"):
         key += "+labels"
+    if name == "llmbar":
+        key += f"[{opts.llmbar_strategy}]"
     if opts.no_reask:
         key += "+strict"
     if opts.response_model and opts.exclude_same_family:

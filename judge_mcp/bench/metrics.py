@@ -78,8 +78,9 @@ def judgebench_right(records: list[dict[str, Any]]) -> bool:
     return counter > 0
 
 
-def _ratio(num: float, den: float, digits: int = 4) -> float | None:
-    return round(num / den, digits) if den else None
+def _ratio(num: float, den: float) -> float | None:
+    """num / den, unrounded (JSON summaries keep every digit; rounding is for display), or None for no denominator."""
+    return num / den if den else None
 
 
 def group_items(rows: Iterable[dict[str, Any]], placements: tuple[str, ...]) -> dict[str, Any]:
@@ -211,21 +212,21 @@ def _quality(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
 def _cost(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
     n = len(outcomes)
 
-    def per_item(keys: tuple[str, ...], digits: int) -> float | None:
-        return _ratio(sum(o[k] for o in outcomes for k in keys), n, digits)
+    def per_item(keys: tuple[str, ...]) -> float | None:
+        return _ratio(sum(o[k] for o in outcomes for k in keys), n)
 
     return {
-        "calls_per_item": per_item(("calls",), 3),
-        "cached_calls_per_item": per_item(("cached_calls",), 3),
-        "tokens_per_item": per_item(("prompt_tokens", "completion_tokens"), 1),
-        "prompt_tokens_per_item": per_item(("prompt_tokens",), 1),
-        "completion_tokens_per_item": per_item(("completion_tokens",), 1),
+        "calls_per_item": per_item(("calls",)),
+        "cached_calls_per_item": per_item(("cached_calls",)),
+        "tokens_per_item": per_item(("prompt_tokens", "completion_tokens")),
+        "prompt_tokens_per_item": per_item(("prompt_tokens",)),
+        "completion_tokens_per_item": per_item(("completion_tokens",)),
         # the prompt cache's reads and writes, and the input billed at the ratios the summary's cache_prices names
-        "cached_prompt_tokens_per_item": per_item(("cached_prompt_tokens",), 1),
-        "cache_write_tokens_per_item": per_item(("cache_write_tokens",), 1),
-        "billed_input_per_item": per_item(("billed_input",), 1),
-        "chars_per_item": per_item(("prompt_chars", "completion_chars"), 1),
-        "seconds_per_item": per_item(("seconds",), 2),
+        "cached_prompt_tokens_per_item": per_item(("cached_prompt_tokens",)),
+        "cache_write_tokens_per_item": per_item(("cache_write_tokens",)),
+        "billed_input_per_item": per_item(("billed_input",)),
+        "chars_per_item": per_item(("prompt_chars", "completion_chars")),
+        "seconds_per_item": per_item(("seconds",)),
     }
 
 
@@ -245,7 +246,7 @@ def cumulative(flags: list[bool]) -> list[float]:
     out, right = [], 0
     for k, flag in enumerate(flags, start=1):
         right += bool(flag)
-        out.append(round(right / k, 4))
+        out.append(right / k)
     return out
 
 
@@ -262,7 +263,7 @@ def _lwe_cost(complete: list[tuple[int, str, str, dict[str, Any]]], placements: 
     one_pass = sum(vanilla) / 2
     learning = sum(chars(done[placements[0]]) for _, _, _, done in complete)
     scoring = sum(chars(done[p]) - done[p].get("vanilla_chars", 0) for _, _, _, done in complete for p in placements[1:])
-    return {"relative_cost": _ratio(learning, one_pass, 2), "relative_cost_with_scoring": _ratio(learning + scoring, one_pass, 2)}
+    return {"relative_cost": _ratio(learning, one_pass), "relative_cost_with_scoring": _ratio(learning + scoring, one_pass)}
 
 
 def _vanilla_fig9(complete: list[tuple[int, str, str, dict[str, Any]]], placements: tuple[str, ...]) -> dict[str, Any] | None:
@@ -312,7 +313,7 @@ def adaptive_extras(complete: list[tuple[int, str, str, dict[str, Any]]], placem
 
     def side(key: str) -> dict[str, Any]:
         return {
-            "calls_per_judgment": _ratio(sum(d[key]["calls"] for d in judgments), n, 3),
+            "calls_per_judgment": _ratio(sum(d[key]["calls"] for d in judgments), n),
             "accuracy": _ratio(sum(d[key]["names"] == "chosen" for d in judgments), n),
             "pair_accuracy": _ratio(sum(all(d[key]["names"] == "chosen" for d in ds) for ds in items), len(items)),
         }
@@ -341,7 +342,7 @@ def grade_extras(complete: list[tuple[int, str, str, dict[str, Any]]]) -> dict[s
 
     def mean(key: str) -> float | None:
         values = [d.get(key) or 0.0 for d in details]
-        return round(sum(values) / len(values), 4) if values else None
+        return sum(values) / len(values) if values else None
 
     out = {
         "mean_grade_score": mean("grade_score"),

@@ -6,13 +6,14 @@ every bench method: methods.py's table with these beside it.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from judge_mcp.runtime.app import App
-from judge_mcp.bench import methods
+from judge_mcp.bench import llmbar_bench, methods
 from judge_mcp.bench.data import Item
 from judge_mcp.bench.alpaca_eval import AlpacaEvalArgs
-from judge_mcp.bench.alpaca_metrics import lc_win_rate, win_rate
+from judge_mcp.bench.alpaca_metrics import lc_win_rate, read_gamed, win_rate
 from judge_mcp.bench.jb_vanilla import JbVanillaArgs
 from judge_mcp.bench.methods import PAIRWISE, Method, Options, call_stats, given, placement_record, shown
 
@@ -51,9 +52,10 @@ async def _alpaca_eval(app: App, item: Item, placement: str, opts: Options, back
     return record
 
 
-def alpaca_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def alpaca_summary(rows: list[dict[str, Any]], gamed: Path | None = None) -> dict[str, Any]:
     """The `alpaca_eval` block of a run's summary: AlpacaEval's win rates over the annotated rows in file order, and
-    the LC win rate when every row names the same two models."""
+    the LC win rate when every row names the same two models (its GLM length_controlled_v1 with AlpacaEval's
+    df_gamed.csv at `gamed`; unannotated rows take part in it as in AlpacaEval)."""
     done = sorted((r for r in rows if r["status"] == "done" and r.get("record")), key=lambda r: r["seq"])
     records = [r["record"] for r in done]
     annotated = [r for r in records if r.get("preference") is not None]
@@ -66,7 +68,11 @@ def alpaca_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "switched": sum(1 for r in records if r.get("switched")),
     }
     if len(pairs) == 1 and len(next(iter(pairs))) == 2:
-        out.update(lc_win_rate(annotated, next(iter(pairs))))  # type: ignore[arg-type]
+        try:
+            baselines = None if gamed is None else read_gamed(gamed)
+        except (OSError, ValueError) as exc:
+            return {**out, "lc_win_rate": None, "lc_note": f"--alpaca-gamed {gamed}: {exc}"}
+        out.update(lc_win_rate(records, next(iter(pairs)), baselines))  # type: ignore[arg-type]
     else:
         out.update(lc_win_rate=None, lc_note="the LC win rate compares one model with one reference: the rows name several")
     return out
@@ -114,16 +120,18 @@ def pair_models(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     return {**out, **lc_win_rate(annotated, (baseline, model))}
 
 
-def with_published(method: str, rows: list[dict[str, Any]], summary: dict[str, Any]) -> dict[str, Any]:
+def with_published(method: str, rows: list[dict[str, Any]], summary: dict[str, Any], gamed: Path | None = None) -> dict[str, Any]:
     """metrics.summarise's `summary` of a run with a published judge's own figures: for alpaca-eval the
     `alpaca_eval` block, and no accuracy (head-to-head rows have no gold label); for a pairwise run whose pairs name
     two models, `head_to_head` (pair_models)."""
+    if method.startswith("llmbar"):
+        summary = {**summary, "llmbar": llmbar_bench.summary(rows)}
     if not method.startswith("alpaca-eval"):
         models = pair_models(rows)
         return summary if models is None else {**summary, "head_to_head": models}
     for row in [summary["overall"], *summary.get("categories", {}).values()]:
         row.update(dict.fromkeys(NO_GOLD))
-    return {**summary, "alpaca_eval": alpaca_summary(rows)}
+    return {**summary, "alpaca_eval": alpaca_summary(rows, gamed)}
 
 
 PUBLISHED: dict[str, Method] = {
@@ -143,6 +151,14 @@ PUBLISHED: dict[str, Method] = {
             _alpaca_eval,
             "AlpacaEval 2.0's weighted_alpaca_eval_gpt4_turbo: one order by its seeded switch, max_tokens 1, preference from "
             "the top log-probabilities of m / M; win rate and length-controlled win rate",
+        ),
+        Method(
+            "llmbar",
+            (PAIRWISE,),
+            True,
+            llmbar_bench.judge,
+            "LLMBar's evaluators (GPT-4 configs, --llmbar-strategy): its prompts, logit_bias, parsing and both orders of each "
+            "instance in its own order; the summary's llmbar block is its statistics.json",
         ),
     )
 }

@@ -96,9 +96,9 @@ def variance(runs: list[list[dict[str, Any]]], accuracies: list[float | None], t
         "temperature": temperature,
         "items": len(common),
         "changed_items": changed,
-        "changed_share": round(changed / len(common), 4) if common else None,
-        "accuracy": {"values": accuracies, "mean": round(statistics.fmean(values), 4) if values else None,
-                     "stdev": round(statistics.stdev(values), 4) if len(values) >= 2 else None},
+        "changed_share": changed / len(common) if common else None,
+        "accuracy": {"values": accuracies, "mean": statistics.fmean(values) if values else None,
+                     "stdev": statistics.stdev(values) if len(values) >= 2 else None},
         "calls_per_run": calls,
     }
 
@@ -110,4 +110,10 @@ def format_line(summary: dict[str, Any]) -> str:
         return ""
     t = "the method's temperature" if r["temperature"] is None else f"temperature {r['temperature']:g}"
     return (f"repeats: {r['k']} runs at {t}, never from the cache: verdict changed on {r['changed_items']} of {r['items']} items "
-            f"(share {r['changed_share']}); accuracy {r['accuracy']['values']} (stdev {r['accuracy']['stdev']}); calls per run {r['calls_per_run']}")
+            f"(share {_shown(r['changed_share'])}); accuracy {[_shown(a) for a in r['accuracy']['values']]} "
+            f"(stdev {_shown(r['accuracy']['stdev'])}); calls per run {r['calls_per_run']}")
+
+
+def _shown(value: float | None) -> str:
+    """A figure as the terminal shows it (the JSON keeps every digit)."""
+    return "-" if value is None else f"{value:.4f}"

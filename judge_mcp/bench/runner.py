@@ -57,6 +57,7 @@ class RunSpec:
     concurrency: int | None = None  # items in flight (None: the backend's concurrency)
     batch_poll_s: float | None = None  # a batch = true backend's batches are polled this often (None: batching's default)
     max_dataset_bytes: int | None = None  # the largest dataset file read (None: data.MAX_DATASET_BYTES)
+    alpaca_gamed: Path | None = None  # alpaca-eval: AlpacaEval's df_gamed.csv, for its length_controlled_v1 GLM
 
 
 def backend_key(app: App, backend_name: str | None) -> tuple[str, str, str]:
@@ -327,7 +328,8 @@ def _cause(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:500]
 
 
-def run_summary(info: dict[str, Any], method: Method, rows: list[dict[str, Any]], *, items: int | None = None) -> dict[str, Any]:
+def run_summary(info: dict[str, Any], method: Method, rows: list[dict[str, Any]], *, items: int | None = None,
+                gamed: Path | None = None) -> dict[str, Any]:
     """A run's summary from its `bench_runs` row and its result rows: the one builder behind the terminal, the
     report from a database and the JSON of `judge-mcp bench`."""
     summary = {
@@ -343,7 +345,7 @@ def run_summary(info: dict[str, Any], method: Method, rows: list[dict[str, Any]]
         "backend_key": info["backend"],
         "model": info["model"],
         # with a published judge's own figures (AlpacaEval's win rates)
-        **with_published(info["method"], rows, metrics.summarise(rows, method.placements(), info["method"])),
+        **with_published(info["method"], rows, metrics.summarise(rows, method.placements(), info["method"]), gamed),
         "run": run_totals(info),
     }
     if isinstance(summary.get("overall"), dict):  # the run's wall time per item, beside each item's own latency
@@ -357,7 +359,7 @@ def build_summary(results: Results, items: list[Item], method: Method, spec: Run
     rows = results.rows({it.id for it in items})
     info = results.run_info()
     assert info is not None, "Results.start() records the run before it is summarised"
-    summary = run_summary(info, method, rows, items=len(items))
+    summary = run_summary(info, method, rows, items=len(items), gamed=spec.alpaca_gamed)
     # items of this selection with no stored row at all (a run stopped by failures in a row never reached them) are not
     # finished either: without them the summary and the exit status named only the errored items
     summary["incomplete"] = int(summary.get("incomplete") or 0) + len({it.id for it in items} - {r["item_id"] for r in rows})

@@ -120,10 +120,10 @@ async def test_alpaca_eval_sends_alpaca_eval_s_requests_and_matches_its_preferen
     assert a["generators"] == ["gpt4_1106_preview", "fixture-model"]
     assert (a["identical_outputs"], a["unannotated"], a["switched"]) == (1, 0, 4)
     for key in ("win_rate", "standard_error", "discrete_win_rate", "n_wins", "n_wins_base", "n_draws", "n_total"):
-        assert a[key] == pytest.approx(REFERENCE["win_rate"][key], abs=1e-4), key
+        assert a[key] == pytest.approx(REFERENCE["win_rate"][key], abs=1e-9), key  # unrounded
     # the fixture has instruction difficulties for every row: AlpacaEval's length_controlled_noreg GLM
     assert a["glm"] == "length_controlled_noreg"
-    assert a["lc_win_rate"] == pytest.approx(REFERENCE["length_controlled_noreg"]["length_controlled_winrate"], abs=0.01)
+    assert a["lc_win_rate"] == pytest.approx(REFERENCE["length_controlled_noreg"]["length_controlled_winrate"], abs=1e-6)
     # longer picked: of the rows whose outputs differ in length and whose preference is not 1.5, those preferring the
     # longer output (by hand from the reference preferences); no gold: no gold share, no length bias
     differ = [(len(r["output_2"]) > len(r["output_1"]), p) for r, p in zip(ROWS, REFERENCE["preferences"]) if len(r["output_1"]) != len(r["output_2"]) and p != 1.5]
@@ -140,7 +140,7 @@ def test_win_rate_by_hand():
     assert got["win_rate"] == 43.75
     mean = 0.4375
     sem = math.sqrt(sum((v - mean) ** 2 for v in (0, 1, 0.5, 0.25)) / 3 / 4)
-    assert got["standard_error"] == round(100 * sem, 4)
+    assert got["standard_error"] == pytest.approx(100 * sem, abs=1e-12)
     assert (got["n_wins"], got["n_wins_base"], got["n_draws"], got["n_total"]) == (1, 2, 1, 4)
     assert got["discrete_win_rate"] == 37.5  # 1.25 rounds to a loss: (0 + 1 + 0.5 + 0) / 4
 
@@ -156,31 +156,11 @@ def test_lc_win_rate_against_alpaca_eval_s_glms():
             for p, r in zip(REFERENCE["preferences"], ROWS)]
     noreg = alpaca_metrics.lc_win_rate(rows, ("ref", "model"))
     minimal = alpaca_metrics.lc_win_rate([dict(r, difficulty=None) for r in rows], ("ref", "model"))
-    assert noreg["lc_win_rate"] == pytest.approx(REFERENCE["length_controlled_noreg"]["length_controlled_winrate"], abs=0.01)
-    assert minimal["lc_win_rate"] == pytest.approx(REFERENCE["length_controlled_minimal"]["length_controlled_winrate"], abs=0.01)
+    assert noreg["lc_win_rate"] == pytest.approx(REFERENCE["length_controlled_noreg"]["length_controlled_winrate"], abs=1e-6)
+    assert minimal["lc_win_rate"] == pytest.approx(REFERENCE["length_controlled_minimal"]["length_controlled_winrate"], abs=1e-6)
     # delta_len = len(output_1) - len(output_2): the judge favours length, so a longer reference lowers the model's odds
     assert minimal["glm"] == "length_controlled_minimal" and noreg["glm_weights"]["np.tanh(std_delta_len)"] < 0
     assert alpaca_metrics.lc_win_rate(rows, ("same", "same"))["lc_win_rate"] == 50.0  # the reference against itself
-
-
-def _kkt_ok(x: list[list[float]], t: list[float], c: float, w: list[float]) -> bool:
-    """The L1 problem's optimality conditions, by hand: c * gradient_j = -sign(w_j) where w_j != 0, |.| <= 1 where 0."""
-    z = [sum(a * b for a, b in zip(row, w)) for row in x]
-    for j, wj in enumerate(w):
-        g = c * sum((1 / (1 + math.exp(-zi)) - ti) * row[j] for zi, ti, row in zip(z, t, x))
-        if (wj != 0 and abs(g + math.copysign(1, wj)) > 1e-6) or (wj == 0 and abs(g) > 1 + 1e-6):
-            return False
-    return True
-
-
-@pytest.mark.parametrize("c", [1e-4, 0.1, 1.0, 100.0])
-def test_the_glm_fit_meets_the_l1_optimality_conditions(c):
-    x = [[math.tanh(d), 1.0] for d in (-1.5, -0.8, -0.2, 0.1, 0.4, 0.9, 1.3, 2.0)]
-    t = [0.1, 0.3, 0.2, 0.6, 0.5, 0.9, 0.7, 0.95]
-    w = alpaca_metrics.fit(x, t, c)
-    assert _kkt_ok(x, t, c, w)
-    if c == 1e-4:
-        assert w == [0.0, 0.0]  # a strong penalty keeps every weight at 0: LC 50
 
 
 def test_lc_win_rate_needs_rows_whose_lengths_differ():

@@ -79,7 +79,7 @@ def test_alpaca_eval_annotations_keep_their_recorded_preference_and_completion(t
     "make, message",
     [
         (lambda ref, model, tmp: [str(ref)], "give the model's outputs with --outputs"),
-        (lambda ref, model, tmp: [str(ref), "--outputs", str(_drop_last(model))], "no model output for the instruction"),
+        (lambda ref, model, tmp: [str(ref), "--outputs", str(_none_asked(model))], "answers none of the instructions"),
         (lambda ref, model, tmp: [str(ref), "--outputs", str(_twice(model))], "a second output for the instruction"),
         (lambda ref, model, tmp: [str(ref), "--outputs", str(model), "--difficulty", str(_csv(tmp, "0,0.1\n"))], "no difficulty for row 1"),
         (lambda ref, model, tmp: [str(ref), "--outputs", str(model), "--difficulty", str(_csv(tmp, "0,hard\n"))], "expected a row index and a number"),
@@ -100,6 +100,28 @@ def _drop_last(model: Path) -> Path:
     path = model.with_name("fewer.json")
     path.write_text(json.dumps([r for r in rows if r["instruction"] != H2H[4]["prompt"]]))
     return path
+
+
+def _none_asked(model: Path) -> Path:
+    path = model.with_name("other.json")
+    path.write_text(json.dumps([{"instruction": "not asked", "output": "x", "generator": "m"}]))
+    return path
+
+
+def test_alpaca_eval_keeps_the_rows_a_model_answered_and_says_how_many_it_left_out(tmp_path, capsys):
+    """As AlpacaEval's inner join on the instruction (phi-2 answered 803 of the 805): the other rows are scored."""
+    ref, model = _alpaca_sources(tmp_path)
+    fewer = _drop_last(model)
+    rows = json.loads(fewer.read_text()) + [{"instruction": "not in the set", "output": "x", "generator": "fixture-model"}]
+    fewer.write_text(json.dumps(rows))
+    out = tmp_path / "h2h.jsonl"
+    assert main(["bench-convert", "alpaca-eval", str(ref), "--outputs", str(fewer), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "wrote 9 items" in printed and "1 instructions without an output in fewer.json" in printed
+    assert "1 outputs in fewer.json for instructions not in ref.json" in printed
+    kept = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["prompt"] for r in kept] == [r["prompt"] for k, r in enumerate(H2H) if k != 4]
+    assert kept[4]["id"] == "alpaca-eval-5"  # the evaluation set's row number
 
 
 def _twice(model: Path) -> Path:

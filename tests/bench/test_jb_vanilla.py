@@ -90,7 +90,7 @@ def test_top_p_goes_on_the_wire_only_when_a_request_names_it():
 async def test_jb_vanilla_sends_judgebench_s_request_and_scores_by_its_rule(scripted, tmp_path):
     summary, server = await bench(scripted, vanilla_judge, PAIRS, "jb-vanilla", tmp_path)
     o = summary["overall"]
-    assert o["pair_accuracy"] == 1.0 and o["judgebench_score"] == round(6 / 7, 4) and o["strict_score"] == round(6 / 7, 4)
+    assert o["pair_accuracy"] == 1.0 and o["judgebench_score"] == 6 / 7 and o["strict_score"] == 6 / 7
     assert len(server.requests) == 12  # 6 pairs x 2 placements; the degenerate pair is not sent
     first = server.requests[0]
     assert set(first) == {"model", "messages", "temperature", "top_p", "max_tokens"}

@@ -128,7 +128,7 @@ def test_grade_score_mean_counts_items_without_a_parsed_trial_as_zero():
 
 
 def test_cumulative_accuracy():
-    assert metrics.cumulative([True, False, True, True]) == [1.0, 0.5, 0.6667, 0.75]
+    assert metrics.cumulative([True, False, True, True]) == [1.0, 0.5, 2 / 3, 0.75]  # unrounded
     assert metrics.cumulative([]) == []
 
 

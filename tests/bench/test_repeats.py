@@ -4,6 +4,8 @@ Scripted judges over real HTTP; the CLI end to end in a subprocess."""
 
 from __future__ import annotations
 
+import statistics
+
 import argparse
 import json
 import subprocess
@@ -57,7 +59,7 @@ async def test_verdicts_that_move_between_runs_are_counted_and_no_repeat_comes_f
     r = summary["repeats"]
     assert r["method_keys"] == ["grp#r1", "grp#r2"] and r["k"] == 2 and r["temperature"] is None
     assert (r["items"], r["changed_items"], r["changed_share"]) == (6, 3, 0.5)
-    assert r["accuracy"]["values"] == [1.0, 0.5] and r["accuracy"]["stdev"] == 0.3536 and r["calls_per_run"] == [12, 12]
+    assert r["accuracy"]["values"] == [1.0, 0.5] and r["accuracy"]["stdev"] == statistics.stdev([1.0, 0.5]) and r["calls_per_run"] == [12, 12]
     assert len(server.requests) == 24 and all(p["temperature"] == 0 for p in server.requests)  # the method's, sent every time
 
 
