@@ -27,7 +27,6 @@ RUN = re.compile(r"[A-Za-z0-9_./-]+")  # a maximal run of the characters of a pa
 TRIM = "./-"  # a run's leading and trailing punctuation is the sentence's, not the name's
 FOLDERS = ("judge_mcp", "tests", "testkit", "perf", "tools")
 # classes the package may derive from without losing the check (they add no attribute a docstring would cite)
-# files of the upstream repositories the bench's published baselines cite (ScalerLab/JudgeBench, lmarena/arena-hard-auto)
 # files of the projects whose published judges the bench reproduces (JudgeBench, Arena-Hard, LLMBar), named where they are cited
 UPSTREAM = {"utils/judges.py", "utils/metrics.py", "gen_judgment.py", "LLMEvaluator/evaluate.py", "evaluate.py"}
 PLAIN_BASES = {"object", "Protocol", "Generic", "ABC", "Exception", "RuntimeError", "ValueError"}
