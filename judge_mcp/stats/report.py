@@ -27,7 +27,10 @@ perf/stats_scale.py compare with). What each figure counts, per tool:
   share beside the labels' share of longer answers and their difference (`agreement.length`, agreement.py).
 - calls, cached_calls, latency_ms: means of the verdicts' usage.
 
-Every rate carries its numerator and denominator; a rate with denominator 0 is null, never 0.
+Every rate carries its numerator and denominator and `ci`, its 95% Wilson interval (stats/intervals.py; a text
+under intervals.MIN_N verdicts); a rate with denominator 0 is null, never 0.
+`ranking` (all time, the tenant's): the candidates named by compare_pair / lwe_judge `candidates`, ranked by
+Bradley-Terry strength from their both-order verdicts (stats/bradley_terry.py, storage/battles.py).
 A panel row (an output with a `panel` list) counts under the backend and model it was logged with; a member that
 carries its own `trials` also counts as a verdict of that member's backend and model.
 """
@@ -37,9 +40,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from judge_mcp.stats import agreement
+from judge_mcp.stats import agreement, bradley_terry, intervals
 from judge_mcp.contract.fields import DEFAULT_LAST, MAX_LAST
-from judge_mcp.contract.results import GroupStats, StatsReport, Window
+from judge_mcp.contract.results import GroupStats, RankedCandidate, StatsReport, Window
+from judge_mcp.storage import battles as battle_log
 from judge_mcp.storage import verdict_stats
 from judge_mcp.storage.verdict_facts import ANSWERS, PAIR_TOOLS, Counts, Key, contributions, row_from_json
 from judge_mcp.storage.verdict_log import VerdictLog
@@ -54,7 +58,7 @@ PAGE = 500
 
 
 def _rate(count: int, of: int) -> dict[str, Any]:
-    return {"rate": round(count / of, 4) if of else None, "count": count, "of": of}
+    return {"rate": round(count / of, 4) if of else None, "count": count, "of": of, "ci": intervals.ci_rate(count, of)}
 
 
 def summary(key: Key, c: Counts) -> GroupStats:
@@ -111,7 +115,15 @@ def from_store(store: "Engine", last: int = DEFAULT_LAST) -> StatsReport:
     everything = verdict_stats.all_time(store)
     recent = verdict_stats.last(store, last) if everything.verdicts > last else None
     report = StatsReport(last_n=last, all_time=window(everything), last=window(recent or everything))
-    return agreement.attach(report, store)
+    return ranked(agreement.attach(report, store), store)
+
+
+def ranked(report: StatsReport, store: "Engine") -> StatsReport:
+    """The report with the tenant's ranking of named candidates (empty when no verdict names its candidates)."""
+    battles = battle_log.battles(store)
+    if not battles:
+        return report
+    return report.model_copy(update={"ranking": [RankedCandidate(**row) for row in bradley_terry.ranking(battles)]})  # type: ignore[arg-type]
 
 
 # ---- the reference: the same report from every row of the log ----------------------------------------------------
@@ -160,4 +172,4 @@ def iter_rows(store: "Engine", page: int = PAGE) -> Iterator[dict[str, Any]]:
 def scan_store(store: "Engine", last: int = DEFAULT_LAST) -> StatsReport:
     """The report computed by reading every row of the verdict log (what `from_store` did before the counters): the
     reference the counters are compared with), with the labels' agreement as `from_store` has it. Blocking."""
-    return agreement.attach(compute(iter_rows(store), last), store)
+    return ranked(agreement.attach(compute(iter_rows(store), last), store), store)

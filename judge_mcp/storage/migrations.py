@@ -323,6 +323,16 @@ def m016_labels_by_tenant(tx: Tx) -> None:
     tx.execute("CREATE INDEX IF NOT EXISTS labels_tenant ON labels(tenant, verdict_id)")
 
 
+def m019_candidates(tx: Tx) -> None:
+    """Pairwise verdicts name their candidates (compare_pair / lwe_judge `candidates`): `candidate_a`, `candidate_b`,
+    and `battle`, the verdict as one Bradley-Terry battle ('A', 'B', 'tie' when its two orders disagreed; NULL without
+    candidates or without both orders parsed), read by judge_stats' ranking (storage/battles.py) through the partial
+    index. Verdicts logged before had no candidates: nothing to backfill."""
+    for column in ("candidate_a", "candidate_b", "battle"):
+        tx.execute(f"ALTER TABLE verdicts ADD COLUMN {column} TEXT")
+    tx.execute("CREATE INDEX IF NOT EXISTS verdicts_battles ON verdicts(tenant, id) WHERE battle IS NOT NULL")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_call_cache,
     m002_verdicts,
@@ -340,6 +350,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m014_label_feedback,
     m015_longer_answers,
     m016_labels_by_tenant,
+    m019_candidates,
 )
 BENCH_MIGRATIONS: tuple[Migration, ...] = (*MIGRATIONS, m101_bench_tables, m102_bench_fingerprint, m103_bench_batches)
 
