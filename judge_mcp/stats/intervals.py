@@ -88,33 +88,61 @@ def bootstrap(
     return percentile(values, tail), percentile(values, 100.0 - tail)
 
 
-def _pair(interval: tuple[float, float] | None) -> Ci:
-    return None if interval is None else [round(interval[0], PLACES), round(interval[1], PLACES)]
+def _pair(interval: tuple[float, float] | None, places: int | None) -> Ci:
+    if interval is None:
+        return None
+    return list(interval) if places is None else [round(interval[0], places), round(interval[1], places)]
 
 
-def ci_rate(count: int, n: int) -> Ci:
-    """A proportion's `ci`: its Wilson interval, "too few" under MIN_N items, None when n is 0."""
+def ci_rate(count: int, n: int, places: int | None = PLACES) -> Ci:
+    """A proportion's `ci`: its Wilson interval, "too few" under MIN_N items, None when n is 0. `places`: None keeps
+    the bounds unrounded (the bench's JSON summaries)."""
     if n <= 0:
         return None
     if n < MIN_N:
         return too_few(n)
-    return _pair(wilson(count, n))
+    return _pair(wilson(count, n), places)
 
 
-def ci_bootstrap(n: int, statistic: Callable[[list[int]], float | None], *, defined: bool = True, rounds: int = ROUNDS, seed: int = SEED) -> Ci:
+def ci_bootstrap(
+    n: int, statistic: Callable[[list[int]], float | None], *, defined: bool = True, rounds: int = ROUNDS, seed: int = SEED,
+    places: int | None = PLACES,
+) -> Ci:
     """A bootstrap figure's `ci`: its interval over n items, "too few" under MIN_BOOTSTRAP, None when the figure is
     undefined (`defined` false) or n is 0."""
     if n <= 0 or not defined:
         return None
     if n < MIN_BOOTSTRAP:
         return too_few(n)
-    return _pair(bootstrap(n, statistic, rounds=rounds, seed=seed))
+    return _pair(bootstrap(n, statistic, rounds=rounds, seed=seed), places)
 
 
-def ci_mean(values: Sequence[float], *, rounds: int = ROUNDS, seed: int = SEED) -> Ci:
+def ci_mean(values: Sequence[float], *, rounds: int = ROUNDS, seed: int = SEED, places: int | None = PLACES) -> Ci:
     """The bootstrap `ci` of the mean of `values` (a win rate with ties as halves, a paired difference)."""
     vs = list(values)
-    return ci_bootstrap(len(vs), lambda idx: sum(vs[i] for i in idx) / len(idx), rounds=rounds, seed=seed)
+    return ci_bootstrap(len(vs), lambda idx: sum(vs[i] for i in idx) / len(idx), rounds=rounds, seed=seed, places=places)
+
+
+def nested_bootstrap(
+    runs_per_item: Sequence[Sequence[float]], *, rounds: int = ROUNDS, seed: int = SEED, level: float = 0.95
+) -> tuple[float, float] | None:
+    """The percentile interval of a mean over items whose value varies between runs (`--repeats`): each resample
+    draws the items with replacement and, for each, one of its runs, so the interval holds both the items' spread
+    and the runs'. With one run per item it is `bootstrap` of the mean."""
+    items = [list(v) for v in runs_per_item if v]
+    n = len(items)
+    if n == 0:
+        return None
+    rng = random.Random(seed)
+    values = []
+    for _ in range(rounds_for(n, rounds)):
+        total = 0.0
+        for _ in range(n):
+            runs = items[int(rng.random() * n)]
+            total += runs[int(rng.random() * len(runs))]
+        values.append(total / n)
+    tail = (1.0 - level) * 50.0
+    return percentile(values, tail), percentile(values, 100.0 - tail)
 
 
 def mcnemar_exact(b: int, c: int) -> float:
