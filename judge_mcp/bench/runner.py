@@ -345,7 +345,7 @@ def run_summary(info: dict[str, Any], method: Method, rows: list[dict[str, Any]]
         **with_published(info["method"], rows, metrics.summarise(rows, method.placements(), info["method"])),
         "run": run_totals(info),
     }
-    uncertainty.without_undefined(summary)
+    uncertainty.with_win_rate_ci(uncertainty.without_undefined(summary), rows)
     if isinstance(summary.get("overall"), dict):  # the run's wall time per item, beside each item's own latency
         summary["overall"]["wall_seconds_per_item"] = summary["run"]["wall_seconds_per_judged_item"]
     return summary

@@ -136,3 +136,16 @@ def summary_lines(s: dict[str, Any]) -> list[str]:
         interval = f"[{r['ci'][0]:.0f}, {r['ci'][1]:.0f}]" if isinstance(r["ci"], list) else str(r["ci"] or "")
         lines.append(f"  {k}. {r['name']}: {strength} {interval}; {r['wins']}/{r['losses']}/{r['ties']} of {r['battles']}")
     return lines
+
+
+def with_win_rate_ci(summary: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """An alpaca-eval run's `alpaca_eval` block with `ci.win_rate`: the seeded bootstrap 95% interval of AlpacaEval's
+    win rate (100 x the mean of preference - 1) over the annotated rows, in file order. The LC win rate's interval
+    would refit its GLM per resample (intervals.bootstrap takes any statistic of the resampled rows); not computed here."""
+    block = summary.get("alpaca_eval")
+    if not isinstance(block, dict):
+        return summary
+    done = sorted((r for r in rows if r["status"] == "done" and isinstance(r.get("record"), dict)), key=lambda r: r["seq"])
+    shifted = [100.0 * (r["record"]["preference"] - 1.0) for r in done if isinstance(r["record"].get("preference"), (int, float))]
+    block["ci"] = {"win_rate": intervals.ci_mean(shifted, places=None)}
+    return summary
