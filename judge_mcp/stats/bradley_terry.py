@@ -21,6 +21,7 @@ interval when a resample has no finite fit (its `ci` says so instead of numbers)
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,20 +38,34 @@ Battle = tuple[str, str, str]  # (candidate a, candidate b, "A" | "B" | "tie")
 Fit = dict[str, float] | None  # candidate -> rating; None when some strength is infinite (no finite optimum)
 
 
-def _counts(battles: Sequence[Battle], index: dict[str, int]) -> dict[tuple[int, int], list[float]]:
-    """Per ordered pair (i < j): [rows, i's wins] in compute_mle_elo's doubled form (a win: 2 rows won; a tie: 1 of 2)."""
+Cell = tuple[int, int, float]  # (i, j) with i < j, and i's wins of the battle's two rows: 2, 1 (a tie) or 0
+
+
+def _cell(battle: Battle, index: dict[str, int]) -> Cell | None:
+    """A battle as compute_mle_elo's two rows: (i, j, i's wins) with i < j; None for a candidate against itself."""
+    a, b, outcome = battle
+    i, j = index[a], index[b]
+    if i == j:
+        return None
+    won = 2.0 if outcome == "A" else 0.0 if outcome == "B" else 1.0
+    return (i, j, won) if i < j else (j, i, 2.0 - won)
+
+
+def _pairs(cells: dict[Cell, int]) -> dict[tuple[int, int], list[float]]:
+    """Per pair (i < j) from cell counts: [rows, i's wins] in compute_mle_elo's doubled form."""
     pairs: dict[tuple[int, int], list[float]] = {}
-    for a, b, outcome in battles:
-        i, j = index[a], index[b]
-        if i == j:
-            continue
-        won = 2.0 if outcome == "A" else 0.0 if outcome == "B" else 1.0
-        if i > j:
-            i, j, won = j, i, 2.0 - won
+    for (i, j, won), count in cells.items():
         cell = pairs.setdefault((i, j), [0.0, 0.0])
-        cell[0] += 2.0
-        cell[1] += won
+        cell[0] += 2.0 * count
+        cell[1] += won * count
     return pairs
+
+
+def _fit_cells(names: Sequence[str], cells: dict[Cell, int]) -> Fit:
+    pairs = _pairs(cells)
+    if not _finite(len(names), pairs):
+        return None
+    return {name: SCALE * b + INIT_RATING for name, b in zip(names, _newton(len(names), pairs))}
 
 
 def _finite(p: int, pairs: dict[tuple[int, int], list[float]]) -> bool:
@@ -128,15 +143,21 @@ def fit(battles: Sequence[Battle], candidates: Sequence[str] | None = None) -> F
     index = {name: k for k, name in enumerate(names)}
     if len(names) < 2:
         return None
-    pairs = _counts(battles, index)
-    if not _finite(len(names), pairs):
-        return None
-    return {name: SCALE * b + INIT_RATING for name, b in zip(names, _newton(len(names), pairs))}
+    return _fit_cells(names, Counter(c for c in (_cell(bt, index) for bt in battles) if c is not None))
 
 
 def bootstrap_fits(battles: Sequence[Battle], candidates: Sequence[str], rounds: int = ROUNDS, seed: int = intervals.SEED) -> list[Fit]:
-    """The fits of `rounds` resamples of the battles (intervals.resamples: the same battles give the same fits)."""
-    return [fit([battles[k] for k in idx], candidates) for idx in intervals.resamples(len(battles), rounds, seed)]
+    """The fits of `rounds` resamples of the battles (intervals.resamples: the same battles give the same fits). A
+    resample is counted per cell (pair and outcome), so its cost is the draw of its indices."""
+    index = {name: k for k, name in enumerate(candidates)}
+    kinds: dict[Cell | None, int] = {}
+    kind_of = [kinds.setdefault(_cell(bt, index), len(kinds)) for bt in battles]
+    cells = list(kinds)
+    fits: list[Fit] = []
+    for idx in intervals.resamples(len(battles), rounds, seed):
+        counts = Counter(map(kind_of.__getitem__, idx))
+        fits.append(_fit_cells(candidates, {cell: counts[k] for k, cell in enumerate(cells) if cell is not None and counts[k]}))
+    return fits
 
 
 def ranking(battles: Sequence[Battle], *, rounds: int = ROUNDS, seed: int = intervals.SEED) -> list[dict[str, Any]]:

@@ -118,12 +118,25 @@ def from_store(store: "Engine", last: int = DEFAULT_LAST) -> StatsReport:
     return ranked(agreement.attach(report, store), store)
 
 
+_RANKINGS: dict[tuple[int, int, int], list[RankedCandidate]] = {}  # (newest battle's id, battles, their hash) -> ranking
+_KEPT_RANKINGS = 64
+
+
 def ranked(report: StatsReport, store: "Engine") -> StatsReport:
-    """The report with the tenant's ranking of named candidates (empty when no verdict names its candidates)."""
-    battles = battle_log.battles(store)
-    if not battles:
+    """The report with the tenant's ranking of named candidates (empty when no verdict names its candidates). The
+    bootstrap refits 100 resamples, so a ranking is kept in memory by the battles it was computed from (it is a pure
+    function of them), and recomputed once they change (a new one, or retention deleting some)."""
+    battles, newest = battle_log.battles(store)
+    if not battles or newest is None:
         return report
-    return report.model_copy(update={"ranking": [RankedCandidate(**row) for row in bradley_terry.ranking(battles)]})  # type: ignore[arg-type]
+    key = (newest, len(battles), hash(tuple(battles)))  # the battles themselves: the same ones give the same ranking
+    rows = _RANKINGS.get(key)
+    if rows is None:
+        rows = [RankedCandidate(**row) for row in bradley_terry.ranking(battles)]
+        if len(_RANKINGS) >= _KEPT_RANKINGS:
+            _RANKINGS.pop(next(iter(_RANKINGS)))
+        _RANKINGS[key] = rows
+    return report.model_copy(update={"ranking": rows})
 
 
 # ---- the reference: the same report from every row of the log ----------------------------------------------------

@@ -16,7 +16,7 @@ from typing import Any
 from judge_mcp.storage import tenancy as tenants
 from judge_mcp.storage.engine import Engine
 
-MAX_BATTLES = 100_000  # judge_stats ranks the tenant's newest battles, at most this many
+MAX_BATTLES = 20_000  # judge_stats ranks the tenant's newest battles, at most this many (the bootstrap draws 100 x n)
 Battle = tuple[str, str, str]
 
 
@@ -51,11 +51,12 @@ def battle_of(tool: str, inputs: Mapping[str, Any], output: Any) -> tuple[str | 
     return names[0], names[1], _outcome(tool, output) if isinstance(output, Mapping) else None
 
 
-def battles(store: Engine, tenant: str | None = None, limit: int = MAX_BATTLES) -> list[Battle]:
-    """The newest `limit` battles of `tenant` (None: the call's), oldest first."""
+def battles(store: Engine, tenant: str | None = None, limit: int = MAX_BATTLES) -> tuple[list[Battle], int | None]:
+    """The newest `limit` battles of `tenant` (None: the call's), oldest first, and the newest one's verdict row id
+    (None without any): what the ranking was computed from, for a cache of it."""
     tenant = tenant or tenants.current()
     rows = store.query(
-        "SELECT candidate_a, candidate_b, battle FROM verdicts WHERE tenant = ? AND battle IS NOT NULL ORDER BY id DESC LIMIT ?",
+        "SELECT id, candidate_a, candidate_b, battle FROM verdicts WHERE tenant = ? AND battle IS NOT NULL ORDER BY id DESC LIMIT ?",
         [tenant, limit],
     )
-    return [(str(r["candidate_a"]), str(r["candidate_b"]), str(r["battle"])) for r in reversed(rows)]
+    return [(str(r["candidate_a"]), str(r["candidate_b"]), str(r["battle"])) for r in reversed(rows)], (int(rows[0]["id"]) if rows else None)
