@@ -71,3 +71,15 @@ def test_agreement_figures_carry_their_intervals() -> None:
     assert isinstance(figures.kappa_ci, list) and figures.kappa_ci[0] < figures.kappa < figures.kappa_ci[1]
     assert set(figures.calibration.ci) == {"ece", "brier"} and all(isinstance(v, list) for v in figures.calibration.ci.values())
     assert figures.length is not None and isinstance(figures.length.ci, list)
+
+
+def test_score_agreement_carries_bootstrap_intervals() -> None:
+    tally = agreement.Tally()
+    for k in range(12):  # scores 1..12 against labels off by one every third
+        tally.add(str(k), str(k + (k % 3 == 0)), None, False, score=float(k))
+    scores = tally.figures().scores
+    assert scores is not None and scores.mae == 0.3333
+    assert set(scores.ci) == {"mae", "spearman", "kendall"}
+    low, high = scores.ci["mae"]
+    assert low < 0.3333 < high and 0.0 <= low  # a mean of 0/1 errors: the bootstrap stays within [0, 1]
+    assert scores.ci["spearman"][0] <= scores.spearman <= scores.ci["spearman"][1] <= 1.0
