@@ -30,7 +30,7 @@ from judge_mcp.stats import intervals
 SCALE, BASE, INIT_RATING = 400.0, 10.0, 1000.0  # Arena-Hard-Auto's compute_mle_elo defaults
 ROUNDS = 100  # Arena-Hard-Auto's show_result.py --num-rounds default
 MIN_BATTLES = 10  # fewer battles: strengths, but no interval
-MAX_CANDIDATES = 200  # a ranking of more candidates lists the first 200 by battles
+MAX_CANDIDATES = 20  # more named candidates: the 20 with the most battles are ranked (Newton on p x p, 100 refits)
 TOL = 1e-10
 MAX_STEPS = 100
 
