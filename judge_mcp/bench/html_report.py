@@ -201,7 +201,7 @@ def _category_table(runs: list[dict[str, Any]], categories: list[str], with_mode
     for s in runs:
         cats = s.get("categories", {})
         cells = "".join(
-            f"<td>{_esc(_fmt(_strict(cats.get(c, {}))))} <span class='note'>(n={_esc(cats.get(c, {}).get('n', 0))})</span></td>"
+            f"<td>{_cell(cats.get(c, {}), _strict_key(cats.get(c, {})))} <span class='note'>(n={_esc(cats.get(c, {}).get('n', 0))})</span></td>"
             for c in categories
         )
         rows.append(f"<tr><td>{_esc(_label(s, with_model))}</td>{cells}</tr>")
@@ -362,6 +362,10 @@ def render(summaries: list[dict[str, Any]], title: str = "judge-mcp benchmark re
 
 
 # ---- Markdown (for docs/benchmarks.md) ----------------------------------------------------------------------------
+def _strict_key(figures: dict[str, Any]) -> str:
+    return "accuracy" if figures.get("pair_accuracy") is None else "pair_accuracy"
+
+
 def _strict(figures: dict[str, Any]) -> Any:
     """Pair accuracy where the run has it, else accuracy (they are the same figure for single-verdict methods)."""
     value = figures.get("pair_accuracy")

@@ -86,3 +86,22 @@ def test_judge_mcp_stats_prints_the_ranking_and_intervals() -> None:
     ranked = text.split("ranking of the named candidates")[1]
     x = next(line for line in ranked.splitlines() if line.startswith("1 "))
     assert " x " in x and f"{report.ranking[0].strength:.0f} [{report.ranking[0].ci[0]:.0f}, {report.ranking[0].ci[1]:.0f}]" in x
+
+
+def test_each_tenant_ranks_its_own_battles(tmp_path) -> None:
+    from judge_mcp.storage import open_store
+    from judge_mcp.storage.migrations import MIGRATIONS
+    from judge_mcp.storage.verdict_log import VerdictLog
+
+    store = open_store(tmp_path / "judge.db", MIGRATIONS)
+    try:
+        log = VerdictLog(store)
+        trials = [{"order": "AB", "better": "A", "parse_ok": True}, {"order": "BA", "better": "A", "parse_ok": True}]
+        for tenant, names in (("team-a", ["x", "y"]), ("team-b", ["p", "q"]), ("team-b", ["q", "p"])):
+            inputs = {"prompt": QUESTION, "response_a": LONG, "response_b": SHORT, "candidates": names}
+            log.log("compare_pair", "default", "m", inputs, {"winner": "A", "consistent": True, "trials": trials}, {}, [], tenant=tenant)
+        assert battle_log.battles(store, "team-a")[0] == [("x", "y", "A")]
+        assert battle_log.battles(store, "team-b")[0] == [("p", "q", "A"), ("q", "p", "A")]
+        assert battle_log.battles(store, "team-c") == ([], None)
+    finally:
+        store.close()
