@@ -102,8 +102,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     report = sub.add_parser("bench-report", help="combine bench summaries (JSON files and/or a bench database) into one HTML page")
     report.add_argument("summaries", nargs="*", type=Path, help="JSON files written by `judge-mcp bench --out`")
     report.add_argument("--db", type=Path, help="also include every run stored in this bench database")
-    report.add_argument("--out", type=Path, required=True, help="the HTML file to write")
+    report.add_argument("--out", type=Path, help="the HTML file to write (required without --compare)")
     report.add_argument("--markdown", type=Path, help="also write the tables as Markdown here")
+    report.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"), help="compare two runs on the items both judged: "
+                        "each a JSON summary of `judge-mcp bench --out`, or a METHOD_KEY[@BACKEND] of a run in --db (bench/compare.py)")
     report.set_defaults(fn=cmd_report)
 
     convert_cli.add_parser(sub, cmd_convert)  # bench-convert
@@ -291,7 +293,62 @@ def failed_items_status(summary: dict[str, Any]) -> int:
     return 1
 
 
+def _run_for_compare(run: str, db: Path | None) -> dict[str, Any]:
+    """One run of --compare: a JSON summary file, or a run of the --db database by its method key (@backend); a
+    ValueError saying what was found instead."""
+    path = Path(run)
+    if path.is_file():
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"cannot read {path}: {exc}") from None
+        runs = data if isinstance(data, list) else [data]
+        if len(runs) != 1 or summary_problem(runs[0]) is not None:
+            raise ValueError(f"{path} is not one summary written by `judge-mcp bench --out`")
+        return runs[0]
+    if db is None:
+        raise ValueError(f"{run!r} is not a file; to name a run of a bench database by its method key, give --db")
+    if path_kind(db) in ("missing", "denied"):
+        raise ValueError(f"{db} does not exist or cannot be read")
+    stored = summaries_from_db(db)
+    found = [s for s in stored if run in (s["method_key"], f"{s['method_key']}@{s['backend_key']}")]
+    if len(found) != 1:
+        known = ", ".join(sorted(f"{s['method_key']}@{s['backend_key']}" for s in stored)) or "none"
+        raise ValueError(f"{run!r} names {len(found)} runs of {db} (name one as METHOD_KEY@BACKEND; its runs: {known})")
+    return found[0]
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """`bench-report --compare RUN_A RUN_B`: the paired comparison on the terminal, and in --out's HTML page."""
+    # lazy: the harness loads when a bench command runs, not when `serve` builds the parser
+    from judge_mcp.bench import compare
+
+    try:
+        a, b = (_run_for_compare(run, args.db) for run in args.compare)
+        result = compare.compare(a, b)
+    except ValueError as exc:
+        print(f"judge-mcp bench-report --compare: {exc}", file=sys.stderr)
+        return 2
+    print(compare.format_comparison(result))
+    if args.out:
+        problem = output_problem(args, ("out",))
+        if problem is not None:
+            print(f"judge-mcp bench-report: {problem}", file=sys.stderr)
+            return 2
+        from judge_mcp.bench import html_report as report  # lazy: as above
+
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(report.render([a, b], "judge-mcp: two runs compared", lead=compare.html_section(result)), encoding="utf-8")
+        print(f"wrote {args.out}")
+    return 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
+    if args.compare:
+        return cmd_compare(args)
+    if args.out is None:
+        print("judge-mcp bench-report: --out FILE.html is required (or --compare RUN_A RUN_B)", file=sys.stderr)
+        return 2
     summaries = []
     for path in args.summaries:
         try:
@@ -391,7 +448,7 @@ def _d(value: Any) -> str:
 def format_summary(s: dict[str, Any], metric: str | None = None) -> str:
     """A few readable lines for the terminal (`metric` "strict": the strict score beside JudgeBench's, figures.py)."""
     # lazy: the harness loads when a bench command runs, not when `serve` builds the parser
-    from judge_mcp.bench import metrics
+    from judge_mcp.bench import metrics, uncertainty
 
     COLUMNS = metrics.columns(metric)
     cols = [key for key, _ in COLUMNS]
@@ -406,7 +463,7 @@ def format_summary(s: dict[str, Any], metric: str | None = None) -> str:
     if s.get("degenerate"):
         extra.insert(0, f"degenerate pairs (identical or empty responses): {s['degenerate']}, not judged; left out of every "
                         "figure but the JudgeBench score, which counts them wrong as JudgeBench does")
-    extra += _method_lines(s) + figures.summary_lines(s)
+    extra += _method_lines(s) + figures.summary_lines(s) + uncertainty.summary_lines(s)
     if s.get("panel"):
         extra.append("panel members, each scored alone on the same items:")
         for name, row in s["panel"].items():

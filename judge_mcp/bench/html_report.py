@@ -12,7 +12,7 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from judge_mcp.bench import metrics
+from judge_mcp.bench import interval_chart, metrics
 
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac")
 CSS = """
@@ -172,7 +172,7 @@ def _table(runs: list[dict[str, Any]], with_model: bool = False) -> str:
     rows = []
     for s in runs:
         o = s.get("overall", {})
-        cells = "".join(f"<td>{_esc(_fmt(o.get(k)))}</td>" for k, _ in metrics.COLUMNS)
+        cells = "".join(f"<td>{_cell(o, k)}</td>" for k, _ in metrics.COLUMNS)
         extra = []
         if s.get("degenerate"):
             extra.append(f"{s['degenerate']} degenerate (not judged; counted wrong in the JudgeBench score only)")
@@ -185,13 +185,23 @@ def _table(runs: list[dict[str, Any]], with_model: bool = False) -> str:
     return f"<div class='wide'><table><tr><th>{first}</th>{head}<th>notes</th></tr>{''.join(rows)}</table></div>"
 
 
+def _cell(row: dict[str, Any], key: str) -> str:
+    """A figure with its 95% interval below it (bench/uncertainty.py), or "n too small" where the sample is."""
+    ci = (row.get("ci") or {}).get(key) if row.get(key) is not None else None
+    if isinstance(ci, list) and len(ci) == 2:
+        return f"{_esc(_fmt(row.get(key)))}<br><span class='note'>[{ci[0]:.2f}, {ci[1]:.2f}]</span>"
+    if isinstance(ci, str):
+        return f"{_esc(_fmt(row.get(key)))}<br><span class='note'>n too small</span>"
+    return _esc(_fmt(row.get(key)))
+
+
 def _category_table(runs: list[dict[str, Any]], categories: list[str], with_model: bool = False) -> str:
     head = "".join(f"<th>{_esc(c)}</th>" for c in categories)
     rows = []
     for s in runs:
         cats = s.get("categories", {})
         cells = "".join(
-            f"<td>{_esc(_fmt(_strict(cats.get(c, {}))))} <span class='note'>(n={_esc(cats.get(c, {}).get('n', 0))})</span></td>"
+            f"<td>{_cell(cats.get(c, {}), _strict_key(cats.get(c, {})))} <span class='note'>(n={_esc(cats.get(c, {}).get('n', 0))})</span></td>"
             for c in categories
         )
         rows.append(f"<tr><td>{_esc(_label(s, with_model))}</td>{cells}</tr>")
@@ -248,6 +258,7 @@ def dataset_section(dataset: str, runs: list[dict[str, Any]]) -> str:
     parts.append("<div class='charts'>" + "".join(f"<div class='chart'>{c}</div>" for c in charts if c) + "</div>")
     if len(categories) > 1:
         parts.append(_category_table(runs, categories, mixed))
+    parts += [interval_chart.ranking_section(label(s), s["ranking"]) for s in runs if s.get("ranking")]
     notes = [note for s in runs for note in run_notes(s, label(s), mixed)]
     if notes:
         parts.append("<ul class='note'>" + "".join(f"<li>{_esc(n)}</li>" for n in notes) + "</ul>")
@@ -319,7 +330,8 @@ def probability_notes(s: dict[str, Any], with_model: bool = False) -> list[str]:
     return notes
 
 
-def render(summaries: list[dict[str, Any]], title: str = "judge-mcp benchmark report") -> str:
+def render(summaries: list[dict[str, Any]], title: str = "judge-mcp benchmark report", lead: str = "") -> str:
+    """The page; `lead`: HTML placed before the datasets' sections (the --compare view)."""
     by_dataset: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for s in summaries:
         by_dataset[s.get("dataset", "?")].append(s)
@@ -335,11 +347,12 @@ def render(summaries: list[dict[str, Any]], title: str = "judge-mcp benchmark re
         "position bias = share of parsed verdicts naming the first-shown answer (dashed tick: a judge without bias, 0.5 "
         "for pairs and 1/n for n options). Response-wise sets (FLIP, pointwise, grade): right when the gold response alone "
         "is best (the columns' accuracies are the same figure). Ties and parse failures count as wrong. When a dataset's "
-        "runs used different models, each row names its model.</p>"
+        "runs used different models, each row names its model. Under each rate, its 95% interval (Wilson; length bias: a "
+        "seeded bootstrap over the items); 'n too small' where there are too few items to say.</p>"
     )
     if machine:
         intro += f"<p class='note'>Machine: {_esc(machine.get('platform'))}, {_esc(machine.get('cpus'))} CPUs, Python {_esc(machine.get('python'))}.</p>"
-    body = "\n".join(sections) if sections else "<p>No runs.</p>"
+    body = lead + ("\n".join(sections) if sections else "<p>No runs.</p>")
     generated = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
@@ -349,6 +362,10 @@ def render(summaries: list[dict[str, Any]], title: str = "judge-mcp benchmark re
 
 
 # ---- Markdown (for docs/benchmarks.md) ----------------------------------------------------------------------------
+def _strict_key(figures: dict[str, Any]) -> str:
+    return "accuracy" if figures.get("pair_accuracy") is None else "pair_accuracy"
+
+
 def _strict(figures: dict[str, Any]) -> Any:
     """Pair accuracy where the run has it, else accuracy (they are the same figure for single-verdict methods)."""
     value = figures.get("pair_accuracy")

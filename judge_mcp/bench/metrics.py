@@ -30,6 +30,8 @@ where the second order ran, accuracy (the verdict names the chosen response) and
 placements) side by side, and the accuracy of the judgments auto settled on one order.
 Panels (`--backends`): the run's rows hold the panel's verdict, and each member's own verdict under
 `members`; `panel` in the summary scores every member alone over the same items (`member_rows`).
+Intervals, per-item outcomes and the ranking of the models the items name (`ci` in every row, `per_item`,
+`ranking`): see uncertainty.py.
 Cost: calls, cached calls, tokens and characters (prompts + completions, cached calls included) per item;
 seconds_per_item ("latency s") = the mean time of one item, which grows with the items in flight beside it;
 wall_seconds_per_item ("wall s/item", overall only) = the run's wall time per judged item, what N items cost.
@@ -43,7 +45,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from judge_mcp.stats.calibration import calibration_extras
-from judge_mcp.bench import figures
+from judge_mcp.bench import figures, uncertainty
 from judge_mcp.bench.figures import length_figures
 
 FIELDS = ("n", "accuracy", "consistency", "pair_accuracy", "position_bias", "parse_failures", "calls_per_item", "seconds_per_item")
@@ -369,8 +371,10 @@ def summarise(rows: list[dict[str, Any]], placements: tuple[str, ...], method: s
         by_category[category].append(outcome)
     skipped_in = grouped["skipped_by_category"]
     summary: dict[str, Any] = {
-        "overall": with_degenerate(summarise_outcomes([o for _, o in outcomes]), [o for _, o in outcomes], grouped["skipped"]),
-        "categories": {c: with_degenerate(summarise_outcomes(v), v, skipped_in.get(c, 0)) for c, v in sorted(by_category.items())},
+        "overall": _with_ci(with_degenerate(summarise_outcomes([o for _, o in outcomes]), [o for _, o in outcomes], grouped["skipped"]),
+                            [o for _, o in outcomes], grouped["skipped"]),
+        "categories": {c: _with_ci(with_degenerate(summarise_outcomes(v), v, skipped_in.get(c, 0)), v, skipped_in.get(c, 0))
+                       for c, v in sorted(by_category.items())},
         "degenerate": grouped["skipped"],
         "skipped_degenerate": grouped["skipped"],
         "errors": grouped["errors"],
@@ -389,6 +393,10 @@ def summarise(rows: list[dict[str, Any]], placements: tuple[str, ...], method: s
     prices = sorted({tuple(r["record"]["cache_prices"]) for r in rows if r.get("record") and r["record"].get("cache_prices")})
     if prices:  # the (read, write) price ratios billed_input_per_item assumed
         summary["cache_prices"] = [list(p) for p in prices]
+    summary["per_item"] = uncertainty.per_item([(item_id, o) for (_, _, item_id, _), (_, o) in zip(complete, outcomes)])
+    ranked = uncertainty.ranking(complete, placements)
+    if ranked is not None:
+        summary["ranking"] = ranked
     members = panel_members(rows)
     if members:
         summary["panel"] = {name: summarise(member_rows(rows, name), placements)["overall"] for name in members}
@@ -396,6 +404,10 @@ def summarise(rows: list[dict[str, Any]], placements: tuple[str, ...], method: s
     if any(r.get("record") and r["record"].get("self_preference") is not None for r in rows):
         summary["self_preference"] = {"same_family_judges": flagged}
     return summary
+
+
+def _with_ci(row: dict[str, Any], outcomes: list[dict[str, Any]], degenerate: int) -> dict[str, Any]:
+    return {**row, "ci": uncertainty.row_ci(outcomes, row, degenerate)}
 
 
 def panel_members(rows: Iterable[dict[str, Any]]) -> list[str]:

@@ -5,8 +5,10 @@ from the backend, as a user repeating the judgment would get at temperature > 0 
 
 Reported (`repeats` in the summary, and one line on the terminal): per item, whether its verdict (the response a
 pairwise placement named, or the index a response-wise method picked) changed between runs: `changed_share` of the
-items judged in every run; the headline metric (`accuracy`) of each run with its mean and sample stdev; and the calls
-each run sent (the cost of --repeats is K times one run's calls).
+items judged in every run; the headline metric (`accuracy`) of each run with its mean and sample stdev, and its 95%
+interval over the items and the runs together (`with_runs`); and the calls each run sent (the cost of --repeats is K
+times one run's calls). `per_item` holds every run's outcome of each item, so `bench-report --compare` puts the
+spread between runs in its paired interval too.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import argparse
 import statistics
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+
+from judge_mcp.stats import intervals
 
 if TYPE_CHECKING:
     from judge_mcp.runtime.app import App
@@ -72,6 +76,21 @@ async def run_repeats(app: App, spec: RunSpec, repeats: int, temperature: float 
     first = dict(summaries[0])
     first["repeats"] = variance(rows, [s["overall"].get("accuracy") for s in summaries], temperature)
     first["repeats"]["method_keys"] = [s["method_key"] for s in summaries]
+    return with_runs(first, summaries)
+
+
+def with_runs(first: dict[str, Any], summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The first run's summary with every repeat's per-item outcomes (`per_item`: one entry per run, for
+    `bench-report --compare`) and `repeats.accuracy.ci`: the 95% interval of the accuracy over the items and the runs
+    together (stats/intervals.nested_bootstrap: each resampled item draws one of its runs), so the spread between
+    runs is in the interval."""
+    per_run = [s.get("per_item") or {} for s in summaries]
+    merged = {item: [entry for run in per_run for entry in run.get(item, [])] for item in per_run[0]}
+    first["per_item"] = merged
+    rights = [[float(e[0]) for e in entries if e[0] is not None] for entries in merged.values()]
+    rights = [r for r in rights if r]
+    interval = intervals.nested_bootstrap(rights) if len(rights) >= intervals.MIN_BOOTSTRAP else None
+    first["repeats"]["accuracy"]["ci"] = list(interval) if interval else intervals.too_few(len(rights)) if rights else None
     return first
 
 
@@ -111,9 +130,15 @@ def format_line(summary: dict[str, Any]) -> str:
     t = "the method's temperature" if r["temperature"] is None else f"temperature {r['temperature']:g}"
     return (f"repeats: {r['k']} runs at {t}, never from the cache: verdict changed on {r['changed_items']} of {r['items']} items "
             f"(share {_shown(r['changed_share'])}); accuracy {[_shown(a) for a in r['accuracy']['values']]} "
-            f"(stdev {_shown(r['accuracy']['stdev'])}); calls per run {r['calls_per_run']}")
+            f"(stdev {_shown(r['accuracy']['stdev'])}{_interval(r['accuracy'].get('ci'))}); calls per run {r['calls_per_run']}")
 
 
 def _shown(value: float | None) -> str:
     """A figure as the terminal shows it (the JSON keeps every digit)."""
     return "-" if value is None else f"{value:.4f}"
+
+
+def _interval(ci: Any) -> str:
+    if isinstance(ci, list):
+        return f"; 95% interval over items and runs [{ci[0]:.3f}, {ci[1]:.3f}]"
+    return f"; {ci}" if isinstance(ci, str) else ""

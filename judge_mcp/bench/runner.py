@@ -23,7 +23,7 @@ from typing import Any, TextIO
 import anyio
 
 from judge_mcp.runtime.app import App
-from judge_mcp.bench import batching, fitting, lwe_labels, metrics
+from judge_mcp.bench import batching, fitting, lwe_labels, metrics, uncertainty
 from judge_mcp.bench.data import Item, dataset_name, load_items
 from judge_mcp.bench.media import images_problem
 from judge_mcp.bench.methods import STRING_PROMPT_ONLY, Method, Options, method_key, repeat_suffix
@@ -348,6 +348,7 @@ def run_summary(info: dict[str, Any], method: Method, rows: list[dict[str, Any]]
         **with_published(info["method"], rows, metrics.summarise(rows, method.placements(), info["method"]), gamed),
         "run": run_totals(info),
     }
+    uncertainty.with_win_rate_ci(uncertainty.without_undefined(summary), rows)
     if isinstance(summary.get("overall"), dict):  # the run's wall time per item, beside each item's own latency
         summary["overall"]["wall_seconds_per_item"] = summary["run"]["wall_seconds_per_judged_item"]
     return summary

@@ -4,13 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from judge_mcp.contract.results import LabelLength, Mean, Rate, StatsReport, Window
+from judge_mcp.contract.results import Ci, LabelLength, Mean, Rate, StatsReport, Window
+
+
+def ci_text(ci: Ci, places: int = 2) -> str:
+    """A 95% interval as ` [low, high]`, ` [n too small]` when the sample is too small, "" when there is none."""
+    if isinstance(ci, list):
+        return f" [{ci[0]:.{places}f}, {ci[1]:.{places}f}]"
+    return " [n too small]" if isinstance(ci, str) and ci.startswith("too few") else (f" [{ci}]" if isinstance(ci, str) else "")
 
 
 def _pct(rate: Rate) -> str:
     if rate.rate is None:
         return "-"
-    return f"{rate.rate:.2f} ({rate.count}/{rate.of})"
+    return f"{rate.rate:.2f} ({rate.count}/{rate.of}){ci_text(rate.ci)}"
+
+
+def _figure(value: float | None, ci: Ci) -> str:
+    return "-" if value is None else f"{value:.2f}{ci_text(ci)}"
 
 
 def _mean(mean: Mean, places: int) -> str:
@@ -49,7 +60,8 @@ def _length(length: LabelLength | None) -> str:
     """`bias (verdicts' longer share - labels' longer share of n)`, `-` when undefined."""
     if length is None or length.bias is None or length.longer_picked.rate is None or length.longer_labels.rate is None:
         return "-"
-    return f"{length.bias:.2f} ({length.longer_picked.rate:.2f} - {length.longer_labels.rate:.2f} of {length.longer_picked.of})"
+    return (f"{length.bias:.2f} ({length.longer_picked.rate:.2f} - {length.longer_labels.rate:.2f} of {length.longer_picked.of})"
+            f"{ci_text(length.ci)}")
 
 
 def _agreement_table(window: Window) -> str | None:
@@ -58,9 +70,23 @@ def _agreement_table(window: Window) -> str | None:
     for g in window.groups:
         a = g.agreement
         if a.labelled:
-            figures = ("-" if v is None else f"{v:.2f}" for v in (a.kappa, a.calibration.ece, a.calibration.brier))
+            cal = a.calibration
+            figures = (_figure(a.kappa, a.kappa_ci), _figure(cal.ece, cal.ci.get("ece")), _figure(cal.brier, cal.ci.get("brier")))
             rows.append([g.backend, g.model, g.tool, g.inputs, str(a.labelled), _pct(a.accuracy), *figures, _length(a.length)])
     return _table(rows, AGREEMENT_COLUMNS) if rows else None
+
+
+RANKING_COLUMNS = ("rank", "candidate", "strength [95% interval]", "battles", "wins", "losses", "ties", "consistent")
+
+
+def _ranking_table(report: StatsReport) -> str | None:
+    """The named candidates' ranking as a table; None without one."""
+    rows = [
+        [str(k), r.name, "-" if r.strength is None else f"{r.strength:.0f}{ci_text(r.ci, 0)}", str(r.battles), str(r.wins), str(r.losses),
+         str(r.ties), f"{r.consistent:.2f}"]
+        for k, r in enumerate(report.ranking, 1)
+    ]
+    return _table(rows, RANKING_COLUMNS) if rows else None
 
 
 def none_of_tenant(what: str, one: str, tenant: str, others: Mapping[str, int], *, empty: str) -> str:
@@ -95,12 +121,19 @@ def render_stats(report: StatsReport, *, tenant: str = "local", others: Mapping[
     labelled = _agreement_table(report.all_time)
     if labelled is not None:
         parts.append(f"agreement with human labels (record_label), all time\n{labelled}")
+    ranking = _ranking_table(report)
+    if ranking is not None:
+        parts.append(f"ranking of the named candidates (compare_pair / lwe_judge `candidates`), all time\n{ranking}")
     parts.append(
         "inputs: what the callers brought besides the judged texts (text: nothing; criteria, reference, images,\n"
         "conversation, trajectory), one row each; first-shown: parsed trials naming the first-shown answer (a judge without position bias scores `unbiased`);\n"
         "inconsistent: both orders parsed and disagreeing; unparsed / re-asked: per answer; ties: no winner (pairs),\n"
-        "tied top reward (FLIP) or tied mode (grade); longer wins: decided pairs won by the longer answer (0.5: no preference)."
+        "tied top reward (FLIP) or tied mode (grade); longer wins: decided pairs won by the longer answer (0.5: no preference).\n"
+        "[low, high]: the 95% interval (Wilson for rates, a seeded bootstrap for kappa, ECE, Brier, length bias, strengths);\n"
+        "[n too small]: too few verdicts to say."
         + ("\nlength bias: of decided verdicts with an A/B label and answers of unequal length, the share naming the longer\n"
            "answer minus the share of labels naming it (0: as long-winded as the labels)." if labelled is not None else "")
+        + ("\nstrength: Bradley-Terry rating on Arena-Hard-Auto's scale (mean 1000; +400 = 10x the odds of winning); ties: verdicts\n"
+           "whose two orders disagreed; consistent: the share whose orders agreed." if ranking is not None else "")
     )
     return "\n\n".join(parts)

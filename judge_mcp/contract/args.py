@@ -192,6 +192,16 @@ class PairArgs(JudgingArgs):
     prompt: Annotated[PromptLike, JUDGED, Field(description="the user prompt both answers respond to: a string, " + CONVERSATION_DOC)]
     response_a: Annotated[AnswerLike, JUDGED, Field(description="answer A: a string, " + TRAJECTORY_DOC)]
     response_b: Annotated[AnswerLike, JUDGED, Field(description="answer B: a string or a trajectory")]
+    candidates: Annotated[
+        list[ModelName] | None,
+        Field(min_length=2, max_length=2, description="names of the authors of A and B (not shown to the judge), ranked by judge_stats"),
+    ] = None
+
+    @model_validator(mode="after")
+    def _two_candidates(self) -> Self:
+        if self.candidates is not None and self.candidates[0] == self.candidates[1]:
+            raise PydanticCustomError("call", f"'candidates' names one candidate twice ({self.candidates[0]!r}); give the two answers' authors")
+        return self
 
 
 class PanelArgs(JudgingArgs):

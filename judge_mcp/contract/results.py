@@ -247,10 +247,14 @@ class LweSessionResult(BaseModel, defer_build=True):
 
 
 # ---- the report's shape (also the judge_stats tool's outputSchema) -------------------------------------------
+Ci = list[float] | str | None  # [low, high]; a text when the sample is too small to say; null when the figure is undefined
+
+
 class Rate(BaseModel, defer_build=True):
     rate: float | None = Field(description="count / of, rounded to 4 places; null when `of` is 0")
     count: int
     of: int
+    ci: Ci = Field(None, description="95% Wilson interval [low, high] (stats/intervals.py)")
 
 
 class PositionBias(Rate):
@@ -262,6 +266,7 @@ class LabelCalibration(BaseModel, defer_build=True):
     of: int = Field(0, description="labelled verdicts with an A or B label")
     ece: float | None = Field(None, description="expected calibration error of p_better against the labels (stats/calibration.py); null when n is 0")
     brier: float | None = Field(None, description="mean (1 - p_better of the labelled answer)^2; null when n is 0")
+    ci: dict[str, Ci] = Field(default_factory=dict, description="ece, brier: bootstrap 95% intervals over the n labels")
 
 
 class ScoreAgreement(BaseModel, defer_build=True):
@@ -269,12 +274,14 @@ class ScoreAgreement(BaseModel, defer_build=True):
     mae: float | None = Field(description="mean absolute error of overall against the labels")
     spearman: float | None = Field(description="Spearman's rho (null with under 2 labels or a constant side)")
     kendall: float | None = Field(description="Kendall's tau-b (null likewise)")
+    ci: dict[str, Ci] = Field(default_factory=dict, description="mae, spearman, kendall: bootstrap 95% intervals over the labels")
 
 
 class LabelLength(BaseModel, defer_build=True):
     longer_picked: Rate = Field(description="the verdict names the longer answer")
     longer_labels: Rate = Field(description="the label does")
     bias: float | None = Field(description="longer_picked minus longer_labels; null when `of` is 0")
+    ci: Ci = Field(None, description="bias: bootstrap 95% interval over the `of` verdicts")
 
 
 class Agreement(BaseModel, defer_build=True):
@@ -286,6 +293,7 @@ class Agreement(BaseModel, defer_build=True):
         None, description="Cohen's kappa between the verdicts' answers and the labels (a verdict without a single answer is 'tie' / "
         "'none'); null when nothing is labelled or chance agreement is total"
     )
+    kappa_ci: Ci = Field(None, description="bootstrap 95% interval of kappa over the labels")
     calibration: LabelCalibration = Field(default_factory=LabelCalibration, description="p_better against A/B labels (compare_pair)")
     scores: ScoreAgreement | None = Field(None, description="score_response: overall against the score labels")
     length: LabelLength | None = Field(None, description="pairwise: of decided verdicts with an A/B label, answers of unequal length")
@@ -357,10 +365,24 @@ class VerdictLogHealth(BaseModel, defer_build=True):
     last_error: str | None = Field(None, description="why the last late or lost row's write failed, if one did")
 
 
+class RankedCandidate(BaseModel, defer_build=True):
+    name: str
+    strength: float | None = Field(description="Bradley-Terry rating on Arena-Hard-Auto's scale (400 per factor of 10 in odds, mean 1000)")
+    ci: Ci = Field(description="bootstrap 95% interval of the strength")
+    battles: int
+    wins: int
+    losses: int
+    ties: int = Field(description="verdicts whose two orders disagreed")
+    consistent: float = Field(description="share of its verdicts whose two orders agreed")
+
+
 class StatsReport(BaseModel, defer_build=True):
     last_n: int
     all_time: Window
     last: Window = Field(description="the newest last_n verdicts")
+    ranking: list[RankedCandidate] = Field(
+        default_factory=list, description="compare_pair/lwe_judge `candidates`, best first, from both-order verdicts"
+    )
     verdict_log: VerdictLogHealth | None = Field(None, description="this server's rows written late, pending or lost")
 
 

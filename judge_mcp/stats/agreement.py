@@ -15,6 +15,8 @@ their verdicts (a page at a time: as many rows as labels) and puts the figures o
   bench's length_bias, bench/figures.py, with the labels as gold): how much more than the labels the judge prefers
   the longer answer. A tie (verdict or label) says nothing about length and is left out, so both shares have one
   denominator.
+Each figure carries its 95% interval (stats/intervals.py): the rates' `ci` (Wilson), `kappa_ci`, `calibration.ci`,
+`scores.ci` and `length.ci` (a seeded bootstrap over the labelled verdicts), or a text where the sample is too small.
 A group with no label has `labelled` 0 and null figures, never 0. A panel verdict counts under the backend and model
 it was logged with, and each member that judged (status ok) under its own, as judge_stats counts them.
 """
@@ -23,13 +25,13 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from judge_mcp.stats import labels
+from judge_mcp.stats import intervals, labels
 from judge_mcp.stats import score_agreement
 from judge_mcp.stats.calibration import probability_figures
-from judge_mcp.contract.results import Agreement, LabelCalibration, LabelLength, Rate, ScoreAgreement, StatsReport, Window
+from judge_mcp.contract.results import Agreement, Ci, LabelCalibration, LabelLength, Rate, ScoreAgreement, StatsReport, Window
 from judge_mcp.storage.label_rows import LabelTable
 
 if TYPE_CHECKING:
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
 
 PAGE = 500
 Key = tuple[str, str, str, str]  # backend, model, tool, inputs
+T = TypeVar("T")
 
 
 def kappa(pairs: list[tuple[str, str]]) -> float | None:
@@ -60,7 +63,7 @@ class Tally:
         self.p_label: list[float | None] = []  # per A/B label: p_better of the labelled answer, None without one
         self.scores: list[tuple[float, float]] = []  # score_response: (overall, label)
         self.pairwise = False  # a pairwise verdict is labelled: the group has length figures
-        self.length = [0, 0, 0]  # decided, A/B-labelled, unequal lengths: of, verdicts naming the longer, labels naming it
+        self.length: list[tuple[bool, bool]] = []  # decided, A/B-labelled, unequal lengths: (verdict names the longer, label does)
 
     def add(self, answer: str, label: str, p: float | None, ab: bool, score: float | None = None, longer: str | None | bool = False) -> None:
         """One labelled verdict; `longer`: a pairwise verdict's longer answer ("A", "B"; None for equal lengths or
@@ -73,18 +76,25 @@ class Tally:
         if longer is not False:
             self.pairwise = True
             if longer in ("A", "B") and answer in ("A", "B") and label in ("A", "B"):
-                self.length[0] += 1
-                self.length[1] += answer == longer
-                self.length[2] += label == longer
+                self.length.append((answer == longer, label == longer))
 
     def figures(self) -> Agreement:
-        n, right = len(self.pairs), sum(a == b for a, b in self.pairs)
+        """The figures, each with its 95% interval (stats/intervals.py): Wilson for the rates, a seeded bootstrap over
+        the labels for kappa, ECE, Brier, length bias, MAE and the rank correlations."""
+        pairs = self.pairs
+        n, right = len(pairs), sum(a == b for a, b in pairs)
         probs = probability_figures(self.p_label)
+        ps: list[float | None] = [p for p in self.p_label if p is not None]
+        k = kappa(pairs)
         return Agreement(
             labelled=n,
-            accuracy=Rate(rate=round(right / n, 4) if n else None, count=right, of=n),
-            kappa=kappa(self.pairs),
-            calibration=LabelCalibration(n=probs["n"], of=len(self.p_label), ece=probs["ece"], brier=probs["brier"]),
+            accuracy=rate(right, n),
+            kappa=k,
+            kappa_ci=intervals.ci_bootstrap(n, lambda idx: kappa([pairs[i] for i in idx]), defined=k is not None),
+            calibration=LabelCalibration(n=probs["n"], of=len(self.p_label), ece=probs["ece"], brier=probs["brier"], ci=_boot(ps, {
+                "ece": lambda sample: probability_figures(sample)["ece"],
+                "brier": lambda sample: probability_figures(sample)["brier"],
+            }) if ps else {}),
             scores=self._score_figures(),
             length=self._length_figures(),
         )
@@ -92,18 +102,33 @@ class Tally:
     def _length_figures(self) -> LabelLength | None:
         if not self.pairwise:
             return None
-        of, picked, labelled = self.length
-
-        def rate(count: int) -> Rate:
-            return Rate(rate=round(count / of, 4) if of else None, count=count, of=of)
-
-        return LabelLength(longer_picked=rate(picked), longer_labels=rate(labelled), bias=round((picked - labelled) / of, 4) if of else None)
+        pairs = self.length
+        of, picked, labelled = len(pairs), sum(p for p, _ in pairs), sum(lab for _, lab in pairs)
+        bias = round((picked - labelled) / of, 4) if of else None
+        ci = intervals.ci_mean([float(p) - float(lab) for p, lab in pairs]) if of else None
+        return LabelLength(longer_picked=rate(picked, of), longer_labels=rate(labelled, of), bias=bias, ci=ci)
 
     def _score_figures(self) -> ScoreAgreement | None:
         s = self.scores
         if not s:
             return None
-        return ScoreAgreement(n=len(s), mae=score_agreement.mae(s), spearman=score_agreement.spearman(s), kendall=score_agreement.kendall(s))
+        mae, rho, tau = score_agreement.mae(s), score_agreement.spearman(s), score_agreement.kendall(s)
+        ci = _boot(s, {"mae": score_agreement.mae, "spearman": score_agreement.spearman, "kendall": score_agreement.kendall},
+                   defined={"mae": mae is not None, "spearman": rho is not None, "kendall": tau is not None})
+        return ScoreAgreement(n=len(s), mae=mae, spearman=rho, kendall=tau, ci=ci)
+
+
+def rate(count: int, of: int) -> Rate:
+    """A rate with its Wilson interval."""
+    return Rate(rate=round(count / of, 4) if of else None, count=count, of=of, ci=intervals.ci_rate(count, of))
+
+
+def _boot(items: list[T], figures: dict[str, Callable[[list[T]], float | None]], defined: dict[str, bool] | None = None) -> dict[str, Ci]:
+    """Each figure's bootstrap interval over resamples of `items` (the same resamples for every figure)."""
+    return {
+        name: intervals.ci_bootstrap(len(items), lambda idx, f=f: f([items[i] for i in idx]), defined=(defined or {}).get(name, True))  # type: ignore[misc]
+        for name, f in figures.items()
+    }
 
 
 def longer_of(row: dict[str, Any]) -> str | None | bool:

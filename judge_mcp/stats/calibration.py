@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from judge_mcp.stats import intervals
+
 ECE_BINS = 10  # equal-width confidence bins of the expected calibration error
 
 
@@ -63,9 +65,21 @@ def calibration_extras(complete: list[tuple[int, str, str, dict[str, Any]]], pla
     first = [r["p_chosen"] if r.get("shown_first") == "chosen" else 1.0 - r["p_chosen"] for rs in records for r in rs if r.get("p_chosen") is not None]
     return {
         "bins": ECE_BINS,
-        "single_order": {**probability_figures(single), "p_first_shown": _ratio(sum(first), len(first))},
-        "both_orders": probability_figures(both),
+        "single_order": {**probability_figures(single), "p_first_shown": _ratio(sum(first), len(first)), "ci": figure_intervals(single)},
+        "both_orders": {**probability_figures(both), "ci": figure_intervals(both)},
     }
+
+
+def figure_intervals(p_chosen: list[float | None]) -> dict[str, Any]:
+    """95% intervals of `probability_figures` over the judgments with a probability (stats/intervals.py): Wilson for
+    the accuracy, a seeded bootstrap for ECE and Brier."""
+    ps: list[float | None] = [p for p in p_chosen if p is not None]
+
+    def boot(name: str) -> Any:
+        return intervals.ci_bootstrap(len(ps), lambda idx: probability_figures([ps[i] for i in idx])[name], places=None)
+
+    right = sum(1 for p in ps if p is not None and p > 0.5)
+    return {"accuracy": intervals.ci_rate(right, len(ps), places=None), "ece": boot("ece"), "brier": boot("brier")}
 
 
 def p_chosen(p_better: Any, placement: str) -> float | None:

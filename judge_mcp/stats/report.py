@@ -30,7 +30,10 @@ perf/stats_scale.py compare with). What each figure counts, per tool:
   that reported each), and the billed-equivalent input per verdict with the price ratios it assumed: Anthropic's
   0.1x reads and 1.25x writes (model ids `anthropic/...`), else JUDGE_MCP_CACHED_INPUT_PRICE for reads.
 
-Every rate carries its numerator and denominator; a rate with denominator 0 is null, never 0.
+Every rate carries its numerator and denominator and `ci`, its 95% Wilson interval (stats/intervals.py; a text
+under intervals.MIN_N verdicts); a rate with denominator 0 is null, never 0.
+`ranking` (all time, the tenant's): the candidates named by compare_pair / lwe_judge `candidates`, ranked by
+Bradley-Terry strength from their both-order verdicts (stats/bradley_terry.py, storage/battles.py).
 A panel row (an output with a `panel` list) counts under the backend and model it was logged with; a member that
 carries its own `trials` also counts as a verdict of that member's backend and model.
 """
@@ -41,9 +44,10 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from judge_mcp.calls.usage import billed_input, cache_prices
-from judge_mcp.stats import agreement
+from judge_mcp.stats import agreement, bradley_terry, intervals
 from judge_mcp.contract.fields import DEFAULT_LAST, MAX_LAST
-from judge_mcp.contract.results import GroupStats, PromptCacheStats, StatsReport, Window
+from judge_mcp.contract.results import GroupStats, PromptCacheStats, RankedCandidate, StatsReport, Window
+from judge_mcp.storage import battles as battle_log
 from judge_mcp.storage import verdict_stats
 from judge_mcp.storage.verdict_facts import ANSWERS, PAIR_TOOLS, Counts, Key, contributions, row_from_json
 from judge_mcp.storage.verdict_log import VerdictLog
@@ -59,7 +63,7 @@ DEFAULT_CACHED_PRICE = 0.5  # Settings.cached_input_price's default
 
 
 def _rate(count: int, of: int) -> dict[str, Any]:
-    return {"rate": round(count / of, 4) if of else None, "count": count, "of": of}
+    return {"rate": round(count / of, 4) if of else None, "count": count, "of": of, "ci": intervals.ci_rate(count, of)}
 
 
 def prompt_cache(model: str, c: Counts, cached_price: float) -> PromptCacheStats | None:
@@ -133,7 +137,28 @@ def from_store(store: "Engine", last: int = DEFAULT_LAST, cached_price: float = 
     everything = verdict_stats.all_time(store)
     recent = verdict_stats.last(store, last) if everything.verdicts > last else None
     report = StatsReport(last_n=last, all_time=window(everything, cached_price), last=window(recent or everything, cached_price))
-    return agreement.attach(report, store)
+    return ranked(agreement.attach(report, store), store)
+
+
+_RANKINGS: dict[tuple[int, int, int], list[RankedCandidate]] = {}  # (newest battle's id, battles, their hash) -> ranking
+_KEPT_RANKINGS = 64
+
+
+def ranked(report: StatsReport, store: "Engine") -> StatsReport:
+    """The report with the tenant's ranking of named candidates (empty when no verdict names its candidates). The
+    bootstrap refits 100 resamples, so a ranking is kept in memory by the battles it was computed from (it is a pure
+    function of them), and recomputed once they change (a new one, or retention deleting some)."""
+    battles, newest = battle_log.battles(store)
+    if not battles or newest is None:
+        return report
+    key = (newest, len(battles), hash(tuple(battles)))  # the battles themselves: the same ones give the same ranking
+    rows = _RANKINGS.get(key)
+    if rows is None:
+        rows = [RankedCandidate(**row) for row in bradley_terry.ranking(battles)]
+        if len(_RANKINGS) >= _KEPT_RANKINGS:
+            _RANKINGS.pop(next(iter(_RANKINGS)))
+        _RANKINGS[key] = rows
+    return report.model_copy(update={"ranking": rows})
 
 
 # ---- the reference: the same report from every row of the log ----------------------------------------------------
@@ -182,4 +207,4 @@ def iter_rows(store: "Engine", page: int = PAGE) -> Iterator[dict[str, Any]]:
 def scan_store(store: "Engine", last: int = DEFAULT_LAST) -> StatsReport:
     """The report computed by reading every row of the verdict log (what `from_store` did before the counters): the
     reference the counters are compared with), with the labels' agreement as `from_store` has it. Blocking."""
-    return agreement.attach(compute(iter_rows(store), last), store)
+    return ranked(agreement.attach(compute(iter_rows(store), last), store), store)

@@ -326,6 +326,16 @@ def m018_prompt_cache_stats(tx: Tx) -> None:
                 tx.execute(f"ALTER TABLE {table} ADD COLUMN {name}_n INTEGER NOT NULL DEFAULT 0")
 
 
+def m019_candidates(tx: Tx) -> None:
+    """Pairwise verdicts name their candidates (compare_pair / lwe_judge `candidates`): `candidate_a`, `candidate_b`,
+    and `battle`, the verdict as one Bradley-Terry battle ('A', 'B', 'tie' when its two orders disagreed; NULL without
+    candidates or without both orders parsed), read by judge_stats' ranking (storage/battles.py) through the partial
+    index. Verdicts logged before had no candidates: nothing to backfill."""
+    for column in ("candidate_a", "candidate_b", "battle"):
+        tx.execute(f"ALTER TABLE verdicts ADD COLUMN {column} TEXT")
+    tx.execute("CREATE INDEX IF NOT EXISTS verdicts_battles ON verdicts(tenant, id) WHERE battle IS NOT NULL")
+
+
 def m020_cache_keys_by_tenant(tx: Tx) -> None:
     """The call cache's keys name their scope (calls/cache.py, scoped_key: the tenant, or "shared" when the operator
     shares the cache). A row cached before had no owner in its key and could be any tenant's answer: it is given to
@@ -358,6 +368,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m015_longer_answers,
     m016_labels_by_tenant,
     m018_prompt_cache_stats,
+    m019_candidates,
     m020_cache_keys_by_tenant,
 )
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from judge_mcp.storage import tenancy as tenants
 from judge_mcp.storage import texts
+from judge_mcp.storage.battles import battle_of
 from judge_mcp.storage.call_cache import CacheRow, CacheTable
 from judge_mcp.storage.engine import Engine, Tx, dumps
 
@@ -114,6 +115,7 @@ class VerdictLog:
 
         written = verdict_facts.written_row(tool, backend, model, inputs, output, usage, calls)
         parts, longer = verdict_facts.contributions(written), verdict_facts.longer_answer(written["lengths"])
+        battle = battle_of(tool, inputs, output)  # the named candidates and the verdict as a battle (judge_stats' ranking)
         created_at = time.time()
         tenant = tenant or tenants.current()
         with self.store.transaction() as tx:
@@ -123,9 +125,9 @@ class VerdictLog:
             inputs = texts.shelve(tx, inputs, tuple(k for k, v in inputs.items() if isinstance(v, str)), "verdict", created_at)
             inputs = texts.shelve_messages(tx, inputs, "verdict", created_at)
             row_id = tx.insert(
-                "INSERT INTO verdicts (tool, backend, model, inputs, output, usage, calls, created_at, verdict_id, tenant)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [tool, backend, model, dumps(inputs), dumps(output), dumps(usage), dumps(kept), created_at, verdict_id, tenant],
+                "INSERT INTO verdicts (tool, backend, model, inputs, output, usage, calls, created_at, verdict_id, tenant,"
+                " candidate_a, candidate_b, battle) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [tool, backend, model, dumps(inputs), dumps(output), dumps(usage), dumps(kept), created_at, verdict_id, tenant, *battle],
             )
             verdict_stats.add(tx, row_id, created_at, parts, tenant, longer)
             return row_id

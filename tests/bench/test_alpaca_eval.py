@@ -121,6 +121,10 @@ async def test_alpaca_eval_sends_alpaca_eval_s_requests_and_matches_its_preferen
     assert (a["identical_outputs"], a["unannotated"], a["switched"]) == (1, 0, 4)
     for key in ("win_rate", "standard_error", "discrete_win_rate", "n_wins", "n_wins_base", "n_draws", "n_total"):
         assert a[key] == pytest.approx(REFERENCE["win_rate"][key], abs=1e-9), key  # unrounded
+    # the win rate's bootstrap interval over the annotated rows (bench/uncertainty.py); no gold label, no accuracy interval
+    ci = a["ci"]["win_rate"]
+    assert ci == "too few to say (n=%d)" % a["n_total"] if a["n_total"] < 10 else ci[0] <= a["win_rate"] <= ci[1]
+    assert "accuracy" not in summary["overall"]["ci"] and "pair_accuracy" not in summary["overall"]["ci"]
     # the fixture has instruction difficulties for every row: AlpacaEval's length_controlled_noreg GLM
     assert a["glm"] == "length_controlled_noreg"
     assert a["lc_win_rate"] == pytest.approx(REFERENCE["length_controlled_noreg"]["length_controlled_winrate"], abs=1e-6)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from judge_mcp.bench import command as bench_cli
-from judge_mcp.stats import calibration
+from judge_mcp.stats import calibration, intervals
 from judge_mcp.bench.methods import Options
 from judge_mcp.bench.stored_runs import run_rows
 from judge_mcp.bench.runner import BenchError, RunSpec, run
@@ -213,6 +213,11 @@ async def test_bench_reports_calibration_of_one_order_and_of_both(scripted, tmp_
     assert (both["n"], both["accuracy"]) == (6, 1.0)
     assert both["ece"] == pytest.approx(0.35) and both["brier"] == pytest.approx(0.1225)
     assert one["p_first_shown"] == pytest.approx((0.9 + 0.6) / 2)  # the probability-level position bias
+    # their intervals: Wilson for the accuracy (6 of 12), a bootstrap over the 12 judgments for ECE and Brier; the 6
+    # both-order means are too few for a bootstrap
+    assert one["ci"]["accuracy"] == pytest.approx(list(intervals.wilson(6, 12)))
+    assert one["ci"]["ece"][0] <= 0.35 <= one["ci"]["ece"][1] and one["ci"]["brier"][0] <= 0.185 <= one["ci"]["brier"][1]
+    assert both["ci"]["ece"] == intervals.too_few(6) and both["ci"]["accuracy"] == pytest.approx(list(intervals.wilson(6, 6)))
     assert summary["overall"]["pair_accuracy"] == 0.0  # the labels alone: always the first shown
     assert "adaptive" not in summary
 

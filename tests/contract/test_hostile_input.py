@@ -287,6 +287,7 @@ async def test_string_arguments_are_text_enums_or_looked_up_names(mcp_app) -> No
     looked_up = {"backend", "backends", "session", "verdict_id"}
     matched = {"response_models"}  # only matched against methods/panel.py's family patterns and quoted in warnings
     labels = {"label", "note"}  # record_label: compared with "A"/"B"/"tie" or the verdict's options, and kept in the database
+    labels |= {"candidates"}  # compare_pair / lwe_judge: kept in the verdict log and ranked by judge_stats, never shown to the judge
     for tool in tools:
         for name, schema in tool.input_schema["properties"].items():
             kinds = json.dumps(schema)

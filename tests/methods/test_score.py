@@ -105,7 +105,7 @@ async def test_an_answer_outside_the_scale_is_reasked_once_then_unparsed_never_a
     assert len(backend.requests) == 4  # each criterion: the answer and one re-ask, no more
     stats = await call(server, "judge_stats", {})
     [group] = [g for g in stats["all_time"]["groups"] if g["tool"] == "score_response"]
-    assert group["parse_failures"] == {"rate": 0.5, "count": 1, "of": 2} and group["reasks"]["count"] == 2
+    assert group["parse_failures"] == {"rate": 0.5, "count": 1, "of": 2, "ci": "too few to say (n=2)"} and group["reasks"]["count"] == 2
 
 
 async def test_samples_are_independent_draws_at_temperature_never_cached_and_spread_is_flagged(mcp_app) -> None:
@@ -188,7 +188,9 @@ async def test_record_label_takes_a_score_and_judge_stats_reports_mae_spearman_k
     assert [(x["verdict"], x["agrees"]) for x in labelled] == [("3", False), ("6", True), ("9", False)]
     assert bad.is_error and "whole number from 1 to 10" in bad.content[0].text
     group = next(g for g in stats["all_time"]["groups"] if g["tool"] == "score_response")
-    assert group["agreement"]["scores"] == {"n": 3, "mae": round(2 / 3, 4), "spearman": 1.0, "kendall": 1.0}
+    few = "too few to say (n=3)"  # three labels: no interval (stats/intervals.py, MIN_BOOTSTRAP)
+    assert group["agreement"]["scores"] == {"n": 3, "mae": round(2 / 3, 4), "spearman": 1.0, "kendall": 1.0,
+                                            "ci": {"mae": few, "spearman": few, "kendall": few}}
     assert group["agreement"]["accuracy"]["rate"] == round(1 / 3, 4)
 
 

@@ -66,7 +66,7 @@ async def test_labels_give_each_judge_its_agreement_in_judge_stats(connect) -> N
     # (verdict, label): (B, B), (A, B), (B, tie): 1 of 3 right; kappa: p_o = 1/3, p_e = (2*2 + 1*0 + 0*1) / 9 = 4/9,
     # (1/3 - 4/9) / (1 - 4/9) = -0.2. Calibration over the A/B labels: p of the label 0.9 and 0.1, both confidence
     # 0.9 in one bin whose accuracy is 1/2: ECE |0.5 - 0.9| = 0.4; Brier ((1 - 0.9)^2 + (1 - 0.1)^2) / 2 = 0.41.
-    assert labelled["labelled"] == 3 and labelled["accuracy"] == {"rate": 0.3333, "count": 1, "of": 3}
+    assert labelled["labelled"] == 3 and labelled["accuracy"] == {"rate": 0.3333, "count": 1, "of": 3, "ci": "too few to say (n=3)"}
     assert labelled["kappa"] == pytest.approx(-0.2)
     assert labelled["calibration"]["n"] == 2 and labelled["calibration"]["of"] == 2
     assert labelled["calibration"]["ece"] == pytest.approx(0.4) and labelled["calibration"]["brier"] == pytest.approx(0.41)
@@ -74,11 +74,12 @@ async def test_labels_give_each_judge_its_agreement_in_judge_stats(connect) -> N
     # (cases 1 and 2), the labels name the good answer once
     assert len(GOOD) != len(BAD)
     sign = 1 if len(GOOD) > len(BAD) else -1
-    assert labelled["length"] == {"longer_picked": {"rate": float(sign > 0), "count": 2 * (sign > 0), "of": 2},
-                                  "longer_labels": {"rate": 0.5, "count": 1, "of": 2}, "bias": 0.5 * sign}
+    few = "too few to say (n=2)"  # two verdicts: no interval (stats/intervals.py)
+    assert labelled["length"] == {"longer_picked": {"rate": float(sign > 0), "count": 2 * (sign > 0), "of": 2, "ci": few},
+                                  "longer_labels": {"rate": 0.5, "count": 1, "of": 2, "ci": few}, "bias": 0.5 * sign, "ci": few}
     # the criteria group has no label: null figures with their denominators, never 0
-    assert unlabelled == {"labelled": 0, "accuracy": {"rate": None, "count": 0, "of": 0}, "kappa": None,
-                          "calibration": {"n": 0, "of": 0, "ece": None, "brier": None}, "scores": None, "length": None}
+    assert unlabelled == {"labelled": 0, "accuracy": {"rate": None, "count": 0, "of": 0, "ci": None}, "kappa": None, "kappa_ci": None,
+                          "calibration": {"n": 0, "of": 0, "ece": None, "brier": None, "ci": {}}, "scores": None, "length": None}
     # the last 2 verdicts (cases 3 and 4): one label, a tie the judge did not see
     recent = {g["inputs"]: g["agreement"] for g in stats["last"]["groups"]}
     assert recent["text"]["labelled"] == 1 and recent["text"]["accuracy"]["rate"] == 0.0 and recent["text"]["calibration"]["of"] == 0
@@ -142,7 +143,7 @@ async def test_options_and_responses_are_labelled_by_index_or_text(mcp_app) -> N
     assert "judged fewer than 2 responses" in _error(single)
     assert lwe_label.structured_content["agrees"] is True
     agreement = {g["tool"]: g["agreement"] for g in stats["all_time"]["groups"]}
-    assert agreement["grade_score_options"]["accuracy"] == {"rate": 0.0, "count": 0, "of": 1}  # the last label (option 2) stands
+    assert agreement["grade_score_options"]["accuracy"] == {"rate": 0.0, "count": 0, "of": 1, "ci": "too few to say (n=1)"}  # the last label (option 2) stands
     assert agreement["grade_score_options"]["calibration"]["of"] == 0  # no p_better to calibrate
     assert agreement["infer_instruction_reward"]["accuracy"]["rate"] == 1.0 and agreement["lwe_judge"]["labelled"] == 1
 

@@ -16,6 +16,7 @@ from mcp.shared.exceptions import MCPError
 
 from judge_mcp.cli import main as cli
 from judge_mcp.stats import report as stats
+from judge_mcp.stats.intervals import ci_rate
 from judge_mcp.storage.sqlite import SqliteEngine
 from testkit.scripted_judges import LweScript, first_shown_judge
 from testkit.scripted_servers import prompt_text
@@ -81,7 +82,8 @@ def group(window: dict[str, Any], tool: str) -> dict[str, Any]:
 
 
 def rate(count: int, of: int) -> dict[str, Any]:
-    return {"rate": round(count / of, 4) if of else None, "count": count, "of": of}
+    """A rate as judge_stats reports it: with its Wilson interval, a text under 5 (tests/stats/test_intervals.py)."""
+    return {"rate": round(count / of, 4) if of else None, "count": count, "of": of, "ci": ci_rate(count, of)}
 
 
 async def read_stats(client: Client, uri: str = "judge://stats") -> dict[str, Any]:
@@ -246,7 +248,7 @@ async def test_an_empty_log_has_null_rates_and_bad_n_is_named(mcp_app) -> None:
         templates = [t.uri_template for t in (await client.list_resource_templates()).resource_templates]
     empty = {"verdicts": 0, "oldest_at": None, "newest_at": None, "skipped": 0, "groups": []}
     health = {"pending": 0, "written_late": 0, "lost": 0, "last_error": None}  # the server's verdict-log writing
-    assert report == {"last_n": 100, "all_time": empty, "last": empty, "verdict_log": health}
+    assert report == {"last_n": 100, "all_time": empty, "last": empty, "verdict_log": health, "ranking": []}
     assert refused.is_error and "'last' must be a whole number from 1 to 1000000, got 0" in refused.content[0].text
     assert tools["judge_stats"].annotations.read_only_hint is True
     assert "judge://stats/last/{n}" in templates

@@ -54,8 +54,9 @@ def test_a_judge_always_picking_the_longer_answer_against_labels_picking_it_half
     for k in range(3):
         _pair(store, k, short, long, "A", "B", tenant="other")
     length = _length(store)
-    assert length.longer_picked.model_dump() == {"rate": 1.0, "count": 9, "of": 9}
-    assert length.longer_labels.model_dump() == {"rate": 0.4444, "count": 4, "of": 9}
+    # with their Wilson intervals: 9 of 9 [z^2/(9 + z^2) below 1 = 0.7009, 1]; 4 of 9 by hand [0.1888, 0.7333]
+    assert length.longer_picked.model_dump() == {"rate": 1.0, "count": 9, "of": 9, "ci": [0.7009, 1.0]}
+    assert length.longer_labels.model_dump() == {"rate": 0.4444, "count": 4, "of": 9, "ci": [0.1888, 0.7333]}
     assert length.bias == 0.5556  # (9 - 4) / 9
     other = _length(store, "other")
     assert (other.longer_picked.count, other.longer_labels.count, other.longer_picked.of, other.bias) == (0, 3, 3, -1.0)
@@ -82,7 +83,7 @@ def test_groups_without_a_length_figure(store) -> None:
     LabelTable(store).put("g-1", "grade_score_options", "1", "text", None)
     report = stats.from_store(store)
     pair, grade = (next(g.agreement for g in report.all_time.groups if g.tool == tool) for tool in ("compare_pair", "grade_score_options"))
-    assert pair.length is not None and pair.length.longer_picked.model_dump() == {"rate": None, "count": 0, "of": 0} and pair.length.bias is None
+    assert pair.length is not None and pair.length.longer_picked.model_dump() == {"rate": None, "count": 0, "of": 0, "ci": None} and pair.length.bias is None
     assert grade.labelled == 1 and grade.length is None  # not a pair: no length figure
 
 

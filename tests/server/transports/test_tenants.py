@@ -197,7 +197,7 @@ async def test_another_tenant_cannot_relabel_verdicts_nor_reset_sessions_it_does
     assert [row["name"] for row in a_listed] == ["team-a"]
     assert a_stats["all_time"]["verdicts"] == 2  # compare_pair and lwe_judge
     pair = next(g for g in a_stats["all_time"]["groups"] if g["tool"] == "compare_pair")
-    assert pair["agreement"]["accuracy"] == {"rate": 1.0, "count": 1, "of": 1}
+    assert pair["agreement"]["accuracy"] == {"rate": 1.0, "count": 1, "of": 1, "ci": "too few to say (n=1)"}
     assert [v["reason"] for v in shown["versions"]] == ["initial"]
 
 
