@@ -194,7 +194,7 @@ class PairArgs(JudgingArgs):
     response_b: Annotated[AnswerLike, JUDGED, Field(description="answer B: a string or a trajectory")]
     candidates: Annotated[
         list[ModelName] | None,
-        Field(min_length=2, max_length=2, description="names of the authors of A and B (not shown to the judge), ranked by judge_stats"),
+        Field(min_length=2, max_length=2, description="A's and B's authors (not shown to the judge)"),
     ] = None
 
     @model_validator(mode="after")

@@ -381,7 +381,7 @@ class StatsReport(BaseModel, defer_build=True):
     all_time: Window
     last: Window = Field(description="the newest last_n verdicts")
     ranking: list[RankedCandidate] = Field(
-        default_factory=list, description="compare_pair/lwe_judge `candidates`, best first, from both-order verdicts"
+        default_factory=list, description="named `candidates`, best first"
     )
     verdict_log: VerdictLogHealth | None = Field(None, description="this server's rows written late, pending or lost")
 
