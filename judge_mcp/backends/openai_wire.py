@@ -8,6 +8,7 @@ from typing import Any
 
 from judge_mcp.backends.base import MIN_LOGPROB, ChatRequest, Completion, TokenLogprob, Usage
 from judge_mcp.backends.errors import RetryableError
+from judge_mcp.backends.reasoning import message_reasoning
 
 
 def token_count(value: Any) -> int:
@@ -97,7 +98,7 @@ def parse_chat_completion(body: dict[str, Any], default_model: str, payload: dic
     usage = body.get("usage")
     usage = usage if isinstance(usage, dict) else {}
     finish_reason = choice.get("finish_reason")
-    return Completion(
+    completion = Completion(
         text=str(content),
         model=str(body.get("model") or default_model),
         usage=usage_of(usage),
@@ -106,6 +107,9 @@ def parse_chat_completion(body: dict[str, Any], default_model: str, payload: dic
         logprobs=parse_logprobs(choice) if payload.get("logprobs") else None,
         raw={"request": payload, "response": body},
     )
+    # reasoning in a field of its own (reasoning_content / reasoning / thinking): kept apart, never the answer
+    completion.take_reasoning(message_reasoning(message))
+    return completion
 
 
 def _detail(usage: dict[str, Any], block: str, key: str) -> int | None:

@@ -20,8 +20,9 @@ from judge_mcp.contract.images import HTTP_BODY_BYTES
 from judge_mcp.config.table import TOML_NAMES, did_you_mean, unknown_variables
 
 from judge_mcp.config.values import (
-    ConfigError, DENIED, OtelSettings, check_batch, check_sampling_keys, check_text, check_url as _check_url, flag_value,
-    non_negative_int, otel_settings, path_kind, positive_float, positive_int,
+    ConfigError, DENIED, OtelSettings, check_batch, check_reasoning_kind, check_sampling_keys, check_text,
+    check_url as _check_url, flag_value, non_negative_int, otel_settings, path_kind, positive_float, positive_int, reasoning_effort,
+    structured_output_mode, thinking_budget,
 )
 
 KINDS = ("local", "openai", "anthropic", "sampling")  # sampling: the MCP client's own model (backends/sampling.py)
@@ -30,7 +31,6 @@ DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https:
 PROVIDER_KEY_ENV = {"openai": ("OPENAI_API_KEY", "api.openai.com"), "anthropic": ("ANTHROPIC_API_KEY", "api.anthropic.com")}
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5"}
 DEFAULT_BACKEND_NAME = "default"
-STRUCTURED_OUTPUT_MODES = ("auto", "json_schema", "off")
 # Requests in flight per backend, by kind: the ceiling of the adaptive limit (backends/limiter.py), which starts
 # there, drops on 429/503/529 and timeouts and grows back while calls succeed. A remote API gets 256, so a burst of
 # 100 compare_pair calls (200 requests) goes out at once and a backend that takes fewer says so with 429; the
@@ -59,6 +59,11 @@ class BackendConfig:
     batch: bool = False  # openai / anthropic: `judge-mcp bench` sends through the provider's batch API (never tool calls)
     # sampling only: ModelPreferences priorities sent with every request, (name, 0..1) pairs; `model` is the hint
     priorities: tuple[tuple[str, float], ...] = ()
+    # reasoning models (backends/reasoning.py): openai's reasoning_effort; the output budget added for reasoning
+    # (None: DEFAULT_REASONING_BUDGET for a model known or learned to reason, else 0); anthropic's extended thinking
+    reasoning_effort: str | None = None
+    reasoning_budget_tokens: int | None = None
+    thinking_budget_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -151,11 +156,15 @@ def _check_kind(kind: Any, what: str) -> str:
     return kind
 
 
-def _check_structured_output(value: Any, what: str) -> str:
-    mode = value.strip().lower() if isinstance(value, str) else value
-    if mode not in STRUCTURED_OUTPUT_MODES:
-        raise ConfigError(f"{what} must be one of {', '.join(STRUCTURED_OUTPUT_MODES)}; got {value!r}")
-    return mode
+def _reasoning(kind: str, effort: Any, budget: Any, thinking: Any, name: Callable[[str], str]) -> dict[str, Any]:
+    """The three reasoning settings of one backend, each checked (`name(key)`: the variable or key to name)."""
+    values = {
+        "reasoning_effort": reasoning_effort(effort, name("reasoning_effort")),
+        "reasoning_budget_tokens": None if budget is None or str(budget).strip() == "" else non_negative_int(budget, name("reasoning_budget_tokens")),
+        "thinking_budget_tokens": thinking_budget(thinking, name("thinking_budget_tokens")),
+    }
+    check_reasoning_kind(kind, values, name)
+    return values
 
 
 def _env(env: Mapping[str, str], name: str, default: Any) -> Any:
@@ -178,7 +187,11 @@ def backend_from_env(env: Mapping[str, str]) -> BackendConfig:
         concurrency=positive_int(_env(env, "JUDGE_MCP_CONCURRENCY", DEFAULT_CONCURRENCY[kind]), "JUDGE_MCP_CONCURRENCY"),
         timeout_s=positive_float(_env(env, "JUDGE_MCP_TIMEOUT_S", 120), "JUDGE_MCP_TIMEOUT_S"),
         max_retries=non_negative_int(_env(env, "JUDGE_MCP_MAX_RETRIES", 3), "JUDGE_MCP_MAX_RETRIES"),
-        structured_output=_check_structured_output(_env(env, "JUDGE_MCP_STRUCTURED_OUTPUT", "auto"), "JUDGE_MCP_STRUCTURED_OUTPUT"),
+        structured_output=structured_output_mode(_env(env, "JUDGE_MCP_STRUCTURED_OUTPUT", "auto"), "JUDGE_MCP_STRUCTURED_OUTPUT"),
+        **_reasoning(
+            kind, _env(env, "JUDGE_MCP_REASONING_EFFORT", None), _env(env, "JUDGE_MCP_REASONING_BUDGET_TOKENS", None),
+            _env(env, "JUDGE_MCP_THINKING_BUDGET_TOKENS", None), lambda key: f"JUDGE_MCP_{key.upper()}",
+        ),
         max_output_tokens=_optional(env, "JUDGE_MCP_MAX_OUTPUT_TOKENS", positive_int) if kind == "local" else None,
         mmproj=_env(env, "JUDGE_MCP_MMPROJ", None) if kind == "local" else None,
     )
@@ -299,7 +312,11 @@ def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str
         timeout_s=positive_float(table.get("timeout_s", 120), f"{where} timeout_s"),
         # a table without its own max_retries follows JUDGE_MCP_MAX_RETRIES, as the environment's backend does
         max_retries=non_negative_int(table.get("max_retries", _env(env, "JUDGE_MCP_MAX_RETRIES", 3)), f"{where} max_retries"),
-        structured_output=_check_structured_output(table.get("structured_output", "auto"), f"{where} structured_output"),
+        structured_output=structured_output_mode(table.get("structured_output", "auto"), f"{where} structured_output"),
+        **_reasoning(
+            kind, table.get("reasoning_effort"), table.get("reasoning_budget_tokens"), table.get("thinking_budget_tokens"),
+            lambda key: f"{where} {key}",
+        ),
         n_ctx=positive_int(table.get("n_ctx", 32768), f"{where} n_ctx"),
         n_threads=None if table.get("n_threads") is None else positive_int(table["n_threads"], f"{where} n_threads"),
         n_threads_batch=None

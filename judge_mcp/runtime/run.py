@@ -111,7 +111,7 @@ async def _one_judge(
     """One backend judges; its failure is the call's. A judge whose model its answers named (the sampling backend:
     the client's model) is checked by the guard with that model; the guard's findings join the result's warnings."""
     context = CallContext(backend, app.cache, app.store, progress=progress, cache_rows=rows, shared_option_pool=app.settings.shared_option_pool)
-    result = await judge(context)
+    result = with_notes(await judge(context), context.notes)
     member.model = context.model_id
     guard.reported([(backend.name, backend.model_id, context.model_id)], lambda _, model: backend.self_preference_warning(model), one_judge=True)
     if guard.found is not None or guard.warnings:
@@ -139,7 +139,7 @@ async def _panel(
             backend, app.cache, app.store, cache_rows=rows, shared_option_pool=app.settings.shared_option_pool
         )
         try:
-            member.result = await judge(context)
+            member.result = with_notes(await judge(context), context.notes)
         except BackendError as exc:
             member.error = str(exc)
             errors.append(exc)
@@ -163,6 +163,14 @@ async def _panel(
         result = result.model_copy(update=guard.update())
     records = [{**record, "panel_member": m.backend} for m in members if m.backend in contexts for record in contexts[m.backend].records]
     return result, "+".join(m.backend for m in members), result.model, records  # type: ignore[attr-defined]
+
+
+def with_notes(result: BaseModel, notes: list[str]) -> BaseModel:
+    """`result` with its call context's notes (calls/context.py) among its warnings, each once."""
+    warnings = getattr(result, "warnings", None)
+    if not notes or warnings is None:
+        return result
+    return result.model_copy(update={"warnings": [*warnings, *(n for n in notes if n not in warnings)]})
 
 
 async def write_verdict(app: App, tool: str, inputs: dict[str, Any], judged: Judged) -> Any:
