@@ -8,6 +8,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import anyio
+
 from judge_mcp.backends.base import ChatRequest, Completion
 from judge_mcp.backends.client import HTTPBackend
 from judge_mcp.backends.errors import FatalError
@@ -37,6 +39,26 @@ class RemoteBackend(HTTPBackend):
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
         self.quirks = ServerQuirks(self.known_up_front)
+        self._first_calls: dict[str, anyio.Event] = {}  # per model: the call sent while nothing is known of it yet
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        """A model's first call goes alone: calls made meanwhile wait for its answer, so a refused parameter is
+        refused once (and learned), not once per call in flight. After a first call that failed they go as they are."""
+        model = self.model
+        if self.learned.answered:
+            return await super().complete(request)
+        first = self._first_calls.get(model)
+        if first is not None:
+            await first.wait()
+            return await super().complete(request)
+        first = self._first_calls[model] = anyio.Event()
+        try:
+            completion = await super().complete(request)
+            self.quirks.of(model).answered = True
+            return completion
+        finally:
+            del self._first_calls[model]
+            first.set()
 
     def known_up_front(self, model: str) -> Learned:
         """What a model's name says before its first call (the OpenAI-compatible backend knows OpenAI's reasoning families)."""
