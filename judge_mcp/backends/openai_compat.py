@@ -31,7 +31,7 @@ from judge_mcp.backends.base import ChatRequest, Completion
 from judge_mcp.backends.errors import FatalError
 from judge_mcp.backends.client import RETRYABLE_STATUS, classify_status, post_json
 from judge_mcp.backends.learned import Learned
-from judge_mcp.backends.openai_wire import chat_messages, logprob_params, parse_chat_completion
+from judge_mcp.backends.openai_wire import chat_messages, logprob_params, parse_chat_completion, system_in_user
 from judge_mcp.backends.reasoning import openai_known
 from judge_mcp.backends.remote import RemoteBackend, refused
 
@@ -174,17 +174,3 @@ class OpenAICompatBackend(RemoteBackend):
         cause = exc.cause.lower()
         return any(k.lower() in cause for k in LENGTH_KEYWORDS)
 
-
-def system_in_user(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A model without a system role: the system text opens the first user message (JudgeBench's markers)."""
-    if not messages or messages[0]["role"] != "system":
-        return messages
-    system, rest = messages[0]["content"], messages[1:]
-    if not rest or rest[0]["role"] != "user" or not isinstance(rest[0]["content"], str):
-        return [{"role": "user", "content": system}, *rest]
-    return [{"role": "user", "content": fold_system(system, rest[0]["content"])}, *rest[1:]]
-
-
-def fold_system(system: str, user_text: str) -> str:
-    """JudgeBench's rendering of a system message for o1 models (utils/models.py, OpenAIAPI.chat), exactly."""
-    return f"<|BEGIN_SYSTEM_MESSAGE|>\n{system.strip()}\n<|END_SYSTEM_MESSAGE|>\n\n{user_text}"

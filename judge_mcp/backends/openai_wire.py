@@ -35,6 +35,21 @@ def chat_messages(request: ChatRequest) -> list[dict[str, Any]]:
     return messages
 
 
+def system_in_user(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A model without a system role: the system text opens the first user message (JudgeBench's markers)."""
+    if not messages or messages[0]["role"] != "system":
+        return messages
+    system, rest = messages[0]["content"], messages[1:]
+    if not rest or rest[0]["role"] != "user" or not isinstance(rest[0]["content"], str):
+        return [{"role": "user", "content": system}, *rest]
+    return [{"role": "user", "content": fold_system(system, rest[0]["content"])}, *rest[1:]]
+
+
+def fold_system(system: str, user_text: str) -> str:
+    """JudgeBench's rendering of a system message for o1 models (utils/models.py, OpenAIAPI.chat), exactly."""
+    return f"<|BEGIN_SYSTEM_MESSAGE|>\n{system.strip()}\n<|END_SYSTEM_MESSAGE|>\n\n{user_text}"
+
+
 def logprob_params(request: ChatRequest) -> dict[str, Any]:
     """The request's log-probability parameters in the OpenAI shape (none when it asks for none)."""
     if not request.logprobs:
