@@ -102,7 +102,8 @@ def placement_record(placement: str, winner: str | None, tie: bool = False) -> d
 
 def _usage(result: Any) -> dict[str, Any]:
     u = result.usage
-    return {"calls": u.calls, "cached_calls": u.cached_calls, "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens}
+    return {"calls": u.calls, "cached_calls": u.cached_calls, "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
+            "reasoning_tokens": u.reasoning_tokens}
 
 
 REASK_MARKS = (":reask", ":continu")  # purposes of re-asks and continuations (methods/ask.ask, arena_hard)

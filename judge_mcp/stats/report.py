@@ -25,7 +25,8 @@ perf/stats_scale.py compare with). What each figure counts, per tool:
 - length_preference: of decided compare_pair / lwe_judge verdicts whose two answers differ in length
   (characters), the share won by the longer answer (0.5: no preference); against the caller's labels, the same
   share beside the labels' share of longer answers and their difference (`agreement.length`, agreement.py).
-- calls, cached_calls, latency_ms: means of the verdicts' usage.
+- calls, cached_calls, latency_ms: means of the verdicts' usage; reasoning_tokens: the mean hidden reasoning of the
+  verdicts whose backend reported it (`of` counts those; verdicts logged before it was counted are backfilled).
 
 Every rate carries its numerator and denominator; a rate with denominator 0 is null, never 0.
 A panel row (an output with a `panel` list) counts under the backend and model it was logged with; a member that
@@ -78,6 +79,7 @@ def summary(key: Key, c: Counts) -> GroupStats:
         calls=mean(c.calls_sum, c.calls_n, 2),
         cached_calls=mean(c.cached_calls_sum, c.cached_calls_n, 2),
         latency_ms=mean(c.latency_ms_sum, c.latency_ms_n, 1),
+        reasoning_tokens=mean(c.reasoning_tokens_sum, c.reasoning_tokens_n, 1),
     )
 
 

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from judge_mcp.storage.engine import Migration, StoreError, Tx
 from judge_mcp.storage.m013_tenants import m013_tenants
 from judge_mcp.storage.m015_longer_answers import m015_longer_answers
+from judge_mcp.storage.m017_reasoning_tokens import m017_reasoning_tokens
 from judge_mcp.storage.verdict_log import stats_page
 
 
@@ -340,6 +341,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m014_label_feedback,
     m015_longer_answers,
     m016_labels_by_tenant,
+    m017_reasoning_tokens,
 )
 BENCH_MIGRATIONS: tuple[Migration, ...] = (*MIGRATIONS, m101_bench_tables, m102_bench_fingerprint, m103_bench_batches)
 

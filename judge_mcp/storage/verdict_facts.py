@@ -187,7 +187,8 @@ def brought_label(flags: Any) -> str:
 
 
 # ---- counts ------------------------------------------------------------------------------------------------------
-MEANS = ("calls", "cached_calls", "latency_ms")  # the usage values averaged over a group's verdicts
+# the usage values averaged over a group's verdicts (reasoning_tokens: of the verdicts that reported it; migrations' m017)
+MEANS = ("calls", "cached_calls", "latency_ms", "reasoning_tokens")
 
 
 @dataclass
@@ -215,6 +216,8 @@ class Counts:
     cached_calls_n: int = 0
     latency_ms_sum: float = 0.0
     latency_ms_n: int = 0
+    reasoning_tokens_sum: float = 0.0
+    reasoning_tokens_n: int = 0
 
     def add(self, facts: Facts, usage: Mapping[str, Any]) -> None:
         """One verdict's facts and usage."""

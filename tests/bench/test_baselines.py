@@ -156,3 +156,10 @@ async def test_a_reasoning_judge_outside_the_o1_rule_keeps_the_system_message(sc
     first = server.requests[0]
     assert first["messages"][0] == {"role": "system", "content": prompts.load("arena_hard_system.txt")}
     assert first["max_completion_tokens"] == 4096 + 16384 and "temperature" not in first and "max_tokens" not in first
+    # the bench reports the hidden reasoning beside the other token figures: 600 per call, one call per placement
+    assert summary["overall"]["reasoning_tokens_per_item"] == 1200.0
+
+
+async def test_a_run_whose_backend_reports_no_reasoning_says_so(scripted, tmp_path):
+    summary, _ = await bench(scripted, right_judge, PAIRS, "arena-hard", tmp_path)
+    assert summary["overall"]["reasoning_tokens_per_item"] is None and summary["overall"]["completion_tokens_per_item"] > 0
