@@ -145,7 +145,8 @@ async def test_an_o1_judge_s_continuation_follows_the_folded_message(scripted, t
     assert len(continued) == 12
     for sent in continued:
         assert set(sent) == {"model", "messages"} and [m["role"] for m in sent["messages"]] == ["user", "assistant", "user"]
-        assert sent["messages"][0]["content"].startswith("<|BEGIN_SYSTEM_MESSAGE|>\n") and sent["messages"][2]["content"] == prompts.load("arena_hard_continue.txt")
+        assert sent["messages"][0]["content"].startswith("<|BEGIN_SYSTEM_MESSAGE|>\n")
+        assert sent["messages"][2]["content"] == prompts.load("arena_hard_continue.txt")
 
 
 async def test_a_reasoning_judge_outside_the_o1_rule_keeps_the_system_message(scripted, tmp_path):
