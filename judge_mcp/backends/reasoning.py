@@ -89,13 +89,13 @@ def split_think(text: str) -> tuple[str | None, str]:
         while depth > 0:  # each closing tag ends one level; the opening tags before it each add one
             close = text.find(THINK_CLOSE, pos)
             if close < 0:
-                return text[start + len(THINK_OPEN):], ""  # cut off inside the block: no answer yet
+                return text[start + len(THINK_OPEN):].strip(), ""  # cut off inside the block: no answer yet
             depth += text.count(THINK_OPEN, pos, close) - 1
             pos = close + len(THINK_CLOSE)
-        return text[start + len(THINK_OPEN):pos - len(THINK_CLOSE)], text[pos:].lstrip()
+        return text[start + len(THINK_OPEN):pos - len(THINK_CLOSE)].strip(), text[pos:].lstrip()
     close = text.find(THINK_CLOSE)
     if close >= 0 and text.find(THINK_OPEN, 0, close) < 0:
-        return text[:close], text[close + len(THINK_CLOSE):].lstrip()
+        return text[:close].strip(), text[close + len(THINK_CLOSE):].lstrip()
     return None, text
 
 

@@ -160,3 +160,24 @@ async def test_a_reasoning_judge_over_every_transport(connect) -> None:
     assert result.structured_content["usage"]["reasoning_tokens"] > 0
     row = judged.verdicts("compare_pair")[0]
     assert row["usage"]["reasoning_tokens"] == again.structured_content["usage"]["reasoning_tokens"]
+
+
+async def test_an_answer_from_the_call_cache_keeps_its_warning_and_its_reasoning(mcp_app, tmp_path) -> None:
+    from judge_mcp.storage.sqlite import SqliteEngine
+    from judge_mcp.storage.verdict_log import VerdictLog
+
+    server, backend = mcp_app(InlineThink(reasoning_tokens=2000), JUDGE_MCP_MODEL="o3-mini", **KEY)
+    arguments, verdict, expected = CASES["compare_pair"]
+    first = await call(server, "compare_pair", arguments)
+    again = await call(server, "compare_pair", arguments)
+    assert again["usage"]["cached_calls"] == 2 and len(backend.requests) == 2
+    assert verdict(again) == expected and [w for w in again["warnings"] if "temperature" in w] == [w for w in first["warnings"] if "temperature" in w]
+    store = SqliteEngine(tmp_path / "judge.db")
+    try:
+        rows = VerdictLog(store).recent("compare_pair", tenant="local")
+    finally:
+        store.close()
+    for row in rows:  # the verdict log keeps the reasoning's start and its length, apart from the answer's text
+        for record in row["calls"]:
+            assert record["reasoning"].startswith(REASONING_MARK) and len(record["reasoning"]) <= 4001
+            assert record["reasoning_chars"] > 4000 and REASONING_MARK not in record["text"]
