@@ -6,11 +6,18 @@ higher values are clamped). Structured output uses the generally available JSON 
 `output_config: {"format": {"type": "json_schema", "schema": ...}}` (no beta header), with the schema adjusted to
 what Claude's constrained decoding accepts (see `anthropic_schema`).
 
-Two 400s are handled by dropping the refused parameter and sending again once, remembering it for this backend:
-newer models (Claude Opus 4.7 and later) refuse `temperature`, and older models refuse `output_config`; after the
-latter, `supports_json_schema` turns false so methods fall back to their text grammars (one warning in the log).
+Three 400s are handled by dropping the refused parameter and sending again once, remembering it for this backend
+and model (`learned.Learned`): newer models (Claude Opus 4.7 and later) refuse `temperature` (some `top_p`), and
+older models refuse `output_config`; after the latter, `supports_json_schema` turns false so methods fall back to
+their text grammars (one warning in the log).
 The setting `structured_output` overrides this as for the OpenAI-compatible backend: `off` never sends a schema,
 `json_schema` always does (a refusal is then an error).
+
+Extended thinking (`thinking_budget_tokens`, >= 1024): `thinking: {type: "enabled", budget_tokens}` with
+`max_tokens` = the method's budget + the thinking budget + `reasoning_budget_tokens` (so above budget_tokens, as the
+API requires), no `temperature` (thinking takes none other than its default) and `top_p` only from 0.95 to 1; no
+tool_choice is ever sent. The reply's `thinking` (and `redacted_thinking`) blocks are the completion's reasoning,
+never its text.
 """
 
 from __future__ import annotations

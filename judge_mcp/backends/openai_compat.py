@@ -19,6 +19,14 @@ Structured output itself: a server that refuses `response_format` (a 400 or 422 
 once more without it, and from then on `supports_json_schema` is false for this backend, so the methods use the
 papers' text grammars; one warning goes to the log. The setting `structured_output` (`auto`, the default; `off`:
 never send a schema; `json_schema`: always send it, a refusal is an error) overrides the detection.
+
+Reasoning models (backends/reasoning.py): OpenAI's reasoning families are sent `max_completion_tokens` and none of
+temperature, top_p and logprobs from their first call (known by name); any other model that refuses `max_tokens`
+(then it reasons: it gets the default reasoning budget), `temperature` or `top_p` with a 400 naming it is sent the
+request without it, and one that refuses the system role gets the system text inside its first user message
+(JudgeBench's markers). Each refusal is learned once per backend and model (`learned.Learned`; a model's first call
+goes alone, remote.RemoteBackend.complete) and listed in that call's `dropped_parameters`. `reasoning_effort` is sent
+when set; the output limit is the method's budget plus the reasoning budget (remote.RemoteBackend.output_budget).
 """
 
 from __future__ import annotations

@@ -9,6 +9,10 @@ strict protocol). Answers decoded under a JSON schema are not continued: the con
 without the schema (a grammar cannot resume mid-object), so structured answers rely on bounded schemas instead
 (every free-text field has a `maxLength` that fits the budget, see `bounded`); a cut-off one stays as it is and
 is reported as truncated.
+
+An answer cut off after reasoning (`Completion.cut_in_reasoning`: the limit reached by a model that reasoned first)
+is neither continued nor re-asked: the same budget would be spent the same way. It stays unparsed unless what
+arrived parses, and the call context adds a warning naming the reasoning spent and the setting to raise.
 """
 
 from __future__ import annotations
