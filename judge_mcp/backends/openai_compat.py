@@ -130,6 +130,7 @@ class OpenAICompatBackend(RemoteBackend):
                 if refusal is None:
                     raise
                 dropped.append(refusal)
+                self.refused_now()
                 payload = self.payload(request)
         completion = parse_chat_completion(body, self.model, payload, structured="response_format" in payload)
         return self.finish(completion, request, payload, dropped, "it takes only its default")
