@@ -272,8 +272,8 @@ class Backend:
         """The result's warning for an answer cut off at the token limit after reasoning: what was spent, what to raise."""
         spent = completion.usage.reasoning_tokens
         what = f"{spent:,} reasoning tokens" if spent else f"{completion.reasoning_chars:,} characters of reasoning"
-        return (f"backend '{self.name}' ({self.model_id}) stopped at the token limit after {what}, before its answer was "
-                f"complete: that answer is reported unparsed; raise {self.budget_setting} (now {self.reasoning_budget:,}) "
+        return (f"backend '{self.name}' ({self.model_id}) stopped at the token limit after {what}: its answer is cut off "
+                f"(unparsed, unless what arrived could be read); raise {self.budget_setting} (now {self.reasoning_budget:,}) "
                 "to leave the answer room")
 
     # ---- calling --------------------------------------------------------------------------------------------

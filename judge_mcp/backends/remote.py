@@ -55,33 +55,22 @@ class RemoteBackend(HTTPBackend):
             return await super().complete(request)
         first = self._first_calls.get(model)
         if first is not None:
-            await first.wait()
+            while not first.is_set():  # each waiter keeps the time itself: no task of its own to outlive its loop
+                left = self._refused_at[model] + FIRST_CALL_QUIET_S - anyio.current_time()
+                if left <= 0:
+                    break
+                with anyio.move_on_after(left):
+                    await first.wait()
             return await super().complete(request)
         first = self._first_calls[model] = anyio.Event()
         self._refused_at[model] = anyio.current_time()
-        completion: Completion | None = None
-        failure: Exception | None = None
         try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._release_when_quiet, model, first)
-                try:
-                    completion = await super().complete(request)
-                except Exception as exc:  # raised below, outside the task group (not as an exception group)
-                    failure = exc
-                tg.cancel_scope.cancel()
+            completion = await super().complete(request)
         finally:
             self._first_calls.pop(model, None)
             first.set()
-        if failure is not None:
-            raise failure
-        assert completion is not None
         self.quirks.of(model).answered = True
         return completion
-
-    async def _release_when_quiet(self, model: str, first: anyio.Event) -> None:
-        while (left := self._refused_at[model] + FIRST_CALL_QUIET_S - anyio.current_time()) > 0:
-            await anyio.sleep(left)
-        first.set()
 
     def refused_now(self) -> None:
         """A refusal was just learned: the calls waiting on the model's first call wait FIRST_CALL_QUIET_S more."""
