@@ -323,8 +323,7 @@ class GroupStats(BaseModel, defer_build=True):
     calls: Mean
     cached_calls: Mean
     latency_ms: Mean
-    reasoning_tokens: Mean = Field(default_factory=lambda: Mean(mean=None, of=0),
-                                   description="hidden reasoning tokens per verdict, of the verdicts whose backend reported them")
+    reasoning_tokens: Mean = Field(default_factory=lambda: Mean(mean=None, of=0), description="hidden reasoning per verdict, of those reporting it")
     agreement: Agreement = Field(default_factory=Agreement, description="agreement with human labels (record_label)")
 
 
