@@ -175,7 +175,6 @@ class AnthropicBackend(RemoteBackend):
                 if refused is None or refused in dropped:
                     raise
                 dropped.append(refused)
-                self.refused_now()
                 payload = self.payload(request)
         completion = parse_message(body, self.model, payload, structured="output_config" in payload)
         why = "extended thinking is on" if self.thinking_budget_tokens else "the model refuses it"

@@ -27,8 +27,6 @@ class Learned:
     # answers with hidden reasoning (its family, a refusal only reasoning models make, or reasoning seen in a reply):
     # the backend's reasoning budget (or DEFAULT_REASONING_BUDGET) is added to every output budget
     reasoning: bool = False
-    # the server has answered this model once: what it refuses is known, so calls no longer wait for a first one
-    answered: bool = False
 
     def flags(self) -> list[str]:
         """The names of the flags set (for logs and tests)."""

@@ -24,8 +24,8 @@ Reasoning models (backends/reasoning.py): OpenAI's reasoning families are sent `
 temperature, top_p and logprobs from their first call (known by name); any other model that refuses `max_tokens`
 (then it reasons: it gets the default reasoning budget), `temperature` or `top_p` with a 400 naming it is sent the
 request without it, and one that refuses the system role gets the system text inside its first user message
-(JudgeBench's markers). Each refusal is learned once per backend and model (`learned.Learned`; a model's first call
-goes alone, remote.RemoteBackend.complete) and listed in that call's `dropped_parameters`. `reasoning_effort` is sent
+(JudgeBench's markers). Each refusal is learned once per backend and model (`learned.Learned`: the calls in flight
+when it came may meet it too, none sent after) and listed in that call's `dropped_parameters`. `reasoning_effort` is sent
 when set; the output limit is the method's budget plus the reasoning budget (remote.RemoteBackend.output_budget).
 """
 
@@ -130,7 +130,6 @@ class OpenAICompatBackend(RemoteBackend):
                 if refusal is None:
                     raise
                 dropped.append(refusal)
-                self.refused_now()
                 payload = self.payload(request)
         completion = parse_chat_completion(body, self.model, payload, structured="response_format" in payload)
         return self.finish(completion, request, payload, dropped, "it takes only its default")

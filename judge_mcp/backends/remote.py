@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import anyio
 
 from judge_mcp.backends.base import ChatRequest, Completion
 from judge_mcp.backends.client import HTTPBackend
@@ -19,9 +18,6 @@ from judge_mcp.config.values import ConfigError, non_negative_int, reasoning_eff
 
 log = logging.getLogger(__name__)
 
-# how long a model's first call must be in flight without a refusal before the calls waiting on it go too (a refused
-# parameter's 400 comes back within a round trip; this leaves room for a loaded machine or a distant server)
-FIRST_CALL_QUIET_S = 1.0
 # words of a refusal that say a parameter is not taken (checked lower-cased, with the parameter's name)
 REFUSAL_WORDS = ("unsupported", "not support", "only the default", "not allowed", "not permitted")
 
@@ -42,39 +38,6 @@ class RemoteBackend(HTTPBackend):
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
         self.quirks = ServerQuirks(self.known_up_front)
-        self._first_calls: dict[str, anyio.Event] = {}  # per model: the call sent while nothing is known of it yet
-        self._refused_at: dict[str, float] = {}  # per model: when its first call last met a refusal (or began)
-
-    async def complete(self, request: ChatRequest) -> Completion:
-        """A model's first call goes ahead alone: calls made meanwhile wait until it is answered, or until it has been
-        in flight FIRST_CALL_QUIET_S since its last refusal (a refusal comes back at once; a call that long without
-        one is being answered), so a refused parameter is refused once per backend and model, not once per call in
-        flight, and a burst still goes out together once the server has shown it takes the request."""
-        model = self.model
-        if self.learned.answered:
-            return await super().complete(request)
-        first = self._first_calls.get(model)
-        if first is not None:
-            while not first.is_set():  # each waiter keeps the time itself: no task of its own to outlive its loop
-                left = self._refused_at[model] + FIRST_CALL_QUIET_S - anyio.current_time()
-                if left <= 0:
-                    break
-                with anyio.move_on_after(left):
-                    await first.wait()
-            return await super().complete(request)
-        first = self._first_calls[model] = anyio.Event()
-        self._refused_at[model] = anyio.current_time()
-        try:
-            completion = await super().complete(request)
-        finally:
-            self._first_calls.pop(model, None)
-            first.set()
-        self.quirks.of(model).answered = True
-        return completion
-
-    def refused_now(self) -> None:
-        """A refusal was just learned: the calls waiting on the model's first call wait FIRST_CALL_QUIET_S more."""
-        self._refused_at[self.model] = anyio.current_time()
 
     def known_up_front(self, model: str) -> Learned:
         """What a model's name says before its first call (the OpenAI-compatible backend knows OpenAI's reasoning families)."""

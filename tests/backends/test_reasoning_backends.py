@@ -135,7 +135,7 @@ async def test_what_a_backend_learned_is_named_per_model(make_backend):
     assert backend.learned.flags() == []
     completion = await backend.complete(user("q"))
     assert completion.raw["dropped_parameters"] == ["max_tokens", "temperature"]
-    assert backend.learned.flags() == ["max_completion_tokens", "no_temperature", "reasoning", "answered"]
+    assert backend.learned.flags() == ["max_completion_tokens", "no_temperature", "reasoning"]
     await backend.complete(user("q2"))
     assert model.refusals == 2 and len(server.requests) == 4
     backend.model = "acme-r2"  # another model on the same backend starts from what its name says

@@ -54,15 +54,19 @@ async def test_a_model_not_known_up_front_is_refused_once_then_every_tool_goes_t
     model = OpenAIReasoner()
     server, backend = mcp_app(model, JUDGE_MCP_MODEL="acme-reasoner-1", **KEY)
     async with Client(server) as client:
+        arguments, verdict, expected = ALL_CASES["compare_pair"]
+        first = await client.call_tool("compare_pair", {**arguments, "swap": False})  # one call: each 400 exactly once
+        assert not first.is_error and verdict(first.structured_content) == expected
+        # max_tokens' 400, then temperature's, then logprobs' (compare_pair asks for token probabilities): once each
+        assert model.refused == {"max_tokens": 1, "temperature": 1, "logprobs": 1} and len(backend.requests) == 4
         for tool, (arguments, verdict, expected) in ALL_CASES.items():
             result = await client.call_tool(tool, arguments)
             assert not result.is_error, result.content[0].text
             assert verdict(result.structured_content) == expected, tool
-    # the first call met max_tokens' 400, then temperature's (and score_response's first, logprobs'): each once for
-    # this backend and model, however many calls were in flight, never again
+    # learned for this backend and model: never refused again, whatever tool
     assert model.refused == {"max_tokens": 1, "temperature": 1, "logprobs": 1}
     assert [("max_tokens" in p, "temperature" in p) for p in backend.requests[:3]] == [(True, True), (False, True), (False, False)]
-    assert all("max_completion_tokens" in p and "temperature" not in p for p in backend.requests[2:])
+    assert all("max_completion_tokens" in p and "temperature" not in p and "logprobs" not in p for p in backend.requests[3:])
 
 
 async def test_the_first_call_records_what_it_dropped(mcp_app, tmp_path) -> None:
@@ -119,12 +123,17 @@ async def test_claude_with_extended_thinking_judges_every_tool(mcp_app, tool: st
 async def test_an_open_weight_server_s_reasoning_field_is_never_the_verdict(mcp_app, tool: str, field: str) -> None:
     arguments, verdict, expected = ALL_CASES[tool]
     server, backend = mcp_app(ReasoningField(field), JUDGE_MCP_MODEL="qwen3-8b")
-    result = await call(server, tool, arguments)
-    assert verdict(result) == expected
-    no_reasoning_in(result)
-    # a reply that carried reasoning marks the model as reasoning: the calls after it get the default budget
-    budgets = [p["max_tokens"] for p in backend.requests]
-    assert budgets[0] < 16384 and (len(budgets) == 1 or all(b > 16384 for b in budgets[1:]))
+    async with Client(server) as client:
+        first = await client.call_tool(tool, arguments)
+        sent = len(backend.requests)
+        again = await client.call_tool(tool, {**arguments, "response" if "response" in arguments else "prompt": GOOD + " Surely."}
+                                       if tool != "infer_instruction_reward" else {**arguments, "responses": [*arguments["responses"], "Perth."]})
+        assert len(backend.requests) > sent
+    for result in (first.structured_content, again.structured_content):
+        assert verdict(result) == expected
+        no_reasoning_in(result)
+    # a reply that carried reasoning marks the model as reasoning: the calls sent after it get the default budget
+    assert backend.requests[0]["max_tokens"] < 16384 and all(p["max_tokens"] > 16384 for p in backend.requests[sent:])
 
 
 @pytest.mark.parametrize("tool", list(ALL_CASES))
@@ -152,10 +161,13 @@ async def test_a_reasoning_judge_over_every_transport(connect) -> None:
     arguments, verdict, expected = CASES["compare_pair"]
     async with connect(model, JUDGE_MCP_MODEL="acme-reasoner-2", JUDGE_MCP_REASONING_EFFORT="low", **KEY) as judged:
         result = await judged.client.call_tool("compare_pair", arguments)
+        refused = sum(model.refused.values())
         again = await judged.client.call_tool("compare_pair", {**arguments, "prompt": arguments["prompt"] + " Briefly."})
+        assert sum(model.refused.values()) == refused
     assert not result.is_error and not again.is_error, result.content[0].text
     assert verdict(result.structured_content) == expected == verdict(again.structured_content)
-    assert model.refused == {"max_tokens": 1, "temperature": 1, "logprobs": 1}  # compare_pair asks for token probabilities
+    # learned from the first judgment's 400s (its two orders may both have met them, in flight together), never again
+    assert set(model.refused) == {"max_tokens", "temperature", "logprobs"} and all(1 <= n <= 2 for n in model.refused.values())
     assert all(p["reasoning_effort"] == "low" for p in judged.backend.requests)
     assert result.structured_content["usage"]["reasoning_tokens"] > 0
     row = judged.verdicts("compare_pair")[0]
