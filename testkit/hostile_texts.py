@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 
 from judge_mcp import redaction
+from judge_mcp.backends import reasoning
 from judge_mcp.bench import arena_hard, pointwise
 from judge_mcp.contract.messages import Message, ToolCall
 from judge_mcp.methods.flip import reward as flip
@@ -64,7 +65,8 @@ PREFIXES = [
 # Repeated units (each is a run of a grammar's own token).
 UNITS = ['{"', '{"a":', '{"a":"{', '{"a":[', "[[A>B]]", "[A]", "<|x|>", "the end of ", "user question ", "\\u", "\\\\\"", '"\\"', "a ",
          "%73%6B%2d%6c", "\\u0073\\u006B\\u002d", "sk-live-%30%31",  # the start of SECRET as an echo may escape it
-         "SK-LIVE-%53%4B", "&#115;&#x6B;&#45;", "&#0000", "&#x0000"]  # upper-cased, as HTML character references
+         "SK-LIVE-%53%4B", "&#115;&#x6B;&#45;", "&#0000", "&#x0000",  # upper-cased, as HTML character references
+         "<think>", "</think>", "<think></think>"]  # reasoning blocks: nested, unclosed, closed again and again
 
 
 Shape = tuple[str, str, str]  # (head, unit, tail): the head, the unit repeated, the tail; cut to any size by shaped()
@@ -178,6 +180,7 @@ FUNCTIONS: dict[str, Callable[[str], object]] = {
     "arena_hard.parse": lambda t: arena_hard.LABEL.findall(t),
     "redaction.redact_tree": lambda t: redaction.redact_tree({"error": t, "body": [t]}, redaction.variants([SECRET])),
     "stdio.request_id": lambda t: stdio._request_id(t),
+    "reasoning.split_think": lambda t: (reasoning.split_think(t), reasoning.split_think("<think>" + t)),
 }
 
 

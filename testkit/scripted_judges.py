@@ -91,7 +91,9 @@ def shown(payload: dict[str, Any]) -> list[str]:
 
 
 def is_arena_hard(payload: dict[str, Any]) -> bool:
-    return any(m["role"] == "system" and "[[A>>B]]" in m["content"] for m in payload["messages"])
+    """Arena-Hard's system prompt, as a system message or folded into the first user message (JudgeBench's o1 rule)."""
+    return any((m["role"] == "system" or str(m["content"]).startswith("<|BEGIN_SYSTEM_MESSAGE|>")) and "[[A>>B]]" in m["content"]
+               for m in payload["messages"])
 
 
 # ---- answers ---------------------------------------------------------------------------------------------------------

@@ -47,6 +47,10 @@ class Reply:
     # More keys of the reply's usage block, sent as given: e.g. OpenAI's {"prompt_tokens_details": {"cached_tokens":
     # 6}, "completion_tokens_details": {"reasoning_tokens": 3}}, Anthropic's {"cache_read_input_tokens": 90}
     usage: dict[str, Any] | None = None
+    # More keys of the reply's message (OpenAI: e.g. {"reasoning_content": "..."}), and content blocks before the text
+    # block (Anthropic: e.g. [{"type": "thinking", "thinking": "...", "signature": "..."}]), sent as given
+    message: dict[str, Any] | None = None
+    blocks: list[dict[str, Any]] | None = None
 
 
 Responder = Callable[[dict[str, Any]], "Reply | str"]
@@ -76,6 +80,7 @@ class ScriptedServer:
         body = chat_body(reply.content or "", payload.get("model", "scripted"), reply.finish_reason, reply.prompt_tokens,
                          reply.completion_tokens, reply.logprobs)
         body["usage"].update(reply.usage or {})
+        body["choices"][0]["message"].update(reply.message or {})
         return body
 
     def error_body(self, status: int) -> dict[str, Any]:
@@ -210,6 +215,7 @@ class ScriptedAnthropicServer(ScriptedServer):
         body = message_body(reply.content or "", payload.get("model", "scripted"), reply.finish_reason, reply.prompt_tokens,
                             reply.completion_tokens)
         body["usage"].update(reply.usage or {})
+        body["content"][:0] = reply.blocks or []
         return body
 
     def error_body(self, status: int) -> dict[str, Any]:

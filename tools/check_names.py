@@ -28,7 +28,7 @@ TRIM = "./-"  # a run's leading and trailing punctuation is the sentence's, not 
 FOLDERS = ("judge_mcp", "tests", "testkit", "perf", "tools")
 # classes the package may derive from without losing the check (they add no attribute a docstring would cite)
 # files of the projects whose published judges the bench reproduces (JudgeBench, Arena-Hard, LLMBar), named where they are cited
-UPSTREAM = {"utils/judges.py", "utils/metrics.py", "gen_judgment.py", "show_result.py", "utils_math.py", "LLMEvaluator/evaluate.py", "evaluate.py"}
+UPSTREAM = {"utils/judges.py", "utils/models.py", "utils/metrics.py", "gen_judgment.py", "show_result.py", "utils_math.py", "LLMEvaluator/evaluate.py", "evaluate.py"}
 PLAIN_BASES = {"object", "Protocol", "Generic", "ABC", "Exception", "RuntimeError", "ValueError"}
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import importlib
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from judge_mcp.backends.base import Backend, ChatRequest, Completion, Message, Usage, user
@@ -71,37 +73,44 @@ def build_backend(cfg: BackendConfig) -> Backend:
     return backend
 
 
+@dataclass(frozen=True)
+class BackendKind:
+    """One backend kind: the module and class built for it, and the settings it takes besides the common ones."""
+
+    module: str
+    cls: str
+    options: Callable[[BackendConfig], dict[str, Any]]
+
+
+def _remote_options(cfg: BackendConfig) -> dict[str, Any]:
+    return dict(base_url=cfg.base_url, api_key=cfg.api_key, structured_output=cfg.structured_output,
+                reasoning_effort=cfg.reasoning_effort, reasoning_budget_tokens=cfg.reasoning_budget_tokens)
+
+
+# The backend-kind table: what each `kind` builds (its module is imported when one of that kind is built).
+BACKEND_KINDS: dict[str, BackendKind] = {
+    "openai": BackendKind(REMOTE_MODULES["openai"], "OpenAICompatBackend", _remote_options),
+    "anthropic": BackendKind(REMOTE_MODULES["anthropic"], "AnthropicBackend",
+                             lambda cfg: {**_remote_options(cfg), "thinking_budget_tokens": cfg.thinking_budget_tokens}),
+    "local": BackendKind("judge_mcp.backends.local", "LocalBackend", lambda cfg: dict(
+        n_ctx=cfg.n_ctx, n_threads=cfg.n_threads, n_threads_batch=cfg.n_threads_batch, max_output_tokens=cfg.max_output_tokens,
+        mmproj=cfg.mmproj)),
+    "sampling": BackendKind("judge_mcp.backends.sampling", "SamplingBackend", lambda cfg: dict(priorities=cfg.priorities)),
+}
+
+
 def _build(cfg: BackendConfig) -> Backend:
     problem = missing_key(cfg)
     if problem:
         raise ConfigError(problem)
+    kind = BACKEND_KINDS.get(cfg.kind)
+    if kind is None:
+        raise ValueError(f"unknown backend kind {cfg.kind!r}")
     common: dict[str, Any] = dict(concurrency=cfg.concurrency, timeout_s=cfg.timeout_s, max_retries=cfg.max_retries)
-    if cfg.kind == "openai":
-        # lazy: a backend kind's client (aiohttp, xllamacpp, the MCP session) loads when one of that kind is built
-        from judge_mcp.backends.openai_compat import OpenAICompatBackend
-
-        return OpenAICompatBackend(
-            cfg.name, cfg.model or "", base_url=cfg.base_url, api_key=cfg.api_key, structured_output=cfg.structured_output, **common
-        )
-    if cfg.kind == "anthropic":
-        # lazy: a backend kind's client (aiohttp, xllamacpp, the MCP session) loads when one of that kind is built
-        from judge_mcp.backends.anthropic import AnthropicBackend
-
-        return AnthropicBackend(
-            cfg.name, cfg.model or "", base_url=cfg.base_url, api_key=cfg.api_key, structured_output=cfg.structured_output, **common
-        )
-    if cfg.kind == "local":
-        # lazy: a backend kind's client (aiohttp, xllamacpp, the MCP session) loads when one of that kind is built
-        from judge_mcp.backends.local import LocalBackend
-
-        backend = LocalBackend(cfg.name, cfg.model, n_ctx=cfg.n_ctx, n_threads=cfg.n_threads, n_threads_batch=cfg.n_threads_batch,
-                               max_output_tokens=cfg.max_output_tokens, mmproj=cfg.mmproj, **common)
-        if cfg.structured_output == "off":  # the embedded grammar is never refused, so only `off` changes anything
-            backend.supports_json_schema = False
-        return backend
-    if cfg.kind == "sampling":
-        # lazy: a backend kind's client (aiohttp, xllamacpp, the MCP session) loads when one of that kind is built
-        from judge_mcp.backends.sampling import SamplingBackend
-
-        return SamplingBackend(cfg.name, cfg.model or "", priorities=cfg.priorities, **common)
-    raise ValueError(f"unknown backend kind {cfg.kind!r}")
+    # a backend kind's client (aiohttp, xllamacpp, the MCP session) loads when one of that kind is built
+    cls = getattr(importlib.import_module(kind.module), kind.cls)
+    model = cfg.model if cfg.kind == "local" else cfg.model or ""
+    backend = cls(cfg.name, model, **kind.options(cfg), **common)
+    if cfg.kind == "local" and cfg.structured_output == "off":  # the embedded grammar is never refused: only `off` matters
+        backend.supports_json_schema = False
+    return backend

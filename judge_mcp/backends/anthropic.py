@@ -10,28 +10,33 @@ Prompt caching: where a request marks the part its judgment's calls share and th
 cacheable minimum, the first message goes as text blocks with `cache_control` breakpoints (prompt_cache.py); a
 server that refuses `cache_control` (a 400 naming it) gets the request again without, and none from then on.
 
-Two 400s are handled by dropping the refused parameter and sending again once, remembering it for this backend:
-newer models (Claude Opus 4.7 and later) refuse `temperature`, and older models refuse `output_config`; after the
-latter, `supports_json_schema` turns false so methods fall back to their text grammars (one warning in the log).
+Three 400s are handled by dropping the refused parameter and sending again once, remembering it for this backend
+and model (`learned.Learned`): newer models (Claude Opus 4.7 and later) refuse `temperature` (some `top_p`), and
+older models refuse `output_config`; after the latter, `supports_json_schema` turns false so methods fall back to
+their text grammars (one warning in the log).
 The setting `structured_output` overrides this as for the OpenAI-compatible backend: `off` never sends a schema,
 `json_schema` always does (a refusal is then an error).
+
+Extended thinking (`thinking_budget_tokens`, >= 1024): `thinking: {type: "enabled", budget_tokens}` with
+`max_tokens` = the method's budget + the thinking budget + `reasoning_budget_tokens` (so above budget_tokens, as the
+API requires), no `temperature` (thinking takes none other than its default) and `top_p` only from 0.95 to 1; no
+tool_choice is ever sent. The reply's `thinking` (and `redacted_thinking`) blocks are the completion's reasoning,
+never its text.
 """
 
 from __future__ import annotations
 
 import copy
-import logging
 from typing import Any
 
 from judge_mcp.backends.base import ChatRequest, Completion, Message, Usage
 
 from judge_mcp.backends.errors import FatalError, RetryableError
-from judge_mcp.backends.client import HTTPBackend
 from judge_mcp.backends.openai_wire import token_count
 from judge_mcp.backends.prompt_cache import anthropic_first_blocks
-from judge_mcp.config.settings import STRUCTURED_OUTPUT_MODES
-
-log = logging.getLogger(__name__)
+from judge_mcp.backends.reasoning import ANTHROPIC_MIN_TOP_P
+from judge_mcp.backends.remote import RemoteBackend
+from judge_mcp.config.values import ConfigError, thinking_budget
 
 ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -116,20 +121,17 @@ def messages_url(base_url: str) -> str:
     return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
 
 
-class AnthropicBackend(HTTPBackend):
+class AnthropicBackend(RemoteBackend):
     kind = "anthropic"
-    supports_json_schema = True
     default_base_url = DEFAULT_BASE_URL
 
-    def __init__(self, name: str, model: str, *, structured_output: str = "auto", **kwargs: Any):
+    def __init__(self, name: str, model: str, *, thinking_budget_tokens: int | None = None, **kwargs: Any):
         super().__init__(name, model, **kwargs)
-        if structured_output not in STRUCTURED_OUTPUT_MODES:
-            raise ValueError(f"backend '{name}': structured_output must be one of {', '.join(STRUCTURED_OUTPUT_MODES)}, got {structured_output!r}")
-        self.structured_output = structured_output
-        self.supports_json_schema = structured_output != "off"
+        try:
+            self.thinking_budget_tokens = thinking_budget(thinking_budget_tokens, f"backend '{name}': thinking_budget_tokens")
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
         self.url = messages_url(self.base_url)
-        self._send_temperature = True
-        self.send_cache_control = True  # until a server refuses cache_control (a 400 naming it)
 
     def headers(self) -> dict[str, str]:
         headers = {"content-type": "application/json", "anthropic-version": ANTHROPIC_VERSION}
@@ -137,10 +139,15 @@ class AnthropicBackend(HTTPBackend):
             headers["x-api-key"] = self._api_key
         return headers
 
+    @property
+    def reasoning_budget(self) -> int:
+        """The thinking budget (when thinking is on) plus `reasoning_budget_tokens` (default 0 here)."""
+        return (self.thinking_budget_tokens or 0) + (self.reasoning_budget_tokens or 0)
+
     def payload(self, request: ChatRequest) -> dict[str, Any]:
         system_parts = [request.system] if request.system else []
         messages: list[dict[str, Any]] = []
-        cached = anthropic_first_blocks(request, self.model) if self.send_cache_control else None  # prompt_cache.py
+        cached = None if self.learned.no_cache_control else anthropic_first_blocks(request, self.model)  # prompt_cache.py
         for k, m in enumerate(request.messages):
             if m.role == "system":  # the Messages API has no system role inside `messages`
                 system_parts.append(m.content)
@@ -148,12 +155,17 @@ class AnthropicBackend(HTTPBackend):
                 messages.append({"role": m.role, "content": cached + content_blocks(m)[1:]})
             else:
                 messages.append({"role": m.role, "content": content_blocks(m) if m.images else m.content})
-        payload: dict[str, Any] = {"model": self.model, "max_tokens": request.max_tokens, "messages": messages}
+        thinking = self.thinking_budget_tokens
+        # max_tokens is required: with thinking on it must exceed budget_tokens, which output_budget's sum does
+        payload: dict[str, Any] = {"model": self.model, "max_tokens": self.output_budget(request), "messages": messages}
         if system_parts:
             payload["system"] = "\n\n".join(system_parts)
-        if self._send_temperature:
+        if thinking:
+            payload["thinking"] = {"type": "enabled", "budget_tokens": thinking}
+        elif not self.learned.no_temperature:  # thinking takes no temperature (Anthropic's extended thinking docs)
             payload["temperature"] = min(max(float(request.temperature), 0.0), 1.0)
-        if request.top_p is not None:  # only a request that names it (a published judge's)
+        # only a request that names it (a published judge's); with thinking on, only from ANTHROPIC_MIN_TOP_P to 1
+        if request.top_p is not None and not self.learned.no_top_p and (not thinking or request.top_p >= ANTHROPIC_MIN_TOP_P):
             payload["top_p"] = request.top_p
         if request.json_schema is not None and self.supports_json_schema:
             payload["output_config"] = {"format": {"type": "json_schema", "schema": anthropic_schema(request.json_schema)}}
@@ -168,33 +180,29 @@ class AnthropicBackend(HTTPBackend):
                 break
             except FatalError as exc:
                 refused = self._refused_parameter(exc, payload)
-                if refused is None:
+                if refused is None or refused in dropped:
                     raise
                 dropped.append(refused)
                 payload = self.payload(request)
         completion = parse_message(body, self.model, payload, structured="output_config" in payload)
-        if dropped:
-            completion.raw["dropped_parameters"] = dropped
-        return completion
+        why = "extended thinking is on" if self.thinking_budget_tokens else "the model refuses it"
+        return self.finish(completion, request, payload, dropped, why)
 
     def _refused_parameter(self, exc: FatalError, payload: dict[str, Any]) -> str | None:
-        """When a 400 says the model refuses `temperature` or structured output, stop sending it; else None."""
+        """When a 400 says the model refuses `temperature`, `top_p` or structured output, stop sending it; else None."""
         if exc.status != 400:
             return None
         cause = exc.cause.lower()
-        if "cache_control" in cause and self.send_cache_control and "cache_control" in str(payload.get("messages")):
-            self.send_cache_control = False  # a server speaking the Messages API without prompt caching
+        if "cache_control" in cause and not self.learned.no_cache_control and "cache_control" in str(payload.get("messages")):
+            self.learned.no_cache_control = True  # a server speaking the Messages API without prompt caching
             return "cache_control"
         if "temperature" in payload and "temperature" in cause:
-            self._send_temperature = False
+            self.learned.no_temperature = True
             return "temperature"
-        if self.structured_output != "auto" or "output_config" not in payload:
-            return None
-        if any(w in cause for w in ("output_config", "output_format", "output format", "structured output")):
-            if self.supports_json_schema:
-                log.warning("backend '%s' (%s) refused structured output (%s); it gets the papers' text grammars from now on",
-                            self.name, self.describe(), exc.cause[:200])
-            self.supports_json_schema = False  # instance-level: methods switch to their text grammars
+        if "top_p" in payload and "top_p" in cause:
+            self.learned.no_top_p = True
+            return "top_p"
+        if self.refuses_structured_output(exc, "output_config" in payload, ("output_config", "output_format", "output format", "structured output")):
             return "output_config"
         return None
 
@@ -211,14 +219,16 @@ def parse_message(body: dict[str, Any], default_model: str, payload: dict[str, A
     content = body.get("content")
     if not isinstance(content, list):
         raise RetryableError("response has no content list")
-    text = "".join(
-        str(block.get("text") or "") for block in content if isinstance(block, dict) and block.get("type") == "text"
-    )
+    blocks = [block for block in content if isinstance(block, dict)]
+    text = "".join(str(block.get("text") or "") for block in blocks if block.get("type") == "text")
+    # extended thinking: `thinking` blocks (and `redacted_thinking`, encrypted) are reasoning, never the answer
+    thought = "\n".join(str(b.get("thinking") or "") if b.get("type") == "thinking" else "[redacted thinking]"
+                        for b in blocks if b.get("type") in ("thinking", "redacted_thinking"))
     usage = body.get("usage")
     usage = usage if isinstance(usage, dict) else {}
     prompt_tokens = sum(token_count(usage.get(k)) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
     stop_reason = body.get("stop_reason")
-    return Completion(
+    completion = Completion(
         text=text,
         model=str(body.get("model") or default_model),
         usage=Usage(
@@ -232,6 +242,8 @@ def parse_message(body: dict[str, Any], default_model: str, payload: dict[str, A
         structured=structured,
         raw={"request": payload, "response": body},
     )
+    completion.take_reasoning(thought)
+    return completion
 
 
 def _reported(usage: dict[str, Any], key: str) -> int | None:

@@ -20,6 +20,7 @@ import anyio
 from judge_mcp.backends.deadline import AttemptClock
 from judge_mcp.backends.errors import AttemptTimeout, BackendError, FatalError, RetryableError
 from judge_mcp.backends.limiter import OVERLOAD_STATUS, SLOW_START_GRACE_S, AdaptiveLimit
+from judge_mcp.backends.reasoning import kept, split_think
 from judge_mcp.backends.retry import RetryPolicy, run_with_retries
 from judge_mcp.contract.images import Image
 
@@ -62,6 +63,8 @@ class ChatRequest:
     # Token biases (token id, bias) sent as OpenAI's `logit_bias` where set (a published judge's request that names
     # them, e.g. LLMBar's); other backends have no such field and send none
     logit_bias: tuple[tuple[int, int], ...] | None = None
+    # Send no temperature, top_p or output limit at all: the server's own defaults (JudgeBench's request to o1 judges)
+    server_defaults: bool = False
     # Free-form tag for logs (e.g. "compare_pair:AB"); not part of the cache key.
     purpose: str = field(default="", compare=False)
     # How many leading characters of the first message's content every call of the judgment shares (0: not marked):
@@ -87,6 +90,8 @@ class ChatRequest:
             record["top_p"] = self.top_p
         if self.logit_bias:  # likewise
             record["logit_bias"] = [list(pair) for pair in self.logit_bias]
+        if self.server_defaults:
+            record["server_defaults"] = True
         return record
 
     def summary(self) -> dict[str, Any]:
@@ -104,6 +109,7 @@ class ChatRequest:
             **({"top_logprobs": self.top_logprobs} if self.logprobs else {}),
             **({"top_p": self.top_p} if self.top_p is not None else {}),
             **({"logit_bias_tokens": len(self.logit_bias)} if self.logit_bias else {}),
+            **({"server_defaults": True} if self.server_defaults else {}),
         }
 
     def cache_key(self, backend_identity: str) -> str:
@@ -193,6 +199,23 @@ class Completion:
     logprobs: tuple[TokenLogprob, ...] | None = None
     # The raw call record: request as sent (minus credentials), response body, attempts and their errors.
     raw: dict[str, Any] = field(default_factory=dict)
+    # The model's reasoning, never part of `text` (backends/reasoning.py): its start (reasoning.kept) and its length
+    reasoning: str | None = None
+    reasoning_chars: int = 0
+    # What the judgment's result should say about this answer (warnings: a temperature the model cannot honour)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def cut_in_reasoning(self) -> bool:
+        """Stopped at the token limit after reasoning: the answer is missing or partial (never continued or re-asked:
+        the same budget would be spent the same way)."""
+        return self.finish_reason == "length" and bool(self.usage.reasoning_tokens or self.reasoning_chars)
+
+    def take_reasoning(self, reasoning: str | None) -> None:
+        """Keep `reasoning` (what a reply carried apart from its answer) beside the text, bounded."""
+        if reasoning:
+            self.reasoning_chars += len(reasoning)
+            self.reasoning = kept(reasoning if self.reasoning is None else self.reasoning + "\n" + reasoning)
 
 
 class Backend:
@@ -266,6 +289,22 @@ class Backend:
     def describe(self) -> str:
         """Kind, endpoint and model for error messages; never a credential."""
         return f"{self.kind}, model {self.model}"
+
+    # the setting that gives a reasoning model more room, named where an answer was cut off after reasoning
+    budget_setting = "reasoning_budget_tokens (JUDGE_MCP_REASONING_BUDGET_TOKENS)"
+
+    @property
+    def reasoning_budget(self) -> int:
+        """Output tokens added to every answer budget for the model's reasoning (HTTP backends: backends/remote.py)."""
+        return 0
+
+    def cut_note(self, completion: Completion) -> str:
+        """The result's warning for an answer cut off at the token limit after reasoning: what was spent, what to raise."""
+        spent = completion.usage.reasoning_tokens
+        what = f"{spent:,} reasoning tokens" if spent else f"{completion.reasoning_chars:,} characters of reasoning"
+        return (f"backend '{self.name}' ({self.model_id}) stopped at the token limit after {what}: its answer is cut off "
+                f"(unparsed, unless what arrived could be read); raise {self.budget_setting} (now {self.reasoning_budget:,}) "
+                "to leave the answer room")
 
     # ---- calling --------------------------------------------------------------------------------------------
     @property
@@ -411,6 +450,8 @@ class Backend:
         # A model's text may hold lone surrogates (JSON "\ud800" escapes): they cannot be encoded to UTF-8, so they
         # would fail the cache and verdict-log writes; each becomes U+FFFD here, once, for every backend.
         completion.text = valid_text(completion.text)
+        thought, completion.text = split_think(completion.text)  # an inline <think> block is reasoning, never the answer
+        completion.take_reasoning(thought)
         if "request" not in completion.raw:  # (not setdefault: that would build the record for every call)
             completion.raw["request"] = request.to_record()
         completion.raw["attempts"] = attempts

@@ -8,6 +8,7 @@ from typing import Any
 
 from judge_mcp.backends.base import MIN_LOGPROB, ChatRequest, Completion, TokenLogprob, Usage
 from judge_mcp.backends.errors import RetryableError
+from judge_mcp.backends.reasoning import message_reasoning
 
 
 def token_count(value: Any) -> int:
@@ -32,6 +33,21 @@ def chat_messages(request: ChatRequest) -> list[dict[str, Any]]:
             parts.extend({"type": "image_url", "image_url": {"url": image.data_uri()}} for image in group)
         messages.append({"role": m.role, "content": parts})
     return messages
+
+
+def system_in_user(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A model without a system role: the system text opens the first user message (JudgeBench's markers)."""
+    if not messages or messages[0]["role"] != "system":
+        return messages
+    system, rest = messages[0]["content"], messages[1:]
+    if not rest or rest[0]["role"] != "user" or not isinstance(rest[0]["content"], str):
+        return [{"role": "user", "content": system}, *rest]
+    return [{"role": "user", "content": fold_system(system, rest[0]["content"])}, *rest[1:]]
+
+
+def fold_system(system: str, user_text: str) -> str:
+    """JudgeBench's rendering of a system message for o1 models (utils/models.py, OpenAIAPI.chat), exactly."""
+    return f"<|BEGIN_SYSTEM_MESSAGE|>\n{system.strip()}\n<|END_SYSTEM_MESSAGE|>\n\n{user_text}"
 
 
 def logprob_params(request: ChatRequest) -> dict[str, Any]:
@@ -97,7 +113,7 @@ def parse_chat_completion(body: dict[str, Any], default_model: str, payload: dic
     usage = body.get("usage")
     usage = usage if isinstance(usage, dict) else {}
     finish_reason = choice.get("finish_reason")
-    return Completion(
+    completion = Completion(
         text=str(content),
         model=str(body.get("model") or default_model),
         usage=usage_of(usage),
@@ -106,6 +122,9 @@ def parse_chat_completion(body: dict[str, Any], default_model: str, payload: dic
         logprobs=parse_logprobs(choice) if payload.get("logprobs") else None,
         raw={"request": payload, "response": body},
     )
+    # reasoning in a field of its own (reasoning_content / reasoning / thinking): kept apart, never the answer
+    completion.take_reasoning(message_reasoning(message))
+    return completion
 
 
 def _detail(usage: dict[str, Any], block: str, key: str) -> int | None:

@@ -11,6 +11,10 @@ Protocol (JudgeBench): system + user message, temperature 0, 4096 tokens. Every 
 "continue your judgment and finish by outputting a final verdict label" and the two answers are read together;
 several different labels: unparsed; one label: the decision, with `>>` read as `>`. `A=B` is a tie: no winner, and
 the bench counts it wrong, like an unparsed judgment. With `judge.no_reask` the continuation is not sent.
+
+o1-family judges (a model name starting with "o1"): as JudgeBench's client sends them (judgebench_api.py), the
+system text opens the first user message between `<|BEGIN_SYSTEM_MESSAGE|>` markers, and neither temperature nor
+max_tokens is sent; the continuation follows the folded message, as JudgeBench's (mutated) message list does.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from pydantic import Field
 
 from judge_mcp import prompts
 from judge_mcp.contract.args import PairArgs
-from judge_mcp.backends.base import ChatRequest, Message
+from judge_mcp.backends.base import Message
+from judge_mcp.bench.judgebench_api import judge_request
 from judge_mcp.methods import registry, transcript
 from judge_mcp.calls.context import CallContext
 from judge_mcp.contract.results import JudgedResult
@@ -78,7 +83,8 @@ async def arena_hard_judge(judge: CallContext, args: ArenaHardArgs | None = None
     attempts = 1 if judge.no_reask else ATTEMPTS
     for attempt in range(attempts):
         purpose = "arena_hard" if attempt == 0 else "arena_hard:continue"
-        completion = await judge.complete(ChatRequest(messages=messages, system=system, max_tokens=MAX_TOKENS, purpose=purpose))
+        request = judge_request(judge.backend, messages, system, temperature=0.0, max_tokens=MAX_TOKENS, purpose=purpose)
+        completion = await judge.complete(request)
         judgment += "\n" + completion.text
         decision, try_again = parse_decision(judgment)
         messages = messages + (Message("assistant", completion.text),)

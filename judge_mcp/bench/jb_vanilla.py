@@ -12,9 +12,9 @@ Protocol (JudgeBench): one user message (no system message), temperature 0.0, to
 answer, stripped of surrounding whitespace, must be exactly "Output (a)" (A>B) or "Output (b)" (B>A); anything
 else raises in JudgeBench (`Cannot parse output`), which records a failed judgment: here unparsed, never a verdict.
 There is no re-ask and no continuation. JudgeBench judges both orders (its `reverse_order`) and scores them with
-`compute_final_metrics`: the bench's two placements and its JudgeBench score. Not followed: for o1 models JudgeBench
-sends none of temperature, top_p and max_tokens, and to Anthropic an empty `system`; judge-mcp sends the same
-request to every model (the published 50.86 is GPT-4o's).
+`compute_final_metrics`: the bench's two placements and its JudgeBench score. For o1-family judges (a model name
+starting with "o1") JudgeBench's client sends none of temperature, top_p and max_tokens, and so does this
+(judgebench_api.py). Not followed: to Anthropic JudgeBench sends an empty `system`; judge-mcp sends none.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from pydantic import Field
 
 from judge_mcp import prompts
 from judge_mcp.contract.args import PairArgs
-from judge_mcp.backends.base import ChatRequest, Message
+from judge_mcp.backends.base import Backend, ChatRequest, Message
+from judge_mcp.bench.judgebench_api import judge_request
 from judge_mcp.calls.context import CallContext
 from judge_mcp.methods import registry, transcript
 from judge_mcp.contract.results import JudgedResult
@@ -55,18 +56,21 @@ class JbVanillaResult(JudgedResult):
     judgment: str = Field(description="the model's answer as sent")
 
 
-def request(args: JbVanillaArgs) -> ChatRequest:
-    """JudgeBench's request for (question, A, B)."""
+def request(args: JbVanillaArgs, backend: Backend | None = None) -> ChatRequest:
+    """JudgeBench's request for (question, A, B) (to `backend`: an o1-family judge gets JudgeBench's o1 request)."""
     prompt = prompts.render(
         TEMPLATE, question=transcript.text(args.prompt), answer_a=transcript.text(args.response_a), answer_b=transcript.text(args.response_b)
     )
-    return ChatRequest(messages=(Message("user", prompt),), temperature=TEMPERATURE, top_p=TOP_P, max_tokens=MAX_TOKENS, purpose="jb_vanilla")
+    messages = (Message("user", prompt),)
+    if backend is not None:
+        return judge_request(backend, messages, None, temperature=TEMPERATURE, top_p=TOP_P, max_tokens=MAX_TOKENS, purpose="jb_vanilla")
+    return ChatRequest(messages=messages, temperature=TEMPERATURE, top_p=TOP_P, max_tokens=MAX_TOKENS, purpose="jb_vanilla")
 
 
 async def jb_vanilla_judge(judge: CallContext, args: JbVanillaArgs | None = None, /, **fields: Any) -> JbVanillaResult:
     """One vanilla judgment of (A, B) in the order given."""
     args = JbVanillaArgs.of(args, fields)
-    completion = await judge.complete(request(args))
+    completion = await judge.complete(request(args, judge.backend))
     decision = parse_decision(completion.text)
     return JbVanillaResult(
         decision=decision,  # type: ignore[arg-type]

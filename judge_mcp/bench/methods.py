@@ -111,7 +111,7 @@ def _usage(result: Any) -> dict[str, Any]:
     cached, written = u.cached_prompt_tokens or 0, u.cache_write_tokens or 0
     prices = cache_prices(str(getattr(result, "model", "")), cached_input_price(os.environ))
     return {"calls": u.calls, "cached_calls": u.cached_calls, "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
-            "cached_prompt_tokens": cached, "cache_write_tokens": written,
+            "reasoning_tokens": u.reasoning_tokens, "cached_prompt_tokens": cached, "cache_write_tokens": written,
             "billed_input": round(billed_input(u.prompt_tokens, cached, written, prices), 1), "cache_prices": list(prices)}
 
 

@@ -180,7 +180,14 @@ def item_outcome(done: dict[str, dict[str, Any]], placements: tuple[str, ...], i
         "longer_gold": sum(1 for r in records if r.get("longer") == "chosen" and named(r)),  # figures.length_figures
         "seconds": _item_seconds(records),
         **{k: sum(r.get(k, 0) for r in records) for k in COST_KEYS},
+        # hidden reasoning (part of completion_tokens), None when no record of the item reports it
+        "reasoning_tokens": _reported_sum(r.get("reasoning_tokens") for r in records),
     }
+
+
+def _reported_sum(values: Iterable[Any]) -> int | None:
+    reported = [v for v in values if isinstance(v, int)]
+    return sum(reported) if reported else None
 
 
 def _share_of_all(flags: list[Any], n: int) -> float | None:
@@ -213,6 +220,7 @@ def _quality(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _cost(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
     n = len(outcomes)
+    reporting = [o for o in outcomes if o.get("reasoning_tokens") is not None]
 
     def per_item(keys: tuple[str, ...]) -> float | None:
         return _ratio(sum(o[k] for o in outcomes for k in keys), n)
@@ -223,6 +231,8 @@ def _cost(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
         "tokens_per_item": per_item(("prompt_tokens", "completion_tokens")),
         "prompt_tokens_per_item": per_item(("prompt_tokens",)),
         "completion_tokens_per_item": per_item(("completion_tokens",)),
+        # of the items whose backend reported reasoning tokens (null when none did)
+        "reasoning_tokens_per_item": _ratio(sum(o["reasoning_tokens"] for o in reporting), len(reporting)) if reporting else None,
         # the prompt cache's reads and writes, and the input billed at the ratios the summary's cache_prices names
         "cached_prompt_tokens_per_item": per_item(("cached_prompt_tokens",)),
         "cache_write_tokens_per_item": per_item(("cache_write_tokens",)),

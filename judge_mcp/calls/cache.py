@@ -95,6 +95,8 @@ def _to_cached(completion: Completion) -> dict[str, Any]:
         "structured": completion.structured,
         "usage": dict(vars(completion.usage)),  # every field of the flat Usage dataclass (asdict deep-copies, ~20x slower)
         "logprobs": None if completion.logprobs is None else [t.to_list() for t in completion.logprobs],
+        **({"reasoning": completion.reasoning, "reasoning_chars": completion.reasoning_chars} if completion.reasoning_chars else {}),
+        **({"notes": completion.notes} if completion.notes else {}),
     }
 
 
@@ -109,6 +111,9 @@ def _from_cached(data: dict[str, Any], request: ChatRequest) -> Completion:
         attempts=0,
         logprobs=None if logprobs is None else tuple(TokenLogprob.from_list(t) for t in logprobs),
         raw={"cached": True},
+        reasoning=data.get("reasoning"),
+        reasoning_chars=int(data.get("reasoning_chars") or 0),
+        notes=list(data.get("notes") or []),
     )
 
 

@@ -58,6 +58,9 @@ class CallContext:
         self.cache_rows = cache_rows  # None: new answers are written to the cache at once
         self.answer_models: set[str] = set()  # the models the answers came from, as the backend reported them
         self.sampling: Sampling | None = None  # a repeated judgment's sampling (runtime/run.py sets it)
+        # what the judgment's result must say about its answers, each once (a temperature the model cannot honour,
+        # an answer cut off after reasoning): runtime/run.py adds them to the result's warnings
+        self.notes: list[str] = []
         self._started = time.perf_counter()
         self._answer_waiters: list[asyncio.Future[None]] = []  # next_answer()
 
@@ -112,6 +115,9 @@ class CallContext:
         else:
             self.totals.add_call(completion.usage)
         self.call_records.append(CallRecord.of(request, summary, completion, cached=cached, cache_key=key))
+        for note in completion.notes + ([self.backend.cut_note(completion)] if completion.cut_in_reasoning else []):
+            if note not in self.notes:
+                self.notes.append(note)
         return completion
 
     async def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:

@@ -16,8 +16,9 @@ from judge_mcp.backends.base import ChatRequest, Completion, response_summary
 # What the backend layer's raw record (`Completion.raw`) may hold that the call record takes as its own fields; any
 # other key in it is kept as it is (`extra`), so the log loses nothing a backend reports.
 _RAW_FIELDS = ("request", "response", "attempts", "retried_errors", "dropped_parameters", "cached", "cache_key")
-# Optional fields, left out of the log object when None (a cache hit made no attempt; a sample has no cache key).
-_OPTIONAL = ("attempts", "retried_errors", "dropped_parameters", "cache_key")
+# Optional fields, left out of the log object when None (a cache hit made no attempt; a sample has no cache key; an
+# answer without reasoning has none).
+_OPTIONAL = ("attempts", "retried_errors", "dropped_parameters", "cache_key", "reasoning", "reasoning_chars")
 
 
 @dataclass(slots=True)
@@ -36,6 +37,9 @@ class CallRecord:
     attempts: int | None = None  # None when answered from the cache (no attempt was made)
     retried_errors: list[dict[str, Any]] | None = None
     dropped_parameters: list[str] | None = None
+    # the model's reasoning, apart from `text`: its start (backends/reasoning.kept) and its whole length
+    reasoning: str | None = None
+    reasoning_chars: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -56,6 +60,8 @@ class CallRecord:
             attempts=raw.get("attempts"),
             retried_errors=raw.get("retried_errors"),
             dropped_parameters=raw.get("dropped_parameters"),
+            reasoning=completion.reasoning,
+            reasoning_chars=completion.reasoning_chars or None,
             extra={k: v for k, v in raw.items() if k not in _RAW_FIELDS},
         )
 

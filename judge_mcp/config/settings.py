@@ -12,7 +12,7 @@ import sys
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 from urllib.parse import urlparse
 
 from judge_mcp import tenants
@@ -22,8 +22,8 @@ from judge_mcp.config.table import (
 )
 
 from judge_mcp.config.values import (
-    ConfigError, DENIED, OtelSettings, check_batch, check_sampling_keys, check_text, check_url as _check_url, flag_value,
-    otel_settings, path_kind,
+    ConfigError, DENIED, OtelSettings, check_batch, check_reasoning_kind, check_sampling_keys, check_text,
+    check_url as _check_url, flag_value, non_negative_int, otel_settings, path_kind, reasoning_effort, thinking_budget,
 )
 
 __all__ = ["KINDS", "STRUCTURED_OUTPUT_MODES"]  # declared in config/table.py, with the settings that take them
@@ -62,6 +62,11 @@ class BackendConfig:
     batch: bool = False  # openai / anthropic: `judge-mcp bench` sends through the provider's batch API (never tool calls)
     # sampling only: ModelPreferences priorities sent with every request, (name, 0..1) pairs; `model` is the hint
     priorities: tuple[tuple[str, float], ...] = ()
+    # reasoning models (backends/reasoning.py): openai's reasoning_effort; the output budget added for reasoning
+    # (None: DEFAULT_REASONING_BUDGET for a model known or learned to reason, else 0); anthropic's extended thinking
+    reasoning_effort: str | None = None
+    reasoning_budget_tokens: int | None = None
+    thinking_budget_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -158,6 +163,17 @@ def cached_input_price(env: Mapping[str, str]) -> float:
     return float(read(env, "JUDGE_MCP_CACHED_INPUT_PRICE"))
 
 
+def _reasoning(kind: str, effort: Any, budget: Any, thinking: Any, name: Callable[[str], str]) -> dict[str, Any]:
+    """The three reasoning settings of one backend, each checked (`name(key)`: the variable or key to name)."""
+    values = {
+        "reasoning_effort": reasoning_effort(effort, name("reasoning_effort")),
+        "reasoning_budget_tokens": None if budget is None or str(budget).strip() == "" else non_negative_int(budget, name("reasoning_budget_tokens")),
+        "thinking_budget_tokens": thinking_budget(thinking, name("thinking_budget_tokens")),
+    }
+    check_reasoning_kind(kind, values, name)
+    return values
+
+
 def _env(env: Mapping[str, str], name: str, default: Any) -> Any:
     """An environment value; set-but-empty counts as unset."""
     value = env.get(name)
@@ -218,6 +234,10 @@ def backend_from_env(env: Mapping[str, str]) -> BackendConfig:
         max_retries=read(env, "JUDGE_MCP_MAX_RETRIES"),
         structured_output=read(env, "JUDGE_MCP_STRUCTURED_OUTPUT"),
         cache_warmup=read(env, "JUDGE_MCP_CACHE_WARMUP"),
+        **_reasoning(
+            kind, _env(env, "JUDGE_MCP_REASONING_EFFORT", None), _env(env, "JUDGE_MCP_REASONING_BUDGET_TOKENS", None),
+            _env(env, "JUDGE_MCP_THINKING_BUDGET_TOKENS", None), lambda key: f"JUDGE_MCP_{key.upper()}",
+        ),
         max_output_tokens=_optional(env, "JUDGE_MCP_MAX_OUTPUT_TOKENS") if kind == "local" else None,
         mmproj=_env(env, "JUDGE_MCP_MMPROJ", None) if kind == "local" else None,
     )
@@ -341,6 +361,10 @@ def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str
         structured_output=read_key(table, "structured_output", where),
         # a table without its own cache_warmup follows JUDGE_MCP_CACHE_WARMUP
         cache_warmup=read_key(table, "cache_warmup", where, read(env, "JUDGE_MCP_CACHE_WARMUP")),
+        **_reasoning(
+            kind, table.get("reasoning_effort"), table.get("reasoning_budget_tokens"), table.get("thinking_budget_tokens"),
+            lambda key: f"{where} {key}",
+        ),
         n_ctx=read_key(table, "n_ctx", where),
         n_threads=read_key(table, "n_threads", where),
         n_threads_batch=read_key(table, "n_threads_batch", where),

@@ -111,6 +111,54 @@ def check_text(value: Any, what: str) -> str | None:
     return value
 
 
+STRUCTURED_OUTPUT_MODES = ("auto", "json_schema", "off")
+# reasoning_effort values of the Chat Completions API (backends/reasoning.py; which ones a model takes, its server says)
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+ANTHROPIC_MIN_THINKING = 1024  # the smallest budget_tokens Anthropic's extended thinking takes
+
+
+def structured_output_mode(value: Any, what: str) -> str:
+    """`structured_output` (TOML, JUDGE_MCP_STRUCTURED_OUTPUT, or a backend built in code): auto | json_schema | off.
+    The one check of it: the settings and both HTTP wire formats call this."""
+    mode = value.strip().lower() if isinstance(value, str) else value
+    if mode not in STRUCTURED_OUTPUT_MODES:
+        raise ConfigError(f"{what} must be one of {', '.join(STRUCTURED_OUTPUT_MODES)}; got {value!r}")
+    return mode
+
+
+def reasoning_effort(value: Any, what: str) -> str | None:
+    """`reasoning_effort`: one of REASONING_EFFORTS, or None (unset: the model's own default)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    effort = value.strip().lower() if isinstance(value, str) else value
+    if effort not in REASONING_EFFORTS:
+        raise ConfigError(f"{what} must be one of {', '.join(REASONING_EFFORTS)}; got {value!r}")
+    return effort
+
+
+def thinking_budget(value: Any, what: str) -> int | None:
+    """Anthropic's extended thinking budget: a whole number >= 1024 (Anthropic's minimum), 0 or unset: off."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    number = whole_number(value, what)
+    if number == 0:
+        return None
+    if number < ANTHROPIC_MIN_THINKING:
+        raise ConfigError(f"{what} must be 0 (off) or at least {ANTHROPIC_MIN_THINKING} (Anthropic's minimum budget_tokens), got {number}")
+    return number
+
+
+REASONING_KEYS = {"reasoning_effort": ("openai",), "reasoning_budget_tokens": ("openai", "anthropic"), "thinking_budget_tokens": ("anthropic",)}
+
+
+def check_reasoning_kind(kind: str, given: dict[str, Any], name: Callable[[str], str]) -> None:
+    """A reasoning setting given for a kind it does not apply to is an error naming it (never silently unused)."""
+    for key, value in given.items():
+        kinds = REASONING_KEYS[key]
+        if value is not None and kind not in kinds:
+            raise ConfigError(f"{name(key)} applies to the {' and '.join(kinds)} backends only, not to kind {kind!r}")
+
+
 BATCH_KINDS = ("openai", "anthropic")  # the kinds whose providers offer a batch API
 
 

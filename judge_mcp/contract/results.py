@@ -345,6 +345,7 @@ class GroupStats(BaseModel, defer_build=True):
     cached_calls: Mean
     latency_ms: Mean
     prompt_cache: PromptCacheStats | None = None
+    reasoning_tokens: Mean = Field(default_factory=lambda: Mean(mean=None, of=0), description="hidden reasoning per verdict, of those reporting it")
     agreement: Agreement = Field(default_factory=Agreement, description="agreement with human labels (record_label)")
 
 

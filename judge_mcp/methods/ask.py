@@ -9,6 +9,10 @@ strict protocol). Answers decoded under a JSON schema are not continued: the con
 without the schema (a grammar cannot resume mid-object), so structured answers rely on bounded schemas instead
 (every free-text field has a `maxLength` that fits the budget, see `bounded`); a cut-off one stays as it is and
 is reported as truncated.
+
+An answer cut off after reasoning (`Completion.cut_in_reasoning`: the limit reached by a model that reasoned first)
+is neither continued nor re-asked: the same budget would be spent the same way. It stays unparsed unless what
+arrived parses, and the call context adds a warning naming the reasoning spent and the setting to raise.
 """
 
 from __future__ import annotations
@@ -58,7 +62,7 @@ async def complete_text(judge: CallContext, request: ChatRequest) -> tuple[Compl
     completion = await judge.complete(request)
     text, continued, messages = completion.text, False, request.messages
     for n in range(CONTINUATIONS):
-        if completion.finish_reason != "length" or completion.structured or not completion.text:
+        if completion.finish_reason != "length" or completion.structured or not completion.text or completion.cut_in_reasoning:
             break
         messages = messages + (Message("assistant", completion.text), Message("user", prompts.load("continue.txt")))
         completion = await judge.complete(replace(request, messages=messages, purpose=f"{request.purpose}:continue{n + 1}"))
@@ -74,7 +78,9 @@ async def ask(
     (a large answer or judged text is parsed in a worker thread, see text_work)."""
     first, text, continued = await complete_text(judge, request)
     value = await text_work.run(parse, text, size=len(text) + judged_chars)
-    if value is not None or judge.no_reask:  # no_reask: the papers' strict rule, an unparsed answer stays unparsed
+    # no_reask: the papers' strict rule, an unparsed answer stays unparsed; an answer cut off after reasoning is not
+    # re-asked either (the same budget would be spent the same way): the result's warnings name the setting to raise
+    if value is not None or judge.no_reask or first.cut_in_reasoning:
         return Parsed(value, text, first, False, continued)
     follow_up = replace(
         request,

@@ -175,7 +175,7 @@ async def _one(app: App, judges: Judges, method: Judging, progress: ProgressFn |
     the client's model) is checked by the guard with that model; the guard's findings join the result's warnings."""
     backend, guard = judges.seats[0].backend, judges.guard
     context = CallContext(backend, app.cache, app.store, progress=progress, cache_rows=rows, shared_option_pool=app.settings.shared_option_pool)
-    result = await method(context)
+    result = with_notes(await method(context), context.notes)
     guard.reported([(backend.name, backend.model_id, context.model_id)], lambda _, model: backend.self_preference_warning(model), one_judge=True)
     if guard.found is not None or guard.warnings:
         result = result.model_copy(update={"warnings": [*getattr(result, "warnings", []), *guard.warnings], **guard.update()})
@@ -200,7 +200,7 @@ async def _panel(app: App, judges: Judges, method: Judging, combine: Combine, pr
             seat.backend, app.cache, app.store, cache_rows=rows, shared_option_pool=app.settings.shared_option_pool
         )
         try:
-            member.result = await method(context)
+            member.result = with_notes(await method(context), context.notes)
         except BackendError as exc:
             member.error = str(exc)
             errors.append(exc)
@@ -227,6 +227,14 @@ async def _panel(app: App, judges: Judges, method: Judging, combine: Combine, pr
         result = result.model_copy(update=guard.update())
     records = [{**record, "panel_member": m.backend} for m in members if m.backend in contexts for record in contexts[m.backend].records]
     return Outcome(result, "+".join(m.backend for m in members), result.model, records, rows)  # type: ignore[attr-defined]
+
+
+def with_notes(result: BaseModel, notes: list[str]) -> BaseModel:
+    """`result` with its call context's notes (calls/context.py) among its warnings, each once."""
+    warnings = getattr(result, "warnings", None)
+    if not notes or warnings is None:
+        return result
+    return result.model_copy(update={"warnings": [*warnings, *(n for n in notes if n not in warnings)]})
 
 
 async def record(app: App, tool: str, inputs: dict[str, Any], outcome: Outcome) -> Any:

@@ -25,7 +25,8 @@ perf/stats_scale.py compare with). What each figure counts, per tool:
 - length_preference: of decided compare_pair / lwe_judge verdicts whose two answers differ in length
   (characters), the share won by the longer answer (0.5: no preference); against the caller's labels, the same
   share beside the labels' share of longer answers and their difference (`agreement.length`, agreement.py).
-- calls, cached_calls, latency_ms: means of the verdicts' usage.
+- calls, cached_calls, latency_ms: means of the verdicts' usage; reasoning_tokens: the mean hidden reasoning of the
+  verdicts whose backend reported it (`of` counts those; verdicts logged before it was counted are backfilled).
 - prompt_cache: prompt tokens, those read from and written to the provider's prompt cache (means over the verdicts
   that reported each), and the billed-equivalent input per verdict with the price ratios it assumed: Anthropic's
   0.1x reads and 1.25x writes (model ids `anthropic/...`), else JUDGE_MCP_CACHED_INPUT_PRICE for reads.
@@ -103,6 +104,7 @@ def summary(key: Key, c: Counts, cached_price: float = DEFAULT_CACHED_PRICE) -> 
         cached_calls=mean(c.cached_calls_sum, c.cached_calls_n, 2),
         latency_ms=mean(c.latency_ms_sum, c.latency_ms_n, 1),
         prompt_cache=prompt_cache(model, c, cached_price),
+        reasoning_tokens=mean(c.reasoning_tokens_sum, c.reasoning_tokens_n, 1),
     )
 
 

@@ -188,8 +188,9 @@ def brought_label(flags: Any) -> str:
 
 
 # ---- counts ------------------------------------------------------------------------------------------------------
-# the usage values averaged over a group's verdicts (the prompt-cache counts: where the provider reported them)
-MEANS = ("calls", "cached_calls", "latency_ms", "prompt_tokens", "cached_prompt_tokens", "cache_write_tokens")
+# the usage values averaged over a group's verdicts (reasoning_tokens and the prompt-cache counts: of the verdicts that
+# reported them; migrations' m017 and m018)
+MEANS = ("calls", "cached_calls", "latency_ms", "reasoning_tokens", "prompt_tokens", "cached_prompt_tokens", "cache_write_tokens")
 CACHE_COLUMNS = ("prompt_tokens_sum", "prompt_tokens_n", "cached_prompt_tokens_sum", "cached_prompt_tokens_n",
                  "cache_write_tokens_sum", "cache_write_tokens_n")  # added by m018
 
@@ -219,6 +220,8 @@ class Counts:
     cached_calls_n: int = 0
     latency_ms_sum: float = 0.0
     latency_ms_n: int = 0
+    reasoning_tokens_sum: float = 0.0
+    reasoning_tokens_n: int = 0
     prompt_tokens_sum: float = 0.0
     prompt_tokens_n: int = 0
     cached_prompt_tokens_sum: float = 0.0

@@ -184,7 +184,7 @@ async def test_model_refusing_structured_output_falls_back_to_text(anth):
     assert completion.raw["dropped_parameters"] == ["output_config"]
     assert backend.supports_json_schema is False  # methods now use their text grammars
     assert ["output_config" in p for p in server.requests] == [True, False]
-    assert AnthropicBackend.supports_json_schema is True  # other backends unaffected
+    assert AnthropicBackend("other", "claude-test", api_key="k").supports_json_schema is True  # other backends unaffected
 
 
 async def test_other_400s_are_not_resent(anth):

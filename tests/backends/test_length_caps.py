@@ -35,7 +35,7 @@ async def test_a_server_refusing_maxlength_gets_the_schema_once_more_without_cap
     capped = [r for r in server.requests if "maxLength" in json.dumps(r["response_format"])]
     assert 1 <= len(capped) <= 2 and len(server.requests) == len(capped) + 2  # each refused call resent once
     assert any(r.get("dropped_parameters") == ["maxLength"] for r in judge.records)
-    assert judge.backend.send_length_caps is False
+    assert judge.backend.learned.no_length_caps is True
 
 
 async def test_other_400s_are_not_retried_without_caps(make_judge):

@@ -26,9 +26,9 @@ PROMPTS = {**{k: v.prompt for k, v in PAIR_ITEMS.items()}, **{k: v.prompt for k,
 async def bench(scripted, responder, dataset: Path, method: str, tmp_path: Path, db_name: str = "bench.db", **kw) -> tuple[dict, Any]:
     """(summary, scripted server): `method` over `dataset` against `responder` (or the scripted server given as
     `server=`), in the database tmp_path/db_name; `app_concurrency` sets the backend's concurrency (4), the rest is
-    RunSpec's."""
+    RunSpec's; `env` adds settings (e.g. the judge's JUDGE_MCP_MODEL)."""
     server = kw.pop("server", None) or scripted(responder)
-    env = app_env(server, tmp_path / db_name, JUDGE_MCP_MAX_RETRIES="0", JUDGE_MCP_CONCURRENCY=str(kw.pop("app_concurrency", 4)))
+    env = app_env(server, tmp_path / db_name, JUDGE_MCP_MAX_RETRIES="0", JUDGE_MCP_CONCURRENCY=str(kw.pop("app_concurrency", 4)), **kw.pop("env", {}))
     app = make_app(env)
     try:
         summary = await run(app, RunSpec(dataset=dataset, method=method, **kw), progress_stream=io.StringIO())

@@ -11,6 +11,7 @@ from judge_mcp.bench.methods import Options
 from judge_mcp.bench import arena_hard
 from judge_mcp.bench.pointwise import parse_rating
 from judge_mcp import prompts
+from testkit.reasoning_servers import OpenAIReasoner
 from testkit.scripted_judges import first_user, is_arena_hard
 from tests.bench.datasets import PAIRS, bench, good_first, right_judge
 
@@ -105,3 +106,61 @@ async def test_arena_hard_continuation_counted_and_strict_mode_refuses_it(script
     assert strict["method_key"] == "arena-hard+strict"
     assert s["pair_accuracy"] == 0.0 and s["parse_failures"] == 12 and s["reasked_verdicts"] == 0
     assert len(server.requests) == 24 + 12 and all(len(p["messages"]) == 2 for p in server.requests[24:])
+
+
+# ---- JudgeBench's o1 rule (utils/models.py, OpenAIAPI.chat) ----------------------------------------------------------------
+def judgebench_o1_messages(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    """JudgeBench's o1 branch of OpenAIAPI.chat, as its code does it (the list mutated in place, the same f-string)."""
+    if messages[0]["role"] == "system":
+        system_message = messages.pop(0)["content"]
+        user_message = messages[0]["content"]
+        messages[0] = {
+            "role": "user",
+            "content": f"<|BEGIN_SYSTEM_MESSAGE|>\n{system_message.strip()}\n<|END_SYSTEM_MESSAGE|>\n\n{user_message}",
+        }
+    return messages
+
+
+O1 = {"JUDGE_MCP_MODEL": "o1-mini-2024-09-12", "JUDGE_MCP_API_KEY": "sk-test"}
+
+
+async def test_an_o1_judge_gets_judgebench_s_o1_request(scripted, tmp_path):
+    model = OpenAIReasoner(judge=right_judge)  # refuses max_tokens and temperature, as o1 models do
+    summary, server = await bench(scripted, model, PAIRS, "arena-hard", tmp_path, env=O1)
+    assert summary["overall"]["judgebench_score"] == round(6 / 7, 4) and model.refusals == 0 and len(server.requests) == 12
+    system = prompts.load("arena_hard_system.txt")  # JudgeBench's arena_hard_judge_system.jinja2 byte for byte (test_jb_vanilla)
+    for sent in server.requests:
+        user = sent["messages"][0]["content"].split("<|END_SYSTEM_MESSAGE|>\n\n", 1)[1]
+        assert user.startswith("<|User Prompt|>\nTask p")
+        # exactly what JudgeBench's client sends an o1 judge: model and messages, nothing else
+        assert sent == {"model": "o1-mini-2024-09-12",
+                        "messages": judgebench_o1_messages([{"role": "system", "content": system}, {"role": "user", "content": user}])}
+
+
+async def test_an_o1_judge_s_continuation_follows_the_folded_message(scripted, tmp_path):
+    server = scripted(OpenAIReasoner(judge=late_labeller))
+    summary, _ = await bench(scripted, None, PAIRS, "arena-hard", tmp_path, server=server, env=O1)
+    assert summary["overall"]["pair_accuracy"] == 1.0 and len(server.requests) == 24
+    continued = [p for p in server.requests if len(p["messages"]) == 3]
+    assert len(continued) == 12
+    for sent in continued:
+        assert set(sent) == {"model", "messages"} and [m["role"] for m in sent["messages"]] == ["user", "assistant", "user"]
+        assert sent["messages"][0]["content"].startswith("<|BEGIN_SYSTEM_MESSAGE|>\n")
+        assert sent["messages"][2]["content"] == prompts.load("arena_hard_continue.txt")
+
+
+async def test_a_reasoning_judge_outside_the_o1_rule_keeps_the_system_message(scripted, tmp_path):
+    """JudgeBench applies its rule to o1 names only: an o3-mini judge gets Arena-Hard's request, as its server takes it."""
+    model = OpenAIReasoner(judge=right_judge)
+    summary, server = await bench(scripted, model, PAIRS, "arena-hard", tmp_path, env={**O1, "JUDGE_MCP_MODEL": "o3-mini"})
+    assert summary["overall"]["judgebench_score"] == round(6 / 7, 4) and model.refusals == 0
+    first = server.requests[0]
+    assert first["messages"][0] == {"role": "system", "content": prompts.load("arena_hard_system.txt")}
+    assert first["max_completion_tokens"] == 4096 + 16384 and "temperature" not in first and "max_tokens" not in first
+    # the bench reports the hidden reasoning beside the other token figures: 600 per call, one call per placement
+    assert summary["overall"]["reasoning_tokens_per_item"] == 1200.0
+
+
+async def test_a_run_whose_backend_reports_no_reasoning_says_so(scripted, tmp_path):
+    summary, _ = await bench(scripted, right_judge, PAIRS, "arena-hard", tmp_path)
+    assert summary["overall"]["reasoning_tokens_per_item"] is None and summary["overall"]["completion_tokens_per_item"] > 0

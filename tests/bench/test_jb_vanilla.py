@@ -14,6 +14,7 @@ from judge_mcp.backends.anthropic import AnthropicBackend
 from judge_mcp.backends.base import ChatRequest, Message
 from judge_mcp.backends.openai_compat import OpenAICompatBackend
 from judge_mcp.bench import jb_vanilla
+from testkit.reasoning_servers import OpenAIReasoner
 from testkit.scripted_judges import first_user
 from tests.bench.datasets import PAIRS, bench, good_first
 
@@ -111,3 +112,13 @@ async def test_a_position_biased_vanilla_judge_scores_zero_by_judgebench_s_rule(
     summary, _ = await bench(scripted, lambda p: "Output (a)", PAIRS, "jb-vanilla", tmp_path)
     o = summary["overall"]
     assert o["accuracy"] == 1.0 and o["judgebench_score"] == 0.0 and o["strict_score"] == 0.0 and o["position_bias"] == 1.0
+
+
+async def test_an_o1_judge_gets_judgebench_s_o1_request(scripted, tmp_path):
+    """JudgeBench's client sends an o1 judge none of temperature, top_p and max_tokens (utils/models.py)."""
+    model = OpenAIReasoner(judge=vanilla_judge)  # refuses each of them, as o1 models do
+    summary, server = await bench(scripted, model, PAIRS, "jb-vanilla", tmp_path, env={"JUDGE_MCP_MODEL": "o1-preview", "JUDGE_MCP_API_KEY": "k"})
+    assert summary["overall"]["pair_accuracy"] == 1.0 and model.refusals == 0 and len(server.requests) == 12
+    for sent in server.requests:
+        assert set(sent) == {"model", "messages"} and len(sent["messages"]) == 1 and sent["messages"][0]["role"] == "user"
+        assert sent["messages"][0]["content"].startswith("You are a helpful assistant in evaluating")

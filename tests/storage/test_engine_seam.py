@@ -42,7 +42,7 @@ def test_open_store_brings_the_database_to_the_list_it_is_given(tmp_path: Path) 
         assert store.migrate(MIGRATIONS) == [
             "m003_lwe", "m004_option_pool", "m005_call_cache_without_hits", "m006_call_leases", "m007_json_or_null",
             "m008_verdict_ids", "m009_labels", "m010_texts", "m011_backend_limits", "m012_verdict_stats", "m013_tenants",
-            "m014_label_feedback", "m015_longer_answers", "m016_labels_by_tenant", "m018_prompt_cache_stats", "m019_candidates", "m020_cache_keys_by_tenant",
+            "m014_label_feedback", "m015_longer_answers", "m016_labels_by_tenant", "m017_reasoning_tokens", "m018_prompt_cache_stats", "m019_candidates", "m020_cache_keys_by_tenant",
         ]
     finally:
         store.close()
