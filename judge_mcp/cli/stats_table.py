@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from judge_mcp.contract.results import Ci, LabelLength, Mean, Rate, StatsReport, Window
+from judge_mcp.contract.results import Ci, GroupStats, LabelLength, Mean, Rate, StatsReport, Window
 
 
 def ci_text(ci: Ci, places: int = 2) -> str:
@@ -30,7 +30,7 @@ def _mean(mean: Mean, places: int) -> str:
 
 STATS_COLUMNS = (
     "backend", "model", "tool", "inputs", "verdicts", "first-shown", "unbiased", "inconsistent", "unparsed", "re-asked", "ties",
-    "longer wins", "calls", "cached", "latency ms",
+    "longer wins", "calls", "cached", "latency ms", "reasoning", "billed input",
 )
 
 
@@ -41,9 +41,17 @@ def _stats_rows(window: Window) -> list[list[str]]:
             g.backend, g.model, g.tool, g.inputs, str(g.verdicts),
             _pct(g.position_bias), "-" if g.position_bias.unbiased is None else f"{g.position_bias.unbiased:.2f}",
             _pct(g.order_inconsistency), _pct(g.parse_failures), _pct(g.reasks), _pct(g.ties), _pct(g.length_preference),
-            _mean(g.calls, 2), _mean(g.cached_calls, 2), _mean(g.latency_ms, 0),
+            _mean(g.calls, 2), _mean(g.cached_calls, 2), _mean(g.latency_ms, 0), _mean(g.reasoning_tokens, 0), _billed(g),
         ])
     return rows
+
+
+def _billed(g: GroupStats) -> str:
+    """Billed-equivalent input tokens per verdict and the (read, write) price ratios it assumed; `-` when unknown."""
+    cache = g.prompt_cache
+    if cache is None or cache.billed_input is None:
+        return "-"
+    return f"{cache.billed_input:.0f} (x{cache.read_price:g}/x{cache.write_price:g})"
 
 
 def _table(rows: list[list[str]], columns: tuple[str, ...] = STATS_COLUMNS) -> str:

@@ -426,3 +426,18 @@ def test_the_terminal_table_names_what_each_row_brought(store: SqliteEngine) -> 
     header, rows = table[1].split(), [line.split() for line in table[2:]]
     assert header[:5] == ["backend", "model", "tool", "inputs", "verdicts"]
     assert sorted(r[3] for r in rows) == ["criteria", "text"]
+
+
+def test_the_terminal_table_shows_reasoning_tokens_and_billed_input_per_verdict(store: SqliteEngine) -> None:
+    """`judge-mcp stats` shows what a reasoning judge spends on hidden reasoning and the billed-equivalent input
+    with the price ratios it assumed (Anthropic's 0.1x reads, 1.25x writes), not only judge_stats' JSON."""
+    from judge_mcp.cli.stats_table import render_stats
+
+    output = {"winner": "A", "trials": [{"order": "AB", "better": "A", "parse_ok": True}]}
+    usage = {"calls": 2, "prompt_tokens": 2000, "completion_tokens": 900, "reasoning_tokens": 600,
+             "cached_prompt_tokens": 1000, "cache_write_tokens": 0}
+    VerdictLog(store).log("compare_pair", "default", "anthropic/claude-x", {"response_a": "a", "response_b": "b"}, output, usage, [])
+    table = render_stats(stats.from_store(store)).split("\n\n")[0]
+    assert "reasoning" in table and "billed input" in table
+    row = table.splitlines()[2]
+    assert " 600 " in f" {row} " and "1100 (x0.1/x1.25)" in row  # 1,000 uncached + 0.1 x 1,000 read
