@@ -543,8 +543,8 @@ def _run(argv: list[str] | None) -> int:
     if args.fn is not cmd_serve:
         gc.enable()
     _setup_logging(args.verbose)
-    if getattr(args, "db", None):  # --db of a command that reads or writes state: JUDGE_MCP_DB for this run
-        os.environ["JUDGE_MCP_DB"] = args.db
+    if args.fn in (cmd_demo, cmd_sessions, cmd_gc) and args.db:  # their --db: JUDGE_MCP_DB for this run (stats and
+        os.environ["JUDGE_MCP_DB"] = args.db  # the bench read their own --db: the bench's is its results database)
     try:
         with tenants.acting(getattr(args, "tenant", tenants.LOCAL)):  # the tenant whose state a command reads (tenants.py)
             return int(args.fn(args) or 0)
