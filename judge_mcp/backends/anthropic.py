@@ -147,7 +147,7 @@ class AnthropicBackend(RemoteBackend):
     def payload(self, request: ChatRequest) -> dict[str, Any]:
         system_parts = [request.system] if request.system else []
         messages: list[dict[str, Any]] = []
-        cached = None if self.learned.no_cache_control else anthropic_first_blocks(request, self.model)  # prompt_cache.py
+        cached = anthropic_first_blocks(request, self.model) if request.cache_hints and not self.learned.no_cache_control else None  # prompt_cache.py
         for k, m in enumerate(request.messages):
             if m.role == "system":  # the Messages API has no system role inside `messages`
                 system_parts.append(m.content)

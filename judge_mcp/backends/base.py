@@ -71,6 +71,9 @@ class ChatRequest:
     # where a provider's prompt cache may end its cached prefix (Anthropic's cache_control, the prompt_cache_key).
     # A hint to the wire format, not part of the request's meaning (nor of the call cache's key).
     shared_chars: int = field(default=0, compare=False)
+    # False: a published judge's request, sent as its authors sent it (byte for byte: no prompt_cache_key, no
+    # cache_control blocks). Like shared_chars, a hint to the wire format only.
+    cache_hints: bool = field(default=True, compare=False)
 
     def to_record(self) -> dict[str, Any]:
         """A JSON-safe description of the request (no secrets exist at this level). Log-probabilities appear only

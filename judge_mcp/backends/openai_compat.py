@@ -120,7 +120,7 @@ class OpenAICompatBackend(RemoteBackend):
             }
         if self.supports_logprobs:
             payload.update(logprob_params(request))
-        if not self.learned.no_cache_key:
+        if request.cache_hints and not self.learned.no_cache_key:
             payload["prompt_cache_key"] = prompt_cache_key(request)
         return payload
 

@@ -127,7 +127,7 @@ def request(args: AlpacaEvalArgs) -> tuple[ChatRequest, bool]:
     rest = messages[1:] if system is not None else messages
     chat = ChatRequest(
         messages=tuple(Message(role, content) for role, content in rest), system=system, temperature=TEMPERATURE, top_p=TOP_P,
-        max_tokens=MAX_TOKENS, logprobs=True, top_logprobs=TOP_LOGPROBS, purpose="alpaca_eval",
+        max_tokens=MAX_TOKENS, logprobs=True, top_logprobs=TOP_LOGPROBS, purpose="alpaca_eval", cache_hints=False,
     )
     return chat, switched
 

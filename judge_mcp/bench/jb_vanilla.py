@@ -64,7 +64,7 @@ def request(args: JbVanillaArgs, backend: Backend | None = None) -> ChatRequest:
     messages = (Message("user", prompt),)
     if backend is not None:
         return judge_request(backend, messages, None, temperature=TEMPERATURE, top_p=TOP_P, max_tokens=MAX_TOKENS, purpose="jb_vanilla")
-    return ChatRequest(messages=messages, temperature=TEMPERATURE, top_p=TOP_P, max_tokens=MAX_TOKENS, purpose="jb_vanilla")
+    return ChatRequest(messages=messages, temperature=TEMPERATURE, top_p=TOP_P, max_tokens=MAX_TOKENS, purpose="jb_vanilla", cache_hints=False)
 
 
 async def jb_vanilla_judge(judge: CallContext, args: JbVanillaArgs | None = None, /, **fields: Any) -> JbVanillaResult:

@@ -28,9 +28,9 @@ def judge_request(
 ) -> ChatRequest:
     """The request JudgeBench's client makes of `backend` for (system, messages) and the judge's parameters."""
     if not is_o1_judge(backend):
-        return ChatRequest(messages=messages, system=system, temperature=temperature, max_tokens=max_tokens, top_p=top_p, purpose=purpose)
+        return ChatRequest(messages=messages, system=system, temperature=temperature, max_tokens=max_tokens, top_p=top_p, purpose=purpose, cache_hints=False)
     if system is not None:
         first = messages[0]
         messages = (Message("user", fold_system(system, first.content), first.images), *messages[1:])
     # max_tokens stays in the request's record (its cache key) but is not sent: server_defaults sends none of them
-    return ChatRequest(messages=messages, max_tokens=max_tokens, server_defaults=True, purpose=purpose)
+    return ChatRequest(messages=messages, max_tokens=max_tokens, server_defaults=True, purpose=purpose, cache_hints=False)

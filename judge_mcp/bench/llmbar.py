@@ -121,7 +121,7 @@ def request(module: Module, prompt: str) -> ChatRequest:
     rest = messages[1:] if system is not None else messages
     return ChatRequest(
         messages=tuple(Message(role, content) for role, content in rest), system=system, temperature=TEMPERATURE,
-        max_tokens=module.max_tokens, logit_bias=logit_bias(module), purpose=f"llmbar:{module.prompt}",
+        max_tokens=module.max_tokens, logit_bias=logit_bias(module), purpose=f"llmbar:{module.prompt}", cache_hints=False,
     )
 
 
