@@ -188,7 +188,7 @@ def backend_kind(env: Mapping[str, str]) -> str:
     given = _env(env, "JUDGE_MCP_BACKEND", None)
     if given is not None:
         return str(read(env, "JUDGE_MCP_BACKEND"))
-    base_url = _env(env, "JUDGE_MCP_BASE_URL", None)
+    base_url = _check_url(env.get("JUDGE_MCP_BASE_URL"), "JUDGE_MCP_BASE_URL")  # a malformed one: its own clear error
     model = _env(env, "JUDGE_MCP_MODEL", None)
     if base_url is not None:
         if model is not None and model.strip().lower().endswith(".gguf"):

@@ -76,7 +76,7 @@ def test_a_known_reasoning_model_s_first_request_carries_what_it_takes():
          "JUDGE_MCP_THINKING_BUDGET_TOKENS applies to the anthropic backends only, not to kind 'openai'"),
         ({"JUDGE_MCP_BACKEND": "anthropic", "JUDGE_MCP_REASONING_EFFORT": "low"},
          "JUDGE_MCP_REASONING_EFFORT applies to the openai backends only, not to kind 'anthropic'"),
-        ({"JUDGE_MCP_REASONING_BUDGET_TOKENS": "100"}, "JUDGE_MCP_REASONING_BUDGET_TOKENS applies to the openai and anthropic backends only"),
+        ({"JUDGE_MCP_BACKEND": "local", "JUDGE_MCP_REASONING_BUDGET_TOKENS": "100"}, "JUDGE_MCP_REASONING_BUDGET_TOKENS applies to the openai and anthropic backends only"),
     ],
 )
 def test_a_bad_reasoning_setting_is_an_error_naming_it(env, error, tmp_path):
