@@ -187,8 +187,8 @@ async def _adaptive(app: App, item: Item, placement: str, opts: Options, record:
         args = ComparePairArgs.parse({**plain, "swap": swap, **margin})
         result, timing, calls = await _run(app, args, item, placement, opts)
         for key, value in _usage(result).items():
-            if key != "cache_prices":
-                record[key] = record.get(key, 0) + value
+            if key != "cache_prices" and value is not None:  # reasoning_tokens: None where the backend reports none
+                record[key] = (record.get(key) or 0) + value
         for key, value in call_stats(calls).items():
             record[key] += value
         record["ended_at"] = timing["ended_at"]
