@@ -374,7 +374,8 @@ class Backend:
                 raise
             except TimeoutError as exc:
                 if limit < self.attempt_limit_s:  # cut by the call's bound, not by this attempt's own limit
-                    raise FatalError(f"gave up at the call's bound of {self.call_bound_s:g}s (all attempts included){call.before()}{self.timeout_hint()}") from None
+                    bound = f"gave up at the call's bound of {self.call_bound_s:g}s (all attempts included)"
+                    raise FatalError(f"{bound}{call.before()}{self.timeout_hint()}") from None
                 if self.retry_timeouts:
                     self.limit.overloaded(event="timeout")
                     raise
