@@ -289,25 +289,14 @@ def failed_items_status(summary: dict[str, Any]) -> int:
         return 0
     parts = [f"{errors} item(s) errored"] if errors else []
     parts += [f"{incomplete} item(s) not finished"] if incomplete else []
-    advice = _timeout_advice(summary.get("error_examples") or []) if errors else None
+    # lazy: the harness loads when a bench command runs, not when `serve` builds the parser
+    from judge_mcp.bench.runner import timeout_advice
+
+    advice = timeout_advice(summary.get("error_examples") or []) if errors else None
     if advice is None:
         advice = "run the same command again to retry them"
     print(f"judge-mcp bench: {' and '.join(parts)}; {advice}", file=sys.stderr)
     return 1
-
-
-def _timeout_advice(examples: list[str]) -> str | None:
-    """What to do when items failed by timing out: the same command with the same timeout times out the same way, so
-    the advice is the setting to raise (quoted from the error), and only then the re-run. None when none timed out."""
-    for example in examples:
-        at = example.find("; raise ")
-        if at >= 0 and ("timed out" in example or "call's bound" in example):
-            what = example[at + 2:].split(" (", 1)[0]  # "raise JUDGE_MCP_TIMEOUT_S above 120"
-            return f"they timed out, and the same command times out the same way: {what}, then run it again to judge them"
-    if any("timed out" in example for example in examples):
-        return ("they timed out, and the same command times out the same way: raise JUDGE_MCP_TIMEOUT_S (or timeout_s in "
-                "[backends.NAME]) first, then run it again to judge them")
-    return None
 
 
 def _run_for_compare(run: str, db: Path | None) -> dict[str, Any]:
