@@ -85,9 +85,13 @@ class HttpServer:
         return f"http://{f'[{host}]' if ':' in host else host}:{self.port}/mcp"
 
     def first_line(self) -> str:
-        """The first line on stderr (pipe mode only): blocks until the server listens, or has failed to start."""
+        """The first line on stderr (pipe mode only) after the start's note on a backend that is a local server (its
+        timeout, config/settings.local_notes): blocks until the server listens, or has failed to start."""
         assert self.proc.stderr is not None, "first_line() needs the pipe mode (no log file)"
-        return self.proc.stderr.readline().strip()
+        line = self.proc.stderr.readline().strip()
+        while line.startswith("judge-mcp: backend '") and "' is a local server (" in line:
+            line = self.proc.stderr.readline().strip()
+        return line
 
     def kill(self) -> None:
         """SIGKILL: no shutdown code runs, exactly like a crash."""

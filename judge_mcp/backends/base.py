@@ -377,11 +377,12 @@ class Backend:
                 raise
             except TimeoutError as exc:
                 if limit < self.attempt_limit_s:  # cut by the call's bound, not by this attempt's own limit
-                    raise FatalError(f"gave up at the call's bound of {self.call_bound_s:g}s (all attempts included){call.before()}") from None
+                    bound = f"gave up at the call's bound of {self.call_bound_s:g}s (all attempts included)"
+                    raise FatalError(f"{bound}{call.before()}{self.timeout_hint()}") from None
                 if self.retry_timeouts:
                     self.limit.overloaded(event="timeout")
                     raise
-                raise FatalError(f"{_describe(exc, self.timeout_s)} ({self.timeout_note})") from None
+                raise FatalError(f"{_describe(exc, self.timeout_s)} ({self.timeout_note}){self.timeout_hint()}") from None
             self.limit.success()
             if not completion.usage.latency_ms:
                 completion.usage.latency_ms = (time.perf_counter() - start) * 1000.0
@@ -436,13 +437,20 @@ class Backend:
                  f"a call may take ({self.call_bound_s:g}s)")
         raise BackendError(self.name, cause, status=refusal.status, attempts=0, where=self.describe())
 
+    def timeout_hint(self) -> str:
+        """Said after a timeout: the setting to raise and the value it must exceed (re-running the same call with the
+        same setting times out the same way)."""
+        setting = "JUDGE_MCP_TIMEOUT_S" if self.name == "default" else f"timeout_s in [backends.{self.name}]"
+        return f"; raise {setting} above {self.timeout_s:g} (the limit each attempt ran out of)"
+
     def _backend_error(self, exc: Exception, attempts: int) -> BackendError:
         """The BackendError a failed call raises, naming the backend and the cause."""
         if isinstance(exc, FatalError):
             return BackendError(self.name, exc.cause, status=exc.status, attempts=attempts, where=self.describe())
         if isinstance(exc, (RetryableError, TimeoutError)):
+            hint = self.timeout_hint() if isinstance(exc, TimeoutError) else ""
             return BackendError(
-                self.name, _describe(exc, self.timeout_s), status=getattr(exc, "status", None), attempts=attempts, where=self.describe()
+                self.name, _describe(exc, self.timeout_s) + hint, status=getattr(exc, "status", None), attempts=attempts, where=self.describe()
             )
         # an unforeseen failure is still a BackendError naming the backend and the cause
         return BackendError(self.name, f"unexpected {type(exc).__name__}: {exc}", attempts=attempts, where=self.describe())

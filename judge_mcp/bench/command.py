@@ -289,7 +289,13 @@ def failed_items_status(summary: dict[str, Any]) -> int:
         return 0
     parts = [f"{errors} item(s) errored"] if errors else []
     parts += [f"{incomplete} item(s) not finished"] if incomplete else []
-    print(f"judge-mcp bench: {' and '.join(parts)}; run the same command again to retry them", file=sys.stderr)
+    # lazy: the harness loads when a bench command runs, not when `serve` builds the parser
+    from judge_mcp.bench.runner import timeout_advice
+
+    advice = timeout_advice(summary.get("error_examples") or []) if errors else None
+    if advice is None:
+        advice = "run the same command again to retry them"
+    print(f"judge-mcp bench: {' and '.join(parts)}; {advice}", file=sys.stderr)
     return 1
 
 

@@ -161,6 +161,7 @@ class _Run:
         self.judged = 0
         self.batched = False  # a batch = true backend judges: every item in flight at once (each call waits for its batch)
         self.consecutive_errors = 0
+        self.last_cause = ""  # the last failure's cause: a timeout's is told to raise the setting, not to re-run
         self.stop = anyio.Event()
         self.bar: Progress | None = None
         self.started = self.last_mark = time.perf_counter()  # wall time is stored as items finish (a killed run keeps it)
@@ -213,6 +214,7 @@ class _Run:
             if hint and not any(w.startswith(hint[:40]) for w in self.warnings):  # once a run
                 self.warn(hint)
             self.results.put(item.id, placement, item.seq, item.category, "error", error=cause)
+            self.last_cause = cause
             self.consecutive_errors += 1
             if self.consecutive_errors >= MAX_CONSECUTIVE_ERRORS:
                 self.stop.set()
@@ -273,11 +275,8 @@ class _Run:
         finally:
             self.results.add_time(time.perf_counter() - self.last_mark, 0)
         if self.stop.is_set():
-            print(
-                f"bench: stopped after {MAX_CONSECUTIVE_ERRORS} failures in a row (see the errors in the summary); "
-                "fix the backend and run the same command again to resume",
-                file=self.stream,
-            )
+            advice = timeout_advice([self.last_cause]) or "fix the backend and run the same command again to resume"
+            print(f"bench: stopped after {MAX_CONSECUTIVE_ERRORS} failures in a row (see the errors in the summary); {advice}", file=self.stream)
 
     async def summary(self) -> dict[str, Any]:
         final_refine = None
@@ -387,3 +386,17 @@ def machine() -> dict[str, Any]:
     except (AttributeError, OSError):
         cores = os.cpu_count()
     return {"platform": platform.platform(), "python": platform.python_version(), "cpus": cores, "processor": platform.machine()}
+
+
+def timeout_advice(examples: list[str]) -> str | None:
+    """What to do when items failed by timing out: the same command with the same timeout times out the same way, so
+    the advice is the setting to raise (quoted from the error), and only then the re-run. None when none timed out."""
+    for example in examples:
+        at = example.find("; raise ")
+        if at >= 0 and ("timed out" in example or "call's bound" in example):
+            what = example[at + 2:].split(" (", 1)[0]  # "raise JUDGE_MCP_TIMEOUT_S above 120"
+            return f"they timed out, and the same command times out the same way: {what}, then run it again to judge them"
+    if any("timed out" in example for example in examples):
+        return ("they timed out, and the same command times out the same way: raise JUDGE_MCP_TIMEOUT_S (or timeout_s in "
+                "[backends.NAME]) first, then run it again to judge them")
+    return None

@@ -30,10 +30,12 @@ def _serve_settings() -> Any:
     """The settings `serve` runs on (the bundled model's answers capped, config/bundled.py), reported on stderr."""
     # lazy: each subcommand loads only what it runs (a `serve` start stays short)
     from judge_mcp.config.bundled import cap_bundled
-    from judge_mcp.config.settings import settings_or_error
+    from judge_mcp.config.settings import local_notes, settings_or_error
 
     settings, capped = cap_bundled(settings_or_error())
     report_settings(settings, "judge-mcp")
+    for note in local_notes(settings):
+        print(f"judge-mcp: {note}", file=sys.stderr)
     if capped:
         # lazy: the model's files are looked for only when a backend is the bundled model
         from judge_mcp.backends.local_models import start_note

@@ -14,6 +14,19 @@ from judge_mcp.config.settings import DEFAULT_BACKEND_NAME, BackendConfig, Setti
 BUNDLED_MAX_OUTPUT_TOKENS = 128
 
 
+def is_bundled(cfg: BackendConfig) -> bool:
+    """The backend is the bundled model (kind local, no model path of its own), capped or not."""
+    return cfg.kind == "local" and cfg.model is None
+
+
+def bundled_warning(name: str) -> str:
+    """What a result judged by the bundled model says in its `warnings` (issue 49 item 1): a start note on stderr is
+    seen by no one when an MCP client starts the server."""
+    setting = ("JUDGE_MCP_BACKEND (openai with JUDGE_MCP_BASE_URL, or anthropic) for a real judge" if name == DEFAULT_BACKEND_NAME
+               else f"model in [backends.{name}], or name another backend, for a real judge")
+    return f"judged by the bundled SmolLM2-135M model (backend '{name}'): plumbing, not a judge; set {setting}"
+
+
 def is_uncapped_bundled(cfg: BackendConfig) -> bool:
     """The backend is the bundled model (kind local, no model path of its own) with no answer cap of its own."""
     return cfg.kind == "local" and cfg.model is None and cfg.max_output_tokens is None

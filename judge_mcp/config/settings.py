@@ -6,6 +6,7 @@ serialises its key (`api_key` is excluded from `public()` and from repr).
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import sys
@@ -37,6 +38,11 @@ DEFAULT_BACKEND_NAME = "default"
 # 100 compare_pair calls (200 requests) goes out at once and a backend that takes fewer says so with 429; the
 # embedded model gets its slot count (each slot holds a share of n_ctx and of 2 CPU cores); the MCP client (sampling) 8.
 DEFAULT_CONCURRENCY = {"local": 4, "openai": 256, "anthropic": 256, "sampling": 8}
+# The timeout of a backend whose base URL is on this machine or a private network (Ollama, llama.cpp, vLLM on a
+# workstation) when none is set: a 7B-class model on CPU takes minutes to start a long answer, past the 120 s that
+# suits a hosted API (issue 49 item 5).
+LOCAL_TIMEOUT_S = 600.0
+_LOCAL_NAMES = ("localhost", "host.docker.internal")
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,9 @@ class BackendConfig:
     reasoning_effort: str | None = None
     reasoning_budget_tokens: int | None = None
     thinking_budget_tokens: int | None = None
+    # the host of a base URL on this machine or a private network whose timeout is LOCAL_TIMEOUT_S because none was
+    # set (serve says so at start); None otherwise
+    local_default: str | None = None
 
 
 @dataclass(frozen=True)
@@ -153,6 +162,42 @@ def _host(url: str) -> str:
     return (urlparse(url).hostname or "").lower()
 
 
+def local_server(url: str | None) -> str | None:
+    """The host of `url` when it is on this machine or a private network (loopback, 10/8, 172.16/12, 192.168/16,
+    IPv6 unique-local, localhost, *.local, host.docker.internal), else None."""
+    if not url:
+        return None
+    host = _host(url)
+    if host in _LOCAL_NAMES or host.endswith((".localhost", ".local")):
+        return host
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return None
+    return host if address.is_loopback or (address.is_private and not address.is_link_local and not address.is_unspecified) else None
+
+
+def local_notes(settings: Settings) -> list[str]:
+    """What a start says of each backend whose timeout is the local-server default, with the setting that changes it."""
+    if settings.config_error is not None:
+        return []
+    notes = []
+    for cfg in [settings.default_backend, *(settings.named_backends[name] for name in sorted(settings.named_backends))]:
+        if cfg.local_default is not None:
+            setting = "JUDGE_MCP_TIMEOUT_S" if cfg.name == DEFAULT_BACKEND_NAME else f"timeout_s in [backends.{cfg.name}]"
+            notes.append(f"backend '{cfg.name}' is a local server ({cfg.local_default}): timeout {cfg.timeout_s:g} s ({setting})")
+    return notes
+
+
+def _timeout(explicit: Any, url: str | None, read_it: Callable[[], float]) -> tuple[float, str | None]:
+    """(timeout, host): the timeout set (`read_it`), or where none is set and the URL is a local server's,
+    LOCAL_TIMEOUT_S and that server's host."""
+    host = local_server(url)
+    if host is not None and (explicit is None or str(explicit).strip() == ""):
+        return LOCAL_TIMEOUT_S, host
+    return read_it(), None
+
+
 def _optional(env: Mapping[str, str], name: str) -> Any:
     """A setting without a default: its declared parser's reading, or None when unset."""
     return read(env, name)
@@ -223,6 +268,8 @@ def backend_from_env(env: Mapping[str, str]) -> BackendConfig:
     base_url = _check_url(env.get("JUDGE_MCP_BASE_URL"), "JUDGE_MCP_BASE_URL")
     model = _env(env, "JUDGE_MCP_MODEL", None) or (DEFAULT_MODELS.get(kind) if kind != "local" else None)
     explicit = _env(env, "JUDGE_MCP_API_KEY", None)
+    url = base_url if kind in PROVIDER_KEY_ENV else None
+    timeout_s, local_host = _timeout(env.get("JUDGE_MCP_TIMEOUT_S"), url, lambda: read(env, "JUDGE_MCP_TIMEOUT_S"))
     cfg = BackendConfig(
         name=DEFAULT_BACKEND_NAME,
         kind=kind,
@@ -230,7 +277,8 @@ def backend_from_env(env: Mapping[str, str]) -> BackendConfig:
         base_url=base_url if kind not in ("local", "sampling") else None,
         api_key=None,
         concurrency=read(env, "JUDGE_MCP_CONCURRENCY", DEFAULT_CONCURRENCY[kind]),
-        timeout_s=read(env, "JUDGE_MCP_TIMEOUT_S"),
+        timeout_s=timeout_s,
+        local_default=local_host,
         max_retries=read(env, "JUDGE_MCP_MAX_RETRIES"),
         structured_output=read(env, "JUDGE_MCP_STRUCTURED_OUTPUT"),
         cache_warmup=read(env, "JUDGE_MCP_CACHE_WARMUP"),
@@ -348,6 +396,8 @@ def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str
     key = _table_key(key_env, env, where) if key_env else _provider_key(kind, base_url, env) if kind in PROVIDER_KEY_ENV else None
     if kind != "local" and table.get("mmproj") is not None:
         raise ConfigError(f"{where}: mmproj (a multimodal projector file) applies to kind = \"local\" only")
+    url = base_url if kind in PROVIDER_KEY_ENV else None
+    timeout_s, local_host = _timeout(table.get("timeout_s"), url, lambda: read_key(table, "timeout_s", where))
     return BackendConfig(
         name=name,
         kind=kind,
@@ -355,7 +405,8 @@ def _backend_from_table(name: str, table: Any, path: Path, env: Mapping[str, str
         base_url=base_url,
         api_key=key,
         concurrency=read_key(table, "concurrency", where, DEFAULT_CONCURRENCY[kind]),
-        timeout_s=read_key(table, "timeout_s", where),
+        timeout_s=timeout_s,
+        local_default=local_host,
         # a table without its own max_retries follows JUDGE_MCP_MAX_RETRIES, as the environment's backend does
         max_retries=read_key(table, "max_retries", where, read(env, "JUDGE_MCP_MAX_RETRIES")),
         structured_output=read_key(table, "structured_output", where),

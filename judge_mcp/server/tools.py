@@ -41,6 +41,7 @@ from judge_mcp.contract.args import (
 from judge_mcp.backends import sampling
 from judge_mcp.backends.errors import BackendError
 from judge_mcp.calls.context import ProgressFn
+from judge_mcp.config.bundled import bundled_warning, is_bundled
 from judge_mcp.config.settings import ConfigError
 from judge_mcp.methods import registry
 from judge_mcp.runtime.repeats import call_key
@@ -296,7 +297,7 @@ async def invoke(app: App, spec: ToolSpec, arguments: dict[str, Any], caller: Ca
                             return rounds.result()
                         raise
                 telemetry.tool_result(args, result)
-                return with_settings_warnings(result, app)
+                return with_settings_warnings(with_bundled_warning(result, app, spec, args), app)
             except ToolError as exc:
                 warnings = app.settings.warnings
                 if not warnings:
@@ -351,6 +352,24 @@ def _joinable(app: App, spec: ToolSpec, args: Any) -> bool:
         return all(app.settings.backend(name).kind != "sampling" for name in names)
     except ConfigError:  # an unknown backend name: the tool says so
         return False
+
+
+def with_bundled_warning(result: Any, app: App, spec: ToolSpec, args: Any) -> Any:
+    """A judging tool's `result` with a warning for each backend it judged with that is the bundled 135M model
+    (config/bundled.py): a result naming `local/SmolLM2-135M` with no warning was taken for a real judge's."""
+    if spec.annotations not in (JUDGING, LEARNING) or not isinstance(getattr(result, "warnings", None), list):
+        return result
+    names = dict.fromkeys([getattr(args, "backend", None), *(getattr(args, "backends", None) or [])])
+    notes = []
+    for name in names:
+        try:
+            cfg = app.settings.backend(name)
+        except ConfigError:  # an unknown or broken backend: the tool said so
+            continue
+        if is_bundled(cfg):
+            notes.append(bundled_warning(cfg.name))
+    notes = [note for note in notes if note not in result.warnings]
+    return result.model_copy(update={"warnings": [*result.warnings, *notes]}) if notes else result
 
 
 def with_settings_warnings(result: Any, app: App) -> Any:

@@ -179,3 +179,16 @@ async def test_items_a_stopped_run_never_reached_count_as_not_finished(scripted,
     assert (summary["items"], summary["overall"]["n"], summary["errors"], summary["incomplete"]) == (12, 0, 6, 6)
     assert failed_items_status(summary) == 1
     assert "6 item(s) errored and 6 item(s) not finished" in capsys.readouterr().err
+
+
+async def test_items_that_timed_out_are_told_to_raise_the_timeout_not_to_run_the_same_command(scripted, tmp_path, capsys):
+    """Issue 49 item 5: after a timeout the bench said "run the same command again", which times out the same way; it
+    names the setting to raise and the value to pass instead."""
+    from judge_mcp.bench.command import failed_items_status
+
+    server = scripted(lambda payload: Reply(content="late", delay_s=3))
+    summary, _ = await bench(scripted, None, PAIRS, "vanilla", tmp_path, server=server, limit=1, env={"JUDGE_MCP_TIMEOUT_S": "0.3"})
+    assert summary["errors"] == 1 and "raise JUDGE_MCP_TIMEOUT_S above 0.3" in summary["error_examples"][0]
+    assert failed_items_status(summary) == 1
+    said = capsys.readouterr().err
+    assert "raise JUDGE_MCP_TIMEOUT_S above 0.3, then run it again" in said and "run the same command again to retry" not in said

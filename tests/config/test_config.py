@@ -3,6 +3,7 @@ key-safety rule: provider-wide keys only ever go to the provider's own host."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -427,3 +428,56 @@ def test_an_sqlite_uri_as_the_database_is_an_error_not_a_folder_named_file(tmp_p
     with pytest.raises(ConfigError, match=r"JUDGE_MCP_DB takes an SQLite file path, not an SQLite URI \('file:...'\)"):
         load_settings({"JUDGE_MCP_DB": value})
     assert load_settings({"JUDGE_MCP_DB": "files/judge.db"}).database == Path("files/judge.db")  # a folder named file... is a path
+
+
+# ---- local servers get local defaults (issue 49 item 5) --------------------------------------------------------------
+@pytest.mark.parametrize("url", [
+    "http://127.0.0.1:11434/v1", "http://localhost:8080/v1", "http://[::1]:8000/v1", "http://10.1.2.3/v1",
+    "http://172.20.0.5:8000/v1", "http://192.168.1.9:11434/v1", "http://gpu-box.local:8000/v1",
+    "http://host.docker.internal:11434/v1",
+])
+def test_a_base_url_on_this_machine_or_a_private_network_gets_the_local_timeout(tmp_path, url: str) -> None:
+    from judge_mcp.config.settings import LOCAL_TIMEOUT_S
+
+    env = {"HOME": str(tmp_path), "JUDGE_MCP_BACKEND": "openai", "JUDGE_MCP_BASE_URL": url}
+    cfg = load_settings(env).default_backend
+    assert cfg.timeout_s == LOCAL_TIMEOUT_S == 600.0 and cfg.local_default
+    set_by_hand = load_settings({**env, "JUDGE_MCP_TIMEOUT_S": "45"}).default_backend
+    assert set_by_hand.timeout_s == 45.0 and set_by_hand.local_default is None
+
+
+@pytest.mark.parametrize("url", ["https://api.openai.com/v1", "https://judge.example/v1", "http://8.8.8.8/v1", "http://172.32.0.1/v1"])
+def test_a_hosted_base_url_keeps_the_hosted_timeout(tmp_path, url: str) -> None:
+    cfg = load_settings({"HOME": str(tmp_path), "JUDGE_MCP_BACKEND": "openai", "JUDGE_MCP_BASE_URL": url, "JUDGE_MCP_API_KEY": "k"}).default_backend
+    assert cfg.timeout_s == 120.0 and cfg.local_default is None
+
+
+def test_a_toml_backend_on_a_local_server_gets_the_local_timeout_unless_it_sets_one(tmp_path) -> None:
+    from judge_mcp.config.settings import local_notes
+
+    path = tmp_path / "judge.toml"
+    path.write_text('[backends.ollama]\nkind = "openai"\nbase_url = "http://127.0.0.1:11434/v1"\n\n'
+                    '[backends.set]\nkind = "openai"\nbase_url = "http://127.0.0.1:11434/v1"\ntimeout_s = 30\n\n'
+                    '[backends.embedded]\nkind = "local"\n', encoding="utf-8")
+    settings = load_settings({"HOME": str(tmp_path), "JUDGE_MCP_CONFIG": str(path), "JUDGE_MCP_BACKEND": "openai",
+                              "JUDGE_MCP_BASE_URL": "http://localhost:11434/v1"})
+    assert [settings.backend(n).timeout_s for n in ("ollama", "set", "embedded")] == [600.0, 30.0, 120.0]
+    assert local_notes(settings) == [
+        "backend 'default' is a local server (localhost): timeout 600 s (JUDGE_MCP_TIMEOUT_S)",
+        "backend 'ollama' is a local server (127.0.0.1): timeout 600 s (timeout_s in [backends.ollama])",
+    ]
+
+
+def test_serve_says_at_start_that_a_local_server_gets_the_local_timeout(tmp_path, monkeypatch, capsys) -> None:
+    from judge_mcp.cli import main as cli
+
+    for key in [k for k in os.environ if k.startswith("JUDGE_MCP_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("JUDGE_MCP_DB", str(tmp_path / "j.db"))
+    monkeypatch.setenv("JUDGE_MCP_BACKEND", "openai")
+    monkeypatch.setenv("JUDGE_MCP_BASE_URL", "http://127.0.0.1:11434/v1")
+    cli._serve_settings()
+    assert "judge-mcp: backend 'default' is a local server (127.0.0.1): timeout 600 s (JUDGE_MCP_TIMEOUT_S)" in capsys.readouterr().err
+    monkeypatch.setenv("JUDGE_MCP_TIMEOUT_S", "90")
+    cli._serve_settings()
+    assert "local server" not in capsys.readouterr().err

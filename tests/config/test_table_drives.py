@@ -22,7 +22,7 @@ def test_a_typed_default_is_the_default_the_table_shows(setting):
 
 
 def test_the_readers_take_their_defaults_from_the_table(monkeypatch, tmp_path):
-    env = {"HOME": str(tmp_path), "JUDGE_MCP_BACKEND": "openai", "JUDGE_MCP_BASE_URL": "http://127.0.0.1:9/v1"}
+    env = {"HOME": str(tmp_path), "JUDGE_MCP_BACKEND": "openai", "JUDGE_MCP_BASE_URL": "https://judge.example/v1"}
     cfg = load_settings(env).default_backend
     assert (cfg.kind, cfg.timeout_s, cfg.max_retries, cfg.structured_output) == ("openai", 120.0, 3, "auto")
     for name, value in (("JUDGE_MCP_TIMEOUT_S", 77.0), ("JUDGE_MCP_MAX_RETRIES", 5), ("JUDGE_MCP_STRUCTURED_OUTPUT", "off")):
@@ -33,7 +33,7 @@ def test_the_readers_take_their_defaults_from_the_table(monkeypatch, tmp_path):
 
 def test_a_toml_table_reads_its_keys_with_their_declared_parsers(tmp_path):
     path = tmp_path / "judge.toml"
-    path.write_text('[backends.a]\nkind = "OpenAI"\nbase_url = "http://127.0.0.1:9/v1"\nn_threads = 2\n\n'
+    path.write_text('[backends.a]\nkind = "OpenAI"\nbase_url = "https://judge.example/v1"\nn_threads = 2\n\n'
                     '[backends.b]\nkind = "local"\nn_ctx = 0\n\n[backends.c]\nbase_url = "http://127.0.0.1:9/v1"\n', encoding="utf-8")
     settings = load_settings({"HOME": str(tmp_path), "JUDGE_MCP_CONFIG": str(path), "JUDGE_MCP_MAX_RETRIES": "7"})
     a = settings.backend("a")

@@ -208,10 +208,28 @@ class Admission:
             protocol.transport.close()
 
 
+UNAUTHORISED_CODE = -32001  # JSON-RPC's implementation-defined server error range: the request's token was refused
+
+
 def _reply(status: int, message: str, extra: Sequence[tuple[bytes, bytes]] = ()) -> tuple[dict, dict]:
-    body = json.dumps({"error": message}).encode()
+    """A refusal's response. A 401's body is a JSON-RPC error object (id null: the request's body is never read), which
+    MCP clients (the Python SDK, fastmcp, Claude Code) show as the error, where a bare status gave them only "Server
+    returned an error response"; the other refusals keep `{"error": message}`."""
+    if status == 401:
+        body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": UNAUTHORISED_CODE, "message": message}}).encode()
+    else:
+        body = json.dumps({"error": message}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), (b"connection", b"close"), *extra]
     return {"type": "http.response.start", "status": status, "headers": headers}, {"type": "http.response.body", "body": body}
+
+
+def _bearer(scope: dict) -> bytes | None:
+    """The bearer token of the request's Authorization header, or None when there is none (no header, another
+    scheme, or an empty token)."""
+    header = next((value for name, value in scope.get("headers", []) if name.lower() == b"authorization"), b"")
+    scheme, _, presented = header.partition(b" ")
+    presented = presented.strip()
+    return presented if scheme.lower() == b"bearer" and presented else None
 
 
 class Gate:
@@ -237,16 +255,24 @@ class Gate:
         self.sessions = sessions or SessionQuota(limits.sessions_per_tenant, limits.sessions_per_peer)
         self._users: dict[str, Any] = {}
 
+    def _unauthorised(self, scope: dict) -> str:
+        """What a refused request is told: whether its bearer token was missing or wrong, and where the server's
+        tokens come from."""
+        where = "JUDGE_MCP_HTTP_TOKEN or JUDGE_MCP_HTTP_TOKENS"
+        if self._oauth is not None:
+            where += f", or an access token of the OAuth issuer {self._oauth.settings.issuer} for {self._oauth.settings.audience}"
+        if _bearer(scope) is None:
+            return f"missing bearer token: send 'Authorization: Bearer <token>' with a token of this server ({where})"
+        return f"wrong bearer token: the token sent is not one of this server's ({where}); check it or ask for a new one"
+
     async def _tenant(self, scope: dict) -> str | None:
         """The tenant the request's bearer token names, or None. Raises issuer_keys.Busy (answered 503) when its
         address has too many requests waiting for the OAuth issuer's keys."""
         if self._tokens is None and self._oauth is None:
             return tenants.LOCAL  # a loopback server without a token: whoever reaches it is on this machine
-        header = next((value for name, value in scope.get("headers", []) if name.lower() == b"authorization"), b"")
-        scheme, _, presented = header.partition(b" ")
-        if scheme.lower() != b"bearer":
+        presented = _bearer(scope)
+        if presented is None:
             return None
-        presented = presented.strip()
         found = self._tokens().tenant(presented) if self._tokens is not None else None
         if found is None and self._oauth is not None and oauth.looks_like_jwt(presented):
             found = await self._oauth.check(presented.decode("ascii", "replace"), peer_of(scope.get("client")))
@@ -289,8 +315,7 @@ class Gate:
             await self._refuse(send, client, 503, message, "overloaded")
             return
         if not probe and tenant is None:
-            message = "unauthorized: send 'Authorization: Bearer <token>' (JUDGE_MCP_HTTP_TOKEN or JUDGE_MCP_HTTP_TOKENS)"
-            await self._refuse(send, client, 401, message, "unauthorised")
+            await self._refuse(send, client, 401, self._unauthorised(scope), "unauthorised")
             return
         if admission.working >= admission.limits.max_working:
             retry = admission.limits.retry_after_s

@@ -218,3 +218,39 @@ def test_four_hundred_concurrent_requests_are_all_served(scripted, tmp_path: Pat
 
         anyio.run(main)
     assert len(statuses) == 400 and set(statuses) == {200}, {s: statuses.count(s) for s in set(statuses)}
+
+
+# ---- what a refused client is told (issue 49 item 4) ---------------------------------------------------------------
+def _leaves(exc: BaseException) -> str:
+    """The text of an exception, or of every exception inside an exception group."""
+    inner = getattr(exc, "exceptions", None)
+    return " | ".join(_leaves(e) for e in inner) if inner else f"{type(exc).__name__}: {exc}"
+
+
+@pytest.mark.parametrize(("token", "said"), [(None, "missing bearer token"), ("wrong", "wrong bearer token")])
+def test_a_refused_token_is_a_json_rpc_error_the_official_client_shows(token: str | None, said: str) -> None:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    with _Gated(Limits(), token=TOKEN) as served:
+        url = f"http://127.0.0.1:{served.port}/mcp"
+        headers = {} if token is None else {"authorization": f"Bearer {token}"}
+        raw = httpx.post(url, json=INIT, headers={**ACCEPT, **headers}, timeout=15)
+        assert raw.status_code == 401 and raw.headers["www-authenticate"].startswith('Bearer realm="judge-mcp", error="invalid_token"')
+        body = raw.json()
+        assert body["jsonrpc"] == "2.0" and body["id"] is None and body["error"]["code"] == -32001
+        assert body["error"]["message"].startswith(said) and "JUDGE_MCP_HTTP_TOKEN" in body["error"]["message"]
+
+        async def connect() -> str:
+            http = httpx2.AsyncClient(headers=headers, timeout=15)
+            try:
+                async with http, Client(streamable_http_client(url, http_client=http)):
+                    pass
+            except Exception as exc:  # noqa: BLE001 - whatever the client raises, its text is what a user sees
+                return _leaves(exc)
+            return "connected"
+
+        shown = anyio.run(connect)
+    assert said in shown and "JUDGE_MCP_HTTP_TOKEN" in shown, shown
+    assert served.calls == 0

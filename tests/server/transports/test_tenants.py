@@ -449,6 +449,10 @@ def test_an_oauth_token_of_the_issuer_names_the_tenant_and_anything_else_is_401(
         fetches = issuer.fetches
     assert {what: r.status_code for what, r in answers.items()} == {what: 401 for what in refused}
     assert all(r.headers["www-authenticate"].startswith("Bearer ") for r in answers.values())
+    # a JSON-RPC error an MCP client shows, naming where a token comes from (issue 49 item 4)
+    errors = [r.json()["error"] for r in answers.values()]
+    assert all(e["code"] == -32001 and e["message"].startswith("wrong bearer token") for e in errors)
+    assert all(f"OAuth issuer {issuer.url} for judge-test" in e["message"] for e in errors)
     assert metadata.status_code == 200 and metadata.json()["authorization_servers"] == [issuer.url]
     assert 1 <= fetches <= 3  # the issuer's keys are cached, not fetched per request
 
