@@ -92,6 +92,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--swap-margin", type=float, help="with --adaptive-swap: compare_pair's swap_margin, 0..1 (default: the tool's)")
     bench.add_argument("--concurrency", type=_positive, help="items in flight (default: the backend's concurrency)")
     bench.add_argument("--quiet", action="store_true", help="no progress bar")
+    bench.add_argument("--fail-under", action="append", metavar="METRIC=VALUE",
+                       help="exit 1 when the overall METRIC (e.g. accuracy, pair_accuracy, consistency) is below VALUE; repeatable")
     bench.add_argument("--max-dataset-mb", type=_positive,
                        help="refuse a dataset file larger than this many MiB (default 512; the file is read whole)")
     bench.add_argument("--batch-poll-seconds", type=_positive, help="a batch = true backend's batches are polled this often (default 30)")
@@ -222,7 +224,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError) as exc:
         print(f"judge-mcp bench: configuration error: {exc}", file=sys.stderr)
         return 2
-    problem = (option_problem(args) or repeats.problem(args) or output_problem(args, ("out", "report"))
+    problem = (fail_under_problem(args) or option_problem(args) or repeats.problem(args) or output_problem(args, ("out", "report"))
                or published_options.options_problem(args.method, args.alpaca_gamed, args.llmbar_strategy))
     if problem is not None:
         print(f"judge-mcp bench: {problem}", file=sys.stderr)
@@ -279,7 +281,52 @@ def run_bench(args: argparse.Namespace, settings: Settings, spec: RunSpec) -> in
         print(f"judge-mcp bench: cannot write {exc.filename}: {exc.strerror or exc}; the judgments are stored in {args.db}, "
               "so `judge-mcp bench-report --db` or the same command again writes it", file=sys.stderr)
         return 2
-    return failed_items_status(summary)
+    return failed_items_status(summary) or below_threshold_status(summary, args.fail_under)
+
+
+# the overall figures --fail-under may name (rates, higher is better)
+FAIL_UNDER_METRICS = ("accuracy", "first_order_accuracy", "pair_accuracy", "single_order_accuracy", "judgebench_score",
+                      "consistency", "strict_score")
+
+
+def parse_fail_under(specs: list[str] | None) -> list[tuple[str, float]]:
+    """`METRIC=VALUE` strings as (metric, threshold); ValueError naming the problem."""
+    out = []
+    for spec in specs or []:
+        name, sep, value = spec.partition("=")
+        name = name.strip()
+        if not sep or name not in FAIL_UNDER_METRICS:
+            raise ValueError(f"--fail-under {spec!r}: expected METRIC=VALUE with METRIC one of {', '.join(FAIL_UNDER_METRICS)}")
+        try:
+            threshold = float(value)
+        except ValueError:
+            raise ValueError(f"--fail-under {spec!r}: VALUE must be a number, e.g. {name}=0.7") from None
+        if not 0.0 <= threshold <= 1.0:
+            raise ValueError(f"--fail-under {spec!r}: VALUE must be between 0 and 1")
+        out.append((name, threshold))
+    return out
+
+
+def fail_under_problem(args: argparse.Namespace) -> str | None:
+    try:
+        parse_fail_under(getattr(args, "fail_under", None))
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def below_threshold_status(summary: dict[str, Any], specs: list[str] | None) -> int:
+    """1 when an overall figure named by --fail-under is below its threshold or missing (saying which, on stderr)."""
+    status = 0
+    for name, threshold in parse_fail_under(specs):
+        value = (summary.get("overall") or {}).get(name)
+        if value is None:
+            print(f"judge-mcp bench: --fail-under {name}: this run has no {name}", file=sys.stderr)
+            status = 1
+        elif value < threshold:
+            print(f"judge-mcp bench: {name} {value:.3f} is below --fail-under {threshold}", file=sys.stderr)
+            status = 1
+    return status
 
 
 def failed_items_status(summary: dict[str, Any]) -> int:

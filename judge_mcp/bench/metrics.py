@@ -1,7 +1,8 @@
 """The bench metrics, as pure functions over stored rows (tested directly in tests/bench/test_metrics.py).
 
 Pairwise-judging methods (two placements per item):
-- accuracy: the first placement (chosen shown first) is right;
+- accuracy: the mean of the two placements' accuracies (per item, the share of its placements that are right);
+- first_order_accuracy: the first placement (chosen shown first) alone is right;
 - consistency: both placements name the same response;
 - pair_accuracy: both placements are right;
 - position_bias: share of parsed verdicts naming the first-shown response, ties left out (null when none);
@@ -56,11 +57,12 @@ PLACEMENT_SEED = 0  # the seed of the single-order placement draw (fixed, so run
 
 # The figures every view of a run shows (terminal, HTML report, Markdown), in this order: (key in a summary's
 # "overall"/"categories" rows, short title).
-# Pair accuracy and single-order accuracy lead: "accuracy" alone is the chosen-first placement, which a purely
-# position-biased judge scores 1.0 on (response-wise sets: the same figure as pair accuracy).
+# Pair accuracy and single-order accuracy lead; "accuracy" is the mean of the two orders (a purely position-biased
+# judge scores 0.5), "first_order_accuracy" the chosen-first placement alone, which such a judge scores 1.0 on
+# (response-wise sets: all three the same figure as pair accuracy).
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("n", "n"), ("pair_accuracy", "pair acc."), ("single_order_accuracy", "single-order acc."),
-    ("judgebench_score", "JudgeBench score"), ("accuracy", "chosen-first acc."), ("consistency", "consistency"),
+    ("judgebench_score", "JudgeBench score"), ("accuracy", "accuracy"), ("first_order_accuracy", "first-order acc."), ("consistency", "consistency"),
     ("position_bias", "position bias"), ("length_preference", "longer picked"), ("length_bias", "length bias"),
     ("parse_failures", "parse fail."), ("ties", "ties"), ("reasked_verdicts", "re-asked"),
     ("calls_per_item", "calls/item"), ("tokens_per_item", "tokens/item"), ("wall_seconds_per_item", "wall s/item"),
@@ -159,7 +161,9 @@ def item_outcome(done: dict[str, dict[str, Any]], placements: tuple[str, ...], i
     consistent, pair_right, single_right, jb_right = _order_figures(records, item_id)
     picks = [r["first_shown_picks"] for r in records]
     return {
-        "right": bool(records[0]["correct"]),
+        # the share of the item's placements that are right (the mean of the orders); the first placement alone
+        "right": sum(bool(r["correct"]) for r in records) / len(records),
+        "first_right": bool(records[0]["correct"]),
         "consistent": consistent,
         "pair_right": pair_right,
         "single_right": single_right,
@@ -203,6 +207,7 @@ def _quality(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "n": n,
         "accuracy": _ratio(sum(o["right"] for o in outcomes), n),
+        "first_order_accuracy": _ratio(sum(o.get("first_right", o["right"]) for o in outcomes), n),
         "consistency": _share_of_all([o["consistent"] for o in outcomes if o["consistent"] is not None], n),
         "pair_accuracy": _ratio(sum(o["pair_right"] for o in outcomes), n),
         "single_order_accuracy": _share_of_all([o["single_right"] for o in outcomes if o.get("single_right") is not None], n),

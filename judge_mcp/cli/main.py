@@ -544,7 +544,7 @@ def _run(argv: list[str] | None) -> int:
         gc.enable()
     _setup_logging(args.verbose)
     if getattr(args, "db", None):  # --db of a command that reads or writes state: JUDGE_MCP_DB for this run
-        os.environ["JUDGE_MCP_DB"] = args.db
+        os.environ["JUDGE_MCP_DB"] = str(args.db)  # bench parses --db as a Path
     try:
         with tenants.acting(getattr(args, "tenant", tenants.LOCAL)):  # the tenant whose state a command reads (tenants.py)
             return int(args.fn(args) or 0)

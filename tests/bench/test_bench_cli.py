@@ -67,8 +67,8 @@ def test_cli_writes_json_and_an_html_report(scripted, tmp_path):
     table = (tmp_path / "t.md").read_text()
     # the always-first judge is right exactly on the items whose seeded single placement shows the chosen answer first
     single = sum(metrics.placement_for(f"p{i}") == 0 for i in range(1, 7)) / 6
-    # pair acc., single-order acc., JudgeBench score, chosen-first acc., consistency, position bias
-    row = rf"^\| vanilla \| 6 \| 0\.000 \| {single:.3f} \| 0\.000 \| 1\.000 \| 0\.000 \| 1\.000 \|"
+    # pair acc., single-order acc., JudgeBench score, accuracy (both orders), first-order acc., consistency, position bias
+    row = rf"^\| vanilla \| 6 \| 0\.000 \| {single:.3f} \| 0\.000 \| 0\.500 \| 1\.000 \| 0\.000 \| 1\.000 \|"
     assert re.search(row, table, re.M), table
     # by category the strict figure is shown: the always-first judge is right in neither category
     assert "Pair accuracy by category" in table
@@ -183,3 +183,27 @@ def test_bench_report_on_a_database_without_runs_says_so(tmp_path, capsys):
     assert f"{db} holds no bench run" in capsys.readouterr().err
     assert main(["bench-report", "--out", str(tmp_path / "r.html")]) == 2
     assert "no runs given" in capsys.readouterr().err
+
+
+def test_fail_under_and_accuracy_of_both_orders(scripted, tmp_path, monkeypatch, capsys):
+    """A judge that always names the first-shown answer: accuracy (the mean of the two orders) 0.5, its first order
+    alone 1.0, pair accuracy 0.0. --fail-under exits 1 naming the figure below its threshold; an unknown figure is
+    refused (2) naming the known ones, before anything is sent."""
+    from judge_mcp.cli.main import main
+
+    server = scripted(first_shown_judge)
+    for key, value in app_env(server, tmp_path / "judge.db", JUDGE_MCP_MAX_RETRIES="0").items():
+        monkeypatch.setenv(key, value)
+    db, out = tmp_path / "bench.db", tmp_path / "s.json"
+    base = ["bench", str(PAIRS), "--method", "grp", "--limit", "2", "--db", str(db), "--quiet", "--out", str(out)]
+    assert main([*base, "--fail-under", "acuracy=0.5"]) == 2
+    err = capsys.readouterr().err
+    assert "acuracy" in err and "pair_accuracy" in err and "consistency" in err
+    assert not server.requests
+    assert main([*base, "--fail-under", "accuracy=0.5"]) == 0
+    overall = json.loads(out.read_text())["overall"]
+    assert overall["accuracy"] == 0.5 and overall["first_order_accuracy"] == 1.0 and overall["pair_accuracy"] == 0.0
+    capsys.readouterr()
+    assert main([*base, "--fail-under", "accuracy=0.5", "--fail-under", "pair_accuracy=0.6"]) == 1
+    err = capsys.readouterr().err
+    assert "pair_accuracy 0.000 is below --fail-under 0.6" in err and "accuracy 0.500" not in err
