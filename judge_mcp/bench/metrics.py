@@ -62,7 +62,7 @@ PLACEMENT_SEED = 0  # the seed of the single-order placement draw (fixed, so run
 # (response-wise sets: all three the same figure as pair accuracy).
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("n", "n"), ("pair_accuracy", "pair acc."), ("single_order_accuracy", "single-order acc."),
-    ("judgebench_score", "JudgeBench score"), ("accuracy", "accuracy"), ("first_order_accuracy", "first-order acc."), ("consistency", "consistency"),
+    ("judgebench_score", "JudgeBench score"), ("accuracy", "both-orders acc."), ("first_order_accuracy", "first-order acc."), ("consistency", "consistency"),
     ("position_bias", "position bias"), ("length_preference", "longer picked"), ("length_bias", "length bias"),
     ("parse_failures", "parse fail."), ("ties", "ties"), ("reasked_verdicts", "re-asked"),
     ("calls_per_item", "calls/item"), ("tokens_per_item", "tokens/item"), ("wall_seconds_per_item", "wall s/item"),
