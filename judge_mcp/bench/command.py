@@ -502,7 +502,10 @@ def format_summary(s: dict[str, Any], metric: str | None = None) -> str:
     widths = [max(len(title), 7) + 2 for _, title in COLUMNS]  # each column as wide as its whole title
     rows = [("overall", s["overall"]), *s.get("categories", {}).items()]
     first = max(18, *(len(name) + 2 for name, _ in rows), *(len(name) + 4 for name in (s.get("panel") or {})))
-    lines = [f"{s['dataset']} · {s['method_key']} · {s['model']}"]
+    lines = [f"{s['dataset']} · {s['method_key']} · judge {s['model']}"]
+    headline = _headline(s["overall"])
+    if headline:
+        lines.append(headline)
     lines.append(f"{'':<{first}}" + "".join(f"{title:>{w}}" for (_, title), w in zip(COLUMNS, widths)))
     for name, row in rows:
         lines.append(f"{name:<{first}}" + "".join(f"{_f(row.get(c)):>{w}}" for c, w in zip(cols, widths)))
@@ -522,11 +525,33 @@ def format_summary(s: dict[str, Any], metric: str | None = None) -> str:
         from judge_mcp.bench.batching import summary_line
         extra.append(summary_line(s["batch"]))
     run = s.get("run", {})
+    few = metrics.few_items_line(s)
+    if few:
+        extra.append(few)
+    extra += ["legend:", *metrics.legend_lines()]
     extra.append(
         f"wall time this invocation {run.get('wall_seconds_this_invocation')} s for {run.get('judged_this_invocation')} items; "
         f"total {run.get('wall_seconds_total')} s"
     )
     return "\n".join(lines + extra)
+
+
+def _with_ci(value: Any, ci: Any) -> str:
+    """A figure with its interval: `0.700 [0.481, 0.855]`, or `(too few to say (n=4))`."""
+    if value is None:
+        return "-"
+    if isinstance(ci, list) and len(ci) == 2:
+        return f"{_f(value)} [{ci[0]:.3f}, {ci[1]:.3f}]"
+    return f"{_f(value)} ({ci})" if isinstance(ci, str) else _f(value)
+
+
+def _headline(row: dict[str, Any]) -> str:
+    """The overall rates with their 95% intervals, one readable line."""
+    ci = row.get("ci") or {}
+    shown = [(title, key) for key, title in (("pair_accuracy", "pair acc."), ("accuracy", "both-orders acc."),
+                                              ("first_order_accuracy", "first-order acc."), ("consistency", "consistency"),
+                                              ("position_bias", "position bias")) if row.get(key) is not None]
+    return "; ".join(f"{title} {_with_ci(row[key], ci.get(key))}" for title, key in shown)
 
 
 def _method_lines(s: dict[str, Any]) -> list[str]:

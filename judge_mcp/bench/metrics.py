@@ -52,6 +52,18 @@ from judge_mcp.bench.figures import length_figures
 FIELDS = ("n", "accuracy", "consistency", "pair_accuracy", "position_bias", "parse_failures", "calls_per_item", "seconds_per_item")
 COST_KEYS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "prompt_chars", "completion_chars",
              "cached_prompt_tokens", "cache_write_tokens", "billed_input")
+# One line per headline figure, for people (the terminal summary and the Markdown report print it).
+LEGEND: tuple[tuple[str, str], ...] = (
+    ("pair acc.", "right in both A/B orders (a judge that always names one position scores 0)"),
+    ("single-order acc.", "right on one seeded random order per item (the LWE paper's Accuracy)"),
+    ("JudgeBench score", "JudgeBench's rule: +1 per order naming the right answer, -1 per wrong one, right when > 0"),
+    ("both-orders acc.", "`accuracy` in the JSON: the mean of the two orders' accuracies"),
+    ("first-order acc.", "right with the right answer shown first (position bias inflates it)"),
+    ("consistency", "both orders name the same answer"),
+    ("position bias", "share of verdicts naming the first-shown answer (0.5 = none)"),
+    ("parse fail.", "answers that could not be read as a verdict (counted wrong)"),
+    ("[low, high]", "95% interval; \"too few to say\" when there are too few items to give one"),
+)
 PLACEMENT_SEED = 0  # the seed of the single-order placement draw (fixed, so runs compare on the same placements)
 
 
@@ -68,6 +80,25 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("calls_per_item", "calls/item"), ("tokens_per_item", "tokens/item"), ("wall_seconds_per_item", "wall s/item"),
     ("seconds_per_item", "latency s"),  # wall: the run's time per item; latency: one item's own, items in flight beside it
 )
+
+
+def legend_lines() -> list[str]:
+    """The legend, one short line per figure."""
+    width = max(len(title) for title, _ in LEGEND)
+    return [f"  {title:<{width}}  {meaning}" for title, meaning in LEGEND]
+
+
+def few_items_line(s: dict[str, Any]) -> str | None:
+    """A sentence when the run has too few items for any interval (the `ci` fields say "too few to say")."""
+    from judge_mcp.stats import intervals
+
+    n = (s.get("overall") or {}).get("n") or 0
+    if 0 < n < intervals.MIN_N:
+        return (f"n={n} is too few to say anything: with under {intervals.MIN_N} items no interval is given and a "
+                "figure can move by 1/n with one verdict; judge more items before comparing.")
+    if 0 < n < intervals.MIN_BOOTSTRAP:
+        return f"n={n} is small: the intervals are wide, and figures resampled over items are \"too few to say\"."
+    return None
 
 
 def placement_for(item_id: str, seed: int = PLACEMENT_SEED) -> int:

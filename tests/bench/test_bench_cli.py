@@ -72,6 +72,7 @@ def test_cli_writes_json_and_an_html_report(scripted, tmp_path):
     assert re.search(row, table, re.M), table
     # by category the strict figure is shown: the always-first judge is right in neither category
     assert "Pair accuracy by category" in table
+    assert "Judge: " in table and "Legend:" in table and "- **pair acc.**: right in both A/B orders" in table
     assert re.search(r"^\| vanilla \| 0\.000 \(3\) \| 0\.000 \(3\) \|", table, re.M), table
 
     wrong = subprocess.run(
@@ -201,6 +202,11 @@ def test_fail_under_and_accuracy_of_both_orders(scripted, tmp_path, monkeypatch,
     assert "acuracy" in err and "pair_accuracy" in err and "consistency" in err
     assert not server.requests
     assert main([*base, "--fail-under", "accuracy=0.5"]) == 0
+    printed = capsys.readouterr().out
+    # the judge named, the headline figures with their intervals (here: too few), the small n said, the legend
+    assert "· judge " in printed and "pair acc. 0.000 (too few to say (n=2))" in printed
+    assert "n=2 is too few to say anything" in printed
+    assert "legend:" in printed and "both-orders acc." in printed and "mean of the two orders" in printed
     overall = json.loads(out.read_text())["overall"]
     assert overall["accuracy"] == 0.5 and overall["first_order_accuracy"] == 1.0 and overall["pair_accuracy"] == 0.0
     capsys.readouterr()

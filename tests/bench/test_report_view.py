@@ -91,7 +91,7 @@ async def test_the_position_bias_chart_marks_one_over_n_as_no_bias(runs) -> None
 
 async def test_the_terminal_table_shows_whole_column_titles(runs) -> None:
     text = bench_cli.format_summary(runs[0])
-    header = text.splitlines()[1]
+    header = text.splitlines()[2]  # after the title and the headline figures
     for _, title in metrics.COLUMNS:
         assert title in header, title
     assert "single_order_" not in text and "judgebench_sc" not in text
