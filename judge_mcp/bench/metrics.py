@@ -45,6 +45,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from judge_mcp.stats import intervals
 from judge_mcp.stats.calibration import calibration_extras
 from judge_mcp.bench import figures, uncertainty
 from judge_mcp.bench.figures import length_figures
@@ -90,8 +91,6 @@ def legend_lines() -> list[str]:
 
 def few_items_line(s: dict[str, Any]) -> str | None:
     """A sentence when the run has too few items for any interval (the `ci` fields say "too few to say")."""
-    from judge_mcp.stats import intervals
-
     n = (s.get("overall") or {}).get("n") or 0
     if 0 < n < intervals.MIN_N:
         return (f"n={n} is too few to say anything: with under {intervals.MIN_N} items no interval is given and a "
