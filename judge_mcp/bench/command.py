@@ -15,7 +15,7 @@ import anyio
 from judge_mcp.config.values import DENIED, path_kind
 from judge_mcp.contract.fields import ANSWER_ORDERS, FLIP_VARIANTS, GRADE_VARIANTS, TEMPLATES
 from judge_mcp.contract.args import GradeScoreOptionsArgs, InferInstructionRewardArgs, LweJudgeArgs
-from judge_mcp.bench import convert_cli, figures, published_options, repeats
+from judge_mcp.bench import convert_cli, figures, published_options, repeats, thresholds
 
 if TYPE_CHECKING:
     from judge_mcp.bench.runner import RunSpec
@@ -106,6 +106,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--db", type=Path, help="also include every run stored in this bench database")
     report.add_argument("--out", type=Path, help="the HTML file to write (required without --compare)")
     report.add_argument("--markdown", type=Path, help="also write the tables as Markdown here")
+    report.add_argument("--items", type=Path, help="with --db: write one row per judged item of its runs here (JSONL; CSV when it ends in .csv)")
     report.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"), help="compare two runs on the items both judged: "
                         "each a JSON summary of `judge-mcp bench --out`, or a METHOD_KEY[@BACKEND] of a run in --db (bench/compare.py)")
     report.set_defaults(fn=cmd_report)
@@ -224,7 +225,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError) as exc:
         print(f"judge-mcp bench: configuration error: {exc}", file=sys.stderr)
         return 2
-    problem = (fail_under_problem(args) or option_problem(args) or repeats.problem(args) or output_problem(args, ("out", "report"))
+    problem = (thresholds.fail_under_problem(args) or option_problem(args) or repeats.problem(args) or output_problem(args, ("out", "report"))
                or published_options.options_problem(args.method, args.alpaca_gamed, args.llmbar_strategy))
     if problem is not None:
         print(f"judge-mcp bench: {problem}", file=sys.stderr)
@@ -281,52 +282,7 @@ def run_bench(args: argparse.Namespace, settings: Settings, spec: RunSpec) -> in
         print(f"judge-mcp bench: cannot write {exc.filename}: {exc.strerror or exc}; the judgments are stored in {args.db}, "
               "so `judge-mcp bench-report --db` or the same command again writes it", file=sys.stderr)
         return 2
-    return failed_items_status(summary) or below_threshold_status(summary, args.fail_under)
-
-
-# the overall figures --fail-under may name (rates, higher is better)
-FAIL_UNDER_METRICS = ("accuracy", "first_order_accuracy", "pair_accuracy", "single_order_accuracy", "judgebench_score",
-                      "consistency", "strict_score")
-
-
-def parse_fail_under(specs: list[str] | None) -> list[tuple[str, float]]:
-    """`METRIC=VALUE` strings as (metric, threshold); ValueError naming the problem."""
-    out = []
-    for spec in specs or []:
-        name, sep, value = spec.partition("=")
-        name = name.strip()
-        if not sep or name not in FAIL_UNDER_METRICS:
-            raise ValueError(f"--fail-under {spec!r}: expected METRIC=VALUE with METRIC one of {', '.join(FAIL_UNDER_METRICS)}")
-        try:
-            threshold = float(value)
-        except ValueError:
-            raise ValueError(f"--fail-under {spec!r}: VALUE must be a number, e.g. {name}=0.7") from None
-        if not 0.0 <= threshold <= 1.0:
-            raise ValueError(f"--fail-under {spec!r}: VALUE must be between 0 and 1")
-        out.append((name, threshold))
-    return out
-
-
-def fail_under_problem(args: argparse.Namespace) -> str | None:
-    try:
-        parse_fail_under(getattr(args, "fail_under", None))
-    except ValueError as exc:
-        return str(exc)
-    return None
-
-
-def below_threshold_status(summary: dict[str, Any], specs: list[str] | None) -> int:
-    """1 when an overall figure named by --fail-under is below its threshold or missing (saying which, on stderr)."""
-    status = 0
-    for name, threshold in parse_fail_under(specs):
-        value = (summary.get("overall") or {}).get(name)
-        if value is None:
-            print(f"judge-mcp bench: --fail-under {name}: this run has no {name}", file=sys.stderr)
-            status = 1
-        elif value < threshold:
-            print(f"judge-mcp bench: {name} {value:.3f} is below --fail-under {threshold}", file=sys.stderr)
-            status = 1
-    return status
+    return failed_items_status(summary) or thresholds.below_threshold_status(summary, args.fail_under)
 
 
 def failed_items_status(summary: dict[str, Any]) -> int:
@@ -393,6 +349,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     if args.compare:
         return cmd_compare(args)
+    if args.items is not None:
+        status = _write_items(args)
+        if status or args.out is None:
+            return status
+    return _html_report(args)
+
+
+def _html_report(args: argparse.Namespace) -> int:
+    """`bench-report --out FILE.html`: the runs of the summaries given and of --db, one page."""
     if args.out is None:
         print("judge-mcp bench-report: --out FILE.html is required (or --compare RUN_A RUN_B)", file=sys.stderr)
         return 2
@@ -457,6 +422,34 @@ def write_report(path: Path, summaries: list[dict[str, Any]]) -> None:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(report.render(summaries), encoding="utf-8")
+
+
+def _write_items(args: argparse.Namespace) -> int:
+    """`bench-report --items FILE`: the per-item rows of every run in --db (bench/item_rows.py)."""
+    if args.db is None or path_kind(args.db) in ("missing", "denied"):
+        print("judge-mcp bench-report: --items needs --db naming an existing bench database", file=sys.stderr)
+        return 2
+    problem = output_problem(args, ("items",))
+    if problem is not None:
+        print(f"judge-mcp bench-report: {problem}", file=sys.stderr)
+        return 2
+    # lazy: the harness loads when a bench command runs, not when `serve` builds the parser
+    from judge_mcp.bench.item_rows import item_rows, write_items
+    from judge_mcp.bench.schema import BENCH_MIGRATIONS
+    from judge_mcp.storage import open_store
+
+    store = open_store(args.db, BENCH_MIGRATIONS)
+    try:
+        rows = item_rows(store)
+    finally:
+        store.close()
+    try:
+        write_items(args.items, rows)
+    except OSError as exc:
+        print(f"judge-mcp bench-report: cannot write {args.items}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {len(rows)} item rows to {args.items}")
+    return 0
 
 
 def summaries_from_db(db: Path) -> list[dict[str, Any]]:

@@ -213,3 +213,28 @@ def test_fail_under_and_accuracy_of_both_orders(scripted, tmp_path, monkeypatch,
     assert main([*base, "--fail-under", "accuracy=0.5", "--fail-under", "pair_accuracy=0.6"]) == 1
     err = capsys.readouterr().err
     assert "pair_accuracy 0.000 is below --fail-under 0.6" in err and "accuracy 0.500" not in err
+
+
+def test_bench_report_items_writes_per_item_rows(scripted, tmp_path, monkeypatch, capsys):
+    """--items FILE: one row per judged item, each order's verdict, gold, right/wrong and parse failures; JSONL, or CSV
+    when the name ends in .csv; without --db it is refused naming the problem."""
+    import csv
+
+    from judge_mcp.cli.main import main
+
+    server = scripted(first_shown_judge)
+    for key, value in app_env(server, tmp_path / "judge.db", JUDGE_MCP_MAX_RETRIES="0").items():
+        monkeypatch.setenv(key, value)
+    db = tmp_path / "bench.db"
+    assert main(["bench", str(PAIRS), "--method", "grp", "--limit", "2", "--db", str(db), "--quiet"]) == 0
+    assert main(["bench-report", "--items", str(tmp_path / "i.jsonl")]) == 2
+    assert "--items needs --db" in capsys.readouterr().err
+    assert main(["bench-report", "--db", str(db), "--items", str(tmp_path / "i.jsonl")]) == 0
+    rows = [json.loads(line) for line in (tmp_path / "i.jsonl").read_text().splitlines()]
+    assert [r["item_id"] for r in rows] == ["p1", "p2"]
+    # the always-first judge: right when the chosen answer is shown first, wrong in the swapped order
+    assert rows[0]["verdicts"] == ["chosen", "rejected"] and rows[0]["right"] == [True, False]
+    assert rows[0]["gold"] == "chosen" and rows[0]["all_right"] is False and rows[0]["parse_failures"] == 0
+    assert main(["bench-report", "--db", str(db), "--items", str(tmp_path / "i.csv")]) == 0
+    table = list(csv.DictReader((tmp_path / "i.csv").open()))
+    assert len(table) == 2 and table[0]["verdicts"] == "chosen|rejected" and table[0]["right"] == "True|False"
