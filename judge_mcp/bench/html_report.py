@@ -216,7 +216,7 @@ def dataset_section(dataset: str, runs: list[dict[str, Any]]) -> str:
     def label(s: dict[str, Any]) -> str:
         return _label(s, mixed)
 
-    parts = [f"<h2>{_esc(dataset)} <span class='note'>({_esc(kind)}; {_esc(', '.join(models))})</span></h2>", _table(with_members(runs), mixed)]
+    parts = [f"<h2>{_esc(dataset)} <span class='note'>({_esc(kind)}; judge {_esc(', '.join(models))})</span></h2>", _table(with_members(runs), mixed)]
     charts = []
     if kind == "pairwise":
         charts.append(bar_chart(

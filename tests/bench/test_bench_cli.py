@@ -55,6 +55,7 @@ def test_cli_writes_json_and_an_html_report(scripted, tmp_path):
     page = (tmp_path / "r.html").read_text()
     assert page.count("<svg") >= 4 and "LWE: cumulative accuracy" in page and "<polyline" in page
     assert "selective-lwe" in page and "vanilla" in page
+    assert "; judge " in page  # the judge model named beside each dataset's heading
 
     combined = tmp_path / "combined.html"
     done = subprocess.run(
