@@ -15,7 +15,7 @@ import anyio
 from judge_mcp.config.values import DENIED, path_kind
 from judge_mcp.contract.fields import ANSWER_ORDERS, FLIP_VARIANTS, GRADE_VARIANTS, TEMPLATES
 from judge_mcp.contract.args import GradeScoreOptionsArgs, InferInstructionRewardArgs, LweJudgeArgs
-from judge_mcp.bench import convert_cli, figures, published_options, repeats
+from judge_mcp.bench import convert_cli, figures, published_options, repeats, thresholds
 
 if TYPE_CHECKING:
     from judge_mcp.bench.runner import RunSpec
@@ -92,6 +92,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--swap-margin", type=float, help="with --adaptive-swap: compare_pair's swap_margin, 0..1 (default: the tool's)")
     bench.add_argument("--concurrency", type=_positive, help="items in flight (default: the backend's concurrency)")
     bench.add_argument("--quiet", action="store_true", help="no progress bar")
+    bench.add_argument("--fail-under", action="append", metavar="METRIC=VALUE",
+                       help="exit 1 when the overall METRIC (e.g. accuracy, pair_accuracy, consistency) is below VALUE; repeatable")
     bench.add_argument("--max-dataset-mb", type=_positive,
                        help="refuse a dataset file larger than this many MiB (default 512; the file is read whole)")
     bench.add_argument("--batch-poll-seconds", type=_positive, help="a batch = true backend's batches are polled this often (default 30)")
@@ -104,6 +106,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--db", type=Path, help="also include every run stored in this bench database")
     report.add_argument("--out", type=Path, help="the HTML file to write (required without --compare)")
     report.add_argument("--markdown", type=Path, help="also write the tables as Markdown here")
+    report.add_argument("--items", type=Path, help="with --db: write one row per judged item of its runs here (JSONL; CSV when it ends in .csv)")
     report.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"), help="compare two runs on the items both judged: "
                         "each a JSON summary of `judge-mcp bench --out`, or a METHOD_KEY[@BACKEND] of a run in --db (bench/compare.py)")
     report.set_defaults(fn=cmd_report)
@@ -222,7 +225,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError) as exc:
         print(f"judge-mcp bench: configuration error: {exc}", file=sys.stderr)
         return 2
-    problem = (option_problem(args) or repeats.problem(args) or output_problem(args, ("out", "report"))
+    problem = (thresholds.fail_under_problem(args) or option_problem(args) or repeats.problem(args) or output_problem(args, ("out", "report"))
                or published_options.options_problem(args.method, args.alpaca_gamed, args.llmbar_strategy))
     if problem is not None:
         print(f"judge-mcp bench: {problem}", file=sys.stderr)
@@ -279,7 +282,7 @@ def run_bench(args: argparse.Namespace, settings: Settings, spec: RunSpec) -> in
         print(f"judge-mcp bench: cannot write {exc.filename}: {exc.strerror or exc}; the judgments are stored in {args.db}, "
               "so `judge-mcp bench-report --db` or the same command again writes it", file=sys.stderr)
         return 2
-    return failed_items_status(summary)
+    return failed_items_status(summary) or thresholds.below_threshold_status(summary, args.fail_under)
 
 
 def failed_items_status(summary: dict[str, Any]) -> int:
@@ -352,6 +355,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     if args.compare:
         return cmd_compare(args)
+    if args.items is not None:
+        status = _write_items(args)
+        if status or args.out is None:
+            return status
+    return _html_report(args)
+
+
+def _html_report(args: argparse.Namespace) -> int:
+    """`bench-report --out FILE.html`: the runs of the summaries given and of --db, one page."""
     if args.out is None:
         print("judge-mcp bench-report: --out FILE.html is required (or --compare RUN_A RUN_B)", file=sys.stderr)
         return 2
@@ -418,6 +430,34 @@ def write_report(path: Path, summaries: list[dict[str, Any]]) -> None:
     path.write_text(report.render(summaries), encoding="utf-8")
 
 
+def _write_items(args: argparse.Namespace) -> int:
+    """`bench-report --items FILE`: the per-item rows of every run in --db (bench/item_rows.py)."""
+    if args.db is None or path_kind(args.db) in ("missing", "denied"):
+        print("judge-mcp bench-report: --items needs --db naming an existing bench database", file=sys.stderr)
+        return 2
+    problem = output_problem(args, ("items",))
+    if problem is not None:
+        print(f"judge-mcp bench-report: {problem}", file=sys.stderr)
+        return 2
+    # lazy: the harness loads when a bench command runs, not when `serve` builds the parser
+    from judge_mcp.bench.item_rows import item_rows, write_items
+    from judge_mcp.bench.schema import BENCH_MIGRATIONS
+    from judge_mcp.storage import open_store
+
+    store = open_store(args.db, BENCH_MIGRATIONS)
+    try:
+        rows = item_rows(store)
+    finally:
+        store.close()
+    try:
+        write_items(args.items, rows)
+    except OSError as exc:
+        print(f"judge-mcp bench-report: cannot write {args.items}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {len(rows)} item rows to {args.items}")
+    return 0
+
+
 def summaries_from_db(db: Path) -> list[dict[str, Any]]:
     """Every run stored in a bench database, summarised from its rows (all items judged so far)."""
     # lazy: the harness loads when a bench command runs, not when `serve` builds the parser
@@ -461,7 +501,10 @@ def format_summary(s: dict[str, Any], metric: str | None = None) -> str:
     widths = [max(len(title), 7) + 2 for _, title in COLUMNS]  # each column as wide as its whole title
     rows = [("overall", s["overall"]), *s.get("categories", {}).items()]
     first = max(18, *(len(name) + 2 for name, _ in rows), *(len(name) + 4 for name in (s.get("panel") or {})))
-    lines = [f"{s['dataset']} · {s['method_key']} · {s['model']}"]
+    lines = [f"{s['dataset']} · {s['method_key']} · judge {s['model']}"]
+    headline = _headline(s["overall"])
+    if headline:
+        lines.append(headline)
     lines.append(f"{'':<{first}}" + "".join(f"{title:>{w}}" for (_, title), w in zip(COLUMNS, widths)))
     for name, row in rows:
         lines.append(f"{name:<{first}}" + "".join(f"{_f(row.get(c)):>{w}}" for c, w in zip(cols, widths)))
@@ -481,11 +524,33 @@ def format_summary(s: dict[str, Any], metric: str | None = None) -> str:
         from judge_mcp.bench.batching import summary_line
         extra.append(summary_line(s["batch"]))
     run = s.get("run", {})
+    few = metrics.few_items_line(s)
+    if few:
+        extra.append(few)
+    extra += ["legend:", *metrics.legend_lines()]
     extra.append(
         f"wall time this invocation {run.get('wall_seconds_this_invocation')} s for {run.get('judged_this_invocation')} items; "
         f"total {run.get('wall_seconds_total')} s"
     )
     return "\n".join(lines + extra)
+
+
+def _with_ci(value: Any, ci: Any) -> str:
+    """A figure with its interval: `0.700 [0.481, 0.855]`, or `(too few to say (n=4))`."""
+    if value is None:
+        return "-"
+    if isinstance(ci, list) and len(ci) == 2:
+        return f"{_f(value)} [{ci[0]:.3f}, {ci[1]:.3f}]"
+    return f"{_f(value)} ({ci})" if isinstance(ci, str) else _f(value)
+
+
+def _headline(row: dict[str, Any]) -> str:
+    """The overall rates with their 95% intervals, one readable line."""
+    ci = row.get("ci") or {}
+    shown = [(title, key) for key, title in (("pair_accuracy", "pair acc."), ("accuracy", "both-orders acc."),
+                                              ("first_order_accuracy", "first-order acc."), ("consistency", "consistency"),
+                                              ("position_bias", "position bias")) if row.get(key) is not None]
+    return "; ".join(f"{title} {_with_ci(row[key], ci.get(key))}" for title, key in shown)
 
 
 def _method_lines(s: dict[str, Any]) -> list[str]:

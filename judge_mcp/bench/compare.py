@@ -1,12 +1,13 @@
 """`judge-mcp bench-report --compare RUN_A RUN_B`: did a change help? Two runs compared on the items both judged.
 
 Each run is a summary (`judge-mcp bench --out`, or rebuilt from a bench database) with its `per_item` outcomes
-(bench/uncertainty.py). On the shared items, per figure (accuracy: the chosen-first placement right; pair_accuracy;
+(bench/uncertainty.py). On the shared items, per figure (accuracy: the mean of the two orders, per item the share of its placements right;
+first_order_accuracy: the chosen-first placement right; pair_accuracy;
 consistency; position_bias: first-shown picks over the parsed verdicts naming a position), `compare` gives each
 run's value, the paired difference B - A (positive: B scores higher), and its 95% interval from a seeded paired
 bootstrap over the shared items (stats/intervals.nested_bootstrap's scheme: the same items drawn for both runs). For
 runs judged with `--repeats K`, each drawn item also draws one of its K runs, so the spread between runs widens the
-same interval. For the right/wrong figures (accuracy, pair_accuracy), McNemar's exact test on the discordant items
+same interval. For the right/wrong figures (first_order_accuracy, pair_accuracy), McNemar's exact test on the discordant items
 (right in one run only; the first repeat of each): a two-sided binomial p under "neither run is better".
 """
 
@@ -20,9 +21,11 @@ from typing import Any
 from judge_mcp.stats import intervals
 
 # figure -> (index in a per_item entry, None: a share of flags; else the first-shown picks / parsed verdicts)
-FIGURES: dict[str, int | None] = {"accuracy": 0, "pair_accuracy": 1, "consistency": 2, "position_bias": None}
-BINARY = ("accuracy", "pair_accuracy")
-Entry = Sequence[int | None]
+# (accuracy: index 5, absent from runs stored before it: then the figure is left out)
+FIGURES: dict[str, int | None] = {"accuracy": 5, "first_order_accuracy": 0, "pair_accuracy": 1, "consistency": 2,
+                                  "position_bias": None}
+BINARY = ("first_order_accuracy", "pair_accuracy")
+Entry = Sequence[float | None]
 
 
 class CompareError(ValueError):
@@ -37,7 +40,7 @@ def _value(entries: list[Entry], figure: str) -> float | None:
     """The figure over one entry per item."""
     k = FIGURES[figure]
     if k is not None:
-        flags = [e[k] for e in entries]
+        flags = [e[k] if len(e) > k else None for e in entries]
         return None if not flags or any(f is None for f in flags) else sum(f for f in flags if f is not None) / len(flags)
     picks = [(e[3], e[4]) for e in entries if e[3] is not None and e[4] is not None]
     parsed = sum(p for _, p in picks if p is not None)

@@ -216,7 +216,7 @@ def dataset_section(dataset: str, runs: list[dict[str, Any]]) -> str:
     def label(s: dict[str, Any]) -> str:
         return _label(s, mixed)
 
-    parts = [f"<h2>{_esc(dataset)} <span class='note'>({_esc(kind)}; {_esc(', '.join(models))})</span></h2>", _table(with_members(runs), mixed)]
+    parts = [f"<h2>{_esc(dataset)} <span class='note'>({_esc(kind)}; judge {_esc(', '.join(models))})</span></h2>", _table(with_members(runs), mixed)]
     charts = []
     if kind == "pairwise":
         charts.append(bar_chart(
@@ -383,6 +383,8 @@ def markdown(summaries: list[dict[str, Any]]) -> str:
         runs = sorted(runs, key=_label)
         mixed = mixes_models(runs)
         out.append(f"#### {dataset}\n")
+        if not mixed:
+            out.append(f"Judge: {runs[0].get('model', '?')}\n")
         out.append(f"| {'method · model' if mixed else 'method'} | " + " | ".join(title for _, title in metrics.COLUMNS) + " |")
         out.append("|---|" + "---:|" * len(metrics.COLUMNS))
         for s in with_members(runs):
@@ -408,4 +410,6 @@ def markdown(summaries: list[dict[str, Any]]) -> str:
                 out.append(f"| {_label(s, mixed)} | " + " | ".join(
                     f"{_fmt(_strict(cats.get(c, {})))} ({cats.get(c, {}).get('n', 0)})" for c in categories) + " |")
         out.append("")
+    if out:
+        out += ["Legend:\n", *(f"- **{title}**: {meaning}" for title, meaning in metrics.LEGEND), ""]
     return "\n".join(out)

@@ -1,7 +1,8 @@
 """The bench metrics, as pure functions over stored rows (tested directly in tests/bench/test_metrics.py).
 
 Pairwise-judging methods (two placements per item):
-- accuracy: the first placement (chosen shown first) is right;
+- accuracy: the mean of the two placements' accuracies (per item, the share of its placements that are right);
+- first_order_accuracy: the first placement (chosen shown first) alone is right;
 - consistency: both placements name the same response;
 - pair_accuracy: both placements are right;
 - position_bias: share of parsed verdicts naming the first-shown response, ties left out (null when none);
@@ -44,6 +45,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from judge_mcp.stats import intervals
 from judge_mcp.stats.calibration import calibration_extras
 from judge_mcp.bench import figures, uncertainty
 from judge_mcp.bench.figures import length_figures
@@ -51,21 +53,51 @@ from judge_mcp.bench.figures import length_figures
 FIELDS = ("n", "accuracy", "consistency", "pair_accuracy", "position_bias", "parse_failures", "calls_per_item", "seconds_per_item")
 COST_KEYS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "prompt_chars", "completion_chars",
              "cached_prompt_tokens", "cache_write_tokens", "billed_input")
+# One line per headline figure, for people (the terminal summary and the Markdown report print it).
+LEGEND: tuple[tuple[str, str], ...] = (
+    ("pair acc.", "right in both A/B orders (a judge that always names one position scores 0)"),
+    ("single-order acc.", "right on one seeded random order per item (the LWE paper's Accuracy)"),
+    ("JudgeBench score", "JudgeBench's rule: +1 per order naming the right answer, -1 per wrong one, right when > 0"),
+    ("both-orders acc.", "`accuracy` in the JSON: the mean of the two orders' accuracies"),
+    ("first-order acc.", "right with the right answer shown first (position bias inflates it)"),
+    ("consistency", "both orders name the same answer"),
+    ("position bias", "share of verdicts naming the first-shown answer (0.5 = none)"),
+    ("parse fail.", "answers that could not be read as a verdict (counted wrong)"),
+    ("[low, high]", "95% interval; \"too few to say\" when there are too few items to give one"),
+)
 PLACEMENT_SEED = 0  # the seed of the single-order placement draw (fixed, so runs compare on the same placements)
 
 
 # The figures every view of a run shows (terminal, HTML report, Markdown), in this order: (key in a summary's
 # "overall"/"categories" rows, short title).
-# Pair accuracy and single-order accuracy lead: "accuracy" alone is the chosen-first placement, which a purely
-# position-biased judge scores 1.0 on (response-wise sets: the same figure as pair accuracy).
+# Pair accuracy and single-order accuracy lead; "accuracy" is the mean of the two orders (a purely position-biased
+# judge scores 0.5), "first_order_accuracy" the chosen-first placement alone, which such a judge scores 1.0 on
+# (response-wise sets: all three the same figure as pair accuracy).
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("n", "n"), ("pair_accuracy", "pair acc."), ("single_order_accuracy", "single-order acc."),
-    ("judgebench_score", "JudgeBench score"), ("accuracy", "chosen-first acc."), ("consistency", "consistency"),
+    ("judgebench_score", "JudgeBench score"), ("accuracy", "both-orders acc."), ("first_order_accuracy", "first-order acc."), ("consistency", "consistency"),
     ("position_bias", "position bias"), ("length_preference", "longer picked"), ("length_bias", "length bias"),
     ("parse_failures", "parse fail."), ("ties", "ties"), ("reasked_verdicts", "re-asked"),
     ("calls_per_item", "calls/item"), ("tokens_per_item", "tokens/item"), ("wall_seconds_per_item", "wall s/item"),
     ("seconds_per_item", "latency s"),  # wall: the run's time per item; latency: one item's own, items in flight beside it
 )
+
+
+def legend_lines() -> list[str]:
+    """The legend, one short line per figure."""
+    width = max(len(title) for title, _ in LEGEND)
+    return [f"  {title:<{width}}  {meaning}" for title, meaning in LEGEND]
+
+
+def few_items_line(s: dict[str, Any]) -> str | None:
+    """A sentence when the run has too few items for any interval (the `ci` fields say "too few to say")."""
+    n = (s.get("overall") or {}).get("n") or 0
+    if 0 < n < intervals.MIN_N:
+        return (f"n={n} is too few to say anything: with under {intervals.MIN_N} items no interval is given and a "
+                "figure can move by 1/n with one verdict; judge more items before comparing.")
+    if 0 < n < intervals.MIN_BOOTSTRAP:
+        return f"n={n} is small: the intervals are wide, and figures resampled over items are \"too few to say\"."
+    return None
 
 
 def placement_for(item_id: str, seed: int = PLACEMENT_SEED) -> int:
@@ -159,7 +191,9 @@ def item_outcome(done: dict[str, dict[str, Any]], placements: tuple[str, ...], i
     consistent, pair_right, single_right, jb_right = _order_figures(records, item_id)
     picks = [r["first_shown_picks"] for r in records]
     return {
-        "right": bool(records[0]["correct"]),
+        # the share of the item's placements that are right (the mean of the orders); the first placement alone
+        "right": sum(bool(r["correct"]) for r in records) / len(records),
+        "first_right": bool(records[0]["correct"]),
         "consistent": consistent,
         "pair_right": pair_right,
         "single_right": single_right,
@@ -203,6 +237,7 @@ def _quality(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "n": n,
         "accuracy": _ratio(sum(o["right"] for o in outcomes), n),
+        "first_order_accuracy": _ratio(sum(o.get("first_right", o["right"]) for o in outcomes), n),
         "consistency": _share_of_all([o["consistent"] for o in outcomes if o["consistent"] is not None], n),
         "pair_accuracy": _ratio(sum(o["pair_right"] for o in outcomes), n),
         "single_order_accuracy": _share_of_all([o["single_right"] for o in outcomes if o.get("single_right") is not None], n),

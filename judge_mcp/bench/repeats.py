@@ -87,7 +87,9 @@ def with_runs(first: dict[str, Any], summaries: list[dict[str, Any]]) -> dict[st
     per_run = [s.get("per_item") or {} for s in summaries]
     merged = {item: [entry for run in per_run for entry in run.get(item, [])] for item in per_run[0]}
     first["per_item"] = merged
-    rights = [[float(e[0]) for e in entries if e[0] is not None] for entries in merged.values()]
+    # the accuracy (mean of the orders, index 5; the first order's, index 0, in runs stored before it)
+    rights = [[float(e[5] if len(e) > 5 else e[0]) for e in entries if (e[5] if len(e) > 5 else e[0]) is not None]
+              for entries in merged.values()]
     rights = [r for r in rights if r]
     interval = intervals.nested_bootstrap(rights) if len(rights) >= intervals.MIN_BOOTSTRAP else None
     first["repeats"]["accuracy"]["ci"] = list(interval) if interval else intervals.too_few(len(rights)) if rights else None

@@ -7,8 +7,9 @@
   bootstrap over the items for length_bias; "too few to say (n=...)" where the sample is too small. Bounds are
   unrounded, like the summary's figures.
 - `per_item`: each judged item's outcome, compact, for `judge-mcp bench-report --compare` (bench/compare.py):
-  item id -> a list with one entry per run (one; K with --repeats) of [right, pair_right, consistent, first-shown
-  picks, parsed verdicts naming a position] (0/1 flags; null where the method has no such figure).
+  item id -> a list with one entry per run (one; K with --repeats) of [first-order right, pair_right, consistent,
+  first-shown picks, parsed verdicts naming a position, share of placements right] (0/1 flags, the last 0/0.5/1;
+  null where the method has no such figure). `accuracy` (a mean of per-item shares) gets a bootstrap interval.
 - `battles` / `ranking`: a run whose items name the models that wrote them (pairwise `chosen_model` /
   `rejected_model`, head-to-head `generator_1` / `generator_2`) ranks those models as judge_stats ranks named
   candidates (stats/bradley_terry.py): a pair judged in both placements is a win when both name the same response,
@@ -25,6 +26,13 @@ from judge_mcp.stats import bradley_terry, intervals
 Outcome = dict[str, Any]
 
 
+def _mean_ci(values: list[float]) -> intervals.Ci:
+    """A share of 0/1 values by Wilson; of per-item shares (some 0.5) by a seeded bootstrap over the items."""
+    if all(v in (0.0, 1.0) for v in values):
+        return intervals.ci_rate(int(sum(values)), len(values), places=None)
+    return intervals.ci_mean(values, places=None)
+
+
 def _flag(value: Any) -> int | None:
     return None if value is None else int(bool(value))
 
@@ -38,7 +46,9 @@ def row_ci(outcomes: list[Outcome], row: dict[str, Any], degenerate: int = 0) ->
         return intervals.ci_rate(count, of, places=None)
 
     ci: dict[str, intervals.Ci] = {
-        "accuracy": wilson(sum(bool(o["right"]) for o in outcomes), n),
+        # the mean of the orders: per-item shares (0, 0.5, 1), so a bootstrap over the items, not Wilson
+        "accuracy": _mean_ci([float(o["right"]) for o in outcomes]),
+        "first_order_accuracy": wilson(sum(bool(o.get("first_right", o["right"])) for o in outcomes), n),
         "pair_accuracy": wilson(sum(bool(o["pair_right"]) for o in outcomes), n),
         "parse_failures": wilson(sum(o["parse_failures"] for o in outcomes), sum(o["verdicts"] for o in outcomes)),
     }
@@ -65,13 +75,15 @@ def row_ci(outcomes: list[Outcome], row: dict[str, Any], degenerate: int = 0) ->
     return ci
 
 
-def per_item(items: list[tuple[str, Outcome]]) -> dict[str, list[list[int | None]]]:
-    """item id -> [[right, pair_right, consistent, first-shown picks, parsed verdicts naming a position]] (one run)."""
-    out: dict[str, list[list[int | None]]] = {}
+def per_item(items: list[tuple[str, Outcome]]) -> dict[str, list[list[float | None]]]:
+    """item id -> [[first-order right, pair_right, consistent, first-shown picks, parsed verdicts naming a position,
+    share of the placements right]] (one run)."""
+    out: dict[str, list[list[float | None]]] = {}
     for item_id, o in items:
         picks = o["first_shown_picks"]
         parsed = None if picks is None else o["parsed_verdicts"] - o.get("tie_verdicts", 0)
-        out[item_id] = [[_flag(o["right"]), _flag(o["pair_right"]), _flag(o["consistent"]), picks, parsed]]
+        out[item_id] = [[_flag(o.get("first_right", o["right"])), _flag(o["pair_right"]), _flag(o["consistent"]), picks, parsed,
+                         float(o["right"])]]
     return out
 
 

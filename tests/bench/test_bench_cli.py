@@ -55,6 +55,7 @@ def test_cli_writes_json_and_an_html_report(scripted, tmp_path):
     page = (tmp_path / "r.html").read_text()
     assert page.count("<svg") >= 4 and "LWE: cumulative accuracy" in page and "<polyline" in page
     assert "selective-lwe" in page and "vanilla" in page
+    assert "; judge " in page  # the judge model named beside each dataset's heading
 
     combined = tmp_path / "combined.html"
     done = subprocess.run(
@@ -67,11 +68,12 @@ def test_cli_writes_json_and_an_html_report(scripted, tmp_path):
     table = (tmp_path / "t.md").read_text()
     # the always-first judge is right exactly on the items whose seeded single placement shows the chosen answer first
     single = sum(metrics.placement_for(f"p{i}") == 0 for i in range(1, 7)) / 6
-    # pair acc., single-order acc., JudgeBench score, chosen-first acc., consistency, position bias
-    row = rf"^\| vanilla \| 6 \| 0\.000 \| {single:.3f} \| 0\.000 \| 1\.000 \| 0\.000 \| 1\.000 \|"
+    # pair acc., single-order acc., JudgeBench score, accuracy (both orders), first-order acc., consistency, position bias
+    row = rf"^\| vanilla \| 6 \| 0\.000 \| {single:.3f} \| 0\.000 \| 0\.500 \| 1\.000 \| 0\.000 \| 1\.000 \|"
     assert re.search(row, table, re.M), table
     # by category the strict figure is shown: the always-first judge is right in neither category
     assert "Pair accuracy by category" in table
+    assert "Judge: " in table and "Legend:" in table and "- **pair acc.**: right in both A/B orders" in table
     assert re.search(r"^\| vanilla \| 0\.000 \(3\) \| 0\.000 \(3\) \|", table, re.M), table
 
     wrong = subprocess.run(
@@ -183,3 +185,57 @@ def test_bench_report_on_a_database_without_runs_says_so(tmp_path, capsys):
     assert f"{db} holds no bench run" in capsys.readouterr().err
     assert main(["bench-report", "--out", str(tmp_path / "r.html")]) == 2
     assert "no runs given" in capsys.readouterr().err
+
+
+def test_fail_under_and_accuracy_of_both_orders(scripted, tmp_path, monkeypatch, capsys):
+    """A judge that always names the first-shown answer: accuracy (the mean of the two orders) 0.5, its first order
+    alone 1.0, pair accuracy 0.0. --fail-under exits 1 naming the figure below its threshold; an unknown figure is
+    refused (2) naming the known ones, before anything is sent."""
+    from judge_mcp.cli.main import main
+
+    server = scripted(first_shown_judge)
+    for key, value in app_env(server, tmp_path / "judge.db", JUDGE_MCP_MAX_RETRIES="0").items():
+        monkeypatch.setenv(key, value)
+    db, out = tmp_path / "bench.db", tmp_path / "s.json"
+    base = ["bench", str(PAIRS), "--method", "grp", "--limit", "2", "--db", str(db), "--quiet", "--out", str(out)]
+    assert main([*base, "--fail-under", "acuracy=0.5"]) == 2
+    err = capsys.readouterr().err
+    assert "acuracy" in err and "pair_accuracy" in err and "consistency" in err
+    assert not server.requests
+    assert main([*base, "--fail-under", "accuracy=0.5"]) == 0
+    printed = capsys.readouterr().out
+    # the judge named, the headline figures with their intervals (here: too few), the small n said, the legend
+    assert "· judge " in printed and "pair acc. 0.000 (too few to say (n=2))" in printed
+    assert "n=2 is too few to say anything" in printed
+    assert "legend:" in printed and "both-orders acc." in printed and "mean of the two orders" in printed
+    overall = json.loads(out.read_text())["overall"]
+    assert overall["accuracy"] == 0.5 and overall["first_order_accuracy"] == 1.0 and overall["pair_accuracy"] == 0.0
+    capsys.readouterr()
+    assert main([*base, "--fail-under", "accuracy=0.5", "--fail-under", "pair_accuracy=0.6"]) == 1
+    err = capsys.readouterr().err
+    assert "pair_accuracy 0.000 is below --fail-under 0.6" in err and "accuracy 0.500" not in err
+
+
+def test_bench_report_items_writes_per_item_rows(scripted, tmp_path, monkeypatch, capsys):
+    """--items FILE: one row per judged item, each order's verdict, gold, right/wrong and parse failures; JSONL, or CSV
+    when the name ends in .csv; without --db it is refused naming the problem."""
+    import csv
+
+    from judge_mcp.cli.main import main
+
+    server = scripted(first_shown_judge)
+    for key, value in app_env(server, tmp_path / "judge.db", JUDGE_MCP_MAX_RETRIES="0").items():
+        monkeypatch.setenv(key, value)
+    db = tmp_path / "bench.db"
+    assert main(["bench", str(PAIRS), "--method", "grp", "--limit", "2", "--db", str(db), "--quiet"]) == 0
+    assert main(["bench-report", "--items", str(tmp_path / "i.jsonl")]) == 2
+    assert "--items needs --db" in capsys.readouterr().err
+    assert main(["bench-report", "--db", str(db), "--items", str(tmp_path / "i.jsonl")]) == 0
+    rows = [json.loads(line) for line in (tmp_path / "i.jsonl").read_text().splitlines()]
+    assert [r["item_id"] for r in rows] == ["p1", "p2"]
+    # the always-first judge: right when the chosen answer is shown first, wrong in the swapped order
+    assert rows[0]["verdicts"] == ["chosen", "rejected"] and rows[0]["right"] == [True, False]
+    assert rows[0]["gold"] == "chosen" and rows[0]["all_right"] is False and rows[0]["parse_failures"] == 0
+    assert main(["bench-report", "--db", str(db), "--items", str(tmp_path / "i.csv")]) == 0
+    table = list(csv.DictReader((tmp_path / "i.csv").open()))
+    assert len(table) == 2 and table[0]["verdicts"] == "chosen|rejected" and table[0]["right"] == "True|False"

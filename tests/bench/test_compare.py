@@ -28,7 +28,7 @@ def test_paired_difference_and_mcnemar_by_hand() -> None:
     a = _summary([1] * 10 + [0] * 10, "old")
     b = _summary([1] * 16 + [0] * 4, "new")  # right on A's 10 and 6 more: 6 discordant items, all for B
     c = compare.compare(a, b)
-    acc = c["figures"]["accuracy"]
+    acc = c["figures"]["first_order_accuracy"]
     assert (c["shared_items"], acc["a"], acc["b"], acc["difference"]) == (20, 0.5, 0.8, pytest.approx(0.3))
     assert acc["mcnemar"] == {"a_only": 0, "b_only": 6, "p": pytest.approx(2 / 2 ** 6)}  # 2 * P(X <= 0), X ~ Bin(6, 1/2)
     low, high = acc["ci"]
@@ -40,12 +40,12 @@ def test_paired_difference_and_mcnemar_by_hand() -> None:
 
 def test_repeats_put_the_spread_between_runs_in_the_interval() -> None:
     a = _summary([1] * 10 + [0] * 10)
-    steady = compare.compare(a, _summary([1] * 16 + [0] * 4, "b"))["figures"]["accuracy"]["ci"]
+    steady = compare.compare(a, _summary([1] * 16 + [0] * 4, "b"))["figures"]["first_order_accuracy"]["ci"]
     flip = [1] * 16 + [0] * 4
     drifting = _summary(flip, "b", repeats=[[1 - f if k % 2 else f for k, f in enumerate(flip)]])  # a second run differs on half
     moved = compare.compare(a, drifting)
     assert moved["repeats"] == [1, 2]
-    wide = moved["figures"]["accuracy"]["ci"]
+    wide = moved["figures"]["first_order_accuracy"]["ci"]
     assert wide[1] - wide[0] > steady[1] - steady[0]
 
 
@@ -58,7 +58,7 @@ def test_runs_that_cannot_be_compared_say_why() -> None:
     with pytest.raises(compare.CompareError, match="share no judged item"):
         compare.compare(a, {**_summary([1]), "per_item": {"zz": [[1, 1, 1, 1, 2]]}})
     few = compare.compare(_summary([1, 0, 1]), _summary([1, 1, 1]))
-    assert few["figures"]["accuracy"]["ci"] == intervals.too_few(3)
+    assert few["figures"]["first_order_accuracy"]["ci"] == intervals.too_few(3)
 
 
 def test_row_intervals_by_hand() -> None:

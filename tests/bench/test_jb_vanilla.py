@@ -111,7 +111,7 @@ async def test_an_answer_that_is_not_the_exact_phrase_is_unparsed_and_never_re_a
 async def test_a_position_biased_vanilla_judge_scores_zero_by_judgebench_s_rule(scripted, tmp_path):
     summary, _ = await bench(scripted, lambda p: "Output (a)", PAIRS, "jb-vanilla", tmp_path)
     o = summary["overall"]
-    assert o["accuracy"] == 1.0 and o["judgebench_score"] == 0.0 and o["strict_score"] == 0.0 and o["position_bias"] == 1.0
+    assert o["first_order_accuracy"] == 1.0 and o["accuracy"] == 0.5 and o["judgebench_score"] == 0.0 and o["strict_score"] == 0.0 and o["position_bias"] == 1.0
 
 
 async def test_an_o1_judge_gets_judgebench_s_o1_request(scripted, tmp_path):

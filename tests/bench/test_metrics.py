@@ -60,7 +60,7 @@ def test_summarise_pairwise_by_hand():
     s = metrics.summarise(rows, ("chosen_first", "chosen_second"), "grp")
     o = s["overall"]
     assert o["n"] == 3
-    assert o["accuracy"] == pytest.approx(2 / 3, abs=1e-4)
+    assert o["first_order_accuracy"] == pytest.approx(2 / 3, abs=1e-4)
     assert o["pair_accuracy"] == pytest.approx(1 / 3, abs=1e-4)
     assert o["consistency"] == pytest.approx(1 / 3, abs=1e-4)
     # parsed verdicts: 5; naming the first shown: i1 first, i2 both, i3 second -> 4/5
@@ -68,7 +68,7 @@ def test_summarise_pairwise_by_hand():
     assert o["parse_failures"] == 1 and o["calls_per_item"] == 2.0 and o["tokens_per_item"] == 30.0
     assert o["seconds_per_item"] == 2.0  # placements overlap: wall time of the item, not the sum
     assert (s["skipped_degenerate"], s["errors"], s["incomplete"]) == (1, 1, 1)
-    assert s["categories"]["x"]["n"] == 1 and s["categories"]["y"]["accuracy"] == 0.5
+    assert s["categories"]["x"]["n"] == 1 and s["categories"]["y"]["first_order_accuracy"] == 0.5
 
 
 # the accuracy definitions beside the papers'
@@ -108,7 +108,7 @@ def test_summary_reports_single_order_judgebench_and_reasked_beside_pair_accurac
         rows.append(_row(f"i{k}", "chosen_second", placement_record("chosen_second", "A") | _cost(), k))
     o = metrics.summarise(rows, ("chosen_first", "chosen_second"), "grp")["overall"]
     expected = sum(metrics.placement_for(f"i{k}") == 0 for k in range(8)) / 8
-    assert o["accuracy"] == 1.0 and o["pair_accuracy"] == 0.0 and o["judgebench_score"] == 0.0
+    assert o["accuracy"] == 0.5 and o["first_order_accuracy"] == 1.0 and o["pair_accuracy"] == 0.0 and o["judgebench_score"] == 0.0
     assert o["single_order_accuracy"] == pytest.approx(expected, abs=1e-4)
     assert o["reasked_verdicts"] == 1
 

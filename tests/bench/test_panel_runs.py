@@ -87,7 +87,7 @@ async def test_bench_panel_without_a_majority_is_a_tie_not_a_parse_failure(scrip
         await app.aclose()
     o = summary["overall"]
     # chosen first: both name it; chosen second: one vote each way, a tie (wrong, no parse failure)
-    assert (o["accuracy"], o["pair_accuracy"], o["ties"], o["parse_failures"]) == (1.0, 0.0, 6, 0)
+    assert (o["first_order_accuracy"], o["accuracy"], o["pair_accuracy"], o["ties"], o["parse_failures"]) == (1.0, 0.5, 0.0, 6, 0)
     assert o["position_bias"] == 1.0  # the panel's parsed verdicts all named the first-shown answer
 
 

@@ -69,7 +69,7 @@ async def test_a_steady_judge_changes_nothing_at_the_temperature_given(scripted,
     assert r["method_keys"] == ["grp#r1@t0.7", "grp#r2@t0.7", "grp#r3@t0.7"] and r["changed_share"] == 0.0
     assert r["accuracy"] == {"values": [1.0, 1.0, 1.0], "mean": 1.0, "stdev": 0.0, "ci": "too few to say (n=6)"} and r["calls_per_run"] == [12] * 3
     # every repeat's outcome of each item, for bench-report --compare: [right, pair right, consistent, first-shown, parsed]
-    assert summary["per_item"] and all(entries == [[1, 1, 1, 1, 2]] * 3 for entries in summary["per_item"].values())
+    assert summary["per_item"] and all(entries == [[1, 1, 1, 1, 2, 1.0]] * 3 for entries in summary["per_item"].values())
     assert len(server.requests) == 36 and all(p["temperature"] == 0.7 for p in server.requests)
 
 

@@ -33,7 +33,8 @@ async def test_first_shown_judge_scores_pair_accuracy_zero(scripted, tmp_path, m
     summary, _ = await bench(scripted, first_shown_judge, PAIRS, method, tmp_path)
     o = summary["overall"]
     assert o["n"] == 6 and summary["skipped_degenerate"] == 1
-    assert o["accuracy"] == 1.0  # the chosen answer was shown first in the first placement
+    assert o["first_order_accuracy"] == 1.0  # the chosen answer was shown first in the first placement
+    assert o["accuracy"] == 0.5  # the mean of the two orders: right in one of them
     assert o["pair_accuracy"] == 0.0
     assert o["consistency"] == 0.0
     assert o["position_bias"] == 1.0
