@@ -124,11 +124,13 @@ async def test_replayed_recordings_give_llmbar_s_requests_verdicts_and_statistic
     block = summary["llmbar"]["overall"]
     assert reference.as_statistics_json(block) == pytest.approx(expected, nan_ok=True)
     assert summary["method_key"] == f"llmbar[{strategy}]" and set(summary["llmbar"]["categories"]) == {"Natural"}
-    # the bench's own figures from the same verdicts: pair accuracy = correct_both; accuracy is the chosen-first
-    # placement's (swap = False where output_1 is chosen, else swap = True)
+    # the bench's own figures from the same verdicts: pair accuracy = correct_both; first_order_accuracy is the
+    # chosen-first placement's (swap = False where output_1 is chosen, else swap = True), accuracy both orders' mean
     overall = summary["overall"]
     first = [r["results"][-1]["swap = False" if r["label"] == 1 else "swap = True"]["winner"] == str(r["label"]) for r in recorded]
-    assert overall["accuracy"] == pytest.approx(sum(first) / len(first))
+    second = [r["results"][-1]["swap = True" if r["label"] == 1 else "swap = False"]["winner"] == str(r["label"]) for r in recorded]
+    assert overall["first_order_accuracy"] == pytest.approx(sum(first) / len(first))
+    assert overall["accuracy"] == pytest.approx((sum(first) + sum(second)) / (2 * len(first)))  # the mean of both orders
     assert overall["pair_accuracy"] == pytest.approx(block["correct_both"] / block["n"])
     assert overall["calls_per_item"] == pytest.approx(len(bodies) / len(recorded))
 
