@@ -249,18 +249,11 @@ def backend_kind(env: Mapping[str, str]) -> str:
     if _env(env, "JUDGE_MCP_API_KEY", None) is not None:
         raise ConfigError("JUDGE_MCP_API_KEY is set but JUDGE_MCP_BACKEND is not: set JUDGE_MCP_BACKEND=openai (with "
                           "JUDGE_MCP_BASE_URL for a server other than OpenAI's) or JUDGE_MCP_BACKEND=anthropic")
-    if model is not None and not model.strip().lower().endswith(".gguf") and not _is_file(model):
+    if model is not None and not model.strip().lower().endswith(".gguf") and path_kind(os.path.expanduser(model)) != "file":
         raise ConfigError(f"JUDGE_MCP_MODEL={model!r} is no GGUF file, and without JUDGE_MCP_BACKEND the judge is the embedded "
                           "llama.cpp model, which reads one. For a model on a server set JUDGE_MCP_BACKEND=openai and "
                           "JUDGE_MCP_BASE_URL (Ollama: http://127.0.0.1:11434/v1); for the embedded model, a .gguf path")
     return "local"
-
-
-def _is_file(path: str) -> bool:
-    try:
-        return Path(path).expanduser().is_file()
-    except (OSError, RuntimeError):  # a folder this user may not enter, no home directory for `~`
-        return False
 
 
 def backend_from_env(env: Mapping[str, str]) -> BackendConfig:

@@ -37,7 +37,7 @@ class Repeats:
     """The calls running now, by key, and lwe_judge's recent results (one per App, on its event loop)."""
 
     def __init__(self) -> None:
-        self.running: dict[str, asyncio.Future[Any]] = {}
+        self.running: dict[str, tuple[asyncio.Future[Any], float]] = {}  # (its result to come, when it started)
         self.answered: OrderedDict[str, tuple[float, Any]] = OrderedDict()
 
     async def run(self, key: str, call: Callable[[], Awaitable[Any]], *, replay: bool) -> tuple[Any, str | None]:
@@ -49,10 +49,9 @@ class Repeats:
                     age, result = kept
                     return result, (f"the same call was answered {age:.0f} s ago: that verdict is returned, not judged "
                                     "again (a second judgment would buffer the case's feedback twice)")
-            running = self.running.get(key)
-            if running is None:
+            if key not in self.running:
                 break
-            started = getattr(running, "started", time.monotonic())
+            running, started = self.running[key]
             try:
                 result = await asyncio.shield(running)
             except asyncio.CancelledError:
@@ -61,8 +60,7 @@ class Repeats:
                 raise
             return result, f"joined the same call, still running since {time.monotonic() - started:.0f} s ago (sent again?)"
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        future.started = time.monotonic()  # type: ignore[attr-defined]
-        self.running[key] = future
+        self.running[key] = (future, time.monotonic())
         try:
             result = await call()
         except BaseException as exc:
@@ -73,7 +71,7 @@ class Repeats:
                 future.exception()  # retrieved: no "exception was never retrieved" when nobody joined
             raise
         finally:
-            if self.running.get(key) is future:
+            if self.running.get(key, (None,))[0] is future:
                 del self.running[key]
         future.set_result(result)
         if replay:
